@@ -1,0 +1,62 @@
+/* Minimal test harness for the rungs C API tests.
+ *
+ * Each test_*.c is a standalone program: it includes this header, calls
+ * CHECK* macros, and ends main() with `return harness_report("name");`,
+ * which prints "N passed, M failed" as its last line. The Makefile runs
+ * every test program and adds the counts up. */
+#ifndef RUNGS_FFI_HARNESS_H
+#define RUNGS_FFI_HARNESS_H
+
+#include <stdio.h>
+#include <string.h>
+
+static int harness_passed;
+static int harness_failed;
+
+#define CHECK(cond)                                                                    \
+    do {                                                                               \
+        if (cond) {                                                                    \
+            harness_passed++;                                                          \
+        } else {                                                                       \
+            harness_failed++;                                                          \
+            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);            \
+        }                                                                              \
+    } while (0)
+
+/* Compare two integers, printing both on failure. */
+#define CHECK_EQ(actual, expected)                                                     \
+    do {                                                                               \
+        long long harness_a = (long long)(actual);                                     \
+        long long harness_e = (long long)(expected);                                   \
+        if (harness_a == harness_e) {                                                  \
+            harness_passed++;                                                          \
+        } else {                                                                       \
+            harness_failed++;                                                          \
+            fprintf(stderr, "FAIL %s:%d: %s == %lld, expected %s == %lld\n", __FILE__, \
+                    __LINE__, #actual, harness_a, #expected, harness_e);               \
+        }                                                                              \
+    } while (0)
+
+/* Compare two NUL-terminated strings. */
+#define CHECK_STR(actual, expected)                                                    \
+    do {                                                                               \
+        const char *harness_a = (actual);                                              \
+        const char *harness_e = (expected);                                            \
+        if (harness_a && harness_e && strcmp(harness_a, harness_e) == 0) {             \
+            harness_passed++;                                                          \
+        } else {                                                                       \
+            harness_failed++;                                                          \
+            fprintf(stderr, "FAIL %s:%d: %s == \"%s\", expected \"%s\"\n", __FILE__,   \
+                    __LINE__, #actual, harness_a ? harness_a : "(null)",               \
+                    harness_e ? harness_e : "(null)");                                 \
+        }                                                                              \
+    } while (0)
+
+static int harness_report(const char *name) {
+    fprintf(stderr, "%s: ", name);
+    fflush(stderr);
+    printf("%d passed, %d failed\n", harness_passed, harness_failed);
+    return harness_failed ? 1 : 0;
+}
+
+#endif

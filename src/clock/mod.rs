@@ -1,0 +1,1 @@
+//! Clock offset estimation and frame pacing (S9), sans-IO.

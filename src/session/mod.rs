@@ -1,0 +1,1 @@
+//! Sessions: the pieces composed for an engine's frame loop (S5, S7).

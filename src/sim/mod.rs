@@ -1,0 +1,1 @@
+//! Deterministic network simulator for tests, benches and `rungs-sim`.
