@@ -17,6 +17,16 @@
 #include <stddef.h>
 
 /**
+ * A report stays fresh for this many frames after it executes (S3).
+ */
+#define REPORT_LIFETIME_FRAMES 512
+
+/**
+ * Seats are numbered by house order; at most this many.
+ */
+#define MAX_SEATS 16
+
+/**
  * Number of rungs on the ladder.
  */
 #define RUNG_COUNT 10
@@ -35,6 +45,26 @@
  * Longest label in bytes (without a terminator).
  */
 #define Label_CAPACITY 16
+
+/**
+ * A reported wait this long or longer blocks every improvement (S4.4 b).
+ */
+#define WAIT_BLOCKS_IMPROVEMENT_MS 100
+
+/**
+ * Frames after a change before the master may improve again (S4.4 c).
+ */
+#define FRAMES_BETWEEN_IMPROVEMENTS 256
+
+/**
+ * Qualifying evaluations in a row before the first step down (S4.4).
+ */
+#define QUALIFYING_EVALUATIONS_TO_IMPROVE 3
+
+/**
+ * A silent player forces the widest timing this many frames after the record starts (S3).
+ */
+#define SILENT_GRACE_FRAMES 512
 
 /**
  * The ABI version of this header. It changes only when an existing

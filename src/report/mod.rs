@@ -12,3 +12,7 @@ pub struct Report {
     /// clean measurement (S8). A player alone reports `Some(0)`.
     pub worst_rtt_ms: Option<u32>,
 }
+
+pub mod record;
+
+pub use record::Record;

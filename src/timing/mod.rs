@@ -4,8 +4,17 @@
 
 pub mod event;
 pub mod ladder;
+pub mod machine;
+pub mod policy;
+pub mod queue;
+pub mod replay;
+pub mod schedule;
 
 pub use event::TimingEvent;
+pub use machine::{player_message_text, FrameStart, MachineConfig, Output, Status, TimingMachine};
+pub use policy::{is_evaluation_frame, MasterPolicy, Verdict};
+pub use queue::{CommandQueue, Queued};
+pub use schedule::{Applied, Changed, Schedule};
 
 pub use ladder::{
     one_way_frames, one_way_frames_headroom, required, Tier, Timing, MAX_LOOK_AHEAD,

@@ -1,0 +1,220 @@
+//! The shared record of reports (S3).
+//!
+//! Every machine builds the same record from executed events only, so every
+//! machine reaches the same timing decisions. Players are the *human* seats:
+//! AI seats have no machine and never report.
+
+use super::Report;
+use crate::error::{Error, Result};
+
+/// A report stays fresh for this many frames after it executes (S3).
+pub const REPORT_LIFETIME_FRAMES: u32 = 512;
+
+/// Seats are numbered by house order; at most this many.
+pub const MAX_SEATS: usize = 16;
+
+#[derive(Debug, Clone, Copy)]
+struct PlayerEntry {
+    seat: u8,
+    /// Latest executed report and the frame it executed on.
+    latest: Option<(Report, u32)>,
+    /// Whether any report with a round trip has ever executed (S3, *silent*).
+    ever_reported_rtt: bool,
+}
+
+/// The record of the players' latest reports (S3).
+#[derive(Debug, Clone)]
+pub struct Record {
+    start_frame: u32,
+    /// Present players in house order. Removal drops the entry.
+    players: Vec<PlayerEntry>,
+}
+
+impl Record {
+    /// A record starting on `start_frame` with the given human seats, in house order.
+    pub fn new(start_frame: u32, human_seats: impl IntoIterator<Item = u8>) -> Record {
+        let mut players = Vec::with_capacity(MAX_SEATS);
+        players.extend(human_seats.into_iter().map(|seat| PlayerEntry {
+            seat,
+            latest: None,
+            ever_reported_rtt: false,
+        }));
+        Record {
+            start_frame,
+            players,
+        }
+    }
+
+    /// The frame the record started on.
+    pub fn start_frame(&self) -> u32 {
+        self.start_frame
+    }
+
+    /// The seats still in the game, in house order.
+    pub fn seats(&self) -> impl Iterator<Item = u8> + '_ {
+        self.players.iter().map(|p| p.seat)
+    }
+
+    /// Whether `seat` is a present player.
+    pub fn contains(&self, seat: u8) -> bool {
+        self.players.iter().any(|p| p.seat == seat)
+    }
+
+    fn entry_mut(&mut self, seat: u8) -> Result<&mut PlayerEntry> {
+        self.players
+            .iter_mut()
+            .find(|p| p.seat == seat)
+            .ok_or(Error::UnknownSeat(seat))
+    }
+
+    /// A player's report executed on `frame`: it replaces that player's latest (S3).
+    pub fn apply_report(&mut self, seat: u8, frame: u32, report: Report) -> Result<()> {
+        let entry = self.entry_mut(seat)?;
+        entry.latest = Some((report, frame));
+        entry.ever_reported_rtt |= report.worst_rtt_ms.is_some();
+        Ok(())
+    }
+
+    /// A player's removal executed: drop the player and its report (S3).
+    pub fn remove(&mut self, seat: u8) -> Result<()> {
+        let index = self
+            .players
+            .iter()
+            .position(|p| p.seat == seat)
+            .ok_or(Error::UnknownSeat(seat))?;
+        self.players.remove(index);
+        Ok(())
+    }
+
+    /// The player's latest report with the frame it executed on, fresh or not.
+    pub fn latest(&self, seat: u8) -> Option<(Report, u32)> {
+        self.players
+            .iter()
+            .find(|p| p.seat == seat)
+            .and_then(|p| p.latest)
+    }
+
+    /// Fresh reports on `frame`: `frame < executed + 512` (S3).
+    pub fn fresh_reports(&self, frame: u32) -> impl Iterator<Item = &Report> + '_ {
+        self.players.iter().filter_map(move |p| match &p.latest {
+            Some((report, executed)) if is_fresh(*executed, frame) => Some(report),
+            _ => None,
+        })
+    }
+
+    /// Whether every present player has a fresh report on `frame` (S4.2).
+    pub fn all_fresh(&self, frame: u32) -> bool {
+        self.players
+            .iter()
+            .all(|p| matches!(p.latest, Some((_, executed)) if is_fresh(executed, frame)))
+    }
+
+    /// Whether any player is *missing*: no fresh report, or its latest report
+    /// has no round trip (S3).
+    pub fn any_missing(&self, frame: u32) -> bool {
+        self.players.iter().any(|p| match &p.latest {
+            Some((report, executed)) => {
+                !is_fresh(*executed, frame) || report.worst_rtt_ms.is_none()
+            }
+            None => true,
+        })
+    }
+
+    /// Whether any player is *silent*: no report with a round trip from it
+    /// has ever executed (S3).
+    pub fn any_silent(&self) -> bool {
+        self.players.iter().any(|p| !p.ever_reported_rtt)
+    }
+
+    /// The largest round trip among fresh reports, if any carries one.
+    pub fn worst_fresh_rtt(&self, frame: u32) -> Option<u32> {
+        self.fresh_reports(frame)
+            .filter_map(|r| r.worst_rtt_ms)
+            .max()
+    }
+
+    /// The longest processing time among fresh reports.
+    pub fn max_fresh_process_us(&self, frame: u32) -> Option<u32> {
+        self.fresh_reports(frame).map(|r| r.process_us).max()
+    }
+
+    /// The longest wait among fresh reports.
+    pub fn max_fresh_wait_ms(&self, frame: u32) -> Option<u32> {
+        self.fresh_reports(frame).map(|r| r.max_wait_ms).max()
+    }
+}
+
+/// A report executed on `executed` is fresh on `frame` while `frame < executed + 512`.
+fn is_fresh(executed: u32, frame: u32) -> bool {
+    u64::from(frame) < u64::from(executed) + u64::from(REPORT_LIFETIME_FRAMES)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(rtt: Option<u32>) -> Report {
+        Report {
+            process_us: 8000,
+            max_wait_ms: 0,
+            worst_rtt_ms: rtt,
+        }
+    }
+
+    #[test]
+    fn reports_expire_512_frames_after_executing() {
+        // S3: fresh on f while f < executed + 512.
+        let mut record = Record::new(0, [0, 1]);
+        record.apply_report(0, 100, report(Some(50))).unwrap();
+        record.apply_report(1, 100, report(Some(70))).unwrap();
+        assert!(record.all_fresh(611));
+        assert_eq!(record.worst_fresh_rtt(611), Some(70));
+        assert!(!record.all_fresh(612));
+        assert_eq!(record.worst_fresh_rtt(612), None);
+        assert!(record.any_missing(612));
+    }
+
+    #[test]
+    fn a_report_without_round_trip_makes_the_player_missing_and_keeps_it_silent() {
+        let mut record = Record::new(0, [0, 1]);
+        record.apply_report(0, 10, report(Some(50))).unwrap();
+        record.apply_report(1, 10, report(None)).unwrap();
+        assert!(record.any_missing(20));
+        assert!(record.any_silent());
+        record.apply_report(1, 30, report(Some(60))).unwrap();
+        assert!(!record.any_missing(40));
+        assert!(!record.any_silent());
+        // Once a round trip has executed the player is never silent again (S3).
+        record.apply_report(1, 50, report(None)).unwrap();
+        assert!(!record.any_silent());
+        assert!(record.any_missing(60));
+    }
+
+    #[test]
+    fn the_latest_report_replaces_the_previous_one() {
+        let mut record = Record::new(0, [3]);
+        record.apply_report(3, 10, report(Some(100))).unwrap();
+        record.apply_report(3, 10, report(Some(1300))).unwrap();
+        assert_eq!(record.worst_fresh_rtt(11), Some(1300));
+    }
+
+    #[test]
+    fn removal_drops_the_player_and_unknown_seats_are_refused() {
+        let mut record = Record::new(0, [0, 2]);
+        record.apply_report(0, 5, report(Some(40))).unwrap();
+        record.apply_report(2, 5, report(None)).unwrap();
+        assert!(record.any_silent());
+        record.remove(2).unwrap();
+        assert!(!record.any_silent());
+        assert_eq!(
+            record.apply_report(2, 6, report(Some(1))),
+            Err(Error::UnknownSeat(2))
+        );
+        assert_eq!(
+            record.apply_report(1, 6, report(Some(1))),
+            Err(Error::UnknownSeat(1))
+        );
+        assert_eq!(record.remove(2), Err(Error::UnknownSeat(2)));
+        assert_eq!(record.seats().collect::<Vec<_>>(), vec![0]);
+    }
+}

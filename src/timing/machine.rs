@@ -1,0 +1,428 @@
+//! The timing machine: one object per machine of a game that an engine
+//! drives frame by frame (S3–S6).
+//!
+//! It composes the record (S3), the master's policy (S4), the schedule in
+//! force (S5) and the player feedback (S6). All of it is integer-only and
+//! fed only executed events, so every machine holds the same state.
+//!
+//! A frame, in order (the vector replay order of `vectors/README.md`):
+//! 1. [`TimingMachine::begin_frame`] — a staged decrease activates or steps
+//!    down; the answer says whether this frame executes commands;
+//! 2. on such a send frame, [`TimingMachine::pop_due`] yields the queued
+//!    commands due; the engine executes them, passing timing events to
+//!    [`TimingMachine::execute_timing_event`];
+//! 3. other executed events: [`TimingMachine::execute_report`],
+//!    [`TimingMachine::execute_removal`];
+//! 4. [`TimingMachine::end_frame`] — the master's evaluation; on the
+//!    master's machine it returns the timing event to queue as a command;
+//! 5. if [`TimingMachine::is_send_frame`] (under the timing now in force),
+//!    the engine sends its commands, tagged [`TimingMachine::command_tag`].
+//!
+//! Outputs for callbacks (timing or rate changed, player message, master
+//! changed) queue up and are drained with [`TimingMachine::poll_output`].
+
+use std::collections::VecDeque;
+
+use super::ladder::{Tier, Timing};
+use super::policy::{MasterPolicy, Verdict};
+use super::queue::{CommandQueue, Queued};
+use super::schedule::{Applied, Changed, Schedule};
+use super::TimingEvent;
+use crate::error::{Error, Result};
+use crate::report::record::MAX_SEATS;
+use crate::report::{Record, Report};
+
+/// Room reserved for queued commands and outputs, so a game in steady state
+/// never allocates.
+const QUEUE_CAPACITY: usize = 256;
+const OUTPUT_CAPACITY: usize = 32;
+
+/// How a machine is set up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MachineConfig {
+    /// The rate the game speed allows, 1–255 fps (S4.2). The game starts at it.
+    pub speed_fps: u8,
+    /// One flag per seat in house order: `true` for a human player. AI seats
+    /// keep their place in the house order but never report.
+    pub human_seats: Vec<bool>,
+    /// This machine's seat, or `None` for an observer (a recording player)
+    /// that follows the timing but never sends.
+    pub local_seat: Option<u8>,
+}
+
+/// Something the engine should hear about (callbacks in the C API).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// From `frame` the timing in force is `timing`.
+    TimingChanged { frame: u32, timing: Timing },
+    /// From `frame` the engine paces at `fps`.
+    FrameRateChanged { frame: u32, fps: u8 },
+    /// Show `Connection quality target: <tier>` (S6).
+    PlayerMessage { frame: u32, tier: Tier },
+    /// The master is now `seat` (`None` when no human is left) (S4.6).
+    MasterChanged { frame: u32, seat: Option<u8> },
+}
+
+/// The text of a player message: `Connection quality target: <Tier>` (S6).
+pub fn player_message_text(tier: Tier) -> &'static str {
+    match tier {
+        Tier::Fast => "Connection quality target: Fast",
+        Tier::Normal => "Connection quality target: Normal",
+        Tier::Poor => "Connection quality target: Poor",
+        Tier::Bad => "Connection quality target: Bad",
+    }
+}
+
+/// What the engine needs at the start of a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameStart {
+    /// The frame executes queued commands that are due (it is a send frame
+    /// under the timing in force after step 1).
+    pub executes_commands: bool,
+}
+
+/// The state a UI or a log needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Status {
+    pub frame: u32,
+    pub timing: Timing,
+    pub fps: u8,
+    pub target: Timing,
+    pub target_fps: u8,
+    pub staged_target: Option<Timing>,
+    pub tier: Tier,
+    pub master: Option<u8>,
+    pub calibrating: bool,
+    pub qualifying_in_a_row: u8,
+    pub descent_running: bool,
+    pub last_verdict: Verdict,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    NotStarted,
+    InFrame(u32),
+    Ended(u32),
+}
+
+/// One machine's adaptive timing.
+#[derive(Debug, Clone)]
+pub struct TimingMachine {
+    local_seat: Option<u8>,
+    human: [bool; MAX_SEATS],
+    seat_count: u8,
+    record: Record,
+    policy: MasterPolicy,
+    schedule: Schedule,
+    master: Option<u8>,
+    /// Target of the latest executed timing event (`2/6` before any): the
+    /// "previous target" of S6 messages and of S4.4 c's changes.
+    executed_target: Timing,
+    phase: Phase,
+    executes_commands: bool,
+    last_verdict: Verdict,
+    queue: CommandQueue<u64>,
+    outputs: VecDeque<Output>,
+}
+
+impl TimingMachine {
+    /// A machine on the eve of frame 0.
+    pub fn new(config: &MachineConfig) -> Result<TimingMachine> {
+        if config.speed_fps == 0 {
+            return Err(Error::InvalidArgument("speed_fps must be 1..=255"));
+        }
+        let seat_count = config.human_seats.len();
+        if seat_count == 0 || seat_count > MAX_SEATS {
+            return Err(Error::InvalidArgument("a game has 1..=16 seats"));
+        }
+        let mut human = [false; MAX_SEATS];
+        human[..seat_count].copy_from_slice(&config.human_seats);
+        let humans = (0..seat_count as u8).filter(|s| human[usize::from(*s)]);
+        let record = Record::new(0, humans);
+        let master = record.seats().next();
+        if master.is_none() {
+            return Err(Error::InvalidArgument(
+                "a game needs at least one human seat",
+            ));
+        }
+        if let Some(local) = config.local_seat {
+            if usize::from(local) >= seat_count || !human[usize::from(local)] {
+                return Err(Error::InvalidArgument(
+                    "local_seat must be a human seat of the game",
+                ));
+            }
+        }
+        Ok(TimingMachine {
+            local_seat: config.local_seat,
+            human,
+            seat_count: seat_count as u8,
+            record,
+            policy: MasterPolicy::new(config.speed_fps),
+            schedule: Schedule::new(config.speed_fps),
+            master,
+            executed_target: Timing::START,
+            phase: Phase::NotStarted,
+            executes_commands: false,
+            last_verdict: Verdict::NoEvaluation,
+            queue: CommandQueue::with_capacity(QUEUE_CAPACITY),
+            outputs: VecDeque::with_capacity(OUTPUT_CAPACITY),
+        })
+    }
+
+    /// Step 1 of `frame`. Frames run 0, 1, 2, ... with no gaps.
+    pub fn begin_frame(&mut self, frame: u32) -> Result<FrameStart> {
+        let expected = match self.phase {
+            Phase::NotStarted => 0,
+            Phase::Ended(previous) => previous
+                .checked_add(1)
+                .ok_or(Error::State("frame counter exhausted"))?,
+            Phase::InFrame(_) => {
+                return Err(Error::State(
+                    "end_frame was not called for the previous frame",
+                ))
+            }
+        };
+        if frame != expected {
+            return Err(Error::State(
+                "frames must run in order without gaps, starting at 0",
+            ));
+        }
+        self.phase = Phase::InFrame(frame);
+        let changed = if frame == 0 {
+            // Frame 0 announces the starting timing and rate.
+            Changed {
+                timing: true,
+                fps: true,
+            }
+        } else {
+            self.schedule.begin_frame(frame)
+        };
+        self.announce(frame, changed);
+        self.executes_commands = self.schedule.is_send_frame(frame);
+        Ok(FrameStart {
+            executes_commands: self.executes_commands,
+        })
+    }
+
+    fn current_frame(&self) -> Result<u32> {
+        match self.phase {
+            Phase::InFrame(frame) => Ok(frame),
+            _ => Err(Error::State(
+                "events execute between begin_frame and end_frame",
+            )),
+        }
+    }
+
+    /// Queue a command from `seat` tagged for `tag`; `item` is the caller's
+    /// handle for it. Commands from one seat arrive in issue order. A tag on
+    /// a frame already executed is refused: it would execute on one machine
+    /// and not on another.
+    pub fn queue_command(&mut self, tag: u32, seat: u8, item: u64) -> Result<()> {
+        if usize::from(seat) >= usize::from(self.seat_count) {
+            return Err(Error::UnknownSeat(seat));
+        }
+        let earliest_allowed = match self.phase {
+            Phase::NotStarted => 0,
+            Phase::InFrame(f) if !self.executes_commands => f,
+            Phase::InFrame(f) | Phase::Ended(f) => f.saturating_add(1),
+        };
+        if tag < earliest_allowed {
+            return Err(Error::State(
+                "command tagged for a frame that already executed its commands",
+            ));
+        }
+        self.queue.push(tag, seat, item);
+        Ok(())
+    }
+
+    /// The next queued command due on this frame, in (tag, seat, issue
+    /// order); `None` when none is due or the frame executes no commands.
+    pub fn pop_due(&mut self) -> Option<Queued<u64>> {
+        match self.phase {
+            Phase::InFrame(frame) if self.executes_commands => self.queue.pop_due(frame),
+            _ => None,
+        }
+    }
+
+    /// Number of queued commands.
+    pub fn queued_commands(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// A timing event from `seat` executes on the current frame (S5, S6).
+    pub fn execute_timing_event(&mut self, seat: u8, event: TimingEvent) -> Result<Applied> {
+        let frame = self.current_frame()?;
+        // A removed master's last event may still execute after its removal,
+        // on every machine alike; so any human seat of the game is accepted.
+        if usize::from(seat) >= usize::from(self.seat_count) || !self.human[usize::from(seat)] {
+            return Err(Error::UnknownSeat(seat));
+        }
+        if event.fps == 0 {
+            return Err(Error::InvalidArgument(
+                "a timing event's frame rate must be 1..=255",
+            ));
+        }
+        if event.target.tier() != self.executed_target.tier() {
+            self.push_output(Output::PlayerMessage {
+                frame,
+                tier: event.target.tier(),
+            });
+        }
+        if event.target != self.executed_target {
+            self.policy.note_change_executed(frame);
+        }
+        self.executed_target = event.target;
+        let (applied, changed) = self.schedule.apply(frame, event);
+        self.announce(frame, changed);
+        Ok(applied)
+    }
+
+    /// A player's report executes on the current frame (S3).
+    pub fn execute_report(&mut self, seat: u8, report: Report) -> Result<()> {
+        let frame = self.current_frame()?;
+        self.record.apply_report(seat, frame, report)
+    }
+
+    /// A player's removal executes on the current frame (S3, S4.6).
+    pub fn execute_removal(&mut self, seat: u8) -> Result<()> {
+        let frame = self.current_frame()?;
+        self.record.remove(seat)?;
+        if self.master == Some(seat) {
+            self.master = self.record.seats().next();
+            self.policy.hand_off(frame);
+            self.push_output(Output::MasterChanged {
+                frame,
+                seat: self.master,
+            });
+        }
+        Ok(())
+    }
+
+    /// Change the rate the game speed allows (S6 Speed slider). Call it on
+    /// every machine on the same frame, e.g. when the engine's speed event
+    /// executes; the master's next evaluation with fresh reports applies it.
+    pub fn set_speed_fps(&mut self, speed_fps: u8) -> Result<()> {
+        if speed_fps == 0 {
+            return Err(Error::InvalidArgument("speed_fps must be 1..=255"));
+        }
+        self.policy.set_speed_fps(speed_fps);
+        Ok(())
+    }
+
+    /// Ends the current frame with the master's evaluation (S4). Every
+    /// machine evaluates; on the master's machine the timing event to queue
+    /// as a command is returned.
+    pub fn end_frame(&mut self) -> Result<Option<TimingEvent>> {
+        let frame = self.current_frame()?;
+        let (verdict, event) = self.policy.evaluate(&self.record, frame);
+        if verdict != Verdict::NoEvaluation {
+            self.last_verdict = verdict;
+        }
+        self.phase = Phase::Ended(frame);
+        Ok(event.filter(|_| self.is_master()))
+    }
+
+    /// Whether this machine is the master.
+    pub fn is_master(&self) -> bool {
+        self.local_seat.is_some() && self.local_seat == self.master
+    }
+
+    /// The master's seat, if any human is left.
+    pub fn master(&self) -> Option<u8> {
+        self.master
+    }
+
+    /// Whether the current frame is a send frame under the timing in force
+    /// now (after any event that executed on it).
+    pub fn is_send_frame(&self) -> bool {
+        match self.phase {
+            Phase::InFrame(f) | Phase::Ended(f) => self.schedule.is_send_frame(f),
+            Phase::NotStarted => true,
+        }
+    }
+
+    /// The timing in force.
+    pub fn timing(&self) -> Timing {
+        self.schedule.timing()
+    }
+
+    /// The frame rate in force.
+    pub fn fps(&self) -> u8 {
+        self.schedule.fps()
+    }
+
+    /// The frame a command issued now executes on or after: on a send frame,
+    /// `frame + look_ahead`; otherwise the next send frame plus the
+    /// look-ahead the schedule will have then. The latter is a forecast: a
+    /// timing event executing on that send frame can still change it, so
+    /// the final tag is the one taken on the send frame itself.
+    pub fn command_tag(&self) -> u32 {
+        let frame = match self.phase {
+            Phase::InFrame(f) | Phase::Ended(f) => f,
+            Phase::NotStarted => 0,
+        };
+        if self.schedule.is_send_frame(frame) {
+            return frame.saturating_add(u32::from(self.schedule.timing().look_ahead()));
+        }
+        let mut forecast = self.schedule.clone();
+        let mut next = frame;
+        loop {
+            next = next.saturating_add(1);
+            forecast.begin_frame(next);
+            if forecast.is_send_frame(next) || next == u32::MAX {
+                return next.saturating_add(u32::from(forecast.timing().look_ahead()));
+            }
+        }
+    }
+
+    /// The shared record (read-only).
+    pub fn record(&self) -> &Record {
+        &self.record
+    }
+
+    /// Everything a UI or log shows.
+    pub fn status(&self) -> Status {
+        let frame = match self.phase {
+            Phase::InFrame(f) | Phase::Ended(f) => f,
+            Phase::NotStarted => 0,
+        };
+        Status {
+            frame,
+            timing: self.timing(),
+            fps: self.fps(),
+            target: self.policy.target(),
+            target_fps: self.policy.rate(),
+            staged_target: self.schedule.staged_target(),
+            tier: self.timing().tier(),
+            master: self.master,
+            calibrating: self.policy.calibrating(),
+            qualifying_in_a_row: self.policy.qualifying_in_a_row(),
+            descent_running: self.policy.descent_running(),
+            last_verdict: self.last_verdict,
+        }
+    }
+
+    /// The next output for the engine, oldest first.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.outputs.pop_front()
+    }
+
+    fn announce(&mut self, frame: u32, changed: Changed) {
+        if changed.timing {
+            self.push_output(Output::TimingChanged {
+                frame,
+                timing: self.schedule.timing(),
+            });
+        }
+        if changed.fps {
+            self.push_output(Output::FrameRateChanged {
+                frame,
+                fps: self.schedule.fps(),
+            });
+        }
+    }
+
+    fn push_output(&mut self, output: Output) {
+        self.outputs.push_back(output);
+    }
+}
