@@ -2,7 +2,7 @@
  *
  * Each test_*.c is a standalone program: it includes this header, calls
  * CHECK* macros, and ends main() with `return harness_report("name");`,
- * which prints "N passed, M failed" as its last line. The Makefile runs
+ * which prints "name: N passed, M failed" as its last line. The Makefile runs
  * every test program and adds the counts up. */
 #ifndef RUNGS_FFI_HARNESS_H
 #define RUNGS_FFI_HARNESS_H
@@ -53,9 +53,7 @@ static int harness_failed;
     } while (0)
 
 static int harness_report(const char *name) {
-    fprintf(stderr, "%s: ", name);
-    fflush(stderr);
-    printf("%d passed, %d failed\n", harness_passed, harness_failed);
+    printf("%s: %d passed, %d failed\n", name, harness_passed, harness_failed);
     return harness_failed ? 1 : 0;
 }
 

@@ -67,6 +67,96 @@
 #define SILENT_GRACE_FRAMES 512
 
 /**
+ * Tier "Fast" (rungs 1–2), S6.
+ */
+#define RUNGS_TIER_FAST 0
+
+/**
+ * Tier "Normal" (rungs 3–5).
+ */
+#define RUNGS_TIER_NORMAL 1
+
+/**
+ * Tier "Poor" (rungs 6–8).
+ */
+#define RUNGS_TIER_POOR 2
+
+/**
+ * Tier "Bad" (rungs 9–10, or a look-ahead longer than the rung's).
+ */
+#define RUNGS_TIER_BAD 3
+
+/**
+ * Room a label needs, terminator included (`Normal (rung 10)` + NUL).
+ */
+#define RUNGS_LABEL_CAPACITY 17
+
+/**
+ * No evaluation has happened yet.
+ */
+#define RUNGS_VERDICT_NONE 0
+
+/**
+ * Calibration waits for reports (S4.3).
+ */
+#define RUNGS_VERDICT_CALIBRATION_WAITING 1
+
+/**
+ * Calibration set the target.
+ */
+#define RUNGS_VERDICT_CALIBRATED 2
+
+/**
+ * Calibration fell back to 3/9.
+ */
+#define RUNGS_VERDICT_CALIBRATION_FALLBACK 3
+
+/**
+ * A silent player holds the timing (S4.4 step 1).
+ */
+#define RUNGS_VERDICT_SILENT_HELD 4
+
+/**
+ * A silent player forced 10/250.
+ */
+#define RUNGS_VERDICT_SILENT_WORSENED 5
+
+/**
+ * Round trips worsened the timing (step 2).
+ */
+#define RUNGS_VERDICT_WORSENED 6
+
+/**
+ * A missing player holds the timing (step 3).
+ */
+#define RUNGS_VERDICT_MISSING_HELD 7
+
+/**
+ * No improvement qualified (step 4).
+ */
+#define RUNGS_VERDICT_NOT_QUALIFIED 8
+
+/**
+ * Counted towards the three (step 4).
+ */
+#define RUNGS_VERDICT_COUNTED 9
+
+/**
+ * Stepped down (step 5).
+ */
+#define RUNGS_VERDICT_STEPPED_DOWN 10
+
+/**
+ * `worst_rtt_ms` value meaning "no round trip" in a `rungs_report` (S3).
+ */
+#define RUNGS_NO_RTT 4294967295
+
+/**
+ * Seat value meaning "no seat" (an observer's local seat, or no master).
+ */
+#define RUNGS_NO_SEAT 255
+
+/**
  * The ABI version of this header. It changes only when an existing
  * declaration changes incompatibly; additions keep it.
  */
@@ -82,10 +172,184 @@
 typedef struct Timing Timing;
 
 /**
+ * An opaque timing machine. Made by `rungs_timing_machine_new`, released
+ * by `rungs_timing_machine_free`; used from one thread at a time.
+ */
+typedef struct rungs_timing_machine rungs_timing_machine;
+
+/**
  * The outcome of every fallible call. `RUNGS_OK` (0) is success; every other
  * value is one of the `RUNGS_ERR_*` codes, named by `rungs_result_str`.
  */
 typedef int32_t rungs_result;
+
+/**
+ * A timing `send_period/look_ahead` (S1). Valid when
+ * `1 <= send_period <= 10`, `send_period <= look_ahead <= 250` and
+ * `look_ahead % send_period == 0`.
+ */
+typedef struct rungs_timing {
+    uint8_t send_period;
+    uint8_t look_ahead;
+} rungs_timing;
+
+/**
+ * Called when the timing in force changes (and on frame 0).
+ */
+typedef void (*rungs_timing_changed_fn)(void *user,
+                                        uint32_t frame,
+                                        uint8_t send_period,
+                                        uint8_t look_ahead);
+
+/**
+ * Called when the frame rate to pace at changes (and on frame 0).
+ */
+typedef void (*rungs_frame_rate_changed_fn)(void *user, uint32_t frame, uint8_t fps);
+
+/**
+ * Called with a message for the player's message list, e.g.
+ * `Connection quality target: Normal` (S6). `text` lives until the callback returns.
+ */
+typedef void (*rungs_player_message_fn)(void *user, uint32_t frame, uint8_t tier, const char *text);
+
+/**
+ * Called when a removal hands the master role to `seat` (`RUNGS_NO_SEAT` if no human is left).
+ */
+typedef void (*rungs_master_changed_fn)(void *user, uint32_t frame, uint8_t seat);
+
+/**
+ * Callbacks, each optional (NULL). They run synchronously on the calling
+ * thread, inside the call that caused them; calling back into the same
+ * machine from one returns `RUNGS_ERR_REENTRANT`.
+ */
+typedef struct rungs_timing_callbacks {
+    /**
+     * Passed first to every callback.
+     */
+    void *user;
+    rungs_timing_changed_fn timing_changed;
+    rungs_frame_rate_changed_fn frame_rate_changed;
+    rungs_player_message_fn player_message;
+    rungs_master_changed_fn master_changed;
+} rungs_timing_callbacks;
+
+/**
+ * How to set up a timing machine.
+ */
+typedef struct rungs_timing_machine_config {
+    /**
+     * `sizeof(rungs_timing_machine_config)`, so the struct can grow.
+     */
+    uint32_t struct_size;
+    /**
+     * The rate the game speed allows, 1–255 (S4.2); the game starts at it.
+     */
+    uint8_t speed_fps;
+    /**
+     * Seats in house order, 1–16.
+     */
+    uint8_t seat_count;
+    /**
+     * This machine's seat (a human seat), or `RUNGS_NO_SEAT` for an observer.
+     */
+    uint8_t local_seat;
+    /**
+     * Must be 0.
+     */
+    uint8_t reserved;
+    /**
+     * Bit `i` set: seat `i` is a human player. At least one.
+     */
+    uint32_t human_seat_mask;
+    struct rungs_timing_callbacks callbacks;
+} rungs_timing_machine_config;
+
+/**
+ * A TIMING event's content: target timing and frame rate (1–255).
+ */
+typedef struct rungs_timing_event {
+    uint8_t send_period;
+    uint8_t look_ahead;
+    uint8_t fps;
+    /**
+     * Must be 0.
+     */
+    uint8_t reserved;
+} rungs_timing_event;
+
+/**
+ * A player's report (S3).
+ */
+typedef struct rungs_report {
+    /**
+     * Average processing time per frame since the previous report, µs.
+     */
+    uint32_t process_us;
+    /**
+     * Longest single wait for the other players over the last two intervals, ms.
+     */
+    uint32_t max_wait_ms;
+    /**
+     * Worst round trip to any other player, ms, or `RUNGS_NO_RTT`.
+     */
+    uint32_t worst_rtt_ms;
+} rungs_report;
+
+/**
+ * What a UI or log shows about the timing.
+ */
+typedef struct rungs_timing_status {
+    /**
+     * The current (or last) frame.
+     */
+    uint32_t frame;
+    /**
+     * Timing and rate in force.
+     */
+    uint8_t send_period;
+    uint8_t look_ahead;
+    uint8_t fps;
+    /**
+     * `RUNGS_TIER_*` of the timing in force.
+     */
+    uint8_t tier;
+    /**
+     * The master's target and rate.
+     */
+    uint8_t target_send_period;
+    uint8_t target_look_ahead;
+    uint8_t target_fps;
+    /**
+     * 1 while a staged decrease has not finished; its target follows.
+     */
+    uint8_t has_staged;
+    uint8_t staged_send_period;
+    uint8_t staged_look_ahead;
+    /**
+     * The master's seat, or `RUNGS_NO_SEAT`.
+     */
+    uint8_t master_seat;
+    /**
+     * 1 if this machine is the master.
+     */
+    uint8_t is_master;
+    /**
+     * 1 while the master is calibrating (S4.3).
+     */
+    uint8_t calibrating;
+    /**
+     * Qualifying evaluations in a row (the count of three, S4.4).
+     */
+    uint8_t qualifying_in_a_row;
+    /**
+     * 1 while a descent is running.
+     */
+    uint8_t descent_running;
+    /**
+     * Where the latest evaluation stopped: one of `RUNGS_VERDICT_*`.
+     */
+    uint8_t last_verdict;
+} rungs_timing_status;
 
 
 
@@ -171,6 +435,69 @@ extern "C" {
 void rungs_testing_panic_next_call(void);
 
 /**
+ * The timing of `rung` (1–10): `N/3N`, rung 1 is `1/4` (S2).
+ */
+rungs_result rungs_rung_timing(uint8_t rung, struct rungs_timing *out);
+
+/**
+ * Half a round trip in frames, rounded up: `ceil(rtt_ms * fps / 2000)` (S2).
+ */
+rungs_result rungs_one_way_frames(uint32_t rtt_ms, uint8_t fps, uint32_t *out);
+
+/**
+ * The same with a quarter of headroom: `ceil(rtt_ms * 5 * fps / 8000)` (S2).
+ */
+rungs_result rungs_one_way_frames_headroom(uint32_t rtt_ms, uint8_t fps, uint32_t *out);
+
+/**
+ * The lowest timing whose look-ahead covers `owt` one-way frames plus one
+ * send period (S2): `1/4`, `N/3N`, or `10/L` up to `10/250`.
+ */
+rungs_result rungs_required_timing(uint32_t owt, struct rungs_timing *out);
+
+/**
+ * `RUNGS_OK` when `timing` satisfies S1, else `RUNGS_ERR_INVALID_ARGUMENT`.
+ */
+rungs_result rungs_timing_validate(const struct rungs_timing *timing);
+
+/**
+ * Compare two timings (S1 order): `*out` is -1, 0 or 1 as `a` is less
+ * than, equal to or greater than `b` ("needs a higher rung, or a longer
+ * look-ahead on the same rung" is greater).
+ */
+rungs_result rungs_timing_compare(const struct rungs_timing *a,
+                                  const struct rungs_timing *b,
+                                  int32_t *out);
+
+/**
+ * The tier a player is shown for `timing` (S6): one of `RUNGS_TIER_*`.
+ */
+rungs_result rungs_timing_tier(const struct rungs_timing *timing, uint8_t *out_tier);
+
+/**
+ * The disabled Connection slider's position for `timing`: `11 - rung` on a
+ * 1–10 scale, so rung 1 sits at the right end (S6).
+ */
+rungs_result rungs_timing_slider_position(const struct rungs_timing *timing, uint8_t *out);
+
+/**
+ * The slider label for `timing`, e.g. `Fast (rung 2)` (S6), copied with a
+ * terminator into `buf` of `cap` bytes (`RUNGS_LABEL_CAPACITY` always fits).
+ * `*out_len` (may be NULL) receives the length without the terminator. A
+ * buffer too small gets `RUNGS_ERR_BUFFER_TOO_SMALL` and is left untouched.
+ */
+rungs_result rungs_timing_label(const struct rungs_timing *timing,
+                                char *buf,
+                                size_t cap,
+                                size_t *out_len);
+
+/**
+ * The name of a tier (`"Fast"`, `"Normal"`, `"Poor"`, `"Bad"`) as a static
+ * string through `*out`; `RUNGS_ERR_INVALID_ARGUMENT` for another value.
+ */
+rungs_result rungs_tier_name(uint8_t tier, const char **out);
+
+/**
  * The name of a result code, e.g. `"RUNGS_ERR_NULL_POINTER"`; `"RUNGS_ERR_UNKNOWN_CODE"`
  * for a value no version of rungs has used. The string is static: never free it.
  */
@@ -183,6 +510,114 @@ const char *rungs_result_str(rungs_result code);
  * An empty string means no error has been recorded on this thread.
  */
 rungs_result rungs_last_error_message(char *buf, size_t cap, size_t *out_len);
+
+/**
+ * Make a timing machine for the eve of frame 0. `*out` is written only on success.
+ */
+rungs_result rungs_timing_machine_new(const struct rungs_timing_machine_config *config,
+                                      struct rungs_timing_machine **out);
+
+/**
+ * Release a machine. NULL is accepted. Refused with `RUNGS_ERR_REENTRANT`
+ * from inside one of its own callbacks.
+ */
+rungs_result rungs_timing_machine_free(struct rungs_timing_machine *m);
+
+/**
+ * Step 1 of `frame` (frames run 0, 1, 2, ... without gaps): a staged
+ * decrease activates or steps down. `*out_executes_commands` (may be NULL)
+ * is 1 when this is a send frame whose due commands execute now.
+ */
+rungs_result rungs_timing_machine_begin_frame(struct rungs_timing_machine *m,
+                                              uint32_t frame,
+                                              int32_t *out_executes_commands);
+
+/**
+ * Queue a command from `seat` tagged for frame `tag`; `item` is your handle
+ * for it (an index into your own event list, say). Push one seat's commands
+ * in the order it issued them. A tag whose frame already executed its
+ * commands is refused with `RUNGS_ERR_STATE`.
+ */
+rungs_result rungs_timing_machine_queue_command(struct rungs_timing_machine *m,
+                                                uint32_t tag,
+                                                uint8_t seat,
+                                                uint64_t item);
+
+/**
+ * The next queued command due on this frame, in (tag, seat, issue order).
+ * `*out_found` is 1 and the other outputs (each may be NULL) are written
+ * when there is one; 0 when none is due or the frame is not a send frame.
+ */
+rungs_result rungs_timing_machine_pop_due(struct rungs_timing_machine *m,
+                                          int32_t *out_found,
+                                          uint64_t *out_item,
+                                          uint32_t *out_tag,
+                                          uint8_t *out_seat);
+
+/**
+ * A timing event sent by `seat` executes on the current frame (S5, S6).
+ */
+rungs_result rungs_timing_machine_execute_timing_event(struct rungs_timing_machine *m,
+                                                       uint8_t seat,
+                                                       const struct rungs_timing_event *event);
+
+/**
+ * A report from `seat` executes on the current frame (S3). An unknown or
+ * removed seat is refused with `RUNGS_ERR_UNKNOWN_SEAT` and changes nothing.
+ */
+rungs_result rungs_timing_machine_execute_report(struct rungs_timing_machine *m,
+                                                 uint8_t seat,
+                                                 const struct rungs_report *report);
+
+/**
+ * The removal of `seat` executes on the current frame (S3); removing the
+ * master hands the role to the next human in house order (S4.6).
+ */
+rungs_result rungs_timing_machine_execute_removal(struct rungs_timing_machine *m, uint8_t seat);
+
+/**
+ * End the current frame with the master's evaluation (S4). On the master's
+ * machine, on an evaluation that sends, `*out_has_event` is 1 and
+ * `*out_event` holds the timing event to queue as a command in your own
+ * event stream; otherwise `*out_has_event` is 0. Either may be NULL.
+ */
+rungs_result rungs_timing_machine_end_frame(struct rungs_timing_machine *m,
+                                            int32_t *out_has_event,
+                                            struct rungs_timing_event *out_event);
+
+/**
+ * `*out` is 1 when the current frame is a send frame under the timing in
+ * force now: send your packet (S5).
+ */
+rungs_result rungs_timing_machine_is_send_frame(struct rungs_timing_machine *m, int32_t *out);
+
+/**
+ * The frame a command issued now is tagged for: on a send frame,
+ * `frame + look_ahead`; on other frames a forecast for the next send frame.
+ */
+rungs_result rungs_timing_machine_command_tag(struct rungs_timing_machine *m, uint32_t *out);
+
+/**
+ * The timing in force.
+ */
+rungs_result rungs_timing_machine_timing(struct rungs_timing_machine *m, struct rungs_timing *out);
+
+/**
+ * The frame rate in force.
+ */
+rungs_result rungs_timing_machine_fps(struct rungs_timing_machine *m, uint8_t *out);
+
+/**
+ * Everything a UI or log shows, in one struct.
+ */
+rungs_result rungs_timing_machine_status(struct rungs_timing_machine *m,
+                                         struct rungs_timing_status *out);
+
+/**
+ * Change the rate the game speed allows (1–255, S6 Speed slider). Call it
+ * on every machine on the same frame (when your speed event executes).
+ */
+rungs_result rungs_timing_machine_set_speed(struct rungs_timing_machine *m, uint8_t speed_fps);
 
 /**
  * The ABI version of the library actually loaded: compare it with

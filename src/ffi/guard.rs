@@ -17,7 +17,7 @@ use super::result::{
     RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
 };
 
-/// An object handed to C: the state plus the guard flags.
+/// The state behind an opaque C handle, plus the guard flags.
 pub struct Guarded<T> {
     busy: Cell<bool>,
     poisoned: Cell<bool>,
@@ -25,35 +25,41 @@ pub struct Guarded<T> {
 }
 
 impl<T> Guarded<T> {
-    /// Box `state` for handing to C as an opaque pointer.
-    pub fn boxed(state: T) -> Box<Self> {
-        Box::new(Guarded {
+    /// Wrap `state` for an opaque handle.
+    pub fn new(state: T) -> Self {
+        Guarded {
             busy: Cell::new(false),
             poisoned: Cell::new(false),
             state: UnsafeCell::new(state),
-        })
+        }
     }
 
     /// Whether a caught panic has poisoned this object.
     pub fn is_poisoned(&self) -> bool {
         self.poisoned.get()
     }
+}
 
-    /// Mark the object poisoned (used by the C harness's test hook).
-    pub fn poison(&self) {
-        self.poisoned.set(true);
-    }
+/// An opaque handle type handed to C: `pub struct rungs_x(Guarded<State>)`.
+pub trait Handle {
+    type State;
+    fn guarded(&self) -> &Guarded<Self::State>;
+}
+
+/// Box `handle` and give C the pointer.
+pub fn into_raw<H: Handle>(handle: H) -> *mut H {
+    Box::into_raw(Box::new(handle))
 }
 
 /// Run `f` on the object behind `handle`, catching panics and refusing
 /// NULL, poisoned and re-entrant calls.
 ///
 /// # Safety
-/// `handle` is NULL or a pointer obtained from [`Guarded::boxed`] that has not
+/// `handle` is NULL or a pointer obtained from [`into_raw`] that has not
 /// been freed, used from one thread at a time.
-pub unsafe fn with_object<T>(
-    handle: *const Guarded<T>,
-    f: impl FnOnce(&mut T) -> crate::error::Result<()>,
+pub unsafe fn with_object<H: Handle>(
+    handle: *const H,
+    f: impl FnOnce(&mut H::State) -> crate::error::Result<()>,
 ) -> rungs_result {
     if handle.is_null() {
         set_last_error("object handle is NULL");
@@ -61,7 +67,7 @@ pub unsafe fn with_object<T>(
     }
     // SAFETY: non-NULL and live by the caller's contract; only the Cells are touched
     // until `busy` proves no other borrow of `state` exists.
-    let guarded = unsafe { &*handle };
+    let guarded = unsafe { (*handle).guarded() };
     if guarded.busy.get() {
         set_last_error("re-entrant call from inside a callback of the same object");
         return RUNGS_ERR_REENTRANT;
@@ -104,23 +110,23 @@ pub extern "C" fn rungs_testing_panic_next_call() {
     PANIC_NEXT_CALL.with(|flag| flag.set(true));
 }
 
-/// Free an object made by [`Guarded::boxed`]. NULL is accepted. Freeing from
+/// Free an object made by [`into_raw`]. NULL is accepted. Freeing from
 /// inside one of the object's own callbacks is refused (`RUNGS_ERR_REENTRANT`)
 /// because the object is still in use further up the stack.
 ///
 /// # Safety
-/// `handle` is NULL or a live pointer from [`Guarded::boxed`], not used after.
-pub unsafe fn free_object<T>(handle: *mut Guarded<T>) -> rungs_result {
+/// `handle` is NULL or a live pointer from [`into_raw`], not used after.
+pub unsafe fn free_object<H: Handle>(handle: *mut H) -> rungs_result {
     if handle.is_null() {
         return super::result::RUNGS_OK;
     }
     // SAFETY: live by contract.
-    if unsafe { (*handle).busy.get() } {
+    if unsafe { (*handle).guarded().busy.get() } {
         set_last_error("cannot free an object from inside its own callback");
         return RUNGS_ERR_REENTRANT;
     }
     // Dropping user state must not unwind into C either.
-    // SAFETY: the pointer came from Box::into_raw via `boxed` and is not used again.
+    // SAFETY: the pointer came from Box::into_raw via `into_raw` and is not used again.
     let dropped = catch_unwind(AssertUnwindSafe(|| drop(unsafe { Box::from_raw(handle) })));
     match dropped {
         Ok(()) => super::result::RUNGS_OK,

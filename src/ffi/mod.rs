@@ -17,7 +17,10 @@
 #![allow(clippy::missing_safety_doc)]
 
 pub mod guard;
+pub mod ladder;
 pub mod result;
+pub mod timing_machine;
+pub mod types;
 pub mod version;
 
 pub use result::*;

@@ -1,0 +1,510 @@
+//! `rungs_timing_machine`: one machine's adaptive timing (S3–S6), driven
+//! frame by frame by the engine. See `timing::machine` for the frame order.
+
+use std::ffi::c_void;
+
+use super::guard::{free_object, into_raw, require, with_object, write_out, Guarded, Handle};
+use super::result::rungs_result;
+use super::types::{read_in, rungs_report, rungs_timing, rungs_timing_event, RUNGS_NO_SEAT};
+use crate::error::Error;
+use crate::report::record::MAX_SEATS;
+use crate::timing::{MachineConfig, Output, Tier, TimingEvent, TimingMachine, Verdict};
+
+/// Called when the timing in force changes (and on frame 0).
+pub type rungs_timing_changed_fn =
+    Option<unsafe extern "C" fn(user: *mut c_void, frame: u32, send_period: u8, look_ahead: u8)>;
+/// Called when the frame rate to pace at changes (and on frame 0).
+pub type rungs_frame_rate_changed_fn =
+    Option<unsafe extern "C" fn(user: *mut c_void, frame: u32, fps: u8)>;
+/// Called with a message for the player's message list, e.g.
+/// `Connection quality target: Normal` (S6). `text` lives until the callback returns.
+pub type rungs_player_message_fn = Option<
+    unsafe extern "C" fn(user: *mut c_void, frame: u32, tier: u8, text: *const libc::c_char),
+>;
+/// Called when a removal hands the master role to `seat` (`RUNGS_NO_SEAT` if no human is left).
+pub type rungs_master_changed_fn =
+    Option<unsafe extern "C" fn(user: *mut c_void, frame: u32, seat: u8)>;
+
+/// Callbacks, each optional (NULL). They run synchronously on the calling
+/// thread, inside the call that caused them; calling back into the same
+/// machine from one returns `RUNGS_ERR_REENTRANT`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct rungs_timing_callbacks {
+    /// Passed first to every callback.
+    pub user: *mut c_void,
+    pub timing_changed: rungs_timing_changed_fn,
+    pub frame_rate_changed: rungs_frame_rate_changed_fn,
+    pub player_message: rungs_player_message_fn,
+    pub master_changed: rungs_master_changed_fn,
+}
+
+/// How to set up a timing machine.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct rungs_timing_machine_config {
+    /// `sizeof(rungs_timing_machine_config)`, so the struct can grow.
+    pub struct_size: u32,
+    /// The rate the game speed allows, 1–255 (S4.2); the game starts at it.
+    pub speed_fps: u8,
+    /// Seats in house order, 1–16.
+    pub seat_count: u8,
+    /// This machine's seat (a human seat), or `RUNGS_NO_SEAT` for an observer.
+    pub local_seat: u8,
+    /// Must be 0.
+    pub reserved: u8,
+    /// Bit `i` set: seat `i` is a human player. At least one.
+    pub human_seat_mask: u32,
+    pub callbacks: rungs_timing_callbacks,
+}
+
+/// What a UI or log shows about the timing.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct rungs_timing_status {
+    /// The current (or last) frame.
+    pub frame: u32,
+    /// Timing and rate in force.
+    pub send_period: u8,
+    pub look_ahead: u8,
+    pub fps: u8,
+    /// `RUNGS_TIER_*` of the timing in force.
+    pub tier: u8,
+    /// The master's target and rate.
+    pub target_send_period: u8,
+    pub target_look_ahead: u8,
+    pub target_fps: u8,
+    /// 1 while a staged decrease has not finished; its target follows.
+    pub has_staged: u8,
+    pub staged_send_period: u8,
+    pub staged_look_ahead: u8,
+    /// The master's seat, or `RUNGS_NO_SEAT`.
+    pub master_seat: u8,
+    /// 1 if this machine is the master.
+    pub is_master: u8,
+    /// 1 while the master is calibrating (S4.3).
+    pub calibrating: u8,
+    /// Qualifying evaluations in a row (the count of three, S4.4).
+    pub qualifying_in_a_row: u8,
+    /// 1 while a descent is running.
+    pub descent_running: u8,
+    /// Where the latest evaluation stopped: one of `RUNGS_VERDICT_*`.
+    pub last_verdict: u8,
+}
+
+/// No evaluation has happened yet.
+pub const RUNGS_VERDICT_NONE: u8 = 0;
+/// Calibration waits for reports (S4.3).
+pub const RUNGS_VERDICT_CALIBRATION_WAITING: u8 = 1;
+/// Calibration set the target.
+pub const RUNGS_VERDICT_CALIBRATED: u8 = 2;
+/// Calibration fell back to 3/9.
+pub const RUNGS_VERDICT_CALIBRATION_FALLBACK: u8 = 3;
+/// A silent player holds the timing (S4.4 step 1).
+pub const RUNGS_VERDICT_SILENT_HELD: u8 = 4;
+/// A silent player forced 10/250.
+pub const RUNGS_VERDICT_SILENT_WORSENED: u8 = 5;
+/// Round trips worsened the timing (step 2).
+pub const RUNGS_VERDICT_WORSENED: u8 = 6;
+/// A missing player holds the timing (step 3).
+pub const RUNGS_VERDICT_MISSING_HELD: u8 = 7;
+/// No improvement qualified (step 4).
+pub const RUNGS_VERDICT_NOT_QUALIFIED: u8 = 8;
+/// Counted towards the three (step 4).
+pub const RUNGS_VERDICT_COUNTED: u8 = 9;
+/// Stepped down (step 5).
+pub const RUNGS_VERDICT_STEPPED_DOWN: u8 = 10;
+
+fn verdict_code(verdict: Verdict) -> u8 {
+    match verdict {
+        Verdict::NoEvaluation => RUNGS_VERDICT_NONE,
+        Verdict::CalibrationWaiting => RUNGS_VERDICT_CALIBRATION_WAITING,
+        Verdict::Calibrated => RUNGS_VERDICT_CALIBRATED,
+        Verdict::CalibrationFallback => RUNGS_VERDICT_CALIBRATION_FALLBACK,
+        Verdict::SilentHeld => RUNGS_VERDICT_SILENT_HELD,
+        Verdict::SilentWorsened => RUNGS_VERDICT_SILENT_WORSENED,
+        Verdict::Worsened => RUNGS_VERDICT_WORSENED,
+        Verdict::MissingHeld => RUNGS_VERDICT_MISSING_HELD,
+        Verdict::NotQualified => RUNGS_VERDICT_NOT_QUALIFIED,
+        Verdict::Counted => RUNGS_VERDICT_COUNTED,
+        Verdict::SteppedDown => RUNGS_VERDICT_STEPPED_DOWN,
+    }
+}
+
+fn message_c_text(tier: Tier) -> &'static [u8] {
+    match tier {
+        Tier::Fast => b"Connection quality target: Fast\0",
+        Tier::Normal => b"Connection quality target: Normal\0",
+        Tier::Poor => b"Connection quality target: Poor\0",
+        Tier::Bad => b"Connection quality target: Bad\0",
+    }
+}
+
+/// The machine and the engine's callbacks.
+pub struct TimingMachineObject {
+    machine: TimingMachine,
+    callbacks: rungs_timing_callbacks,
+}
+
+impl TimingMachineObject {
+    /// Deliver every queued output to the engine's callbacks.
+    fn deliver(&mut self) {
+        let cb = self.callbacks;
+        while let Some(output) = self.machine.poll_output() {
+            // SAFETY: the engine gave these function pointers and user pointer
+            // for exactly this use; a NULL callback is skipped.
+            unsafe {
+                match output {
+                    Output::TimingChanged { frame, timing } => {
+                        if let Some(f) = cb.timing_changed {
+                            f(cb.user, frame, timing.send_period(), timing.look_ahead());
+                        }
+                    }
+                    Output::FrameRateChanged { frame, fps } => {
+                        if let Some(f) = cb.frame_rate_changed {
+                            f(cb.user, frame, fps);
+                        }
+                    }
+                    Output::PlayerMessage { frame, tier } => {
+                        if let Some(f) = cb.player_message {
+                            f(
+                                cb.user,
+                                frame,
+                                tier as u8,
+                                message_c_text(tier).as_ptr().cast(),
+                            );
+                        }
+                    }
+                    Output::MasterChanged { frame, seat } => {
+                        if let Some(f) = cb.master_changed {
+                            f(cb.user, frame, seat.unwrap_or(RUNGS_NO_SEAT));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// An opaque timing machine. Made by `rungs_timing_machine_new`, released
+/// by `rungs_timing_machine_free`; used from one thread at a time.
+pub struct rungs_timing_machine(Guarded<TimingMachineObject>);
+
+impl Handle for rungs_timing_machine {
+    type State = TimingMachineObject;
+    fn guarded(&self) -> &Guarded<TimingMachineObject> {
+        &self.0
+    }
+}
+
+/// Run `f` on the machine behind `m` inside the guard, then deliver outputs.
+unsafe fn with_machine(
+    m: *const rungs_timing_machine,
+    f: impl FnOnce(&mut TimingMachineObject) -> crate::Result<()>,
+) -> rungs_result {
+    // SAFETY: NULL or a live machine (caller contract); the guard checks NULL.
+    unsafe {
+        with_object(m, |object| {
+            let result = f(object);
+            object.deliver();
+            result
+        })
+    }
+}
+
+fn machine_config(config: &rungs_timing_machine_config) -> crate::Result<MachineConfig> {
+    if (config.struct_size as usize) < std::mem::size_of::<rungs_timing_machine_config>() {
+        return Err(Error::InvalidArgument(
+            "struct_size is smaller than this library's config",
+        ));
+    }
+    if config.reserved != 0 {
+        return Err(Error::InvalidArgument("reserved must be 0"));
+    }
+    let seats = usize::from(config.seat_count);
+    if seats == 0 || seats > MAX_SEATS {
+        return Err(Error::InvalidArgument("seat_count must be 1..=16"));
+    }
+    if config.human_seat_mask >> seats != 0 {
+        return Err(Error::InvalidArgument(
+            "human_seat_mask has bits beyond seat_count",
+        ));
+    }
+    let human_seats = (0..seats)
+        .map(|s| config.human_seat_mask & (1 << s) != 0)
+        .collect();
+    let local_seat = (config.local_seat != RUNGS_NO_SEAT).then_some(config.local_seat);
+    Ok(MachineConfig {
+        speed_fps: config.speed_fps,
+        human_seats,
+        local_seat,
+    })
+}
+
+/// Make a timing machine for the eve of frame 0. `*out` is written only on success.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_timing_machine_new(
+    config: *const rungs_timing_machine_config,
+    out: *mut *mut rungs_timing_machine,
+) -> rungs_result {
+    super::guard::catch(|| {
+        require(out, "out")?;
+        // SAFETY: read_in checks NULL; `struct_size` is checked before trusting the rest.
+        let config = unsafe { read_in(config, "config")? };
+        let machine = TimingMachine::new(&machine_config(&config)?)?;
+        let object = TimingMachineObject {
+            machine,
+            callbacks: config.callbacks,
+        };
+        // SAFETY: checked non-NULL.
+        unsafe { write_out(out, into_raw(rungs_timing_machine(Guarded::new(object)))) };
+        Ok(())
+    })
+}
+
+/// Release a machine. NULL is accepted. Refused with `RUNGS_ERR_REENTRANT`
+/// from inside one of its own callbacks.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_timing_machine_free(m: *mut rungs_timing_machine) -> rungs_result {
+    // SAFETY: NULL or a live machine from `_new` (caller contract).
+    unsafe { free_object(m) }
+}
+
+/// Step 1 of `frame` (frames run 0, 1, 2, ... without gaps): a staged
+/// decrease activates or steps down. `*out_executes_commands` (may be NULL)
+/// is 1 when this is a send frame whose due commands execute now.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_timing_machine_begin_frame(
+    m: *mut rungs_timing_machine,
+    frame: u32,
+    out_executes_commands: *mut i32,
+) -> rungs_result {
+    unsafe {
+        with_machine(m, |o| {
+            let start = o.machine.begin_frame(frame)?;
+            if !out_executes_commands.is_null() {
+                write_out(out_executes_commands, i32::from(start.executes_commands));
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Queue a command from `seat` tagged for frame `tag`; `item` is your handle
+/// for it (an index into your own event list, say). Push one seat's commands
+/// in the order it issued them. A tag whose frame already executed its
+/// commands is refused with `RUNGS_ERR_STATE`.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_timing_machine_queue_command(
+    m: *mut rungs_timing_machine,
+    tag: u32,
+    seat: u8,
+    item: u64,
+) -> rungs_result {
+    unsafe { with_machine(m, |o| o.machine.queue_command(tag, seat, item)) }
+}
+
+/// The next queued command due on this frame, in (tag, seat, issue order).
+/// `*out_found` is 1 and the other outputs (each may be NULL) are written
+/// when there is one; 0 when none is due or the frame is not a send frame.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_timing_machine_pop_due(
+    m: *mut rungs_timing_machine,
+    out_found: *mut i32,
+    out_item: *mut u64,
+    out_tag: *mut u32,
+    out_seat: *mut u8,
+) -> rungs_result {
+    unsafe {
+        with_machine(m, |o| {
+            require(out_found, "out_found")?;
+            let due = o.machine.pop_due();
+            write_out(out_found, i32::from(due.is_some()));
+            if let Some(due) = due {
+                if !out_item.is_null() {
+                    write_out(out_item, due.item);
+                }
+                if !out_tag.is_null() {
+                    write_out(out_tag, due.tag);
+                }
+                if !out_seat.is_null() {
+                    write_out(out_seat, due.seat);
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
+/// A timing event sent by `seat` executes on the current frame (S5, S6).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_timing_machine_execute_timing_event(
+    m: *mut rungs_timing_machine,
+    seat: u8,
+    event: *const rungs_timing_event,
+) -> rungs_result {
+    unsafe {
+        with_machine(m, |o| {
+            let event = TimingEvent::try_from(read_in(event, "event")?)?;
+            o.machine.execute_timing_event(seat, event).map(|_| ())
+        })
+    }
+}
+
+/// A report from `seat` executes on the current frame (S3). An unknown or
+/// removed seat is refused with `RUNGS_ERR_UNKNOWN_SEAT` and changes nothing.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_timing_machine_execute_report(
+    m: *mut rungs_timing_machine,
+    seat: u8,
+    report: *const rungs_report,
+) -> rungs_result {
+    unsafe {
+        with_machine(m, |o| {
+            o.machine
+                .execute_report(seat, read_in(report, "report")?.into())
+        })
+    }
+}
+
+/// The removal of `seat` executes on the current frame (S3); removing the
+/// master hands the role to the next human in house order (S4.6).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_timing_machine_execute_removal(
+    m: *mut rungs_timing_machine,
+    seat: u8,
+) -> rungs_result {
+    unsafe { with_machine(m, |o| o.machine.execute_removal(seat)) }
+}
+
+/// End the current frame with the master's evaluation (S4). On the master's
+/// machine, on an evaluation that sends, `*out_has_event` is 1 and
+/// `*out_event` holds the timing event to queue as a command in your own
+/// event stream; otherwise `*out_has_event` is 0. Either may be NULL.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_timing_machine_end_frame(
+    m: *mut rungs_timing_machine,
+    out_has_event: *mut i32,
+    out_event: *mut rungs_timing_event,
+) -> rungs_result {
+    unsafe {
+        with_machine(m, |o| {
+            let event = o.machine.end_frame()?;
+            if !out_has_event.is_null() {
+                write_out(out_has_event, i32::from(event.is_some()));
+            }
+            if let (Some(event), false) = (event, out_event.is_null()) {
+                write_out(out_event, event.into());
+            }
+            Ok(())
+        })
+    }
+}
+
+/// `*out` is 1 when the current frame is a send frame under the timing in
+/// force now: send your packet (S5).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_timing_machine_is_send_frame(
+    m: *mut rungs_timing_machine,
+    out: *mut i32,
+) -> rungs_result {
+    unsafe {
+        with_machine(m, |o| {
+            require(out, "out")?;
+            write_out(out, i32::from(o.machine.is_send_frame()));
+            Ok(())
+        })
+    }
+}
+
+/// The frame a command issued now is tagged for: on a send frame,
+/// `frame + look_ahead`; on other frames a forecast for the next send frame.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_timing_machine_command_tag(
+    m: *mut rungs_timing_machine,
+    out: *mut u32,
+) -> rungs_result {
+    unsafe {
+        with_machine(m, |o| {
+            require(out, "out")?;
+            write_out(out, o.machine.command_tag());
+            Ok(())
+        })
+    }
+}
+
+/// The timing in force.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_timing_machine_timing(
+    m: *mut rungs_timing_machine,
+    out: *mut rungs_timing,
+) -> rungs_result {
+    unsafe {
+        with_machine(m, |o| {
+            require(out, "out")?;
+            write_out(out, o.machine.timing().into());
+            Ok(())
+        })
+    }
+}
+
+/// The frame rate in force.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_timing_machine_fps(
+    m: *mut rungs_timing_machine,
+    out: *mut u8,
+) -> rungs_result {
+    unsafe {
+        with_machine(m, |o| {
+            require(out, "out")?;
+            write_out(out, o.machine.fps());
+            Ok(())
+        })
+    }
+}
+
+/// Everything a UI or log shows, in one struct.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_timing_machine_status(
+    m: *mut rungs_timing_machine,
+    out: *mut rungs_timing_status,
+) -> rungs_result {
+    unsafe {
+        with_machine(m, |o| {
+            require(out, "out")?;
+            let s = o.machine.status();
+            let staged = s.staged_target;
+            let status = rungs_timing_status {
+                frame: s.frame,
+                send_period: s.timing.send_period(),
+                look_ahead: s.timing.look_ahead(),
+                fps: s.fps,
+                tier: s.tier as u8,
+                target_send_period: s.target.send_period(),
+                target_look_ahead: s.target.look_ahead(),
+                target_fps: s.target_fps,
+                has_staged: u8::from(staged.is_some()),
+                staged_send_period: staged.map_or(0, |t| t.send_period()),
+                staged_look_ahead: staged.map_or(0, |t| t.look_ahead()),
+                master_seat: s.master.unwrap_or(RUNGS_NO_SEAT),
+                is_master: u8::from(o.machine.is_master()),
+                calibrating: u8::from(s.calibrating),
+                qualifying_in_a_row: s.qualifying_in_a_row,
+                descent_running: u8::from(s.descent_running),
+                last_verdict: verdict_code(s.last_verdict),
+            };
+            write_out(out, status);
+            Ok(())
+        })
+    }
+}
+
+/// Change the rate the game speed allows (1–255, S6 Speed slider). Call it
+/// on every machine on the same frame (when your speed event executes).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_timing_machine_set_speed(
+    m: *mut rungs_timing_machine,
+    speed_fps: u8,
+) -> rungs_result {
+    unsafe { with_machine(m, |o| o.machine.set_speed_fps(speed_fps)) }
+}
