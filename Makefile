@@ -1,0 +1,73 @@
+# rungs — top-level tasks. The README's first lines use `make demo` and
+# `make test`; .ci/run runs `make test`.
+#
+#   make demo                 build and run the main demo (installs what it needs)
+#   make test                 every test: cargo, clippy, rustfmt, header, C harness, examples
+#   make lib                  build the release library and target/pkgconfig/rungs.pc
+#   make install PREFIX=DIR   install header, libraries and rungs.pc under DIR
+#   make pkgconfig-check      compile a C program through pkg-config, shared and static
+
+PREFIX  ?= /usr/local
+ROOT    := $(CURDIR)
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+RELEASE := $(ROOT)/target/release
+PCDIR   := $(ROOT)/target/pkgconfig
+
+.PHONY: setup demo test lib pc install pkgconfig-check header-check clean
+
+setup:
+	@./scripts/setup.sh
+
+lib:
+	cargo build --release --quiet
+	@$(MAKE) --no-print-directory pc
+
+# rungs.pc for the build tree (PKG_CONFIG_PATH=target/pkgconfig).
+pc:
+	@mkdir -p $(PCDIR)
+	@./scripts/write-pc.sh "$(PCDIR)/rungs.pc" "$(ROOT)/include" "$(RELEASE)" "$(VERSION)"
+
+demo: setup lib
+	$(MAKE) -C examples-c
+	./examples-c/build/ladder 250 30
+
+header-check:
+	cargo build --quiet
+	git diff --exit-code -- include/
+
+test: setup
+	cargo test
+	cargo clippy --all-targets -- -D warnings
+	cargo fmt --check
+	$(MAKE) header-check
+	$(MAKE) -C ffi-tests check vectors asan valgrind
+	$(MAKE) -C examples-c
+	$(MAKE) pkgconfig-check
+
+install: lib
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 include/rungs.h $(DESTDIR)$(PREFIX)/include/rungs.h
+	install -m 755 $(RELEASE)/librungs.so $(DESTDIR)$(PREFIX)/lib/librungs.so
+	install -m 644 $(RELEASE)/librungs.a $(DESTDIR)$(PREFIX)/lib/librungs.a
+	./scripts/write-pc.sh "$(DESTDIR)$(PREFIX)/lib/pkgconfig/rungs.pc" "$(PREFIX)/include" "$(PREFIX)/lib" "$(VERSION)"
+
+# Build examples-c/ladder.c through pkg-config from the build tree and from
+# an install, linked shared and static, and run each.
+pkgconfig-check: lib
+	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && \
+	$(MAKE) --no-print-directory install PREFIX=$$tmp/prefix >/dev/null && \
+	for pcpath in $(PCDIR) $$tmp/prefix/lib/pkgconfig; do \
+	    cc -std=c99 -Wall -Werror examples-c/ladder.c -o $$tmp/shared \
+	        $$(PKG_CONFIG_PATH=$$pcpath pkg-config --cflags --libs rungs) -Wl,-rpath,$$(PKG_CONFIG_PATH=$$pcpath pkg-config --variable=libdir rungs) && \
+	    $$tmp/shared 250 30 | grep -q '3/9 Normal (rung 3)' && \
+	    cc -std=c99 -Wall -Werror examples-c/ladder.c -o $$tmp/static \
+	        $$(PKG_CONFIG_PATH=$$pcpath pkg-config --cflags rungs) \
+	        $$(PKG_CONFIG_PATH=$$pcpath pkg-config --variable=libdir rungs)/librungs.a \
+	        $$(PKG_CONFIG_PATH=$$pcpath pkg-config --static --libs-only-other --libs-only-l rungs | sed 's/-lrungs//') && \
+	    $$tmp/static 250 30 | grep -q '2/6 Fast (rung 2)' || exit 1; \
+	done && echo "pkg-config: shared and static builds work from the build tree and an install"
+
+clean:
+	cargo clean
+	$(MAKE) -C ffi-tests clean
+	$(MAKE) -C examples-c clean

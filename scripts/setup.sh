@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Install what building and testing rungs needs, if it is missing:
+# a C compiler and make, pkg-config, valgrind; rustfmt and clippy.
+# Idempotent and quick when everything is there. Used by `make demo` and
+# `make test` (and so by .ci/run).
+set -euo pipefail
+
+need_apt=()
+command -v cc >/dev/null 2>&1 || need_apt+=(gcc)
+command -v c++ >/dev/null 2>&1 || need_apt+=(g++)
+command -v make >/dev/null 2>&1 || need_apt+=(make)
+command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
+command -v valgrind >/dev/null 2>&1 || need_apt+=(valgrind)
+# AddressSanitizer's runtime comes with gcc's libasan.
+if command -v cc >/dev/null 2>&1 && ! echo 'int main(void){return 0;}' | cc -x c -fsanitize=address -o /dev/null - >/dev/null 2>&1; then
+    need_apt+=(libasan8)
+fi
+
+if [ ${#need_apt[@]} -gt 0 ]; then
+    echo "setup: installing ${need_apt[*]}"
+    sudo=""
+    if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get update -qq
+    $sudo apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "setup: cargo is missing; install Rust from https://rustup.rs" >&2
+    exit 1
+fi
+if command -v rustup >/dev/null 2>&1; then
+    cargo fmt --version >/dev/null 2>&1 || rustup component add rustfmt
+    cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
+fi

@@ -1,0 +1,103 @@
+//! A running game allocates nothing per frame (issue 2): after warm-up, a
+//! machine in an 8-player game runs thousands of frames — reports,
+//! evaluations, timing events, staged decreases, queued commands — without
+//! a single heap allocation. Counted with a global allocator wrapper.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use rungs::report::Report;
+use rungs::timing::{MachineConfig, TimingMachine};
+
+struct Counting;
+
+static COUNTING: AtomicBool = AtomicBool::new(false);
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if COUNTING.load(Ordering::Relaxed) {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if COUNTING.load(Ordering::Relaxed) {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+#[test]
+fn steady_state_frames_do_not_allocate() {
+    let players = 8u8;
+    let config = MachineConfig {
+        speed_fps: 30,
+        human_seats: vec![true; 8],
+        local_seat: Some(0),
+    };
+    let mut machine = TimingMachine::new(&config).unwrap();
+    let mut events = Vec::with_capacity(1024);
+    let mut unsent: Vec<u64> = Vec::with_capacity(16);
+    let mut run = |machine: &mut TimingMachine, from: u32, to: u32| {
+        for frame in from..to {
+            machine.begin_frame(frame).unwrap();
+            while let Some(due) = machine.pop_due() {
+                if due.item >= 1_000_000 {
+                    let event = events[(due.item - 1_000_000) as usize];
+                    machine.execute_timing_event(0, event).unwrap();
+                }
+            }
+            if frame % 128 == 38 {
+                // A spike between 3000 and 4000 forces worsening and a later descent.
+                let rtt = if (3000..4000).contains(&frame) {
+                    900
+                } else {
+                    60
+                };
+                for seat in 0..players {
+                    let report = Report {
+                        process_us: 9000,
+                        max_wait_ms: 0,
+                        worst_rtt_ms: Some(rtt),
+                    };
+                    machine.execute_report(seat, report).unwrap();
+                }
+            }
+            if let Some(event) = machine.end_frame().unwrap() {
+                unsent.push(1_000_000 + events.len() as u64);
+                events.push(event);
+            }
+            if machine.is_send_frame() {
+                let tag = machine.command_tag();
+                machine.queue_command(tag, 0, u64::from(frame)).unwrap();
+                for item in unsent.drain(..) {
+                    machine.queue_command(tag, 0, item).unwrap();
+                }
+            }
+            while machine.poll_output().is_some() {}
+        }
+    };
+    run(&mut machine, 0, 1000);
+    COUNTING.store(true, Ordering::SeqCst);
+    run(&mut machine, 1000, 12_000);
+    COUNTING.store(false, Ordering::SeqCst);
+    let status = machine.status();
+    assert!(
+        status.timing.send_period() <= 2,
+        "the game came back down after the spike: {:?}",
+        status.timing
+    );
+    assert_eq!(
+        ALLOCATIONS.load(Ordering::SeqCst),
+        0,
+        "heap allocations in steady state"
+    );
+}
