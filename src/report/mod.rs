@@ -1,6 +1,12 @@
 //! Reports (S3): what each machine measures, and the shared record of the
 //! reports every machine builds from executed events.
 
+/// cbindgen:ignore
+/// (Rust-side measurements; the C API is `ffi::measure`.)
+pub mod measure;
+
+pub use measure::{is_report_frame, Measurements};
+
 /// One player's report, as carried by a NETWORK_REPORT event (S3, S7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Report {

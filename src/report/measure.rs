@@ -1,0 +1,476 @@
+//! What one machine measures for its reports (S3), and when it reports.
+//!
+//! The engine feeds [`Measurements`] as it runs; on each report frame
+//! ([`is_report_frame`]) it calls [`Measurements::take_report`], queues the
+//! [`Report`] as a NETWORK_REPORT event, and a new report interval begins.
+//! Everything is integer arithmetic on local inputs; the values enter shared
+//! state only through the executed report event (CONVENTIONS, Determinism).
+//!
+//! The rules, each from S3:
+//! - **Processing time**: the average per frame since the previous report
+//!   (over all frames so far for the first). The engine either brackets each
+//!   frame's work ([`frame_work_begin`](Measurements::frame_work_begin) /
+//!   [`frame_work_end`](Measurements::frame_work_end)) or passes a measured
+//!   duration ([`add_frame_work_us`](Measurements::add_frame_work_us)). The
+//!   average is rounded *up*, so a slow machine is never reported faster.
+//!   An interval without any frame repeats the previous average: it has no
+//!   new evidence, and 0 would claim a machine that allows any frame rate.
+//! - **Waits**: the longest single wait for the other players over the last
+//!   two report intervals, in whole milliseconds rounded up. A wait that is
+//!   still open when a report is taken counts in the interval in which it ends.
+//! - **Round trips**: per peer, the worst *clean* sample of this interval, or
+//!   the last clean sample when this interval has none. The report carries the
+//!   worst over all peers; none while any peer has no clean sample yet; 0 for
+//!   a player alone. A sample that is not clean (its packet was retransmitted,
+//!   S8) never replaces a measured value — which is exactly how a
+//!   retransmitting link keeps contributing its last measured round trip.
+
+use crate::error::{Error, Result};
+use crate::report::Report;
+
+/// The first report goes out on this frame (S3).
+pub const FIRST_REPORT_FRAME: u32 = 32;
+/// The second report (S3).
+pub const SECOND_REPORT_FRAME: u32 = 64;
+/// After the second, a report every this many frames: 192, 320, 448, ... (S3).
+pub const REPORT_PERIOD: u32 = 128;
+
+/// Whether `frame` is one on which each player sends a report (S3):
+/// 32, 64, then every 128 frames (192, 320, 448, ...).
+pub fn is_report_frame(frame: u32) -> bool {
+    frame == FIRST_REPORT_FRAME
+        || (frame >= SECOND_REPORT_FRAME && (frame - SECOND_REPORT_FRAME) % REPORT_PERIOD == 0)
+}
+
+/// One machine's measurements for its next report (S3). See the module docs
+/// for the rules.
+#[derive(Debug, Clone)]
+pub struct Measurements {
+    frame_work: Bracket,
+    work_us_this_interval: u64,
+    frames_this_interval: u64,
+    previous_process_us: u32,
+    wait: Bracket,
+    longest_wait_us_this_interval: u64,
+    longest_wait_us_previous_interval: u64,
+    peers: Vec<PeerRoundTrip>,
+}
+
+/// What one peer link contributes to the worst round trip.
+#[derive(Debug, Clone, Copy)]
+struct PeerRoundTrip {
+    peer: u8,
+    last_clean_ms: Option<u32>,
+    worst_clean_ms_this_interval: Option<u32>,
+}
+
+impl PeerRoundTrip {
+    fn reported_ms(&self) -> Option<u32> {
+        self.worst_clean_ms_this_interval.or(self.last_clean_ms)
+    }
+}
+
+impl Default for Measurements {
+    fn default() -> Self {
+        Measurements::new()
+    }
+}
+
+impl Measurements {
+    /// Measurements of a machine with no peers yet, at the start of its first
+    /// report interval.
+    pub fn new() -> Measurements {
+        Measurements {
+            frame_work: Bracket::new(
+                "frame_work_begin called twice without frame_work_end",
+                "frame_work_end without frame_work_begin",
+                "frame_work_end earlier than frame_work_begin",
+            ),
+            work_us_this_interval: 0,
+            frames_this_interval: 0,
+            previous_process_us: 0,
+            wait: Bracket::new(
+                "wait_begin called twice without wait_end",
+                "wait_end without wait_begin",
+                "wait_end earlier than wait_begin",
+            ),
+            longest_wait_us_this_interval: 0,
+            longest_wait_us_previous_interval: 0,
+            peers: Vec::new(),
+        }
+    }
+
+    /// A frame's work starts at `now_us` (any monotonic microsecond clock).
+    /// `State` if a frame's work is already open.
+    pub fn frame_work_begin(&mut self, now_us: u64) -> Result<()> {
+        self.frame_work.begin(now_us)
+    }
+
+    /// The open frame's work ends at `now_us`; the frame counts with its
+    /// duration. `State` without an open frame, `InvalidArgument` if `now_us`
+    /// is before the begin (the frame stays open).
+    pub fn frame_work_end(&mut self, now_us: u64) -> Result<()> {
+        let duration = self.frame_work.end(now_us)?;
+        self.add_frame_work_us(duration);
+        Ok(())
+    }
+
+    /// One frame took `duration_us` of processing (for engines that measure
+    /// it themselves instead of bracketing).
+    pub fn add_frame_work_us(&mut self, duration_us: u64) {
+        self.work_us_this_interval = self.work_us_this_interval.saturating_add(duration_us);
+        self.frames_this_interval += 1;
+    }
+
+    /// The machine starts waiting for the other players at `now_us`.
+    /// `State` if a wait is already open.
+    pub fn wait_begin(&mut self, now_us: u64) -> Result<()> {
+        self.wait.begin(now_us)
+    }
+
+    /// The open wait ends at `now_us`. `State` without an open wait,
+    /// `InvalidArgument` if `now_us` is before the begin (the wait stays open).
+    pub fn wait_end(&mut self, now_us: u64) -> Result<()> {
+        let duration = self.wait.end(now_us)?;
+        self.add_wait_us(duration);
+        Ok(())
+    }
+
+    /// One wait for the other players lasted `duration_us`.
+    pub fn add_wait_us(&mut self, duration_us: u64) {
+        self.longest_wait_us_this_interval = self.longest_wait_us_this_interval.max(duration_us);
+    }
+
+    /// Start measuring round trips to `peer`. Until it has a clean sample,
+    /// reports carry no round trip (S3). `State` if `peer` is already there.
+    pub fn add_peer(&mut self, peer: u8) -> Result<()> {
+        match self.peers.binary_search_by_key(&peer, |p| p.peer) {
+            Ok(_) => Err(Error::State("peer is already measured")),
+            Err(at) => {
+                self.peers.insert(
+                    at,
+                    PeerRoundTrip {
+                        peer,
+                        last_clean_ms: None,
+                        worst_clean_ms_this_interval: None,
+                    },
+                );
+                Ok(())
+            }
+        }
+    }
+
+    /// Stop measuring `peer` (it left the game); it no longer counts.
+    /// `UnknownSeat` if it was not added.
+    pub fn remove_peer(&mut self, peer: u8) -> Result<()> {
+        let at = self.peer_index(peer)?;
+        self.peers.remove(at);
+        Ok(())
+    }
+
+    /// A round-trip sample to `peer`. `clean` says it came from a packet sent
+    /// once (S8); an unclean sample is ignored, so the link keeps its last
+    /// measured value (S3). `UnknownSeat` if `peer` was not added.
+    pub fn add_rtt_sample(&mut self, peer: u8, rtt_ms: u32, clean: bool) -> Result<()> {
+        let at = self.peer_index(peer)?;
+        if clean {
+            let link = &mut self.peers[at];
+            link.last_clean_ms = Some(rtt_ms);
+            link.worst_clean_ms_this_interval = Some(
+                link.worst_clean_ms_this_interval
+                    .map_or(rtt_ms, |worst| worst.max(rtt_ms)),
+            );
+        }
+        Ok(())
+    }
+
+    /// The report for this interval (S3); the next interval starts now.
+    pub fn take_report(&mut self) -> Report {
+        let process_us = if self.frames_this_interval == 0 {
+            self.previous_process_us
+        } else {
+            let average = self
+                .work_us_this_interval
+                .div_ceil(self.frames_this_interval);
+            u32::try_from(average).unwrap_or(u32::MAX)
+        };
+        let longest_wait_us = self
+            .longest_wait_us_this_interval
+            .max(self.longest_wait_us_previous_interval);
+        let report = Report {
+            process_us,
+            max_wait_ms: u32::try_from(longest_wait_us.div_ceil(1000)).unwrap_or(u32::MAX),
+            worst_rtt_ms: self.worst_rtt_ms(),
+        };
+
+        self.previous_process_us = process_us;
+        self.work_us_this_interval = 0;
+        self.frames_this_interval = 0;
+        self.longest_wait_us_previous_interval = self.longest_wait_us_this_interval;
+        self.longest_wait_us_this_interval = 0;
+        for link in &mut self.peers {
+            link.worst_clean_ms_this_interval = None;
+        }
+        report
+    }
+
+    /// Worst round trip over all peers: none while any lacks a clean sample,
+    /// 0 with no peers (S3).
+    fn worst_rtt_ms(&self) -> Option<u32> {
+        self.peers
+            .iter()
+            .try_fold(0, |worst, link| Some(worst.max(link.reported_ms()?)))
+    }
+
+    fn peer_index(&self, peer: u8) -> Result<usize> {
+        self.peers
+            .binary_search_by_key(&peer, |p| p.peer)
+            .map_err(|_| Error::UnknownSeat(peer))
+    }
+}
+
+/// A begin/end pair around something the engine times, with the messages
+/// that name its misuse.
+#[derive(Debug, Clone)]
+struct Bracket {
+    open_since_us: Option<u64>,
+    already_open: &'static str,
+    not_open: &'static str,
+    ends_before_begin: &'static str,
+}
+
+impl Bracket {
+    fn new(
+        already_open: &'static str,
+        not_open: &'static str,
+        ends_before_begin: &'static str,
+    ) -> Bracket {
+        Bracket {
+            open_since_us: None,
+            already_open,
+            not_open,
+            ends_before_begin,
+        }
+    }
+
+    fn begin(&mut self, now_us: u64) -> Result<()> {
+        if self.open_since_us.is_some() {
+            return Err(Error::State(self.already_open));
+        }
+        self.open_since_us = Some(now_us);
+        Ok(())
+    }
+
+    /// The duration of the open bracket; it stays open on error.
+    fn end(&mut self, now_us: u64) -> Result<u64> {
+        let began = self.open_since_us.ok_or(Error::State(self.not_open))?;
+        let duration = now_us
+            .checked_sub(began)
+            .ok_or(Error::InvalidArgument(self.ends_before_begin))?;
+        self.open_since_us = None;
+        Ok(duration)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn s3_report_frames_are_32_64_then_every_128() {
+        let reports: Vec<u32> = (0..=1000).filter(|&f| is_report_frame(f)).collect();
+        assert_eq!(reports, [32, 64, 192, 320, 448, 576, 704, 832, 960]);
+        assert!(is_report_frame(64 + 128 * 33_000_000));
+        assert!(!is_report_frame(u32::MAX));
+        assert!(
+            !is_report_frame(128),
+            "128 is an evaluation frame (S4.1), not a report frame"
+        );
+    }
+
+    #[test]
+    fn s3_first_report_averages_all_frames_so_far_rounding_up() {
+        let mut m = Measurements::new();
+        m.add_frame_work_us(10_000);
+        m.frame_work_begin(1_000).unwrap();
+        m.frame_work_end(21_001).unwrap(); // 20_001 µs
+                                           // (10_000 + 20_001) / 2 = 15_000.5 -> 15_001: never under-reported.
+        assert_eq!(m.take_report().process_us, 15_001);
+    }
+
+    #[test]
+    fn s3_later_reports_average_only_their_own_interval() {
+        let mut m = Measurements::new();
+        for _ in 0..32 {
+            m.add_frame_work_us(40_000);
+        }
+        assert_eq!(m.take_report().process_us, 40_000);
+        for _ in 0..32 {
+            m.add_frame_work_us(5_000);
+        }
+        assert_eq!(
+            m.take_report().process_us,
+            5_000,
+            "the slow interval is forgotten"
+        );
+        // An interval without frames repeats the last average rather than claim 0.
+        assert_eq!(m.take_report().process_us, 5_000);
+    }
+
+    #[test]
+    fn s3_no_frames_at_all_reports_zero_processing() {
+        assert_eq!(Measurements::new().take_report().process_us, 0);
+    }
+
+    #[test]
+    fn s3_longest_wait_covers_the_last_two_intervals() {
+        let mut m = Measurements::new();
+        m.add_wait_us(30_000);
+        m.wait_begin(0).unwrap();
+        m.wait_end(120_000).unwrap();
+        m.add_wait_us(50_000);
+        assert_eq!(
+            m.take_report().max_wait_ms,
+            120,
+            "the longest single wait, not a sum"
+        );
+        m.add_wait_us(10_000);
+        assert_eq!(
+            m.take_report().max_wait_ms,
+            120,
+            "still within the last two intervals"
+        );
+        m.add_wait_us(7_000);
+        assert_eq!(
+            m.take_report().max_wait_ms,
+            10,
+            "three intervals back is forgotten"
+        );
+        assert_eq!(m.take_report().max_wait_ms, 7);
+        assert_eq!(m.take_report().max_wait_ms, 0);
+    }
+
+    #[test]
+    fn s3_waits_round_up_to_whole_milliseconds() {
+        let mut m = Measurements::new();
+        m.add_wait_us(99_001);
+        assert_eq!(
+            m.take_report().max_wait_ms,
+            100,
+            "a wait just over 99 ms blocks an improvement (S4.4b)"
+        );
+    }
+
+    #[test]
+    fn a_wait_open_at_report_time_counts_when_it_ends() {
+        let mut m = Measurements::new();
+        m.wait_begin(1_000_000).unwrap();
+        assert_eq!(m.take_report().max_wait_ms, 0);
+        m.wait_end(1_200_000).unwrap();
+        assert_eq!(m.take_report().max_wait_ms, 200);
+    }
+
+    #[test]
+    fn s3_player_alone_reports_zero_round_trip() {
+        assert_eq!(Measurements::new().take_report().worst_rtt_ms, Some(0));
+    }
+
+    #[test]
+    fn s3_no_round_trip_while_any_link_lacks_a_clean_measurement() {
+        let mut m = Measurements::new();
+        m.add_peer(1).unwrap();
+        m.add_peer(2).unwrap();
+        m.add_rtt_sample(1, 80, true).unwrap();
+        m.add_rtt_sample(2, 90, false).unwrap();
+        assert_eq!(
+            m.take_report().worst_rtt_ms,
+            None,
+            "peer 2 has no clean sample"
+        );
+        m.add_rtt_sample(2, 120, true).unwrap();
+        assert_eq!(m.take_report().worst_rtt_ms, Some(120));
+    }
+
+    #[test]
+    fn s3_worst_round_trip_is_the_worst_clean_sample_over_all_links() {
+        let mut m = Measurements::new();
+        for peer in [3, 1, 2] {
+            m.add_peer(peer).unwrap();
+        }
+        for (peer, rtt) in [(1, 50), (2, 140), (3, 90), (2, 60), (1, 70)] {
+            m.add_rtt_sample(peer, rtt, true).unwrap();
+        }
+        assert_eq!(m.take_report().worst_rtt_ms, Some(140));
+        // Next interval: peer 2 measures only 60 now; the 140 was last interval's.
+        m.add_rtt_sample(2, 60, true).unwrap();
+        assert_eq!(m.take_report().worst_rtt_ms, Some(90));
+    }
+
+    #[test]
+    fn s3_retransmitting_link_keeps_its_last_measured_round_trip() {
+        let mut m = Measurements::new();
+        m.add_peer(1).unwrap();
+        m.add_rtt_sample(1, 100, true).unwrap();
+        assert_eq!(m.take_report().worst_rtt_ms, Some(100));
+        // The link retransmits: only inflated, unclean samples arrive (S8, Karn).
+        m.add_rtt_sample(1, 900, false).unwrap();
+        m.add_rtt_sample(1, 1_500, false).unwrap();
+        assert_eq!(m.take_report().worst_rtt_ms, Some(100));
+        // And with no sample at all for a whole interval.
+        assert_eq!(m.take_report().worst_rtt_ms, Some(100));
+    }
+
+    #[test]
+    fn peers_can_leave_and_join() {
+        let mut m = Measurements::new();
+        m.add_peer(1).unwrap();
+        m.add_peer(2).unwrap();
+        m.add_rtt_sample(1, 300, true).unwrap();
+        assert_eq!(m.add_peer(1), Err(Error::State("peer is already measured")));
+        m.remove_peer(2).unwrap();
+        assert_eq!(
+            m.take_report().worst_rtt_ms,
+            Some(300),
+            "peer 2 no longer holds it back"
+        );
+        m.remove_peer(1).unwrap();
+        assert_eq!(m.take_report().worst_rtt_ms, Some(0), "alone again");
+        assert_eq!(m.remove_peer(1), Err(Error::UnknownSeat(1)));
+        assert_eq!(m.add_rtt_sample(9, 10, true), Err(Error::UnknownSeat(9)));
+        // A peer that rejoins starts unmeasured.
+        m.add_peer(1).unwrap();
+        assert_eq!(m.take_report().worst_rtt_ms, None);
+    }
+
+    #[test]
+    fn bracket_misuse_is_refused_without_effect() {
+        let mut m = Measurements::new();
+        assert!(matches!(m.frame_work_end(5), Err(Error::State(_))));
+        m.frame_work_begin(100).unwrap();
+        assert!(matches!(m.frame_work_begin(150), Err(Error::State(_))));
+        assert!(matches!(
+            m.frame_work_end(99),
+            Err(Error::InvalidArgument(_))
+        ));
+        m.frame_work_end(400).unwrap(); // still open from 100
+        assert_eq!(m.take_report().process_us, 300);
+
+        assert!(matches!(m.wait_end(5), Err(Error::State(_))));
+        m.wait_begin(10_000).unwrap();
+        assert!(matches!(m.wait_begin(10_500), Err(Error::State(_))));
+        assert!(matches!(m.wait_end(9_999), Err(Error::InvalidArgument(_))));
+        m.wait_end(15_000).unwrap();
+        assert_eq!(m.take_report().max_wait_ms, 5);
+    }
+
+    #[test]
+    fn huge_durations_saturate() {
+        let mut m = Measurements::new();
+        m.add_frame_work_us(u64::MAX);
+        m.add_frame_work_us(u64::MAX);
+        m.add_wait_us(u64::MAX);
+        let report = m.take_report();
+        assert_eq!(report.process_us, u32::MAX);
+        assert_eq!(report.max_wait_ms, u32::MAX);
+    }
+}

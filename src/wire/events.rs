@@ -1,0 +1,518 @@
+//! Event payloads (S7): TIMING and NETWORK_REPORT, byte for byte.
+//!
+//! The engine owns every event ID (S7); this module only turns the *payload*
+//! of an event into bytes and back. Encoders write into a caller buffer and
+//! never allocate; decoders accept exactly one length per layout and refuse
+//! everything else with [`Error::Malformed`], without panicking and without
+//! any effect. All multi-byte fields are little-endian, as the original games
+//! wrote them on x86. `docs/payloads.md` carries the same tables.
+//!
+//! # TIMING, Tiberian Sun layout (5 bytes)
+//!
+//! The layout of the original game, so an engine keeps its TIMING event ID
+//! (31 in Tiberian Sun) and its own handler.
+//!
+//! | offset | size | field              | meaning                                           |
+//! |-------:|-----:|--------------------|---------------------------------------------------|
+//! | 0      | 2    | `DesiredFrameRate` | frames per second, 1–255                          |
+//! | 2      | 2    | `MaxAhead`         | look-ahead in frames, plus the fog bias (below)   |
+//! | 4      | 1    | `FrameSendRate`    | send period in frames, 1–10                       |
+//!
+//! The decoded timing must satisfy S1 (`look_ahead % send_period == 0`,
+//! `send_period <= look_ahead <= 250`).
+//!
+//! **Fog-of-war bias.** Vanilla Tiberian Sun adds 10 to `MaxAhead` when fog of
+//! war is on and subtracts it again where it executes TIMING. An engine that
+//! keeps that quirk passes `fog_bias = 10` (see [`TS_FOG_BIAS`]) while fog is
+//! on, and 0 otherwise; one that removed it always passes 0. Every machine of
+//! a game must pass the same bias, because it changes the bytes.
+//!
+//! # TIMING, Red Alert layout (4 bytes)
+//!
+//! | offset | size | field              | meaning                  |
+//! |-------:|-----:|--------------------|--------------------------|
+//! | 0      | 2    | `DesiredFrameRate` | frames per second, 1–255 |
+//! | 2      | 2    | `MaxAhead`         | look-ahead in frames     |
+//!
+//! Red Alert's TIMING (ID 29) has no `FrameSendRate`: the send period is a
+//! session setting fixed before the game. The layout therefore carries the
+//! session's send period outside the bytes; encoding a target on another send
+//! period is refused, since those bytes could not say so. An engine that wants
+//! the whole ladder (which changes the send period) needs the 5-byte layout.
+//!
+//! # NETWORK_REPORT, compact layout (6 bytes, OpenTS)
+//!
+//! OpenTS's event (ID 36, after LATENCYFUDGE = 35):
+//!
+//! | offset | size | field            | meaning                                   |
+//! |-------:|-----:|------------------|-------------------------------------------|
+//! | 0      | 2    | average process  | ms per frame, **rounded up**, ≤ 65535     |
+//! | 2      | 2    | worst round trip | ms, ≤ 65534; `0xFFFF` = none              |
+//! | 4      | 2    | longest wait     | ms, ≤ 65535                               |
+//!
+//! Encoding rounds `process_us` *up* to whole milliseconds, so a slow machine
+//! is never reported faster than it is (the frame rate it allows, S4.2, can
+//! only come out lower). Values too large saturate: a round trip saturates at
+//! `0xFFFE` because `0xFFFF` means none. Decoding gives `process_us = ms * 1000`.
+//!
+//! # NETWORK_REPORT, extended layout (9 bytes, version 1)
+//!
+//! Keeps the microseconds of the processing time.
+//!
+//! | offset | size | field            | meaning                                   |
+//! |-------:|-----:|------------------|-------------------------------------------|
+//! | 0      | 1    | version          | always 1; anything else is malformed      |
+//! | 1      | 4    | average process  | µs per frame                              |
+//! | 5      | 2    | worst round trip | ms, ≤ 65534; `0xFFFF` = none              |
+//! | 7      | 2    | longest wait     | ms, ≤ 65535                               |
+//!
+//! The round trip and the wait saturate as in the compact layout.
+//!
+//! Every layout fits Tiberian Sun's 36-byte event data union
+//! ([`TS_EVENT_DATA_LEN`]), checked at compile time.
+
+use crate::error::{Error, Result};
+use crate::report::Report;
+use crate::timing::{Timing, TimingEvent};
+
+/// Bytes in Tiberian Sun's event data union: every payload must fit (S7).
+pub const TS_EVENT_DATA_LEN: usize = 36;
+/// Length of TIMING in the Tiberian Sun layout.
+pub const TIMING_LEN: usize = 5;
+/// Length of TIMING in the Red Alert layout.
+pub const RA_TIMING_LEN: usize = 4;
+/// Length of NETWORK_REPORT in the compact (OpenTS) layout.
+pub const REPORT_LEN: usize = 6;
+/// Length of NETWORK_REPORT in the extended layout.
+pub const REPORT_EXTENDED_LEN: usize = 9;
+/// The version byte that opens the extended NETWORK_REPORT layout.
+pub const REPORT_EXTENDED_VERSION: u8 = 1;
+/// What vanilla Tiberian Sun adds to `MaxAhead` while fog of war is on.
+pub const TS_FOG_BIAS: u8 = 10;
+/// The worst-round-trip value that means "none" (S3).
+pub const RTT_NONE: u16 = 0xFFFF;
+
+const _: () = assert!(TIMING_LEN <= TS_EVENT_DATA_LEN);
+const _: () = assert!(RA_TIMING_LEN <= TS_EVENT_DATA_LEN);
+const _: () = assert!(REPORT_LEN <= TS_EVENT_DATA_LEN);
+const _: () = assert!(REPORT_EXTENDED_LEN <= TS_EVENT_DATA_LEN);
+
+/// How an engine lays out its TIMING event's payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimingLayout {
+    /// Tiberian Sun, 5 bytes. `fog_bias` is added to `MaxAhead` on encode and
+    /// subtracted on decode: [`TS_FOG_BIAS`] for an engine that keeps vanilla
+    /// TS's fog-of-war quirk while fog is on, else 0.
+    TiberianSun { fog_bias: u8 },
+    /// Red Alert, 4 bytes, no `FrameSendRate`: the session's fixed send
+    /// period (1–10) stands in for it.
+    RedAlert { send_period: u8 },
+}
+
+impl TimingLayout {
+    /// Tiberian Sun layout without a fog bias.
+    pub const TIBERIAN_SUN: TimingLayout = TimingLayout::TiberianSun { fog_bias: 0 };
+
+    /// Bytes a payload in this layout takes.
+    pub fn payload_len(self) -> usize {
+        match self {
+            TimingLayout::TiberianSun { .. } => TIMING_LEN,
+            TimingLayout::RedAlert { .. } => RA_TIMING_LEN,
+        }
+    }
+
+    /// Write `event` into the start of `buf`; returns the bytes written.
+    ///
+    /// Refuses a frame rate of 0 and, in the Red Alert layout, a target whose
+    /// send period differs from the layout's (`InvalidArgument`); a `buf`
+    /// shorter than [`payload_len`](Self::payload_len) gets `BufferTooSmall`.
+    /// On error nothing is written.
+    pub fn encode(self, event: &TimingEvent, buf: &mut [u8]) -> Result<usize> {
+        if event.fps == 0 {
+            return Err(Error::InvalidArgument("frame rate must be 1..=255"));
+        }
+        let look_ahead = u16::from(event.target.look_ahead());
+        let (max_ahead, frame_send_rate) = match self {
+            TimingLayout::TiberianSun { fog_bias } => (
+                look_ahead + u16::from(fog_bias),
+                Some(event.target.send_period()),
+            ),
+            TimingLayout::RedAlert { send_period } => {
+                check_session_send_period(send_period)?;
+                if event.target.send_period() != send_period {
+                    return Err(Error::InvalidArgument(
+                        "Red Alert's TIMING has no send period: the target's must be the session's",
+                    ));
+                }
+                (look_ahead, None)
+            }
+        };
+        let out = output(buf, self.payload_len())?;
+        out[0..2].copy_from_slice(&u16::from(event.fps).to_le_bytes());
+        out[2..4].copy_from_slice(&max_ahead.to_le_bytes());
+        if let Some(send_period) = frame_send_rate {
+            out[4] = send_period;
+        }
+        Ok(out.len())
+    }
+
+    /// Read a TIMING payload of exactly [`payload_len`](Self::payload_len)
+    /// bytes. Refuses a wrong length, a frame rate of 0 or above 255, a
+    /// `MaxAhead` below the fog bias, and a timing that breaks S1, all as
+    /// `Malformed`. A Red Alert layout with a send period outside 1–10 is the
+    /// caller's mistake: `InvalidArgument`.
+    pub fn decode(self, bytes: &[u8]) -> Result<TimingEvent> {
+        if let TimingLayout::RedAlert { send_period } = self {
+            check_session_send_period(send_period)?;
+        }
+        if bytes.len() != self.payload_len() {
+            return Err(Error::Malformed(match self {
+                TimingLayout::TiberianSun { .. } => "TIMING payload must be 5 bytes",
+                TimingLayout::RedAlert { .. } => "Red Alert TIMING payload must be 4 bytes",
+            }));
+        }
+        let fps = u8::try_from(read_u16(bytes, 0))
+            .ok()
+            .filter(|&fps| fps != 0)
+            .ok_or(Error::Malformed("TIMING frame rate must be 1..=255"))?;
+        let max_ahead = read_u16(bytes, 2);
+        let (look_ahead, send_period) = match self {
+            TimingLayout::TiberianSun { fog_bias } => {
+                let look_ahead =
+                    max_ahead
+                        .checked_sub(u16::from(fog_bias))
+                        .ok_or(Error::Malformed(
+                            "TIMING MaxAhead is below the fog-of-war bias",
+                        ))?;
+                (look_ahead, bytes[4])
+            }
+            TimingLayout::RedAlert { send_period } => (max_ahead, send_period),
+        };
+        let look_ahead = u8::try_from(look_ahead)
+            .map_err(|_| Error::Malformed("TIMING look-ahead must be at most 250"))?;
+        let target = Timing::new(send_period, look_ahead).map_err(|e| match e {
+            Error::InvalidArgument(rule) => Error::Malformed(rule),
+            other => other,
+        })?;
+        Ok(TimingEvent { target, fps })
+    }
+}
+
+/// How an engine lays out its NETWORK_REPORT event's payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportLayout {
+    /// OpenTS's 6 bytes: whole milliseconds everywhere.
+    Compact,
+    /// 9 bytes, version 1: the processing time in microseconds.
+    Extended,
+}
+
+impl ReportLayout {
+    /// Bytes a payload in this layout takes.
+    pub fn payload_len(self) -> usize {
+        match self {
+            ReportLayout::Compact => REPORT_LEN,
+            ReportLayout::Extended => REPORT_EXTENDED_LEN,
+        }
+    }
+
+    /// Write `report` into the start of `buf`; returns the bytes written.
+    /// Never refuses a value: large ones saturate and the compact layout
+    /// rounds the processing time up (module docs). A `buf` shorter than
+    /// [`payload_len`](Self::payload_len) gets `BufferTooSmall` and is left
+    /// untouched.
+    pub fn encode(self, report: &Report, buf: &mut [u8]) -> Result<usize> {
+        let out = output(buf, self.payload_len())?;
+        let rtt = match report.worst_rtt_ms {
+            None => RTT_NONE,
+            Some(ms) => saturate_u16(ms).min(RTT_NONE - 1),
+        };
+        let wait = saturate_u16(report.max_wait_ms);
+        let tail = match self {
+            ReportLayout::Compact => {
+                let process_ms = saturate_u16(report.process_us.div_ceil(1000));
+                out[0..2].copy_from_slice(&process_ms.to_le_bytes());
+                &mut out[2..]
+            }
+            ReportLayout::Extended => {
+                out[0] = REPORT_EXTENDED_VERSION;
+                out[1..5].copy_from_slice(&report.process_us.to_le_bytes());
+                &mut out[5..]
+            }
+        };
+        tail[0..2].copy_from_slice(&rtt.to_le_bytes());
+        tail[2..4].copy_from_slice(&wait.to_le_bytes());
+        Ok(out.len())
+    }
+
+    /// Read a NETWORK_REPORT payload of exactly
+    /// [`payload_len`](Self::payload_len) bytes; the extended layout also
+    /// needs version byte 1. Anything else is `Malformed`.
+    pub fn decode(self, bytes: &[u8]) -> Result<Report> {
+        if bytes.len() != self.payload_len() {
+            return Err(Error::Malformed(match self {
+                ReportLayout::Compact => "NETWORK_REPORT payload must be 6 bytes",
+                ReportLayout::Extended => "extended NETWORK_REPORT payload must be 9 bytes",
+            }));
+        }
+        let (process_us, tail) = match self {
+            ReportLayout::Compact => (u32::from(read_u16(bytes, 0)) * 1000, &bytes[2..]),
+            ReportLayout::Extended => {
+                if bytes[0] != REPORT_EXTENDED_VERSION {
+                    return Err(Error::Malformed(
+                        "extended NETWORK_REPORT version must be 1",
+                    ));
+                }
+                let process = [bytes[1], bytes[2], bytes[3], bytes[4]];
+                (u32::from_le_bytes(process), &bytes[5..])
+            }
+        };
+        let worst_rtt_ms = match read_u16(tail, 0) {
+            RTT_NONE => None,
+            ms => Some(u32::from(ms)),
+        };
+        Ok(Report {
+            process_us,
+            max_wait_ms: u32::from(read_u16(tail, 2)),
+            worst_rtt_ms,
+        })
+    }
+}
+
+fn check_session_send_period(send_period: u8) -> Result<()> {
+    if (1..=crate::timing::MAX_SEND_PERIOD).contains(&send_period) {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument(
+            "Red Alert layout's send period must be 1..=10",
+        ))
+    }
+}
+
+/// The first `len` bytes of `buf`, or `BufferTooSmall` before anything is written.
+fn output(buf: &mut [u8], len: usize) -> Result<&mut [u8]> {
+    buf.get_mut(..len)
+        .ok_or(Error::BufferTooSmall { needed: len })
+}
+
+/// Callers have checked the length, so `at + 1` is in bounds.
+fn read_u16(bytes: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([bytes[at], bytes[at + 1]])
+}
+
+fn saturate_u16(value: u32) -> u16 {
+    u16::try_from(value).unwrap_or(u16::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(send_period: u8, look_ahead: u8, fps: u8) -> TimingEvent {
+        TimingEvent {
+            target: Timing::new(send_period, look_ahead).unwrap(),
+            fps,
+        }
+    }
+
+    #[test]
+    fn tiberian_sun_timing_bytes_are_the_documented_ones() {
+        let mut buf = [0xAA; 8];
+        let len = TimingLayout::TIBERIAN_SUN
+            .encode(&event(3, 9, 30), &mut buf)
+            .unwrap();
+        assert_eq!(len, TIMING_LEN);
+        assert_eq!(&buf[..len], &[30, 0, 9, 0, 3]);
+        assert_eq!(buf[len..], [0xAA; 3], "nothing written past the payload");
+        assert_eq!(
+            TimingLayout::TIBERIAN_SUN.decode(&buf[..len]).unwrap(),
+            event(3, 9, 30)
+        );
+    }
+
+    #[test]
+    fn fog_bias_is_added_on_encode_and_removed_on_decode() {
+        let layout = TimingLayout::TiberianSun {
+            fog_bias: TS_FOG_BIAS,
+        };
+        let mut buf = [0; TIMING_LEN];
+        layout.encode(&event(10, 250, 60), &mut buf).unwrap();
+        assert_eq!(buf, [60, 0, 4, 1, 10], "MaxAhead 260 = 250 + 10");
+        assert_eq!(layout.decode(&buf).unwrap(), event(10, 250, 60));
+        // Without the bias, the same bytes break S1 (look-ahead 260).
+        assert!(matches!(
+            TimingLayout::TIBERIAN_SUN.decode(&buf),
+            Err(Error::Malformed(_))
+        ));
+        // A MaxAhead below the bias cannot have been written by a biased encoder.
+        assert!(matches!(
+            layout.decode(&[30, 0, 9, 0, 3]),
+            Err(Error::Malformed(_))
+        ));
+    }
+
+    #[test]
+    fn timing_decoder_refuses_each_broken_field() {
+        let ts = TimingLayout::TIBERIAN_SUN;
+        for bytes in [
+            &[30, 0, 9, 0][..],       // short
+            &[30, 0, 9, 0, 3, 0][..], // long
+            &[0, 0, 9, 0, 3][..],     // frame rate 0
+            &[0, 1, 9, 0, 3][..],     // frame rate 256
+            &[30, 0, 10, 0, 3][..],   // 10 % 3 != 0 (S1)
+            &[30, 0, 2, 0, 3][..],    // look-ahead below send period (S1)
+            &[30, 0, 9, 0, 0][..],    // send period 0 (S1)
+            &[30, 0, 33, 0, 11][..],  // send period 11 (S1)
+            &[30, 0, 252, 0, 2][..],  // look-ahead 252 > 250 (S1)
+            &[30, 0, 0, 1, 1][..],    // look-ahead 256
+        ] {
+            assert!(
+                matches!(ts.decode(bytes), Err(Error::Malformed(_))),
+                "{bytes:?} must be malformed"
+            );
+        }
+    }
+
+    #[test]
+    fn red_alert_layout_carries_the_session_send_period() {
+        let ra = TimingLayout::RedAlert { send_period: 3 };
+        let mut buf = [0; RA_TIMING_LEN];
+        assert_eq!(ra.encode(&event(3, 15, 30), &mut buf), Ok(RA_TIMING_LEN));
+        assert_eq!(buf, [30, 0, 15, 0]);
+        assert_eq!(ra.decode(&buf).unwrap(), event(3, 15, 30));
+        // A target on another send period cannot be said in these bytes.
+        let mut untouched = [0xAA; RA_TIMING_LEN];
+        assert!(matches!(
+            ra.encode(&event(2, 6, 30), &mut untouched),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert_eq!(untouched, [0xAA; RA_TIMING_LEN]);
+        // MaxAhead 16 is no multiple of the session's send period 3 (S1).
+        assert!(matches!(
+            ra.decode(&[30, 0, 16, 0]),
+            Err(Error::Malformed(_))
+        ));
+        // A bad session send period is the caller's mistake, not the bytes'.
+        let bad = TimingLayout::RedAlert { send_period: 0 };
+        assert!(matches!(bad.decode(&buf), Err(Error::InvalidArgument(_))));
+        assert!(matches!(
+            bad.encode(&event(3, 15, 30), &mut buf),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+
+    #[test]
+    fn timing_encoder_refuses_small_buffers_and_rate_zero() {
+        let mut small = [0xAA; TIMING_LEN - 1];
+        assert_eq!(
+            TimingLayout::TIBERIAN_SUN.encode(&event(2, 6, 30), &mut small),
+            Err(Error::BufferTooSmall { needed: TIMING_LEN })
+        );
+        assert_eq!(small, [0xAA; TIMING_LEN - 1]);
+        let mut buf = [0xAA; TIMING_LEN];
+        assert!(matches!(
+            TimingLayout::TIBERIAN_SUN.encode(&event(2, 6, 0), &mut buf),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert_eq!(buf, [0xAA; TIMING_LEN]);
+    }
+
+    #[test]
+    fn compact_report_bytes_round_process_time_up() {
+        let report = Report {
+            process_us: 12_001,
+            max_wait_ms: 250,
+            worst_rtt_ms: Some(180),
+        };
+        let mut buf = [0; REPORT_LEN];
+        assert_eq!(
+            ReportLayout::Compact.encode(&report, &mut buf),
+            Ok(REPORT_LEN)
+        );
+        assert_eq!(buf, [13, 0, 180, 0, 250, 0], "12.001 ms reports as 13 ms");
+        assert_eq!(
+            ReportLayout::Compact.decode(&buf).unwrap(),
+            Report {
+                process_us: 13_000,
+                ..report
+            }
+        );
+    }
+
+    #[test]
+    fn compact_report_saturates_and_keeps_none_distinct() {
+        let mut buf = [0; REPORT_LEN];
+        let huge = Report {
+            process_us: u32::MAX,
+            max_wait_ms: u32::MAX,
+            worst_rtt_ms: Some(u32::MAX),
+        };
+        ReportLayout::Compact.encode(&huge, &mut buf).unwrap();
+        assert_eq!(buf, [0xFF, 0xFF, 0xFE, 0xFF, 0xFF, 0xFF]);
+        let decoded = ReportLayout::Compact.decode(&buf).unwrap();
+        assert_eq!(
+            decoded.worst_rtt_ms,
+            Some(0xFFFE),
+            "a huge RTT never reads as none"
+        );
+        assert_eq!(decoded.process_us, 65_535_000);
+
+        let alone_without_rtt = Report {
+            process_us: 0,
+            max_wait_ms: 0,
+            worst_rtt_ms: None,
+        };
+        ReportLayout::Compact
+            .encode(&alone_without_rtt, &mut buf)
+            .unwrap();
+        assert_eq!(buf, [0, 0, 0xFF, 0xFF, 0, 0]);
+        assert_eq!(
+            ReportLayout::Compact.decode(&buf).unwrap(),
+            alone_without_rtt
+        );
+    }
+
+    #[test]
+    fn extended_report_keeps_microseconds() {
+        let report = Report {
+            process_us: 0x0102_0304,
+            max_wait_ms: 99,
+            worst_rtt_ms: None,
+        };
+        let mut buf = [0; REPORT_EXTENDED_LEN];
+        assert_eq!(
+            ReportLayout::Extended.encode(&report, &mut buf),
+            Ok(REPORT_EXTENDED_LEN)
+        );
+        assert_eq!(buf, [1, 4, 3, 2, 1, 0xFF, 0xFF, 99, 0]);
+        assert_eq!(ReportLayout::Extended.decode(&buf).unwrap(), report);
+        buf[0] = 2;
+        assert!(matches!(
+            ReportLayout::Extended.decode(&buf),
+            Err(Error::Malformed(_))
+        ));
+    }
+
+    #[test]
+    fn report_decoders_refuse_wrong_lengths_and_encoders_small_buffers() {
+        for layout in [ReportLayout::Compact, ReportLayout::Extended] {
+            let n = layout.payload_len();
+            let bytes = [1u8; REPORT_EXTENDED_LEN + 1];
+            assert!(matches!(
+                layout.decode(&bytes[..n - 1]),
+                Err(Error::Malformed(_))
+            ));
+            assert!(matches!(
+                layout.decode(&bytes[..n + 1]),
+                Err(Error::Malformed(_))
+            ));
+            assert!(matches!(layout.decode(&[]), Err(Error::Malformed(_))));
+            let mut small = vec![0xAA; n - 1];
+            assert_eq!(
+                layout.encode(&Report::default(), &mut small),
+                Err(Error::BufferTooSmall { needed: n })
+            );
+            assert!(small.iter().all(|&b| b == 0xAA));
+        }
+    }
+}

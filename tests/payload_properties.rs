@@ -1,0 +1,239 @@
+//! Properties of the event payload codecs (S7, issue 3): every valid value
+//! round-trips, and every decoder fed arbitrary, truncated or oversized bytes
+//! returns an error or a value it would encode back to the same bytes —
+//! never a panic.
+
+use proptest::prelude::*;
+use rungs::report::Report;
+use rungs::timing::{Timing, TimingEvent};
+use rungs::wire::events::{
+    ReportLayout, TimingLayout, REPORT_EXTENDED_LEN, RTT_NONE, TS_EVENT_DATA_LEN,
+};
+use rungs::Error;
+
+/// Any timing event S1 allows: send period 1–10, look-ahead a multiple of it
+/// up to 250, frame rate 1–255.
+fn timing_event() -> impl Strategy<Value = TimingEvent> {
+    (1u8..=10, 1u8..=255)
+        .prop_flat_map(|(send_period, fps)| {
+            let multiples = 1..=(250 / send_period);
+            (Just(send_period), multiples, Just(fps))
+        })
+        .prop_map(|(send_period, multiple, fps)| TimingEvent {
+            target: Timing::new(send_period, send_period * multiple).unwrap(),
+            fps,
+        })
+}
+
+fn timing_layout() -> impl Strategy<Value = TimingLayout> {
+    prop_oneof![
+        any::<u8>().prop_map(|fog_bias| TimingLayout::TiberianSun { fog_bias }),
+        (1u8..=10).prop_map(|send_period| TimingLayout::RedAlert { send_period }),
+    ]
+}
+
+fn report() -> impl Strategy<Value = Report> {
+    (any::<u32>(), any::<u32>(), any::<Option<u32>>()).prop_map(
+        |(process_us, max_wait_ms, worst_rtt_ms)| Report {
+            process_us,
+            max_wait_ms,
+            worst_rtt_ms,
+        },
+    )
+}
+
+fn report_layout() -> impl Strategy<Value = ReportLayout> {
+    prop_oneof![Just(ReportLayout::Compact), Just(ReportLayout::Extended)]
+}
+
+/// Any length up to past the event union, weighted towards the payload
+/// lengths (4–9) so the accepting path is reached too.
+fn arbitrary_bytes() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        proptest::collection::vec(any::<u8>(), 0..48),
+        proptest::collection::vec(any::<u8>(), 4..=9),
+    ]
+}
+
+/// What the compact layout can say about `report` (rounding up, saturation).
+fn as_compact_reads(report: Report) -> Report {
+    Report {
+        process_us: report.process_us.div_ceil(1000).min(0xFFFF) * 1000,
+        max_wait_ms: report.max_wait_ms.min(0xFFFF),
+        worst_rtt_ms: report
+            .worst_rtt_ms
+            .map(|ms| ms.min(u32::from(RTT_NONE) - 1)),
+    }
+}
+
+proptest! {
+    #[test]
+    fn timing_round_trips_in_every_layout(
+        event in timing_event(),
+        fog_bias in any::<u8>(),
+        ra_period_from_event in any::<bool>(),
+    ) {
+        let ts = TimingLayout::TiberianSun { fog_bias };
+        let mut buf = [0u8; TS_EVENT_DATA_LEN];
+        let len = ts.encode(&event, &mut buf).unwrap();
+        prop_assert_eq!(ts.decode(&buf[..len]).unwrap(), event);
+
+        // Red Alert: only a target on the session's send period is encodable.
+        let ra = TimingLayout::RedAlert {
+            send_period: if ra_period_from_event { event.target.send_period() } else { 3 },
+        };
+        match ra.encode(&event, &mut buf) {
+            Ok(len) => prop_assert_eq!(ra.decode(&buf[..len]).unwrap(), event),
+            Err(e) => {
+                prop_assert!(matches!(e, Error::InvalidArgument(_)));
+                prop_assert_ne!(event.target.send_period(), 3);
+            }
+        }
+    }
+
+    #[test]
+    fn report_round_trips_exactly_in_extended_and_as_documented_in_compact(
+        report in report(),
+    ) {
+        let mut buf = [0u8; TS_EVENT_DATA_LEN];
+        let len = ReportLayout::Extended.encode(&report, &mut buf).unwrap();
+        let expected_extended = Report {
+            max_wait_ms: report.max_wait_ms.min(0xFFFF),
+            worst_rtt_ms: report.worst_rtt_ms.map(|ms| ms.min(0xFFFE)),
+            ..report
+        };
+        prop_assert_eq!(ReportLayout::Extended.decode(&buf[..len]).unwrap(), expected_extended);
+
+        let len = ReportLayout::Compact.encode(&report, &mut buf).unwrap();
+        let decoded = ReportLayout::Compact.decode(&buf[..len]).unwrap();
+        prop_assert_eq!(decoded, as_compact_reads(report));
+        // S3/S7: rounding up never under-reports a slow machine.
+        if report.process_us <= 65_535_000 {
+            prop_assert!(decoded.process_us >= report.process_us);
+        }
+        // None and Some stay distinct whatever the value.
+        prop_assert_eq!(decoded.worst_rtt_ms.is_some(), report.worst_rtt_ms.is_some());
+    }
+
+    #[test]
+    fn timing_decoder_never_panics_and_accepts_only_canonical_bytes(
+        layout in timing_layout(),
+        bytes in arbitrary_bytes(),
+    ) {
+        match layout.decode(&bytes) {
+            Ok(event) => {
+                let mut again = [0u8; TS_EVENT_DATA_LEN];
+                let len = layout.encode(&event, &mut again).unwrap();
+                prop_assert_eq!(&again[..len], &bytes[..]);
+            }
+            Err(e) => prop_assert!(matches!(e, Error::Malformed(_))),
+        }
+    }
+
+    #[test]
+    fn report_decoder_never_panics_and_accepts_only_canonical_bytes(
+        layout in report_layout(),
+        bytes in arbitrary_bytes(),
+    ) {
+        match layout.decode(&bytes) {
+            Ok(report) => {
+                let mut again = [0u8; TS_EVENT_DATA_LEN];
+                let len = layout.encode(&report, &mut again).unwrap();
+                prop_assert_eq!(&again[..len], &bytes[..]);
+            }
+            Err(e) => prop_assert!(matches!(e, Error::Malformed(_))),
+        }
+    }
+
+    /// Random bytes rarely reach the accepting path, so draw each field from
+    /// a range around its valid one too.
+    #[test]
+    fn timing_decoder_checks_every_field_of_near_valid_bytes(
+        layout in timing_layout(),
+        fps in 0u16..=300,
+        max_ahead in 0u16..=300,
+        send_period in 0u8..=12,
+    ) {
+        let mut bytes = vec![];
+        bytes.extend_from_slice(&fps.to_le_bytes());
+        bytes.extend_from_slice(&max_ahead.to_le_bytes());
+        let (bias, period) = match layout {
+            TimingLayout::TiberianSun { fog_bias } => {
+                bytes.push(send_period);
+                (u16::from(fog_bias), send_period)
+            }
+            TimingLayout::RedAlert { send_period } => (0, send_period),
+        };
+        let look_ahead = i32::from(max_ahead) - i32::from(bias);
+        let valid = (1..=255).contains(&fps)
+            && (1..=10).contains(&period)
+            && look_ahead >= i32::from(period)
+            && look_ahead <= 250
+            && look_ahead % i32::from(period) == 0;
+        match layout.decode(&bytes) {
+            Ok(event) => {
+                prop_assert!(valid);
+                prop_assert_eq!(u16::from(event.fps), fps);
+                prop_assert_eq!(i32::from(event.target.look_ahead()), look_ahead);
+                prop_assert_eq!(event.target.send_period(), period);
+            }
+            Err(e) => {
+                prop_assert!(!valid);
+                prop_assert!(matches!(e, Error::Malformed(_)));
+            }
+        }
+    }
+
+    #[test]
+    fn truncated_or_oversized_payloads_are_malformed(
+        event in timing_event(),
+        fog_bias in any::<u8>(),
+        report in report(),
+        report_layout in report_layout(),
+        cut in 0usize..REPORT_EXTENDED_LEN,
+        extra in proptest::collection::vec(any::<u8>(), 1..8),
+    ) {
+        let mut buf = [0u8; TS_EVENT_DATA_LEN];
+        let ts = TimingLayout::TiberianSun { fog_bias };
+        let len = ts.encode(&event, &mut buf).unwrap();
+        let mut long = buf[..len].to_vec();
+        long.extend_from_slice(&extra);
+        prop_assert!(matches!(ts.decode(&buf[..cut.min(len - 1)]), Err(Error::Malformed(_))));
+        prop_assert!(matches!(ts.decode(&long), Err(Error::Malformed(_))));
+
+        let len = report_layout.encode(&report, &mut buf).unwrap();
+        let mut long = buf[..len].to_vec();
+        long.extend_from_slice(&extra);
+        prop_assert!(matches!(
+            report_layout.decode(&buf[..cut.min(len - 1)]),
+            Err(Error::Malformed(_))
+        ));
+        prop_assert!(matches!(report_layout.decode(&long), Err(Error::Malformed(_))));
+    }
+
+    #[test]
+    fn encoders_write_nothing_into_a_short_buffer(
+        event in timing_event(),
+        report in report(),
+        report_layout in report_layout(),
+        cap in 0usize..REPORT_EXTENDED_LEN,
+    ) {
+        let mut buf = vec![0xA5u8; cap];
+        let needed = TimingLayout::TIBERIAN_SUN.payload_len();
+        if cap < needed {
+            prop_assert_eq!(
+                TimingLayout::TIBERIAN_SUN.encode(&event, &mut buf),
+                Err(Error::BufferTooSmall { needed })
+            );
+            prop_assert!(buf.iter().all(|&b| b == 0xA5));
+        }
+        let needed = report_layout.payload_len();
+        if cap < needed {
+            prop_assert_eq!(
+                report_layout.encode(&report, &mut buf),
+                Err(Error::BufferTooSmall { needed })
+            );
+            prop_assert!(buf.iter().all(|&b| b == 0xA5));
+        }
+    }
+}
