@@ -56,6 +56,9 @@ fn drive(steps: &[Step], use_policy: bool) -> Result<Vec<Timing>, TestCaseError>
     let mut last_tag = 0u32;
     let mut last_exec_of_issue: Option<(u32, u32)> = None; // (issue frame, exec frame)
     let mut visited: Vec<Timing> = Vec::new();
+    // Forecast of the tag for this send period's commands, and whether a
+    // timing event executed since it was made (which may change it).
+    let mut forecast: Option<(u32, bool, u32)> = None;
 
     for (frame, step) in steps.iter().enumerate() {
         let frame = frame as u32;
@@ -67,6 +70,9 @@ fn drive(steps: &[Step], use_policy: bool) -> Result<Vec<Timing>, TestCaseError>
                 machine
                     .execute_timing_event(0, events[(due.item / 2) as usize])
                     .unwrap();
+                if let Some((_, changed, _)) = forecast.as_mut() {
+                    *changed = true;
+                }
             } else {
                 let command = (due.item / 2) as usize;
                 prop_assert!(executed_on[command].is_none(), "executed twice");
@@ -109,6 +115,9 @@ fn drive(steps: &[Step], use_policy: bool) -> Result<Vec<Timing>, TestCaseError>
         }
         unsent.push(issued_on.len() as u64 * 2);
         issued_on.push(frame);
+        if forecast.is_none() {
+            forecast = Some((machine.forecast_tag(frame), false, frame));
+        }
         executed_on.push(None);
 
         if let Some(event) = machine.end_frame().unwrap() {
@@ -126,6 +135,17 @@ fn drive(steps: &[Step], use_policy: bool) -> Result<Vec<Timing>, TestCaseError>
                 last_tag
             );
             prop_assert!(tag > frame);
+            if let Some((expected, false, made_on)) = forecast {
+                prop_assert_eq!(
+                    tag,
+                    expected,
+                    "forecast made on {} missed with no event in between (frame {}, timing {})",
+                    made_on,
+                    frame,
+                    machine.timing()
+                );
+            }
+            forecast = None;
             last_tag = tag;
             for item in unsent.drain(..) {
                 machine.queue_command(tag, 0, item).unwrap();

@@ -335,10 +335,7 @@ impl TimingMachine {
     /// Whether the current frame is a send frame under the timing in force
     /// now (after any event that executed on it).
     pub fn is_send_frame(&self) -> bool {
-        match self.phase {
-            Phase::InFrame(f) | Phase::Ended(f) => self.schedule.is_send_frame(f),
-            Phase::NotStarted => true,
-        }
+        self.schedule.is_send_frame(self.status_frame())
     }
 
     /// The timing in force.
@@ -351,27 +348,39 @@ impl TimingMachine {
         self.schedule.fps()
     }
 
-    /// The frame a command issued now executes on or after: on a send frame,
-    /// `frame + look_ahead`; otherwise the next send frame plus the
-    /// look-ahead the schedule will have then. The latter is a forecast: a
-    /// timing event executing on that send frame can still change it, so
-    /// the final tag is the one taken on the send frame itself.
+    /// The tag of a command sent on this frame: `frame + look_ahead` under
+    /// the timing in force now. On a frame that is not a send frame this is
+    /// [`TimingMachine::forecast_tag`] for the current frame.
     pub fn command_tag(&self) -> u32 {
-        let frame = match self.phase {
-            Phase::InFrame(f) | Phase::Ended(f) => f,
-            Phase::NotStarted => 0,
-        };
-        if self.schedule.is_send_frame(frame) {
-            return frame.saturating_add(u32::from(self.schedule.timing().look_ahead()));
+        self.forecast_tag(self.status_frame())
+    }
+
+    /// The tag a command issued on `issued_on` (the current frame or later)
+    /// will get: it goes out on the first send frame at or after `issued_on`,
+    /// tagged with that frame plus its look-ahead (S5). The schedule in force
+    /// is advanced to that frame, so staged decreases are accounted for; a
+    /// timing event that has not executed yet can still change it, so the
+    /// tag taken on the send frame itself is the final one.
+    pub fn forecast_tag(&self, issued_on: u32) -> u32 {
+        let current = self.status_frame();
+        if issued_on <= current && self.schedule.is_send_frame(current) {
+            return current.saturating_add(u32::from(self.schedule.timing().look_ahead()));
         }
         let mut forecast = self.schedule.clone();
-        let mut next = frame;
+        let mut next = current;
         loop {
             next = next.saturating_add(1);
             forecast.begin_frame(next);
-            if forecast.is_send_frame(next) || next == u32::MAX {
+            if (next >= issued_on && forecast.is_send_frame(next)) || next == u32::MAX {
                 return next.saturating_add(u32::from(forecast.timing().look_ahead()));
             }
+        }
+    }
+
+    fn status_frame(&self) -> u32 {
+        match self.phase {
+            Phase::InFrame(f) | Phase::Ended(f) => f,
+            Phase::NotStarted => 0,
         }
     }
 
@@ -382,12 +391,8 @@ impl TimingMachine {
 
     /// Everything a UI or log shows.
     pub fn status(&self) -> Status {
-        let frame = match self.phase {
-            Phase::InFrame(f) | Phase::Ended(f) => f,
-            Phase::NotStarted => 0,
-        };
         Status {
-            frame,
+            frame: self.status_frame(),
             timing: self.timing(),
             fps: self.fps(),
             target: self.policy.target(),
