@@ -27,6 +27,11 @@
 #define MAX_SEATS 16
 
 /**
+ * Longest line in bytes.
+ */
+#define LogText_CAPACITY 160
+
+/**
  * Number of rungs on the ladder.
  */
 #define RUNG_COUNT 10

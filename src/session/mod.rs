@@ -1,1 +1,5 @@
 //! Sessions: the pieces composed for an engine's frame loop (S5, S7).
+
+pub mod engine;
+
+pub use engine::{EngineSession, EventIds, LogLevel, Payload, SessionConfig, SessionOutput};

@@ -1,0 +1,563 @@
+//! The engine integration session (S3, S5, S7): adaptive timing for an
+//! engine that keeps its own transport, its own event queue and its own
+//! event IDs.
+//!
+//! One [`EngineSession`] per machine composes the timing machine (S4–S6),
+//! this machine's measurements (S3) and the event payloads (S7). The engine:
+//!
+//! 1. calls [`EngineSession::frame_begin`]; when the answer says the frame
+//!    executes commands, it executes every queued event whose frame is at or
+//!    before this one (S5), in (frame, seat, issue order), and passes each of
+//!    rungs' events (TIMING, NETWORK_REPORT, LATENCYFUDGE) to
+//!    [`EngineSession::event_executed`]; a removal of its own goes to
+//!    [`EngineSession::player_removed`];
+//! 2. measures: frame work, waits for other players, round trips per peer;
+//! 3. calls [`EngineSession::frame_end`]. The session then hands it the
+//!    events to queue (this machine's report on report frames, the master's
+//!    timing event) and, on a send frame, says "send now" with the tag every
+//!    event collected since the previous send frame is stamped with.
+//!
+//! Everything the engine should hear comes out as [`SessionOutput`]s
+//! (callbacks in the C API).
+
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+
+use crate::error::{Error, Result};
+use crate::report::{is_report_frame, Measurements};
+use crate::timing::{MachineConfig, Output, Tier, Timing, TimingMachine, Verdict};
+use crate::wire::events::{ReportLayout, TimingLayout, TS_EVENT_DATA_LEN};
+
+/// The engine's own event IDs for rungs' events (S7). rungs never invents one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventIds {
+    /// TIMING (31 in Tiberian Sun, 29 in Red Alert).
+    pub timing: u8,
+    /// NETWORK_REPORT (36 in OpenTS).
+    pub network_report: u8,
+    /// LATENCYFUDGE (35 in Tiberian Sun), if the engine still has it: executed
+    /// ones (old recordings) are accepted and ignored; rungs never sends it.
+    pub latency_fudge: Option<u8>,
+}
+
+impl EventIds {
+    fn check(&self) -> Result<()> {
+        let fudge_clash = self
+            .latency_fudge
+            .is_some_and(|f| f == self.timing || f == self.network_report);
+        if self.timing == self.network_report || fudge_clash {
+            return Err(Error::InvalidArgument("two event roles share one event ID"));
+        }
+        Ok(())
+    }
+}
+
+/// How to set up a session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionConfig {
+    /// Game speed's rate, seats in house order, local seat (S4).
+    pub machine: MachineConfig,
+    /// The engine's event IDs.
+    pub ids: EventIds,
+    /// TIMING payload layout: Tiberian Sun's 5 bytes, with the fog-of-war bias
+    /// the engine keeps (S7). Red Alert's 4-byte layout has no send period, so
+    /// it cannot carry the ladder; a Red Alert engine uses this layout under its
+    /// own TIMING ID.
+    pub timing_layout: TimingLayout,
+    /// NETWORK_REPORT payload layout (compact ms or extended µs).
+    pub report_layout: ReportLayout,
+}
+
+/// An event payload, at most Tiberian Sun's 36-byte event union.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Payload {
+    bytes: [u8; TS_EVENT_DATA_LEN],
+    len: u8,
+}
+
+impl Payload {
+    /// The payload bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
+impl std::fmt::Debug for Payload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:02x?}", self.as_bytes())
+    }
+}
+
+/// Log levels (C: `RUNGS_LOG_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum LogLevel {
+    Error = 0,
+    Warn = 1,
+    Info = 2,
+    Debug = 3,
+}
+
+/// A log line without allocation (longer text is cut).
+#[derive(Clone, Copy)]
+pub struct LogText {
+    bytes: [u8; LogText::CAPACITY],
+    len: u8,
+}
+
+impl LogText {
+    /// Longest line in bytes.
+    pub const CAPACITY: usize = 160;
+
+    fn new() -> LogText {
+        LogText {
+            bytes: [0; LogText::CAPACITY],
+            len: 0,
+        }
+    }
+
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        let bytes = &self.bytes[..usize::from(self.len)];
+        // Cutting may split a character only if one was written; only ASCII is.
+        std::str::from_utf8(bytes).unwrap_or("")
+    }
+}
+
+impl std::fmt::Write for LogText {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let start = usize::from(self.len);
+        let room = LogText::CAPACITY - start;
+        let take = s.len().min(room);
+        self.bytes[start..start + take].copy_from_slice(&s.as_bytes()[..take]);
+        self.len += take as u8;
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for LogText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.as_str())
+    }
+}
+
+/// Something the engine should do or hear (a callback in the C API).
+#[derive(Debug, Clone, Copy)]
+pub enum SessionOutput {
+    /// Queue an event of `type_id` with `payload` into your own network
+    /// stream, from this machine's seat; it goes out with your next packet.
+    QueueEvent {
+        frame: u32,
+        type_id: u8,
+        payload: Payload,
+    },
+    /// Send frame: flush your packet now, stamping every event collected
+    /// since the previous send frame with `tag` (S5).
+    SendFrame { frame: u32, tag: u32 },
+    /// Pace at `fps` from `frame` (S4.2).
+    FrameRate { frame: u32, fps: u8 },
+    /// The timing in force changed.
+    TimingChanged { frame: u32, timing: Timing },
+    /// Show `Connection quality target: <tier>` in the message list (S6).
+    PlayerMessage { frame: u32, tier: Tier },
+    /// The master is now `seat` (`None` when no human is left).
+    MasterChanged { frame: u32, seat: Option<u8> },
+    /// A log line.
+    Log { level: LogLevel, text: LogText },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    BeforeFrame,
+    InFrame(u32),
+    AfterFrame(u32),
+}
+
+/// One machine's adaptive timing inside an engine's frame loop.
+pub struct EngineSession {
+    machine: TimingMachine,
+    measurements: Measurements,
+    ids: EventIds,
+    timing_layout: TimingLayout,
+    report_layout: ReportLayout,
+    local_seat: Option<u8>,
+    phase: Phase,
+    outputs: VecDeque<SessionOutput>,
+}
+
+impl EngineSession {
+    /// A session on the eve of frame 0. Refuses two roles sharing an ID.
+    pub fn new(config: &SessionConfig) -> Result<EngineSession> {
+        config.ids.check()?;
+        if let TimingLayout::RedAlert { .. } = config.timing_layout {
+            return Err(Error::InvalidArgument(
+                "Red Alert's TIMING layout has no send period; use the Tiberian Sun layout",
+            ));
+        }
+        let machine = TimingMachine::new(&config.machine)?;
+        let mut measurements = Measurements::new();
+        if let Some(local) = config.machine.local_seat {
+            // Round trips are measured to every other human player (S3).
+            for (seat, human) in config.machine.human_seats.iter().enumerate() {
+                if *human && seat as u8 != local {
+                    measurements.add_peer(seat as u8)?;
+                }
+            }
+        }
+        Ok(EngineSession {
+            machine,
+            measurements,
+            ids: config.ids,
+            timing_layout: config.timing_layout,
+            report_layout: config.report_layout,
+            local_seat: config.machine.local_seat,
+            phase: Phase::BeforeFrame,
+            outputs: VecDeque::with_capacity(32),
+        })
+    }
+
+    /// Start `frame` (0, 1, 2, ... without gaps). `true` when the frame
+    /// executes commands: execute every queued event tagged at or before it.
+    pub fn frame_begin(&mut self, frame: u32) -> Result<bool> {
+        let start = self.machine.begin_frame(frame)?;
+        self.phase = Phase::InFrame(frame);
+        self.collect_machine_outputs();
+        Ok(start.executes_commands)
+    }
+
+    fn in_frame(&self, frame: u32) -> Result<()> {
+        match self.phase {
+            Phase::InFrame(current) if current == frame => Ok(()),
+            Phase::InFrame(_) => Err(Error::State("event frame is not the current frame")),
+            _ => Err(Error::State(
+                "events execute between frame_begin and frame_end",
+            )),
+        }
+    }
+
+    /// One of rungs' events executed on `frame` (the current frame), sent by
+    /// `seat`. TIMING and NETWORK_REPORT are decoded and applied; an executed
+    /// LATENCYFUDGE is accepted and ignored (S7). Any other ID is refused with
+    /// `UnregisteredEvent`; a bad payload with `Malformed`; an unknown seat
+    /// with `UnknownSeat` — each changes nothing.
+    pub fn event_executed(
+        &mut self,
+        type_id: u8,
+        seat: u8,
+        frame: u32,
+        payload: &[u8],
+    ) -> Result<()> {
+        self.in_frame(frame)?;
+        let outcome = if type_id == self.ids.timing {
+            self.timing_layout
+                .decode(payload)
+                .and_then(|event| self.machine.execute_timing_event(seat, event).map(|_| ()))
+        } else if type_id == self.ids.network_report {
+            self.report_layout
+                .decode(payload)
+                .and_then(|report| self.machine.execute_report(seat, report))
+        } else if Some(type_id) == self.ids.latency_fudge {
+            Ok(())
+        } else {
+            Err(Error::UnregisteredEvent(type_id))
+        };
+        if let Err(e) = &outcome {
+            self.log(
+                LogLevel::Warn,
+                format_args!("frame {frame}: event {type_id} from seat {seat} refused: {e}"),
+            );
+        }
+        self.collect_machine_outputs();
+        outcome
+    }
+
+    /// The engine's removal of `seat` executed on the current frame (S3);
+    /// removing the master hands over the role (S4.6).
+    pub fn player_removed(&mut self, seat: u8) -> Result<()> {
+        let Phase::InFrame(frame) = self.phase else {
+            return Err(Error::State(
+                "removals execute between frame_begin and frame_end",
+            ));
+        };
+        self.machine.execute_removal(seat)?;
+        // The removed player's round trips no longer count (it may be a peer or not).
+        let _ = self.measurements.remove_peer(seat);
+        self.log(
+            LogLevel::Info,
+            format_args!("frame {frame}: seat {seat} removed"),
+        );
+        self.collect_machine_outputs();
+        Ok(())
+    }
+
+    /// End the current frame: this machine's report on report frames (S3),
+    /// the master's evaluation (S4), and on a send frame the send (S5).
+    pub fn frame_end(&mut self) -> Result<()> {
+        let Phase::InFrame(frame) = self.phase else {
+            return Err(Error::State("frame_end without frame_begin"));
+        };
+        let seated = self
+            .local_seat
+            .is_some_and(|seat| self.machine.record().contains(seat));
+        if seated && is_report_frame(frame) {
+            let report = self.measurements.take_report();
+            let payload = encode_with(|buf| self.report_layout.encode(&report, buf))?;
+            self.outputs.push_back(SessionOutput::QueueEvent {
+                frame,
+                type_id: self.ids.network_report,
+                payload,
+            });
+        }
+        if let Some(event) = self.machine.end_frame()? {
+            let payload = encode_with(|buf| self.timing_layout.encode(&event, buf))?;
+            self.outputs.push_back(SessionOutput::QueueEvent {
+                frame,
+                type_id: self.ids.timing,
+                payload,
+            });
+            let verdict = self.machine.status().last_verdict;
+            self.log(
+                LogLevel::Info,
+                format_args!(
+                    "frame {frame}: master sends {} at {} fps ({verdict:?})",
+                    event.target, event.fps
+                ),
+            );
+        }
+        if self.machine.is_send_frame() {
+            self.outputs.push_back(SessionOutput::SendFrame {
+                frame,
+                tag: self.machine.command_tag(),
+            });
+        }
+        self.phase = Phase::AfterFrame(frame);
+        self.collect_machine_outputs();
+        Ok(())
+    }
+
+    /// The frame a command the engine issues now will execute on or after
+    /// (S5). Exact on a send frame before `frame_end`; otherwise a forecast
+    /// for the next send frame, which a timing event executing on that frame
+    /// can still change — the tag given with [`SessionOutput::SendFrame`] is
+    /// the final one.
+    pub fn submit_command(&self) -> Result<u32> {
+        match self.phase {
+            Phase::InFrame(frame) => Ok(self.machine.forecast_tag(frame)),
+            Phase::AfterFrame(frame) => Ok(self.machine.forecast_tag(frame.saturating_add(1))),
+            Phase::BeforeFrame => Ok(self.machine.forecast_tag(0)),
+        }
+    }
+
+    /// This machine's measurements (S3): frame work, waits, round trips.
+    pub fn measurements(&mut self) -> &mut Measurements {
+        &mut self.measurements
+    }
+
+    /// A round trip to `peer`: `clean` when taken from a packet sent once
+    /// (S8). Only human players other than this one are peers.
+    pub fn rtt_sample(&mut self, peer: u8, rtt_ms: u32, clean: bool) -> Result<()> {
+        self.measurements.add_rtt_sample(peer, rtt_ms, clean)
+    }
+
+    /// Change the game speed's cap (call on every machine on the same frame).
+    pub fn set_speed_fps(&mut self, speed_fps: u8) -> Result<()> {
+        self.machine.set_speed_fps(speed_fps)
+    }
+
+    /// The timing machine (read-only): timing in force, target, status.
+    pub fn machine(&self) -> &TimingMachine {
+        &self.machine
+    }
+
+    /// The next output, oldest first.
+    pub fn poll_output(&mut self) -> Option<SessionOutput> {
+        self.outputs.pop_front()
+    }
+
+    fn collect_machine_outputs(&mut self) {
+        while let Some(output) = self.machine.poll_output() {
+            let translated = match output {
+                Output::TimingChanged { frame, timing } => {
+                    SessionOutput::TimingChanged { frame, timing }
+                }
+                Output::FrameRateChanged { frame, fps } => SessionOutput::FrameRate { frame, fps },
+                Output::PlayerMessage { frame, tier } => {
+                    SessionOutput::PlayerMessage { frame, tier }
+                }
+                Output::MasterChanged { frame, seat } => {
+                    self.log(
+                        LogLevel::Info,
+                        format_args!("frame {frame}: master is now {seat:?}"),
+                    );
+                    SessionOutput::MasterChanged { frame, seat }
+                }
+            };
+            self.outputs.push_back(translated);
+        }
+    }
+
+    fn log(&mut self, level: LogLevel, args: std::fmt::Arguments<'_>) {
+        let mut text = LogText::new();
+        let _ = text.write_fmt(args);
+        self.outputs.push_back(SessionOutput::Log { level, text });
+    }
+
+    /// Where the latest evaluation stopped.
+    pub fn last_verdict(&self) -> Verdict {
+        self.machine.status().last_verdict
+    }
+}
+
+fn encode_with(encode: impl FnOnce(&mut [u8]) -> Result<usize>) -> Result<Payload> {
+    let mut payload = Payload {
+        bytes: [0; TS_EVENT_DATA_LEN],
+        len: 0,
+    };
+    let len = encode(&mut payload.bytes)?;
+    payload.len = len as u8;
+    Ok(payload)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Report;
+    use crate::timing::TimingEvent;
+
+    fn config(local: u8) -> SessionConfig {
+        SessionConfig {
+            machine: MachineConfig {
+                speed_fps: 30,
+                human_seats: vec![true, true, false],
+                local_seat: Some(local),
+            },
+            ids: EventIds {
+                timing: 31,
+                network_report: 36,
+                latency_fudge: Some(35),
+            },
+            timing_layout: TimingLayout::TIBERIAN_SUN,
+            report_layout: ReportLayout::Compact,
+        }
+    }
+
+    fn drain(session: &mut EngineSession) -> Vec<SessionOutput> {
+        std::iter::from_fn(|| session.poll_output()).collect()
+    }
+
+    #[test]
+    fn setup_refuses_shared_ids_and_red_alert_layout() {
+        let mut c = config(0);
+        c.ids.network_report = 31;
+        assert!(EngineSession::new(&c).is_err());
+        let mut c = config(0);
+        c.ids.latency_fudge = Some(36);
+        assert!(EngineSession::new(&c).is_err());
+        let mut c = config(0);
+        c.timing_layout = TimingLayout::RedAlert { send_period: 3 };
+        assert!(EngineSession::new(&c).is_err());
+    }
+
+    #[test]
+    fn reports_go_out_on_32_and_64_then_every_128() {
+        let mut session = EngineSession::new(&config(1)).unwrap();
+        let mut report_frames = Vec::new();
+        for frame in 0..=200 {
+            session.frame_begin(frame).unwrap();
+            session.frame_end().unwrap();
+            for output in drain(&mut session) {
+                if let SessionOutput::QueueEvent {
+                    frame, type_id: 36, ..
+                } = output
+                {
+                    report_frames.push(frame);
+                }
+            }
+        }
+        assert_eq!(report_frames, vec![32, 64, 192]);
+    }
+
+    #[test]
+    fn bad_events_are_refused_and_change_nothing() {
+        let mut session = EngineSession::new(&config(0)).unwrap();
+        session.frame_begin(0).unwrap();
+        let before = session.machine().status();
+        assert_eq!(
+            session.event_executed(99, 0, 0, &[0; 5]),
+            Err(Error::UnregisteredEvent(99))
+        );
+        assert!(matches!(
+            session.event_executed(31, 0, 0, &[0; 4]),
+            Err(Error::Malformed(_))
+        ));
+        assert!(matches!(
+            session.event_executed(36, 0, 0, &[0; 7]),
+            Err(Error::Malformed(_))
+        ));
+        let mut report = [0u8; 6];
+        ReportLayout::Compact
+            .encode(
+                &Report {
+                    process_us: 8000,
+                    max_wait_ms: 0,
+                    worst_rtt_ms: Some(20),
+                },
+                &mut report,
+            )
+            .unwrap();
+        assert_eq!(
+            session.event_executed(36, 2, 0, &report),
+            Err(Error::UnknownSeat(2))
+        );
+        assert_eq!(
+            session.event_executed(36, 0, 5, &report),
+            Err(Error::State("event frame is not the current frame"))
+        );
+        assert_eq!(session.machine().status(), before);
+        assert!(session.machine().record().latest(0).is_none());
+        // LATENCYFUDGE from an old recording: accepted, ignored.
+        session.event_executed(35, 0, 0, &[1, 2, 3, 4]).unwrap();
+        assert_eq!(session.machine().status(), before);
+        session.event_executed(36, 0, 0, &report).unwrap();
+        assert!(session.machine().record().latest(0).is_some());
+    }
+
+    #[test]
+    fn timing_events_round_trip_through_the_engine_payload() {
+        let mut session = EngineSession::new(&config(0)).unwrap();
+        session.frame_begin(0).unwrap();
+        let mut payload = [0u8; 5];
+        let event = TimingEvent {
+            target: Timing::new(3, 9).unwrap(),
+            fps: 30,
+        };
+        TimingLayout::TIBERIAN_SUN
+            .encode(&event, &mut payload)
+            .unwrap();
+        session.event_executed(31, 0, 0, &payload).unwrap();
+        assert_eq!(session.machine().timing(), Timing::new(3, 9).unwrap());
+        let outputs = drain(&mut session);
+        assert!(outputs.iter().any(|o| matches!(
+            o,
+            SessionOutput::PlayerMessage {
+                tier: Tier::Normal,
+                ..
+            }
+        )));
+    }
+
+    #[test]
+    fn submit_command_forecasts_the_send_frame_tag() {
+        let mut session = EngineSession::new(&config(0)).unwrap();
+        session.frame_begin(0).unwrap();
+        assert_eq!(session.submit_command().unwrap(), 6); // send frame 0 under 2/6
+        session.frame_end().unwrap();
+        assert_eq!(session.submit_command().unwrap(), 8); // next send frame 2
+        let outputs = drain(&mut session);
+        assert!(outputs
+            .iter()
+            .any(|o| matches!(o, SessionOutput::SendFrame { frame: 0, tag: 6 })));
+        session.frame_begin(1).unwrap();
+        assert_eq!(session.submit_command().unwrap(), 8);
+    }
+}
