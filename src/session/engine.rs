@@ -168,9 +168,9 @@ pub enum SessionOutput {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
-    BeforeFrame,
-    InFrame(u32),
-    AfterFrame(u32),
+    NotStarted,
+    Running(u32),
+    Ended(u32),
 }
 
 /// One machine's adaptive timing inside an engine's frame loop.
@@ -211,7 +211,7 @@ impl EngineSession {
             timing_layout: config.timing_layout,
             report_layout: config.report_layout,
             local_seat: config.machine.local_seat,
-            phase: Phase::BeforeFrame,
+            phase: Phase::NotStarted,
             outputs: VecDeque::with_capacity(32),
         })
     }
@@ -220,15 +220,15 @@ impl EngineSession {
     /// executes commands: execute every queued event tagged at or before it.
     pub fn frame_begin(&mut self, frame: u32) -> Result<bool> {
         let start = self.machine.begin_frame(frame)?;
-        self.phase = Phase::InFrame(frame);
+        self.phase = Phase::Running(frame);
         self.collect_machine_outputs();
         Ok(start.executes_commands)
     }
 
     fn in_frame(&self, frame: u32) -> Result<()> {
         match self.phase {
-            Phase::InFrame(current) if current == frame => Ok(()),
-            Phase::InFrame(_) => Err(Error::State("event frame is not the current frame")),
+            Phase::Running(current) if current == frame => Ok(()),
+            Phase::Running(_) => Err(Error::State("event frame is not the current frame")),
             _ => Err(Error::State(
                 "events execute between frame_begin and frame_end",
             )),
@@ -274,7 +274,7 @@ impl EngineSession {
     /// The engine's removal of `seat` executed on the current frame (S3);
     /// removing the master hands over the role (S4.6).
     pub fn player_removed(&mut self, seat: u8) -> Result<()> {
-        let Phase::InFrame(frame) = self.phase else {
+        let Phase::Running(frame) = self.phase else {
             return Err(Error::State(
                 "removals execute between frame_begin and frame_end",
             ));
@@ -293,7 +293,7 @@ impl EngineSession {
     /// End the current frame: this machine's report on report frames (S3),
     /// the master's evaluation (S4), and on a send frame the send (S5).
     pub fn frame_end(&mut self) -> Result<()> {
-        let Phase::InFrame(frame) = self.phase else {
+        let Phase::Running(frame) = self.phase else {
             return Err(Error::State("frame_end without frame_begin"));
         };
         let seated = self
@@ -330,7 +330,7 @@ impl EngineSession {
                 tag: self.machine.command_tag(),
             });
         }
-        self.phase = Phase::AfterFrame(frame);
+        self.phase = Phase::Ended(frame);
         self.collect_machine_outputs();
         Ok(())
     }
@@ -342,9 +342,9 @@ impl EngineSession {
     /// the final one.
     pub fn submit_command(&self) -> Result<u32> {
         match self.phase {
-            Phase::InFrame(frame) => Ok(self.machine.forecast_tag(frame)),
-            Phase::AfterFrame(frame) => Ok(self.machine.forecast_tag(frame.saturating_add(1))),
-            Phase::BeforeFrame => Ok(self.machine.forecast_tag(0)),
+            Phase::Running(frame) => Ok(self.machine.forecast_tag(frame)),
+            Phase::Ended(frame) => Ok(self.machine.forecast_tag(frame.saturating_add(1))),
+            Phase::NotStarted => Ok(self.machine.forecast_tag(0)),
         }
     }
 
