@@ -305,18 +305,17 @@ impl Game {
             }
             self.now_ms += 1;
             if self.now_ms >= 10_000_000 {
-                let frames: Vec<(u32, Vec<Option<u32>>, Vec<(u32, u32)>)> = self
+                let state: Vec<String> = self
                     .engines
                     .iter()
                     .map(|e| {
-                        (
-                            e.frame,
-                            e.received_through.clone(),
-                            e.send_history.iter().rev().take(3).copied().collect(),
+                        format!(
+                            "seat {} on frame {}, received {:?}",
+                            e.seat, e.frame, e.received_through
                         )
                     })
                     .collect();
-                panic!("the game stalled: {frames:?}");
+                panic!("the game stalled: {state:?}");
             }
         }
     }
