@@ -97,6 +97,41 @@
 #define RUNGS_LABEL_CAPACITY 17
 
 /**
+ * No event ID for an optional role (LATENCYFUDGE).
+ */
+#define RUNGS_NO_EVENT_ID 65535
+
+/**
+ * NETWORK_REPORT layout in a session: OpenTS's 6 bytes, milliseconds.
+ */
+#define RUNGS_SESSION_REPORT_COMPACT 0
+
+/**
+ * NETWORK_REPORT layout in a session: 9 bytes, processing time in µs.
+ */
+#define RUNGS_SESSION_REPORT_EXTENDED 1
+
+/**
+ * Log level of an error.
+ */
+#define RUNGS_LOG_ERROR 0
+
+/**
+ * Log level of a warning (e.g. a refused event).
+ */
+#define RUNGS_LOG_WARN 1
+
+/**
+ * Log level of information (timing decisions, removals).
+ */
+#define RUNGS_LOG_INFO 2
+
+/**
+ * Log level of debugging detail.
+ */
+#define RUNGS_LOG_DEBUG 3
+
+/**
  * No evaluation has happened yet.
  */
 #define RUNGS_VERDICT_NONE 0
@@ -177,6 +212,11 @@
 typedef struct Timing Timing;
 
 /**
+ * An opaque engine session, made by `rungs_session_new`.
+ */
+typedef struct rungs_session rungs_session;
+
+/**
  * An opaque timing machine. Made by `rungs_timing_machine_new`, released
  * by `rungs_timing_machine_free`; used from one thread at a time.
  */
@@ -197,6 +237,180 @@ typedef struct rungs_timing {
     uint8_t send_period;
     uint8_t look_ahead;
 } rungs_timing;
+
+/**
+ * Queue an event of `type_id` with `len` payload bytes into your own network
+ * stream, from your seat; it goes out with your next packet. `payload` lives
+ * until the callback returns.
+ */
+typedef void (*rungs_queue_event_fn)(void *user,
+                                     uint32_t frame,
+                                     uint8_t type_id,
+                                     const uint8_t *payload,
+                                     size_t len);
+
+/**
+ * Send frame: flush your packet now, stamping every event collected since
+ * the previous send frame (yours and the queued ones) with `tag` (S5).
+ */
+typedef void (*rungs_send_frame_fn)(void *user, uint32_t frame, uint32_t tag);
+
+/**
+ * Pace at `fps` from `frame` (also on frame 0).
+ */
+typedef void (*rungs_set_frame_rate_fn)(void *user, uint32_t frame, uint8_t fps);
+
+/**
+ * Show `text` in the message list (S6).
+ */
+typedef void (*rungs_session_message_fn)(void *user, uint32_t frame, uint8_t tier, const char *text);
+
+/**
+ * The master is now `seat` (`RUNGS_NO_SEAT` when no human is left).
+ */
+typedef void (*rungs_session_master_fn)(void *user, uint32_t frame, uint8_t seat);
+
+/**
+ * The timing in force changed (also on frame 0).
+ */
+typedef void (*rungs_session_timing_fn)(void *user,
+                                        uint32_t frame,
+                                        uint8_t send_period,
+                                        uint8_t look_ahead);
+
+/**
+ * A log line (`RUNGS_LOG_*`); `text` lives until the callback returns.
+ */
+typedef void (*rungs_log_fn)(void *user, uint8_t level, const char *text);
+
+/**
+ * The session's callbacks, each optional (NULL). They run synchronously on
+ * the calling thread inside the call that caused them; calling back into
+ * the same session from one returns `RUNGS_ERR_REENTRANT`.
+ */
+typedef struct rungs_session_callbacks {
+    /**
+     * Passed first to every callback.
+     */
+    void *user;
+    rungs_queue_event_fn queue_event;
+    rungs_send_frame_fn send_frame;
+    rungs_set_frame_rate_fn set_frame_rate;
+    rungs_session_message_fn player_message;
+    rungs_session_master_fn master_changed;
+    rungs_session_timing_fn timing_changed;
+    rungs_log_fn log;
+} rungs_session_callbacks;
+
+/**
+ * How to set up a session.
+ */
+typedef struct rungs_session_config {
+    /**
+     * `sizeof(rungs_session_config)`.
+     */
+    uint32_t struct_size;
+    /**
+     * The rate the game speed allows, 1–255 (S4.2).
+     */
+    uint8_t speed_fps;
+    /**
+     * Seats in house order, 1–16.
+     */
+    uint8_t seat_count;
+    /**
+     * This machine's seat (a human seat), or `RUNGS_NO_SEAT` to follow a
+     * recording without reporting or sending.
+     */
+    uint8_t local_seat;
+    /**
+     * `RUNGS_SESSION_REPORT_COMPACT` or `RUNGS_SESSION_REPORT_EXTENDED`.
+     */
+    uint8_t report_layout;
+    /**
+     * Bit `i` set: seat `i` is a human player.
+     */
+    uint32_t human_seat_mask;
+    /**
+     * Your TIMING event ID, 0–255 (31 in Tiberian Sun, 29 in Red Alert).
+     */
+    uint16_t timing_event_id;
+    /**
+     * Your NETWORK_REPORT event ID, 0–255 (36 in OpenTS).
+     */
+    uint16_t network_report_event_id;
+    /**
+     * Your LATENCYFUDGE event ID (35 in Tiberian Sun) or `RUNGS_NO_EVENT_ID`.
+     */
+    uint16_t latency_fudge_event_id;
+    /**
+     * Added to MaxAhead in TIMING payloads and removed on receipt:
+     * `RUNGS_TS_FOG_BIAS` (10) for an engine keeping vanilla TS's fog-of-war
+     * quirk while fog is on, else 0 (`docs/payloads.md`).
+     */
+    uint8_t timing_fog_bias;
+    /**
+     * Must be 0.
+     */
+    uint8_t reserved;
+    struct rungs_session_callbacks callbacks;
+} rungs_session_config;
+
+/**
+ * What a UI or log shows about the timing.
+ */
+typedef struct rungs_timing_status {
+    /**
+     * The current (or last) frame.
+     */
+    uint32_t frame;
+    /**
+     * Timing and rate in force.
+     */
+    uint8_t send_period;
+    uint8_t look_ahead;
+    uint8_t fps;
+    /**
+     * `RUNGS_TIER_*` of the timing in force.
+     */
+    uint8_t tier;
+    /**
+     * The master's target and rate.
+     */
+    uint8_t target_send_period;
+    uint8_t target_look_ahead;
+    uint8_t target_fps;
+    /**
+     * 1 while a staged decrease has not finished; its target follows.
+     */
+    uint8_t has_staged;
+    uint8_t staged_send_period;
+    uint8_t staged_look_ahead;
+    /**
+     * The master's seat, or `RUNGS_NO_SEAT`.
+     */
+    uint8_t master_seat;
+    /**
+     * 1 if this machine is the master.
+     */
+    uint8_t is_master;
+    /**
+     * 1 while the master is calibrating (S4.3).
+     */
+    uint8_t calibrating;
+    /**
+     * Qualifying evaluations in a row (the count of three, S4.4).
+     */
+    uint8_t qualifying_in_a_row;
+    /**
+     * 1 while a descent is running.
+     */
+    uint8_t descent_running;
+    /**
+     * Where the latest evaluation stopped: one of `RUNGS_VERDICT_*`.
+     */
+    uint8_t last_verdict;
+} rungs_timing_status;
 
 /**
  * Called when the timing in force changes (and on frame 0).
@@ -299,62 +513,6 @@ typedef struct rungs_report {
      */
     uint32_t worst_rtt_ms;
 } rungs_report;
-
-/**
- * What a UI or log shows about the timing.
- */
-typedef struct rungs_timing_status {
-    /**
-     * The current (or last) frame.
-     */
-    uint32_t frame;
-    /**
-     * Timing and rate in force.
-     */
-    uint8_t send_period;
-    uint8_t look_ahead;
-    uint8_t fps;
-    /**
-     * `RUNGS_TIER_*` of the timing in force.
-     */
-    uint8_t tier;
-    /**
-     * The master's target and rate.
-     */
-    uint8_t target_send_period;
-    uint8_t target_look_ahead;
-    uint8_t target_fps;
-    /**
-     * 1 while a staged decrease has not finished; its target follows.
-     */
-    uint8_t has_staged;
-    uint8_t staged_send_period;
-    uint8_t staged_look_ahead;
-    /**
-     * The master's seat, or `RUNGS_NO_SEAT`.
-     */
-    uint8_t master_seat;
-    /**
-     * 1 if this machine is the master.
-     */
-    uint8_t is_master;
-    /**
-     * 1 while the master is calibrating (S4.3).
-     */
-    uint8_t calibrating;
-    /**
-     * Qualifying evaluations in a row (the count of three, S4.4).
-     */
-    uint8_t qualifying_in_a_row;
-    /**
-     * 1 while a descent is running.
-     */
-    uint8_t descent_running;
-    /**
-     * Where the latest evaluation stopped: one of `RUNGS_VERDICT_*`.
-     */
-    uint8_t last_verdict;
-} rungs_timing_status;
 
 
 
@@ -515,6 +673,113 @@ const char *rungs_result_str(rungs_result code);
  * An empty string means no error has been recorded on this thread.
  */
 rungs_result rungs_last_error_message(char *buf, size_t cap, size_t *out_len);
+
+/**
+ * Make a session for the eve of frame 0. Refused with
+ * `RUNGS_ERR_INVALID_ARGUMENT` when two roles share an event ID, an ID is
+ * above 255, or the seats are invalid. `*out` is written only on success.
+ */
+rungs_result rungs_session_new(const struct rungs_session_config *config,
+                               struct rungs_session **out);
+
+/**
+ * Release a session. NULL is accepted; refused from inside its callbacks.
+ */
+rungs_result rungs_session_free(struct rungs_session *s);
+
+/**
+ * Start `frame` (0, 1, 2, ... without gaps). `*out_executes_commands` (may
+ * be NULL) is 1 when this frame executes commands: execute every queued
+ * event tagged at or before it, in (tag, seat, issue order), handing rungs'
+ * events to `rungs_session_event_executed`.
+ */
+rungs_result rungs_session_frame_begin(struct rungs_session *s,
+                                       uint32_t frame,
+                                       int32_t *out_executes_commands);
+
+/**
+ * One of rungs' events executed on `frame` (the current frame), sent by
+ * `seat`: TIMING and NETWORK_REPORT are applied, LATENCYFUDGE is ignored.
+ * Refused, changing nothing: an unregistered ID
+ * (`RUNGS_ERR_UNREGISTERED_EVENT`), a payload of the wrong size or content
+ * (`RUNGS_ERR_MALFORMED`), an unknown seat (`RUNGS_ERR_UNKNOWN_SEAT`).
+ */
+rungs_result rungs_session_event_executed(struct rungs_session *s,
+                                          uint8_t type_id,
+                                          uint8_t seat,
+                                          uint32_t frame,
+                                          const uint8_t *payload,
+                                          size_t len);
+
+/**
+ * Your removal of `seat` executed on the current frame (S3); removing the
+ * master hands the role to the next human in house order (S4.6).
+ */
+rungs_result rungs_session_player_removed(struct rungs_session *s, uint8_t seat);
+
+/**
+ * End the current frame: your report on report frames (32, 64, then every
+ * 128), the master's evaluation, and on a send frame the `send_frame`
+ * callback. Events to queue arrive through `queue_event` before it.
+ */
+rungs_result rungs_session_frame_end(struct rungs_session *s);
+
+/**
+ * The frame a command you issue now will execute on or after (S5): exact on
+ * a send frame before `frame_end`, else a forecast for the next send frame;
+ * the tag given to `send_frame` is the final one.
+ */
+rungs_result rungs_session_submit_command(struct rungs_session *s, uint32_t *out_frame);
+
+/**
+ * This frame's work starts at `now_us` (any monotonic µs clock) (S3).
+ */
+rungs_result rungs_session_frame_work_begin(struct rungs_session *s, uint64_t now_us);
+
+/**
+ * This frame's work ends at `now_us`.
+ */
+rungs_result rungs_session_frame_work_end(struct rungs_session *s, uint64_t now_us);
+
+/**
+ * One frame's work took `duration_us` (instead of begin/end).
+ */
+rungs_result rungs_session_add_frame_work_us(struct rungs_session *s, uint64_t duration_us);
+
+/**
+ * You start waiting for other players at `now_us` (S3).
+ */
+rungs_result rungs_session_wait_begin(struct rungs_session *s, uint64_t now_us);
+
+/**
+ * The wait ends at `now_us`.
+ */
+rungs_result rungs_session_wait_end(struct rungs_session *s, uint64_t now_us);
+
+/**
+ * One wait lasted `duration_us` (instead of begin/end).
+ */
+rungs_result rungs_session_add_wait_us(struct rungs_session *s, uint64_t duration_us);
+
+/**
+ * A round trip to `peer` in ms; `clean` is 1 when it was measured on a
+ * packet sent once, 0 for a retransmitted one (it then never replaces a
+ * measured value, S3/S8). Only other human players are peers.
+ */
+rungs_result rungs_session_rtt_sample(struct rungs_session *s,
+                                      uint8_t peer,
+                                      uint32_t rtt_ms,
+                                      int32_t clean);
+
+/**
+ * Change the game speed's cap, 1–255 (call on every machine on the same frame).
+ */
+rungs_result rungs_session_set_speed(struct rungs_session *s, uint8_t speed_fps);
+
+/**
+ * Timing, target, tier, master and evaluation state, for a UI or log.
+ */
+rungs_result rungs_session_status(struct rungs_session *s, struct rungs_timing_status *out);
 
 /**
  * Make a timing machine for the eve of frame 0. `*out` is written only on success.

@@ -19,6 +19,7 @@
 pub mod guard;
 pub mod ladder;
 pub mod result;
+pub mod session;
 pub mod timing_machine;
 pub mod types;
 pub mod version;

@@ -131,7 +131,8 @@ fn verdict_code(verdict: Verdict) -> u8 {
     }
 }
 
-fn message_c_text(tier: Tier) -> &'static [u8] {
+/// The player message for `tier`, NUL-terminated (S6).
+pub(crate) fn message_c_text(tier: Tier) -> &'static [u8] {
     match tier {
         Tier::Fast => b"Connection quality target: Fast\0",
         Tier::Normal => b"Connection quality target: Normal\0",
@@ -472,30 +473,34 @@ pub unsafe extern "C" fn rungs_timing_machine_status(
     unsafe {
         with_machine(m, |o| {
             require(out, "out")?;
-            let s = o.machine.status();
-            let staged = s.staged_target;
-            let status = rungs_timing_status {
-                frame: s.frame,
-                send_period: s.timing.send_period(),
-                look_ahead: s.timing.look_ahead(),
-                fps: s.fps,
-                tier: s.tier as u8,
-                target_send_period: s.target.send_period(),
-                target_look_ahead: s.target.look_ahead(),
-                target_fps: s.target_fps,
-                has_staged: u8::from(staged.is_some()),
-                staged_send_period: staged.map_or(0, |t| t.send_period()),
-                staged_look_ahead: staged.map_or(0, |t| t.look_ahead()),
-                master_seat: s.master.unwrap_or(RUNGS_NO_SEAT),
-                is_master: u8::from(o.machine.is_master()),
-                calibrating: u8::from(s.calibrating),
-                qualifying_in_a_row: s.qualifying_in_a_row,
-                descent_running: u8::from(s.descent_running),
-                last_verdict: verdict_code(s.last_verdict),
-            };
-            write_out(out, status);
+            write_out(out, fill_status(&o.machine));
             Ok(())
         })
+    }
+}
+
+/// The C status of a machine.
+pub(crate) fn fill_status(machine: &TimingMachine) -> rungs_timing_status {
+    let s = machine.status();
+    let staged = s.staged_target;
+    rungs_timing_status {
+        frame: s.frame,
+        send_period: s.timing.send_period(),
+        look_ahead: s.timing.look_ahead(),
+        fps: s.fps,
+        tier: s.tier as u8,
+        target_send_period: s.target.send_period(),
+        target_look_ahead: s.target.look_ahead(),
+        target_fps: s.target_fps,
+        has_staged: u8::from(staged.is_some()),
+        staged_send_period: staged.map_or(0, |t| t.send_period()),
+        staged_look_ahead: staged.map_or(0, |t| t.look_ahead()),
+        master_seat: s.master.unwrap_or(RUNGS_NO_SEAT),
+        is_master: u8::from(machine.is_master()),
+        calibrating: u8::from(s.calibrating),
+        qualifying_in_a_row: s.qualifying_in_a_row,
+        descent_running: u8::from(s.descent_running),
+        last_verdict: verdict_code(s.last_verdict),
     }
 }
 
