@@ -21,3 +21,8 @@ pub mod result;
 pub mod version;
 
 pub use result::*;
+
+pub mod clock;
+pub mod measure;
+pub mod payload;
+pub mod types;
