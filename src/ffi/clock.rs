@@ -3,9 +3,9 @@
 //! frame is due). The two are separate objects so an engine that is itself
 //! the reference uses only a pacer. Times are microseconds.
 
-use super::guard::{catch, free_object, require, with_object, write_out, Guarded};
+use super::guard::{catch, require, with_object, write_out};
 use super::result::rungs_result;
-use super::types::read_in;
+use super::types::{read_in, OpaqueHandle};
 use crate::clock::offset::{DEFAULT_SAMPLE_WINDOW, MAX_SAMPLE_WINDOW};
 use crate::clock::pacer::{DEFAULT_MAX_NUDGE_PERMILLE, MAX_NUDGE_PERMILLE};
 use crate::clock::slew::{DEFAULT_MAX_SLEW_PPM, MAX_SLEW_PPM};
@@ -108,12 +108,12 @@ pub struct rungs_pacer {
     _opaque: [u8; 0],
 }
 
-fn clock_object(handle: *mut rungs_clock) -> *const Guarded<ClockSync> {
-    handle.cast_const().cast()
+impl OpaqueHandle for rungs_clock {
+    type State = ClockSync;
 }
 
-fn pacer_object(handle: *mut rungs_pacer) -> *const Guarded<FramePacer> {
-    handle.cast_const().cast()
+impl OpaqueHandle for rungs_pacer {
+    type State = FramePacer;
 }
 
 fn check_struct_size(struct_size: u32, expected: usize) -> Result<()> {
@@ -146,16 +146,14 @@ pub unsafe extern "C" fn rungs_clock_new(
             sample_window: config.sample_window as usize,
             max_slew_ppm: config.max_slew_ppm,
         })?;
-        let handle = Box::into_raw(Guarded::boxed(sync));
-        unsafe { write_out(out, handle.cast::<rungs_clock>()) };
-        Ok(())
+        unsafe { rungs_clock::hand_out(out, sync) }
     })
 }
 
 /// Release a clock. NULL is accepted; a poisoned object is released too.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_clock_free(clock: *mut rungs_clock) -> rungs_result {
-    unsafe { free_object(clock_object(clock).cast_mut()) }
+    unsafe { rungs_clock::free(clock) }
 }
 
 /// Add an exchange, completed at local time `local_now_us` (normally its
@@ -172,7 +170,7 @@ pub unsafe extern "C" fn rungs_clock_add_sample(
     local_now_us: i64,
 ) -> rungs_result {
     unsafe {
-        with_object(clock_object(clock), |sync| {
+        with_object(rungs_clock::guarded(clock), |sync| {
             let s = read_in(sample, "sample")?;
             let sample = ClockSample::new(s.t0, s.t1, s.t2, s.t3)?;
             sync.add_sample(sample, local_now_us).map(drop)
@@ -189,7 +187,7 @@ pub unsafe extern "C" fn rungs_clock_estimate(
     out: *mut rungs_offset_estimate,
 ) -> rungs_result {
     unsafe {
-        with_object(clock_object(clock), |sync| {
+        with_object(rungs_clock::guarded(clock), |sync| {
             require(out, "out")?;
             let estimate = sync.estimate().ok_or(Error::State("no clock sample yet"))?;
             write_out(
@@ -219,7 +217,7 @@ pub unsafe extern "C" fn rungs_clock_reference_time(
     out_reference_us: *mut i64,
 ) -> rungs_result {
     unsafe {
-        with_object(clock_object(clock), |sync| {
+        with_object(rungs_clock::guarded(clock), |sync| {
             require(out_reference_us, "out_reference_us")?;
             let reference = sync.reference_time(local_now_us)?;
             write_out(out_reference_us, reference);
@@ -251,16 +249,14 @@ pub unsafe extern "C" fn rungs_pacer_new(
             reference_start_us: config.reference_start_us,
             max_nudge_permille: config.max_nudge_permille,
         })?;
-        let handle = Box::into_raw(Guarded::boxed(pacer));
-        unsafe { write_out(out, handle.cast::<rungs_pacer>()) };
-        Ok(())
+        unsafe { rungs_pacer::hand_out(out, pacer) }
     })
 }
 
 /// Release a pacer. NULL is accepted; a poisoned object is released too.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_pacer_free(pacer: *mut rungs_pacer) -> rungs_result {
-    unsafe { free_object(pacer_object(pacer).cast_mut()) }
+    unsafe { rungs_pacer::free(pacer) }
 }
 
 /// The next frame, into `*out_frame`, and the reference time (µs) at which
@@ -276,7 +272,7 @@ pub unsafe extern "C" fn rungs_pacer_next_frame_due(
     out_due_us: *mut i64,
 ) -> rungs_result {
     unsafe {
-        with_object(pacer_object(pacer), |pacer| {
+        with_object(rungs_pacer::guarded(pacer), |pacer| {
             require(out_frame, "out_frame")?;
             require(out_due_us, "out_due_us")?;
             let due = pacer.next_frame_due();
@@ -300,7 +296,7 @@ pub unsafe extern "C" fn rungs_pacer_frame_started(
     now_us: i64,
 ) -> rungs_result {
     unsafe {
-        with_object(pacer_object(pacer), |pacer| {
+        with_object(rungs_pacer::guarded(pacer), |pacer| {
             pacer.frame_started(frame, now_us)
         })
     }
@@ -319,7 +315,11 @@ pub unsafe extern "C" fn rungs_pacer_set_fps(
     fps: u8,
     from_frame: u32,
 ) -> rungs_result {
-    unsafe { with_object(pacer_object(pacer), |pacer| pacer.set_fps(fps, from_frame)) }
+    unsafe {
+        with_object(rungs_pacer::guarded(pacer), |pacer| {
+            pacer.set_fps(fps, from_frame)
+        })
+    }
 }
 
 /// A new reference point: `frame` ideally starts at reference time
@@ -333,7 +333,7 @@ pub unsafe extern "C" fn rungs_pacer_set_reference(
     start_us: i64,
 ) -> rungs_result {
     unsafe {
-        with_object(pacer_object(pacer), |pacer| {
+        with_object(rungs_pacer::guarded(pacer), |pacer| {
             pacer.set_reference(frame, start_us)
         })
     }
@@ -350,7 +350,7 @@ pub unsafe extern "C" fn rungs_pacer_ideal_start(
     out_start_us: *mut i64,
 ) -> rungs_result {
     unsafe {
-        with_object(pacer_object(pacer), |pacer| {
+        with_object(rungs_pacer::guarded(pacer), |pacer| {
             require(out_start_us, "out_start_us")?;
             write_out(out_start_us, pacer.ideal_start_us(frame));
             Ok(())

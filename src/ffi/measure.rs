@@ -1,9 +1,9 @@
 //! C API of one machine's report measurements (S3): `rungs_measurements`,
 //! and the report schedule.
 
-use super::guard::{catch, free_object, require, with_object, write_out, Guarded};
+use super::guard::{catch, require, with_object, write_out};
 use super::result::rungs_result;
-use super::types::{flag, rungs_report};
+use super::types::{flag, rungs_report, OpaqueHandle};
 use crate::report::{is_report_frame, Measurements};
 
 /// One machine's measurements for its reports (S3): processing time per
@@ -13,8 +13,8 @@ pub struct rungs_measurements {
     _opaque: [u8; 0],
 }
 
-fn object(handle: *mut rungs_measurements) -> *const Guarded<Measurements> {
-    handle.cast_const().cast()
+impl OpaqueHandle for rungs_measurements {
+    type State = Measurements;
 }
 
 /// 1 when each player sends a report on `frame` (32, 64, then every 128:
@@ -30,12 +30,7 @@ pub extern "C" fn rungs_is_report_frame(frame: u32) -> u8 {
 /// Errors: `RUNGS_ERR_NULL_POINTER` (out).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_new(out: *mut *mut rungs_measurements) -> rungs_result {
-    catch(|| {
-        require(out, "out")?;
-        let handle = Box::into_raw(Guarded::boxed(Measurements::new()));
-        unsafe { write_out(out, handle.cast::<rungs_measurements>()) };
-        Ok(())
-    })
+    catch(|| unsafe { rungs_measurements::hand_out(out, Measurements::new()) })
 }
 
 /// Release measurements. NULL is accepted; a poisoned object is released too.
@@ -43,7 +38,7 @@ pub unsafe extern "C" fn rungs_measurements_new(out: *mut *mut rungs_measurement
 pub unsafe extern "C" fn rungs_measurements_free(
     measurements: *mut rungs_measurements,
 ) -> rungs_result {
-    unsafe { free_object(object(measurements).cast_mut()) }
+    unsafe { rungs_measurements::free(measurements) }
 }
 
 /// A frame's work begins at `now_us` (any monotonic microsecond clock).
@@ -54,7 +49,11 @@ pub unsafe extern "C" fn rungs_measurements_frame_work_begin(
     measurements: *mut rungs_measurements,
     now_us: u64,
 ) -> rungs_result {
-    unsafe { with_object(object(measurements), |m| m.frame_work_begin(now_us)) }
+    unsafe {
+        with_object(rungs_measurements::guarded(measurements), |m| {
+            m.frame_work_begin(now_us)
+        })
+    }
 }
 
 /// The open frame's work ends at `now_us`; the frame counts toward the
@@ -67,7 +66,11 @@ pub unsafe extern "C" fn rungs_measurements_frame_work_end(
     measurements: *mut rungs_measurements,
     now_us: u64,
 ) -> rungs_result {
-    unsafe { with_object(object(measurements), |m| m.frame_work_end(now_us)) }
+    unsafe {
+        with_object(rungs_measurements::guarded(measurements), |m| {
+            m.frame_work_end(now_us)
+        })
+    }
 }
 
 /// One frame took `duration_us` of processing (instead of begin/end).
@@ -77,7 +80,7 @@ pub unsafe extern "C" fn rungs_measurements_add_frame_work_us(
     duration_us: u64,
 ) -> rungs_result {
     unsafe {
-        with_object(object(measurements), |m| {
+        with_object(rungs_measurements::guarded(measurements), |m| {
             m.add_frame_work_us(duration_us);
             Ok(())
         })
@@ -92,7 +95,11 @@ pub unsafe extern "C" fn rungs_measurements_wait_begin(
     measurements: *mut rungs_measurements,
     now_us: u64,
 ) -> rungs_result {
-    unsafe { with_object(object(measurements), |m| m.wait_begin(now_us)) }
+    unsafe {
+        with_object(rungs_measurements::guarded(measurements), |m| {
+            m.wait_begin(now_us)
+        })
+    }
 }
 
 /// The open wait ends at `now_us`. A wait counts in the report interval in
@@ -105,7 +112,11 @@ pub unsafe extern "C" fn rungs_measurements_wait_end(
     measurements: *mut rungs_measurements,
     now_us: u64,
 ) -> rungs_result {
-    unsafe { with_object(object(measurements), |m| m.wait_end(now_us)) }
+    unsafe {
+        with_object(rungs_measurements::guarded(measurements), |m| {
+            m.wait_end(now_us)
+        })
+    }
 }
 
 /// One wait for the other players lasted `duration_us` (instead of begin/end).
@@ -115,7 +126,7 @@ pub unsafe extern "C" fn rungs_measurements_add_wait_us(
     duration_us: u64,
 ) -> rungs_result {
     unsafe {
-        with_object(object(measurements), |m| {
+        with_object(rungs_measurements::guarded(measurements), |m| {
             m.add_wait_us(duration_us);
             Ok(())
         })
@@ -131,7 +142,11 @@ pub unsafe extern "C" fn rungs_measurements_add_peer(
     measurements: *mut rungs_measurements,
     peer: u8,
 ) -> rungs_result {
-    unsafe { with_object(object(measurements), |m| m.add_peer(peer)) }
+    unsafe {
+        with_object(rungs_measurements::guarded(measurements), |m| {
+            m.add_peer(peer)
+        })
+    }
 }
 
 /// Stop measuring `peer` (it left the game).
@@ -142,7 +157,11 @@ pub unsafe extern "C" fn rungs_measurements_remove_peer(
     measurements: *mut rungs_measurements,
     peer: u8,
 ) -> rungs_result {
-    unsafe { with_object(object(measurements), |m| m.remove_peer(peer)) }
+    unsafe {
+        with_object(rungs_measurements::guarded(measurements), |m| {
+            m.remove_peer(peer)
+        })
+    }
 }
 
 /// A round-trip sample of `rtt_ms` to `peer`. `clean` is 1 when the sample
@@ -160,7 +179,7 @@ pub unsafe extern "C" fn rungs_measurements_add_rtt_sample(
     clean: u8,
 ) -> rungs_result {
     unsafe {
-        with_object(object(measurements), |m| {
+        with_object(rungs_measurements::guarded(measurements), |m| {
             let clean = flag(clean, "clean must be 0 or 1")?;
             m.add_rtt_sample(peer, rtt_ms, clean)
         })
@@ -178,7 +197,7 @@ pub unsafe extern "C" fn rungs_measurements_take_report(
     out: *mut rungs_report,
 ) -> rungs_result {
     unsafe {
-        with_object(object(measurements), |m| {
+        with_object(rungs_measurements::guarded(measurements), |m| {
             require(out, "out")?;
             let report = m.take_report();
             write_out(out, rungs_report::from(report));

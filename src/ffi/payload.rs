@@ -80,7 +80,8 @@ pub unsafe extern "C" fn rungs_timing_payload_decode(
     fog_bias: u8,
     out: *mut rungs_timing_event,
 ) -> rungs_result {
-    catch(|| unsafe { decode_timing(bytes, len, TimingLayout::TiberianSun { fog_bias }, out) })
+    let layout = TimingLayout::TiberianSun { fog_bias };
+    catch(|| unsafe { decode_from(bytes, len, out, |bytes| layout.decode(bytes)) })
 }
 
 /// Encode `*event` as a Red Alert TIMING payload (4 bytes, no
@@ -124,7 +125,8 @@ pub unsafe extern "C" fn rungs_ra_timing_payload_decode(
     send_period: u8,
     out: *mut rungs_timing_event,
 ) -> rungs_result {
-    catch(|| unsafe { decode_timing(bytes, len, TimingLayout::RedAlert { send_period }, out) })
+    let layout = TimingLayout::RedAlert { send_period };
+    catch(|| unsafe { decode_from(bytes, len, out, |bytes| layout.decode(bytes)) })
 }
 
 /// Encode `*report` as a NETWORK_REPORT payload in `layout`
@@ -147,10 +149,11 @@ pub unsafe extern "C" fn rungs_report_payload_encode(
     catch(|| {
         let layout = report_layout(layout)?;
         let report = Report::try_from(unsafe { read_in(report, "report") }?)?;
-        let out = unsafe { output_buffer(buf, cap, layout.payload_len(), out_len) }?;
-        let len = layout.encode(&report, out)?;
-        unsafe { write_out(out_len, len) };
-        Ok(())
+        unsafe {
+            encode_into(buf, cap, out_len, layout.payload_len(), |out| {
+                layout.encode(&report, out)
+            })
+        }
     })
 }
 
@@ -168,10 +171,7 @@ pub unsafe extern "C" fn rungs_report_payload_decode(
 ) -> rungs_result {
     catch(|| {
         let layout = report_layout(layout)?;
-        require(out, "out")?;
-        let report = layout.decode(unsafe { input_bytes(bytes, len) }?)?;
-        unsafe { write_out(out, rungs_report::from(report)) };
-        Ok(())
+        unsafe { decode_from(bytes, len, out, |bytes| layout.decode(bytes)) }
     })
 }
 
@@ -183,22 +183,11 @@ unsafe fn encode_timing(
     out_len: *mut usize,
 ) -> Result<()> {
     let event = TimingEvent::try_from(unsafe { read_in(event, "event") }?)?;
-    let out = unsafe { output_buffer(buf, cap, layout.payload_len(), out_len) }?;
-    let len = layout.encode(&event, out)?;
-    unsafe { write_out(out_len, len) };
-    Ok(())
-}
-
-unsafe fn decode_timing(
-    bytes: *const u8,
-    len: usize,
-    layout: TimingLayout,
-    out: *mut rungs_timing_event,
-) -> Result<()> {
-    require(out, "out")?;
-    let event = layout.decode(unsafe { input_bytes(bytes, len) }?)?;
-    unsafe { write_out(out, rungs_timing_event::from(event)) };
-    Ok(())
+    unsafe {
+        encode_into(buf, cap, out_len, layout.payload_len(), |out| {
+            layout.encode(&event, out)
+        })
+    }
 }
 
 fn report_layout(layout: u8) -> Result<ReportLayout> {
@@ -211,24 +200,50 @@ fn report_layout(layout: u8) -> Result<ReportLayout> {
     }
 }
 
-/// The caller's buffer as a slice, after checking the out-pointers.
+/// Run `encode` on the caller's buffer and set `*out_len` to what it wrote.
 ///
 /// Only the first `min(cap, payload_len)` bytes are viewed: the encoder never
 /// writes more, and a wild `cap` (say `SIZE_MAX`) then cannot make an invalid
-/// slice. A shorter view still makes the encoder report `BufferTooSmall`.
+/// slice. A shorter view still makes the encoder report `BufferTooSmall`,
+/// before it writes anything.
 ///
 /// # Safety
-/// `buf` is NULL or valid for writes of `cap` bytes.
-unsafe fn output_buffer<'a>(
+/// `buf` is NULL or valid for writes of `cap` bytes; `out_len` is NULL or
+/// valid for writes.
+unsafe fn encode_into(
     buf: *mut u8,
     cap: usize,
-    payload_len: usize,
     out_len: *mut usize,
-) -> Result<&'a mut [u8]> {
+    payload_len: usize,
+    encode: impl FnOnce(&mut [u8]) -> Result<usize>,
+) -> Result<()> {
     require(out_len, "out_len")?;
     require(buf, "buf")?;
     // SAFETY: non-NULL, and at least this many bytes are writable by contract.
-    Ok(unsafe { std::slice::from_raw_parts_mut(buf, cap.min(payload_len)) })
+    let view = unsafe { std::slice::from_raw_parts_mut(buf, cap.min(payload_len)) };
+    let len = encode(view)?;
+    // SAFETY: non-NULL (checked), valid for writes by contract.
+    unsafe { write_out(out_len, len) };
+    Ok(())
+}
+
+/// Run `decode` on the caller's bytes and write the result, as its C type,
+/// through `out` (only on success).
+///
+/// # Safety
+/// `bytes` is NULL or valid for reads of `len` bytes; `out` is NULL or valid
+/// for writes.
+unsafe fn decode_from<T, C: From<T>>(
+    bytes: *const u8,
+    len: usize,
+    out: *mut C,
+    decode: impl FnOnce(&[u8]) -> Result<T>,
+) -> Result<()> {
+    require(out, "out")?;
+    let value = decode(unsafe { input_bytes(bytes, len) }?)?;
+    // SAFETY: non-NULL (checked), valid for writes by contract.
+    unsafe { write_out(out, C::from(value)) };
+    Ok(())
 }
 
 /// The caller's payload bytes as a slice.

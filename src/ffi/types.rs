@@ -1,7 +1,10 @@
-//! Plain C structs that more than one part of the C API passes: a timing
-//! event and a report. Conversions to the Rust types validate every field,
-//! so C can never hand the library a value the Rust types forbid.
+//! C types that more than one part of the C API uses: the plain structs of a
+//! timing event and a report, and the plumbing of opaque handles.
+//! Conversions to the Rust types validate every field, so C can never hand
+//! the library a value the Rust types forbid.
 
+use super::guard::{free_object, require, write_out, Guarded};
+use super::result::rungs_result;
 use crate::error::{Error, Result};
 use crate::report::Report;
 use crate::timing::{Timing, TimingEvent};
@@ -87,6 +90,41 @@ impl From<Report> for rungs_report {
     }
 }
 
+/// An opaque C handle type (`rungs_clock`, ...) that stands for a
+/// [`Guarded`] `State`. C only ever holds pointers the library made with
+/// [`hand_out`](OpaqueHandle::hand_out); the handle type itself is never
+/// dereferenced, only cast back.
+pub(crate) trait OpaqueHandle: Sized {
+    /// The Rust object behind the handle.
+    type State;
+
+    /// The guarded object behind `handle`, for [`super::guard::with_object`].
+    fn guarded(handle: *mut Self) -> *const Guarded<Self::State> {
+        handle.cast_const().cast()
+    }
+
+    /// Box `state` as a guarded object and write its handle through `out`.
+    ///
+    /// # Safety
+    /// `out` is NULL (refused) or valid for writes of a pointer.
+    unsafe fn hand_out(out: *mut *mut Self, state: Self::State) -> Result<()> {
+        require(out, "out")?;
+        let handle = Box::into_raw(Guarded::boxed(state)).cast::<Self>();
+        // SAFETY: non-NULL (checked), valid for writes by contract.
+        unsafe { write_out(out, handle) };
+        Ok(())
+    }
+
+    /// Release the object behind `handle`; NULL is accepted.
+    ///
+    /// # Safety
+    /// `handle` is NULL or came from [`hand_out`](Self::hand_out) and is not used after.
+    unsafe fn free(handle: *mut Self) -> rungs_result {
+        // SAFETY: by contract, a pointer from `Guarded::boxed` or NULL.
+        unsafe { free_object(Self::guarded(handle).cast_mut()) }
+    }
+}
+
 /// A C yes/no flag: 0 or 1, anything else refused with `rule` (CONVENTIONS:
 /// no `bool` across the boundary, every enum-like input validated).
 pub(crate) fn flag(value: u8, rule: &'static str) -> Result<bool> {
@@ -102,7 +140,7 @@ pub(crate) fn flag(value: u8, rule: &'static str) -> Result<bool> {
 /// # Safety
 /// `ptr` is NULL or valid for reads of `T`.
 pub(crate) unsafe fn read_in<T: Copy>(ptr: *const T, name: &'static str) -> Result<T> {
-    super::guard::require(ptr, name)?;
+    require(ptr, name)?;
     // SAFETY: non-NULL (checked) and valid for reads by the caller's contract.
     Ok(unsafe { ptr.read() })
 }
