@@ -15,11 +15,13 @@ fn main() {
 
     let config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml"))
         .expect("cbindgen.toml must parse");
-    let bindings = match cbindgen::Builder::new()
-        .with_crate(&crate_dir)
+    // Only the C API's own files, starting at src/ffi/mod.rs and following
+    // its `mod` lines: constants elsewhere in the crate (ladder limits,
+    // policy thresholds) are Rust API, not C API.
+    let builder = cbindgen::Builder::new()
         .with_config(config)
-        .generate()
-    {
+        .with_src(crate_dir.join("src").join("ffi").join("mod.rs"));
+    let bindings = match builder.generate() {
         Ok(bindings) => bindings,
         Err(e) => panic!("cbindgen could not generate include/rungs.h: {e}"),
     };

@@ -139,8 +139,8 @@ static int parse_vector(const char *path, vector_t *v, char *err, size_t errcap)
                 in.kind = 'r';
                 in.report.process_us = process;
                 in.report.max_wait_ms = wait;
-                in.report.worst_rtt_ms =
-                    strcmp(rtt, "-") == 0 ? RUNGS_NO_RTT : (uint32_t)strtoul(rtt, NULL, 10);
+                in.report.has_worst_rtt = strcmp(rtt, "-") != 0;
+                in.report.worst_rtt_ms = in.report.has_worst_rtt ? (uint32_t)strtoul(rtt, NULL, 10) : 0;
             } else {
                 if (sscanf(p, "%u %u", &frame, &seat) != 2) goto bad;
                 in.kind = 'x';

@@ -238,8 +238,8 @@ static void test_machine_config_validation(void) {
 
 static void test_machine_null_handles(void) {
     rungs_timing t;
-    rungs_timing_event e = {2, 6, 30, 0};
-    rungs_report r = {8000, 0, 50};
+    rungs_timing_event e = {2, 6, 30};
+    rungs_report r = {8000, 0, 50, 1};
     rungs_timing_status s;
     int32_t flag;
     uint32_t u;
@@ -282,6 +282,7 @@ static void test_machine_game(void) {
     r.process_us = 8000;
     r.max_wait_ms = 0;
     r.worst_rtt_ms = 40;
+    r.has_worst_rtt = 1;
     CHECK_EQ(rungs_timing_machine_execute_report(m, 0, &r), RUNGS_ERR_STATE);
     CHECK_EQ(rungs_timing_machine_end_frame(m, &has, &e), RUNGS_ERR_STATE);
     /* Frames start at 0. */
@@ -307,7 +308,9 @@ static void test_machine_game(void) {
             CHECK_EQ(rungs_last_error_message(detail, sizeof detail, NULL), RUNGS_OK);
             CHECK_STR(detail, "unknown seat 9");
             CHECK_EQ(rungs_timing_machine_execute_report(m, 0, NULL), RUNGS_ERR_NULL_POINTER);
-            bad.worst_rtt_ms = RUNGS_NO_RTT;
+            bad.has_worst_rtt = 2; /* neither 0 nor 1 */
+            CHECK_EQ(rungs_timing_machine_execute_report(m, 0, &bad), RUNGS_ERR_INVALID_ARGUMENT);
+            bad.has_worst_rtt = 0;
             CHECK_EQ(rungs_timing_machine_execute_report(m, 0, &bad), RUNGS_OK); /* replaced below */
             CHECK_EQ(rungs_timing_machine_execute_report(m, 0, &r), RUNGS_OK);
             CHECK_EQ(rungs_timing_machine_execute_report(m, 1, &r), RUNGS_OK);
@@ -352,9 +355,6 @@ static void test_machine_game(void) {
                 e.look_ahead = 251;
                 CHECK_EQ(rungs_timing_machine_execute_timing_event(m, 0, &e), RUNGS_ERR_INVALID_ARGUMENT);
                 e.look_ahead = 4;
-                e.reserved = 1;
-                CHECK_EQ(rungs_timing_machine_execute_timing_event(m, 0, &e), RUNGS_ERR_INVALID_ARGUMENT);
-                e.reserved = 0;
                 CHECK_EQ(rungs_timing_machine_execute_timing_event(m, 2, &e), RUNGS_ERR_UNKNOWN_SEAT);
                 CHECK_EQ(rungs_timing_machine_execute_timing_event(m, 0, NULL), RUNGS_ERR_NULL_POINTER);
                 CHECK_EQ(rungs_timing_machine_status(m, &s), RUNGS_OK);
@@ -399,7 +399,7 @@ static void test_machine_message_and_reentry(void) {
     observed_t o;
     rungs_timing_machine_config c;
     rungs_timing_machine *m = NULL;
-    rungs_timing_event e = {3, 9, 30, 0};
+    rungs_timing_event e = {3, 9, 30};
     memset(&o, 0, sizeof o);
     c = config_for(&o, 1);
     CHECK_EQ(rungs_timing_machine_new(&c, &m), RUNGS_OK);
@@ -439,7 +439,7 @@ static void test_observer_never_sends(void) {
     observed_t o;
     rungs_timing_machine_config c;
     rungs_timing_machine *m = NULL;
-    rungs_report r = {8000, 0, 40};
+    rungs_report r = {8000, 0, 40, 1};
     int32_t has = 0, sends = 0;
     uint32_t frame;
     memset(&o, 0, sizeof o);

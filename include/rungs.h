@@ -17,59 +17,34 @@
 #include <stddef.h>
 
 /**
- * A report stays fresh for this many frames after it executes (S3).
+ * Default `sample_window` of `rungs_clock_config`.
  */
-#define REPORT_LIFETIME_FRAMES 512
+#define RUNGS_CLOCK_DEFAULT_SAMPLE_WINDOW 16
 
 /**
- * Seats are numbered by house order; at most this many.
+ * Largest `sample_window` of `rungs_clock_config`.
  */
-#define MAX_SEATS 16
+#define RUNGS_CLOCK_MAX_SAMPLE_WINDOW 64
 
 /**
- * Longest line in bytes.
+ * Default `max_slew_ppm` of `rungs_clock_config`: 5 %.
  */
-#define LogText_CAPACITY 160
+#define RUNGS_CLOCK_DEFAULT_MAX_SLEW_PPM 50000
 
 /**
- * Number of rungs on the ladder.
+ * Largest `max_slew_ppm` of `rungs_clock_config`: 50 %.
  */
-#define RUNG_COUNT 10
+#define RUNGS_CLOCK_MAX_SLEW_PPM 500000
 
 /**
- * Longest send period (S1).
+ * Default `max_nudge_permille` of `rungs_pacer_config`: ±10 % of a frame.
  */
-#define MAX_SEND_PERIOD 10
+#define RUNGS_PACER_DEFAULT_MAX_NUDGE_PERMILLE 100
 
 /**
- * Longest look-ahead (S1).
+ * Largest `max_nudge_permille` of `rungs_pacer_config`: ±50 %.
  */
-#define MAX_LOOK_AHEAD 250
-
-/**
- * Longest label in bytes (without a terminator).
- */
-#define Label_CAPACITY 16
-
-/**
- * A reported wait this long or longer blocks every improvement (S4.4 b).
- */
-#define WAIT_BLOCKS_IMPROVEMENT_MS 100
-
-/**
- * Frames after a change before the master may improve again (S4.4 c).
- */
-#define FRAMES_BETWEEN_IMPROVEMENTS 256
-
-/**
- * Qualifying evaluations in a row before the first step down (S4.4).
- */
-#define QUALIFYING_EVALUATIONS_TO_IMPROVE 3
-
-/**
- * A silent player forces the widest timing this many frames after the record starts (S3).
- */
-#define SILENT_GRACE_FRAMES 512
+#define RUNGS_PACER_MAX_NUDGE_PERMILLE 500
 
 /**
  * Tier "Fast" (rungs 1–2), S6.
@@ -95,6 +70,44 @@
  * Room a label needs, terminator included (`Normal (rung 10)` + NUL).
  */
 #define RUNGS_LABEL_CAPACITY 17
+
+/**
+ * Bytes of a TIMING payload in the Tiberian Sun layout.
+ */
+#define RUNGS_TIMING_PAYLOAD_LEN 5
+
+/**
+ * Bytes of a TIMING payload in the Red Alert layout.
+ */
+#define RUNGS_RA_TIMING_PAYLOAD_LEN 4
+
+/**
+ * Bytes of a NETWORK_REPORT payload in the compact (OpenTS) layout.
+ */
+#define RUNGS_REPORT_PAYLOAD_LEN 6
+
+/**
+ * Bytes of a NETWORK_REPORT payload in the extended layout.
+ */
+#define RUNGS_REPORT_EXTENDED_PAYLOAD_LEN 9
+
+/**
+ * The `fog_bias` of an engine that keeps vanilla Tiberian Sun's quirk
+ * (MaxAhead + 10 while fog of war is on); pass 0 when fog is off or the
+ * quirk is gone.
+ */
+#define RUNGS_TS_FOG_BIAS 10
+
+/**
+ * NETWORK_REPORT layout: OpenTS's 6 bytes, milliseconds (process time
+ * rounded up).
+ */
+#define RUNGS_REPORT_LAYOUT_COMPACT 0
+
+/**
+ * NETWORK_REPORT layout: 9 bytes, version 1, process time in µs.
+ */
+#define RUNGS_REPORT_LAYOUT_EXTENDED 1
 
 /**
  * No event ID for an optional role (LATENCYFUDGE).
@@ -187,11 +200,6 @@
 #define RUNGS_VERDICT_STEPPED_DOWN 10
 
 /**
- * `worst_rtt_ms` value meaning "no round trip" in a `rungs_report` (S3).
- */
-#define RUNGS_NO_RTT 4294967295
-
-/**
  * Seat value meaning "no seat" (an observer's local seat, or no master).
  */
 #define RUNGS_NO_SEAT 255
@@ -203,13 +211,25 @@
 #define RUNGS_ABI_VERSION 1
 
 /**
- * A timing `send_period/look_ahead` (S1), written `2/6`.
- *
- * Ordered lexicographically by (send period, look-ahead): "needs a higher
- * rung, or a longer look-ahead on the same rung" is `>` (S1). Every value of
- * this type satisfies the S1 invariant; construct through [`Timing::new`].
+ * Synchronisation to a reference clock (the relay or the master, S9):
+ * filtered offset estimate, slewed so reference time never jumps or runs
+ * backwards. Opaque; `rungs_clock_new` / `rungs_clock_free`.
  */
-typedef struct Timing Timing;
+typedef struct rungs_clock rungs_clock;
+
+/**
+ * One machine's measurements for its reports (S3): processing time per
+ * frame, waits for the other players, round trips to each peer. Opaque;
+ * made by `rungs_measurements_new`, released by `rungs_measurements_free`.
+ */
+typedef struct rungs_measurements rungs_measurements;
+
+/**
+ * Frame pacing (S9): when the next frame is due at the rate in force,
+ * nudged toward the schedule every machine shares. Opaque;
+ * `rungs_pacer_new` / `rungs_pacer_free`.
+ */
+typedef struct rungs_pacer rungs_pacer;
 
 /**
  * An opaque engine session, made by `rungs_session_new`.
@@ -229,6 +249,99 @@ typedef struct rungs_timing_machine rungs_timing_machine;
 typedef int32_t rungs_result;
 
 /**
+ * Settings of a `rungs_clock`.
+ */
+typedef struct rungs_clock_config {
+    /**
+     * `sizeof(rungs_clock_config)`, so the struct can grow without breaking
+     * old callers.
+     */
+    uint32_t struct_size;
+    /**
+     * Samples the offset filter keeps, 1–`RUNGS_CLOCK_MAX_SAMPLE_WINDOW`.
+     */
+    uint32_t sample_window;
+    /**
+     * Most the clock slews, in millionths of elapsed local time,
+     * 1–`RUNGS_CLOCK_MAX_SLEW_PPM`.
+     */
+    uint32_t max_slew_ppm;
+} rungs_clock_config;
+
+/**
+ * One request/reply exchange with the reference clock, µs: `t0` local send,
+ * `t1` reference receive, `t2` reference send, `t3` local receive.
+ */
+typedef struct rungs_clock_sample {
+    /**
+     * Local time the request left.
+     */
+    int64_t t0;
+    /**
+     * Reference time the request arrived.
+     */
+    int64_t t1;
+    /**
+     * Reference time the reply left.
+     */
+    int64_t t2;
+    /**
+     * Local time the reply arrived.
+     */
+    int64_t t3;
+} rungs_clock_sample;
+
+/**
+ * The filtered offset estimate of a `rungs_clock`.
+ */
+typedef struct rungs_offset_estimate {
+    /**
+     * Reference minus local time, µs: the mean offset of the samples kept.
+     */
+    int64_t offset_us;
+    /**
+     * Median round trip of the samples held, µs.
+     */
+    int64_t median_round_trip_us;
+    /**
+     * Samples the filter kept (those at most one standard deviation above
+     * the median round trip).
+     */
+    uint32_t samples_kept;
+    /**
+     * Samples held in the window.
+     */
+    uint32_t samples_held;
+} rungs_offset_estimate;
+
+/**
+ * Settings of a `rungs_pacer`.
+ */
+typedef struct rungs_pacer_config {
+    /**
+     * `sizeof(rungs_pacer_config)`.
+     */
+    uint32_t struct_size;
+    /**
+     * The reference point's frame; also the first frame due.
+     */
+    uint32_t reference_frame;
+    /**
+     * Reference time (µs) at which `reference_frame` ideally starts.
+     */
+    int64_t reference_start_us;
+    /**
+     * Most a deadline moves toward the shared schedule, in thousandths of
+     * a frame period, 0–`RUNGS_PACER_MAX_NUDGE_PERMILLE`.
+     */
+    uint16_t max_nudge_permille;
+    /**
+     * The frame rate in force, 1–255.
+     */
+    uint8_t fps;
+} rungs_pacer_config;
+
+/**
  * A timing `send_period/look_ahead` (S1). Valid when
  * `1 <= send_period <= 10`, `send_period <= look_ahead <= 250` and
  * `look_ahead % send_period == 0`.
@@ -237,6 +350,51 @@ typedef struct rungs_timing {
     uint8_t send_period;
     uint8_t look_ahead;
 } rungs_timing;
+
+/**
+ * One player's report (S3), as a NETWORK_REPORT event carries it.
+ */
+typedef struct rungs_report {
+    /**
+     * Average processing time per frame since the previous report, µs.
+     */
+    uint32_t process_us;
+    /**
+     * Longest single wait for the other players over the last two report
+     * intervals, ms.
+     */
+    uint32_t max_wait_ms;
+    /**
+     * Worst round trip to any other player, ms; meaningful only when
+     * `has_worst_rtt` is 1 (0 is written when it is not).
+     */
+    uint32_t worst_rtt_ms;
+    /**
+     * 1 when the report carries a round trip, 0 for none (a link lacks a
+     * clean measurement, S3). Any other value is refused.
+     */
+    uint8_t has_worst_rtt;
+} rungs_report;
+
+/**
+ * A TIMING event's content (S4): the target timing and the frame rate
+ * every machine paces at.
+ */
+typedef struct rungs_timing_event {
+    /**
+     * Frames per packet, 1–10.
+     */
+    uint8_t send_period;
+    /**
+     * Frames between a send frame and the execution of its commands:
+     * `send_period`–250 and a multiple of `send_period` (S1).
+     */
+    uint8_t look_ahead;
+    /**
+     * Frames per second, 1–255.
+     */
+    uint8_t fps;
+} rungs_timing_event;
 
 /**
  * Queue an event of `type_id` with `len` payload bytes into your own network
@@ -484,43 +642,6 @@ typedef struct rungs_timing_machine_config {
 } rungs_timing_machine_config;
 
 /**
- * A TIMING event's content: target timing and frame rate (1–255).
- */
-typedef struct rungs_timing_event {
-    uint8_t send_period;
-    uint8_t look_ahead;
-    uint8_t fps;
-    /**
-     * Must be 0.
-     */
-    uint8_t reserved;
-} rungs_timing_event;
-
-/**
- * A player's report (S3).
- */
-typedef struct rungs_report {
-    /**
-     * Average processing time per frame since the previous report, µs.
-     */
-    uint32_t process_us;
-    /**
-     * Longest single wait for the other players over the last two intervals, ms.
-     */
-    uint32_t max_wait_ms;
-    /**
-     * Worst round trip to any other player, ms, or `RUNGS_NO_RTT`.
-     */
-    uint32_t worst_rtt_ms;
-} rungs_report;
-
-
-
-
-
-
-
-/**
  * Success.
  */
 #define RUNGS_OK 0
@@ -588,6 +709,115 @@ typedef struct rungs_report {
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Make a clock with no samples yet; `*out` receives the handle.
+ *
+ * Errors: `RUNGS_ERR_NULL_POINTER` (config, out), `RUNGS_ERR_INVALID_ARGUMENT`
+ * (struct_size, sample_window or max_slew_ppm out of range).
+ */
+rungs_result rungs_clock_new(const struct rungs_clock_config *config, struct rungs_clock **out);
+
+/**
+ * Release a clock. NULL is accepted; a poisoned object is released too.
+ */
+rungs_result rungs_clock_free(struct rungs_clock *clock);
+
+/**
+ * Add an exchange, completed at local time `local_now_us` (normally its
+ * `t3`), and steer toward the new estimate. Before reference time is first
+ * read the estimate applies at once; after, it is slewed in.
+ *
+ * Errors: `RUNGS_ERR_NULL_POINTER` (sample), `RUNGS_ERR_INVALID_ARGUMENT`
+ * (timestamps that contradict each other, a round trip over 60 s, or
+ * `local_now_us` earlier than a previous call's; the sample is not kept).
+ */
+rungs_result rungs_clock_add_sample(struct rungs_clock *clock,
+                                    const struct rungs_clock_sample *sample,
+                                    int64_t local_now_us);
+
+/**
+ * The filtered offset estimate, into `*out`.
+ *
+ * Errors: `RUNGS_ERR_NULL_POINTER` (out), `RUNGS_ERR_STATE` (no sample yet).
+ */
+rungs_result rungs_clock_estimate(struct rungs_clock *clock, struct rungs_offset_estimate *out);
+
+/**
+ * Reference time at local time `local_now_us`, into `*out_reference_us`:
+ * never earlier than a previous reading, never a jump.
+ *
+ * Errors: `RUNGS_ERR_NULL_POINTER` (out_reference_us), `RUNGS_ERR_STATE`
+ * (no sample yet), `RUNGS_ERR_INVALID_ARGUMENT` (local time went backwards).
+ */
+rungs_result rungs_clock_reference_time(struct rungs_clock *clock,
+                                        int64_t local_now_us,
+                                        int64_t *out_reference_us);
+
+/**
+ * Make a pacer; the first frame due is `config->reference_frame` at
+ * `config->reference_start_us`. `*out` receives the handle.
+ *
+ * Errors: `RUNGS_ERR_NULL_POINTER` (config, out), `RUNGS_ERR_INVALID_ARGUMENT`
+ * (struct_size, fps 0, max_nudge_permille out of range).
+ */
+rungs_result rungs_pacer_new(const struct rungs_pacer_config *config, struct rungs_pacer **out);
+
+/**
+ * Release a pacer. NULL is accepted; a poisoned object is released too.
+ */
+rungs_result rungs_pacer_free(struct rungs_pacer *pacer);
+
+/**
+ * The next frame, into `*out_frame`, and the reference time (µs) at which
+ * to start it, into `*out_due_us`. The deadline is fixed when the frame
+ * before it starts: later calls return the same until the next
+ * `rungs_pacer_frame_started`.
+ *
+ * Errors: `RUNGS_ERR_NULL_POINTER` (out_frame, out_due_us; neither written).
+ */
+rungs_result rungs_pacer_next_frame_due(struct rungs_pacer *pacer,
+                                        uint32_t *out_frame,
+                                        int64_t *out_due_us);
+
+/**
+ * The engine started `frame` at reference time `now_us`; fixes the next
+ * frame's deadline (one period on, nudged by at most the configured bound
+ * toward the shared schedule). The first call may name any frame, later
+ * ones the frame after the previous one.
+ *
+ * Errors: `RUNGS_ERR_STATE` (frame out of order; no effect).
+ */
+rungs_result rungs_pacer_frame_started(struct rungs_pacer *pacer, uint32_t frame, int64_t now_us);
+
+/**
+ * The frame rate becomes `fps` from frame `from_frame` on (when the timing
+ * event or its staged decrease takes effect, S5); every machine calls it
+ * for the same frame, normally while that frame runs. The deadline already
+ * given is kept.
+ *
+ * Errors: `RUNGS_ERR_INVALID_ARGUMENT` (fps 0), `RUNGS_ERR_STATE`
+ * (`from_frame` before the latest rate change or after the next frame due).
+ */
+rungs_result rungs_pacer_set_fps(struct rungs_pacer *pacer, uint8_t fps, uint32_t from_frame);
+
+/**
+ * A new reference point: `frame` ideally starts at reference time
+ * `start_us` (the master's or relay's announcement, at the rate in force).
+ *
+ * Errors: `RUNGS_ERR_STATE` (`frame` before the latest rate change).
+ */
+rungs_result rungs_pacer_set_reference(struct rungs_pacer *pacer, uint32_t frame, int64_t start_us);
+
+/**
+ * When `frame` ideally starts on the shared schedule, into `*out_start_us`
+ * (what a master or relay announces as a reference point).
+ *
+ * Errors: `RUNGS_ERR_NULL_POINTER` (out_start_us).
+ */
+rungs_result rungs_pacer_ideal_start(struct rungs_pacer *pacer,
+                                     uint32_t frame,
+                                     int64_t *out_start_us);
 
 /**
  * For test harnesses only — never call this in a game. Makes the next call on
@@ -659,6 +889,199 @@ rungs_result rungs_timing_label(const struct rungs_timing *timing,
  * string through `*out`; `RUNGS_ERR_INVALID_ARGUMENT` for another value.
  */
 rungs_result rungs_tier_name(uint8_t tier, const char **out);
+
+/**
+ * 1 when each player sends a report on `frame` (32, 64, then every 128:
+ * 192, 320, ...; S3), else 0.
+ */
+uint8_t rungs_is_report_frame(uint32_t frame);
+
+/**
+ * Make measurements with no peers, at the start of the first report
+ * interval; `*out` receives the handle.
+ *
+ * Errors: `RUNGS_ERR_NULL_POINTER` (out).
+ */
+rungs_result rungs_measurements_new(struct rungs_measurements **out);
+
+/**
+ * Release measurements. NULL is accepted; a poisoned object is released too.
+ */
+rungs_result rungs_measurements_free(struct rungs_measurements *measurements);
+
+/**
+ * A frame's work begins at `now_us` (any monotonic microsecond clock).
+ *
+ * Errors: `RUNGS_ERR_STATE` (a frame's work is already open).
+ */
+rungs_result rungs_measurements_frame_work_begin(struct rungs_measurements *measurements,
+                                                 uint64_t now_us);
+
+/**
+ * The open frame's work ends at `now_us`; the frame counts toward the
+ * average processing time.
+ *
+ * Errors: `RUNGS_ERR_STATE` (no frame open), `RUNGS_ERR_INVALID_ARGUMENT`
+ * (`now_us` before the begin; the frame stays open).
+ */
+rungs_result rungs_measurements_frame_work_end(struct rungs_measurements *measurements,
+                                               uint64_t now_us);
+
+/**
+ * One frame took `duration_us` of processing (instead of begin/end).
+ */
+rungs_result rungs_measurements_add_frame_work_us(struct rungs_measurements *measurements,
+                                                  uint64_t duration_us);
+
+/**
+ * The machine starts waiting for the other players at `now_us`.
+ *
+ * Errors: `RUNGS_ERR_STATE` (a wait is already open).
+ */
+rungs_result rungs_measurements_wait_begin(struct rungs_measurements *measurements,
+                                           uint64_t now_us);
+
+/**
+ * The open wait ends at `now_us`. A wait counts in the report interval in
+ * which it ends.
+ *
+ * Errors: `RUNGS_ERR_STATE` (no wait open), `RUNGS_ERR_INVALID_ARGUMENT`
+ * (`now_us` before the begin; the wait stays open).
+ */
+rungs_result rungs_measurements_wait_end(struct rungs_measurements *measurements, uint64_t now_us);
+
+/**
+ * One wait for the other players lasted `duration_us` (instead of begin/end).
+ */
+rungs_result rungs_measurements_add_wait_us(struct rungs_measurements *measurements,
+                                            uint64_t duration_us);
+
+/**
+ * Start measuring round trips to `peer` (a seat). Reports carry no round
+ * trip until it has a clean sample (S3).
+ *
+ * Errors: `RUNGS_ERR_STATE` (already measured).
+ */
+rungs_result rungs_measurements_add_peer(struct rungs_measurements *measurements, uint8_t peer);
+
+/**
+ * Stop measuring `peer` (it left the game).
+ *
+ * Errors: `RUNGS_ERR_UNKNOWN_SEAT` (not measured).
+ */
+rungs_result rungs_measurements_remove_peer(struct rungs_measurements *measurements, uint8_t peer);
+
+/**
+ * A round-trip sample of `rtt_ms` to `peer`. `clean` is 1 when the sample
+ * comes from a packet sent once, 0 when it was retransmitted (S8); an
+ * unclean sample never replaces the link's measured value, so a
+ * retransmitting link keeps contributing its last one (S3).
+ *
+ * Errors: `RUNGS_ERR_INVALID_ARGUMENT` (`clean` not 0/1),
+ * `RUNGS_ERR_UNKNOWN_SEAT` (peer not measured).
+ */
+rungs_result rungs_measurements_add_rtt_sample(struct rungs_measurements *measurements,
+                                               uint8_t peer,
+                                               uint32_t rtt_ms,
+                                               uint8_t clean);
+
+/**
+ * The report for the interval now ending, into `*out`; the next interval
+ * starts. Call it on report frames (`rungs_is_report_frame`) and queue the
+ * report as a NETWORK_REPORT event (`rungs_report_payload_encode`).
+ *
+ * Errors: `RUNGS_ERR_NULL_POINTER` (out; the interval does not end).
+ */
+rungs_result rungs_measurements_take_report(struct rungs_measurements *measurements,
+                                            struct rungs_report *out);
+
+/**
+ * Encode `*event` as a Tiberian Sun TIMING payload (5 bytes) into `buf` of
+ * `cap` bytes; `*out_len` receives the length written. `fog_bias` is added
+ * to MaxAhead: `RUNGS_TS_FOG_BIAS` for an engine keeping vanilla TS's fog
+ * quirk while fog is on, else 0.
+ *
+ * Errors: `RUNGS_ERR_NULL_POINTER` (event, buf, out_len),
+ * `RUNGS_ERR_INVALID_ARGUMENT` (the event breaks S1 or has frame rate 0),
+ * `RUNGS_ERR_BUFFER_TOO_SMALL` (cap < 5; nothing written).
+ */
+rungs_result rungs_timing_payload_encode(const struct rungs_timing_event *event,
+                                         uint8_t fog_bias,
+                                         uint8_t *buf,
+                                         size_t cap,
+                                         size_t *out_len);
+
+/**
+ * Decode a Tiberian Sun TIMING payload of `len` bytes into `*out`,
+ * removing `fog_bias` from MaxAhead (the same bias the sender added).
+ *
+ * Errors: `RUNGS_ERR_NULL_POINTER` (bytes, out), `RUNGS_ERR_MALFORMED`
+ * (length other than 5, frame rate 0 or above 255, MaxAhead below the bias,
+ * a timing that breaks S1). `*out` is written only on success.
+ */
+rungs_result rungs_timing_payload_decode(const uint8_t *bytes,
+                                         size_t len,
+                                         uint8_t fog_bias,
+                                         struct rungs_timing_event *out);
+
+/**
+ * Encode `*event` as a Red Alert TIMING payload (4 bytes, no
+ * FrameSendRate) into `buf` of `cap` bytes; `*out_len` receives the length.
+ * `send_period` is the session's fixed send period (1–10); the event's send
+ * period must equal it, since the bytes cannot carry another one.
+ *
+ * Errors: `RUNGS_ERR_NULL_POINTER` (event, buf, out_len),
+ * `RUNGS_ERR_INVALID_ARGUMENT` (event breaks S1, frame rate 0, send period
+ * outside 1–10 or different from the event's), `RUNGS_ERR_BUFFER_TOO_SMALL`
+ * (cap < 4; nothing written).
+ */
+rungs_result rungs_ra_timing_payload_encode(const struct rungs_timing_event *event,
+                                            uint8_t send_period,
+                                            uint8_t *buf,
+                                            size_t cap,
+                                            size_t *out_len);
+
+/**
+ * Decode a Red Alert TIMING payload of `len` bytes into `*out`; the send
+ * period is the session's `send_period` (1–10).
+ *
+ * Errors: `RUNGS_ERR_NULL_POINTER` (bytes, out), `RUNGS_ERR_INVALID_ARGUMENT`
+ * (send period outside 1–10), `RUNGS_ERR_MALFORMED` (length other than 4,
+ * frame rate 0 or above 255, MaxAhead that breaks S1 with that send period).
+ */
+rungs_result rungs_ra_timing_payload_decode(const uint8_t *bytes,
+                                            size_t len,
+                                            uint8_t send_period,
+                                            struct rungs_timing_event *out);
+
+/**
+ * Encode `*report` as a NETWORK_REPORT payload in `layout`
+ * (`RUNGS_REPORT_LAYOUT_COMPACT`, 6 bytes, or `RUNGS_REPORT_LAYOUT_EXTENDED`,
+ * 9 bytes) into `buf` of `cap` bytes; `*out_len` receives the length.
+ * Large values saturate; the compact layout rounds the process time up to
+ * whole ms.
+ *
+ * Errors: `RUNGS_ERR_NULL_POINTER` (report, buf, out_len),
+ * `RUNGS_ERR_INVALID_ARGUMENT` (unknown layout, `has_worst_rtt` not 0/1),
+ * `RUNGS_ERR_BUFFER_TOO_SMALL` (nothing written).
+ */
+rungs_result rungs_report_payload_encode(const struct rungs_report *report,
+                                         uint8_t layout,
+                                         uint8_t *buf,
+                                         size_t cap,
+                                         size_t *out_len);
+
+/**
+ * Decode a NETWORK_REPORT payload of `len` bytes in `layout` into `*out`.
+ *
+ * Errors: `RUNGS_ERR_NULL_POINTER` (bytes, out), `RUNGS_ERR_INVALID_ARGUMENT`
+ * (unknown layout), `RUNGS_ERR_MALFORMED` (wrong length, or an extended
+ * payload whose version byte is not 1).
+ */
+rungs_result rungs_report_payload_decode(const uint8_t *bytes,
+                                         size_t len,
+                                         uint8_t layout,
+                                         struct rungs_report *out);
 
 /**
  * The name of a result code, e.g. `"RUNGS_ERR_NULL_POINTER"`; `"RUNGS_ERR_UNKNOWN_CODE"`

@@ -8,13 +8,9 @@
 //! Every function takes the time as an argument; nothing here reads a clock.
 //! `docs/clock.md` explains the design decisions.
 
-/// cbindgen:ignore
 pub mod offset;
-/// cbindgen:ignore
 pub mod pacer;
-/// cbindgen:ignore
 pub mod slew;
-/// cbindgen:ignore
 pub mod sync;
 
 pub use offset::{ClockSample, OffsetEstimate, OffsetEstimator};

@@ -20,7 +20,7 @@
 //! and new reference points steer the frames after it, so a deadline the
 //! engine has been told never moves — in particular never backwards.
 //!
-//! Times are reference times in µs, e.g. from a [`ClockSync`](super::ClockSync);
+//! Times are reference times in µs, e.g. from a [`ClockSync`](crate::clock::ClockSync);
 //! a machine that is itself the reference passes its own clock.
 
 use crate::error::{Error, Result};

@@ -46,16 +46,23 @@ pub trait Handle {
     fn guarded(&self) -> &Guarded<Self::State>;
 }
 
-/// Box `handle` and give C the pointer.
-pub fn into_raw<H: Handle>(handle: H) -> *mut H {
-    Box::into_raw(Box::new(handle))
+/// Box `handle` and write the pointer C will hold through `out` (refusing a
+/// NULL `out`).
+///
+/// # Safety
+/// `out` is NULL or valid for writes of a pointer.
+pub unsafe fn hand_out<H: Handle>(out: *mut *mut H, handle: H) -> crate::error::Result<()> {
+    require(out, "out")?;
+    // SAFETY: non-NULL (checked) and writable by contract.
+    unsafe { write_out(out, Box::into_raw(Box::new(handle))) };
+    Ok(())
 }
 
 /// Run `f` on the object behind `handle`, catching panics and refusing
 /// NULL, poisoned and re-entrant calls.
 ///
 /// # Safety
-/// `handle` is NULL or a pointer obtained from [`into_raw`] that has not
+/// `handle` is NULL or a pointer obtained from [`hand_out`] that has not
 /// been freed, used from one thread at a time.
 pub unsafe fn with_object<H: Handle>(
     handle: *const H,
@@ -110,12 +117,12 @@ pub extern "C" fn rungs_testing_panic_next_call() {
     PANIC_NEXT_CALL.with(|flag| flag.set(true));
 }
 
-/// Free an object made by [`into_raw`]. NULL is accepted. Freeing from
+/// Free an object made by [`hand_out`]. NULL is accepted. Freeing from
 /// inside one of the object's own callbacks is refused (`RUNGS_ERR_REENTRANT`)
 /// because the object is still in use further up the stack.
 ///
 /// # Safety
-/// `handle` is NULL or a live pointer from [`into_raw`], not used after.
+/// `handle` is NULL or a live pointer from [`hand_out`], not used after.
 pub unsafe fn free_object<H: Handle>(handle: *mut H) -> rungs_result {
     if handle.is_null() {
         return super::result::RUNGS_OK;
@@ -126,7 +133,7 @@ pub unsafe fn free_object<H: Handle>(handle: *mut H) -> rungs_result {
         return RUNGS_ERR_REENTRANT;
     }
     // Dropping user state must not unwind into C either.
-    // SAFETY: the pointer came from Box::into_raw via `into_raw` and is not used again.
+    // SAFETY: the pointer came from Box::into_raw in `hand_out` and is not used again.
     let dropped = catch_unwind(AssertUnwindSafe(|| drop(unsafe { Box::from_raw(handle) })));
     match dropped {
         Ok(()) => super::result::RUNGS_OK,

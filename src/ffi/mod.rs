@@ -2,7 +2,7 @@
 //!
 //! Thin wrappers only: every function validates its arguments, calls the
 //! public Rust API inside [`guard`], and maps the outcome to a
-//! [`rungs_result`](result::rungs_result). One file per exported object.
+//! [`rungs_result`]. One file per exported object.
 //!
 //! Rules every file here follows:
 //! - every fallible export returns `rungs_result`; outputs go through
@@ -16,8 +16,11 @@
 #![allow(non_camel_case_types)]
 #![allow(clippy::missing_safety_doc)]
 
+pub mod clock;
 pub mod guard;
 pub mod ladder;
+pub mod measure;
+pub mod payload;
 pub mod result;
 pub mod session;
 pub mod timing_machine;

@@ -5,11 +5,11 @@
 use std::ffi::c_void;
 
 use super::guard::{
-    catch, free_object, into_raw, require, with_object, write_out, Guarded, Handle,
+    catch, free_object, hand_out, require, with_object, write_out, Guarded, Handle,
 };
 use super::result::rungs_result;
 use super::timing_machine::{fill_status, message_c_text, rungs_timing_status};
-use super::types::{read_in, RUNGS_NO_SEAT};
+use super::types::{read_config, RUNGS_NO_SEAT};
 use crate::error::Error;
 use crate::report::record::MAX_SEATS;
 use crate::session::{EngineSession, EventIds, SessionConfig, SessionOutput};
@@ -213,11 +213,6 @@ fn event_id(value: u16, role: &'static str) -> crate::Result<u8> {
 }
 
 fn session_config(c: &rungs_session_config) -> crate::Result<SessionConfig> {
-    if (c.struct_size as usize) < std::mem::size_of::<rungs_session_config>() {
-        return Err(Error::InvalidArgument(
-            "struct_size is smaller than this library's config",
-        ));
-    }
     if c.reserved != 0 {
         return Err(Error::InvalidArgument("reserved must be 0"));
     }
@@ -279,16 +274,15 @@ pub unsafe extern "C" fn rungs_session_new(
 ) -> rungs_result {
     catch(|| {
         require(out, "out")?;
-        // SAFETY: read_in checks NULL.
-        let config = unsafe { read_in(config, "config")? };
+        // SAFETY: read_config checks NULL and struct_size before reading the rest.
+        let config = unsafe { read_config(config, "config")? };
         let session = EngineSession::new(&session_config(&config)?)?;
         let object = SessionObject {
             session,
             callbacks: config.callbacks,
         };
-        // SAFETY: checked non-NULL.
-        unsafe { write_out(out, into_raw(rungs_session(Guarded::new(object)))) };
-        Ok(())
+        // SAFETY: `out` is NULL (refused) or writable.
+        unsafe { hand_out(out, rungs_session(Guarded::new(object))) }
     })
 }
 

@@ -3,11 +3,14 @@
 
 use std::ffi::c_void;
 
-use super::guard::{free_object, into_raw, require, with_object, write_out, Guarded, Handle};
+use super::guard::{free_object, hand_out, require, with_object, write_out, Guarded, Handle};
 use super::result::rungs_result;
-use super::types::{read_in, rungs_report, rungs_timing, rungs_timing_event, RUNGS_NO_SEAT};
+use super::types::{
+    read_config, read_in, rungs_report, rungs_timing, rungs_timing_event, RUNGS_NO_SEAT,
+};
 use crate::error::Error;
 use crate::report::record::MAX_SEATS;
+use crate::report::Report;
 use crate::timing::{MachineConfig, Output, Tier, TimingEvent, TimingMachine, Verdict};
 
 /// Called when the timing in force changes (and on frame 0).
@@ -214,11 +217,6 @@ unsafe fn with_machine(
 }
 
 fn machine_config(config: &rungs_timing_machine_config) -> crate::Result<MachineConfig> {
-    if (config.struct_size as usize) < std::mem::size_of::<rungs_timing_machine_config>() {
-        return Err(Error::InvalidArgument(
-            "struct_size is smaller than this library's config",
-        ));
-    }
     if config.reserved != 0 {
         return Err(Error::InvalidArgument("reserved must be 0"));
     }
@@ -250,16 +248,15 @@ pub unsafe extern "C" fn rungs_timing_machine_new(
 ) -> rungs_result {
     super::guard::catch(|| {
         require(out, "out")?;
-        // SAFETY: read_in checks NULL; `struct_size` is checked before trusting the rest.
-        let config = unsafe { read_in(config, "config")? };
+        // SAFETY: read_config checks NULL and struct_size before reading the rest.
+        let config = unsafe { read_config(config, "config")? };
         let machine = TimingMachine::new(&machine_config(&config)?)?;
         let object = TimingMachineObject {
             machine,
             callbacks: config.callbacks,
         };
-        // SAFETY: checked non-NULL.
-        unsafe { write_out(out, into_raw(rungs_timing_machine(Guarded::new(object)))) };
-        Ok(())
+        // SAFETY: `out` is NULL (refused) or writable.
+        unsafe { hand_out(out, rungs_timing_machine(Guarded::new(object))) }
     })
 }
 
@@ -363,7 +360,7 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_report(
     unsafe {
         with_machine(m, |o| {
             o.machine
-                .execute_report(seat, read_in(report, "report")?.into())
+                .execute_report(seat, Report::try_from(read_in(report, "report")?)?)
         })
     }
 }

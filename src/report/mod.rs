@@ -1,8 +1,6 @@
 //! Reports (S3): what each machine measures, and the shared record of the
 //! reports every machine builds from executed events.
 
-/// cbindgen:ignore
-/// (Rust-side measurements; the C API is `ffi::measure`.)
 pub mod measure;
 
 pub use measure::{is_report_frame, Measurements};

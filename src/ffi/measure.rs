@@ -1,0 +1,186 @@
+//! C API of one machine's report measurements (S3): `rungs_measurements`,
+//! and the report schedule.
+
+use super::guard::{
+    catch, free_object, hand_out, require, with_object, write_out, Guarded, Handle,
+};
+use super::result::rungs_result;
+use super::types::{flag, rungs_report};
+use crate::report::{is_report_frame, Measurements};
+
+/// One machine's measurements for its reports (S3): processing time per
+/// frame, waits for the other players, round trips to each peer. Opaque;
+/// made by `rungs_measurements_new`, released by `rungs_measurements_free`.
+pub struct rungs_measurements(Guarded<Measurements>);
+
+impl Handle for rungs_measurements {
+    type State = Measurements;
+    fn guarded(&self) -> &Guarded<Measurements> {
+        &self.0
+    }
+}
+
+/// 1 when each player sends a report on `frame` (32, 64, then every 128:
+/// 192, 320, ...; S3), else 0.
+#[no_mangle]
+pub extern "C" fn rungs_is_report_frame(frame: u32) -> u8 {
+    u8::from(is_report_frame(frame))
+}
+
+/// Make measurements with no peers, at the start of the first report
+/// interval; `*out` receives the handle.
+///
+/// Errors: `RUNGS_ERR_NULL_POINTER` (out).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_measurements_new(out: *mut *mut rungs_measurements) -> rungs_result {
+    catch(|| unsafe { hand_out(out, rungs_measurements(Guarded::new(Measurements::new()))) })
+}
+
+/// Release measurements. NULL is accepted; a poisoned object is released too.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_measurements_free(
+    measurements: *mut rungs_measurements,
+) -> rungs_result {
+    unsafe { free_object(measurements) }
+}
+
+/// A frame's work begins at `now_us` (any monotonic microsecond clock).
+///
+/// Errors: `RUNGS_ERR_STATE` (a frame's work is already open).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_measurements_frame_work_begin(
+    measurements: *mut rungs_measurements,
+    now_us: u64,
+) -> rungs_result {
+    unsafe { with_object(measurements, |m| m.frame_work_begin(now_us)) }
+}
+
+/// The open frame's work ends at `now_us`; the frame counts toward the
+/// average processing time.
+///
+/// Errors: `RUNGS_ERR_STATE` (no frame open), `RUNGS_ERR_INVALID_ARGUMENT`
+/// (`now_us` before the begin; the frame stays open).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_measurements_frame_work_end(
+    measurements: *mut rungs_measurements,
+    now_us: u64,
+) -> rungs_result {
+    unsafe { with_object(measurements, |m| m.frame_work_end(now_us)) }
+}
+
+/// One frame took `duration_us` of processing (instead of begin/end).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_measurements_add_frame_work_us(
+    measurements: *mut rungs_measurements,
+    duration_us: u64,
+) -> rungs_result {
+    unsafe {
+        with_object(measurements, |m| {
+            m.add_frame_work_us(duration_us);
+            Ok(())
+        })
+    }
+}
+
+/// The machine starts waiting for the other players at `now_us`.
+///
+/// Errors: `RUNGS_ERR_STATE` (a wait is already open).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_measurements_wait_begin(
+    measurements: *mut rungs_measurements,
+    now_us: u64,
+) -> rungs_result {
+    unsafe { with_object(measurements, |m| m.wait_begin(now_us)) }
+}
+
+/// The open wait ends at `now_us`. A wait counts in the report interval in
+/// which it ends.
+///
+/// Errors: `RUNGS_ERR_STATE` (no wait open), `RUNGS_ERR_INVALID_ARGUMENT`
+/// (`now_us` before the begin; the wait stays open).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_measurements_wait_end(
+    measurements: *mut rungs_measurements,
+    now_us: u64,
+) -> rungs_result {
+    unsafe { with_object(measurements, |m| m.wait_end(now_us)) }
+}
+
+/// One wait for the other players lasted `duration_us` (instead of begin/end).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_measurements_add_wait_us(
+    measurements: *mut rungs_measurements,
+    duration_us: u64,
+) -> rungs_result {
+    unsafe {
+        with_object(measurements, |m| {
+            m.add_wait_us(duration_us);
+            Ok(())
+        })
+    }
+}
+
+/// Start measuring round trips to `peer` (a seat). Reports carry no round
+/// trip until it has a clean sample (S3).
+///
+/// Errors: `RUNGS_ERR_STATE` (already measured).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_measurements_add_peer(
+    measurements: *mut rungs_measurements,
+    peer: u8,
+) -> rungs_result {
+    unsafe { with_object(measurements, |m| m.add_peer(peer)) }
+}
+
+/// Stop measuring `peer` (it left the game).
+///
+/// Errors: `RUNGS_ERR_UNKNOWN_SEAT` (not measured).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_measurements_remove_peer(
+    measurements: *mut rungs_measurements,
+    peer: u8,
+) -> rungs_result {
+    unsafe { with_object(measurements, |m| m.remove_peer(peer)) }
+}
+
+/// A round-trip sample of `rtt_ms` to `peer`. `clean` is 1 when the sample
+/// comes from a packet sent once, 0 when it was retransmitted (S8); an
+/// unclean sample never replaces the link's measured value, so a
+/// retransmitting link keeps contributing its last one (S3).
+///
+/// Errors: `RUNGS_ERR_INVALID_ARGUMENT` (`clean` not 0/1),
+/// `RUNGS_ERR_UNKNOWN_SEAT` (peer not measured).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_measurements_add_rtt_sample(
+    measurements: *mut rungs_measurements,
+    peer: u8,
+    rtt_ms: u32,
+    clean: u8,
+) -> rungs_result {
+    unsafe {
+        with_object(measurements, |m| {
+            let clean = flag(clean, "clean must be 0 or 1")?;
+            m.add_rtt_sample(peer, rtt_ms, clean)
+        })
+    }
+}
+
+/// The report for the interval now ending, into `*out`; the next interval
+/// starts. Call it on report frames (`rungs_is_report_frame`) and queue the
+/// report as a NETWORK_REPORT event (`rungs_report_payload_encode`).
+///
+/// Errors: `RUNGS_ERR_NULL_POINTER` (out; the interval does not end).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_measurements_take_report(
+    measurements: *mut rungs_measurements,
+    out: *mut rungs_report,
+) -> rungs_result {
+    unsafe {
+        with_object(measurements, |m| {
+            require(out, "out")?;
+            let report = m.take_report();
+            write_out(out, rungs_report::from(report));
+            Ok(())
+        })
+    }
+}
