@@ -28,8 +28,7 @@ pc:
 	@./scripts/write-pc.sh "$(PCDIR)/rungs.pc" "$(ROOT)/include" "$(RELEASE)" "$(VERSION)"
 
 demo: setup lib
-	$(MAKE) -C examples-c
-	./examples-c/build/ladder 250 30
+	$(MAKE) -C examples-c run
 
 header-check:
 	cargo build --quiet
@@ -41,7 +40,7 @@ test: setup
 	cargo fmt --check
 	$(MAKE) header-check
 	$(MAKE) -C ffi-tests check vectors asan valgrind
-	$(MAKE) -C examples-c
+	$(MAKE) -C examples-c run
 	$(MAKE) pkgconfig-check
 
 install: lib

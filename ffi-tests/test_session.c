@@ -79,7 +79,7 @@ static rungs_session_config config_for(seen_t *seen, uint8_t local) {
     c.seat_count = 3;
     c.local_seat = local;
     c.human_seat_mask = 0x3;
-    c.report_layout = RUNGS_SESSION_REPORT_COMPACT;
+    c.report_layout = RUNGS_REPORT_LAYOUT_COMPACT;
     c.timing_event_id = 31;
     c.network_report_event_id = 36;
     c.latency_fudge_event_id = 35;

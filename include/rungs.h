@@ -115,16 +115,6 @@
 #define RUNGS_NO_EVENT_ID 65535
 
 /**
- * NETWORK_REPORT layout in a session: OpenTS's 6 bytes, milliseconds.
- */
-#define RUNGS_SESSION_REPORT_COMPACT 0
-
-/**
- * NETWORK_REPORT layout in a session: 9 bytes, processing time in µs.
- */
-#define RUNGS_SESSION_REPORT_EXTENDED 1
-
-/**
  * Log level of an error.
  */
 #define RUNGS_LOG_ERROR 0
@@ -482,7 +472,7 @@ typedef struct rungs_session_config {
      */
     uint8_t local_seat;
     /**
-     * `RUNGS_SESSION_REPORT_COMPACT` or `RUNGS_SESSION_REPORT_EXTENDED`.
+     * `RUNGS_REPORT_LAYOUT_COMPACT` or `RUNGS_REPORT_LAYOUT_EXTENDED`.
      */
     uint8_t report_layout;
     /**

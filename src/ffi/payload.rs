@@ -190,7 +190,7 @@ unsafe fn encode_timing(
     }
 }
 
-fn report_layout(layout: u8) -> Result<ReportLayout> {
+pub(crate) fn report_layout(layout: u8) -> Result<ReportLayout> {
     match layout {
         RUNGS_REPORT_LAYOUT_COMPACT => Ok(ReportLayout::Compact),
         RUNGS_REPORT_LAYOUT_EXTENDED => Ok(ReportLayout::Extended),

@@ -7,6 +7,7 @@ use std::ffi::c_void;
 use super::guard::{
     catch, free_object, hand_out, require, with_object, write_out, Guarded, Handle,
 };
+use super::payload::report_layout;
 use super::result::rungs_result;
 use super::timing_machine::{fill_status, message_c_text, rungs_timing_status};
 use super::types::{read_config, RUNGS_NO_SEAT};
@@ -14,15 +15,10 @@ use crate::error::Error;
 use crate::report::record::MAX_SEATS;
 use crate::session::{EngineSession, EventIds, SessionConfig, SessionOutput};
 use crate::timing::MachineConfig;
-use crate::wire::events::{ReportLayout, TimingLayout};
+use crate::wire::events::TimingLayout;
 
 /// No event ID for an optional role (LATENCYFUDGE).
 pub const RUNGS_NO_EVENT_ID: u16 = 0xFFFF;
-
-/// NETWORK_REPORT layout in a session: OpenTS's 6 bytes, milliseconds.
-pub const RUNGS_SESSION_REPORT_COMPACT: u8 = 0;
-/// NETWORK_REPORT layout in a session: 9 bytes, processing time in µs.
-pub const RUNGS_SESSION_REPORT_EXTENDED: u8 = 1;
 
 /// Log level of an error.
 pub const RUNGS_LOG_ERROR: u8 = 0;
@@ -96,7 +92,7 @@ pub struct rungs_session_config {
     /// This machine's seat (a human seat), or `RUNGS_NO_SEAT` to follow a
     /// recording without reporting or sending.
     pub local_seat: u8,
-    /// `RUNGS_SESSION_REPORT_COMPACT` or `RUNGS_SESSION_REPORT_EXTENDED`.
+    /// `RUNGS_REPORT_LAYOUT_COMPACT` or `RUNGS_REPORT_LAYOUT_EXTENDED`.
     pub report_layout: u8,
     /// Bit `i` set: seat `i` is a human player.
     pub human_seat_mask: u32,
@@ -225,15 +221,7 @@ fn session_config(c: &rungs_session_config) -> crate::Result<SessionConfig> {
             "human_seat_mask has bits beyond seat_count",
         ));
     }
-    let report_layout = match c.report_layout {
-        RUNGS_SESSION_REPORT_COMPACT => ReportLayout::Compact,
-        RUNGS_SESSION_REPORT_EXTENDED => ReportLayout::Extended,
-        _ => {
-            return Err(Error::InvalidArgument(
-                "report_layout must be RUNGS_SESSION_REPORT_*",
-            ))
-        }
-    };
+    let report_layout = report_layout(c.report_layout)?;
     let latency_fudge = match c.latency_fudge_event_id {
         RUNGS_NO_EVENT_ID => None,
         id => Some(event_id(
