@@ -45,11 +45,7 @@ fn step(machine: &mut TimingMachine, frame: u32) {
 }
 
 fn frame_step(c: &mut Criterion) {
-    let config = MachineConfig {
-        speed_fps: 30,
-        human_seats: vec![true; PLAYERS as usize],
-        local_seat: Some(0),
-    };
+    let config = MachineConfig::adaptive(30, vec![true; PLAYERS as usize], Some(0));
     let mut machine = TimingMachine::new(&config).unwrap();
     let mut frame = 0u32;
     // Past calibration, into steady state.

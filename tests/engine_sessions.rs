@@ -75,11 +75,7 @@ struct Game {
 
 fn session_config(seats: u8, local: u8) -> SessionConfig {
     SessionConfig {
-        machine: MachineConfig {
-            speed_fps: 30,
-            human_seats: vec![true; usize::from(seats)],
-            local_seat: Some(local),
-        },
+        machine: MachineConfig::adaptive(30, vec![true; usize::from(seats)], Some(local)),
         ids: EventIds {
             timing: TIMING_ID,
             network_report: REPORT_ID,

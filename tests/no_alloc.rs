@@ -38,11 +38,7 @@ static GLOBAL: Counting = Counting;
 #[test]
 fn steady_state_frames_do_not_allocate() {
     let players = 8u8;
-    let config = MachineConfig {
-        speed_fps: 30,
-        human_seats: vec![true; 8],
-        local_seat: Some(0),
-    };
+    let config = MachineConfig::adaptive(30, vec![true; 8], Some(0));
     let mut machine = TimingMachine::new(&config).unwrap();
     let mut events = Vec::with_capacity(1024);
     let mut unsent: Vec<u64> = Vec::with_capacity(16);

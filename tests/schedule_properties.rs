@@ -42,11 +42,7 @@ fn step() -> impl Strategy<Value = Step> {
 /// issued; policy events (when `use_policy`) and scripted events are queued
 /// as commands like the engine would. Checks the invariants as it goes.
 fn drive(steps: &[Step], use_policy: bool) -> Result<Vec<Timing>, TestCaseError> {
-    let config = MachineConfig {
-        speed_fps: 30,
-        human_seats: vec![true, true],
-        local_seat: Some(0),
-    };
+    let config = MachineConfig::adaptive(30, vec![true, true], Some(0));
     let mut machine = TimingMachine::new(&config).unwrap();
     // Item encoding: even = plain command number * 2, odd = timing event index * 2 + 1.
     let mut events: Vec<TimingEvent> = Vec::new();

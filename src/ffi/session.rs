@@ -230,13 +230,13 @@ fn session_config(c: &rungs_session_config) -> crate::Result<SessionConfig> {
         )?),
     };
     Ok(SessionConfig {
-        machine: MachineConfig {
-            speed_fps: c.speed_fps,
-            human_seats: (0..seats)
+        machine: MachineConfig::adaptive(
+            c.speed_fps,
+            (0..seats)
                 .map(|s| c.human_seat_mask & (1 << s) != 0)
                 .collect(),
-            local_seat: (c.local_seat != RUNGS_NO_SEAT).then_some(c.local_seat),
-        },
+            (c.local_seat != RUNGS_NO_SEAT).then_some(c.local_seat),
+        ),
         ids: EventIds {
             timing: event_id(c.timing_event_id, "timing_event_id must be 0..=255")?,
             network_report: event_id(

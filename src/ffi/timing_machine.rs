@@ -233,11 +233,11 @@ fn machine_config(config: &rungs_timing_machine_config) -> crate::Result<Machine
         .map(|s| config.human_seat_mask & (1 << s) != 0)
         .collect();
     let local_seat = (config.local_seat != RUNGS_NO_SEAT).then_some(config.local_seat);
-    Ok(MachineConfig {
-        speed_fps: config.speed_fps,
+    Ok(MachineConfig::adaptive(
+        config.speed_fps,
         human_seats,
         local_seat,
-    })
+    ))
 }
 
 /// Make a timing machine for the eve of frame 0. `*out` is written only on success.

@@ -426,11 +426,7 @@ mod tests {
 
     fn config(local: u8) -> SessionConfig {
         SessionConfig {
-            machine: MachineConfig {
-                speed_fps: 30,
-                human_seats: vec![true, true, false],
-                local_seat: Some(local),
-            },
+            machine: MachineConfig::adaptive(30, vec![true, true, false], Some(local)),
             ids: EventIds {
                 timing: 31,
                 network_report: 36,

@@ -23,6 +23,7 @@
 
 use std::collections::VecDeque;
 
+use super::baselines::{PolicyKind, Protocol0Policy, RedAlertPolicy};
 use super::ladder::{Tier, Timing};
 use super::policy::{MasterPolicy, Verdict};
 use super::queue::{CommandQueue, Queued};
@@ -48,6 +49,99 @@ pub struct MachineConfig {
     /// This machine's seat, or `None` for an observer (a recording player)
     /// that follows the timing but never sends.
     pub local_seat: Option<u8>,
+    /// Which rule chooses the timing: rungs' adaptive ladder, or a baseline
+    /// for comparison (`rungs-sim --policy`).
+    pub policy: PolicyKind,
+}
+
+impl MachineConfig {
+    /// An adaptive machine (S4): `speed_fps`, one human flag per seat in
+    /// house order, and this machine's seat.
+    pub fn adaptive(
+        speed_fps: u8,
+        human_seats: Vec<bool>,
+        local_seat: Option<u8>,
+    ) -> MachineConfig {
+        MachineConfig {
+            speed_fps,
+            human_seats,
+            local_seat,
+            policy: PolicyKind::Adaptive,
+        }
+    }
+}
+
+/// The rule a machine runs; every machine runs the same one.
+#[derive(Debug, Clone)]
+enum Policy {
+    Adaptive(MasterPolicy),
+    Fixed { timing: Timing, rate: u8 },
+    RedAlert(RedAlertPolicy),
+    Protocol0(Protocol0Policy),
+}
+
+impl Policy {
+    fn new(kind: PolicyKind, speed_fps: u8) -> Policy {
+        match kind {
+            PolicyKind::Adaptive => Policy::Adaptive(MasterPolicy::new(speed_fps)),
+            PolicyKind::Fixed(timing) => Policy::Fixed {
+                timing,
+                rate: speed_fps.max(1),
+            },
+            PolicyKind::RedAlert => Policy::RedAlert(RedAlertPolicy::new(speed_fps)),
+            PolicyKind::Protocol0 => Policy::Protocol0(Protocol0Policy::new(speed_fps)),
+        }
+    }
+
+    /// The timing the game starts at.
+    fn initial_timing(&self) -> Timing {
+        match self {
+            Policy::Adaptive(_) => Timing::START,
+            Policy::Fixed { timing, .. } => *timing,
+            Policy::RedAlert(_) => RedAlertPolicy::start(),
+            Policy::Protocol0(_) => Protocol0Policy::start(),
+        }
+    }
+
+    fn evaluate(&mut self, record: &Record, frame: u32) -> (Verdict, Option<TimingEvent>) {
+        match self {
+            Policy::Adaptive(p) => p.evaluate(record, frame),
+            Policy::Fixed { .. } => (Verdict::NoEvaluation, None),
+            Policy::RedAlert(p) => (Verdict::NoEvaluation, p.evaluate(record, frame)),
+            Policy::Protocol0(p) => (Verdict::NoEvaluation, p.evaluate(record, frame)),
+        }
+    }
+
+    fn target(&self) -> (Timing, u8) {
+        match self {
+            Policy::Adaptive(p) => (p.target(), p.rate()),
+            Policy::Fixed { timing, rate } => (*timing, *rate),
+            Policy::RedAlert(p) => (p.target(), p.rate()),
+            Policy::Protocol0(p) => (p.target(), p.rate()),
+        }
+    }
+
+    fn adaptive(&self) -> Option<&MasterPolicy> {
+        match self {
+            Policy::Adaptive(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    fn adaptive_mut(&mut self) -> Option<&mut MasterPolicy> {
+        match self {
+            Policy::Adaptive(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    fn set_speed_fps(&mut self, speed_fps: u8) {
+        match self {
+            Policy::Adaptive(p) => p.set_speed_fps(speed_fps),
+            Policy::RedAlert(p) => p.set_speed_fps(speed_fps),
+            Policy::Fixed { .. } | Policy::Protocol0(_) => {}
+        }
+    }
 }
 
 /// Something the engine should hear about (callbacks in the C API).
@@ -112,7 +206,7 @@ pub struct TimingMachine {
     human: [bool; MAX_SEATS],
     seat_count: u8,
     record: Record,
-    policy: MasterPolicy,
+    policy: Policy,
     schedule: Schedule,
     master: Option<u8>,
     /// Target of the latest executed timing event (`2/6` before any): the
@@ -152,15 +246,17 @@ impl TimingMachine {
                 ));
             }
         }
+        let policy = Policy::new(config.policy, config.speed_fps);
+        let start = policy.initial_timing();
         Ok(TimingMachine {
             local_seat: config.local_seat,
             human,
             seat_count: seat_count as u8,
             record,
-            policy: MasterPolicy::new(config.speed_fps),
-            schedule: Schedule::new(config.speed_fps),
+            policy,
+            schedule: Schedule::starting_at(start, config.speed_fps),
             master,
-            executed_target: Timing::START,
+            executed_target: start,
             phase: Phase::NotStarted,
             executes_commands: false,
             last_verdict: Verdict::NoEvaluation,
@@ -269,7 +365,9 @@ impl TimingMachine {
             });
         }
         if event.target != self.executed_target {
-            self.policy.note_change_executed(frame);
+            if let Some(policy) = self.policy.adaptive_mut() {
+                policy.note_change_executed(frame);
+            }
         }
         self.executed_target = event.target;
         let (applied, changed) = self.schedule.apply(frame, event);
@@ -289,7 +387,9 @@ impl TimingMachine {
         self.record.remove(seat)?;
         if self.master == Some(seat) {
             self.master = self.record.seats().next();
-            self.policy.hand_off(frame);
+            if let Some(policy) = self.policy.adaptive_mut() {
+                policy.hand_off(frame);
+            }
             self.push_output(Output::MasterChanged {
                 frame,
                 seat: self.master,
@@ -395,14 +495,23 @@ impl TimingMachine {
             frame: self.status_frame(),
             timing: self.timing(),
             fps: self.fps(),
-            target: self.policy.target(),
-            target_fps: self.policy.rate(),
+            target: self.policy.target().0,
+            target_fps: self.policy.target().1,
             staged_target: self.schedule.staged_target(),
             tier: self.timing().tier(),
             master: self.master,
-            calibrating: self.policy.calibrating(),
-            qualifying_in_a_row: self.policy.qualifying_in_a_row(),
-            descent_running: self.policy.descent_running(),
+            calibrating: self
+                .policy
+                .adaptive()
+                .is_some_and(MasterPolicy::calibrating),
+            qualifying_in_a_row: self
+                .policy
+                .adaptive()
+                .map_or(0, MasterPolicy::qualifying_in_a_row),
+            descent_running: self
+                .policy
+                .adaptive()
+                .is_some_and(MasterPolicy::descent_running),
             last_verdict: self.last_verdict,
         }
     }

@@ -2,6 +2,7 @@
 //! force on every machine (S5), what the player sees (S6), and the timing
 //! machine that composes them for one machine of a game.
 
+pub mod baselines;
 pub mod event;
 pub mod ladder;
 pub mod machine;
@@ -10,6 +11,7 @@ pub mod queue;
 pub mod replay;
 pub mod schedule;
 
+pub use baselines::PolicyKind;
 pub use event::TimingEvent;
 pub use machine::{player_message_text, FrameStart, MachineConfig, Output, Status, TimingMachine};
 pub use policy::{is_evaluation_frame, MasterPolicy, Verdict};

@@ -201,11 +201,8 @@ pub fn replay(vector: &Vector) -> Result<Vec<Expect>> {
     for &p in &vector.players {
         human_seats[usize::from(p)] = true;
     }
-    let config = |local_seat| MachineConfig {
-        speed_fps: vector.speed_fps,
-        human_seats: human_seats.clone(),
-        local_seat,
-    };
+    let config =
+        |local_seat| MachineConfig::adaptive(vector.speed_fps, human_seats.clone(), local_seat);
     // An observer for the record of outputs, plus one machine per player.
     let mut observer = TimingMachine::new(&config(None))?;
     let mut players = vector

@@ -49,8 +49,13 @@ pub struct Schedule {
 impl Schedule {
     /// The schedule on frame 0: `2/6` at the game speed's rate (S4.3).
     pub fn new(fps: u8) -> Schedule {
+        Schedule::starting_at(Timing::START, fps)
+    }
+
+    /// A schedule starting at `timing` (a baseline policy's own start).
+    pub fn starting_at(timing: Timing, fps: u8) -> Schedule {
         Schedule {
-            in_force: Timing::START,
+            in_force: timing,
             fps: fps.max(1),
             staged: None,
         }
