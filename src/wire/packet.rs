@@ -177,6 +177,17 @@ pub fn verify_tag(packet: &[u8], key: &SessionKey, addressee: u8) -> bool {
     key.tag(addressee, body) == read_u64(tag, 0)
 }
 
+/// Write the tag of a packet assembled by other means into its last
+/// [`TAG_BYTES`] bytes (tests and tools; [`PacketWriter::finish`] does this
+/// for packets it builds). Input shorter than a tag is left alone.
+pub fn write_tag(packet: &mut [u8], key: &SessionKey, addressee: u8) {
+    let Some(body_len) = packet.len().checked_sub(TAG_BYTES) else {
+        return;
+    };
+    let tag = key.tag(addressee, &packet[..body_len]);
+    packet[body_len..].copy_from_slice(&tag.to_le_bytes());
+}
+
 /// The ack block (S8): which of the addressee's packets arrived, and how many
 /// of its messages were received in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -538,6 +549,11 @@ mod tests {
         assert!(verify_tag(&p, &KEY, 5));
         assert!(!verify_tag(&p, &KEY, 6), "redirected to another seat");
         assert!(!verify_tag(&p, &SessionKey([8; 16]), 5), "other key");
+        let mut resigned = p.clone();
+        resigned[12] ^= 1;
+        assert!(!verify_tag(&resigned, &KEY, 5));
+        write_tag(&mut resigned, &KEY, 5);
+        assert!(verify_tag(&resigned, &KEY, 5));
         for i in 0..p.len() {
             let mut q = p.clone();
             q[i] ^= 0x01;
