@@ -18,6 +18,7 @@
 
 pub mod guard;
 pub mod result;
+pub mod transport;
 pub mod version;
 
 pub use result::*;

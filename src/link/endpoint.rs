@@ -256,6 +256,29 @@ impl Endpoint {
         None
     }
 
+    /// Copy the next delivered message from any peer (seats in turn) into
+    /// `buf`: its seat and length, or `None` when none is waiting. When `buf`
+    /// is too small the message stays queued and
+    /// `Error::BufferTooSmall { needed }` says how much room it needs.
+    pub fn recv_into(&mut self, buf: &mut [u8]) -> Result<Option<(u8, usize)>> {
+        let count = self.peers.len();
+        for step in 0..count {
+            let at = (self.next_receive + step) % count;
+            let Some(len) = self.peers[at].link.next_message_len() else {
+                continue;
+            };
+            if len > buf.len() {
+                return Err(Error::BufferTooSmall { needed: len });
+            }
+            let peer = &mut self.peers[at];
+            let message = peer.link.recv().unwrap_or_default();
+            buf[..len].copy_from_slice(&message);
+            self.next_receive = (at + 1) % count;
+            return Ok(Some((peer.seat, len)));
+        }
+        Ok(None)
+    }
+
     /// The next delivered message from `seat`.
     pub fn recv_from(&mut self, seat: u8) -> Result<Option<Vec<u8>>> {
         let at = self.index(seat)?;
@@ -326,6 +349,8 @@ mod tests {
         assert_eq!(e.peers().map(|(s, _)| s).collect::<Vec<_>>(), vec![0, 5]);
         assert_eq!(e.send(7, b"x"), Err(Error::UnknownSeat(7)));
         e.remove_peer(0).unwrap();
+        let mut buf = [0u8; 4];
+        assert_eq!(e.recv_into(&mut buf), Ok(None));
         assert_eq!(e.remove_peer(0), Err(Error::UnknownSeat(0)));
         assert!(e.link(5).is_some());
     }

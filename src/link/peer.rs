@@ -311,6 +311,11 @@ impl Link {
         Some(message.into_vec())
     }
 
+    /// Length of the message [`recv`](Self::recv) would return next.
+    pub fn next_message_len(&self) -> Option<usize> {
+        self.ready.front().map(|m| m.len())
+    }
+
     /// Messages ready for [`recv`](Self::recv).
     pub fn ready_messages(&self) -> usize {
         self.ready.len()
