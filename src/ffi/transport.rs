@@ -233,7 +233,28 @@ impl EndpointState {
             Driving::Switching => Err(Error::State("the transport worker failed to stop")),
         }
     }
+
+    /// Run `f` on the endpoint (no I/O), at the latest time known.
+    fn endpoint<R>(&mut self, f: impl FnOnce(&mut Endpoint) -> R) -> Result<R> {
+        self.with_driver(self.last_now_us, |d, _| f(d.endpoint_mut()))
+    }
+
+    /// Keep the endpoint's new link events (at most 64, the oldest dropped first).
+    fn keep_events(&mut self) -> Result<()> {
+        let mut new = Vec::new();
+        self.endpoint(|e| new.extend(std::iter::from_fn(|| e.poll_event())))?;
+        for event in new {
+            if self.events.len() == MAX_KEPT_EVENTS {
+                self.events.pop_front();
+            }
+            self.events.push_back(event);
+        }
+        Ok(())
+    }
 }
+
+/// Link events an endpoint keeps for the engine.
+const MAX_KEPT_EVENTS: usize = 64;
 
 fn handle(endpoint: *const rungs_endpoint) -> *const Guarded<EndpointState> {
     endpoint.cast()
@@ -475,7 +496,7 @@ pub unsafe extern "C" fn rungs_endpoint_remove_peer(
     // SAFETY: NULL or a live handle, by contract.
     unsafe {
         with_object(handle(endpoint), |state| {
-            state.with_driver(state.last_now_us, |d, _| d.endpoint_mut().remove_peer(seat))?
+            state.endpoint(|e| e.remove_peer(seat))?
         })
     }
 }
@@ -507,11 +528,7 @@ pub unsafe extern "C" fn rungs_endpoint_send(
                 // SAFETY: non-NULL, `len` readable bytes by contract.
                 std::slice::from_raw_parts(data, len)
             };
-            state
-                .with_driver(state.last_now_us, |d, _| {
-                    d.endpoint_mut().send(seat, payload)
-                })?
-                .map(|_| ())
+            state.endpoint(|e| e.send(seat, payload))?.map(|_| ())
         })
     }
 }
@@ -529,22 +546,10 @@ pub unsafe extern "C" fn rungs_endpoint_poll(
     // SAFETY: NULL or a live handle, by contract.
     unsafe {
         with_object(handle(endpoint), |state| {
-            let engine_polls = matches!(state.driving, Driving::Engine(_));
-            let mut events = VecDeque::new();
-            state.with_driver(now_us, |d, now| {
-                if engine_polls {
-                    d.poll(now);
-                }
-                while let Some(event) = d.endpoint_mut().poll_event() {
-                    events.push_back(event);
-                }
-            })?;
-            for event in events {
-                if state.events.len() == 64 {
-                    state.events.pop_front();
-                }
-                state.events.push_back(event);
+            if matches!(state.driving, Driving::Engine(_)) {
+                state.with_driver(now_us, |d, now| d.poll(now))?;
             }
+            state.keep_events()?;
             // Callbacks run with the driver unlocked, in order, on this thread.
             if let Some(callback) = state.on_link_event {
                 while let Some((seat, event)) = state.events.pop_front() {
@@ -570,15 +575,7 @@ pub unsafe extern "C" fn rungs_endpoint_poll_event(
         with_object(handle(endpoint), |state| {
             require(out_seat, "out_seat")?;
             require(out_event, "out_event")?;
-            if state.events.is_empty() {
-                let mut taken = VecDeque::new();
-                state.with_driver(state.last_now_us, |d, _| {
-                    while let Some(event) = d.endpoint_mut().poll_event() {
-                        taken.push_back(event);
-                    }
-                })?;
-                state.events = taken;
-            }
+            state.keep_events()?;
             let (seat, event) = state
                 .events
                 .pop_front()
@@ -613,8 +610,7 @@ pub unsafe extern "C" fn rungs_endpoint_recv(
                 // SAFETY: non-NULL, `cap` writable bytes by contract.
                 std::slice::from_raw_parts_mut(buf, cap)
             };
-            let got =
-                state.with_driver(state.last_now_us, |d, _| d.endpoint_mut().recv_into(buf))??;
+            let got = state.endpoint(|e| e.recv_into(buf))??;
             let received = match got {
                 Some((seat, len)) => rungs_received {
                     length: len as u32,
@@ -678,9 +674,7 @@ pub unsafe extern "C" fn rungs_endpoint_dropped(
                 .ok_or(Error::InvalidArgument(
                     "reason must be a RUNGS_DROP_* value",
                 ))?;
-            let count = state.with_driver(state.last_now_us, |d, _| {
-                d.endpoint().total_drops().get(reason)
-            })?;
+            let count = state.endpoint(|e| e.total_drops().get(reason))?;
             write_out(out_count, count);
             Ok(())
         })

@@ -1080,29 +1080,16 @@ mod tests {
 
     #[test]
     fn config_ranges_are_checked() {
-        let bad = [
-            LinkConfig {
-                liveness_timeout_us: Some(0),
-                ..LinkConfig::default()
-            },
-            LinkConfig {
-                max_in_flight: 0,
-                ..LinkConfig::default()
-            },
-            LinkConfig {
-                receive_capacity: 8193,
-                ..LinkConfig::default()
-            },
-            LinkConfig {
-                max_packet_bytes: 63,
-                ..LinkConfig::default()
-            },
-            LinkConfig {
-                piggyback_budget_bytes: 1201,
-                ..LinkConfig::default()
-            },
+        let breakers: [fn(&mut LinkConfig); 5] = [
+            |c| c.liveness_timeout_us = Some(0),
+            |c| c.max_in_flight = 0,
+            |c| c.receive_capacity = 8193,
+            |c| c.max_packet_bytes = 63,
+            |c| c.piggyback_budget_bytes = 1201,
         ];
-        for config in bad {
+        for breaker in breakers {
+            let mut config = LinkConfig::default();
+            breaker(&mut config);
             assert!(config.validate().is_err(), "{config:?}");
         }
         let small = LinkConfig {
