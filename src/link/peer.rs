@@ -433,15 +433,8 @@ impl Link {
         }
         if let Some(acked_through) = cumulative_ack {
             let end = (acked_through - self.send_base) as usize;
-            for message in self.outgoing.iter_mut().take(end) {
-                if !message.acked {
-                    message.acked = true;
-                    newly_acked_messages = true;
-                    if message.needs_send {
-                        message.needs_send = false;
-                        self.messages_due -= 1;
-                    }
-                }
+            for index in 0..end {
+                newly_acked_messages |= self.mark_acked(index);
             }
         }
         if newly_acked_messages {
@@ -504,18 +497,8 @@ impl Link {
                 let offset = u64::from(carried.trailing_zeros());
                 carried &= carried - 1;
                 let number = record.first_message + offset;
-                let Some(index) = number.checked_sub(self.send_base) else {
-                    continue;
-                };
-                if let Some(message) = self.outgoing.get_mut(index as usize) {
-                    if !message.acked {
-                        message.acked = true;
-                        newly_acked_messages = true;
-                        if message.needs_send {
-                            message.needs_send = false;
-                            self.messages_due -= 1;
-                        }
-                    }
+                if let Some(index) = number.checked_sub(self.send_base) {
+                    newly_acked_messages |= self.mark_acked(index as usize);
                 }
             }
         }
@@ -525,6 +508,22 @@ impl Link {
             self.retire_oldest_record();
         }
         newly_acked_messages
+    }
+
+    /// Mark `outgoing[index]` acknowledged; whether it was not already.
+    fn mark_acked(&mut self, index: usize) -> bool {
+        let Some(message) = self.outgoing.get_mut(index) else {
+            return false;
+        };
+        if message.acked {
+            return false;
+        }
+        message.acked = true;
+        if message.needs_send {
+            message.needs_send = false;
+            self.messages_due -= 1;
+        }
+        true
     }
 
     fn retire_oldest_record(&mut self) {
