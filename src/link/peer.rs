@@ -558,8 +558,8 @@ impl Link {
 
     /// Fire whatever timers are due at `now_us`: the retransmission timeout
     /// (every unacknowledged message becomes due, the timeout doubles) and
-    /// the liveness timeout (a [`LinkEvent::Lost`]). [`poll_transmit`]
-    /// (Self::poll_transmit) calls this itself.
+    /// the liveness timeout (a [`LinkEvent::Lost`]).
+    /// [`poll_transmit`](Self::poll_transmit) calls this itself.
     pub fn handle_timeout(&mut self, now_us: u64) {
         if let Some(started) = self.rto_started_us {
             if now_us.saturating_sub(started) >= self.rtt.backed_off_rto_us() {
