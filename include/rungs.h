@@ -190,6 +190,129 @@
 #define RUNGS_VERDICT_STEPPED_DOWN 10
 
 /**
+ * Largest message payload `rungs_endpoint_send` accepts and
+ * `rungs_endpoint_recv` can return: a buffer this large always suffices.
+ */
+#define RUNGS_MAX_MESSAGE_BYTES 1024
+
+/**
+ * Largest datagram the transport sends.
+ */
+#define RUNGS_MAX_PACKET_BYTES 1200
+
+/**
+ * `keepalive_interval_ms` value that turns keep-alive pings off.
+ */
+#define RUNGS_KEEPALIVE_OFF 4294967295
+
+/**
+ * Round-trip fields of `rungs_link_stats` before the first clean sample.
+ */
+#define RUNGS_RTT_NONE 4294967295
+
+/**
+ * `last_heard_ms_ago` of a link that never heard its peer.
+ */
+#define RUNGS_NEVER_HEARD 4294967295
+
+/**
+ * No event (`rungs_endpoint_poll_event` found nothing).
+ */
+#define RUNGS_LINK_EVENT_NONE 0
+
+/**
+ * Nothing valid heard from the peer for the liveness timeout. The link keeps
+ * trying; the engine decides whether to remove the player (S8).
+ */
+#define RUNGS_LINK_EVENT_LOST 1
+
+/**
+ * A valid packet arrived from a peer that was reported lost.
+ */
+#define RUNGS_LINK_EVENT_RECOVERED 2
+
+/**
+ * `rungs_link_stats.flags`: at least one clean round-trip sample (S8).
+ */
+#define RUNGS_LINK_CLEAN_MEASUREMENT 1
+
+/**
+ * `rungs_link_stats.flags`: unacknowledged messages older than the RTO (S8).
+ */
+#define RUNGS_LINK_RETRANSMITTING 2
+
+/**
+ * `rungs_link_stats.flags`: reported lost and not heard since.
+ */
+#define RUNGS_LINK_LOST 4
+
+/**
+ * Drop reason: shorter than the smallest packet.
+ */
+#define RUNGS_DROP_TOO_SHORT 0
+
+/**
+ * Drop reason: longer than the largest packet.
+ */
+#define RUNGS_DROP_TOO_LONG 1
+
+/**
+ * Drop reason: not a rungs packet.
+ */
+#define RUNGS_DROP_BAD_MAGIC 2
+
+/**
+ * Drop reason: another protocol version.
+ */
+#define RUNGS_DROP_BAD_VERSION 3
+
+/**
+ * Drop reason: another session's packet.
+ */
+#define RUNGS_DROP_WRONG_SESSION 4
+
+/**
+ * Drop reason: the sender seat is not a peer.
+ */
+#define RUNGS_DROP_UNKNOWN_SENDER 5
+
+/**
+ * Drop reason: source address not the one bound to the sender's seat.
+ */
+#define RUNGS_DROP_SPOOFED_ADDRESS 6
+
+/**
+ * Drop reason: authentication tag mismatch (wrong key, forged, corrupted).
+ */
+#define RUNGS_DROP_BAD_TAG 7
+
+/**
+ * Drop reason: packet number seen before (duplicate or replay).
+ */
+#define RUNGS_DROP_REPLAYED 8
+
+/**
+ * Drop reason: packet too old, or message number too far ahead.
+ */
+#define RUNGS_DROP_OUTSIDE_WINDOW 9
+
+/**
+ * Drop reason: bad flags, message framing, or acks of things never sent.
+ */
+#define RUNGS_DROP_MALFORMED 10
+
+/**
+ * Drop reason: receiver holds too many undelivered messages (flow control;
+ * the peer resends later).
+ */
+#define RUNGS_DROP_RECEIVER_FULL 11
+
+/**
+ * Number of drop reasons (length of `rungs_link_stats.dropped`).
+ */
+#define RUNGS_DROP_REASON_COUNT 12
+
+/**
  * Seat value meaning "no seat" (an observer's local seat, or no master).
  */
 #define RUNGS_NO_SEAT 255
@@ -206,6 +329,11 @@
  * backwards. Opaque; `rungs_clock_new` / `rungs_clock_free`.
  */
 typedef struct rungs_clock rungs_clock;
+
+/**
+ * A transport endpoint: one UDP socket, one link per peer seat. Opaque.
+ */
+typedef struct rungs_endpoint rungs_endpoint;
 
 /**
  * One machine's measurements for its reports (S3): processing time per
@@ -630,6 +758,190 @@ typedef struct rungs_timing_machine_config {
     uint32_t human_seat_mask;
     struct rungs_timing_callbacks callbacks;
 } rungs_timing_machine_config;
+
+/**
+ * Called with a link event: `user` from the config, the peer's seat, and a
+ * `RUNGS_LINK_EVENT_*` value. Runs on the thread that called
+ * `rungs_endpoint_poll`; calling back into the same endpoint from it returns
+ * `RUNGS_ERR_REENTRANT`.
+ */
+typedef void (*rungs_link_event_fn)(void *user, uint8_t seat, uint32_t event);
+
+/**
+ * Settings of a transport endpoint. Fill with `rungs_endpoint_config_init`,
+ * then set the session, key, seat and address.
+ */
+typedef struct rungs_endpoint_config {
+    /**
+     * `sizeof(rungs_endpoint_config)`, so the struct can grow later.
+     */
+    uint32_t struct_size;
+    /**
+     * The game's session id; packets of another session are dropped.
+     */
+    uint32_t session_id;
+    /**
+     * The session's 128-bit key, the same on every machine of the game
+     * (the game's host draws it and hands it out with the game setup).
+     */
+    uint8_t key[16];
+    /**
+     * This machine's seat.
+     */
+    uint8_t local_seat;
+    /**
+     * Must be zero.
+     */
+    uint8_t reserved[3];
+    /**
+     * Send a keep-alive after this long without an ack-eliciting packet:
+     * 0 for the default (250 ms), `RUNGS_KEEPALIVE_OFF` for none.
+     */
+    uint32_t keepalive_interval_ms;
+    /**
+     * Report a link lost after this long with nothing heard: 0 for the
+     * adaptive default `clamp(8·SRTT + 250 ms, 2 s, 30 s)`.
+     */
+    uint32_t liveness_timeout_ms;
+    /**
+     * Most unacknowledged messages per link, 1–8192; 0 for the default (1024).
+     */
+    uint32_t max_in_flight;
+    /**
+     * Local address to bind, NUL-terminated text: `"0.0.0.0:0"`,
+     * `"127.0.0.1:7000"`, `"[::]:7000"` (IPv6 and IPv4, dual-stack). NULL
+     * binds `"0.0.0.0:0"` (any IPv4 interface, a free port).
+     */
+    const char *bind_address;
+    /**
+     * Link event callback, or NULL to collect events with
+     * `rungs_endpoint_poll_event`.
+     */
+    rungs_link_event_fn on_link_event;
+    /**
+     * Passed to `on_link_event` unchanged.
+     */
+    void *user;
+} rungs_endpoint_config;
+
+/**
+ * One delivered message's envelope, filled by `rungs_endpoint_recv`.
+ */
+typedef struct rungs_received {
+    /**
+     * Bytes copied into the buffer.
+     */
+    uint32_t length;
+    /**
+     * Seat of the sender.
+     */
+    uint8_t seat;
+    /**
+     * 1 when a message was copied, 0 when none was waiting.
+     */
+    uint8_t received;
+    /**
+     * Zero.
+     */
+    uint8_t reserved[2];
+} rungs_received;
+
+/**
+ * One link's health and counters, filled by `rungs_endpoint_link_stats`.
+ * Round trips are microseconds (`RUNGS_RTT_NONE` before the first clean
+ * sample); counters saturate at `UINT32_MAX`.
+ */
+typedef struct rungs_link_stats {
+    /**
+     * Set to `sizeof(rungs_link_stats)` before the call.
+     */
+    uint32_t struct_size;
+    /**
+     * `RUNGS_LINK_*` flag bits.
+     */
+    uint32_t flags;
+    /**
+     * Smoothed round trip (RFC 6298).
+     */
+    uint32_t srtt_us;
+    /**
+     * Round-trip variance.
+     */
+    uint32_t rttvar_us;
+    /**
+     * Latest sample.
+     */
+    uint32_t latest_rtt_us;
+    /**
+     * Smallest sample ever.
+     */
+    uint32_t min_rtt_us;
+    /**
+     * Worst sample of the last ten seconds, or the latest if none (S3).
+     */
+    uint32_t worst_recent_rtt_us;
+    /**
+     * Current retransmission timeout, backoff included.
+     */
+    uint32_t rto_us;
+    /**
+     * Round-trip samples taken.
+     */
+    uint32_t rtt_samples;
+    /**
+     * Share of recent packets never acknowledged, per mille.
+     */
+    uint32_t loss_permille;
+    /**
+     * Datagrams sent to the peer.
+     */
+    uint32_t packets_sent;
+    /**
+     * Valid datagrams received from the peer.
+     */
+    uint32_t packets_received;
+    /**
+     * Bytes sent.
+     */
+    uint32_t bytes_sent;
+    /**
+     * Bytes of valid datagrams received.
+     */
+    uint32_t bytes_received;
+    /**
+     * Messages queued by `rungs_endpoint_send`.
+     */
+    uint32_t messages_sent;
+    /**
+     * Messages handed out by `rungs_endpoint_recv`.
+     */
+    uint32_t messages_delivered;
+    /**
+     * Message transmissions after the first.
+     */
+    uint32_t messages_retransmitted;
+    /**
+     * Retransmission timeouts fired.
+     */
+    uint32_t rto_expirations;
+    /**
+     * Messages that arrived again after they had already arrived.
+     */
+    uint32_t duplicate_messages;
+    /**
+     * Messages not yet acknowledged.
+     */
+    uint32_t messages_in_flight;
+    /**
+     * Milliseconds since a valid packet arrived; `RUNGS_NEVER_HEARD` if never.
+     */
+    uint32_t last_heard_ms_ago;
+    /**
+     * Dropped datagrams claiming to come from this peer, indexed by
+     * `RUNGS_DROP_*` (only the peer-attributable reasons can be non-zero).
+     */
+    uint32_t dropped[12];
+} rungs_link_stats;
 
 /**
  * Success.
@@ -1301,6 +1613,132 @@ rungs_result rungs_timing_machine_status(struct rungs_timing_machine *m,
  * on every machine on the same frame (when your speed event executes).
  */
 rungs_result rungs_timing_machine_set_speed(struct rungs_timing_machine *m, uint8_t speed_fps);
+
+/**
+ * Fill `config` with defaults: `struct_size` set, session 0, zero key,
+ * seat 0, default timers, bind `"0.0.0.0:0"`, no callback.
+ */
+rungs_result rungs_endpoint_config_init(struct rungs_endpoint_config *config);
+
+/**
+ * Create an endpoint: validate `config`, bind its UDP socket (non-blocking)
+ * and write the handle to `*out`. Nothing is sent until peers are added
+ * and `rungs_endpoint_poll` runs; no thread is started.
+ * Errors: `RUNGS_ERR_NULL_POINTER`, `RUNGS_ERR_INVALID_ARGUMENT` (struct_size,
+ * reserved bytes, ranges, address text), `RUNGS_ERR_IO` (bind failed).
+ */
+rungs_result rungs_endpoint_new(const struct rungs_endpoint_config *config,
+                                struct rungs_endpoint **out);
+
+/**
+ * Free an endpoint: stops its worker thread if one runs, closes the socket.
+ * NULL is accepted. Refused with `RUNGS_ERR_REENTRANT` from inside the
+ * endpoint's own callback.
+ */
+rungs_result rungs_endpoint_free(struct rungs_endpoint *endpoint);
+
+/**
+ * The UDP port the endpoint is bound to (the one the OS picked for port 0).
+ */
+rungs_result rungs_endpoint_local_port(struct rungs_endpoint *endpoint, uint16_t *out_port);
+
+/**
+ * Add the peer at `seat`, bound to `address` (`"ip:port"` text, e.g.
+ * `"192.0.2.7:7000"` or `"[2001:db8::7]:7000"`). Datagrams claiming to be
+ * from `seat` are accepted only from that address. Errors:
+ * `RUNGS_ERR_INVALID_ARGUMENT` (bad text, our own seat), `RUNGS_ERR_STATE`
+ * (seat already added).
+ */
+rungs_result rungs_endpoint_add_peer(struct rungs_endpoint *endpoint,
+                                     uint8_t seat,
+                                     const char *address);
+
+/**
+ * Remove the peer at `seat` and its link (the engine decides; the transport
+ * never removes anyone). `RUNGS_ERR_UNKNOWN_SEAT` if there is none.
+ */
+rungs_result rungs_endpoint_remove_peer(struct rungs_endpoint *endpoint, uint8_t seat);
+
+/**
+ * Queue `len` bytes for reliable, in-order delivery to `seat`; they go out
+ * on the next `rungs_endpoint_poll`. `data` may be NULL only when `len` is 0.
+ * Errors: `RUNGS_ERR_UNKNOWN_SEAT`, `RUNGS_ERR_INVALID_ARGUMENT` (longer
+ * than `RUNGS_MAX_MESSAGE_BYTES`), `RUNGS_ERR_FULL` (too many messages
+ * unacknowledged: the peer is not answering; try again later).
+ */
+rungs_result rungs_endpoint_send(struct rungs_endpoint *endpoint,
+                                 uint8_t seat,
+                                 const uint8_t *data,
+                                 size_t len);
+
+/**
+ * Drive the transport at `now_us`: read every waiting datagram, fire
+ * timers (resends, keep-alives, liveness), send what is due, then report
+ * link events to the callback (or keep them for `rungs_endpoint_poll_event`).
+ * Never blocks. Call it every frame, and right after `rungs_endpoint_send`
+ * for the lowest latency. With a worker running, only events are reported.
+ */
+rungs_result rungs_endpoint_poll(struct rungs_endpoint *endpoint, uint64_t now_us);
+
+/**
+ * Take the next kept link event: `*out_seat` and `*out_event`
+ * (`RUNGS_LINK_EVENT_NONE` when there is none). Events are kept only when
+ * no callback is configured; at most 64, the oldest dropped first.
+ */
+rungs_result rungs_endpoint_poll_event(struct rungs_endpoint *endpoint,
+                                       uint8_t *out_seat,
+                                       uint32_t *out_event);
+
+/**
+ * Copy the next delivered message (from any peer, seats in turn) into
+ * `buf` of `cap` bytes and describe it in `*out` (`out->received` is 0 when
+ * none was waiting). `RUNGS_ERR_BUFFER_TOO_SMALL` leaves the message
+ * queued; a buffer of `RUNGS_MAX_MESSAGE_BYTES` always suffices. `buf` may
+ * be NULL only when `cap` is 0.
+ */
+rungs_result rungs_endpoint_recv(struct rungs_endpoint *endpoint,
+                                 uint8_t *buf,
+                                 size_t cap,
+                                 struct rungs_received *out);
+
+/**
+ * Fill `*out` with the health and counters of the link to `seat` at
+ * `now_us`. Set `out->struct_size = sizeof(rungs_link_stats)` first.
+ */
+rungs_result rungs_endpoint_link_stats(struct rungs_endpoint *endpoint,
+                                       uint8_t seat,
+                                       uint64_t now_us,
+                                       struct rungs_link_stats *out);
+
+/**
+ * Datagrams the endpoint dropped for `reason` (a `RUNGS_DROP_*` value),
+ * over all peers and unattributable ones. `RUNGS_ERR_INVALID_ARGUMENT` for
+ * an unknown reason.
+ */
+rungs_result rungs_endpoint_dropped(struct rungs_endpoint *endpoint,
+                                    uint32_t reason,
+                                    uint64_t *out_count);
+
+/**
+ * Start a worker thread that polls the socket every `tick_us` microseconds
+ * (1 000 to 1 000 000; 1 000 is a good choice) on its own clock, starting at
+ * the last `now_us` the engine passed. Only ever started by this call (S7).
+ * Link events still reach the engine only through `rungs_endpoint_poll` on
+ * its own thread. `RUNGS_ERR_STATE` if a worker already runs.
+ */
+rungs_result rungs_endpoint_start_worker(struct rungs_endpoint *endpoint, uint32_t tick_us);
+
+/**
+ * Stop the worker thread (joined before returning) and hand polling back to
+ * the engine. `RUNGS_ERR_STATE` if no worker runs.
+ */
+rungs_result rungs_endpoint_stop_worker(struct rungs_endpoint *endpoint);
+
+/**
+ * The name of a `RUNGS_DROP_*` reason, e.g. `"bad_tag"`; `"unknown"` for
+ * any other value. Static storage: never free it.
+ */
+const char *rungs_drop_reason_str(uint32_t reason);
 
 /**
  * The ABI version of the library actually loaded: compare it with

@@ -24,6 +24,7 @@ pub mod payload;
 pub mod result;
 pub mod session;
 pub mod timing_machine;
+pub mod transport;
 pub mod types;
 pub mod version;
 

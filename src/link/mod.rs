@@ -1,2 +1,31 @@
-//! One peer link (S8), sans-IO: numbering, acknowledgement, resend until
-//! acked, validation, and the round-trip estimator.
+//! The transport's protocol (S8), sans-IO: one [`Link`] per peer (numbering,
+//! acknowledgement, resend until acked, validation, the round-trip estimator
+//! and liveness) and one [`Endpoint`] per machine that routes datagrams to
+//! links by seat and checks each one's source address.
+//!
+//! Nothing here touches a socket or a clock: callers pass `now_us`
+//! (microseconds on any monotonic clock) and datagrams, and ask what to send.
+//! [`crate::net`] drives an endpoint over UDP; [`crate::sim`] drives several
+//! over a simulated network.
+//!
+//! For a session (S3), per seat: [`Link::has_clean_measurement`],
+//! [`Link::is_retransmitting`], [`Link::worst_recent_rtt_ms`] and
+//! [`Link::stats`].
+
+// Submodules stay out of include/rungs.h: their constants are Rust API.
+/// cbindgen:ignore
+mod endpoint;
+/// cbindgen:ignore
+mod peer;
+/// cbindgen:ignore
+mod replay;
+/// cbindgen:ignore
+pub mod rtt;
+/// cbindgen:ignore
+mod stats;
+
+pub use endpoint::{canonical_address, Endpoint, EndpointConfig, Transmit};
+pub use peer::{Link, LinkConfig, LinkIdentity, MAX_IN_FLIGHT_LIMIT, MIN_CONFIG_PACKET_BYTES};
+pub use replay::{ReplayWindow, REPLAY_WINDOW};
+pub use rtt::RttEstimator;
+pub use stats::{DropCounts, DropReason, LinkEvent, LinkStats};

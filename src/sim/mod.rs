@@ -1,1 +1,20 @@
 //! Deterministic network simulator for tests, benches and `rungs-sim`.
+//!
+//! [`NetSim`] delivers datagrams between addresses with per-direction delay,
+//! jitter, loss, duplication, reordering and outages that can change over
+//! time, all drawn from one seeded [`SplitMix64`] on a virtual microsecond
+//! clock: a seed and a sequence of calls give the same run, bit for bit
+//! (integers only, no wall clock, no hash-map order). [`Cluster`] wires sans-IO
+//! [`Endpoint`](crate::link::Endpoint)s to it and runs them event by event.
+
+// Submodules stay out of include/rungs.h.
+/// cbindgen:ignore
+mod cluster;
+/// cbindgen:ignore
+mod network;
+/// cbindgen:ignore
+mod rng;
+
+pub use cluster::{Cluster, SimHost};
+pub use network::{Conditions, Delivery, NetSim, NetStats, Outage};
+pub use rng::SplitMix64;

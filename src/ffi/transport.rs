@@ -1,0 +1,769 @@
+//! C API of the UDP transport (S8): `rungs_endpoint`, one per machine, owning
+//! one UDP socket and a link to every peer seat.
+//!
+//! Time: every call that needs the time takes `now_us`, microseconds on any
+//! monotonic clock of the engine's (the same clock on every call). While a
+//! worker thread runs (`rungs_endpoint_start_worker`), the worker's own
+//! clock, started at the last `now_us` the engine passed, is used instead and
+//! `now_us` arguments are ignored.
+
+use std::collections::VecDeque;
+use std::ffi::{c_char, c_void, CStr};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use super::guard::{
+    catch, free_object, hand_out, require, with_object, write_out, Guarded, Handle,
+};
+use super::result::rungs_result;
+use super::types::read_config;
+use crate::error::{Error, Result};
+use crate::link::{DropReason, Endpoint, EndpointConfig, LinkConfig, LinkEvent, LinkStats};
+use crate::net::{MonotonicClock, UdpDriver, Worker};
+use crate::wire::packet::{SessionKey, MAX_MESSAGE_BYTES, MAX_PACKET_BYTES};
+
+/// Largest message payload `rungs_endpoint_send` accepts and
+/// `rungs_endpoint_recv` can return: a buffer this large always suffices.
+pub const RUNGS_MAX_MESSAGE_BYTES: u32 = 1024;
+/// Largest datagram the transport sends.
+pub const RUNGS_MAX_PACKET_BYTES: u32 = 1200;
+/// `keepalive_interval_ms` value that turns keep-alive pings off.
+pub const RUNGS_KEEPALIVE_OFF: u32 = 0xFFFF_FFFF;
+/// Round-trip fields of `rungs_link_stats` before the first clean sample.
+pub const RUNGS_RTT_NONE: u32 = 0xFFFF_FFFF;
+/// `last_heard_ms_ago` of a link that never heard its peer.
+pub const RUNGS_NEVER_HEARD: u32 = 0xFFFF_FFFF;
+
+/// No event (`rungs_endpoint_poll_event` found nothing).
+pub const RUNGS_LINK_EVENT_NONE: u32 = 0;
+/// Nothing valid heard from the peer for the liveness timeout. The link keeps
+/// trying; the engine decides whether to remove the player (S8).
+pub const RUNGS_LINK_EVENT_LOST: u32 = 1;
+/// A valid packet arrived from a peer that was reported lost.
+pub const RUNGS_LINK_EVENT_RECOVERED: u32 = 2;
+
+/// `rungs_link_stats.flags`: at least one clean round-trip sample (S8).
+pub const RUNGS_LINK_CLEAN_MEASUREMENT: u32 = 1;
+/// `rungs_link_stats.flags`: unacknowledged messages older than the RTO (S8).
+pub const RUNGS_LINK_RETRANSMITTING: u32 = 2;
+/// `rungs_link_stats.flags`: reported lost and not heard since.
+pub const RUNGS_LINK_LOST: u32 = 4;
+
+/// Drop reason: shorter than the smallest packet.
+pub const RUNGS_DROP_TOO_SHORT: u32 = 0;
+/// Drop reason: longer than the largest packet.
+pub const RUNGS_DROP_TOO_LONG: u32 = 1;
+/// Drop reason: not a rungs packet.
+pub const RUNGS_DROP_BAD_MAGIC: u32 = 2;
+/// Drop reason: another protocol version.
+pub const RUNGS_DROP_BAD_VERSION: u32 = 3;
+/// Drop reason: another session's packet.
+pub const RUNGS_DROP_WRONG_SESSION: u32 = 4;
+/// Drop reason: the sender seat is not a peer.
+pub const RUNGS_DROP_UNKNOWN_SENDER: u32 = 5;
+/// Drop reason: source address not the one bound to the sender's seat.
+pub const RUNGS_DROP_SPOOFED_ADDRESS: u32 = 6;
+/// Drop reason: authentication tag mismatch (wrong key, forged, corrupted).
+pub const RUNGS_DROP_BAD_TAG: u32 = 7;
+/// Drop reason: packet number seen before (duplicate or replay).
+pub const RUNGS_DROP_REPLAYED: u32 = 8;
+/// Drop reason: packet too old, or message number too far ahead.
+pub const RUNGS_DROP_OUTSIDE_WINDOW: u32 = 9;
+/// Drop reason: bad flags, message framing, or acks of things never sent.
+pub const RUNGS_DROP_MALFORMED: u32 = 10;
+/// Drop reason: receiver holds too many undelivered messages (flow control;
+/// the peer resends later).
+pub const RUNGS_DROP_RECEIVER_FULL: u32 = 11;
+/// Number of drop reasons (length of `rungs_link_stats.dropped`).
+pub const RUNGS_DROP_REASON_COUNT: u32 = 12;
+
+// Literals above, so the header gets numbers; kept equal to the Rust values.
+const _: () = assert!(DropReason::ALL.len() == RUNGS_DROP_REASON_COUNT as usize);
+const _: () = assert!(RUNGS_MAX_MESSAGE_BYTES as usize == MAX_MESSAGE_BYTES);
+const _: () = assert!(RUNGS_MAX_PACKET_BYTES as usize == MAX_PACKET_BYTES);
+
+/// Called with a link event: `user` from the config, the peer's seat, and a
+/// `RUNGS_LINK_EVENT_*` value. Runs on the thread that called
+/// `rungs_endpoint_poll`; calling back into the same endpoint from it returns
+/// `RUNGS_ERR_REENTRANT`.
+pub type rungs_link_event_fn =
+    Option<unsafe extern "C" fn(user: *mut c_void, seat: u8, event: u32)>;
+
+/// Settings of a transport endpoint. Fill with `rungs_endpoint_config_init`,
+/// then set the session, key, seat and address.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct rungs_endpoint_config {
+    /// `sizeof(rungs_endpoint_config)`, so the struct can grow later.
+    pub struct_size: u32,
+    /// The game's session id; packets of another session are dropped.
+    pub session_id: u32,
+    /// The session's 128-bit key, the same on every machine of the game
+    /// (the game's host draws it and hands it out with the game setup).
+    pub key: [u8; 16],
+    /// This machine's seat.
+    pub local_seat: u8,
+    /// Must be zero.
+    pub reserved: [u8; 3],
+    /// Send a keep-alive after this long without an ack-eliciting packet:
+    /// 0 for the default (250 ms), `RUNGS_KEEPALIVE_OFF` for none.
+    pub keepalive_interval_ms: u32,
+    /// Report a link lost after this long with nothing heard: 0 for the
+    /// adaptive default `clamp(8·SRTT + 250 ms, 2 s, 30 s)`.
+    pub liveness_timeout_ms: u32,
+    /// Most unacknowledged messages per link, 1–8192; 0 for the default (1024).
+    pub max_in_flight: u32,
+    /// Local address to bind, NUL-terminated text: `"0.0.0.0:0"`,
+    /// `"127.0.0.1:7000"`, `"[::]:7000"` (IPv6 and IPv4, dual-stack). NULL
+    /// binds `"0.0.0.0:0"` (any IPv4 interface, a free port).
+    pub bind_address: *const c_char,
+    /// Link event callback, or NULL to collect events with
+    /// `rungs_endpoint_poll_event`.
+    pub on_link_event: rungs_link_event_fn,
+    /// Passed to `on_link_event` unchanged.
+    pub user: *mut c_void,
+}
+
+/// One delivered message's envelope, filled by `rungs_endpoint_recv`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct rungs_received {
+    /// Bytes copied into the buffer.
+    pub length: u32,
+    /// Seat of the sender.
+    pub seat: u8,
+    /// 1 when a message was copied, 0 when none was waiting.
+    pub received: u8,
+    /// Zero.
+    pub reserved: [u8; 2],
+}
+
+/// One link's health and counters, filled by `rungs_endpoint_link_stats`.
+/// Round trips are microseconds (`RUNGS_RTT_NONE` before the first clean
+/// sample); counters saturate at `UINT32_MAX`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct rungs_link_stats {
+    /// Set to `sizeof(rungs_link_stats)` before the call.
+    pub struct_size: u32,
+    /// `RUNGS_LINK_*` flag bits.
+    pub flags: u32,
+    /// Smoothed round trip (RFC 6298).
+    pub srtt_us: u32,
+    /// Round-trip variance.
+    pub rttvar_us: u32,
+    /// Latest sample.
+    pub latest_rtt_us: u32,
+    /// Smallest sample ever.
+    pub min_rtt_us: u32,
+    /// Worst sample of the last ten seconds, or the latest if none (S3).
+    pub worst_recent_rtt_us: u32,
+    /// Current retransmission timeout, backoff included.
+    pub rto_us: u32,
+    /// Round-trip samples taken.
+    pub rtt_samples: u32,
+    /// Share of recent packets never acknowledged, per mille.
+    pub loss_permille: u32,
+    /// Datagrams sent to the peer.
+    pub packets_sent: u32,
+    /// Valid datagrams received from the peer.
+    pub packets_received: u32,
+    /// Bytes sent.
+    pub bytes_sent: u32,
+    /// Bytes of valid datagrams received.
+    pub bytes_received: u32,
+    /// Messages queued by `rungs_endpoint_send`.
+    pub messages_sent: u32,
+    /// Messages handed out by `rungs_endpoint_recv`.
+    pub messages_delivered: u32,
+    /// Message transmissions after the first.
+    pub messages_retransmitted: u32,
+    /// Retransmission timeouts fired.
+    pub rto_expirations: u32,
+    /// Messages that arrived again after they had already arrived.
+    pub duplicate_messages: u32,
+    /// Messages not yet acknowledged.
+    pub messages_in_flight: u32,
+    /// Milliseconds since a valid packet arrived; `RUNGS_NEVER_HEARD` if never.
+    pub last_heard_ms_ago: u32,
+    /// Dropped datagrams claiming to come from this peer, indexed by
+    /// `RUNGS_DROP_*` (only the peer-attributable reasons can be non-zero).
+    pub dropped: [u32; 12],
+}
+
+/// A transport endpoint: one UDP socket, one link per peer seat. Opaque.
+pub struct rungs_endpoint(Guarded<EndpointState>);
+
+impl Handle for rungs_endpoint {
+    type State = EndpointState;
+    fn guarded(&self) -> &Guarded<EndpointState> {
+        &self.0
+    }
+}
+
+/// Who drives the socket: the engine through `poll`, or the worker thread.
+pub enum Driving {
+    /// The engine polls. Boxed: the driver is large, the other states small.
+    Engine(Box<UdpDriver>),
+    /// A worker thread polls.
+    Worker(Worker),
+    /// Only while switching between the two.
+    Switching,
+}
+
+/// The endpoint behind a `rungs_endpoint` handle, with the engine's callback.
+pub struct EndpointState {
+    driving: Driving,
+    on_link_event: rungs_link_event_fn,
+    user: *mut c_void,
+    /// The latest `now_us` the engine passed (the worker clock starts there).
+    last_now_us: u64,
+    /// Events taken from the endpoint, waiting for the callback or a poll.
+    events: VecDeque<(u8, LinkEvent)>,
+}
+
+impl EndpointState {
+    /// Run `f` on the driver at the right time: the engine's `now_us`, or
+    /// the worker's clock with the driver locked.
+    fn with_driver<R>(
+        &mut self,
+        now_us: u64,
+        f: impl FnOnce(&mut UdpDriver, u64) -> R,
+    ) -> Result<R> {
+        match &mut self.driving {
+            Driving::Engine(driver) => {
+                self.last_now_us = now_us;
+                Ok(f(driver, now_us))
+            }
+            Driving::Worker(worker) => {
+                let now = worker.clock().now_us();
+                let mut driver = worker.lock();
+                Ok(f(&mut driver, now))
+            }
+            Driving::Switching => Err(Error::State("the transport worker failed to stop")),
+        }
+    }
+
+    /// Run `f` on the endpoint (no I/O), at the latest time known.
+    fn endpoint<R>(&mut self, f: impl FnOnce(&mut Endpoint) -> R) -> Result<R> {
+        self.with_driver(self.last_now_us, |d, _| f(d.endpoint_mut()))
+    }
+
+    /// Keep the endpoint's new link events (at most 64, the oldest dropped first).
+    fn keep_events(&mut self) -> Result<()> {
+        let mut new = Vec::new();
+        self.endpoint(|e| new.extend(std::iter::from_fn(|| e.poll_event())))?;
+        for event in new {
+            if self.events.len() == MAX_KEPT_EVENTS {
+                self.events.pop_front();
+            }
+            self.events.push_back(event);
+        }
+        Ok(())
+    }
+}
+
+/// Link events an endpoint keeps for the engine.
+const MAX_KEPT_EVENTS: usize = 64;
+
+fn event_code(event: LinkEvent) -> u32 {
+    match event {
+        LinkEvent::Lost => RUNGS_LINK_EVENT_LOST,
+        LinkEvent::Recovered => RUNGS_LINK_EVENT_RECOVERED,
+    }
+}
+
+fn saturate(value: u64) -> u32 {
+    u32::try_from(value).unwrap_or(u32::MAX)
+}
+
+fn rtt_field(value: Option<u64>) -> u32 {
+    // RUNGS_RTT_NONE is reserved, so a measured value stops one below it.
+    value.map_or(RUNGS_RTT_NONE, |v| saturate(v).min(RUNGS_RTT_NONE - 1))
+}
+
+fn c_stats(stats: &LinkStats, now_us: u64) -> rungs_link_stats {
+    let mut flags = 0;
+    if stats.clean_measurement {
+        flags |= RUNGS_LINK_CLEAN_MEASUREMENT;
+    }
+    if stats.retransmitting {
+        flags |= RUNGS_LINK_RETRANSMITTING;
+    }
+    if stats.lost {
+        flags |= RUNGS_LINK_LOST;
+    }
+    let mut dropped = [0u32; 12];
+    for reason in DropReason::ALL {
+        dropped[reason.index()] = saturate(stats.dropped.get(reason));
+    }
+    rungs_link_stats {
+        struct_size: std::mem::size_of::<rungs_link_stats>() as u32,
+        flags,
+        srtt_us: rtt_field(stats.srtt_us),
+        rttvar_us: rtt_field(stats.rttvar_us),
+        latest_rtt_us: rtt_field(stats.latest_rtt_us),
+        min_rtt_us: rtt_field(stats.min_rtt_us),
+        worst_recent_rtt_us: rtt_field(stats.worst_recent_rtt_us),
+        rto_us: saturate(stats.rto_us),
+        rtt_samples: saturate(stats.rtt_samples),
+        loss_permille: stats.loss_permille,
+        packets_sent: saturate(stats.packets_sent),
+        packets_received: saturate(stats.packets_received),
+        bytes_sent: saturate(stats.bytes_sent),
+        bytes_received: saturate(stats.bytes_received),
+        messages_sent: saturate(stats.messages_sent),
+        messages_delivered: saturate(stats.messages_delivered),
+        messages_retransmitted: saturate(stats.messages_retransmitted),
+        rto_expirations: saturate(stats.rto_expirations),
+        duplicate_messages: saturate(stats.duplicate_messages),
+        messages_in_flight: saturate(stats.messages_in_flight),
+        last_heard_ms_ago: stats.last_heard_us.map_or(RUNGS_NEVER_HEARD, |heard| {
+            saturate(now_us.saturating_sub(heard) / 1000).min(RUNGS_NEVER_HEARD - 1)
+        }),
+        dropped,
+    }
+}
+
+/// Read a NUL-terminated address like `"127.0.0.1:7000"` or `"[::1]:7000"`.
+///
+/// # Safety
+/// `text` is a valid NUL-terminated string.
+unsafe fn parse_address(text: *const c_char) -> Result<SocketAddr> {
+    // SAFETY: by contract.
+    let text = unsafe { CStr::from_ptr(text) };
+    text.to_str()
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .ok_or(Error::InvalidArgument(
+            "address must read \"ip:port\", e.g. \"127.0.0.1:7000\" or \"[::1]:7000\"",
+        ))
+}
+
+fn link_config(config: &rungs_endpoint_config) -> Result<LinkConfig> {
+    let defaults = LinkConfig::default();
+    let keepalive_interval_us = match config.keepalive_interval_ms {
+        0 => defaults.keepalive_interval_us,
+        RUNGS_KEEPALIVE_OFF => 0,
+        ms => u64::from(ms) * 1000,
+    };
+    let liveness_timeout_us = match config.liveness_timeout_ms {
+        0 => None,
+        ms => Some(u64::from(ms) * 1000),
+    };
+    let max_in_flight = match config.max_in_flight {
+        0 => defaults.max_in_flight,
+        n => usize::try_from(n).unwrap_or(usize::MAX),
+    };
+    let link = LinkConfig {
+        keepalive_interval_us,
+        liveness_timeout_us,
+        max_in_flight,
+        ..defaults
+    };
+    link.validate()?;
+    Ok(link)
+}
+
+/// Fill `config` with defaults: `struct_size` set, session 0, zero key,
+/// seat 0, default timers, bind `"0.0.0.0:0"`, no callback.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_endpoint_config_init(
+    config: *mut rungs_endpoint_config,
+) -> rungs_result {
+    catch(|| {
+        require(config, "config")?;
+        let defaults = rungs_endpoint_config {
+            struct_size: std::mem::size_of::<rungs_endpoint_config>() as u32,
+            session_id: 0,
+            key: [0; 16],
+            local_seat: 0,
+            reserved: [0; 3],
+            keepalive_interval_ms: 0,
+            liveness_timeout_ms: 0,
+            max_in_flight: 0,
+            bind_address: std::ptr::null(),
+            on_link_event: None,
+            user: std::ptr::null_mut(),
+        };
+        // SAFETY: non-NULL, valid for writes by the caller's contract.
+        unsafe { write_out(config, defaults) };
+        Ok(())
+    })
+}
+
+/// Create an endpoint: validate `config`, bind its UDP socket (non-blocking)
+/// and write the handle to `*out`. Nothing is sent until peers are added
+/// and `rungs_endpoint_poll` runs; no thread is started.
+/// Errors: `RUNGS_ERR_NULL_POINTER`, `RUNGS_ERR_INVALID_ARGUMENT` (struct_size,
+/// reserved bytes, ranges, address text), `RUNGS_ERR_IO` (bind failed).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_endpoint_new(
+    config: *const rungs_endpoint_config,
+    out: *mut *mut rungs_endpoint,
+) -> rungs_result {
+    catch(|| {
+        require(out, "out")?;
+        // SAFETY: read_config checks NULL and struct_size before reading the rest.
+        let config = unsafe { read_config(config, "config")? };
+        if config.reserved != [0; 3] {
+            return Err(Error::InvalidArgument("config.reserved must be zero"));
+        }
+        let link = link_config(&config)?;
+        let bind = if config.bind_address.is_null() {
+            SocketAddr::from(([0, 0, 0, 0], 0))
+        } else {
+            // SAFETY: non-NULL and NUL-terminated by the caller's contract.
+            unsafe { parse_address(config.bind_address)? }
+        };
+        let endpoint = Endpoint::new(EndpointConfig {
+            session_id: config.session_id,
+            key: SessionKey(config.key),
+            local_seat: config.local_seat,
+            link,
+        })?;
+        let driver = UdpDriver::bind(bind, endpoint)?;
+        let state = EndpointState {
+            driving: Driving::Engine(Box::new(driver)),
+            on_link_event: config.on_link_event,
+            user: config.user,
+            last_now_us: 0,
+            events: VecDeque::new(),
+        };
+        // SAFETY: `out` is NULL (refused) or writable by contract.
+        unsafe { hand_out(out, rungs_endpoint(Guarded::new(state))) }
+    })
+}
+
+/// Free an endpoint: stops its worker thread if one runs, closes the socket.
+/// NULL is accepted. Refused with `RUNGS_ERR_REENTRANT` from inside the
+/// endpoint's own callback.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_endpoint_free(endpoint: *mut rungs_endpoint) -> rungs_result {
+    // SAFETY: NULL or a live handle from rungs_endpoint_new, not used after.
+    unsafe { free_object(endpoint) }
+}
+
+/// The UDP port the endpoint is bound to (the one the OS picked for port 0).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_endpoint_local_port(
+    endpoint: *mut rungs_endpoint,
+    out_port: *mut u16,
+) -> rungs_result {
+    // SAFETY: NULL or a live handle, by contract.
+    unsafe {
+        with_object(endpoint, |state| {
+            require(out_port, "out_port")?;
+            let address = state.with_driver(state.last_now_us, |d, _| d.local_addr())??;
+            write_out(out_port, address.port());
+            Ok(())
+        })
+    }
+}
+
+/// Add the peer at `seat`, bound to `address` (`"ip:port"` text, e.g.
+/// `"192.0.2.7:7000"` or `"[2001:db8::7]:7000"`). Datagrams claiming to be
+/// from `seat` are accepted only from that address. Errors:
+/// `RUNGS_ERR_INVALID_ARGUMENT` (bad text, our own seat), `RUNGS_ERR_STATE`
+/// (seat already added).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_endpoint_add_peer(
+    endpoint: *mut rungs_endpoint,
+    seat: u8,
+    address: *const c_char,
+) -> rungs_result {
+    // SAFETY: NULL or a live handle, by contract.
+    unsafe {
+        with_object(endpoint, |state| {
+            require(address, "address")?;
+            let address = parse_address(address)?;
+            state.with_driver(state.last_now_us, |d, now| {
+                d.endpoint_mut().add_peer(seat, address, now)
+            })?
+        })
+    }
+}
+
+/// Remove the peer at `seat` and its link (the engine decides; the transport
+/// never removes anyone). `RUNGS_ERR_UNKNOWN_SEAT` if there is none.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_endpoint_remove_peer(
+    endpoint: *mut rungs_endpoint,
+    seat: u8,
+) -> rungs_result {
+    // SAFETY: NULL or a live handle, by contract.
+    unsafe { with_object(endpoint, |state| state.endpoint(|e| e.remove_peer(seat))?) }
+}
+
+/// Queue `len` bytes for reliable, in-order delivery to `seat`; they go out
+/// on the next `rungs_endpoint_poll`. `data` may be NULL only when `len` is 0.
+/// Errors: `RUNGS_ERR_UNKNOWN_SEAT`, `RUNGS_ERR_INVALID_ARGUMENT` (longer
+/// than `RUNGS_MAX_MESSAGE_BYTES`), `RUNGS_ERR_FULL` (too many messages
+/// unacknowledged: the peer is not answering; try again later).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_endpoint_send(
+    endpoint: *mut rungs_endpoint,
+    seat: u8,
+    data: *const u8,
+    len: usize,
+) -> rungs_result {
+    // SAFETY: NULL or a live handle, by contract.
+    unsafe {
+        with_object(endpoint, |state| {
+            let payload: &[u8] = if len == 0 {
+                &[]
+            } else {
+                require(data, "data")?;
+                if len > MAX_MESSAGE_BYTES {
+                    return Err(Error::InvalidArgument(
+                        "message longer than RUNGS_MAX_MESSAGE_BYTES",
+                    ));
+                }
+                // SAFETY: non-NULL, `len` readable bytes by contract.
+                std::slice::from_raw_parts(data, len)
+            };
+            state.endpoint(|e| e.send(seat, payload))?.map(|_| ())
+        })
+    }
+}
+
+/// Drive the transport at `now_us`: read every waiting datagram, fire
+/// timers (resends, keep-alives, liveness), send what is due, then report
+/// link events to the callback (or keep them for `rungs_endpoint_poll_event`).
+/// Never blocks. Call it every frame, and right after `rungs_endpoint_send`
+/// for the lowest latency. With a worker running, only events are reported.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_endpoint_poll(
+    endpoint: *mut rungs_endpoint,
+    now_us: u64,
+) -> rungs_result {
+    // SAFETY: NULL or a live handle, by contract.
+    unsafe {
+        with_object(endpoint, |state| {
+            if matches!(state.driving, Driving::Engine(_)) {
+                state.with_driver(now_us, |d, now| d.poll(now))?;
+            }
+            state.keep_events()?;
+            // Callbacks run with the driver unlocked, in order, on this thread.
+            if let Some(callback) = state.on_link_event {
+                while let Some((seat, event)) = state.events.pop_front() {
+                    callback(state.user, seat, event_code(event));
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Take the next kept link event: `*out_seat` and `*out_event`
+/// (`RUNGS_LINK_EVENT_NONE` when there is none). Events are kept only when
+/// no callback is configured; at most 64, the oldest dropped first.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_endpoint_poll_event(
+    endpoint: *mut rungs_endpoint,
+    out_seat: *mut u8,
+    out_event: *mut u32,
+) -> rungs_result {
+    // SAFETY: NULL or a live handle, by contract.
+    unsafe {
+        with_object(endpoint, |state| {
+            require(out_seat, "out_seat")?;
+            require(out_event, "out_event")?;
+            state.keep_events()?;
+            let (seat, event) = state
+                .events
+                .pop_front()
+                .map_or((0, RUNGS_LINK_EVENT_NONE), |(s, e)| (s, event_code(e)));
+            write_out(out_seat, seat);
+            write_out(out_event, event);
+            Ok(())
+        })
+    }
+}
+
+/// Copy the next delivered message (from any peer, seats in turn) into
+/// `buf` of `cap` bytes and describe it in `*out` (`out->received` is 0 when
+/// none was waiting). `RUNGS_ERR_BUFFER_TOO_SMALL` leaves the message
+/// queued; a buffer of `RUNGS_MAX_MESSAGE_BYTES` always suffices. `buf` may
+/// be NULL only when `cap` is 0.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_endpoint_recv(
+    endpoint: *mut rungs_endpoint,
+    buf: *mut u8,
+    cap: usize,
+    out: *mut rungs_received,
+) -> rungs_result {
+    // SAFETY: NULL or a live handle, by contract.
+    unsafe {
+        with_object(endpoint, |state| {
+            require(out, "out")?;
+            let buf: &mut [u8] = if cap == 0 {
+                &mut []
+            } else {
+                require(buf, "buf")?;
+                // SAFETY: non-NULL, `cap` writable bytes by contract.
+                std::slice::from_raw_parts_mut(buf, cap)
+            };
+            let got = state.endpoint(|e| e.recv_into(buf))??;
+            let received = match got {
+                Some((seat, len)) => rungs_received {
+                    length: len as u32,
+                    seat,
+                    received: 1,
+                    reserved: [0; 2],
+                },
+                None => rungs_received::default(),
+            };
+            write_out(out, received);
+            Ok(())
+        })
+    }
+}
+
+/// Fill `*out` with the health and counters of the link to `seat` at
+/// `now_us`. Set `out->struct_size = sizeof(rungs_link_stats)` first.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_endpoint_link_stats(
+    endpoint: *mut rungs_endpoint,
+    seat: u8,
+    now_us: u64,
+    out: *mut rungs_link_stats,
+) -> rungs_result {
+    // SAFETY: NULL or a live handle, by contract.
+    unsafe {
+        with_object(endpoint, |state| {
+            require(out, "out")?;
+            if (*out).struct_size as usize != std::mem::size_of::<rungs_link_stats>() {
+                return Err(Error::InvalidArgument(
+                    "out->struct_size must be sizeof(rungs_link_stats)",
+                ));
+            }
+            let stats = state.with_driver(now_us, |d, now| {
+                d.endpoint()
+                    .link(seat)
+                    .map(|link| c_stats(&link.stats(now), now))
+                    .ok_or(Error::UnknownSeat(seat))
+            })??;
+            write_out(out, stats);
+            Ok(())
+        })
+    }
+}
+
+/// Datagrams the endpoint dropped for `reason` (a `RUNGS_DROP_*` value),
+/// over all peers and unattributable ones. `RUNGS_ERR_INVALID_ARGUMENT` for
+/// an unknown reason.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_endpoint_dropped(
+    endpoint: *mut rungs_endpoint,
+    reason: u32,
+    out_count: *mut u64,
+) -> rungs_result {
+    // SAFETY: NULL or a live handle, by contract.
+    unsafe {
+        with_object(endpoint, |state| {
+            require(out_count, "out_count")?;
+            let reason = *DropReason::ALL
+                .get(reason as usize)
+                .ok_or(Error::InvalidArgument(
+                    "reason must be a RUNGS_DROP_* value",
+                ))?;
+            let count = state.endpoint(|e| e.total_drops().get(reason))?;
+            write_out(out_count, count);
+            Ok(())
+        })
+    }
+}
+
+/// Start a worker thread that polls the socket every `tick_us` microseconds
+/// (1 000 to 1 000 000; 1 000 is a good choice) on its own clock, starting at
+/// the last `now_us` the engine passed. Only ever started by this call (S7).
+/// Link events still reach the engine only through `rungs_endpoint_poll` on
+/// its own thread. `RUNGS_ERR_STATE` if a worker already runs.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_endpoint_start_worker(
+    endpoint: *mut rungs_endpoint,
+    tick_us: u32,
+) -> rungs_result {
+    // SAFETY: NULL or a live handle, by contract.
+    unsafe {
+        with_object(endpoint, |state| {
+            if !(1_000..=1_000_000).contains(&tick_us) {
+                return Err(Error::InvalidArgument("tick_us must be 1000..=1000000"));
+            }
+            if !matches!(state.driving, Driving::Engine(_)) {
+                return Err(Error::State("a worker already runs"));
+            }
+            let Driving::Engine(driver) = std::mem::replace(&mut state.driving, Driving::Switching)
+            else {
+                return Err(Error::State("a worker already runs"));
+            };
+            let clock = MonotonicClock::starting_at(state.last_now_us);
+            // Worker::start only fails before taking the driver if the OS
+            // refuses a thread; the driver is then lost with the error.
+            let worker = Worker::start(*driver, Duration::from_micros(u64::from(tick_us)), clock)?;
+            state.driving = Driving::Worker(worker);
+            Ok(())
+        })
+    }
+}
+
+/// Stop the worker thread (joined before returning) and hand polling back to
+/// the engine. `RUNGS_ERR_STATE` if no worker runs.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_endpoint_stop_worker(endpoint: *mut rungs_endpoint) -> rungs_result {
+    // SAFETY: NULL or a live handle, by contract.
+    unsafe {
+        with_object(endpoint, |state| {
+            if !matches!(state.driving, Driving::Worker(_)) {
+                return Err(Error::State("no worker runs"));
+            }
+            let Driving::Worker(worker) = std::mem::replace(&mut state.driving, Driving::Switching)
+            else {
+                return Err(Error::State("no worker runs"));
+            };
+            state.last_now_us = worker.clock().now_us();
+            state.driving = Driving::Engine(Box::new(worker.stop()?));
+            Ok(())
+        })
+    }
+}
+
+/// The name of a `RUNGS_DROP_*` reason, e.g. `"bad_tag"`; `"unknown"` for
+/// any other value. Static storage: never free it.
+#[no_mangle]
+pub extern "C" fn rungs_drop_reason_str(reason: u32) -> *const c_char {
+    const NAMES: [&[u8]; 13] = [
+        b"too_short\0",
+        b"too_long\0",
+        b"bad_magic\0",
+        b"bad_version\0",
+        b"wrong_session\0",
+        b"unknown_sender\0",
+        b"spoofed_address\0",
+        b"bad_tag\0",
+        b"replayed\0",
+        b"outside_window\0",
+        b"malformed\0",
+        b"receiver_full\0",
+        b"unknown\0",
+    ];
+    let index = (reason as usize).min(NAMES.len() - 1);
+    NAMES[index].as_ptr().cast()
+}
+
+// Keep the C names in step with the Rust names.
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drop_reason_names_match() {
+        for reason in DropReason::ALL {
+            let name = unsafe { CStr::from_ptr(rungs_drop_reason_str(reason.index() as u32)) };
+            assert_eq!(name.to_str().unwrap(), reason.name());
+        }
+        let unknown = unsafe { CStr::from_ptr(rungs_drop_reason_str(99)) };
+        assert_eq!(unknown.to_str().unwrap(), "unknown");
+    }
+}

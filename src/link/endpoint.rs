@@ -1,0 +1,357 @@
+//! One machine's end of the transport, sans-IO: the links to every peer,
+//! keyed by seat, each bound to the peer's address (S8).
+//!
+//! Every datagram is validated in this order, and dropped and counted at the
+//! first failure without being acted on: length, magic, version (the packet
+//! prefix), session id, known sender seat, source address bound to that seat,
+//! authentication tag, then the link's checks (structure, replay window,
+//! acknowledgements, message numbers).
+
+use std::net::SocketAddr;
+
+use super::peer::{Link, LinkConfig, LinkIdentity};
+use super::stats::{DropCounts, DropReason, LinkEvent};
+use crate::error::{Error, Result};
+use crate::wire::packet::{decode, peek, verify_tag, SessionKey};
+
+/// Settings of an endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EndpointConfig {
+    /// The game's session id: packets of another session are dropped.
+    pub session_id: u32,
+    /// The session's 128-bit key, the same on every machine of the game.
+    pub key: SessionKey,
+    /// This machine's seat.
+    pub local_seat: u8,
+    /// Settings every link uses.
+    pub link: LinkConfig,
+}
+
+/// A datagram [`Endpoint::poll_transmit`] wrote into the caller's buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transmit {
+    /// Seat it is for.
+    pub seat: u8,
+    /// Where to send it.
+    pub destination: SocketAddr,
+    /// Its length in the buffer.
+    pub len: usize,
+}
+
+#[derive(Debug)]
+struct Peer {
+    seat: u8,
+    address: SocketAddr,
+    link: Link,
+}
+
+/// The links of one machine. See the module docs.
+#[derive(Debug)]
+pub struct Endpoint {
+    config: EndpointConfig,
+    /// Sorted by seat.
+    peers: Vec<Peer>,
+    /// Drops that cannot be pinned on a known peer.
+    dropped: DropCounts,
+    next_transmit: usize,
+    next_receive: usize,
+}
+
+/// The address as compared and sent to: an IPv4-mapped IPv6 address (what a
+/// dual-stack socket reports for an IPv4 peer) is the IPv4 address.
+pub fn canonical_address(address: SocketAddr) -> SocketAddr {
+    match address {
+        SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
+            Some(v4) => SocketAddr::new(v4.into(), v6.port()),
+            None => address,
+        },
+        SocketAddr::V4(_) => address,
+    }
+}
+
+impl Endpoint {
+    /// An endpoint with no peers yet.
+    pub fn new(config: EndpointConfig) -> Result<Endpoint> {
+        config.link.validate()?;
+        Ok(Endpoint {
+            config,
+            peers: Vec::new(),
+            dropped: DropCounts::default(),
+            next_transmit: 0,
+            next_receive: 0,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &EndpointConfig {
+        &self.config
+    }
+
+    /// This machine's seat.
+    pub fn local_seat(&self) -> u8 {
+        self.config.local_seat
+    }
+
+    fn index(&self, seat: u8) -> Result<usize> {
+        self.peers
+            .binary_search_by_key(&seat, |p| p.seat)
+            .map_err(|_| Error::UnknownSeat(seat))
+    }
+
+    /// Add the peer at `seat`, bound to `address`; its link starts at `now_us`.
+    pub fn add_peer(&mut self, seat: u8, address: SocketAddr, now_us: u64) -> Result<()> {
+        if seat == self.config.local_seat {
+            return Err(Error::InvalidArgument("a peer cannot have the local seat"));
+        }
+        let at = match self.peers.binary_search_by_key(&seat, |p| p.seat) {
+            Ok(_) => return Err(Error::State("that seat already has a peer")),
+            Err(at) => at,
+        };
+        let identity = LinkIdentity {
+            session_id: self.config.session_id,
+            key: self.config.key,
+            local_seat: self.config.local_seat,
+            peer_seat: seat,
+        };
+        let link = Link::new(self.config.link, identity, now_us)?;
+        self.peers.insert(
+            at,
+            Peer {
+                seat,
+                address: canonical_address(address),
+                link,
+            },
+        );
+        Ok(())
+    }
+
+    /// Bind `seat` to a new address (the engine learned the peer moved).
+    pub fn set_peer_address(&mut self, seat: u8, address: SocketAddr) -> Result<()> {
+        let at = self.index(seat)?;
+        self.peers[at].address = canonical_address(address);
+        Ok(())
+    }
+
+    /// Drop the peer at `seat` and its link (the engine's decision, e.g. after
+    /// it executed a removal event; the transport never removes anyone).
+    pub fn remove_peer(&mut self, seat: u8) -> Result<()> {
+        let at = self.index(seat)?;
+        self.peers.remove(at);
+        Ok(())
+    }
+
+    /// The seats with a peer, in order, and their addresses.
+    pub fn peers(&self) -> impl Iterator<Item = (u8, SocketAddr)> + '_ {
+        self.peers.iter().map(|p| (p.seat, p.address))
+    }
+
+    /// The link to `seat`.
+    pub fn link(&self, seat: u8) -> Option<&Link> {
+        self.index(seat).ok().map(|at| &self.peers[at].link)
+    }
+
+    /// The link to `seat`, mutably.
+    pub fn link_mut(&mut self, seat: u8) -> Option<&mut Link> {
+        let at = self.index(seat).ok()?;
+        Some(&mut self.peers[at].link)
+    }
+
+    /// Queue a message to `seat` (see [`Link::send`]).
+    pub fn send(&mut self, seat: u8, payload: &[u8]) -> Result<u64> {
+        let at = self.index(seat)?;
+        self.peers[at].link.send(payload)
+    }
+
+    /// Validate and act on one datagram from `source`: the seat it came from,
+    /// or why it was dropped (already counted).
+    pub fn handle_datagram(
+        &mut self,
+        now_us: u64,
+        source: SocketAddr,
+        datagram: &[u8],
+    ) -> std::result::Result<u8, DropReason> {
+        let prefix = match peek(datagram) {
+            Ok(prefix) => prefix,
+            Err(e) => return Err(self.drop_unattributed(e.into())),
+        };
+        if prefix.session_id != self.config.session_id {
+            return Err(self.drop_unattributed(DropReason::WrongSession));
+        }
+        let Ok(at) = self.index(prefix.sender) else {
+            return Err(self.drop_unattributed(DropReason::UnknownSender));
+        };
+        let local_seat = self.config.local_seat;
+        let key = self.config.key;
+        let peer = &mut self.peers[at];
+        if canonical_address(source) != peer.address {
+            peer.link.count_drop(DropReason::SpoofedAddress);
+            return Err(DropReason::SpoofedAddress);
+        }
+        if !verify_tag(datagram, &key, local_seat) {
+            peer.link.count_drop(DropReason::BadTag);
+            return Err(DropReason::BadTag);
+        }
+        let packet = match decode(datagram) {
+            Ok(packet) => packet,
+            Err(e) => {
+                let reason = e.into();
+                peer.link.count_drop(reason);
+                return Err(reason);
+            }
+        };
+        peer.link.handle_packet(now_us, &packet, datagram.len())?;
+        Ok(peer.seat)
+    }
+
+    fn drop_unattributed(&mut self, reason: DropReason) -> DropReason {
+        self.dropped.count(reason);
+        reason
+    }
+
+    /// Fire due timers of every link (see [`Link::handle_timeout`]).
+    pub fn handle_timeout(&mut self, now_us: u64) {
+        for peer in &mut self.peers {
+            peer.link.handle_timeout(now_us);
+        }
+    }
+
+    /// The earliest timer of any link.
+    pub fn poll_timeout(&self) -> Option<u64> {
+        self.peers
+            .iter()
+            .filter_map(|p| p.link.poll_timeout())
+            .min()
+    }
+
+    /// Write the next datagram to send into `buf`, taking links in turn; call
+    /// until `None`.
+    pub fn poll_transmit(&mut self, now_us: u64, buf: &mut [u8]) -> Option<Transmit> {
+        let count = self.peers.len();
+        for step in 0..count {
+            let at = (self.next_transmit + step) % count;
+            let peer = &mut self.peers[at];
+            if let Some(len) = peer.link.poll_transmit(now_us, buf) {
+                self.next_transmit = (at + 1) % count;
+                return Some(Transmit {
+                    seat: peer.seat,
+                    destination: peer.address,
+                    len,
+                });
+            }
+        }
+        None
+    }
+
+    /// The next delivered message from any peer, taking seats in turn.
+    pub fn recv(&mut self) -> Option<(u8, Vec<u8>)> {
+        let count = self.peers.len();
+        for step in 0..count {
+            let at = (self.next_receive + step) % count;
+            let peer = &mut self.peers[at];
+            if let Some(message) = peer.link.recv() {
+                self.next_receive = (at + 1) % count;
+                return Some((peer.seat, message));
+            }
+        }
+        None
+    }
+
+    /// Copy the next delivered message from any peer (seats in turn) into
+    /// `buf`: its seat and length, or `None` when none is waiting. When `buf`
+    /// is too small the message stays queued and
+    /// `Error::BufferTooSmall { needed }` says how much room it needs.
+    pub fn recv_into(&mut self, buf: &mut [u8]) -> Result<Option<(u8, usize)>> {
+        let count = self.peers.len();
+        for step in 0..count {
+            let at = (self.next_receive + step) % count;
+            let Some(len) = self.peers[at].link.next_message_len() else {
+                continue;
+            };
+            if len > buf.len() {
+                return Err(Error::BufferTooSmall { needed: len });
+            }
+            let peer = &mut self.peers[at];
+            let message = peer.link.recv().unwrap_or_default();
+            buf[..len].copy_from_slice(&message);
+            self.next_receive = (at + 1) % count;
+            return Ok(Some((peer.seat, len)));
+        }
+        Ok(None)
+    }
+
+    /// The next delivered message from `seat`.
+    pub fn recv_from(&mut self, seat: u8) -> Result<Option<Vec<u8>>> {
+        let at = self.index(seat)?;
+        Ok(self.peers[at].link.recv())
+    }
+
+    /// The next liveness event of any link.
+    pub fn poll_event(&mut self) -> Option<(u8, LinkEvent)> {
+        self.peers
+            .iter_mut()
+            .find_map(|p| p.link.poll_event().map(|event| (p.seat, event)))
+    }
+
+    /// Drops not pinned on a peer: bad length, magic, version, session, unknown sender.
+    pub fn unattributed_drops(&self) -> &DropCounts {
+        &self.dropped
+    }
+
+    /// Every drop: unattributed ones plus every link's.
+    pub fn total_drops(&self) -> DropCounts {
+        let mut total = self.dropped;
+        for peer in &self.peers {
+            total.add(peer.link.dropped());
+        }
+        total
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV6};
+
+    #[test]
+    fn ipv4_mapped_addresses_compare_as_ipv4() {
+        let v4: SocketAddr = "192.0.2.1:4000".parse().unwrap();
+        let mapped = SocketAddr::V6(SocketAddrV6::new(
+            Ipv4Addr::new(192, 0, 2, 1).to_ipv6_mapped(),
+            4000,
+            0,
+            0,
+        ));
+        assert_eq!(canonical_address(mapped), v4);
+        let v6 = SocketAddr::new(Ipv6Addr::LOCALHOST.into(), 1);
+        assert_eq!(canonical_address(v6), v6);
+    }
+
+    #[test]
+    fn peers_are_kept_by_seat() {
+        let mut e = Endpoint::new(EndpointConfig {
+            session_id: 1,
+            key: SessionKey([1; 16]),
+            local_seat: 2,
+            link: LinkConfig::default(),
+        })
+        .unwrap();
+        let addr: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        assert_eq!(
+            e.add_peer(2, addr, 0),
+            Err(Error::InvalidArgument("a peer cannot have the local seat"))
+        );
+        e.add_peer(5, addr, 0).unwrap();
+        e.add_peer(0, addr, 0).unwrap();
+        assert_eq!(
+            e.add_peer(5, addr, 0),
+            Err(Error::State("that seat already has a peer"))
+        );
+        assert_eq!(e.peers().map(|(s, _)| s).collect::<Vec<_>>(), vec![0, 5]);
+        assert_eq!(e.send(7, b"x"), Err(Error::UnknownSeat(7)));
+        e.remove_peer(0).unwrap();
+        let mut buf = [0u8; 4];
+        assert_eq!(e.recv_into(&mut buf), Ok(None));
+        assert_eq!(e.remove_peer(0), Err(Error::UnknownSeat(0)));
+        assert!(e.link(5).is_some());
+    }
+}

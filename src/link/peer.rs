@@ -1,0 +1,1101 @@
+//! One link to one peer (S8), sans-IO: the caller feeds time and validated
+//! packets and asks what to send.
+//!
+//! Sending: every message gets the next number; each packet gets a packet
+//! number that is never reused, so an acknowledgement names the exact packet
+//! (RFC 9002) and the packet's send time gives an unambiguous sample. Every
+//! packet carries the ack block. Unacknowledged messages are re-sent without
+//! waiting for a request (seed 002): piggybacked on outgoing packets within a
+//! byte budget, and all of them when the retransmission timeout fires.
+//!
+//! Karn's rule (S8): a packet gives a round-trip sample only when it carried
+//! at least one message in its first transmission (or was a keep-alive ping)
+//! and it is the largest packet the acknowledgement names. A packet that only
+//! re-sent messages never gives one.
+//!
+//! Receiving: packets pass the replay window, then their messages are widened
+//! to full numbers, buffered, and handed to the caller exactly once, in order.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use super::replay::{ReplayWindow, REPLAY_WINDOW};
+use super::rtt::RttEstimator;
+use super::stats::{DropCounts, DropReason, LinkEvent, LinkStats};
+use crate::error::{Error, Result};
+use crate::wire::packet::{
+    AckBlock, Header, Packet, PacketWriter, SessionKey, ACK_BLOCK_BYTES, FIXED_HEADER_BYTES,
+    FLAG_PING, MAX_MESSAGES_PER_PACKET, MAX_MESSAGE_BYTES, MAX_PACKET_BYTES, TAG_BYTES,
+};
+
+/// Hard ceiling of messages in flight (sent or queued, unacknowledged) per
+/// link, and of how far ahead of the next expected message a number may be.
+pub const MAX_IN_FLIGHT_LIMIT: usize = 8192;
+/// Messages one packet's record can name: its messages span fewer numbers than this.
+const PACKET_MESSAGE_SPAN: u64 = 64;
+/// Sent-packet records kept for acknowledgements; older ones count as lost.
+const SENT_HISTORY_LIMIT: usize = 4096;
+/// Ack-eliciting packets the loss estimate looks back over.
+const LOSS_WINDOW: usize = 256;
+/// Smallest `max_packet_bytes` a link accepts.
+pub const MIN_CONFIG_PACKET_BYTES: usize = 64;
+/// Events kept for the caller before the oldest is dropped.
+const EVENT_QUEUE_LIMIT: usize = 16;
+
+// Message numbers travel as their low 16 bits and are widened against the
+// receiver's next expected message (or the sender's oldest unacknowledged).
+// The distance stays below 2^15 when: a correct sender keeps at most
+// MAX_IN_FLIGHT_LIMIT messages in flight, and an accepted stale packet is at
+// most REPLAY_WINDOW packets old, each with at most MAX_MESSAGES_PER_PACKET
+// messages. Hence this bound (see the proof sketch in `widen`).
+const _: () =
+    assert!((REPLAY_WINDOW as usize) * MAX_MESSAGES_PER_PACKET + 2 * MAX_IN_FLIGHT_LIMIT < 1 << 15);
+const _: () = assert!(PACKET_MESSAGE_SPAN as usize >= MAX_MESSAGES_PER_PACKET);
+
+/// Tunables of a link. [`LinkConfig::default`] suits a lockstep RTS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkConfig {
+    /// Send a ping when no ack-eliciting packet went out for this long, so the
+    /// round trip stays fresh while idle. 0 disables keep-alives.
+    pub keepalive_interval_us: u64,
+    /// Report the link lost after this long with nothing valid heard; `None`
+    /// for the adaptive default `clamp(8·SRTT + 250 ms, 2 s, 30 s)` (S8),
+    /// with SRTT taken as the 1 s initial RTO before the first sample.
+    pub liveness_timeout_us: Option<u64>,
+    /// Most messages queued or sent and not yet acknowledged (1–8192).
+    pub max_in_flight: usize,
+    /// Most received messages held undelivered, in order or waiting for a gap
+    /// (1–8192). A packet that would exceed it is dropped unacknowledged.
+    pub receive_capacity: usize,
+    /// Largest datagram to send (64–1200 bytes).
+    pub max_packet_bytes: usize,
+    /// Bytes of already-sent, unacknowledged messages a packet may re-send on
+    /// the side (seed 002's resend-everything, bounded). 0 re-sends only on RTO.
+    pub piggyback_budget_bytes: usize,
+}
+
+impl Default for LinkConfig {
+    fn default() -> Self {
+        LinkConfig {
+            keepalive_interval_us: 250_000,
+            liveness_timeout_us: None,
+            max_in_flight: 1024,
+            receive_capacity: 1024,
+            max_packet_bytes: MAX_PACKET_BYTES,
+            piggyback_budget_bytes: 512,
+        }
+    }
+}
+
+impl LinkConfig {
+    /// Check every field's range.
+    pub fn validate(&self) -> Result<()> {
+        if self.liveness_timeout_us == Some(0) {
+            return Err(Error::InvalidArgument("liveness timeout must be positive"));
+        }
+        if !(1..=MAX_IN_FLIGHT_LIMIT).contains(&self.max_in_flight) {
+            return Err(Error::InvalidArgument("max_in_flight must be 1..=8192"));
+        }
+        if !(1..=MAX_IN_FLIGHT_LIMIT).contains(&self.receive_capacity) {
+            return Err(Error::InvalidArgument("receive_capacity must be 1..=8192"));
+        }
+        if !(MIN_CONFIG_PACKET_BYTES..=MAX_PACKET_BYTES).contains(&self.max_packet_bytes) {
+            return Err(Error::InvalidArgument("max_packet_bytes must be 64..=1200"));
+        }
+        if self.piggyback_budget_bytes > MAX_PACKET_BYTES {
+            return Err(Error::InvalidArgument(
+                "piggyback_budget_bytes must be at most 1200",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Largest message payload a packet of `max_packet_bytes` can carry.
+    pub fn max_message_bytes(&self) -> usize {
+        let room = self.max_packet_bytes - FIXED_HEADER_BYTES - ACK_BLOCK_BYTES - TAG_BYTES;
+        // Four bytes of message header for anything of 128 bytes or more.
+        let fits = if room >= 4 + 0x80 { room - 4 } else { room - 3 };
+        fits.min(MAX_MESSAGE_BYTES)
+    }
+}
+
+/// Who is talking to whom, and with which key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkIdentity {
+    /// The game's session id (S8).
+    pub session_id: u32,
+    /// The session's 128-bit key for packet tags.
+    pub key: SessionKey,
+    /// This machine's seat.
+    pub local_seat: u8,
+    /// The peer's seat.
+    pub peer_seat: u8,
+}
+
+#[derive(Debug)]
+struct OutMessage {
+    payload: Box<[u8]>,
+    acked: bool,
+    /// Due to go out in the next packet (never sent, or the RTO fired).
+    needs_send: bool,
+    transmissions: u32,
+    first_sent_us: u64,
+    last_sent_us: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct SentPacket {
+    sent_us: u64,
+    /// Number of the first message carried; `carried` bit `i` is message
+    /// `first_message + i`.
+    first_message: u64,
+    carried: u64,
+    ack_eliciting: bool,
+    /// Carried a first transmission or was a ping (Karn's rule).
+    gives_rtt_sample: bool,
+    acked: bool,
+}
+
+/// Outcomes (lost or not) of the last [`LOSS_WINDOW`] ack-eliciting packets.
+#[derive(Debug, Clone, Default)]
+struct LossWindow {
+    lost_bits: [u64; LOSS_WINDOW / 64],
+    next: usize,
+    filled: usize,
+    lost: usize,
+}
+
+impl LossWindow {
+    fn record(&mut self, lost: bool) {
+        let (word, bit) = (self.next / 64, 1u64 << (self.next % 64));
+        if self.filled == LOSS_WINDOW && self.lost_bits[word] & bit != 0 {
+            self.lost -= 1;
+        }
+        if lost {
+            self.lost_bits[word] |= bit;
+            self.lost += 1;
+        } else {
+            self.lost_bits[word] &= !bit;
+        }
+        self.next = (self.next + 1) % LOSS_WINDOW;
+        self.filled = (self.filled + 1).min(LOSS_WINDOW);
+    }
+
+    fn permille(&self) -> u32 {
+        (self.lost * 1000).checked_div(self.filled).unwrap_or(0) as u32
+    }
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Counters {
+    packets_sent: u64,
+    packets_received: u64,
+    bytes_sent: u64,
+    bytes_received: u64,
+    messages_sent: u64,
+    messages_delivered: u64,
+    messages_retransmitted: u64,
+    rto_expirations: u64,
+    duplicate_messages: u64,
+}
+
+/// One peer link. See the module docs.
+#[derive(Debug)]
+pub struct Link {
+    config: LinkConfig,
+    identity: LinkIdentity,
+
+    // Sending side.
+    /// Number of `outgoing[0]`: every message below it is acknowledged.
+    send_base: u64,
+    outgoing: VecDeque<OutMessage>,
+    messages_due: usize,
+    /// Next packet number; `u32::MAX + 1` means numbers are exhausted.
+    next_packet_number: u64,
+    /// Packet number of `sent[0]`; records are contiguous by packet number.
+    sent_base: u64,
+    sent: VecDeque<SentPacket>,
+    rto_started_us: Option<u64>,
+    last_ack_eliciting_sent_us: u64,
+
+    // Receiving side.
+    replay: ReplayWindow,
+    /// Next message number to deliver.
+    recv_next: u64,
+    out_of_order: BTreeMap<u64, Box<[u8]>>,
+    ready: VecDeque<Box<[u8]>>,
+    ack_pending: bool,
+
+    // Health.
+    rtt: RttEstimator,
+    created_us: u64,
+    last_heard_us: Option<u64>,
+    lost: bool,
+    events: VecDeque<LinkEvent>,
+    loss: LossWindow,
+    counters: Counters,
+    dropped: DropCounts,
+}
+
+impl Link {
+    /// A link created at `now_us` (the liveness clock starts then).
+    pub fn new(config: LinkConfig, identity: LinkIdentity, now_us: u64) -> Result<Link> {
+        config.validate()?;
+        if identity.local_seat == identity.peer_seat {
+            return Err(Error::InvalidArgument("a link needs two different seats"));
+        }
+        Ok(Link {
+            config,
+            identity,
+            send_base: 0,
+            outgoing: VecDeque::new(),
+            messages_due: 0,
+            next_packet_number: 0,
+            sent_base: 0,
+            sent: VecDeque::new(),
+            rto_started_us: None,
+            last_ack_eliciting_sent_us: now_us,
+            replay: ReplayWindow::new(),
+            recv_next: 0,
+            out_of_order: BTreeMap::new(),
+            ready: VecDeque::new(),
+            ack_pending: false,
+            rtt: RttEstimator::new(),
+            created_us: now_us,
+            last_heard_us: None,
+            lost: false,
+            events: VecDeque::new(),
+            loss: LossWindow::default(),
+            counters: Counters::default(),
+            dropped: DropCounts::default(),
+        })
+    }
+
+    /// The link's configuration.
+    pub fn config(&self) -> &LinkConfig {
+        &self.config
+    }
+
+    /// The seats and session of the link.
+    pub fn identity(&self) -> &LinkIdentity {
+        &self.identity
+    }
+
+    /// Queue a message for reliable, in-order delivery; returns its number.
+    /// `Error::Full` when `max_in_flight` messages are unacknowledged;
+    /// `Error::InvalidArgument` when it is larger than one packet can carry.
+    pub fn send(&mut self, payload: &[u8]) -> Result<u64> {
+        if payload.len() > self.config.max_message_bytes() {
+            return Err(Error::InvalidArgument("message larger than one packet"));
+        }
+        if self.outgoing.len() >= self.config.max_in_flight {
+            return Err(Error::Full("messages in flight on this link"));
+        }
+        let number = self.send_base + self.outgoing.len() as u64;
+        self.outgoing.push_back(OutMessage {
+            payload: payload.into(),
+            acked: false,
+            needs_send: true,
+            transmissions: 0,
+            first_sent_us: 0,
+            last_sent_us: 0,
+        });
+        self.messages_due += 1;
+        self.counters.messages_sent += 1;
+        Ok(number)
+    }
+
+    /// Take the next message delivered in order, if any.
+    pub fn recv(&mut self) -> Option<Vec<u8>> {
+        let message = self.ready.pop_front()?;
+        self.counters.messages_delivered += 1;
+        Some(message.into_vec())
+    }
+
+    /// Length of the message [`recv`](Self::recv) would return next.
+    pub fn next_message_len(&self) -> Option<usize> {
+        self.ready.front().map(|m| m.len())
+    }
+
+    /// Messages ready for [`recv`](Self::recv).
+    pub fn ready_messages(&self) -> usize {
+        self.ready.len()
+    }
+
+    /// Datagrams claiming to come from this peer that were dropped, by reason.
+    pub fn dropped(&self) -> &DropCounts {
+        &self.dropped
+    }
+
+    /// Count a drop the endpoint attributed to this peer (spoofed address, bad tag).
+    pub fn count_drop(&mut self, reason: DropReason) {
+        self.dropped.count(reason);
+    }
+
+    /// Act on a packet from the peer whose tag the endpoint verified and whose
+    /// structure [`decode`](crate::wire::packet::decode) accepted. Either the
+    /// whole packet is acted on, or nothing is and the reason is counted and
+    /// returned.
+    pub fn handle_packet(
+        &mut self,
+        now_us: u64,
+        packet: &Packet<'_>,
+        datagram_len: usize,
+    ) -> std::result::Result<(), DropReason> {
+        match self.check_packet(packet) {
+            Ok(cumulative_ack) => {
+                self.accept_packet(now_us, packet, datagram_len, cumulative_ack);
+                Ok(())
+            }
+            Err(reason) => {
+                self.dropped.count(reason);
+                Err(reason)
+            }
+        }
+    }
+
+    /// Every check, no change: the widened cumulative ack to apply, if any.
+    fn check_packet(&self, packet: &Packet<'_>) -> std::result::Result<Option<u64>, DropReason> {
+        let header = &packet.header;
+        if header.sender != self.identity.peer_seat || header.session_id != self.identity.session_id
+        {
+            // The endpoint routes by these; a mismatch is a caller bug, never acted on.
+            return Err(DropReason::UnknownSender);
+        }
+        let pn = header.packet_number;
+        self.replay.check(pn)?;
+        let is_newest = self.replay.largest().map_or(true, |largest| pn > largest);
+
+        let mut cumulative_ack = None;
+        if let Some(ack) = header.ack {
+            if u64::from(ack.largest) >= self.next_packet_number {
+                return Err(DropReason::Malformed); // acknowledges a packet never sent
+            }
+            // Cumulative acks only grow in the peer's packet order, so only the
+            // newest packet's is used; that also keeps widening exact.
+            if is_newest {
+                let delta = ack.next_message.wrapping_sub(self.send_base as u16) as i16;
+                if delta > 0 {
+                    let acked_through = self.send_base + delta as u64;
+                    if acked_through > self.send_base + self.outgoing.len() as u64 {
+                        return Err(DropReason::Malformed); // acknowledges unsent messages
+                    }
+                    cumulative_ack = Some(acked_through);
+                }
+            }
+        }
+
+        let mut previous: Option<u64> = None;
+        let mut new_messages = 0usize;
+        for message in packet.messages() {
+            let number = widen(self.recv_next, message.number);
+            if previous.is_some_and(|p| number <= p) {
+                return Err(DropReason::Malformed); // numbers must increase
+            }
+            previous = Some(number);
+            if number >= self.recv_next + MAX_IN_FLIGHT_LIMIT as u64 {
+                return Err(DropReason::OutsideWindow);
+            }
+            if number >= self.recv_next && !self.out_of_order.contains_key(&number) {
+                new_messages += 1;
+            }
+        }
+        // Acknowledging the packet acknowledges its messages, so a receiver
+        // that cannot hold them must drop the packet whole (flow control).
+        if new_messages > 0
+            && self.ready.len() + self.out_of_order.len() + new_messages
+                > self.config.receive_capacity
+        {
+            return Err(DropReason::ReceiverFull);
+        }
+        Ok(cumulative_ack)
+    }
+
+    fn accept_packet(
+        &mut self,
+        now_us: u64,
+        packet: &Packet<'_>,
+        datagram_len: usize,
+        cumulative_ack: Option<u64>,
+    ) {
+        let header = &packet.header;
+        self.replay.accept(header.packet_number);
+        self.counters.packets_received += 1;
+        self.counters.bytes_received += datagram_len as u64;
+        self.last_heard_us = Some(now_us);
+        if self.lost {
+            self.lost = false;
+            self.push_event(LinkEvent::Recovered);
+        }
+
+        let mut newly_acked_messages = false;
+        if let Some(ack) = header.ack {
+            newly_acked_messages |= self.on_packet_acks(now_us, &ack);
+        }
+        if let Some(acked_through) = cumulative_ack {
+            let end = (acked_through - self.send_base) as usize;
+            for index in 0..end {
+                newly_acked_messages |= self.mark_acked(index);
+            }
+        }
+        if newly_acked_messages {
+            while self.outgoing.front().is_some_and(|m| m.acked) {
+                self.outgoing.pop_front();
+                self.send_base += 1;
+            }
+            // RFC 6298 5.3: new data acknowledged restarts the timer.
+            self.rtt.reset_backoff();
+            self.rto_started_us = self.has_unacked_sent().then_some(now_us);
+        }
+
+        for message in packet.messages() {
+            let number = widen(self.recv_next, message.number);
+            if number < self.recv_next || self.out_of_order.contains_key(&number) {
+                self.counters.duplicate_messages += 1;
+            } else if number == self.recv_next {
+                self.ready.push_back(message.payload.into());
+                self.recv_next += 1;
+            } else {
+                self.out_of_order.insert(number, message.payload.into());
+            }
+        }
+        while let Some(payload) = self.out_of_order.remove(&self.recv_next) {
+            self.ready.push_back(payload);
+            self.recv_next += 1;
+        }
+        if packet.is_ack_eliciting() {
+            self.ack_pending = true;
+        }
+    }
+
+    /// Apply the packet-level acknowledgements; whether any message became acked.
+    fn on_packet_acks(&mut self, now_us: u64, ack: &AckBlock) -> bool {
+        let mut newly_acked_messages = false;
+        for pn in ack.acked() {
+            let pn = u64::from(pn);
+            let Some(index) = pn.checked_sub(self.sent_base) else {
+                continue; // record already retired
+            };
+            let Some(record) = self.sent.get_mut(index as usize) else {
+                continue;
+            };
+            if record.acked {
+                continue;
+            }
+            record.acked = true;
+            let record = *record;
+            if record.ack_eliciting {
+                self.loss.record(false);
+            }
+            // RFC 9002 5.1: sample only from the largest acknowledged, newly
+            // acked; Karn's rule via `gives_rtt_sample` (S8).
+            if pn == u64::from(ack.largest) && record.gives_rtt_sample {
+                self.rtt
+                    .on_sample(now_us, now_us.saturating_sub(record.sent_us));
+            }
+            let mut carried = record.carried;
+            while carried != 0 {
+                let offset = u64::from(carried.trailing_zeros());
+                carried &= carried - 1;
+                let number = record.first_message + offset;
+                if let Some(index) = number.checked_sub(self.send_base) {
+                    newly_acked_messages |= self.mark_acked(index as usize);
+                }
+            }
+        }
+        // Records the ack bits can no longer reach are settled: unacked means lost.
+        let horizon = u64::from(ack.largest).saturating_sub(16);
+        while self.sent_base < horizon {
+            self.retire_oldest_record();
+        }
+        newly_acked_messages
+    }
+
+    /// Mark `outgoing[index]` acknowledged; whether it was not already.
+    fn mark_acked(&mut self, index: usize) -> bool {
+        let Some(message) = self.outgoing.get_mut(index) else {
+            return false;
+        };
+        if message.acked {
+            return false;
+        }
+        message.acked = true;
+        if message.needs_send {
+            message.needs_send = false;
+            self.messages_due -= 1;
+        }
+        true
+    }
+
+    fn retire_oldest_record(&mut self) {
+        if let Some(record) = self.sent.pop_front() {
+            if record.ack_eliciting && !record.acked {
+                self.loss.record(true);
+            }
+        }
+        self.sent_base += 1;
+    }
+
+    fn has_unacked_sent(&self) -> bool {
+        self.outgoing
+            .iter()
+            .any(|m| !m.acked && m.transmissions > 0)
+    }
+
+    fn push_event(&mut self, event: LinkEvent) {
+        if self.events.len() == EVENT_QUEUE_LIMIT {
+            self.events.pop_front();
+        }
+        self.events.push_back(event);
+    }
+
+    /// The liveness timeout in force (S8).
+    pub fn liveness_timeout_us(&self) -> u64 {
+        self.config.liveness_timeout_us.unwrap_or_else(|| {
+            let srtt = self.rtt.srtt_us().unwrap_or(super::rtt::INITIAL_RTO_US);
+            (8 * srtt + 250_000).clamp(2_000_000, 30_000_000)
+        })
+    }
+
+    /// Fire whatever timers are due at `now_us`: the retransmission timeout
+    /// (every unacknowledged message becomes due, the timeout doubles) and
+    /// the liveness timeout (a [`LinkEvent::Lost`]).
+    /// [`poll_transmit`](Self::poll_transmit) calls this itself.
+    pub fn handle_timeout(&mut self, now_us: u64) {
+        if let Some(started) = self.rto_started_us {
+            if now_us.saturating_sub(started) >= self.rtt.backed_off_rto_us() {
+                let mut resent = false;
+                for message in self.outgoing.iter_mut() {
+                    if !message.acked && message.transmissions > 0 && !message.needs_send {
+                        message.needs_send = true;
+                        self.messages_due += 1;
+                        resent = true;
+                    }
+                }
+                self.rto_started_us = None;
+                if resent {
+                    self.rtt.on_rto_expired();
+                    self.counters.rto_expirations += 1;
+                }
+            }
+        }
+        let heard = self.last_heard_us.unwrap_or(self.created_us);
+        if !self.lost && now_us.saturating_sub(heard) >= self.liveness_timeout_us() {
+            self.lost = true;
+            self.push_event(LinkEvent::Lost);
+        }
+    }
+
+    /// The earliest time a timer needs [`handle_timeout`](Self::handle_timeout)
+    /// or [`poll_transmit`](Self::poll_transmit). Work that is due at once
+    /// (messages queued, an ack owed) is not a timer: drain `poll_transmit`
+    /// after every `send` and `handle_packet`.
+    pub fn poll_timeout(&self) -> Option<u64> {
+        let mut earliest: Option<u64> = None;
+        let mut consider = |t: u64| earliest = Some(earliest.map_or(t, |e| e.min(t)));
+        if let Some(started) = self.rto_started_us {
+            consider(started.saturating_add(self.rtt.backed_off_rto_us()));
+        }
+        if self.config.keepalive_interval_us > 0 {
+            consider(
+                self.last_ack_eliciting_sent_us
+                    .saturating_add(self.config.keepalive_interval_us),
+            );
+        }
+        if !self.lost {
+            let heard = self.last_heard_us.unwrap_or(self.created_us);
+            consider(heard.saturating_add(self.liveness_timeout_us()));
+        }
+        earliest
+    }
+
+    /// Write the next packet to send into `buf` and return its length, or
+    /// `None` when nothing needs sending now. Call until it returns `None`.
+    /// `buf` should hold `max_packet_bytes`; a shorter one gets smaller packets.
+    pub fn poll_transmit(&mut self, now_us: u64, buf: &mut [u8]) -> Option<usize> {
+        self.handle_timeout(now_us);
+        if self.next_packet_number > u64::from(u32::MAX) {
+            return None; // 2^32 packets sent: numbers are never reused, so stop.
+        }
+        let ping_due = self.config.keepalive_interval_us > 0
+            && now_us.saturating_sub(self.last_ack_eliciting_sent_us)
+                >= self.config.keepalive_interval_us;
+        if self.messages_due == 0 && !self.ack_pending && !ping_due {
+            return None;
+        }
+        let ping = ping_due && self.messages_due == 0;
+        let header = Header {
+            flags: if ping { FLAG_PING } else { 0 },
+            sender: self.identity.local_seat,
+            session_id: self.identity.session_id,
+            packet_number: self.next_packet_number as u32,
+            ack: self.replay.largest().map(|largest| AckBlock {
+                largest,
+                bits: self.replay.ack_bits(),
+                next_message: self.recv_next as u16,
+            }),
+        };
+        let limit = buf.len().min(self.config.max_packet_bytes);
+        let mut writer = PacketWriter::new(&mut buf[..limit], &header)?;
+
+        let mut first_message: Option<u64> = None;
+        let mut carried = 0u64;
+        let mut first_transmission = false;
+        // A ping stays a pure ping, so the sample it gives never involves a
+        // resent message (Karn's rule, S8).
+        let mut piggyback_left = if ping {
+            0
+        } else {
+            self.config.piggyback_budget_bytes
+        };
+        for (index, message) in self.outgoing.iter_mut().enumerate() {
+            if message.acked {
+                continue;
+            }
+            let number = self.send_base + index as u64;
+            if first_message.is_some_and(|first| number - first >= PACKET_MESSAGE_SPAN) {
+                break;
+            }
+            let len = message.payload.len();
+            if message.needs_send {
+                if !writer.fits(len) {
+                    break; // the rest goes in the next packet
+                }
+            } else {
+                // Piggyback an already-sent message, once per instant, within budget.
+                let cost = len + 4;
+                if message.last_sent_us == now_us || cost > piggyback_left || !writer.fits(len) {
+                    continue;
+                }
+                piggyback_left -= cost;
+            }
+            writer.push(number as u16, &message.payload);
+            if message.transmissions == 0 {
+                first_transmission = true;
+                message.first_sent_us = now_us;
+            } else {
+                self.counters.messages_retransmitted += 1;
+            }
+            if message.needs_send {
+                message.needs_send = false;
+                self.messages_due -= 1;
+            }
+            message.transmissions += 1;
+            message.last_sent_us = now_us;
+            let first = *first_message.get_or_insert(number);
+            carried |= 1 << (number - first);
+        }
+
+        let message_count = writer.message_count();
+        if message_count == 0 && !self.ack_pending && !ping {
+            return None; // due messages did not fit a buffer this small
+        }
+        let len = writer.finish(&self.identity.key, self.identity.peer_seat);
+
+        let ack_eliciting = message_count > 0 || ping;
+        if self.sent.len() >= SENT_HISTORY_LIMIT {
+            self.retire_oldest_record();
+        }
+        self.sent.push_back(SentPacket {
+            sent_us: now_us,
+            first_message: first_message.unwrap_or(0),
+            carried,
+            ack_eliciting,
+            gives_rtt_sample: first_transmission || ping,
+            acked: false,
+        });
+        self.next_packet_number += 1;
+        self.ack_pending = false;
+        if ack_eliciting {
+            self.last_ack_eliciting_sent_us = now_us;
+        }
+        if message_count > 0 && self.rto_started_us.is_none() {
+            self.rto_started_us = Some(now_us);
+        }
+        self.counters.packets_sent += 1;
+        self.counters.bytes_sent += len as u64;
+        Some(len)
+    }
+
+    /// The next liveness event, if any.
+    pub fn poll_event(&mut self) -> Option<LinkEvent> {
+        self.events.pop_front()
+    }
+
+    /// The round-trip estimator.
+    pub fn rtt(&self) -> &RttEstimator {
+        &self.rtt
+    }
+
+    /// At least one clean round-trip sample (S8).
+    pub fn has_clean_measurement(&self) -> bool {
+        self.rtt.has_sample()
+    }
+
+    /// Unacknowledged messages older than the RTO (S8).
+    pub fn is_retransmitting(&self, now_us: u64) -> bool {
+        let rto = self.rtt.rto_us();
+        self.outgoing.iter().any(|m| {
+            !m.acked && m.transmissions > 0 && now_us.saturating_sub(m.first_sent_us) >= rto
+        })
+    }
+
+    /// Reported lost and not heard since.
+    pub fn is_lost(&self) -> bool {
+        self.lost
+    }
+
+    /// Worst recent round trip in whole milliseconds, rounded up, for a
+    /// report (S3); `None` until the link has a clean measurement.
+    pub fn worst_recent_rtt_ms(&self, now_us: u64) -> Option<u32> {
+        let us = self.rtt.worst_recent_us(now_us)?;
+        Some(u32::try_from(us.div_ceil(1000)).unwrap_or(u32::MAX))
+    }
+
+    /// A snapshot of everything measured and counted.
+    pub fn stats(&self, now_us: u64) -> LinkStats {
+        let c = &self.counters;
+        LinkStats {
+            clean_measurement: self.has_clean_measurement(),
+            retransmitting: self.is_retransmitting(now_us),
+            lost: self.lost,
+            srtt_us: self.rtt.srtt_us(),
+            rttvar_us: self.rtt.rttvar_us(),
+            latest_rtt_us: self.rtt.latest_us(),
+            min_rtt_us: self.rtt.min_us(),
+            worst_recent_rtt_us: self.rtt.worst_recent_us(now_us),
+            rto_us: self.rtt.backed_off_rto_us(),
+            rtt_samples: self.rtt.samples(),
+            loss_permille: self.loss.permille(),
+            packets_sent: c.packets_sent,
+            packets_received: c.packets_received,
+            bytes_sent: c.bytes_sent,
+            bytes_received: c.bytes_received,
+            messages_sent: c.messages_sent,
+            messages_delivered: c.messages_delivered,
+            messages_retransmitted: c.messages_retransmitted,
+            rto_expirations: c.rto_expirations,
+            duplicate_messages: c.duplicate_messages,
+            messages_in_flight: self.outgoing.iter().filter(|m| !m.acked).count() as u64,
+            last_heard_us: self.last_heard_us,
+            dropped: self.dropped,
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn set_next_packet_number(&mut self, pn: u64) {
+        self.next_packet_number = pn;
+        self.sent_base = pn;
+        self.sent.clear();
+    }
+}
+
+/// Widen the low 16 bits of a message number against `reference`, taking the
+/// full number nearest to it (distance below 2^15, see the bound above).
+///
+/// Proof sketch of exactness on the receive side: the sender only sends
+/// numbers in `[its oldest unacked, oldest unacked + MAX_IN_FLIGHT_LIMIT)`,
+/// and its oldest unacked never passes our `recv_next`, so a number is at most
+/// MAX_IN_FLIGHT_LIMIT ahead. It is behind by at most the messages the peer
+/// sent after it in packets we accepted; an accepted packet is at most
+/// REPLAY_WINDOW packets behind the newest, so that is at most
+/// REPLAY_WINDOW·MAX_MESSAGES_PER_PACKET + 2·MAX_IN_FLIGHT_LIMIT.
+fn widen(reference: u64, low: u16) -> u64 {
+    let delta = low.wrapping_sub(reference as u16) as i16;
+    if delta >= 0 {
+        reference + delta as u64
+    } else {
+        reference.saturating_sub(delta.unsigned_abs() as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::packet::{decode, verify_tag};
+
+    const KEY: SessionKey = SessionKey([0x42; 16]);
+
+    fn pair(config: LinkConfig) -> (Link, Link) {
+        let a = Link::new(
+            config,
+            LinkIdentity {
+                session_id: 9,
+                key: KEY,
+                local_seat: 0,
+                peer_seat: 1,
+            },
+            0,
+        )
+        .unwrap();
+        let b = Link::new(
+            config,
+            LinkIdentity {
+                session_id: 9,
+                key: KEY,
+                local_seat: 1,
+                peer_seat: 0,
+            },
+            0,
+        )
+        .unwrap();
+        (a, b)
+    }
+
+    /// Every packet `from` wants to send now.
+    fn drain(from: &mut Link, now: u64) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut buf = [0u8; MAX_PACKET_BYTES];
+        while let Some(len) = from.poll_transmit(now, &mut buf) {
+            out.push(buf[..len].to_vec());
+        }
+        out
+    }
+
+    fn deliver(to: &mut Link, now: u64, bytes: &[u8]) -> std::result::Result<(), DropReason> {
+        assert!(verify_tag(bytes, &KEY, to.identity.local_seat));
+        let packet = decode(bytes).unwrap();
+        to.handle_packet(now, &packet, bytes.len())
+    }
+
+    fn no_keepalive() -> LinkConfig {
+        LinkConfig {
+            keepalive_interval_us: 0,
+            ..LinkConfig::default()
+        }
+    }
+
+    #[test]
+    fn widen_picks_the_nearest_number() {
+        assert_eq!(widen(0, 5), 5);
+        assert_eq!(widen(70_000, 70_001u64 as u16), 70_001);
+        assert_eq!(widen(70_000, 69_990u64 as u16), 69_990);
+        assert_eq!(widen(65_530, 3), 65_539);
+        assert_eq!(widen(3, 65_534), 0, "saturates below zero");
+    }
+
+    #[test]
+    fn messages_arrive_once_in_order_and_acks_clear_the_queue() {
+        let (mut a, mut b) = pair(no_keepalive());
+        for i in 0..5u8 {
+            a.send(&[i]).unwrap();
+        }
+        let packets = drain(&mut a, 1_000);
+        assert_eq!(packets.len(), 1);
+        // Deliver it twice: the second copy is a replay.
+        deliver(&mut b, 50_000, &packets[0]).unwrap();
+        assert_eq!(
+            deliver(&mut b, 50_001, &packets[0]),
+            Err(DropReason::Replayed)
+        );
+        let got: Vec<_> = std::iter::from_fn(|| b.recv()).collect();
+        assert_eq!(got, (0..5u8).map(|i| vec![i]).collect::<Vec<_>>());
+        // b acks at once; a takes a clean sample of 99 ms.
+        let acks = drain(&mut b, 50_000);
+        assert_eq!(acks.len(), 1);
+        deliver(&mut a, 100_000, &acks[0]).unwrap();
+        assert!(a.has_clean_measurement());
+        assert_eq!(a.rtt().latest_us(), Some(99_000));
+        assert_eq!(a.stats(100_000).messages_in_flight, 0);
+        // An ack-only packet asks for no ack back.
+        assert!(drain(&mut a, 100_000).is_empty());
+        assert_eq!(b.stats(0).dropped.get(DropReason::Replayed), 1);
+    }
+
+    #[test]
+    fn out_of_order_packets_are_reassembled() {
+        let (mut a, mut b) = pair(LinkConfig {
+            piggyback_budget_bytes: 0,
+            ..no_keepalive()
+        });
+        let mut packets = Vec::new();
+        for i in 0..4u8 {
+            a.send(&[i]).unwrap();
+            packets.extend(drain(&mut a, 10 + u64::from(i)));
+        }
+        assert_eq!(packets.len(), 4);
+        for i in [3, 1, 0, 2] {
+            deliver(&mut b, 100, &packets[i]).unwrap();
+        }
+        let got: Vec<_> = std::iter::from_fn(|| b.recv()).collect();
+        assert_eq!(got, vec![vec![0], vec![1], vec![2], vec![3]]);
+    }
+
+    #[test]
+    fn karn_resent_messages_give_no_sample() {
+        let (mut a, mut b) = pair(LinkConfig {
+            piggyback_budget_bytes: 0,
+            ..no_keepalive()
+        });
+        a.send(b"lost once").unwrap();
+        let first = drain(&mut a, 0);
+        assert_eq!(first.len(), 1); // dropped by the network
+                                    // Nothing before the 1 s initial RTO.
+        assert!(drain(&mut a, 999_999).is_empty());
+        let resend = drain(&mut a, 1_000_000);
+        assert_eq!(resend.len(), 1);
+        assert_eq!(a.stats(1_000_000).rto_expirations, 1);
+        deliver(&mut b, 1_050_000, &resend[0]).unwrap();
+        assert_eq!(b.recv().as_deref(), Some(&b"lost once"[..]));
+        let ack = drain(&mut b, 1_050_000);
+        deliver(&mut a, 1_100_000, &ack[0]).unwrap();
+        // Acked through the resend packet: no sample, no clean measurement.
+        assert_eq!(a.stats(1_100_000).messages_in_flight, 0);
+        assert_eq!(a.rtt().samples(), 0);
+        assert!(!a.has_clean_measurement());
+        // A fresh message gives a sample of its own packet's round trip.
+        a.send(b"fresh").unwrap();
+        let fresh = drain(&mut a, 2_000_000);
+        deliver(&mut b, 2_040_000, &fresh[0]).unwrap();
+        let ack = drain(&mut b, 2_040_000);
+        deliver(&mut a, 2_080_000, &ack[0]).unwrap();
+        assert_eq!(a.rtt().samples(), 1);
+        assert_eq!(a.rtt().latest_us(), Some(80_000));
+    }
+
+    #[test]
+    fn retransmitting_flag_and_backoff() {
+        let (mut a, _b) = pair(no_keepalive());
+        a.send(b"x").unwrap();
+        drain(&mut a, 0);
+        assert!(!a.is_retransmitting(999_999));
+        assert!(a.is_retransmitting(1_000_000));
+        drain(&mut a, 1_000_000); // RTO 1: backoff to 2 s (the ceiling)
+        assert_eq!(a.stats(1_000_000).rto_us, 2_000_000);
+        assert!(drain(&mut a, 2_999_999).is_empty());
+        assert_eq!(drain(&mut a, 3_000_000).len(), 1);
+        assert_eq!(a.stats(3_000_000).rto_expirations, 2);
+        assert_eq!(a.stats(3_000_000).messages_retransmitted, 2);
+    }
+
+    #[test]
+    fn keepalive_pings_keep_the_rtt_fresh() {
+        let (mut a, mut b) = pair(LinkConfig::default());
+        assert!(drain(&mut a, 100_000).is_empty());
+        let ping = drain(&mut a, 250_000);
+        assert_eq!(ping.len(), 1);
+        assert!(decode(&ping[0]).unwrap().header.is_ping());
+        deliver(&mut b, 260_000, &ping[0]).unwrap();
+        let pong = drain(&mut b, 260_000);
+        assert_eq!(pong.len(), 1, "a ping is acked at once");
+        deliver(&mut a, 270_000, &pong[0]).unwrap();
+        assert_eq!(a.rtt().latest_us(), Some(20_000));
+        assert_eq!(a.poll_timeout(), Some(500_000));
+    }
+
+    #[test]
+    fn liveness_reports_lost_then_recovered_without_removing() {
+        let (mut a, mut b) = pair(LinkConfig {
+            liveness_timeout_us: Some(3_000_000),
+            ..no_keepalive()
+        });
+        a.handle_timeout(2_999_999);
+        assert_eq!(a.poll_event(), None);
+        a.handle_timeout(3_000_000);
+        assert_eq!(a.poll_event(), Some(LinkEvent::Lost));
+        assert!(a.is_lost());
+        a.handle_timeout(9_000_000);
+        assert_eq!(a.poll_event(), None, "reported once");
+        b.send(b"back").unwrap();
+        let p = drain(&mut b, 9_000_000);
+        deliver(&mut a, 9_000_000, &p[0]).unwrap();
+        assert_eq!(a.poll_event(), Some(LinkEvent::Recovered));
+        assert!(!a.is_lost());
+        assert_eq!(a.recv().as_deref(), Some(&b"back"[..]));
+    }
+
+    #[test]
+    fn default_liveness_follows_srtt() {
+        let (mut a, _) = pair(LinkConfig::default());
+        // Before a sample: 8 * 1 s + 250 ms.
+        assert_eq!(a.liveness_timeout_us(), 8_250_000);
+        a.rtt.on_sample(0, 10_000);
+        assert_eq!(a.liveness_timeout_us(), 2_000_000);
+        a.rtt = RttEstimator::new();
+        a.rtt.on_sample(0, 5_000_000);
+        assert_eq!(a.liveness_timeout_us(), 30_000_000);
+    }
+
+    #[test]
+    fn flow_control_drops_unacknowledged_and_peer_resends() {
+        let (mut a, mut b) = pair(LinkConfig {
+            receive_capacity: 2,
+            piggyback_budget_bytes: 0,
+            ..no_keepalive()
+        });
+        for i in 0..3u8 {
+            a.send(&[i]).unwrap();
+        }
+        let p = drain(&mut a, 0);
+        assert_eq!(deliver(&mut b, 10, &p[0]), Err(DropReason::ReceiverFull));
+        assert!(drain(&mut b, 10).is_empty(), "nothing acked");
+        assert_eq!(b.ready_messages(), 0);
+        assert_eq!(a.send(&[9]).map(|_| ()), Ok(()));
+        let limited = Link::new(
+            LinkConfig {
+                max_in_flight: 1,
+                ..no_keepalive()
+            },
+            a.identity,
+            0,
+        );
+        let mut limited = limited.unwrap();
+        limited.send(b"1").unwrap();
+        assert_eq!(
+            limited.send(b"2"),
+            Err(Error::Full("messages in flight on this link"))
+        );
+    }
+
+    #[test]
+    fn acks_of_unsent_packets_or_messages_are_malformed() {
+        let (mut a, mut b) = pair(no_keepalive());
+        b.send(b"hello").unwrap();
+        let p = drain(&mut b, 0);
+        deliver(&mut a, 0, &p[0]).unwrap();
+        // a acks b's packet 0; b has sent only packet 0, so that is fine.
+        let ack = drain(&mut a, 0);
+        // Forge an ack that names packet 5 of b's, which b never sent.
+        let mut bytes = ack[0].clone();
+        bytes[12] = 5;
+        let forged = decode(&bytes).unwrap();
+        let mut c = Link::new(no_keepalive(), b.identity, 0).unwrap();
+        assert_eq!(
+            c.handle_packet(0, &forged, bytes.len()),
+            Err(DropReason::Malformed)
+        );
+        assert_eq!(c.stats(0).dropped.get(DropReason::Malformed), 1);
+        deliver(&mut b, 0, &ack[0]).unwrap();
+    }
+
+    #[test]
+    fn exhausted_packet_numbers_stop_sending() {
+        let (mut a, _) = pair(no_keepalive());
+        a.set_next_packet_number(u64::from(u32::MAX));
+        a.send(b"last").unwrap();
+        assert_eq!(drain(&mut a, 0).len(), 1);
+        a.send(b"never").unwrap();
+        assert!(drain(&mut a, 0).is_empty());
+    }
+
+    #[test]
+    fn config_ranges_are_checked() {
+        let breakers: [fn(&mut LinkConfig); 5] = [
+            |c| c.liveness_timeout_us = Some(0),
+            |c| c.max_in_flight = 0,
+            |c| c.receive_capacity = 8193,
+            |c| c.max_packet_bytes = 63,
+            |c| c.piggyback_budget_bytes = 1201,
+        ];
+        for breaker in breakers {
+            let mut config = LinkConfig::default();
+            breaker(&mut config);
+            assert!(config.validate().is_err(), "{config:?}");
+        }
+        let small = LinkConfig {
+            max_packet_bytes: 64,
+            ..LinkConfig::default()
+        };
+        assert_eq!(small.max_message_bytes(), 64 - 28 - 3);
+        assert_eq!(LinkConfig::default().max_message_bytes(), MAX_MESSAGE_BYTES);
+    }
+}

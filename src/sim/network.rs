@@ -1,0 +1,336 @@
+//! A simulated datagram network on a virtual microsecond clock.
+//!
+//! Each datagram sent from one address to another is lost, delayed (base
+//! delay plus uniform jitter, sometimes an extra reordering delay),
+//! duplicated, or dropped by an outage, according to the conditions of that
+//! directed pair at the time it was sent. All randomness comes from one
+//! SplitMix64 stream seeded by the caller, draws happen in call order, and
+//! ties in delivery time are broken by send order: the same seed and the
+//! same calls give the same deliveries, bit for bit.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+use std::net::SocketAddr;
+
+use super::rng::SplitMix64;
+
+/// How one direction of one pair behaves. Probabilities are parts per
+/// million, times are microseconds; integers only, so runs are reproducible.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Conditions {
+    /// One-way base delay.
+    pub delay_us: u64,
+    /// Extra delay, uniform in `0..=jitter_us`, drawn per datagram.
+    pub jitter_us: u64,
+    /// Chance a datagram is lost.
+    pub loss_ppm: u32,
+    /// Chance a delivered datagram arrives twice (the copy has its own delay).
+    pub duplicate_ppm: u32,
+    /// Chance a datagram is held back by an extra `0..=reorder_extra_us`, so
+    /// later ones overtake it.
+    pub reorder_ppm: u32,
+    /// Longest extra hold-back of a reordered datagram.
+    pub reorder_extra_us: u64,
+}
+
+impl Conditions {
+    /// No delay, no loss.
+    pub const PERFECT: Conditions = Conditions {
+        delay_us: 0,
+        jitter_us: 0,
+        loss_ppm: 0,
+        duplicate_ppm: 0,
+        reorder_ppm: 0,
+        reorder_extra_us: 0,
+    };
+
+    /// Only a fixed one-way delay.
+    pub fn delay_ms(ms: u64) -> Conditions {
+        Conditions {
+            delay_us: ms * 1000,
+            ..Conditions::PERFECT
+        }
+    }
+
+    /// The longest one-way trip these conditions can produce.
+    pub fn max_one_way_us(&self) -> u64 {
+        self.delay_us + self.jitter_us + self.reorder_extra_us
+    }
+}
+
+/// A window of time in which nothing gets through between some addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outage {
+    /// Sender it applies to; `None` for any.
+    pub from: Option<SocketAddr>,
+    /// Receiver it applies to; `None` for any.
+    pub to: Option<SocketAddr>,
+    /// First microsecond of the outage.
+    pub start_us: u64,
+    /// First microsecond after it.
+    pub end_us: u64,
+}
+
+impl Outage {
+    fn covers(&self, now_us: u64, from: SocketAddr, to: SocketAddr) -> bool {
+        (self.start_us..self.end_us).contains(&now_us)
+            && self.from.map_or(true, |a| a == from)
+            && self.to.map_or(true, |a| a == to)
+    }
+}
+
+/// A datagram arriving.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    /// When it arrives.
+    pub at_us: u64,
+    /// Who sent it.
+    pub from: SocketAddr,
+    /// Who receives it.
+    pub to: SocketAddr,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// What the network did, in total.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NetStats {
+    /// Datagrams handed to [`NetSim::send`].
+    pub sent: u64,
+    /// Lost to the loss probability.
+    pub lost: u64,
+    /// Dropped by an outage.
+    pub blacked_out: u64,
+    /// Extra copies made.
+    pub duplicated: u64,
+    /// Held back for reordering.
+    pub reordered: u64,
+    /// Handed out by [`NetSim::poll_delivery`].
+    pub delivered: u64,
+}
+
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct InFlight {
+    at_us: u64,
+    /// Send order: breaks ties deterministically.
+    order: u64,
+    from: SocketAddr,
+    to: SocketAddr,
+    bytes: Vec<u8>,
+}
+
+/// The simulated network. See the module docs.
+#[derive(Debug)]
+pub struct NetSim {
+    rng: SplitMix64,
+    default_conditions: Conditions,
+    /// Per directed pair, conditions from a time on, sorted by time.
+    schedules: BTreeMap<(SocketAddr, SocketAddr), Vec<(u64, Conditions)>>,
+    outages: Vec<Outage>,
+    in_flight: BinaryHeap<Reverse<InFlight>>,
+    order: u64,
+    stats: NetStats,
+}
+
+impl NetSim {
+    /// A network where every pair has `default_conditions` until told otherwise.
+    pub fn new(seed: u64, default_conditions: Conditions) -> NetSim {
+        NetSim {
+            rng: SplitMix64::new(seed),
+            default_conditions,
+            schedules: BTreeMap::new(),
+            outages: Vec::new(),
+            in_flight: BinaryHeap::new(),
+            order: 0,
+            stats: NetStats::default(),
+        }
+    }
+
+    /// From `from_us` on, datagrams from `from` to `to` see `conditions`
+    /// (a spike is two calls: worse at its start, back at its end).
+    pub fn set_conditions(
+        &mut self,
+        from: SocketAddr,
+        to: SocketAddr,
+        from_us: u64,
+        conditions: Conditions,
+    ) {
+        let schedule = self.schedules.entry((from, to)).or_default();
+        let at = schedule.partition_point(|(t, _)| *t <= from_us);
+        schedule.insert(at, (from_us, conditions));
+    }
+
+    /// [`set_conditions`](Self::set_conditions) for both directions.
+    pub fn set_path_conditions(
+        &mut self,
+        a: SocketAddr,
+        b: SocketAddr,
+        from_us: u64,
+        conditions: Conditions,
+    ) {
+        self.set_conditions(a, b, from_us, conditions);
+        self.set_conditions(b, a, from_us, conditions);
+    }
+
+    /// Add an outage.
+    pub fn add_outage(&mut self, outage: Outage) {
+        self.outages.push(outage);
+    }
+
+    /// The conditions a datagram from `from` to `to` sent at `now_us` sees.
+    pub fn conditions(&self, from: SocketAddr, to: SocketAddr, now_us: u64) -> Conditions {
+        self.schedules
+            .get(&(from, to))
+            .and_then(|schedule| schedule.iter().rev().find(|(t, _)| *t <= now_us))
+            .map_or(self.default_conditions, |(_, c)| *c)
+    }
+
+    /// Send a datagram at `now_us`.
+    pub fn send(&mut self, now_us: u64, from: SocketAddr, to: SocketAddr, bytes: &[u8]) {
+        self.stats.sent += 1;
+        if self.outages.iter().any(|o| o.covers(now_us, from, to)) {
+            self.stats.blacked_out += 1;
+            return;
+        }
+        let conditions = self.conditions(from, to, now_us);
+        if self.rng.chance_ppm(conditions.loss_ppm) {
+            self.stats.lost += 1;
+            return;
+        }
+        let copies = if self.rng.chance_ppm(conditions.duplicate_ppm) {
+            self.stats.duplicated += 1;
+            2
+        } else {
+            1
+        };
+        for _ in 0..copies {
+            let mut delay = conditions.delay_us + self.rng.below_or_equal(conditions.jitter_us);
+            if self.rng.chance_ppm(conditions.reorder_ppm) {
+                self.stats.reordered += 1;
+                delay += self.rng.below_or_equal(conditions.reorder_extra_us);
+            }
+            self.in_flight.push(Reverse(InFlight {
+                at_us: now_us.saturating_add(delay),
+                order: self.order,
+                from,
+                to,
+                bytes: bytes.to_vec(),
+            }));
+            self.order += 1;
+        }
+    }
+
+    /// When the next datagram arrives, if any is in flight.
+    pub fn next_delivery_us(&self) -> Option<u64> {
+        self.in_flight.peek().map(|Reverse(d)| d.at_us)
+    }
+
+    /// The next datagram arriving at or before `now_us`, in arrival order.
+    pub fn poll_delivery(&mut self, now_us: u64) -> Option<Delivery> {
+        if self.next_delivery_us()? > now_us {
+            return None;
+        }
+        let Reverse(d) = self.in_flight.pop()?;
+        self.stats.delivered += 1;
+        Some(Delivery {
+            at_us: d.at_us,
+            from: d.from,
+            to: d.to,
+            bytes: d.bytes,
+        })
+    }
+
+    /// Datagrams still in flight.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// What the network did so far.
+    pub fn stats(&self) -> NetStats {
+        self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(port: u16) -> SocketAddr {
+        SocketAddr::from(([10, 0, 0, 1], port))
+    }
+
+    fn run(seed: u64) -> Vec<Delivery> {
+        let mut net = NetSim::new(
+            seed,
+            Conditions {
+                delay_us: 50_000,
+                jitter_us: 10_000,
+                loss_ppm: 300_000,
+                duplicate_ppm: 100_000,
+                reorder_ppm: 100_000,
+                reorder_extra_us: 30_000,
+            },
+        );
+        for i in 0..200u64 {
+            net.send(i * 1000, addr(1), addr(2), &i.to_le_bytes());
+        }
+        std::iter::from_fn(|| net.poll_delivery(u64::MAX)).collect()
+    }
+
+    #[test]
+    fn same_seed_same_deliveries_other_seed_other_ones() {
+        let a = run(1);
+        assert_eq!(a, run(1));
+        assert_ne!(a, run(2));
+        assert!(a.windows(2).all(|w| w[0].at_us <= w[1].at_us), "time order");
+        // Roughly 30 % lost, some duplicated, some overtaken.
+        assert!((110..170).contains(&a.len()), "{}", a.len());
+        let sent_order: Vec<u64> = a
+            .iter()
+            .map(|d| u64::from_le_bytes(d.bytes[..8].try_into().unwrap()))
+            .collect();
+        assert!(
+            sent_order.windows(2).any(|w| w[0] > w[1]),
+            "some reordering"
+        );
+        assert!(
+            sent_order.windows(2).any(|w| w[0] == w[1]),
+            "some duplicates"
+        );
+    }
+
+    #[test]
+    fn conditions_change_over_time_per_direction() {
+        let mut net = NetSim::new(0, Conditions::delay_ms(10));
+        net.set_conditions(addr(1), addr(2), 1_000_000, Conditions::delay_ms(300));
+        net.set_conditions(addr(1), addr(2), 2_000_000, Conditions::delay_ms(10));
+        assert_eq!(net.conditions(addr(1), addr(2), 999_999).delay_us, 10_000);
+        assert_eq!(
+            net.conditions(addr(1), addr(2), 1_500_000).delay_us,
+            300_000
+        );
+        assert_eq!(net.conditions(addr(2), addr(1), 1_500_000).delay_us, 10_000);
+        assert_eq!(net.conditions(addr(1), addr(2), 2_000_000).delay_us, 10_000);
+        net.send(1_500_000, addr(1), addr(2), b"x");
+        assert_eq!(net.next_delivery_us(), Some(1_800_000));
+        assert_eq!(net.poll_delivery(1_799_999), None);
+        assert_eq!(net.poll_delivery(1_800_000).unwrap().bytes, b"x");
+    }
+
+    #[test]
+    fn outages_drop_everything_inside_their_window() {
+        let mut net = NetSim::new(0, Conditions::PERFECT);
+        net.add_outage(Outage {
+            from: None,
+            to: Some(addr(2)),
+            start_us: 100,
+            end_us: 200,
+        });
+        for t in [99, 100, 199, 200] {
+            net.send(t, addr(1), addr(2), b"a");
+            net.send(t, addr(2), addr(1), b"b");
+        }
+        assert_eq!(net.stats().blacked_out, 2);
+        assert_eq!(net.in_flight(), 6);
+    }
+}

@@ -1,0 +1,661 @@
+//! Transport packets (S8): byte layout, encoding into a caller buffer, and
+//! validating decoding that never panics and never allocates.
+//!
+//! # Layout, version 1
+//!
+//! All multi-byte integers are little-endian. Offsets are from the start of
+//! the UDP payload.
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 1 | magic, `0xB7` |
+//! | 1 | 1 | protocol version, `1` |
+//! | 2 | 1 | flags: bit 0 `ACK` (the ack block follows), bit 1 `PING` (keep-alive that asks for a prompt ack); bits 2–7 must be 0 |
+//! | 3 | 1 | sender seat |
+//! | 4 | 4 | session id (`u32`) |
+//! | 8 | 4 | packet number (`u32`), never reused within a link |
+//! | 12 | 4 | *ack block, when `ACK`:* largest packet number received from the addressee (`u32`) |
+//! | 16 | 2 | ack bits (`u16`): bit `i` set means packet `largest − 1 − i` was received too |
+//! | 18 | 2 | next message number expected from the addressee, low 16 bits: every message below it has been received (cumulative message ack) |
+//! | 12 or 20 | … | messages, back to back, until the tag |
+//! | len − 8 | 8 | tag: SipHash-2-4 (`u64`) keyed with the 128-bit session key over the addressee's seat (one byte, not sent) followed by bytes `0 .. len − 8` |
+//!
+//! Each message is
+//!
+//! | size | field |
+//! |---|---|
+//! | 2 | message number, low 16 bits (`u16`) |
+//! | 1 or 2 | payload length `L`: one byte `L` for `L < 128`; else two bytes `0x80 \| (L >> 8)`, `L & 0xFF` (canonical: the short form whenever it fits) |
+//! | `L` | payload, `L <= MAX_MESSAGE_BYTES` |
+//!
+//! Messages in one packet have strictly increasing numbers and there are at
+//! most [`MAX_MESSAGES_PER_PACKET`](crate::wire::packet::MAX_MESSAGES_PER_PACKET) of them. A packet of one short message
+//! with the ack block costs 20 + 3 + 8 = **31 bytes** of overhead
+//! ([`OVERHEAD_ONE_MESSAGE`](crate::wire::packet::OVERHEAD_ONE_MESSAGE)); ENet spends 10 on one reliable message plus 8
+//! for a separate ack command and authenticates nothing.
+//!
+//! Why truncated message numbers are safe: the receiver widens them against
+//! its next expected message (and the sender widens the cumulative ack against
+//! its oldest unacknowledged one). A correct sender keeps every number it puts
+//! on the wire within `MAX_IN_FLIGHT_LIMIT` of those references, and the
+//! replay window bounds how stale an accepted packet can be, so the distance
+//! stays below 2^15 and the widening is exact (see `link` and the compile-time
+//! check there).
+//!
+//! Why the addressee is in the tag but not on the wire: a packet meant for
+//! seat 2 and redirected to seat 3 (same session, same key) fails the tag,
+//! for free.
+//!
+//! Validation order on receipt (S8): length bounds, magic, version — then the
+//! endpoint checks session, sender and source address — then the tag, then
+//! the body (flags, ack block, message framing). [`peek`](crate::wire::packet::peek) does the first part,
+//! [`verify_tag`](crate::wire::packet::verify_tag) the tag, [`decode`](crate::wire::packet::decode) the structure.
+
+use siphasher::sip::SipHasher24;
+use std::hash::Hasher;
+
+/// First byte of every rungs transport packet.
+pub const MAGIC: u8 = 0xB7;
+/// The protocol version this code speaks.
+pub const VERSION: u8 = 1;
+/// Flag bit: the ack block is present.
+pub const FLAG_ACK: u8 = 0x01;
+/// Flag bit: a keep-alive asking for a prompt acknowledgement.
+pub const FLAG_PING: u8 = 0x02;
+const KNOWN_FLAGS: u8 = FLAG_ACK | FLAG_PING;
+
+/// Bytes before the ack block.
+pub const FIXED_HEADER_BYTES: usize = 12;
+/// Bytes of the ack block.
+pub const ACK_BLOCK_BYTES: usize = 8;
+/// Bytes of the authentication tag.
+pub const TAG_BYTES: usize = 8;
+/// Shortest valid packet: a fixed header and a tag.
+pub const MIN_PACKET_BYTES: usize = FIXED_HEADER_BYTES + TAG_BYTES;
+/// Longest packet rungs sends or accepts: fits the IPv6 minimum MTU (1280)
+/// minus IPv6 and UDP headers with room to spare, so it is never fragmented.
+pub const MAX_PACKET_BYTES: usize = 1200;
+/// Largest message payload.
+pub const MAX_MESSAGE_BYTES: usize = 1024;
+/// Most messages one packet may carry.
+pub const MAX_MESSAGES_PER_PACKET: usize = 64;
+/// Message header bytes for a payload of `len` bytes.
+pub const fn message_header_bytes(len: usize) -> usize {
+    if len < 0x80 {
+        3
+    } else {
+        4
+    }
+}
+/// Overhead of a packet carrying one short message, ack block included.
+pub const OVERHEAD_ONE_MESSAGE: usize =
+    FIXED_HEADER_BYTES + ACK_BLOCK_BYTES + message_header_bytes(0) + TAG_BYTES;
+
+// A maximal message with the largest headers must fit one packet.
+const _: () = assert!(
+    FIXED_HEADER_BYTES + ACK_BLOCK_BYTES + 4 + MAX_MESSAGE_BYTES + TAG_BYTES <= MAX_PACKET_BYTES
+);
+// The two-byte length form holds 15 bits.
+const _: () = assert!(MAX_MESSAGE_BYTES < 0x8000);
+
+/// Why bytes are not a valid packet. Each maps onto one drop counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecodeError {
+    /// Shorter than [`MIN_PACKET_BYTES`] (or than its own ack block).
+    TooShort,
+    /// Longer than [`MAX_PACKET_BYTES`].
+    TooLong,
+    /// First byte is not [`MAGIC`].
+    BadMagic,
+    /// Protocol version is not [`VERSION`].
+    BadVersion,
+    /// Unknown flag bits, or a message that does not frame correctly.
+    Malformed,
+}
+
+/// The fields checked before the tag: enough to find the link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Prefix {
+    /// Seat of the sender.
+    pub sender: u8,
+    /// Session id the sender believes it is in.
+    pub session_id: u32,
+}
+
+/// Check length bounds, magic and version, and read the sender and session.
+pub fn peek(packet: &[u8]) -> Result<Prefix, DecodeError> {
+    if packet.len() < MIN_PACKET_BYTES {
+        return Err(DecodeError::TooShort);
+    }
+    if packet.len() > MAX_PACKET_BYTES {
+        return Err(DecodeError::TooLong);
+    }
+    if packet[0] != MAGIC {
+        return Err(DecodeError::BadMagic);
+    }
+    if packet[1] != VERSION {
+        return Err(DecodeError::BadVersion);
+    }
+    Ok(Prefix {
+        sender: packet[3],
+        session_id: read_u32(packet, 4),
+    })
+}
+
+/// The 128-bit per-session key of the authentication tag.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct SessionKey(pub [u8; 16]);
+
+impl std::fmt::Debug for SessionKey {
+    // Keys stay out of logs.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SessionKey(..)")
+    }
+}
+
+impl SessionKey {
+    fn tag(&self, addressee: u8, authenticated: &[u8]) -> u64 {
+        let (k0, k1) = self.0.split_at(8);
+        let mut hasher = SipHasher24::new_with_keys(
+            u64::from_le_bytes(k0.try_into().unwrap_or([0; 8])),
+            u64::from_le_bytes(k1.try_into().unwrap_or([0; 8])),
+        );
+        hasher.write(&[addressee]);
+        hasher.write(authenticated);
+        hasher.finish()
+    }
+}
+
+/// Whether the packet's tag is right for `key` and the receiving seat.
+/// Call only on bytes [`peek`] accepted (shorter input is simply rejected).
+pub fn verify_tag(packet: &[u8], key: &SessionKey, addressee: u8) -> bool {
+    if packet.len() < MIN_PACKET_BYTES {
+        return false;
+    }
+    let (body, tag) = packet.split_at(packet.len() - TAG_BYTES);
+    // One 64-bit comparison: no early exit an attacker could time byte by byte.
+    key.tag(addressee, body) == read_u64(tag, 0)
+}
+
+/// Write the tag of a packet assembled by other means into its last
+/// [`TAG_BYTES`] bytes (tests and tools; [`PacketWriter::finish`] does this
+/// for packets it builds). Input shorter than a tag is left alone.
+pub fn write_tag(packet: &mut [u8], key: &SessionKey, addressee: u8) {
+    let Some(body_len) = packet.len().checked_sub(TAG_BYTES) else {
+        return;
+    };
+    let tag = key.tag(addressee, &packet[..body_len]);
+    packet[body_len..].copy_from_slice(&tag.to_le_bytes());
+}
+
+/// The ack block (S8): which of the addressee's packets arrived, and how many
+/// of its messages were received in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AckBlock {
+    /// Largest packet number received from the addressee.
+    pub largest: u32,
+    /// Bit `i`: packet `largest - 1 - i` was received too.
+    pub bits: u16,
+    /// Low 16 bits of the next message number expected from the addressee.
+    pub next_message: u16,
+}
+
+impl AckBlock {
+    /// Every packet number this block acknowledges, largest first.
+    pub fn acked(&self) -> impl Iterator<Item = u32> + '_ {
+        std::iter::once(self.largest).chain((0..16u32).filter_map(move |i| {
+            let set = self.bits & (1 << i) != 0;
+            let pn = self.largest.checked_sub(1 + i)?;
+            set.then_some(pn)
+        }))
+    }
+}
+
+/// The fixed part of a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    /// `FLAG_*` bits.
+    pub flags: u8,
+    /// Seat of the sender.
+    pub sender: u8,
+    /// Session id.
+    pub session_id: u32,
+    /// Packet number, never reused within a link.
+    pub packet_number: u32,
+    /// The ack block, when the sender has received anything yet.
+    pub ack: Option<AckBlock>,
+}
+
+impl Header {
+    /// Whether the packet asks for a prompt acknowledgement.
+    pub fn is_ping(&self) -> bool {
+        self.flags & FLAG_PING != 0
+    }
+}
+
+/// One message as it appears in a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageRef<'a> {
+    /// Low 16 bits of the message number.
+    pub number: u16,
+    /// The payload, borrowed from the packet.
+    pub payload: &'a [u8],
+}
+
+/// A structurally valid packet, borrowing the received bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct Packet<'a> {
+    /// The header.
+    pub header: Header,
+    messages: &'a [u8],
+    message_count: usize,
+}
+
+impl<'a> Packet<'a> {
+    /// The messages, in packet order (numbers strictly increasing as sent by
+    /// a correct peer; the link checks that after widening them).
+    pub fn messages(&self) -> Messages<'a> {
+        Messages {
+            rest: self.messages,
+        }
+    }
+
+    /// How many messages the packet carries.
+    pub fn message_count(&self) -> usize {
+        self.message_count
+    }
+
+    /// Whether the packet carries messages or is a ping: either way the
+    /// receiver acknowledges it promptly.
+    pub fn is_ack_eliciting(&self) -> bool {
+        self.message_count > 0 || self.header.is_ping()
+    }
+}
+
+/// Iterator over the messages of a [`Packet`] that [`decode`] validated.
+#[derive(Debug, Clone)]
+pub struct Messages<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Iterator for Messages<'a> {
+    type Item = MessageRef<'a>;
+
+    fn next(&mut self) -> Option<MessageRef<'a>> {
+        // `decode` checked the framing, so this cannot fail; a failure ends
+        // the iteration rather than panicking.
+        let (message, used) = split_message(self.rest).ok()?;
+        self.rest = self.rest.get(used..)?;
+        Some(message)
+    }
+}
+
+/// Read one message from the front of `bytes`: the message and the bytes used.
+fn split_message(bytes: &[u8]) -> Result<(MessageRef<'_>, usize), DecodeError> {
+    let number = match bytes.get(0..2) {
+        Some(b) => u16::from_le_bytes([b[0], b[1]]),
+        None => return Err(DecodeError::Malformed),
+    };
+    let first = *bytes.get(2).ok_or(DecodeError::Malformed)?;
+    let (len, header) = if first < 0x80 {
+        (first as usize, 3)
+    } else {
+        let second = *bytes.get(3).ok_or(DecodeError::Malformed)?;
+        let len = (((first & 0x7F) as usize) << 8) | second as usize;
+        // Canonical encoding only: one meaning per byte string.
+        if len < 0x80 {
+            return Err(DecodeError::Malformed);
+        }
+        (len, 4)
+    };
+    if len > MAX_MESSAGE_BYTES {
+        return Err(DecodeError::Malformed);
+    }
+    let payload = bytes
+        .get(header..header + len)
+        .ok_or(DecodeError::Malformed)?;
+    Ok((MessageRef { number, payload }, header + len))
+}
+
+/// Decode and check the structure of a packet whose prefix [`peek`] accepted
+/// and whose tag [`verify_tag`] accepted. Checks everything [`peek`] checks
+/// too, so it is safe on any input.
+pub fn decode(packet: &[u8]) -> Result<Packet<'_>, DecodeError> {
+    let prefix = peek(packet)?;
+    let flags = packet[2];
+    if flags & !KNOWN_FLAGS != 0 {
+        return Err(DecodeError::Malformed);
+    }
+    let body_end = packet.len() - TAG_BYTES;
+    let (ack, messages_start) = if flags & FLAG_ACK != 0 {
+        if body_end < FIXED_HEADER_BYTES + ACK_BLOCK_BYTES {
+            return Err(DecodeError::TooShort);
+        }
+        let ack = AckBlock {
+            largest: read_u32(packet, 12),
+            bits: read_u16(packet, 16),
+            next_message: read_u16(packet, 18),
+        };
+        (Some(ack), FIXED_HEADER_BYTES + ACK_BLOCK_BYTES)
+    } else {
+        (None, FIXED_HEADER_BYTES)
+    };
+    let messages = &packet[messages_start..body_end];
+    let mut rest = messages;
+    let mut message_count = 0;
+    while !rest.is_empty() {
+        let (_, used) = split_message(rest)?;
+        message_count += 1;
+        if message_count > MAX_MESSAGES_PER_PACKET {
+            return Err(DecodeError::Malformed);
+        }
+        rest = &rest[used..];
+    }
+    Ok(Packet {
+        header: Header {
+            flags,
+            sender: prefix.sender,
+            session_id: prefix.session_id,
+            packet_number: read_u32(packet, 8),
+            ack,
+        },
+        messages,
+        message_count,
+    })
+}
+
+/// Builds one packet in a caller buffer: header first, then messages while
+/// they fit, then [`finish`](PacketWriter::finish) writes the tag.
+#[derive(Debug)]
+pub struct PacketWriter<'b> {
+    buf: &'b mut [u8],
+    len: usize,
+    limit: usize,
+    message_count: usize,
+}
+
+impl<'b> PacketWriter<'b> {
+    /// Start a packet in `buf` (at most [`MAX_PACKET_BYTES`] of it are used).
+    /// `None` when `buf` cannot hold the header and the tag.
+    pub fn new(buf: &'b mut [u8], header: &Header) -> Option<PacketWriter<'b>> {
+        let limit = buf.len().min(MAX_PACKET_BYTES);
+        let header_len = FIXED_HEADER_BYTES + header.ack.map_or(0, |_| ACK_BLOCK_BYTES);
+        if limit < header_len + TAG_BYTES {
+            return None;
+        }
+        let mut flags = header.flags & FLAG_PING;
+        if header.ack.is_some() {
+            flags |= FLAG_ACK;
+        }
+        buf[0] = MAGIC;
+        buf[1] = VERSION;
+        buf[2] = flags;
+        buf[3] = header.sender;
+        buf[4..8].copy_from_slice(&header.session_id.to_le_bytes());
+        buf[8..12].copy_from_slice(&header.packet_number.to_le_bytes());
+        if let Some(ack) = header.ack {
+            buf[12..16].copy_from_slice(&ack.largest.to_le_bytes());
+            buf[16..18].copy_from_slice(&ack.bits.to_le_bytes());
+            buf[18..20].copy_from_slice(&ack.next_message.to_le_bytes());
+        }
+        Some(PacketWriter {
+            buf,
+            len: header_len,
+            limit,
+            message_count: 0,
+        })
+    }
+
+    /// Bytes still free for messages (the tag is already reserved).
+    pub fn remaining(&self) -> usize {
+        self.limit - TAG_BYTES - self.len
+    }
+
+    /// Whether a message of `payload_len` bytes would fit now.
+    pub fn fits(&self, payload_len: usize) -> bool {
+        payload_len <= MAX_MESSAGE_BYTES
+            && self.message_count < MAX_MESSAGES_PER_PACKET
+            && message_header_bytes(payload_len) + payload_len <= self.remaining()
+    }
+
+    /// Append a message; `false` (and nothing written) when it does not fit.
+    pub fn push(&mut self, number: u16, payload: &[u8]) -> bool {
+        if !self.fits(payload.len()) {
+            return false;
+        }
+        let at = self.len;
+        self.buf[at..at + 2].copy_from_slice(&number.to_le_bytes());
+        let len = payload.len();
+        let header = if len < 0x80 {
+            self.buf[at + 2] = len as u8;
+            3
+        } else {
+            self.buf[at + 2] = 0x80 | (len >> 8) as u8;
+            self.buf[at + 3] = (len & 0xFF) as u8;
+            4
+        };
+        self.buf[at + header..at + header + len].copy_from_slice(payload);
+        self.len = at + header + len;
+        self.message_count += 1;
+        true
+    }
+
+    /// Messages pushed so far.
+    pub fn message_count(&self) -> usize {
+        self.message_count
+    }
+
+    /// Write the tag for `addressee` and return the packet's length.
+    pub fn finish(self, key: &SessionKey, addressee: u8) -> usize {
+        let tag = key.tag(addressee, &self.buf[..self.len]);
+        self.buf[self.len..self.len + TAG_BYTES].copy_from_slice(&tag.to_le_bytes());
+        self.len + TAG_BYTES
+    }
+}
+
+fn read_u16(bytes: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([bytes[at], bytes[at + 1]])
+}
+
+fn read_u32(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+}
+
+fn read_u64(bytes: &[u8], at: usize) -> u64 {
+    let mut raw = [0u8; 8];
+    raw.copy_from_slice(&bytes[at..at + 8]);
+    u64::from_le_bytes(raw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: SessionKey = SessionKey([7; 16]);
+
+    fn header(ack: Option<AckBlock>) -> Header {
+        Header {
+            flags: 0,
+            sender: 3,
+            session_id: 0xDEAD_BEEF,
+            packet_number: 0x0102_0304,
+            ack,
+        }
+    }
+
+    fn build(ack: Option<AckBlock>, messages: &[(u16, &[u8])]) -> Vec<u8> {
+        let mut buf = [0u8; MAX_PACKET_BYTES];
+        let mut w = PacketWriter::new(&mut buf, &header(ack)).unwrap();
+        for (n, p) in messages {
+            assert!(w.push(*n, p));
+        }
+        let len = w.finish(&KEY, 5);
+        buf[..len].to_vec()
+    }
+
+    #[test]
+    fn layout_is_byte_for_byte_as_documented() {
+        let ack = AckBlock {
+            largest: 0x1122_3344,
+            bits: 0x5566,
+            next_message: 0x7788,
+        };
+        let p = build(Some(ack), &[(0x0A0B, b"hi")]);
+        assert_eq!(
+            &p[..25],
+            &[
+                0xB7, 1, FLAG_ACK, 3, // magic, version, flags, sender
+                0xEF, 0xBE, 0xAD, 0xDE, // session id
+                0x04, 0x03, 0x02, 0x01, // packet number
+                0x44, 0x33, 0x22, 0x11, // largest acked
+                0x66, 0x55, // ack bits
+                0x88, 0x77, // next message expected
+                0x0B, 0x0A, 2, b'h', b'i', // message 0x0A0B, length 2
+            ]
+        );
+        assert_eq!(p.len(), 25 + TAG_BYTES);
+        assert_eq!(p.len() - 2, OVERHEAD_ONE_MESSAGE);
+        assert_eq!(OVERHEAD_ONE_MESSAGE, 31);
+    }
+
+    #[test]
+    fn round_trip_with_and_without_ack() {
+        let long = vec![0x5A; 300];
+        for ack in [
+            None,
+            Some(AckBlock {
+                largest: 9,
+                bits: 0b101,
+                next_message: 4,
+            }),
+        ] {
+            let p = build(ack, &[(1, b""), (2, b"abc"), (3, &long)]);
+            assert!(verify_tag(&p, &KEY, 5));
+            let d = decode(&p).unwrap();
+            let mut expected = header(ack);
+            expected.flags = if ack.is_some() { FLAG_ACK } else { 0 };
+            assert_eq!(d.header, expected);
+            let msgs: Vec<_> = d.messages().collect();
+            assert_eq!(msgs.len(), 3);
+            assert_eq!(msgs[1].payload, b"abc");
+            assert_eq!(msgs[2].number, 3);
+            assert_eq!(msgs[2].payload, &long[..]);
+        }
+    }
+
+    #[test]
+    fn tag_binds_key_addressee_and_every_byte() {
+        let p = build(None, &[(1, b"order")]);
+        assert!(verify_tag(&p, &KEY, 5));
+        assert!(!verify_tag(&p, &KEY, 6), "redirected to another seat");
+        assert!(!verify_tag(&p, &SessionKey([8; 16]), 5), "other key");
+        let mut resigned = p.clone();
+        resigned[12] ^= 1;
+        assert!(!verify_tag(&resigned, &KEY, 5));
+        write_tag(&mut resigned, &KEY, 5);
+        assert!(verify_tag(&resigned, &KEY, 5));
+        for i in 0..p.len() {
+            let mut q = p.clone();
+            q[i] ^= 0x01;
+            assert!(!verify_tag(&q, &KEY, 5), "flip at byte {i} undetected");
+        }
+    }
+
+    #[test]
+    fn prefix_checks_in_order() {
+        let p = build(None, &[]);
+        assert_eq!(p.len(), MIN_PACKET_BYTES);
+        assert_eq!(peek(&p[..MIN_PACKET_BYTES - 1]), Err(DecodeError::TooShort));
+        assert_eq!(
+            peek(&[MAGIC; MAX_PACKET_BYTES + 1]),
+            Err(DecodeError::TooLong)
+        );
+        let mut q = p.clone();
+        q[0] = 0;
+        assert_eq!(peek(&q), Err(DecodeError::BadMagic));
+        let mut q = p.clone();
+        q[1] = 2;
+        assert_eq!(peek(&q), Err(DecodeError::BadVersion));
+        assert_eq!(
+            peek(&p),
+            Ok(Prefix {
+                sender: 3,
+                session_id: 0xDEAD_BEEF
+            })
+        );
+    }
+
+    #[test]
+    fn malformed_bodies_are_rejected() {
+        let p = build(None, &[(1, b"abc")]);
+        // Unknown flag.
+        let mut q = p.clone();
+        q[2] |= 0x80;
+        assert_eq!(decode(&q).err(), Some(DecodeError::Malformed));
+        // Length running past the tag.
+        let mut q = p.clone();
+        q[14] = 100;
+        assert_eq!(decode(&q).err(), Some(DecodeError::Malformed));
+        // Truncated message header.
+        let mut q = build(None, &[]);
+        q.splice(12..12, [1u8]);
+        assert_eq!(decode(&q).err(), Some(DecodeError::Malformed));
+        // Non-canonical long length form.
+        let mut q = build(None, &[]);
+        q.splice(12..12, [1u8, 0, 0x80, 0x01, b'x']);
+        assert_eq!(decode(&q).err(), Some(DecodeError::Malformed));
+        // Over-long message.
+        let mut q = build(None, &[]);
+        let len = MAX_MESSAGE_BYTES + 1;
+        let mut m = vec![1u8, 0, 0x80 | (len >> 8) as u8, len as u8];
+        m.resize(4 + len, 0);
+        q.splice(12..12, m);
+        assert_eq!(decode(&q).err(), Some(DecodeError::Malformed));
+        // ACK flag without room for the block.
+        let mut q = build(None, &[]);
+        q[2] = FLAG_ACK;
+        assert_eq!(decode(&q).err(), Some(DecodeError::TooShort));
+        // Too many messages.
+        let mut q = build(None, &[]);
+        let many: Vec<u8> = (0..=MAX_MESSAGES_PER_PACKET as u16)
+            .flat_map(|n| [n as u8, (n >> 8) as u8, 0])
+            .collect();
+        q.splice(12..12, many);
+        assert_eq!(decode(&q).err(), Some(DecodeError::Malformed));
+    }
+
+    #[test]
+    fn writer_respects_small_buffers_and_limits() {
+        let mut tiny = [0u8; MIN_PACKET_BYTES - 1];
+        assert!(PacketWriter::new(&mut tiny, &header(None)).is_none());
+        let mut buf = [0u8; MIN_PACKET_BYTES + 4];
+        let mut w = PacketWriter::new(&mut buf, &header(None)).unwrap();
+        assert!(w.push(1, b"x"));
+        assert!(!w.push(2, b"y"), "no room left");
+        assert_eq!(w.finish(&KEY, 0), MIN_PACKET_BYTES + 4);
+        let mut big = [0u8; 4 * MAX_PACKET_BYTES];
+        let mut w = PacketWriter::new(&mut big, &header(None)).unwrap();
+        assert!(!w.fits(MAX_MESSAGE_BYTES + 1));
+        for n in 0..MAX_MESSAGES_PER_PACKET as u16 {
+            assert!(w.push(n, b""));
+        }
+        assert!(!w.push(99, b""), "message count limit");
+        assert!(w.finish(&KEY, 0) <= MAX_PACKET_BYTES);
+    }
+
+    #[test]
+    fn ack_block_lists_acked_packets() {
+        let ack = AckBlock {
+            largest: 20,
+            bits: 0b1000_0000_0000_0101,
+            next_message: 0,
+        };
+        assert_eq!(ack.acked().collect::<Vec<_>>(), vec![20, 19, 17, 4]);
+        let low = AckBlock {
+            largest: 1,
+            bits: 0xFFFF,
+            next_message: 0,
+        };
+        assert_eq!(low.acked().collect::<Vec<_>>(), vec![1, 0]);
+    }
+}
