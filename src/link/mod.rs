@@ -12,16 +12,10 @@
 //! [`Link::is_retransmitting`], [`Link::worst_recent_rtt_ms`] and
 //! [`Link::stats`].
 
-// Submodules stay out of include/rungs.h: their constants are Rust API.
-/// cbindgen:ignore
 mod endpoint;
-/// cbindgen:ignore
 mod peer;
-/// cbindgen:ignore
 mod replay;
-/// cbindgen:ignore
 pub mod rtt;
-/// cbindgen:ignore
 mod stats;
 
 pub use endpoint::{canonical_address, Endpoint, EndpointConfig, Transmit};

@@ -6,9 +6,7 @@
 //! explicitly (S7: never behind its back).
 
 // Submodules stay out of include/rungs.h.
-/// cbindgen:ignore
 mod udp;
-/// cbindgen:ignore
 mod worker;
 
 pub use udp::{IoCounters, PollOutcome, UdpDriver, MAX_DATAGRAMS_PER_POLL};

@@ -8,11 +8,8 @@
 //! [`Endpoint`](crate::link::Endpoint)s to it and runs them event by event.
 
 // Submodules stay out of include/rungs.h.
-/// cbindgen:ignore
 mod cluster;
-/// cbindgen:ignore
 mod network;
-/// cbindgen:ignore
 mod rng;
 
 pub use cluster::{Cluster, SimHost};

@@ -3,7 +3,7 @@
 //! The engine owns every event ID (S7); this module only turns the *payload*
 //! of an event into bytes and back. Encoders write into a caller buffer and
 //! never allocate; decoders accept exactly one length per layout and refuse
-//! everything else with [`Error::Malformed`](crate::Error::Malformed), without panicking and without
+//! everything else with [`Error::Malformed`], without panicking and without
 //! any effect. All multi-byte fields are little-endian, as the original games
 //! wrote them on x86. `docs/payloads.md` carries the same tables.
 //!
@@ -23,7 +23,7 @@
 //!
 //! **Fog-of-war bias.** Vanilla Tiberian Sun adds 10 to `MaxAhead` when fog of
 //! war is on and subtracts it again where it executes TIMING. An engine that
-//! keeps that quirk passes `fog_bias = 10` (see [`TS_FOG_BIAS`](crate::wire::events::TS_FOG_BIAS)) while fog is
+//! keeps that quirk passes `fog_bias = 10` (see [`TS_FOG_BIAS`]) while fog is
 //! on, and 0 otherwise; one that removed it always passes 0. Every machine of
 //! a game must pass the same bias, because it changes the bytes.
 //!
@@ -69,7 +69,7 @@
 //! The round trip and the wait saturate as in the compact layout.
 //!
 //! Every layout fits Tiberian Sun's 36-byte event data union
-//! ([`TS_EVENT_DATA_LEN`](crate::wire::events::TS_EVENT_DATA_LEN)), checked at compile time.
+//! ([`TS_EVENT_DATA_LEN`]), checked at compile time.
 
 use crate::error::{Error, Result};
 use crate::report::Report;

@@ -29,9 +29,9 @@
 //! | `L` | payload, `L <= MAX_MESSAGE_BYTES` |
 //!
 //! Messages in one packet have strictly increasing numbers and there are at
-//! most [`MAX_MESSAGES_PER_PACKET`](crate::wire::packet::MAX_MESSAGES_PER_PACKET) of them. A packet of one short message
+//! most [`MAX_MESSAGES_PER_PACKET`] of them. A packet of one short message
 //! with the ack block costs 20 + 3 + 8 = **31 bytes** of overhead
-//! ([`OVERHEAD_ONE_MESSAGE`](crate::wire::packet::OVERHEAD_ONE_MESSAGE)); ENet spends 10 on one reliable message plus 8
+//! ([`OVERHEAD_ONE_MESSAGE`]); ENet spends 10 on one reliable message plus 8
 //! for a separate ack command and authenticates nothing.
 //!
 //! Why truncated message numbers are safe: the receiver widens them against
@@ -48,8 +48,8 @@
 //!
 //! Validation order on receipt (S8): length bounds, magic, version — then the
 //! endpoint checks session, sender and source address — then the tag, then
-//! the body (flags, ack block, message framing). [`peek`](crate::wire::packet::peek) does the first part,
-//! [`verify_tag`](crate::wire::packet::verify_tag) the tag, [`decode`](crate::wire::packet::decode) the structure.
+//! the body (flags, ack block, message framing). [`peek`] does the first part,
+//! [`verify_tag`] the tag, [`decode`] the structure.
 
 use siphasher::sip::SipHasher24;
 use std::hash::Hasher;
