@@ -333,3 +333,33 @@ fn a_seeded_run_is_reproducible_bit_for_bit() {
     assert_eq!(first, run(99));
     assert_ne!(first.2, run(100).2);
 }
+
+/// Acks never answer each other: with a round trip (200 ms) far longer than
+/// the time between messages (33 ms), data is always in flight, yet the
+/// packet count stays proportional to the messages sent. (Piggybacked
+/// resends used to ride on pure acks, making every ack need an ack: the
+/// exchanges never died out and multiplied with every message, a storm.)
+#[test]
+fn acks_do_not_answer_each_other_when_data_is_always_in_flight() {
+    let mut cluster = cluster(7, Conditions::delay_ms(100), 2, LinkConfig::default());
+    let frames = 1800; // a minute at 30 fps
+    let received = lockstep_traffic(&mut cluster, frames, 2_000_000);
+    assert_eq!(received[1][0].len(), frames as usize);
+    assert_eq!(received[0][1].len(), frames as usize);
+    let sent: u64 = (0..2)
+        .map(|s| {
+            cluster
+                .host(s)
+                .endpoint
+                .link(1 - s as u8)
+                .unwrap()
+                .stats(cluster.now_us())
+                .packets_sent
+        })
+        .sum();
+    let messages = 2 * u64::from(frames);
+    assert!(
+        sent <= 3 * messages,
+        "{sent} packets for {messages} messages"
+    );
+}

@@ -24,7 +24,8 @@ use super::stats::{DropCounts, DropReason, LinkEvent, LinkStats};
 use crate::error::{Error, Result};
 use crate::wire::packet::{
     AckBlock, Header, Packet, PacketWriter, SessionKey, ACK_BLOCK_BYTES, FIXED_HEADER_BYTES,
-    FLAG_PING, MAX_MESSAGES_PER_PACKET, MAX_MESSAGE_BYTES, MAX_PACKET_BYTES, TAG_BYTES,
+    FLAG_FIRST_ACK, FLAG_PING, MAX_MESSAGES_PER_PACKET, MAX_MESSAGE_BYTES, MAX_PACKET_BYTES,
+    TAG_BYTES,
 };
 
 /// Hard ceiling of messages in flight (sent or queued, unacknowledged) per
@@ -224,6 +225,9 @@ pub struct Link {
     out_of_order: BTreeMap<u64, Box<[u8]>>,
     ready: VecDeque<Box<[u8]>>,
     ack_pending: bool,
+    /// The largest packet number this side has acknowledged so far, to mark
+    /// the first ack of each new largest (`FLAG_FIRST_ACK`).
+    largest_acknowledged: Option<u32>,
 
     // Health.
     rtt: RttEstimator,
@@ -259,6 +263,7 @@ impl Link {
             out_of_order: BTreeMap::new(),
             ready: VecDeque::new(),
             ack_pending: false,
+            largest_acknowledged: None,
             rtt: RttEstimator::new(),
             created_us: now_us,
             last_heard_us: None,
@@ -429,7 +434,7 @@ impl Link {
 
         let mut newly_acked_messages = false;
         if let Some(ack) = header.ack {
-            newly_acked_messages |= self.on_packet_acks(now_us, &ack);
+            newly_acked_messages |= self.on_packet_acks(now_us, &ack, header.is_first_ack());
         }
         if let Some(acked_through) = cumulative_ack {
             let end = (acked_through - self.send_base) as usize;
@@ -468,7 +473,7 @@ impl Link {
     }
 
     /// Apply the packet-level acknowledgements; whether any message became acked.
-    fn on_packet_acks(&mut self, now_us: u64, ack: &AckBlock) -> bool {
+    fn on_packet_acks(&mut self, now_us: u64, ack: &AckBlock, first_ack: bool) -> bool {
         let mut newly_acked_messages = false;
         for pn in ack.acked() {
             let pn = u64::from(pn);
@@ -487,8 +492,10 @@ impl Link {
                 self.loss.record(false);
             }
             // RFC 9002 5.1: sample only from the largest acknowledged, newly
-            // acked; Karn's rule via `gives_rtt_sample` (S8).
-            if pn == u64::from(ack.largest) && record.gives_rtt_sample {
+            // acked; Karn's rule via `gives_rtt_sample` (S8); and only from the
+            // peer's first ack of it (`FLAG_FIRST_ACK`): a repeat ack after a
+            // lost one waited for the peer's next packet.
+            if pn == u64::from(ack.largest) && record.gives_rtt_sample && first_ack {
                 self.rtt
                     .on_sample(now_us, now_us.saturating_sub(record.sent_us));
             }
@@ -623,8 +630,11 @@ impl Link {
             return None;
         }
         let ping = ping_due && self.messages_due == 0;
+        let largest_received = self.replay.largest();
+        let first_ack =
+            largest_received.is_some_and(|l| self.largest_acknowledged.map_or(true, |a| l > a));
         let header = Header {
-            flags: if ping { FLAG_PING } else { 0 },
+            flags: if ping { FLAG_PING } else { 0 } | if first_ack { FLAG_FIRST_ACK } else { 0 },
             sender: self.identity.local_seat,
             session_id: self.identity.session_id,
             packet_number: self.next_packet_number as u32,
@@ -641,12 +651,19 @@ impl Link {
         let mut carried = 0u64;
         let mut first_transmission = false;
         // A ping stays a pure ping, so the sample it gives never involves a
-        // resent message (Karn's rule, S8).
-        let mut piggyback_left = if ping {
+        // resent message (Karn's rule, S8). Already-sent messages ride only on
+        // packets that carry new ones: a pure ack carrying them would itself
+        // need an ack, and with data always in flight the acks would answer
+        // each other forever (a storm that grows with every message sent).
+        let mut piggyback_left = if ping || self.messages_due == 0 {
             0
         } else {
             self.config.piggyback_budget_bytes
         };
+        // And a message is re-sent on the side at most once a round trip: its
+        // ack cannot be back sooner. Never twice in one instant, even at an
+        // RTT of 0, so a packet's due messages always make progress.
+        let resend_after_us = self.rtt.srtt_us().unwrap_or(self.rtt.rto_us()).max(1);
         for (index, message) in self.outgoing.iter_mut().enumerate() {
             if message.acked {
                 continue;
@@ -661,9 +678,10 @@ impl Link {
                     break; // the rest goes in the next packet
                 }
             } else {
-                // Piggyback an already-sent message, once per instant, within budget.
+                // Piggyback an already-sent message, once a round trip, within budget.
                 let cost = len + 4;
-                if message.last_sent_us == now_us || cost > piggyback_left || !writer.fits(len) {
+                let recently_sent = now_us.saturating_sub(message.last_sent_us) < resend_after_us;
+                if recently_sent || cost > piggyback_left || !writer.fits(len) {
                     continue;
                 }
                 piggyback_left -= cost;
@@ -705,6 +723,9 @@ impl Link {
         });
         self.next_packet_number += 1;
         self.ack_pending = false;
+        if first_ack {
+            self.largest_acknowledged = largest_received;
+        }
         if ack_eliciting {
             self.last_ack_eliciting_sent_us = now_us;
         }

@@ -10,7 +10,7 @@
 //! |---|---|---|
 //! | 0 | 1 | magic, `0xB7` |
 //! | 1 | 1 | protocol version, `1` |
-//! | 2 | 1 | flags: bit 0 `ACK` (the ack block follows), bit 1 `PING` (keep-alive that asks for a prompt ack); bits 2–7 must be 0 |
+//! | 2 | 1 | flags: bit 0 `ACK` (the ack block follows), bit 1 `PING` (keep-alive that asks for a prompt ack), bit 2 `FIRST_ACK` (with `ACK` only: the first packet to acknowledge the block's largest); bits 3–7 must be 0 |
 //! | 3 | 1 | sender seat |
 //! | 4 | 4 | session id (`u32`) |
 //! | 8 | 4 | packet number (`u32`), never reused within a link |
@@ -62,7 +62,12 @@ pub const VERSION: u8 = 1;
 pub const FLAG_ACK: u8 = 0x01;
 /// Flag bit: a keep-alive asking for a prompt acknowledgement.
 pub const FLAG_PING: u8 = 0x02;
-const KNOWN_FLAGS: u8 = FLAG_ACK | FLAG_PING;
+/// Flag bit (with `FLAG_ACK`): this is the first packet to acknowledge the
+/// ack block's largest packet number. Round trips are sampled only from such
+/// acks: a later one (the first was lost) is delayed by however long the
+/// acker had nothing else to send, which is not the round trip.
+pub const FLAG_FIRST_ACK: u8 = 0x04;
+const KNOWN_FLAGS: u8 = FLAG_ACK | FLAG_PING | FLAG_FIRST_ACK;
 
 /// Bytes before the ack block.
 pub const FIXED_HEADER_BYTES: usize = 12;
@@ -231,6 +236,11 @@ impl Header {
     pub fn is_ping(&self) -> bool {
         self.flags & FLAG_PING != 0
     }
+
+    /// Whether this packet is the first to acknowledge its ack block's largest.
+    pub fn is_first_ack(&self) -> bool {
+        self.flags & FLAG_FIRST_ACK != 0 && self.ack.is_some()
+    }
 }
 
 /// One message as it appears in a packet.
@@ -323,7 +333,7 @@ fn split_message(bytes: &[u8]) -> Result<(MessageRef<'_>, usize), DecodeError> {
 pub fn decode(packet: &[u8]) -> Result<Packet<'_>, DecodeError> {
     let prefix = peek(packet)?;
     let flags = packet[2];
-    if flags & !KNOWN_FLAGS != 0 {
+    if flags & !KNOWN_FLAGS != 0 || (flags & FLAG_FIRST_ACK != 0 && flags & FLAG_ACK == 0) {
         return Err(DecodeError::Malformed);
     }
     let body_end = packet.len() - TAG_BYTES;
@@ -385,7 +395,7 @@ impl<'b> PacketWriter<'b> {
         }
         let mut flags = header.flags & FLAG_PING;
         if header.ack.is_some() {
-            flags |= FLAG_ACK;
+            flags |= FLAG_ACK | (header.flags & FLAG_FIRST_ACK);
         }
         buf[0] = MAGIC;
         buf[1] = VERSION;
