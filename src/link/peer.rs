@@ -660,10 +660,7 @@ impl Link {
         } else {
             self.config.piggyback_budget_bytes
         };
-        // And a message is re-sent on the side at most once a round trip: its
-        // ack cannot be back sooner. Never twice in one instant, even at an
-        // RTT of 0, so a packet's due messages always make progress.
-        let resend_after_us = self.rtt.srtt_us().unwrap_or(self.rtt.rto_us()).max(1);
+
         for (index, message) in self.outgoing.iter_mut().enumerate() {
             if message.acked {
                 continue;
@@ -678,10 +675,12 @@ impl Link {
                     break; // the rest goes in the next packet
                 }
             } else {
-                // Piggyback an already-sent message, once a round trip, within budget.
+                // Piggyback an already-sent message (seed 002: every packet
+                // re-sends what is unacknowledged, so a lost message is
+                // recovered by the very next one), within budget, and never
+                // twice in one instant so due messages always make progress.
                 let cost = len + 4;
-                let recently_sent = now_us.saturating_sub(message.last_sent_us) < resend_after_us;
-                if recently_sent || cost > piggyback_left || !writer.fits(len) {
+                if message.last_sent_us == now_us || cost > piggyback_left || !writer.fits(len) {
                     continue;
                 }
                 piggyback_left -= cost;

@@ -1,5 +1,9 @@
 //! Sessions: the pieces composed for an engine's frame loop (S5, S7).
 
 pub mod engine;
+pub mod lockstep;
 
 pub use engine::{EngineSession, EventIds, LogLevel, Payload, SessionConfig, SessionOutput};
+pub use lockstep::{
+    Advance, ExecutedCommand, LockstepConfig, LockstepSession, LockstepStats, SessionEvent,
+};

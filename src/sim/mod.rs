@@ -7,11 +7,12 @@
 //! (integers only, no wall clock, no hash-map order). [`Cluster`] wires sans-IO
 //! [`Endpoint`](crate::link::Endpoint)s to it and runs them event by event.
 
-// Submodules stay out of include/rungs.h.
 mod cluster;
+pub mod game;
 mod network;
 mod rng;
 
 pub use cluster::{Cluster, SimHost};
+pub use game::{run_game, Departure, GameReport, GameSpec, Spike};
 pub use network::{Conditions, Delivery, NetSim, NetStats, Outage};
 pub use rng::SplitMix64;

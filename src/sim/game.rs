@@ -1,0 +1,622 @@
+//! Whole games on the simulated network: N machines, each running the real
+//! [`LockstepSession`] (timing, record, schedule, transport, clock sync,
+//! pacing) over [`NetSim`], deterministically from a seed, on a virtual
+//! clock — much faster than real time. `rungs-sim`, the soak test and the
+//! scenario suite are built on [`run_game`].
+//!
+//! The model, in the words `rungs-sim --help` uses:
+//! - **Round trips.** Each player has a base round trip (`--rtt`); the path
+//!   between players `i` and `j` has a one-way delay of `(rtt_i + rtt_j) / 4`
+//!   (so when everyone has the same base, every pair sees that round trip).
+//!   `--jitter J` adds a uniform `0..=J` ms to each datagram's one-way delay.
+//!   `--loss P` loses each datagram with probability P.
+//! - **Spikes.** `--spike MS@S+D` makes every path's round trip `MS` from
+//!   second `S` for `D` seconds (`MS@S+D/P` only player P's paths).
+//! - **Machines.** Each player's frame takes `--proc-ms` of its CPU; its
+//!   clock runs with an offset and a drift drawn from the seed, so clock sync
+//!   has work to do.
+//! - **Commands.** Each player issues commands at random, two per second on
+//!   average (about 120 actions a minute); a command's latency is from its
+//!   issue to its execution on the issuing machine.
+//! - **Physical floor.** For each command, the worst one-way delay from the
+//!   issuer to any other player at issue time (base delay plus mean jitter)
+//!   plus one frame: no lockstep game can execute it sooner on every machine.
+//! - **Stalls.** A frame stalls when it is due but a peer's turn has not
+//!   arrived. Reported for the worst machine: stalled frames and total ms.
+//! - **Desyncs.** Every machine hashes the commands it executed; the hash is
+//!   exchanged as the state checksum every 64 frames and compared (S10's
+//!   checksum idea, carried by the turns).
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+
+use super::{Conditions, NetSim, SplitMix64};
+use crate::error::{Error, Result};
+use crate::link::LinkConfig;
+use crate::report::record::MAX_SEATS;
+use crate::session::{Advance, LockstepConfig, LockstepSession, SessionEvent};
+use crate::timing::{MachineConfig, PolicyKind, Timing};
+use crate::wire::packet::SessionKey;
+
+/// A change of round trip for a while.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spike {
+    /// The round trip during the spike, ms.
+    pub rtt_ms: u32,
+    /// When it starts, ms after the game starts.
+    pub start_ms: u64,
+    /// How long it lasts, ms.
+    pub duration_ms: u64,
+    /// Only this player's paths; `None` for every path.
+    pub player: Option<u8>,
+}
+
+/// How a player leaves mid-game.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Departure {
+    /// The player quits: its removal is a command (graceful).
+    Quit,
+    /// The machine vanishes; the others drop it after the link is lost.
+    Crash,
+}
+
+/// One game to simulate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GameSpec {
+    pub players: u8,
+    pub frames: u32,
+    pub fps: u8,
+    /// Base round trip per player, ms (one value applies to all).
+    pub rtt_ms: Vec<u32>,
+    pub jitter_ms: u32,
+    /// Loss probability, parts per million.
+    pub loss_ppm: u32,
+    pub spikes: Vec<Spike>,
+    /// Processing time per frame per player, µs (one value applies to all).
+    pub proc_us: Vec<u32>,
+    pub policy: PolicyKind,
+    pub seed: u64,
+    /// A player leaving on a frame.
+    pub departure: Option<(u8, u32, Departure)>,
+    /// Commands per player per minute, on average.
+    pub commands_per_minute: u32,
+}
+
+impl GameSpec {
+    /// A game of `players` at `fps` for `frames`, everyone at `rtt_ms`.
+    pub fn new(players: u8, frames: u32, fps: u8, rtt_ms: u32) -> GameSpec {
+        GameSpec {
+            players,
+            frames,
+            fps,
+            rtt_ms: vec![rtt_ms],
+            jitter_ms: 0,
+            loss_ppm: 0,
+            spikes: Vec::new(),
+            proc_us: vec![5000],
+            policy: PolicyKind::Adaptive,
+            seed: 1,
+            departure: None,
+            commands_per_minute: 120,
+        }
+    }
+
+    fn per_player<T: Copy>(values: &[T], player: u8) -> Option<T> {
+        values.get(usize::from(player)).or(values.last()).copied()
+    }
+
+    fn rtt_of(&self, player: u8) -> u32 {
+        Self::per_player(&self.rtt_ms, player).unwrap_or(0)
+    }
+
+    fn proc_of(&self, player: u8) -> u32 {
+        Self::per_player(&self.proc_us, player).unwrap_or(0)
+    }
+
+    /// One-way base delay between two players at game time `at_ms`, µs.
+    pub fn one_way_us(&self, a: u8, b: u8, at_ms: u64) -> u64 {
+        let rtt = |p: u8| u64::from(self.rtt_of(p));
+        let mut base = (rtt(a) + rtt(b)) * 1000 / 4;
+        for spike in &self.spikes {
+            let active = (spike.start_ms..spike.start_ms + spike.duration_ms).contains(&at_ms);
+            let applies = spike.player.map_or(true, |p| p == a || p == b);
+            if active && applies {
+                base = base.max(u64::from(spike.rtt_ms) * 1000 / 2);
+            }
+        }
+        base
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.players == 0 || usize::from(self.players) > MAX_SEATS {
+            return Err(Error::InvalidArgument("players must be 1..=16"));
+        }
+        if self.fps == 0 {
+            return Err(Error::InvalidArgument("fps must be 1..=255"));
+        }
+        if self.rtt_ms.is_empty() || self.proc_us.is_empty() {
+            return Err(Error::InvalidArgument(
+                "rtt and proc need at least one value",
+            ));
+        }
+        if self.loss_ppm > 1_000_000 {
+            return Err(Error::InvalidArgument("loss must be 0..=1"));
+        }
+        if let Some((p, _, _)) = self.departure {
+            if p >= self.players || self.players < 2 {
+                return Err(Error::InvalidArgument(
+                    "the departing player must be one of the players",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a game did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GameReport {
+    pub frames: u32,
+    /// Command latency, ms: mean, 95th percentile, max.
+    pub latency_mean_ms: f64,
+    pub latency_p95_ms: f64,
+    pub latency_max_ms: f64,
+    /// Mean physical floor, ms.
+    pub floor_mean_ms: f64,
+    /// The worst machine's stalled frames and total stall time.
+    pub stall_frames: u64,
+    pub stall_ms: f64,
+    pub desyncs: u64,
+    pub commands_issued: u64,
+    /// Commands executed, the same on every machine that stayed.
+    pub commands_executed: u64,
+    /// Datagrams and bytes sent by all machines.
+    pub packets: u64,
+    pub bytes: u64,
+    /// Timing changes as seen by the first remaining machine: (frame, send period, look-ahead, fps).
+    pub timeline: Vec<(u32, u8, u8, u8)>,
+    /// Stalls over time for plots: (game ms, stall ms) of each stalled frame (worst machine).
+    pub stall_events: Vec<(f64, f64)>,
+    /// Physical floor samples over time: (game ms, floor ms).
+    pub floor_samples: Vec<(f64, f64)>,
+    /// Game time the last frame ran, ms.
+    pub duration_ms: f64,
+    /// Every machine that stayed executed the same commands on the same frames.
+    pub logs_identical: bool,
+    /// Every command executed exactly once and in issue order on every
+    /// machine (none lost, none twice); a crashed player's commands after
+    /// its cut are void everywhere alike.
+    pub commands_in_order: bool,
+    /// Link losses the engines saw.
+    pub links_lost: u64,
+}
+
+struct Machine {
+    seat: u8,
+    session: LockstepSession,
+    address: SocketAddr,
+    clock_offset_us: i64,
+    clock_drift_ppm: i64,
+    busy_until_us: u64,
+    wake_us: u64,
+    crashed: bool,
+    next_command_us: u64,
+    commands: u32,
+    /// Running hash of executed (frame, seat, bytes): the "game state".
+    state_hash: u64,
+    executed: u64,
+    stalled_frames: u64,
+    stall_us: u64,
+    stalls: Vec<(f64, f64)>,
+    timeline: Vec<(u32, u8, u8, u8)>,
+    fps: u8,
+    timing: Option<Timing>,
+    links_lost: u64,
+    dropped: [bool; MAX_SEATS],
+    /// Per seat: the next command id expected to execute (issue order).
+    next_expected: [u32; MAX_SEATS],
+    out_of_order: bool,
+}
+
+impl Machine {
+    /// Local clock at global time `t`.
+    fn local(&self, t: u64) -> u64 {
+        let drift = (t as i128) * i128::from(self.clock_drift_ppm) / 1_000_000;
+        (t as i128 + i128::from(self.clock_offset_us) + drift).max(0) as u64
+    }
+
+    /// Global time at which the local clock reads `local` (rounded up).
+    fn global(&self, local: u64) -> u64 {
+        let since = local as i128 - i128::from(self.clock_offset_us);
+        let t = (since * 1_000_000 + 1_000_000 + i128::from(self.clock_drift_ppm) - 1)
+            / (1_000_000 + i128::from(self.clock_drift_ppm));
+        t.max(0) as u64
+    }
+}
+
+fn fnv(hash: u64, bytes: &[u8]) -> u64 {
+    let mut h = hash;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+const CHECKSUM_INTERVAL: u32 = 64;
+const GAME_START_US: u64 = 1_000_000;
+
+/// Simulate one game. Deterministic: the same spec gives the same report.
+pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
+    spec.validate()?;
+    let players = spec.players;
+    let mut rng = SplitMix64::new(spec.seed);
+    let mut net = NetSim::new(rng.next_u64(), Conditions::PERFECT);
+    let address = |p: u8| SocketAddr::from(([10, 0, 0, p + 1], 4000));
+    let mean_jitter_us = u64::from(spec.jitter_ms) * 1000 / 2;
+    // Path conditions, with every change at the spikes' edges.
+    let mut change_points: Vec<u64> = vec![0];
+    for spike in &spec.spikes {
+        change_points.push(spike.start_ms);
+        change_points.push(spike.start_ms + spike.duration_ms);
+    }
+    change_points.sort_unstable();
+    change_points.dedup();
+    for a in 0..players {
+        for b in 0..players {
+            if a == b {
+                continue;
+            }
+            for at_ms in &change_points {
+                let conditions = Conditions {
+                    delay_us: spec.one_way_us(a, b, *at_ms),
+                    jitter_us: u64::from(spec.jitter_ms) * 1000,
+                    loss_ppm: spec.loss_ppm,
+                    ..Conditions::PERFECT
+                };
+                net.set_conditions(
+                    address(a),
+                    address(b),
+                    GAME_START_US + at_ms * 1000,
+                    conditions,
+                );
+            }
+        }
+    }
+    let key = SessionKey([rng.next_u64() as u8; 16]);
+    let session_id = rng.next_u64() as u32;
+    let mut machines = Vec::with_capacity(usize::from(players));
+    for seat in 0..players {
+        let config = LockstepConfig {
+            machine: MachineConfig {
+                speed_fps: spec.fps,
+                human_seats: vec![true; usize::from(players)],
+                local_seat: Some(seat),
+                policy: spec.policy,
+            },
+            session_id,
+            key,
+            link: LinkConfig::default(),
+            checksum_interval: CHECKSUM_INTERVAL,
+        };
+        // Clocks: up to 2000 s apart, drifting up to ±100 ppm.
+        let clock_offset_us = rng.below_or_equal(2_000_000_000) as i64;
+        let clock_drift_ppm = rng.below_or_equal(200) as i64 - 100;
+        let local_now = clock_offset_us as u64;
+        let mut machine = Machine {
+            seat,
+            session: LockstepSession::new(&config, local_now)?,
+            address: address(seat),
+            clock_offset_us,
+            clock_drift_ppm,
+            busy_until_us: 0,
+            wake_us: GAME_START_US,
+            crashed: false,
+            next_command_us: 0,
+            commands: 0,
+            state_hash: 0xcbf2_9ce4_8422_2325,
+            executed: 0,
+            stalled_frames: 0,
+            stall_us: 0,
+            stalls: Vec::new(),
+            timeline: Vec::new(),
+            fps: spec.fps,
+            timing: None,
+            links_lost: 0,
+            dropped: [false; MAX_SEATS],
+            next_expected: [0; MAX_SEATS],
+            out_of_order: false,
+        };
+        for peer in 0..players {
+            if peer != seat {
+                machine.session.add_peer(peer, address(peer), local_now)?;
+            }
+        }
+        machine.next_command_us = GAME_START_US + next_gap(&mut rng, spec.commands_per_minute);
+        machines.push(machine);
+    }
+
+    // Per seat, per command id: issue time (global µs) and physical floor (ms).
+    let mut issued: Vec<Vec<(u64, f64)>> = vec![Vec::new(); usize::from(players)];
+    // Per executed own command: (latency ms, floor ms, issue ms).
+    let mut latencies: Vec<(f64, f64, f64)> = Vec::new();
+    // Commands stop some frames before the end so that all of them execute.
+    let last_issue_frame = spec.frames.saturating_sub(300);
+    let mut packets = 0u64;
+    let mut bytes = 0u64;
+    let mut buf = vec![0u8; 1500];
+    let mut now = 0u64;
+    let frame_us = 1_000_000 / u64::from(spec.fps);
+    let horizon_us = GAME_START_US + (u64::from(spec.frames) * frame_us) * 40 + 600_000_000;
+    let mut last_frame_time = 0f64;
+    let mut pending_drops: VecDeque<(u64, u8, u8)> = VecDeque::new();
+
+    loop {
+        let active = machines.iter().any(|m| {
+            !m.crashed
+                && !m.session.has_left()
+                && m.session.frame().map_or(true, |f| f + 1 < spec.frames)
+        });
+        if !active {
+            break;
+        }
+        if now > horizon_us {
+            for m in &machines {
+                let state = if m.crashed {
+                    "crashed"
+                } else if m.session.has_left() {
+                    "left"
+                } else {
+                    "running"
+                };
+                eprintln!(
+                    "rungs-sim: seat {} {state} at frame {:?}, waiting for seats {:#b}",
+                    m.seat,
+                    m.session.frame(),
+                    m.session.waiting_for()
+                );
+            }
+            return Err(Error::State(
+                "the game stalled: no progress within the simulation horizon",
+            ));
+        }
+        // Deliver everything due now.
+        while let Some(delivery) = net.poll_delivery(now) {
+            if let Some(m) = machines.iter_mut().find(|m| m.address == delivery.to) {
+                if !m.crashed {
+                    let local = m.local(now);
+                    m.session
+                        .handle_datagram(local, delivery.from, &delivery.bytes);
+                    m.wake_us = m.wake_us.min(now);
+                }
+            }
+        }
+        for m in machines.iter_mut().filter(|m| !m.crashed) {
+            // Commands issued by the player now.
+            let issuing = m.session.frame().map_or(true, |f| f < last_issue_frame);
+            while m.next_command_us <= now && !m.session.has_left() && issuing {
+                let mut command = [0u8; 5];
+                command[0] = m.seat;
+                command[1..5].copy_from_slice(&m.commands.to_le_bytes());
+                if m.session.submit_command(&command).is_ok() {
+                    let at_ms = (now.saturating_sub(GAME_START_US)) / 1000;
+                    let worst = (0..players)
+                        .filter(|p| *p != m.seat)
+                        .map(|p| spec.one_way_us(m.seat, p, at_ms) + mean_jitter_us)
+                        .max()
+                        .unwrap_or(0);
+                    let floor_ms = (worst + frame_us) as f64 / 1000.0;
+                    issued[usize::from(m.seat)].push((now, floor_ms));
+                    m.commands += 1;
+                }
+                m.next_command_us += next_gap(&mut rng, spec.commands_per_minute).max(1);
+            }
+            if !issuing {
+                m.next_command_us = u64::MAX;
+            }
+            if now < m.wake_us {
+                continue;
+            }
+            let local = m.local(now);
+            m.session.handle_timeout(local);
+            // Recomputed below: when this machine next needs attention.
+            m.wake_us = if now < GAME_START_US {
+                GAME_START_US
+            } else {
+                m.busy_until_us.max(now + 1)
+            };
+            if now >= m.busy_until_us && now >= GAME_START_US {
+                match m.session.advance(local)? {
+                    Advance::Ran { frame } => {
+                        let work = u64::from(spec.proc_of(m.seat));
+                        m.session.measurements().add_frame_work_us(work);
+                        m.busy_until_us = now + work;
+                        for command in m.session.executed() {
+                            m.state_hash = fnv(m.state_hash, &frame.to_le_bytes());
+                            m.state_hash = fnv(m.state_hash, &command.bytes);
+                            m.executed += 1;
+                            let id = u32::from_le_bytes([
+                                command.bytes[1],
+                                command.bytes[2],
+                                command.bytes[3],
+                                command.bytes[4],
+                            ]);
+                            let from = usize::from(command.seat);
+                            if command.bytes[0] != command.seat || id != m.next_expected[from] {
+                                m.out_of_order = true;
+                            }
+                            m.next_expected[from] = id.wrapping_add(1);
+                            if command.seat == m.seat {
+                                if let Some((at, floor)) = issued[from].get(id as usize) {
+                                    let latency = (now - at) as f64 / 1000.0;
+                                    let issue_ms = (at - GAME_START_US) as f64 / 1000.0;
+                                    latencies.push((latency, *floor, issue_ms));
+                                }
+                            }
+                        }
+                        if frame % CHECKSUM_INTERVAL == 0 {
+                            let _ = m.session.submit_checksum(frame, m.state_hash);
+                        }
+                        last_frame_time =
+                            last_frame_time.max((now - GAME_START_US) as f64 / 1000.0);
+                        if let Some((seat, at, departure)) = spec.departure {
+                            if seat == m.seat && frame == at {
+                                match departure {
+                                    Departure::Quit => m.session.leave()?,
+                                    Departure::Crash => m.crashed = true,
+                                }
+                            }
+                        }
+                        m.wake_us = m.busy_until_us;
+                    }
+                    Advance::NotDue { at_us } => m.wake_us = m.global(at_us).max(now + 1),
+                    // A datagram (or a transport timer) is what releases a waiting frame.
+                    Advance::Waiting | Advance::Left => m.wake_us = u64::MAX,
+                }
+            }
+            while let Some(event) = m.session.poll_event() {
+                match event {
+                    SessionEvent::TimingChanged { frame, timing } => {
+                        m.timing = Some(timing);
+                        m.timeline
+                            .push((frame, timing.send_period(), timing.look_ahead(), m.fps));
+                    }
+                    SessionEvent::FrameRateChanged { frame, fps } => {
+                        m.fps = fps;
+                        if let Some(timing) = m.timing {
+                            if m.timeline.last().map(|t| t.0) == Some(frame) {
+                                m.timeline.pop();
+                            }
+                            m.timeline.push((
+                                frame,
+                                timing.send_period(),
+                                timing.look_ahead(),
+                                fps,
+                            ));
+                        }
+                    }
+                    SessionEvent::LinkLost { seat } => {
+                        m.links_lost += 1;
+                        if let Some((gone, _, Departure::Crash)) = spec.departure {
+                            if seat == gone && !m.dropped[usize::from(seat)] {
+                                m.dropped[usize::from(seat)] = true;
+                                pending_drops.push_back((now, m.seat, seat));
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let stats = m.session.stats();
+            if stats.stalled_frames > m.stalled_frames {
+                let stalled_us = stats.stall_us - m.stall_us;
+                m.stalls.push((
+                    (now - GAME_START_US) as f64 / 1000.0,
+                    stalled_us as f64 / 1000.0,
+                ));
+                m.stalled_frames = stats.stalled_frames;
+                m.stall_us = stats.stall_us;
+            }
+        }
+        while let Some((_, by, seat)) = pending_drops.pop_front() {
+            if let Some(m) = machines.iter_mut().find(|m| m.seat == by && !m.crashed) {
+                let _ = m.session.drop_player(seat);
+            }
+        }
+        for m in machines.iter_mut().filter(|m| !m.crashed) {
+            let local = m.local(now);
+            while let Some(transmit) = m.session.poll_transmit(local, &mut buf) {
+                packets += 1;
+                bytes += transmit.len as u64;
+                net.send(now, m.address, transmit.destination, &buf[..transmit.len]);
+            }
+            if let Some(due) = m.session.poll_timeout() {
+                let due = m.global(due).max(now + 1);
+                // Only timers and pings: a frame is woken by the logic above.
+                m.wake_us = m.wake_us.min(due.max(m.busy_until_us.min(due)));
+            }
+        }
+        // The next moment anything happens.
+        let mut next = net.next_delivery_us().unwrap_or(u64::MAX);
+        for m in machines.iter().filter(|m| !m.crashed) {
+            next = next.min(m.wake_us).min(m.next_command_us);
+        }
+        now = next.max(now + 1);
+    }
+    finish(
+        spec,
+        machines,
+        &issued,
+        latencies,
+        packets,
+        bytes,
+        last_frame_time,
+    )
+}
+
+fn next_gap(rng: &mut SplitMix64, per_minute: u32) -> u64 {
+    if per_minute == 0 {
+        return u64::MAX / 4;
+    }
+    // Uniform in [0, 2 * mean]: mean gap 60 s / rate.
+    let mean_us = 60_000_000 / u64::from(per_minute);
+    rng.below_or_equal(2 * mean_us)
+}
+
+fn finish(
+    spec: &GameSpec,
+    machines: Vec<Machine>,
+    issued: &[Vec<(u64, f64)>],
+    mut latencies: Vec<(f64, f64, f64)>,
+    packets: u64,
+    bytes: u64,
+    duration_ms: f64,
+) -> Result<GameReport> {
+    let stayed: Vec<&Machine> = machines
+        .iter()
+        .filter(|m| !m.crashed && !m.session.has_left())
+        .collect();
+    let count = latencies.len().max(1) as f64;
+    let latency_mean_ms = latencies.iter().map(|l| l.0).sum::<f64>() / count;
+    let floor_mean_ms = latencies.iter().map(|l| l.1).sum::<f64>() / count;
+    let floor_samples = latencies.iter().map(|l| (l.2, l.1)).collect();
+    latencies.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let percentile = |p: usize| {
+        latencies
+            .get((latencies.len() * p / 100).min(latencies.len().saturating_sub(1)))
+            .map_or(0.0, |l| l.0)
+    };
+    let issued_count: u64 = issued.iter().map(|v| v.len() as u64).sum();
+    let reference = stayed.first().copied().unwrap_or(&machines[0]);
+    let worst = machines
+        .iter()
+        .max_by_key(|m| m.stall_us)
+        .unwrap_or(&machines[0]);
+    Ok(GameReport {
+        frames: spec.frames,
+        latency_mean_ms,
+        latency_p95_ms: percentile(95),
+        latency_max_ms: latencies.last().map_or(0.0, |l| l.0),
+        floor_mean_ms,
+        stall_frames: machines.iter().map(|m| m.stalled_frames).max().unwrap_or(0),
+        stall_ms: worst.stall_us as f64 / 1000.0,
+        desyncs: machines
+            .iter()
+            .map(|m| m.session.stats().desyncs)
+            .max()
+            .unwrap_or(0),
+        commands_issued: issued_count,
+        commands_executed: reference.executed,
+        packets,
+        bytes,
+        timeline: reference.timeline.clone(),
+        stall_events: worst.stalls.clone(),
+        floor_samples,
+        duration_ms,
+        logs_identical: stayed
+            .iter()
+            .all(|m| m.state_hash == reference.state_hash && m.executed == reference.executed),
+        links_lost: machines.iter().map(|m| m.links_lost).sum(),
+        commands_in_order: machines.iter().all(|m| !m.out_of_order),
+    })
+}
