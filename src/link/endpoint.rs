@@ -55,6 +55,11 @@ pub struct Endpoint {
     dropped: DropCounts,
     next_transmit: usize,
     next_receive: usize,
+    /// Bit per peer index: the link may have something to transmit (a
+    /// message queued, an ack owed, a timer fired). Links without it are
+    /// skipped by `poll_transmit`, which otherwise asks every link for every
+    /// datagram.
+    may_transmit: u64,
 }
 
 /// The address as compared and sent to: an IPv4-mapped IPv6 address (what a
@@ -79,6 +84,7 @@ impl Endpoint {
             dropped: DropCounts::default(),
             next_transmit: 0,
             next_receive: 0,
+            may_transmit: 0,
         })
     }
 
@@ -114,6 +120,7 @@ impl Endpoint {
             peer_seat: seat,
         };
         let link = Link::new(self.config.link, identity, now_us)?;
+        self.may_transmit = u64::MAX; // indices shift
         self.peers.insert(
             at,
             Peer {
@@ -137,6 +144,7 @@ impl Endpoint {
     pub fn remove_peer(&mut self, seat: u8) -> Result<()> {
         let at = self.index(seat)?;
         self.peers.remove(at);
+        self.may_transmit = u64::MAX; // indices shift
         Ok(())
     }
 
@@ -159,7 +167,14 @@ impl Endpoint {
     /// Queue a message to `seat` (see [`Link::send`]).
     pub fn send(&mut self, seat: u8, payload: &[u8]) -> Result<u64> {
         let at = self.index(seat)?;
+        self.mark(at);
         self.peers[at].link.send(payload)
+    }
+
+    fn mark(&mut self, at: usize) {
+        if at < 64 {
+            self.may_transmit |= 1 << at;
+        }
     }
 
     /// Validate and act on one datagram from `source`: the seat it came from,
@@ -200,7 +215,9 @@ impl Endpoint {
             }
         };
         peer.link.handle_packet(now_us, &packet, datagram.len())?;
-        Ok(peer.seat)
+        let seat = peer.seat;
+        self.mark(at);
+        Ok(seat)
     }
 
     fn drop_unattributed(&mut self, reason: DropReason) -> DropReason {
@@ -213,6 +230,7 @@ impl Endpoint {
         for peer in &mut self.peers {
             peer.link.handle_timeout(now_us);
         }
+        self.may_transmit = u64::MAX; // a timer may have made work
     }
 
     /// The earliest timer of any link.
@@ -224,13 +242,23 @@ impl Endpoint {
     }
 
     /// Write the next datagram to send into `buf`, taking links in turn; call
-    /// until `None`.
+    /// until `None`. Only links with something to do are asked: a message
+    /// queued, an ack owed, or a timer — timers fire through
+    /// [`handle_timeout`](Self::handle_timeout), which the caller runs when
+    /// [`poll_timeout`](Self::poll_timeout) says.
     pub fn poll_transmit(&mut self, now_us: u64, buf: &mut [u8]) -> Option<Transmit> {
         let count = self.peers.len();
         for step in 0..count {
             let at = (self.next_transmit + step) % count;
+            if at < 64 && self.may_transmit & (1 << at) == 0 {
+                continue;
+            }
             let peer = &mut self.peers[at];
-            if let Some(len) = peer.link.poll_transmit(now_us, buf) {
+            let sent = peer.link.poll_transmit(now_us, buf);
+            if sent.is_none() && at < 64 {
+                self.may_transmit &= !(1 << at);
+            }
+            if let Some(len) = sent {
                 self.next_transmit = (at + 1) % count;
                 return Some(Transmit {
                     seat: peer.seat,

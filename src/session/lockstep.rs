@@ -695,15 +695,21 @@ impl LockstepSession {
                 Ok(())
             }
             MSG_RELAY => {
+                // A turn of a player being dropped, relayed by the machine that
+                // holds the most of them. It may arrive before this machine has
+                // every vote: accept it anyway (it came over an authenticated
+                // link from a seated player); `handle_turn` voids anything past
+                // the cut once the cut is known, and the holder never relays
+                // past it.
                 let dropped = *message.get(1).ok_or(Error::Malformed("short relay"))?;
-                if usize::from(dropped) >= usize::from(self.seat_count) {
+                let valid = usize::from(dropped) < usize::from(self.seat_count)
+                    && self.human[usize::from(dropped)]
+                    && dropped != self.local_seat
+                    && dropped != seat;
+                if !valid {
                     return Err(Error::Malformed("bad relay"));
                 }
-                let cut = self.drops[usize::from(dropped)]
-                    .cut
-                    .ok_or(Error::State("relay before the cut"))?;
-                let part = decode_turn(&message[2..])?;
-                if Some(part.send_frame) > cut {
+                if self.removed[usize::from(dropped)] {
                     return Ok(());
                 }
                 self.handle_turn(dropped, &message[2..])

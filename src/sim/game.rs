@@ -199,6 +199,8 @@ struct Machine {
     clock_drift_ppm: i64,
     busy_until_us: u64,
     wake_us: u64,
+    /// Touched this iteration: its transmits and timers need a look.
+    dirty: bool,
     crashed: bool,
     next_command_us: u64,
     commands: u32,
@@ -311,6 +313,7 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
             clock_drift_ppm,
             busy_until_us: 0,
             wake_us: GAME_START_US,
+            dirty: true,
             crashed: false,
             next_command_us: 0,
             commands: 0,
@@ -388,6 +391,7 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
                     m.session
                         .handle_datagram(local, delivery.from, &delivery.bytes);
                     m.wake_us = m.wake_us.min(now);
+                    m.dirty = true;
                 }
             }
         }
@@ -408,6 +412,7 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
                     let floor_ms = (worst + frame_us) as f64 / 1000.0;
                     issued[usize::from(m.seat)].push((now, floor_ms));
                     m.commands += 1;
+                    m.dirty = true;
                 }
                 m.next_command_us += next_gap(&mut rng, spec.commands_per_minute).max(1);
             }
@@ -417,6 +422,7 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
             if now < m.wake_us {
                 continue;
             }
+            m.dirty = true;
             let local = m.local(now);
             m.session.handle_timeout(local);
             // Recomputed below: when this machine next needs attention.
@@ -521,9 +527,13 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
         while let Some((_, by, seat)) = pending_drops.pop_front() {
             if let Some(m) = machines.iter_mut().find(|m| m.seat == by && !m.crashed) {
                 let _ = m.session.drop_player(seat);
+                m.dirty = true;
             }
         }
-        for m in machines.iter_mut().filter(|m| !m.crashed) {
+        // Only machines touched this iteration can have something to send
+        // or a new timer.
+        for m in machines.iter_mut().filter(|m| !m.crashed && m.dirty) {
+            m.dirty = false;
             let local = m.local(now);
             while let Some(transmit) = m.session.poll_transmit(local, &mut buf) {
                 packets += 1;
