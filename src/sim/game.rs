@@ -175,6 +175,8 @@ pub struct GameReport {
     pub bytes: u64,
     /// Timing changes as seen by the first remaining machine: (frame, send period, look-ahead, fps).
     pub timeline: Vec<(u32, u8, u8, u8)>,
+    /// Game time of each timeline entry on that machine, ms.
+    pub timeline_at_ms: Vec<f64>,
     /// Stalls over time for plots: (game ms, stall ms) of each stalled frame (worst machine).
     pub stall_events: Vec<(f64, f64)>,
     /// Physical floor samples over time: (game ms, floor ms).
@@ -211,6 +213,7 @@ struct Machine {
     stall_us: u64,
     stalls: Vec<(f64, f64)>,
     timeline: Vec<(u32, u8, u8, u8)>,
+    timeline_at_ms: Vec<f64>,
     fps: u8,
     timing: Option<Timing>,
     links_lost: u64,
@@ -221,6 +224,18 @@ struct Machine {
 }
 
 impl Machine {
+    /// Note the timing and rate in force from `frame` (one entry per frame).
+    fn record_timing(&mut self, frame: u32, timing: Timing, fps: u8, now: u64) {
+        if self.timeline.last().map(|t| t.0) == Some(frame) {
+            self.timeline.pop();
+            self.timeline_at_ms.pop();
+        }
+        self.timeline
+            .push((frame, timing.send_period(), timing.look_ahead(), fps));
+        self.timeline_at_ms
+            .push(now.saturating_sub(GAME_START_US) as f64 / 1000.0);
+    }
+
     /// Local clock at global time `t`.
     fn local(&self, t: u64) -> u64 {
         let drift = (t as i128) * i128::from(self.clock_drift_ppm) / 1_000_000;
@@ -323,6 +338,7 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
             stall_us: 0,
             stalls: Vec::new(),
             timeline: Vec::new(),
+            timeline_at_ms: Vec::new(),
             fps: spec.fps,
             timing: None,
             links_lost: 0,
@@ -484,21 +500,13 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
                 match event {
                     SessionEvent::TimingChanged { frame, timing } => {
                         m.timing = Some(timing);
-                        m.timeline
-                            .push((frame, timing.send_period(), timing.look_ahead(), m.fps));
+                        let fps = m.fps;
+                        m.record_timing(frame, timing, fps, now);
                     }
                     SessionEvent::FrameRateChanged { frame, fps } => {
                         m.fps = fps;
                         if let Some(timing) = m.timing {
-                            if m.timeline.last().map(|t| t.0) == Some(frame) {
-                                m.timeline.pop();
-                            }
-                            m.timeline.push((
-                                frame,
-                                timing.send_period(),
-                                timing.look_ahead(),
-                                fps,
-                            ));
+                            m.record_timing(frame, timing, fps, now);
                         }
                     }
                     SessionEvent::LinkLost { seat } => {
@@ -620,6 +628,7 @@ fn finish(
         packets,
         bytes,
         timeline: reference.timeline.clone(),
+        timeline_at_ms: reference.timeline_at_ms.clone(),
         stall_events: worst.stalls.clone(),
         floor_samples,
         duration_ms,
