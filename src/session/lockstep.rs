@@ -61,7 +61,7 @@ use crate::report::record::MAX_SEATS;
 use crate::report::{is_report_frame, Measurements, Report};
 use crate::timing::{MachineConfig, Output, Tier, Timing, TimingEvent, TimingMachine};
 use crate::wire::events::{ReportLayout, TimingLayout};
-use crate::wire::packet::SessionKey;
+use crate::wire::packet::{SessionKey, MAX_MESSAGE_BYTES};
 
 /// Link message types.
 const MSG_TURN: u8 = 1;
@@ -211,6 +211,7 @@ pub struct LockstepSession {
     waiting_since: Option<u64>,
     last_local_us: u64,
     stats: LockstepStats,
+    receive_buffer: Vec<u8>,
 }
 
 /// Counters for tools and diagnostics.
@@ -433,6 +434,7 @@ impl LockstepSession {
             waiting_since: None,
             last_local_us: now_us,
             stats: LockstepStats::default(),
+            receive_buffer: Vec::new(),
         })
     }
 
@@ -628,11 +630,15 @@ impl LockstepSession {
         {
             return; // dropped and counted by the endpoint
         }
-        while let Some((seat, message)) = self.endpoint.recv() {
-            if self.handle_message(now_us, seat, &message).is_err() {
+        // Messages are copied into one reused buffer: no allocation per message.
+        let mut message = std::mem::take(&mut self.receive_buffer);
+        message.resize(MAX_MESSAGE_BYTES, 0);
+        while let Ok(Some((seat, len))) = self.endpoint.recv_into(&mut message) {
+            if self.handle_message(now_us, seat, &message[..len]).is_err() {
                 self.stats.malformed_messages += 1;
             }
         }
+        self.receive_buffer = message;
         while let Some((seat, event)) = self.endpoint.poll_event() {
             self.events.push_back(match event {
                 LinkEvent::Lost => SessionEvent::LinkLost { seat },
@@ -729,11 +735,16 @@ impl LockstepSession {
                 return Ok(()); // void: after the dropped player's cut
             }
         }
+        // Keep the raw turn for relaying, reusing the oldest buffer.
         let kept = &mut self.kept_turns[s];
-        kept.push_back((part.send_frame, raw.to_vec()));
-        if kept.len() > KEPT_TURNS {
-            kept.pop_front();
-        }
+        let mut buffer = if kept.len() >= KEPT_TURNS {
+            kept.pop_front().map(|(_, b)| b).unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        buffer.clear();
+        buffer.extend_from_slice(raw);
+        kept.push_back((part.send_frame, buffer));
         for (kind, frame, value) in part.records {
             match kind {
                 ITEM_CHECKSUM => self.note_checksum(frame, seat, value as u64),

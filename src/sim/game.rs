@@ -201,6 +201,8 @@ struct Machine {
     clock_drift_ppm: i64,
     busy_until_us: u64,
     wake_us: u64,
+    /// When the session's next timer (transport, ping, frame) is due.
+    timer_us: u64,
     /// Touched this iteration: its transmits and timers need a look.
     dirty: bool,
     crashed: bool,
@@ -238,15 +240,17 @@ impl Machine {
 
     /// Local clock at global time `t`.
     fn local(&self, t: u64) -> u64 {
-        let drift = (t as i128) * i128::from(self.clock_drift_ppm) / 1_000_000;
-        (t as i128 + i128::from(self.clock_offset_us) + drift).max(0) as u64
+        // Game times stay below 2^40 µs and drift below 10^3 ppm: i64 is ample.
+        let t = t as i64;
+        let drift = t * self.clock_drift_ppm / 1_000_000;
+        (t + self.clock_offset_us + drift).max(0) as u64
     }
 
     /// Global time at which the local clock reads `local` (rounded up).
     fn global(&self, local: u64) -> u64 {
-        let since = local as i128 - i128::from(self.clock_offset_us);
-        let t = (since * 1_000_000 + 1_000_000 + i128::from(self.clock_drift_ppm) - 1)
-            / (1_000_000 + i128::from(self.clock_drift_ppm));
+        let since = local as i64 - self.clock_offset_us;
+        let rate = 1_000_000 + self.clock_drift_ppm;
+        let t = (since * 1_000_000 + rate - 1).div_euclid(rate);
         t.max(0) as u64
     }
 }
@@ -328,6 +332,7 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
             clock_drift_ppm,
             busy_until_us: 0,
             wake_us: GAME_START_US,
+            timer_us: 0,
             dirty: true,
             crashed: false,
             next_command_us: 0,
@@ -364,6 +369,7 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
     let mut packets = 0u64;
     let mut bytes = 0u64;
     let mut buf = vec![0u8; 1500];
+    let mut datagram: Vec<u8> = Vec::with_capacity(1500);
     let mut now = 0u64;
     let frame_us = 1_000_000 / u64::from(spec.fps);
     let horizon_us = GAME_START_US + (u64::from(spec.frames) * frame_us) * 40 + 600_000_000;
@@ -400,12 +406,11 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
             ));
         }
         // Deliver everything due now.
-        while let Some(delivery) = net.poll_delivery(now) {
-            if let Some(m) = machines.iter_mut().find(|m| m.address == delivery.to) {
+        while let Some((_, from, to)) = net.poll_delivery_into(now, &mut datagram) {
+            if let Some(m) = machines.iter_mut().find(|m| m.address == to) {
                 if !m.crashed {
                     let local = m.local(now);
-                    m.session
-                        .handle_datagram(local, delivery.from, &delivery.bytes);
+                    m.session.handle_datagram(local, from, &datagram);
                     m.wake_us = m.wake_us.min(now);
                     m.dirty = true;
                 }
@@ -440,7 +445,9 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
             }
             m.dirty = true;
             let local = m.local(now);
-            m.session.handle_timeout(local);
+            if now >= m.timer_us {
+                m.session.handle_timeout(local);
+            }
             // Recomputed below: when this machine next needs attention.
             m.wake_us = if now < GAME_START_US {
                 GAME_START_US
@@ -548,11 +555,11 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
                 bytes += transmit.len as u64;
                 net.send(now, m.address, transmit.destination, &buf[..transmit.len]);
             }
-            if let Some(due) = m.session.poll_timeout() {
-                let due = m.global(due).max(now + 1);
-                // Only timers and pings: a frame is woken by the logic above.
-                m.wake_us = m.wake_us.min(due.max(m.busy_until_us.min(due)));
-            }
+            m.timer_us = m
+                .session
+                .poll_timeout()
+                .map_or(u64::MAX, |due| m.global(due).max(now + 1));
+            m.wake_us = m.wake_us.min(m.timer_us);
         }
         // The next moment anything happens.
         let mut next = net.next_delivery_us().unwrap_or(u64::MAX);

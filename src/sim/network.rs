@@ -9,7 +9,7 @@
 //! same calls give the same deliveries, bit for bit.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BinaryHeap;
 use std::net::SocketAddr;
 
 use super::rng::SplitMix64;
@@ -109,11 +109,13 @@ pub struct NetStats {
     pub delivered: u64,
 }
 
-#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct InFlight {
-    at_us: u64,
-    /// Send order: breaks ties deterministically.
-    order: u64,
+/// A datagram in flight: when, in what order it was sent (breaks ties
+/// deterministically), and where its bytes wait. The heap holds only these
+/// small keys; bytes sit in a slab whose buffers are reused.
+type InFlightKey = (u64, u64, usize);
+
+#[derive(Debug)]
+struct Payload {
     from: SocketAddr,
     to: SocketAddr,
     bytes: Vec<u8>,
@@ -124,10 +126,15 @@ struct InFlight {
 pub struct NetSim {
     rng: SplitMix64,
     default_conditions: Conditions,
-    /// Per directed pair, conditions from a time on, sorted by time.
-    schedules: BTreeMap<(SocketAddr, SocketAddr), Vec<(u64, Conditions)>>,
+    /// Every address seen, interned: schedules are indexed by position.
+    hosts: Vec<SocketAddr>,
+    /// `schedules[from][to]`: conditions from a time on, sorted by time.
+    schedules: Vec<Vec<Vec<(u64, Conditions)>>>,
     outages: Vec<Outage>,
-    in_flight: BinaryHeap<Reverse<InFlight>>,
+    in_flight: BinaryHeap<Reverse<InFlightKey>>,
+    payloads: Vec<Option<Payload>>,
+    free_slots: Vec<usize>,
+    spare_buffers: Vec<Vec<u8>>,
     order: u64,
     stats: NetStats,
 }
@@ -138,12 +145,34 @@ impl NetSim {
         NetSim {
             rng: SplitMix64::new(seed),
             default_conditions,
-            schedules: BTreeMap::new(),
+            hosts: Vec::new(),
+            schedules: Vec::new(),
             outages: Vec::new(),
             in_flight: BinaryHeap::new(),
+            payloads: Vec::new(),
+            free_slots: Vec::new(),
+            spare_buffers: Vec::new(),
             order: 0,
             stats: NetStats::default(),
         }
+    }
+
+    /// The position of `address` among the hosts seen, if seen.
+    fn host(&self, address: SocketAddr) -> Option<usize> {
+        self.hosts.iter().position(|h| *h == address)
+    }
+
+    /// The position of `address`, interning it on first sight.
+    fn intern(&mut self, address: SocketAddr) -> usize {
+        if let Some(index) = self.host(address) {
+            return index;
+        }
+        self.hosts.push(address);
+        for row in &mut self.schedules {
+            row.push(Vec::new());
+        }
+        self.schedules.push(vec![Vec::new(); self.hosts.len()]);
+        self.hosts.len() - 1
     }
 
     /// From `from_us` on, datagrams from `from` to `to` see `conditions`
@@ -155,7 +184,8 @@ impl NetSim {
         from_us: u64,
         conditions: Conditions,
     ) {
-        let schedule = self.schedules.entry((from, to)).or_default();
+        let (from, to) = (self.intern(from), self.intern(to));
+        let schedule = &mut self.schedules[from][to];
         let at = schedule.partition_point(|(t, _)| *t <= from_us);
         schedule.insert(at, (from_us, conditions));
     }
@@ -179,9 +209,13 @@ impl NetSim {
 
     /// The conditions a datagram from `from` to `to` sent at `now_us` sees.
     pub fn conditions(&self, from: SocketAddr, to: SocketAddr, now_us: u64) -> Conditions {
-        self.schedules
-            .get(&(from, to))
-            .and_then(|schedule| schedule.iter().rev().find(|(t, _)| *t <= now_us))
+        let (Some(from), Some(to)) = (self.host(from), self.host(to)) else {
+            return self.default_conditions;
+        };
+        self.schedules[from][to]
+            .iter()
+            .rev()
+            .find(|(t, _)| *t <= now_us)
             .map_or(self.default_conditions, |(_, c)| *c)
     }
 
@@ -209,20 +243,33 @@ impl NetSim {
                 self.stats.reordered += 1;
                 delay += self.rng.below_or_equal(conditions.reorder_extra_us);
             }
-            self.in_flight.push(Reverse(InFlight {
-                at_us: now_us.saturating_add(delay),
-                order: self.order,
+            let mut buffer = self.spare_buffers.pop().unwrap_or_default();
+            buffer.clear();
+            buffer.extend_from_slice(bytes);
+            let payload = Some(Payload {
                 from,
                 to,
-                bytes: bytes.to_vec(),
-            }));
+                bytes: buffer,
+            });
+            let slot = match self.free_slots.pop() {
+                Some(slot) => {
+                    self.payloads[slot] = payload;
+                    slot
+                }
+                None => {
+                    self.payloads.push(payload);
+                    self.payloads.len() - 1
+                }
+            };
+            self.in_flight
+                .push(Reverse((now_us.saturating_add(delay), self.order, slot)));
             self.order += 1;
         }
     }
 
     /// When the next datagram arrives, if any is in flight.
     pub fn next_delivery_us(&self) -> Option<u64> {
-        self.in_flight.peek().map(|Reverse(d)| d.at_us)
+        self.in_flight.peek().map(|Reverse((at_us, _, _))| *at_us)
     }
 
     /// The next datagram arriving at or before `now_us`, in arrival order.
@@ -230,14 +277,36 @@ impl NetSim {
         if self.next_delivery_us()? > now_us {
             return None;
         }
-        let Reverse(d) = self.in_flight.pop()?;
+        let Reverse((at_us, _, slot)) = self.in_flight.pop()?;
+        let payload = self.payloads[slot].take()?;
+        self.free_slots.push(slot);
         self.stats.delivered += 1;
         Some(Delivery {
-            at_us: d.at_us,
-            from: d.from,
-            to: d.to,
-            bytes: d.bytes,
+            at_us,
+            from: payload.from,
+            to: payload.to,
+            bytes: payload.bytes,
         })
+    }
+
+    /// [`poll_delivery`](Self::poll_delivery) without allocating: the bytes
+    /// are swapped into `bytes` (whose old buffer the network reuses).
+    /// Returns when the datagram arrives, who sent it and who receives it.
+    pub fn poll_delivery_into(
+        &mut self,
+        now_us: u64,
+        bytes: &mut Vec<u8>,
+    ) -> Option<(u64, SocketAddr, SocketAddr)> {
+        if self.next_delivery_us()? > now_us {
+            return None;
+        }
+        let Reverse((at_us, _, slot)) = self.in_flight.pop()?;
+        let mut payload = self.payloads[slot].take()?;
+        self.free_slots.push(slot);
+        self.stats.delivered += 1;
+        std::mem::swap(bytes, &mut payload.bytes);
+        self.spare_buffers.push(payload.bytes);
+        Some((at_us, payload.from, payload.to))
     }
 
     /// Datagrams still in flight.
