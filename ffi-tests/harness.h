@@ -7,6 +7,7 @@
 #ifndef RUNGS_FFI_HARNESS_H
 #define RUNGS_FFI_HARNESS_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -51,6 +52,24 @@ static int harness_failed;
                     harness_e ? harness_e : "(null)");                                 \
         }                                                                              \
     } while (0)
+
+#if defined(_POSIX_C_SOURCE) && _POSIX_C_SOURCE >= 199309L
+#include <time.h>
+/* Monotonic microseconds and a sleep, for tests over real sockets (the test
+ * defines _POSIX_C_SOURCE before its first include). */
+static uint64_t now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void sleep_ms(long ms) {
+    struct timespec ts;
+    ts.tv_sec = ms / 1000;
+    ts.tv_nsec = (ms % 1000) * 1000000L;
+    nanosleep(&ts, NULL);
+}
+#endif
 
 static int harness_report(const char *name) {
     printf("%s: %d passed, %d failed\n", name, harness_passed, harness_failed);

@@ -10,19 +10,6 @@
 #include "harness.h"
 #include "rungs.h"
 
-static uint64_t now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-static void sleep_ms(long ms) {
-    struct timespec ts;
-    ts.tv_sec = ms / 1000;
-    ts.tv_nsec = (ms % 1000) * 1000000L;
-    nanosleep(&ts, NULL);
-}
-
 static const uint8_t KEY[16] = {'c', '-', 'a', 'b', 'i', ' ', 't', 'e',
                                 's', 't', ' ', 'k', 'e', 'y', '!', '!'};
 

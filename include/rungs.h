@@ -1497,6 +1497,18 @@ rungs_result rungs_session_rtt_sample(struct rungs_session *s,
                                       int32_t clean);
 
 /**
+ * Take the round trips to every peer from rungs' own transport (S8): for an
+ * engine that sends its events through a `rungs_endpoint`. Call it each
+ * frame (at least before report frames) instead of `rungs_session_rtt_sample`.
+ * A link with no clean measurement yet makes the report say "none"; a
+ * retransmitting one keeps its last measured round trip (S3). Links to
+ * seats that are not this session's peers are ignored.
+ */
+rungs_result rungs_session_sample_links(struct rungs_session *s,
+                                        struct rungs_endpoint *endpoint,
+                                        uint64_t now_us);
+
+/**
  * Change the game speed's cap, 1–255 (call on every machine on the same frame).
  */
 rungs_result rungs_session_set_speed(struct rungs_session *s, uint8_t speed_fps);

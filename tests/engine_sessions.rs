@@ -556,3 +556,62 @@ fn a_report_payload_survives_the_engine_unchanged() {
         report
     );
 }
+
+/// An engine session takes its round trips from rungs' own transport links
+/// (issue 4): none while the link has no clean measurement, then the link's
+/// measured round trip.
+#[test]
+fn round_trips_come_from_the_transport_links() {
+    use rungs::link::{Endpoint, EndpointConfig, LinkConfig};
+    use rungs::sim::{Cluster, Conditions, NetSim};
+    use rungs::wire::packet::SessionKey;
+    use std::net::SocketAddr;
+
+    let address = |seat: u8| SocketAddr::from(([10, 0, 0, seat + 1], 7000));
+    let mut cluster = Cluster::new(NetSim::new(1, Conditions::delay_ms(40)));
+    for seat in 0..2u8 {
+        let mut endpoint = Endpoint::new(EndpointConfig {
+            session_id: 9,
+            key: SessionKey([3; 16]),
+            local_seat: seat,
+            link: LinkConfig::default(),
+        })
+        .unwrap();
+        endpoint.add_peer(1 - seat, address(1 - seat), 0).unwrap();
+        cluster.add_host(address(seat), endpoint);
+    }
+    let mut session = EngineSession::new(&session_config(2, 0)).unwrap();
+    let report_after = |session: &mut EngineSession, from: u32| {
+        // Frames `from..from + 32` end on a report frame (32, then 64).
+        for frame in from..=from + 32 {
+            session.frame_begin(frame).unwrap();
+            session.frame_end().unwrap();
+        }
+        let mut report = None;
+        while let Some(output) = session.poll_output() {
+            if let SessionOutput::QueueEvent {
+                type_id: REPORT_ID,
+                payload,
+                ..
+            } = output
+            {
+                report = Some(ReportLayout::Extended.decode(payload.as_bytes()).unwrap());
+            }
+        }
+        report.expect("a report frame")
+    };
+    session.sample_links(&cluster.host(0).endpoint, cluster.now_us());
+    assert_eq!(
+        report_after(&mut session, 0).worst_rtt_ms,
+        None,
+        "no clean measurement yet"
+    );
+    cluster.host_mut(0).endpoint.send(1, b"hello").unwrap();
+    cluster.run_until(1_000_000);
+    session.sample_links(&cluster.host(0).endpoint, cluster.now_us());
+    let rtt = report_after(&mut session, 33).worst_rtt_ms.unwrap();
+    assert!(
+        (80..=82).contains(&rtt),
+        "measured {rtt} ms over an 80 ms round trip"
+    );
+}

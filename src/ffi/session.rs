@@ -446,6 +446,38 @@ pub unsafe extern "C" fn rungs_session_rtt_sample(
     }
 }
 
+/// Take the round trips to every peer from rungs' own transport (S8): for an
+/// engine that sends its events through a `rungs_endpoint`. Call it each
+/// frame (at least before report frames) instead of `rungs_session_rtt_sample`.
+/// A link with no clean measurement yet makes the report say "none"; a
+/// retransmitting one keeps its last measured round trip (S3). Links to
+/// seats that are not this session's peers are ignored.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_session_sample_links(
+    s: *mut rungs_session,
+    endpoint: *mut super::transport::rungs_endpoint,
+    now_us: u64,
+) -> rungs_result {
+    if s.is_null() {
+        super::result::set_last_error("object handle is NULL");
+        return super::result::RUNGS_ERR_NULL_POINTER;
+    }
+    let mut links = Vec::new();
+    // SAFETY: NULL or live handles (caller contract); each guard checks its own.
+    let read = unsafe { super::transport::link_report_rtts(endpoint, now_us, &mut links) };
+    if read != super::result::RUNGS_OK {
+        return read;
+    }
+    unsafe {
+        with_session(s, |session| {
+            for (seat, link) in links {
+                session.sample_link(seat, link);
+            }
+            Ok(())
+        })
+    }
+}
+
 /// Change the game speed's cap, 1–255 (call on every machine on the same frame).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_set_speed(

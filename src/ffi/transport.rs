@@ -650,6 +650,26 @@ pub unsafe extern "C" fn rungs_endpoint_link_stats(
     }
 }
 
+/// The report figures (S3) of every link, by seat, at `now_us`: what a
+/// session takes its round trips from (`rungs_session_sample_links`).
+pub(crate) unsafe fn link_report_rtts(
+    endpoint: *mut rungs_endpoint,
+    now_us: u64,
+    out: &mut Vec<(u8, crate::link::ReportRtt)>,
+) -> rungs_result {
+    // SAFETY: NULL or a live handle, by contract; the guard checks NULL.
+    unsafe {
+        with_object(endpoint, |state| {
+            state.with_driver(now_us, |d, now| {
+                let endpoint = d.endpoint();
+                out.extend(endpoint.peers().filter_map(|(seat, _)| {
+                    endpoint.link(seat).map(|l| (seat, l.report_rtt(now)))
+                }));
+            })
+        })
+    }
+}
+
 /// Datagrams the endpoint dropped for `reason` (a `RUNGS_DROP_*` value),
 /// over all peers and unattributable ones. `RUNGS_ERR_INVALID_ARGUMENT` for
 /// an unknown reason.

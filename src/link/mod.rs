@@ -19,7 +19,9 @@ pub mod rtt;
 mod stats;
 
 pub use endpoint::{canonical_address, Endpoint, EndpointConfig, Transmit};
-pub use peer::{Link, LinkConfig, LinkIdentity, MAX_IN_FLIGHT_LIMIT, MIN_CONFIG_PACKET_BYTES};
+pub use peer::{
+    Link, LinkConfig, LinkIdentity, ReportRtt, MAX_IN_FLIGHT_LIMIT, MIN_CONFIG_PACKET_BYTES,
+};
 pub use replay::{ReplayWindow, REPLAY_WINDOW};
 pub use rtt::RttEstimator;
 pub use stats::{DropCounts, DropReason, LinkEvent, LinkStats};

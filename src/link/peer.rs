@@ -52,6 +52,17 @@ const _: () =
     assert!((REPLAY_WINDOW as usize) * MAX_MESSAGES_PER_PACKET + 2 * MAX_IN_FLIGHT_LIMIT < 1 << 15);
 const _: () = assert!(PACKET_MESSAGE_SPAN as usize >= MAX_MESSAGES_PER_PACKET);
 
+/// What the reports (S3) need from a link at one moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReportRtt {
+    /// At least one clean sample (S8).
+    pub clean_measurement: bool,
+    /// Unacknowledged messages older than the RTO.
+    pub retransmitting: bool,
+    /// The worst recent round trip, ms.
+    pub worst_recent_ms: Option<u32>,
+}
+
 /// Tunables of a link. [`LinkConfig::default`] suits a lockstep RTS.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LinkConfig {
@@ -769,6 +780,15 @@ impl Link {
     pub fn worst_recent_rtt_ms(&self, now_us: u64) -> Option<u32> {
         let us = self.rtt.worst_recent_us(now_us)?;
         Some(u32::try_from(us.div_ceil(1000)).unwrap_or(u32::MAX))
+    }
+
+    /// What the reports need now: clean measurement, retransmitting, worst recent (S3, S8).
+    pub fn report_rtt(&self, now_us: u64) -> ReportRtt {
+        ReportRtt {
+            clean_measurement: self.has_clean_measurement(),
+            retransmitting: self.is_retransmitting(now_us),
+            worst_recent_ms: self.worst_recent_rtt_ms(now_us),
+        }
     }
 
     /// A snapshot of everything measured and counted.

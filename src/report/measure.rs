@@ -184,6 +184,19 @@ impl Measurements {
         Ok(())
     }
 
+    /// Take `peer`'s round trip from rungs' own transport link (S8 → S3): the
+    /// link's worst recent round trip once it has a clean measurement; nothing
+    /// while it has none (the report then says none) or while it is
+    /// retransmitting (the last measured value stands).
+    pub fn sample_link(&mut self, peer: u8, link: crate::link::ReportRtt) -> Result<()> {
+        match link.worst_recent_ms {
+            Some(rtt_ms) if link.clean_measurement && !link.retransmitting => {
+                self.add_rtt_sample(peer, rtt_ms, true)
+            }
+            _ => self.peer_index(peer).map(|_| ()),
+        }
+    }
+
     /// The report for this interval (S3); the next interval starts now.
     pub fn take_report(&mut self) -> Report {
         let process_us = if self.frames_this_interval == 0 {

@@ -359,6 +359,25 @@ impl EngineSession {
         self.measurements.add_rtt_sample(peer, rtt_ms, clean)
     }
 
+    /// Take the round trips to every peer from rungs' own transport (S8): an
+    /// engine that sends its events through an [`Endpoint`](crate::link::Endpoint)
+    /// calls this each frame (or before report frames) instead of
+    /// [`rtt_sample`](Self::rtt_sample). Links to seats that are not this
+    /// session's peers are ignored.
+    pub fn sample_links(&mut self, endpoint: &crate::link::Endpoint, now_us: u64) {
+        for (seat, _) in endpoint.peers() {
+            if let Some(link) = endpoint.link(seat) {
+                self.sample_link(seat, link.report_rtt(now_us));
+            }
+        }
+    }
+
+    /// One link's round trip for the reports (what [`sample_links`](Self::sample_links)
+    /// does per peer); a seat that is not a peer is ignored.
+    pub fn sample_link(&mut self, seat: u8, link: crate::link::ReportRtt) {
+        let _ = self.measurements.sample_link(seat, link);
+    }
+
     /// Change the game speed's cap (call on every machine on the same frame).
     pub fn set_speed_fps(&mut self, speed_fps: u8) -> Result<()> {
         self.machine.set_speed_fps(speed_fps)

@@ -1025,11 +1025,7 @@ impl LockstepSession {
         if is_report_frame(frame) {
             for peer in self.peers().collect::<Vec<_>>() {
                 if let Some(link) = self.endpoint.link(peer) {
-                    if link.has_clean_measurement() && !link.is_retransmitting(now_us) {
-                        if let Some(rtt) = link.worst_recent_rtt_ms(now_us) {
-                            let _ = self.measurements.add_rtt_sample(peer, rtt, true);
-                        }
-                    }
+                    let _ = self.measurements.sample_link(peer, link.report_rtt(now_us));
                 }
             }
             let report = self.measurements.take_report();
