@@ -72,6 +72,26 @@
 #define RUNGS_LABEL_CAPACITY 17
 
 /**
+ * `rungs_lockstep_update` ran a frame; its commands went to the callback.
+ */
+#define RUNGS_LOCKSTEP_RAN 0
+
+/**
+ * The next frame is not due yet.
+ */
+#define RUNGS_LOCKSTEP_NOT_DUE 1
+
+/**
+ * The next frame is due but waits for other players' turns (`waiting_for`).
+ */
+#define RUNGS_LOCKSTEP_WAITING 2
+
+/**
+ * This player has left the game.
+ */
+#define RUNGS_LOCKSTEP_LEFT 3
+
+/**
  * Bytes of a TIMING payload in the Tiberian Sun layout.
  */
 #define RUNGS_TIMING_PAYLOAD_LEN 5
@@ -336,6 +356,11 @@ typedef struct rungs_clock rungs_clock;
 typedef struct rungs_endpoint rungs_endpoint;
 
 /**
+ * An opaque lockstep game, made by `rungs_lockstep_new`.
+ */
+typedef struct rungs_lockstep rungs_lockstep;
+
+/**
  * One machine's measurements for its reports (S3): processing time per
  * frame, waits for the other players, round trips to each peer. Opaque;
  * made by `rungs_measurements_new`, released by `rungs_measurements_free`.
@@ -468,6 +493,218 @@ typedef struct rungs_timing {
     uint8_t send_period;
     uint8_t look_ahead;
 } rungs_timing;
+
+/**
+ * A command executed on `frame`, issued by `seat`: apply it to your
+ * simulation now. `bytes` lives until the callback returns.
+ */
+typedef void (*rungs_lockstep_command_fn)(void *user,
+                                          uint32_t frame,
+                                          uint8_t seat,
+                                          const uint8_t *bytes,
+                                          size_t len);
+
+/**
+ * The timing in force changed (also on frame 0).
+ */
+typedef void (*rungs_lockstep_timing_fn)(void *user,
+                                         uint32_t frame,
+                                         uint8_t send_period,
+                                         uint8_t look_ahead);
+
+/**
+ * The frame rate changed (also on frame 0): the pacing follows it by itself.
+ */
+typedef void (*rungs_lockstep_rate_fn)(void *user, uint32_t frame, uint8_t fps);
+
+/**
+ * Show `text` in the message list (S6).
+ */
+typedef void (*rungs_lockstep_message_fn)(void *user, uint32_t frame, uint8_t tier, const char *text);
+
+/**
+ * A seat event on `frame`: the master changed (`RUNGS_NO_SEAT`: no human
+ * left), or a player was removed.
+ */
+typedef void (*rungs_lockstep_seat_fn)(void *user, uint32_t frame, uint8_t seat);
+
+/**
+ * State checksums for `frame` differ; bit `i` of `seats` for each seat
+ * whose value differs from the lowest seat's.
+ */
+typedef void (*rungs_lockstep_desync_fn)(void *user, uint32_t frame, uint32_t seats);
+
+/**
+ * The link to `seat` was lost (`RUNGS_LINK_EVENT_LOST`: nothing heard for
+ * the liveness timeout; you decide whether to `rungs_lockstep_drop_player`)
+ * or recovered (`RUNGS_LINK_EVENT_RECOVERED`).
+ */
+typedef void (*rungs_lockstep_link_fn)(void *user, uint8_t seat, uint32_t event);
+
+/**
+ * Callbacks, each optional (NULL), run inside `rungs_lockstep_update` on the
+ * calling thread; calling back into the same object returns `RUNGS_ERR_REENTRANT`.
+ */
+typedef struct rungs_lockstep_callbacks {
+    void *user;
+    rungs_lockstep_command_fn command;
+    rungs_lockstep_timing_fn timing_changed;
+    rungs_lockstep_rate_fn frame_rate_changed;
+    rungs_lockstep_message_fn player_message;
+    rungs_lockstep_seat_fn master_changed;
+    rungs_lockstep_seat_fn player_removed;
+    rungs_lockstep_desync_fn desync;
+    rungs_lockstep_link_fn link_event;
+} rungs_lockstep_callbacks;
+
+/**
+ * How to set up a lockstep game on this machine.
+ */
+typedef struct rungs_lockstep_config {
+    /**
+     * `sizeof(rungs_lockstep_config)`.
+     */
+    uint32_t struct_size;
+    /**
+     * The rate the game speed allows, 1–255 (S4.2).
+     */
+    uint8_t speed_fps;
+    /**
+     * Seats in house order, 1–16.
+     */
+    uint8_t seat_count;
+    /**
+     * This machine's seat (a human seat).
+     */
+    uint8_t local_seat;
+    /**
+     * Must be 0.
+     */
+    uint8_t reserved;
+    /**
+     * Bit `i` set: seat `i` is a human player (with a machine).
+     */
+    uint32_t human_seat_mask;
+    /**
+     * The game's session id and 128-bit key, the same on every machine (S8).
+     */
+    uint32_t session_id;
+    uint8_t key[16];
+    /**
+     * Frames between state checksums (`rungs_lockstep_submit_checksum`); 0 for none.
+     */
+    uint32_t checksum_interval;
+    /**
+     * Local address to bind, `"ip:port"`; NULL for `"0.0.0.0:0"`.
+     */
+    const char *bind_address;
+    struct rungs_lockstep_callbacks callbacks;
+} rungs_lockstep_config;
+
+/**
+ * What `rungs_lockstep_update` did.
+ */
+typedef struct rungs_lockstep_update_result {
+    /**
+     * One of `RUNGS_LOCKSTEP_*`.
+     */
+    int32_t outcome;
+    /**
+     * The frame that ran (`RUNGS_LOCKSTEP_RAN`), else the latest frame run.
+     */
+    uint32_t frame;
+    /**
+     * Call `rungs_lockstep_update` again by this time (µs on your clock).
+     */
+    uint64_t next_us;
+    /**
+     * Bit `i` set: the next frame waits for seat `i`'s turns.
+     */
+    uint32_t waiting_for;
+} rungs_lockstep_update_result;
+
+/**
+ * What a UI or log shows about the timing.
+ */
+typedef struct rungs_timing_status {
+    /**
+     * The current (or last) frame.
+     */
+    uint32_t frame;
+    /**
+     * Timing and rate in force.
+     */
+    uint8_t send_period;
+    uint8_t look_ahead;
+    uint8_t fps;
+    /**
+     * `RUNGS_TIER_*` of the timing in force.
+     */
+    uint8_t tier;
+    /**
+     * The master's target and rate.
+     */
+    uint8_t target_send_period;
+    uint8_t target_look_ahead;
+    uint8_t target_fps;
+    /**
+     * 1 while a staged decrease has not finished; its target follows.
+     */
+    uint8_t has_staged;
+    uint8_t staged_send_period;
+    uint8_t staged_look_ahead;
+    /**
+     * The master's seat, or `RUNGS_NO_SEAT`.
+     */
+    uint8_t master_seat;
+    /**
+     * 1 if this machine is the master.
+     */
+    uint8_t is_master;
+    /**
+     * 1 while the master is calibrating (S4.3).
+     */
+    uint8_t calibrating;
+    /**
+     * Qualifying evaluations in a row (the count of three, S4.4).
+     */
+    uint8_t qualifying_in_a_row;
+    /**
+     * 1 while a descent is running.
+     */
+    uint8_t descent_running;
+    /**
+     * Where the latest evaluation stopped: one of `RUNGS_VERDICT_*`.
+     */
+    uint8_t last_verdict;
+} rungs_timing_status;
+
+/**
+ * Counters for a diagnostics screen.
+ */
+typedef struct rungs_lockstep_stats {
+    /**
+     * Frames that had to wait for other players, and the total wait.
+     */
+    uint64_t stalled_frames;
+    uint64_t stall_us;
+    /**
+     * Turn messages sent.
+     */
+    uint64_t turn_messages;
+    /**
+     * Messages from peers that did not decode (never acted on).
+     */
+    uint64_t malformed_messages;
+    /**
+     * Desyncs detected.
+     */
+    uint64_t desyncs;
+    /**
+     * The clock offset to the master applied now, µs (S9).
+     */
+    int64_t clock_offset_us;
+} rungs_lockstep_stats;
 
 /**
  * One player's report (S3), as a NETWORK_REPORT event carries it.
@@ -631,62 +868,6 @@ typedef struct rungs_session_config {
     uint8_t reserved;
     struct rungs_session_callbacks callbacks;
 } rungs_session_config;
-
-/**
- * What a UI or log shows about the timing.
- */
-typedef struct rungs_timing_status {
-    /**
-     * The current (or last) frame.
-     */
-    uint32_t frame;
-    /**
-     * Timing and rate in force.
-     */
-    uint8_t send_period;
-    uint8_t look_ahead;
-    uint8_t fps;
-    /**
-     * `RUNGS_TIER_*` of the timing in force.
-     */
-    uint8_t tier;
-    /**
-     * The master's target and rate.
-     */
-    uint8_t target_send_period;
-    uint8_t target_look_ahead;
-    uint8_t target_fps;
-    /**
-     * 1 while a staged decrease has not finished; its target follows.
-     */
-    uint8_t has_staged;
-    uint8_t staged_send_period;
-    uint8_t staged_look_ahead;
-    /**
-     * The master's seat, or `RUNGS_NO_SEAT`.
-     */
-    uint8_t master_seat;
-    /**
-     * 1 if this machine is the master.
-     */
-    uint8_t is_master;
-    /**
-     * 1 while the master is calibrating (S4.3).
-     */
-    uint8_t calibrating;
-    /**
-     * Qualifying evaluations in a row (the count of three, S4.4).
-     */
-    uint8_t qualifying_in_a_row;
-    /**
-     * 1 while a descent is running.
-     */
-    uint8_t descent_running;
-    /**
-     * Where the latest evaluation stopped: one of `RUNGS_VERDICT_*`.
-     */
-    uint8_t last_verdict;
-} rungs_timing_status;
 
 /**
  * Called when the timing in force changes (and on frame 0).
@@ -1191,6 +1372,90 @@ rungs_result rungs_timing_label(const struct rungs_timing *timing,
  * string through `*out`; `RUNGS_ERR_INVALID_ARGUMENT` for another value.
  */
 rungs_result rungs_tier_name(uint8_t tier, const char **out);
+
+/**
+ * Make a lockstep game on this machine, its socket bound to
+ * `bind_address`, for the eve of frame 0 at time `now_us` (your clock, µs).
+ * Add every other human seat with `rungs_lockstep_add_peer` before the
+ * first `rungs_lockstep_update`.
+ */
+rungs_result rungs_lockstep_new(const struct rungs_lockstep_config *config,
+                                uint64_t now_us,
+                                struct rungs_lockstep **out);
+
+/**
+ * Release a game (closes its socket). NULL accepted; refused from inside a callback.
+ */
+rungs_result rungs_lockstep_free(struct rungs_lockstep *ls);
+
+/**
+ * The UDP port the socket is bound to (the one the OS picked for port 0).
+ */
+rungs_result rungs_lockstep_local_port(struct rungs_lockstep *ls, uint16_t *out_port);
+
+/**
+ * Bind human `seat` to `address` (`"ip:port"`), before frame 0.
+ */
+rungs_result rungs_lockstep_add_peer(struct rungs_lockstep *ls,
+                                     uint8_t seat,
+                                     const char *address,
+                                     uint64_t now_us);
+
+/**
+ * Issue a command (your bytes, at most about 1 KB): it goes out with this
+ * machine's next turn and comes back through the `command` callback on
+ * every machine, on the same frame. `*out_frame` (may be NULL) receives
+ * the frame it is forecast to execute on or after.
+ */
+rungs_result rungs_lockstep_submit_command(struct rungs_lockstep *ls,
+                                           const uint8_t *bytes,
+                                           size_t len,
+                                           uint32_t *out_frame);
+
+/**
+ * Your state checksum after `frame` ran (a multiple of `checksum_interval`);
+ * machines compare them and report a mismatch through `desync`.
+ */
+rungs_result rungs_lockstep_submit_checksum(struct rungs_lockstep *ls,
+                                            uint32_t frame,
+                                            uint64_t checksum);
+
+/**
+ * One frame's work took `duration_us` (for the reports, S3).
+ */
+rungs_result rungs_lockstep_add_frame_work_us(struct rungs_lockstep *ls, uint64_t duration_us);
+
+/**
+ * Leave the game: your removal is a command like any other; keep calling
+ * `rungs_lockstep_update` until it reports `RUNGS_LOCKSTEP_LEFT`.
+ */
+rungs_result rungs_lockstep_leave(struct rungs_lockstep *ls);
+
+/**
+ * Drop `seat`, whose machine no longer answers (after `RUNGS_LINK_EVENT_LOST`):
+ * every remaining machine agrees on the last of its commands to execute.
+ */
+rungs_result rungs_lockstep_drop_player(struct rungs_lockstep *ls, uint8_t seat);
+
+/**
+ * Drive the game at `now_us` (your monotonic clock, µs): read the socket,
+ * fire timers, run the next frame if it is due and every needed turn is
+ * here (its commands go to the `command` callback), send, and report
+ * events. `*out` (may be NULL) says what happened and when to call again.
+ */
+rungs_result rungs_lockstep_update(struct rungs_lockstep *ls,
+                                   uint64_t now_us,
+                                   struct rungs_lockstep_update_result *out);
+
+/**
+ * Timing, target, tier, master and evaluation state (as for a timing machine).
+ */
+rungs_result rungs_lockstep_status(struct rungs_lockstep *ls, struct rungs_timing_status *out);
+
+/**
+ * Counters for a diagnostics screen.
+ */
+rungs_result rungs_lockstep_get_stats(struct rungs_lockstep *ls, struct rungs_lockstep_stats *out);
 
 /**
  * 1 when each player sends a report on `frame` (32, 64, then every 128:

@@ -19,6 +19,7 @@
 pub mod clock;
 pub mod guard;
 pub mod ladder;
+pub mod lockstep;
 pub mod measure;
 pub mod payload;
 pub mod result;

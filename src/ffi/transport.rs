@@ -329,7 +329,7 @@ fn c_stats(stats: &LinkStats, now_us: u64) -> rungs_link_stats {
 ///
 /// # Safety
 /// `text` is a valid NUL-terminated string.
-unsafe fn parse_address(text: *const c_char) -> Result<SocketAddr> {
+pub(crate) unsafe fn parse_address(text: *const c_char) -> Result<SocketAddr> {
     // SAFETY: by contract.
     let text = unsafe { CStr::from_ptr(text) };
     text.to_str()

@@ -1,6 +1,7 @@
-//! The UDP driver: one non-blocking socket per machine feeding one
-//! [`Endpoint`]. The engine calls [`UdpDriver::poll`] with its clock (from
-//! its frame loop), or hands the driver to a [`Worker`](super::Worker).
+//! The UDP driver: one non-blocking socket per machine feeding one sans-IO
+//! state machine — an [`Endpoint`], or a whole lockstep session — through the
+//! [`Datagrams`] trait. The engine calls [`UdpDriver::poll`] with its clock
+//! (from its frame loop), or hands the driver to a [`Worker`](super::Worker).
 
 use std::io::ErrorKind;
 use std::net::{SocketAddr, UdpSocket};
@@ -8,7 +9,8 @@ use std::net::{SocketAddr, UdpSocket};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::error::Result;
-use crate::link::{canonical_address, Endpoint};
+use crate::link::{canonical_address, Endpoint, Transmit};
+use crate::session::LockstepSession;
 use crate::wire::packet::MAX_PACKET_BYTES;
 
 /// Most datagrams one [`UdpDriver::poll`] reads, so a flood cannot hold the
@@ -36,22 +38,71 @@ pub struct IoCounters {
     pub last_error: Option<ErrorKind>,
 }
 
-/// One UDP socket and the endpoint it serves.
+/// A sans-IO state machine a [`UdpDriver`] can serve: it takes datagrams
+/// and time, and says what to send.
+pub trait Datagrams {
+    /// Validate and act on one datagram (invalid ones are counted inside).
+    fn handle_datagram(&mut self, now_us: u64, source: SocketAddr, datagram: &[u8]);
+    /// Fire due timers.
+    fn handle_timeout(&mut self, now_us: u64);
+    /// Write the next datagram into `buf`, or `None` when nothing is due.
+    fn poll_transmit(&mut self, now_us: u64, buf: &mut [u8]) -> Option<Transmit>;
+}
+
+impl Datagrams for Endpoint {
+    fn handle_datagram(&mut self, now_us: u64, source: SocketAddr, datagram: &[u8]) {
+        // Invalid datagrams are counted by the endpoint; nothing else to do.
+        let _ = Endpoint::handle_datagram(self, now_us, source, datagram);
+    }
+    fn handle_timeout(&mut self, now_us: u64) {
+        Endpoint::handle_timeout(self, now_us);
+    }
+    fn poll_transmit(&mut self, now_us: u64, buf: &mut [u8]) -> Option<Transmit> {
+        Endpoint::poll_transmit(self, now_us, buf)
+    }
+}
+
+impl Datagrams for LockstepSession {
+    fn handle_datagram(&mut self, now_us: u64, source: SocketAddr, datagram: &[u8]) {
+        LockstepSession::handle_datagram(self, now_us, source, datagram);
+    }
+    fn handle_timeout(&mut self, now_us: u64) {
+        LockstepSession::handle_timeout(self, now_us);
+    }
+    fn poll_transmit(&mut self, now_us: u64, buf: &mut [u8]) -> Option<Transmit> {
+        LockstepSession::poll_transmit(self, now_us, buf)
+    }
+}
+
+/// One UDP socket and the state machine it serves (an [`Endpoint`] unless
+/// told otherwise).
 #[derive(Debug)]
-pub struct UdpDriver {
+pub struct UdpDriver<D = Endpoint> {
     socket: UdpSocket,
     ipv6_socket: bool,
-    endpoint: Endpoint,
+    endpoint: D,
     io: IoCounters,
     receive_buf: Vec<u8>,
     send_buf: Vec<u8>,
 }
 
-impl UdpDriver {
+impl UdpDriver<Endpoint> {
+    /// The endpoint.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// The endpoint, mutably (add peers, send, receive, read stats).
+    pub fn endpoint_mut(&mut self) -> &mut Endpoint {
+        &mut self.endpoint
+    }
+}
+
+impl<D: Datagrams> UdpDriver<D> {
     /// Bind a non-blocking UDP socket to `address` (port 0 picks a free
     /// port). An IPv6 unspecified address (`[::]:port`) binds dual-stack, so
     /// IPv4 peers work too; their mapped addresses compare as IPv4.
-    pub fn bind(address: SocketAddr, endpoint: Endpoint) -> Result<UdpDriver> {
+    pub fn bind(address: SocketAddr, endpoint: D) -> Result<UdpDriver<D>> {
         let socket = Socket::new(
             Domain::for_address(address),
             Type::DGRAM,
@@ -80,13 +131,13 @@ impl UdpDriver {
         Ok(self.socket.local_addr()?)
     }
 
-    /// The endpoint.
-    pub fn endpoint(&self) -> &Endpoint {
+    /// The state machine the socket serves.
+    pub fn inner(&self) -> &D {
         &self.endpoint
     }
 
-    /// The endpoint, mutably (add peers, send, receive, read stats).
-    pub fn endpoint_mut(&mut self) -> &mut Endpoint {
+    /// The state machine, mutably.
+    pub fn inner_mut(&mut self) -> &mut D {
         &mut self.endpoint
     }
 
@@ -106,9 +157,7 @@ impl UdpDriver {
             match self.socket.recv_from(&mut self.receive_buf) {
                 Ok((len, source)) => {
                     outcome.received += 1;
-                    // Invalid datagrams are counted by the endpoint; nothing else to do.
-                    let _ = self
-                        .endpoint
+                    self.endpoint
                         .handle_datagram(now_us, source, &self.receive_buf[..len]);
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,

@@ -1,0 +1,183 @@
+/* lockstep — a lockstep game where rungs carries the commands.
+ *
+ *   ./lockstep [FRAMES]      three players in one process, real UDP sockets
+ *                            on 127.0.0.1 (default 240 frames at 60 fps)
+ *
+ * Each player is a rungs_lockstep: rungs sends the commands, measures round
+ * trips, runs the adaptive timing, syncs the clocks, paces the frames and
+ * hands every machine the same commands on the same frames through the
+ * `command` callback. The engine only submits its commands, applies what
+ * comes back, and calls rungs_lockstep_update. At the end the program checks
+ * that all three executed the same commands on the same frames (exit 1 if
+ * not). */
+#define _POSIX_C_SOURCE 200809L
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rungs.h"
+
+#define PLAYERS 3
+#define MAX_LOG 4096
+
+static uint64_t now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+typedef struct {
+    uint32_t frame;
+    uint8_t seat;
+    uint8_t bytes[8];
+    size_t len;
+} executed_t;
+
+typedef struct {
+    int seat;
+    rungs_lockstep *game;
+    executed_t log[MAX_LOG];
+    size_t logged;
+    uint32_t state; /* a stand-in for the simulation: a hash of every command */
+    uint32_t frames_run;
+    int issued;
+} player_t;
+
+static int fail(rungs_result rc, const char *what) {
+    char detail[256];
+    rungs_last_error_message(detail, sizeof detail, NULL);
+    fprintf(stderr, "lockstep: %s: %s (%s)\n", what, rungs_result_str(rc), detail);
+    exit(2);
+}
+
+#define CALL(expr)                                                                         \
+    do {                                                                                   \
+        rungs_result call_rc = (expr);                                                     \
+        if (call_rc != RUNGS_OK) fail(call_rc, #expr);                                     \
+    } while (0)
+
+/* Apply a command to the simulation (here: remember it and hash it). */
+static void on_command(void *user, uint32_t frame, uint8_t seat, const uint8_t *bytes, size_t len) {
+    player_t *p = user;
+    size_t i;
+    if (p->logged < MAX_LOG) {
+        executed_t *e = &p->log[p->logged++];
+        e->frame = frame;
+        e->seat = seat;
+        e->len = len < sizeof e->bytes ? len : sizeof e->bytes;
+        memcpy(e->bytes, bytes, e->len);
+    }
+    for (i = 0; i < len; i++) p->state = p->state * 31u + bytes[i] + seat;
+}
+
+static void on_timing(void *user, uint32_t frame, uint8_t send_period, uint8_t look_ahead) {
+    player_t *p = user;
+    if (p->seat == 1) printf("frame %4u  timing %u/%u\n", (unsigned)frame, (unsigned)send_period, (unsigned)look_ahead);
+}
+
+static void on_message(void *user, uint32_t frame, uint8_t tier, const char *text) {
+    player_t *p = user;
+    (void)tier;
+    if (p->seat == 1) printf("frame %4u  message: \"%s\"\n", (unsigned)frame, text);
+}
+
+static void on_desync(void *user, uint32_t frame, uint32_t seats) {
+    player_t *p = user;
+    printf("DESYNC seen by seat %d on frame %u (seats %#x)\n", p->seat, (unsigned)frame, (unsigned)seats);
+}
+
+int main(int argc, char **argv) {
+    static player_t players[PLAYERS];
+    uint32_t frames = argc > 1 ? (uint32_t)strtoul(argv[1], NULL, 10) : 240;
+    static const uint8_t key[16] = {'l', 'o', 'c', 'k', 's', 't', 'e', 'p', ' ', 'e', 'x', 'a', 'm', 'p', 'l', 'e'};
+    uint16_t ports[PLAYERS];
+    int i, j, done = 0, ok = 1;
+    uint64_t start = now_us();
+
+    for (i = 0; i < PLAYERS; i++) {
+        rungs_lockstep_config c;
+        memset(&c, 0, sizeof c);
+        c.struct_size = sizeof c;
+        c.speed_fps = 60;
+        c.seat_count = PLAYERS;
+        c.local_seat = (uint8_t)i;
+        c.human_seat_mask = (1u << PLAYERS) - 1;
+        c.session_id = 2026;
+        memcpy(c.key, key, sizeof key);
+        c.checksum_interval = 32;
+        c.bind_address = "127.0.0.1:0";
+        c.callbacks.user = &players[i];
+        c.callbacks.command = on_command;
+        c.callbacks.timing_changed = on_timing;
+        c.callbacks.player_message = on_message;
+        c.callbacks.desync = on_desync;
+        players[i].seat = i;
+        CALL(rungs_lockstep_new(&c, now_us(), &players[i].game));
+        CALL(rungs_lockstep_local_port(players[i].game, &ports[i]));
+    }
+    for (i = 0; i < PLAYERS; i++)
+        for (j = 0; j < PLAYERS; j++)
+            if (i != j) {
+                char address[32];
+                snprintf(address, sizeof address, "127.0.0.1:%u", (unsigned)ports[j]);
+                CALL(rungs_lockstep_add_peer(players[i].game, (uint8_t)j, address, now_us()));
+            }
+    printf("three players on 127.0.0.1 ports %u, %u, %u; %u frames at 60 fps\n", (unsigned)ports[0],
+           (unsigned)ports[1], (unsigned)ports[2], (unsigned)frames);
+
+    while (!done) {
+        uint64_t wake = now_us() + 5000;
+        done = 1;
+        for (i = 0; i < PLAYERS; i++) {
+            player_t *p = &players[i];
+            rungs_lockstep_update_result r;
+            if (p->frames_run >= frames) continue;
+            done = 0;
+            CALL(rungs_lockstep_update(p->game, now_us(), &r));
+            if (r.outcome == RUNGS_LOCKSTEP_RAN) {
+                p->frames_run = r.frame + 1;
+                CALL(rungs_lockstep_add_frame_work_us(p->game, 2000));
+                /* The player's input: a command every 20 frames. */
+                if ((r.frame + (uint32_t)i * 7u) % 20u == 0 && r.frame + 40 < frames) {
+                    uint8_t command[4] = {(uint8_t)i, (uint8_t)p->issued, 0xC0, 0xDE};
+                    CALL(rungs_lockstep_submit_command(p->game, command, sizeof command, NULL));
+                    p->issued++;
+                }
+                if (r.frame % 32u == 0) CALL(rungs_lockstep_submit_checksum(p->game, r.frame, p->state));
+                wake = now_us();
+            } else if (r.next_us < wake) {
+                wake = r.next_us;
+            }
+        }
+        while (!done && now_us() < wake) {
+            struct timespec ts = {0, 200000};
+            nanosleep(&ts, NULL);
+        }
+        if (now_us() - start > 60u * 1000000u) {
+            printf("lockstep: the game did not finish in 60 s\n");
+            return 1;
+        }
+    }
+    for (i = 0; i < PLAYERS; i++) {
+        rungs_lockstep_stats s;
+        CALL(rungs_lockstep_get_stats(players[i].game, &s));
+        printf("seat %d: %lu commands executed, %lu stalled frames, clock offset %lld us\n", i,
+               (unsigned long)players[i].logged, (unsigned long)s.stalled_frames, (long long)s.clock_offset_us);
+        if (s.desyncs) ok = 0;
+    }
+    for (i = 1; i < PLAYERS; i++) {
+        size_t n = players[i].logged < players[0].logged ? players[i].logged : players[0].logged, k;
+        if (players[i].logged != players[0].logged) ok = 0;
+        for (k = 0; k < n; k++) {
+            const executed_t *a = &players[0].log[k], *b = &players[i].log[k];
+            if (a->frame != b->frame || a->seat != b->seat || a->len != b->len || memcmp(a->bytes, b->bytes, a->len))
+                ok = 0;
+        }
+    }
+    for (i = 0; i < PLAYERS; i++) CALL(rungs_lockstep_free(players[i].game));
+    printf(ok ? "every player executed the same commands on the same frames\n" : "PLAYERS DIVERGED\n");
+    return ok ? 0 : 1;
+}

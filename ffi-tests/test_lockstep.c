@@ -1,0 +1,208 @@
+/* rungs_lockstep through the C API: setup validation, misuse (NULLs, bad
+ * addresses, bad config, re-entry from a callback, a poisoned object), and a
+ * short two-player game over real UDP on 127.0.0.1 in which both players
+ * execute the same commands on the same frames. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <stdlib.h>
+
+#include "harness.h"
+#include "rungs.h"
+
+static const uint8_t KEY[16] = {'l', 'o', 'c', 'k', 's', 't', 'e', 'p', '-', 't', 'e', 's', 't', 'k', 'e', 'y'};
+
+typedef struct {
+    rungs_lockstep *self;
+    uint32_t frames[64];
+    uint8_t seats[64];
+    uint8_t first_byte[64];
+    int count;
+    int timing_changes;
+    rungs_result reentry;
+} seen_t;
+
+static void on_command(void *user, uint32_t frame, uint8_t seat, const uint8_t *bytes, size_t len) {
+    seen_t *s = user;
+    if (s->count < 64) {
+        s->frames[s->count] = frame;
+        s->seats[s->count] = seat;
+        s->first_byte[s->count] = len ? bytes[0] : 0;
+        s->count++;
+    }
+    if (s->self) {
+        rungs_lockstep_update_result r;
+        s->reentry = rungs_lockstep_update(s->self, 0, &r);
+    }
+}
+
+static void on_timing(void *user, uint32_t frame, uint8_t sp, uint8_t la) {
+    seen_t *s = user;
+    (void)frame;
+    (void)sp;
+    (void)la;
+    s->timing_changes++;
+}
+
+static rungs_lockstep_config config_for(seen_t *seen, uint8_t seat) {
+    rungs_lockstep_config c;
+    memset(&c, 0, sizeof c);
+    c.struct_size = sizeof c;
+    c.speed_fps = 60;
+    c.seat_count = 2;
+    c.local_seat = seat;
+    c.human_seat_mask = 0x3;
+    c.session_id = 77;
+    memcpy(c.key, KEY, sizeof KEY);
+    c.checksum_interval = 16;
+    c.bind_address = "127.0.0.1:0";
+    c.callbacks.user = seen;
+    c.callbacks.command = on_command;
+    c.callbacks.timing_changed = on_timing;
+    return c;
+}
+
+static void test_setup_and_misuse(void) {
+    seen_t seen;
+    rungs_lockstep_config c;
+    rungs_lockstep *ls = NULL;
+    rungs_lockstep_update_result r;
+    rungs_timing_status st;
+    rungs_lockstep_stats stats;
+    uint16_t port = 0;
+    uint32_t frame;
+    memset(&seen, 0, sizeof seen);
+
+    c = config_for(&seen, 0);
+    CHECK_EQ(rungs_lockstep_new(NULL, 0, &ls), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_lockstep_new(&c, 0, NULL), RUNGS_ERR_NULL_POINTER);
+    c.struct_size = 16;
+    CHECK_EQ(rungs_lockstep_new(&c, 0, &ls), RUNGS_ERR_INVALID_ARGUMENT);
+    c = config_for(&seen, 0);
+    c.bind_address = "not an address";
+    CHECK_EQ(rungs_lockstep_new(&c, 0, &ls), RUNGS_ERR_INVALID_ARGUMENT);
+    c = config_for(&seen, 0);
+    c.human_seat_mask = 0x7;
+    CHECK_EQ(rungs_lockstep_new(&c, 0, &ls), RUNGS_ERR_INVALID_ARGUMENT);
+    c = config_for(&seen, 2);
+    CHECK_EQ(rungs_lockstep_new(&c, 0, &ls), RUNGS_ERR_INVALID_ARGUMENT);
+    c = config_for(&seen, 0);
+    c.speed_fps = 0;
+    CHECK_EQ(rungs_lockstep_new(&c, 0, &ls), RUNGS_ERR_INVALID_ARGUMENT);
+    c = config_for(&seen, 0);
+    c.reserved = 1;
+    CHECK_EQ(rungs_lockstep_new(&c, 0, &ls), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK(ls == NULL);
+
+    CHECK_EQ(rungs_lockstep_update(NULL, 0, &r), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_lockstep_local_port(NULL, &port), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_lockstep_add_peer(NULL, 1, "127.0.0.1:1", 0), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_lockstep_submit_command(NULL, (const uint8_t *)"x", 1, &frame), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_lockstep_submit_checksum(NULL, 16, 1), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_lockstep_add_frame_work_us(NULL, 1), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_lockstep_leave(NULL), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_lockstep_drop_player(NULL, 1), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_lockstep_status(NULL, &st), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_lockstep_get_stats(NULL, &stats), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_lockstep_free(NULL), RUNGS_OK);
+
+    c = config_for(&seen, 0);
+    CHECK_EQ(rungs_lockstep_new(&c, now_us(), &ls), RUNGS_OK);
+    if (!ls) return;
+    CHECK_EQ(rungs_lockstep_local_port(ls, &port), RUNGS_OK);
+    CHECK(port != 0);
+    CHECK_EQ(rungs_lockstep_local_port(ls, NULL), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_lockstep_add_peer(ls, 1, NULL, 0), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_lockstep_add_peer(ls, 1, "nowhere", 0), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(rungs_lockstep_add_peer(ls, 0, "127.0.0.1:9", 0), RUNGS_ERR_INVALID_ARGUMENT); /* itself */
+    CHECK_EQ(rungs_lockstep_add_peer(ls, 5, "127.0.0.1:9", 0), RUNGS_ERR_UNKNOWN_SEAT);
+    CHECK_EQ(rungs_lockstep_submit_command(ls, NULL, 3, &frame), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_lockstep_submit_checksum(ls, 15, 1), RUNGS_ERR_INVALID_ARGUMENT); /* not a checksum frame */
+    CHECK_EQ(rungs_lockstep_drop_player(ls, 0), RUNGS_ERR_UNKNOWN_SEAT); /* itself */
+    CHECK_EQ(rungs_lockstep_status(ls, NULL), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_lockstep_get_stats(ls, NULL), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_lockstep_status(ls, &st), RUNGS_OK);
+    CHECK(st.send_period == 2 && st.look_ahead == 6 && st.is_master == 1);
+    rungs_testing_panic_next_call();
+    CHECK_EQ(rungs_lockstep_update(ls, now_us(), &r), RUNGS_ERR_PANIC);
+    CHECK_EQ(rungs_lockstep_update(ls, now_us(), &r), RUNGS_ERR_POISONED);
+    CHECK_EQ(rungs_lockstep_free(ls), RUNGS_OK);
+}
+
+/* Two players on loopback run `frames` frames; each issues a command every
+ * 10 frames; both must execute the same commands on the same frames. */
+static void test_two_player_game(void) {
+    seen_t seen[2];
+    rungs_lockstep *ls[2] = {NULL, NULL};
+    uint16_t port[2];
+    char address[32];
+    const uint32_t frames = 120;
+    uint32_t ran[2] = {0, 0};
+    uint64_t start = now_us();
+    int i, k;
+    memset(seen, 0, sizeof seen);
+    for (i = 0; i < 2; i++) {
+        rungs_lockstep_config c = config_for(&seen[i], (uint8_t)i);
+        CHECK_EQ(rungs_lockstep_new(&c, now_us(), &ls[i]), RUNGS_OK);
+        if (!ls[i]) return;
+        rungs_lockstep_local_port(ls[i], &port[i]);
+    }
+    for (i = 0; i < 2; i++) {
+        snprintf(address, sizeof address, "127.0.0.1:%u", (unsigned)port[1 - i]);
+        CHECK_EQ(rungs_lockstep_add_peer(ls[i], (uint8_t)(1 - i), address, now_us()), RUNGS_OK);
+    }
+    while ((ran[0] < frames || ran[1] < frames) && now_us() - start < 20000000u) {
+        for (i = 0; i < 2; i++) {
+            rungs_lockstep_update_result r;
+            if (ran[i] >= frames) continue;
+            CHECK_EQ(rungs_lockstep_update(ls[i], now_us(), &r), RUNGS_OK);
+            if (r.outcome == RUNGS_LOCKSTEP_RAN) {
+                ran[i] = r.frame + 1;
+                if (r.frame % 10 == 5 && r.frame + 30 < frames) {
+                    uint8_t command[2] = {(uint8_t)(0x40 + i), (uint8_t)r.frame};
+                    uint32_t due = 0;
+                    CHECK_EQ(rungs_lockstep_submit_command(ls[i], command, sizeof command, &due), RUNGS_OK);
+                    CHECK(due > r.frame);
+                }
+                if (r.frame % 16 == 0) CHECK_EQ(rungs_lockstep_submit_checksum(ls[i], r.frame, seen[i].count), RUNGS_OK);
+            } else {
+                CHECK(r.outcome == RUNGS_LOCKSTEP_NOT_DUE || r.outcome == RUNGS_LOCKSTEP_WAITING);
+            }
+        }
+        sleep_ms(1);
+    }
+    CHECK_EQ(ran[0], frames);
+    CHECK_EQ(ran[1], frames);
+    CHECK(seen[0].count > 10);
+    CHECK_EQ(seen[0].count, seen[1].count);
+    for (k = 0; k < seen[0].count && k < seen[1].count; k++) {
+        CHECK_EQ(seen[0].frames[k], seen[1].frames[k]);
+        CHECK_EQ(seen[0].seats[k], seen[1].seats[k]);
+        CHECK_EQ(seen[0].first_byte[k], seen[1].first_byte[k]);
+    }
+    CHECK(seen[0].timing_changes >= 1); /* frame 0 announces 2/6 */
+    /* Re-entry from the command callback is refused. */
+    seen[0].self = ls[0];
+    {
+        uint8_t command[2] = {0x55, 0};
+        for (i = 0; i < 2; i++) CHECK_EQ(rungs_lockstep_submit_command(ls[i], command, 2, NULL), RUNGS_OK);
+        start = now_us();
+        while (seen[0].reentry == 0 && now_us() - start < 5000000u) {
+            for (i = 0; i < 2; i++) rungs_lockstep_update(ls[i], now_us(), NULL);
+            sleep_ms(1);
+        }
+        CHECK_EQ(seen[0].reentry, RUNGS_ERR_REENTRANT);
+    }
+    for (i = 0; i < 2; i++) {
+        rungs_lockstep_stats stats;
+        CHECK_EQ(rungs_lockstep_get_stats(ls[i], &stats), RUNGS_OK);
+        CHECK_EQ(stats.desyncs, 0);
+        CHECK_EQ(stats.malformed_messages, 0);
+        CHECK_EQ(rungs_lockstep_free(ls[i]), RUNGS_OK);
+    }
+}
+
+int main(void) {
+    test_setup_and_misuse();
+    test_two_player_game();
+    return harness_report("lockstep");
+}

@@ -1,0 +1,500 @@
+//! `rungs_lockstep`: a whole lockstep game from C — rungs carries the
+//! engine's commands over its own UDP transport, runs the adaptive timing,
+//! paces the frames and hands back the commands each frame executes (S5,
+//! S8, S9). See `session::lockstep` for the protocol.
+//!
+//! The engine's loop: `rungs_lockstep_update(now)` as often as it likes (it
+//! reads the socket, fires timers, runs at most one due frame, sends); the
+//! executed commands arrive through the `command` callback during that call;
+//! `next_us` says when to call again at the latest.
+
+use std::ffi::c_void;
+use std::net::SocketAddr;
+
+use super::guard::{
+    catch, free_object, hand_out, require, with_object, write_out, Guarded, Handle,
+};
+use super::result::rungs_result;
+use super::timing_machine::{fill_status, message_c_text, rungs_timing_status};
+use super::transport::{parse_address, RUNGS_LINK_EVENT_LOST, RUNGS_LINK_EVENT_RECOVERED};
+use super::types::{read_config, RUNGS_NO_SEAT};
+use crate::error::Error;
+use crate::link::LinkConfig;
+use crate::net::UdpDriver;
+use crate::report::record::MAX_SEATS;
+use crate::session::{Advance, LockstepConfig, LockstepSession, SessionEvent};
+use crate::timing::MachineConfig;
+use crate::wire::packet::SessionKey;
+
+/// `rungs_lockstep_update` ran a frame; its commands went to the callback.
+pub const RUNGS_LOCKSTEP_RAN: i32 = 0;
+/// The next frame is not due yet.
+pub const RUNGS_LOCKSTEP_NOT_DUE: i32 = 1;
+/// The next frame is due but waits for other players' turns (`waiting_for`).
+pub const RUNGS_LOCKSTEP_WAITING: i32 = 2;
+/// This player has left the game.
+pub const RUNGS_LOCKSTEP_LEFT: i32 = 3;
+
+/// A command executed on `frame`, issued by `seat`: apply it to your
+/// simulation now. `bytes` lives until the callback returns.
+pub type rungs_lockstep_command_fn = Option<
+    unsafe extern "C" fn(user: *mut c_void, frame: u32, seat: u8, bytes: *const u8, len: usize),
+>;
+/// The timing in force changed (also on frame 0).
+pub type rungs_lockstep_timing_fn =
+    Option<unsafe extern "C" fn(user: *mut c_void, frame: u32, send_period: u8, look_ahead: u8)>;
+/// The frame rate changed (also on frame 0): the pacing follows it by itself.
+pub type rungs_lockstep_rate_fn =
+    Option<unsafe extern "C" fn(user: *mut c_void, frame: u32, fps: u8)>;
+/// Show `text` in the message list (S6).
+pub type rungs_lockstep_message_fn = Option<
+    unsafe extern "C" fn(user: *mut c_void, frame: u32, tier: u8, text: *const libc::c_char),
+>;
+/// A seat event on `frame`: the master changed (`RUNGS_NO_SEAT`: no human
+/// left), or a player was removed.
+pub type rungs_lockstep_seat_fn =
+    Option<unsafe extern "C" fn(user: *mut c_void, frame: u32, seat: u8)>;
+/// State checksums for `frame` differ; bit `i` of `seats` for each seat
+/// whose value differs from the lowest seat's.
+pub type rungs_lockstep_desync_fn =
+    Option<unsafe extern "C" fn(user: *mut c_void, frame: u32, seats: u32)>;
+/// The link to `seat` was lost (`RUNGS_LINK_EVENT_LOST`: nothing heard for
+/// the liveness timeout; you decide whether to `rungs_lockstep_drop_player`)
+/// or recovered (`RUNGS_LINK_EVENT_RECOVERED`).
+pub type rungs_lockstep_link_fn =
+    Option<unsafe extern "C" fn(user: *mut c_void, seat: u8, event: u32)>;
+
+/// Callbacks, each optional (NULL), run inside `rungs_lockstep_update` on the
+/// calling thread; calling back into the same object returns `RUNGS_ERR_REENTRANT`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct rungs_lockstep_callbacks {
+    pub user: *mut c_void,
+    pub command: rungs_lockstep_command_fn,
+    pub timing_changed: rungs_lockstep_timing_fn,
+    pub frame_rate_changed: rungs_lockstep_rate_fn,
+    pub player_message: rungs_lockstep_message_fn,
+    pub master_changed: rungs_lockstep_seat_fn,
+    pub player_removed: rungs_lockstep_seat_fn,
+    pub desync: rungs_lockstep_desync_fn,
+    pub link_event: rungs_lockstep_link_fn,
+}
+
+/// How to set up a lockstep game on this machine.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct rungs_lockstep_config {
+    /// `sizeof(rungs_lockstep_config)`.
+    pub struct_size: u32,
+    /// The rate the game speed allows, 1–255 (S4.2).
+    pub speed_fps: u8,
+    /// Seats in house order, 1–16.
+    pub seat_count: u8,
+    /// This machine's seat (a human seat).
+    pub local_seat: u8,
+    /// Must be 0.
+    pub reserved: u8,
+    /// Bit `i` set: seat `i` is a human player (with a machine).
+    pub human_seat_mask: u32,
+    /// The game's session id and 128-bit key, the same on every machine (S8).
+    pub session_id: u32,
+    pub key: [u8; 16],
+    /// Frames between state checksums (`rungs_lockstep_submit_checksum`); 0 for none.
+    pub checksum_interval: u32,
+    /// Local address to bind, `"ip:port"`; NULL for `"0.0.0.0:0"`.
+    pub bind_address: *const libc::c_char,
+    pub callbacks: rungs_lockstep_callbacks,
+}
+
+/// What `rungs_lockstep_update` did.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct rungs_lockstep_update_result {
+    /// One of `RUNGS_LOCKSTEP_*`.
+    pub outcome: i32,
+    /// The frame that ran (`RUNGS_LOCKSTEP_RAN`), else the latest frame run.
+    pub frame: u32,
+    /// Call `rungs_lockstep_update` again by this time (µs on your clock).
+    pub next_us: u64,
+    /// Bit `i` set: the next frame waits for seat `i`'s turns.
+    pub waiting_for: u32,
+}
+
+/// Counters for a diagnostics screen.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct rungs_lockstep_stats {
+    /// Frames that had to wait for other players, and the total wait.
+    pub stalled_frames: u64,
+    pub stall_us: u64,
+    /// Turn messages sent.
+    pub turn_messages: u64,
+    /// Messages from peers that did not decode (never acted on).
+    pub malformed_messages: u64,
+    /// Desyncs detected.
+    pub desyncs: u64,
+    /// The clock offset to the master applied now, µs (S9).
+    pub clock_offset_us: i64,
+}
+
+/// The session, its socket and the engine's callbacks.
+pub struct LockstepObject {
+    driver: UdpDriver<LockstepSession>,
+    callbacks: rungs_lockstep_callbacks,
+}
+
+/// An opaque lockstep game, made by `rungs_lockstep_new`.
+pub struct rungs_lockstep(Guarded<LockstepObject>);
+
+impl Handle for rungs_lockstep {
+    type State = LockstepObject;
+    fn guarded(&self) -> &Guarded<LockstepObject> {
+        &self.0
+    }
+}
+
+impl LockstepObject {
+    fn session(&mut self) -> &mut LockstepSession {
+        self.driver.inner_mut()
+    }
+
+    /// Hand every pending event to the engine's callbacks.
+    fn deliver_events(&mut self) {
+        let cb = self.callbacks;
+        while let Some(event) = self.session().poll_event() {
+            // SAFETY: the engine's function pointers and user pointer, for this use.
+            unsafe {
+                match event {
+                    SessionEvent::TimingChanged { frame, timing } => {
+                        if let Some(f) = cb.timing_changed {
+                            f(cb.user, frame, timing.send_period(), timing.look_ahead());
+                        }
+                    }
+                    SessionEvent::FrameRateChanged { frame, fps } => {
+                        if let Some(f) = cb.frame_rate_changed {
+                            f(cb.user, frame, fps);
+                        }
+                    }
+                    SessionEvent::PlayerMessage { frame, tier } => {
+                        if let Some(f) = cb.player_message {
+                            f(
+                                cb.user,
+                                frame,
+                                tier as u8,
+                                message_c_text(tier).as_ptr().cast(),
+                            );
+                        }
+                    }
+                    SessionEvent::MasterChanged { frame, seat } => {
+                        if let Some(f) = cb.master_changed {
+                            f(cb.user, frame, seat.unwrap_or(RUNGS_NO_SEAT));
+                        }
+                    }
+                    SessionEvent::PlayerRemoved { frame, seat } => {
+                        if let Some(f) = cb.player_removed {
+                            f(cb.user, frame, seat);
+                        }
+                    }
+                    SessionEvent::Desync { frame, seats } => {
+                        if let Some(f) = cb.desync {
+                            f(cb.user, frame, seats);
+                        }
+                    }
+                    SessionEvent::LinkLost { seat } => {
+                        if let Some(f) = cb.link_event {
+                            f(cb.user, seat, RUNGS_LINK_EVENT_LOST);
+                        }
+                    }
+                    SessionEvent::LinkRecovered { seat } => {
+                        if let Some(f) = cb.link_event {
+                            f(cb.user, seat, RUNGS_LINK_EVENT_RECOVERED);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+unsafe fn with_lockstep(
+    ls: *const rungs_lockstep,
+    f: impl FnOnce(&mut LockstepObject) -> crate::Result<()>,
+) -> rungs_result {
+    // SAFETY: NULL or a live object (caller contract); the guard checks NULL.
+    unsafe { with_object(ls, f) }
+}
+
+fn lockstep_config(c: &rungs_lockstep_config) -> crate::Result<LockstepConfig> {
+    if c.reserved != 0 {
+        return Err(Error::InvalidArgument("reserved must be 0"));
+    }
+    let seats = usize::from(c.seat_count);
+    if seats == 0 || seats > MAX_SEATS {
+        return Err(Error::InvalidArgument("seat_count must be 1..=16"));
+    }
+    if c.human_seat_mask >> seats != 0 {
+        return Err(Error::InvalidArgument(
+            "human_seat_mask has bits beyond seat_count",
+        ));
+    }
+    let human_seats = (0..seats)
+        .map(|s| c.human_seat_mask & (1 << s) != 0)
+        .collect();
+    Ok(LockstepConfig {
+        machine: MachineConfig::adaptive(c.speed_fps, human_seats, Some(c.local_seat)),
+        session_id: c.session_id,
+        key: SessionKey(c.key),
+        link: LinkConfig::default(),
+        checksum_interval: c.checksum_interval,
+    })
+}
+
+/// Make a lockstep game on this machine, its socket bound to
+/// `bind_address`, for the eve of frame 0 at time `now_us` (your clock, µs).
+/// Add every other human seat with `rungs_lockstep_add_peer` before the
+/// first `rungs_lockstep_update`.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_lockstep_new(
+    config: *const rungs_lockstep_config,
+    now_us: u64,
+    out: *mut *mut rungs_lockstep,
+) -> rungs_result {
+    catch(|| {
+        require(out, "out")?;
+        // SAFETY: read_config checks NULL and struct_size before reading the rest.
+        let config = unsafe { read_config(config, "config")? };
+        let bind = if config.bind_address.is_null() {
+            SocketAddr::from(([0, 0, 0, 0], 0))
+        } else {
+            // SAFETY: non-NULL, NUL-terminated by contract.
+            unsafe { parse_address(config.bind_address)? }
+        };
+        let session = LockstepSession::new(&lockstep_config(&config)?, now_us)?;
+        let driver = UdpDriver::bind(bind, session)?;
+        // SAFETY: `out` is NULL (refused) or writable.
+        unsafe {
+            hand_out(
+                out,
+                rungs_lockstep(Guarded::new(LockstepObject {
+                    driver,
+                    callbacks: config.callbacks,
+                })),
+            )
+        }
+    })
+}
+
+/// Release a game (closes its socket). NULL accepted; refused from inside a callback.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_lockstep_free(ls: *mut rungs_lockstep) -> rungs_result {
+    // SAFETY: NULL or a live object from `_new`.
+    unsafe { free_object(ls) }
+}
+
+/// The UDP port the socket is bound to (the one the OS picked for port 0).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_lockstep_local_port(
+    ls: *mut rungs_lockstep,
+    out_port: *mut u16,
+) -> rungs_result {
+    unsafe {
+        with_lockstep(ls, |o| {
+            require(out_port, "out_port")?;
+            write_out(out_port, o.driver.local_addr()?.port());
+            Ok(())
+        })
+    }
+}
+
+/// Bind human `seat` to `address` (`"ip:port"`), before frame 0.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_lockstep_add_peer(
+    ls: *mut rungs_lockstep,
+    seat: u8,
+    address: *const libc::c_char,
+    now_us: u64,
+) -> rungs_result {
+    unsafe {
+        with_lockstep(ls, |o| {
+            require(address, "address")?;
+            let address = parse_address(address)?;
+            o.session().add_peer(seat, address, now_us)
+        })
+    }
+}
+
+/// Issue a command (your bytes, at most about 1 KB): it goes out with this
+/// machine's next turn and comes back through the `command` callback on
+/// every machine, on the same frame. `*out_frame` (may be NULL) receives
+/// the frame it is forecast to execute on or after.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_lockstep_submit_command(
+    ls: *mut rungs_lockstep,
+    bytes: *const u8,
+    len: usize,
+    out_frame: *mut u32,
+) -> rungs_result {
+    unsafe {
+        with_lockstep(ls, |o| {
+            if bytes.is_null() && len > 0 {
+                return Err(Error::NullPointer("bytes"));
+            }
+            let command: &[u8] = if len == 0 {
+                &[]
+            } else {
+                std::slice::from_raw_parts(bytes, len)
+            };
+            let frame = o.session().submit_command(command)?;
+            if !out_frame.is_null() {
+                write_out(out_frame, frame);
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Your state checksum after `frame` ran (a multiple of `checksum_interval`);
+/// machines compare them and report a mismatch through `desync`.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_lockstep_submit_checksum(
+    ls: *mut rungs_lockstep,
+    frame: u32,
+    checksum: u64,
+) -> rungs_result {
+    unsafe { with_lockstep(ls, |o| o.session().submit_checksum(frame, checksum)) }
+}
+
+/// One frame's work took `duration_us` (for the reports, S3).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_lockstep_add_frame_work_us(
+    ls: *mut rungs_lockstep,
+    duration_us: u64,
+) -> rungs_result {
+    unsafe {
+        with_lockstep(ls, |o| {
+            o.session().measurements().add_frame_work_us(duration_us);
+            Ok(())
+        })
+    }
+}
+
+/// Leave the game: your removal is a command like any other; keep calling
+/// `rungs_lockstep_update` until it reports `RUNGS_LOCKSTEP_LEFT`.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_lockstep_leave(ls: *mut rungs_lockstep) -> rungs_result {
+    unsafe { with_lockstep(ls, |o| o.session().leave()) }
+}
+
+/// Drop `seat`, whose machine no longer answers (after `RUNGS_LINK_EVENT_LOST`):
+/// every remaining machine agrees on the last of its commands to execute.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_lockstep_drop_player(
+    ls: *mut rungs_lockstep,
+    seat: u8,
+) -> rungs_result {
+    unsafe { with_lockstep(ls, |o| o.session().drop_player(seat)) }
+}
+
+/// Drive the game at `now_us` (your monotonic clock, µs): read the socket,
+/// fire timers, run the next frame if it is due and every needed turn is
+/// here (its commands go to the `command` callback), send, and report
+/// events. `*out` (may be NULL) says what happened and when to call again.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_lockstep_update(
+    ls: *mut rungs_lockstep,
+    now_us: u64,
+    out: *mut rungs_lockstep_update_result,
+) -> rungs_result {
+    unsafe {
+        with_lockstep(ls, |o| {
+            o.driver.poll(now_us);
+            let advance = o.session().advance(now_us)?;
+            if let Advance::Ran { frame } = advance {
+                let cb = o.callbacks;
+                if let Some(f) = cb.command {
+                    for command in o.driver.inner().executed() {
+                        f(
+                            cb.user,
+                            frame,
+                            command.seat,
+                            command.bytes.as_ptr(),
+                            command.bytes.len(),
+                        );
+                    }
+                }
+            }
+            o.driver.poll(now_us); // the turn of a send frame goes out now
+            o.deliver_events();
+            if !out.is_null() {
+                let session = o.session();
+                let next_us = match advance {
+                    Advance::Ran { .. } => now_us,
+                    Advance::NotDue { at_us } => {
+                        session.poll_timeout().map_or(at_us, |t| t.min(at_us))
+                    }
+                    Advance::Waiting | Advance::Left => {
+                        session.poll_timeout().unwrap_or(now_us + 100_000)
+                    }
+                };
+                let (outcome, frame) = match advance {
+                    Advance::Ran { frame } => (RUNGS_LOCKSTEP_RAN, frame),
+                    Advance::NotDue { .. } => {
+                        (RUNGS_LOCKSTEP_NOT_DUE, session.frame().unwrap_or(0))
+                    }
+                    Advance::Waiting => (RUNGS_LOCKSTEP_WAITING, session.frame().unwrap_or(0)),
+                    Advance::Left => (RUNGS_LOCKSTEP_LEFT, session.frame().unwrap_or(0)),
+                };
+                let result = rungs_lockstep_update_result {
+                    outcome,
+                    frame,
+                    next_us: next_us.max(now_us),
+                    waiting_for: session.waiting_for(),
+                };
+                write_out(out, result);
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Timing, target, tier, master and evaluation state (as for a timing machine).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_lockstep_status(
+    ls: *mut rungs_lockstep,
+    out: *mut rungs_timing_status,
+) -> rungs_result {
+    unsafe {
+        with_lockstep(ls, |o| {
+            require(out, "out")?;
+            write_out(out, fill_status(o.session().machine()));
+            Ok(())
+        })
+    }
+}
+
+/// Counters for a diagnostics screen.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_lockstep_get_stats(
+    ls: *mut rungs_lockstep,
+    out: *mut rungs_lockstep_stats,
+) -> rungs_result {
+    unsafe {
+        with_lockstep(ls, |o| {
+            require(out, "out")?;
+            let session = o.session();
+            let stats = session.stats();
+            write_out(
+                out,
+                rungs_lockstep_stats {
+                    stalled_frames: stats.stalled_frames,
+                    stall_us: stats.stall_us,
+                    turn_messages: stats.turn_messages,
+                    malformed_messages: stats.malformed_messages,
+                    desyncs: stats.desyncs,
+                    clock_offset_us: session.clock_offset_us(),
+                },
+            );
+            Ok(())
+        })
+    }
+}
