@@ -580,7 +580,7 @@ fn the_svg_is_well_formed_and_draws_the_timeline() {
         svg.contains("rungs-sim: custom game with adaptive"),
         "title names the policy"
     );
-    assert!(svg.contains("look-ahead in force"), "legend");
+    assert!(svg.contains("look-ahead (ms)"), "legend");
     assert!(svg.contains("<circle"), "floor samples");
     assert!(svg.contains("seat 2 crashes"), "departure marker");
     assert!(svg.contains("spike"), "spike legend");

@@ -125,10 +125,7 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
             "--svg" => options.svg = Some(PathBuf::from(value)),
             "--scenario" => {
                 let path = scenario_path(value);
-                for (name, value) in read_scenario(&path)? {
-                    apply_game_flag(&mut options.spec, &name, &value)
-                        .map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
-                }
+                apply_scenario(&mut options.spec, &path)?;
                 options.scenario = Some(scenario_name(&path));
             }
             "--policy" => options.spec.policy = parse_policy(value)?,
@@ -196,7 +193,7 @@ pub fn scenario_name(path: &Path) -> String {
 
 /// The flags in a scenario file: whitespace-separated, `#` to the end of a
 /// line is a comment. Only game flags belong there (no policy, no output).
-pub fn read_scenario(path: &Path) -> Result<Vec<(String, String)>, UsageError> {
+fn read_scenario(path: &Path) -> Result<Vec<(String, String)>, UsageError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| UsageError(format!("cannot read scenario {}: {e}", path.display())))?;
     let words: Vec<String> = text
@@ -217,6 +214,15 @@ pub fn read_scenario(path: &Path) -> Result<Vec<(String, String)>, UsageError> {
         out.push((name.to_owned(), value.unwrap_or("").to_owned()));
     }
     Ok(out)
+}
+
+/// Apply a scenario file's flags to `spec`; errors name the file.
+pub fn apply_scenario(spec: &mut GameSpec, path: &Path) -> Result<(), UsageError> {
+    for (name, value) in read_scenario(path)? {
+        apply_game_flag(spec, &name, &value)
+            .map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
+    }
+    Ok(())
 }
 
 /// Apply one flag that describes the game (not the policy or the output).

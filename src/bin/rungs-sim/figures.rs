@@ -84,17 +84,26 @@ pub fn departure_verb(departure: Departure) -> &'static str {
 /// The network and machines in one line, as the flags say them.
 pub fn describe_conditions(spec: &GameSpec) -> String {
     let list = |values: Vec<String>| values.join(",");
+    let jitter = if spec.jitter_ms == 0 {
+        "no jitter".to_owned()
+    } else {
+        format!("jitter 0..{} ms a way", spec.jitter_ms)
+    };
+    let loss = if spec.loss_ppm == 0 {
+        "no loss".to_owned()
+    } else {
+        let percent = format!("{}.{:04}", spec.loss_ppm / 10_000, spec.loss_ppm % 10_000);
+        format!("loss {} %", trim_decimals(&percent))
+    };
+    let proc_ms: Vec<String> = spec
+        .proc_us
+        .iter()
+        .map(|us| trim_decimals(&micros_as_ms(*us)))
+        .collect();
     let mut text = format!(
-        "rtt {} ms, jitter 0..{} ms a way, loss {:.2} %, proc {} ms/frame",
+        "rtt {} ms, {jitter}, {loss}, proc {} ms/frame",
         list(spec.rtt_ms.iter().map(u32::to_string).collect()),
-        spec.jitter_ms,
-        f64::from(spec.loss_ppm) / 10_000.0,
-        list(
-            spec.proc_us
-                .iter()
-                .map(|us| trim_decimals(&micros_as_ms(*us)))
-                .collect()
-        ),
+        list(proc_ms),
     );
     for spike in &spec.spikes {
         text.push_str(&format!(

@@ -123,17 +123,33 @@ fn main() -> ExitCode {
     };
     let status = match command {
         Command::Help => {
-            print!("{HELP}");
+            emit(HELP);
             Status::Success
         }
         Command::SuiteHelp => {
-            print!("{}", suite::HELP);
+            emit(suite::HELP);
             Status::Success
         }
         Command::Run(options) => run_one(&options),
         Command::Suite(options) => suite::run(&options),
     };
     status.into()
+}
+
+/// Write to stdout. A closed pipe (`rungs-sim ... | head`) is the reader's
+/// choice, not a failure: the text is dropped and the run goes on, so that
+/// the exit code still reports the games.
+pub fn emit(text: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush());
+}
+
+/// [`emit`] a line.
+pub fn emit_line(text: &str) {
+    emit(&format!("{text}\n"));
 }
 
 /// The picture's title: scenario (or "custom game") and policy.
@@ -172,17 +188,14 @@ fn run_one(options: &RunOptions) -> Status {
         started.elapsed(),
     );
     if options.json {
-        println!("{}", json::run(scenario, &options.spec, &report));
+        emit_line(&json::run(scenario, &options.spec, &report));
     } else {
-        print!(
-            "{}",
-            summary::render(scenario, &options.spec, &report, &speed)
-        );
+        emit(&summary::render(scenario, &options.spec, &report, &speed));
     }
     let mut status = Status::Success;
     if let Some(path) = &options.svg {
         match write_svg(path, scenario, &options.spec, &report) {
-            Ok(()) if !options.json => println!("  svg        {}", path.display()),
+            Ok(()) if !options.json => emit_line(&format!("  svg        {}", path.display())),
             Ok(()) => {}
             Err(error) => {
                 eprintln!("rungs-sim: {error}");

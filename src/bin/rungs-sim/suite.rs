@@ -10,11 +10,10 @@ use std::time::Instant;
 use rungs::sim::{run_game, GameReport, GameSpec};
 
 use crate::cli::{
-    apply_game_flag, check_spec, default_spec, parse_policy, read_scenario, scenario_name,
-    SuiteOptions, UsageError,
+    apply_scenario, check_spec, default_spec, parse_policy, scenario_name, SuiteOptions, UsageError,
 };
 use crate::figures::{disagreement, machines_agree, ratio_to_floor, stall_percent, Speed};
-use crate::{json, write_svg, Status};
+use crate::{emit, emit_line, json, write_svg, Status};
 
 pub const HELP: &str = "\
 rungs-sim suite: every scenario for every policy, a table and the targets
@@ -91,10 +90,7 @@ pub fn load_scenarios(
     let mut scenarios = Vec::new();
     for path in paths {
         let mut spec = default_spec();
-        for (name, value) in read_scenario(&path)? {
-            apply_game_flag(&mut spec, &name, &value)
-                .map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
-        }
+        apply_scenario(&mut spec, &path)?;
         if let Some(frames) = frames {
             spec.frames = frames;
         }
@@ -127,7 +123,7 @@ pub fn run(options: &SuiteOptions) -> Status {
     }
     let table = !options.json;
     if table {
-        println!("{}", table_header());
+        emit_line(&table_header());
     }
     let started = Instant::now();
     let mut runs = Vec::new();
@@ -144,7 +140,7 @@ pub fn run(options: &SuiteOptions) -> Status {
                 outcome,
             };
             if table {
-                println!("{}", table_row(&run));
+                emit_line(&table_row(&run));
             }
             status = status.max(check_run(&run));
             if let (Some(dir), Ok(report)) = (&options.svg_dir, &run.outcome) {
@@ -174,13 +170,13 @@ pub fn run(options: &SuiteOptions) -> Status {
         speed.times_real_time
     );
     if options.json {
-        println!("{}", runs_json(&runs));
+        emit_line(&runs_json(&runs));
         eprintln!("{speed_line}");
     } else {
-        println!();
-        print!("{}", verdicts(&scenarios, &runs));
-        println!();
-        println!("{speed_line}");
+        emit(&format!(
+            "\n{}\n{speed_line}\n",
+            verdicts(&scenarios, &runs)
+        ));
     }
     status
 }
@@ -262,6 +258,9 @@ fn table_row(run: &Run) -> String {
     }
 }
 
+/// The baselines a target compares `adaptive` with, by policy name.
+pub type Baselines<'a> = [(&'a str, &'a GameReport)];
+
 /// How one target came out on one scenario.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -290,7 +289,7 @@ pub struct Judgement {
 
 /// Target (a): `adaptive` stalls no more than the larger of the best
 /// baseline's stalled frames and 0.5 % of the frames.
-pub fn judge_stalls(adaptive: &GameReport, baselines: &[(&str, &GameReport)]) -> Judgement {
+pub fn judge_stalls(adaptive: &GameReport, baselines: &Baselines) -> Judgement {
     let allowance = STALL_ALLOWANCE_PERCENT / 100.0 * f64::from(adaptive.frames);
     let best = baselines
         .iter()
@@ -317,7 +316,7 @@ pub fn judge_stalls(adaptive: &GameReport, baselines: &[(&str, &GameReport)]) ->
 
 /// Target (b): `adaptive`'s mean latency strictly below each baseline that
 /// stalls on less than 1 % of the frames.
-pub fn judge_latency(adaptive: &GameReport, baselines: &[(&str, &GameReport)]) -> Judgement {
+pub fn judge_latency(adaptive: &GameReport, baselines: &Baselines) -> Judgement {
     let mut parts = Vec::new();
     let mut judged = 0;
     let mut missed = 0;
@@ -437,46 +436,38 @@ mod tests {
     fn stalls_are_allowed_up_to_the_best_baseline_or_half_a_percent() {
         let ra = report(10_000, 200, 300.0);
         let p0 = report(10_000, 80, 300.0);
-        let baselines = [("ra", &ra), ("protocol0", &p0)];
-        assert_eq!(
-            judge_stalls(&report(10_000, 80, 0.0), &baselines).outcome,
-            Outcome::Met
-        );
-        assert_eq!(
-            judge_stalls(&report(10_000, 81, 0.0), &baselines).outcome,
-            Outcome::Missed
-        );
         let quiet = report(10_000, 0, 300.0);
-        let baselines = [("ra", &quiet)];
-        // 0.5 % of 10,000 frames.
-        assert_eq!(
-            judge_stalls(&report(10_000, 50, 0.0), &baselines).outcome,
-            Outcome::Met
-        );
-        assert_eq!(
-            judge_stalls(&report(10_000, 51, 0.0), &baselines).outcome,
-            Outcome::Missed
-        );
+        let stalling_baselines = [("ra", &ra), ("protocol0", &p0)];
+        let quiet_baselines = [("ra", &quiet)];
+        // (baselines, adaptive's stalled frames, outcome): the best
+        // baseline's 80 frames, else 0.5 % of 10,000 frames = 50.
+        let cases: [(&Baselines, u64, Outcome); 4] = [
+            (&stalling_baselines, 80, Outcome::Met),
+            (&stalling_baselines, 81, Outcome::Missed),
+            (&quiet_baselines, 50, Outcome::Met),
+            (&quiet_baselines, 51, Outcome::Missed),
+        ];
+        for (baselines, stalls, outcome) in cases {
+            let judged = judge_stalls(&report(10_000, stalls, 0.0), baselines);
+            assert_eq!(judged.outcome, outcome, "{stalls}: {}", judged.detail);
+        }
     }
 
     #[test]
     fn latency_is_compared_only_with_baselines_that_hardly_stall() {
         let smooth = report(10_000, 99, 200.0); // 0.99 % stalls: judged
         let stalling = report(10_000, 100, 100.0); // 1 %: not judged
-        let baselines = [("ra", &smooth), ("fixed:2/6", &stalling)];
-        assert_eq!(
-            judge_latency(&report(10_000, 0, 199.9), &baselines).outcome,
-            Outcome::Met
-        );
-        assert_eq!(
-            judge_latency(&report(10_000, 0, 200.0), &baselines).outcome,
-            Outcome::Missed,
-            "strictly below"
-        );
+        let both = [("ra", &smooth), ("fixed:2/6", &stalling)];
         let only_stalling = [("fixed:2/6", &stalling)];
-        assert_eq!(
-            judge_latency(&report(10_000, 0, 500.0), &only_stalling).outcome,
-            Outcome::NotJudged
-        );
+        // (baselines, adaptive's mean latency, outcome); strictly below.
+        let cases: [(&Baselines, f64, Outcome); 3] = [
+            (&both, 199.9, Outcome::Met),
+            (&both, 200.0, Outcome::Missed),
+            (&only_stalling, 500.0, Outcome::NotJudged),
+        ];
+        for (baselines, latency, outcome) in cases {
+            let judged = judge_latency(&report(10_000, 0, latency), baselines);
+            assert_eq!(judged.outcome, outcome, "{latency}: {}", judged.detail);
+        }
     }
 }

@@ -8,7 +8,7 @@ use crate::cli::policy_name;
 use crate::figures::{describe_conditions, ratio_to_floor, stall_percent, Speed};
 
 /// Timelines longer than this show their first and last entries only.
-const TIMELINE_LINES: usize = 12;
+const TIMELINE_LINES: usize = 16;
 
 fn yes_no(value: bool) -> &'static str {
     if value {

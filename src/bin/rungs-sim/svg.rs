@@ -16,8 +16,8 @@ const WIDTH: f64 = 1000.0;
 const HEIGHT: f64 = 580.0;
 const LEFT: f64 = 72.0;
 const RIGHT: f64 = 24.0;
-const MAIN_TOP: f64 = 92.0;
-const MAIN_HEIGHT: f64 = 316.0;
+const MAIN_TOP: f64 = 102.0;
+const MAIN_HEIGHT: f64 = 306.0;
 const STRIP_TOP: f64 = 440.0;
 const STRIP_HEIGHT: f64 = 80.0;
 /// Leave at least this much room between two timing labels on the step line.
@@ -80,8 +80,19 @@ impl Axis {
         }
     }
 
+    /// An axis that ends exactly at `max` (game time: the plot ends with the
+    /// game), ticked at round steps below it.
+    fn ending_at(max: f64, ticks: f64) -> Axis {
+        let max = if max > 0.0 { max } else { 1.0 };
+        Axis {
+            max,
+            step: nice_step(max, ticks),
+        }
+    }
+
     fn ticks(&self) -> impl Iterator<Item = f64> + '_ {
-        let count = (self.max / self.step).round() as u32;
+        // The small margin keeps a tick that lands on the end despite rounding.
+        let count = (self.max / self.step + 1e-9).floor() as u32;
         (0..=count).map(move |i| f64::from(i) * self.step)
     }
 
@@ -94,11 +105,30 @@ impl Axis {
     }
 }
 
-/// Maps game time and values to pixels.
+/// One plot area over game time with its own value axis (ms).
+struct Panel {
+    axis: Axis,
+    top: f64,
+    height: f64,
+    title: &'static str,
+}
+
+impl Panel {
+    fn y(&self, ms: f64) -> f64 {
+        self.top + self.height - ms.clamp(0.0, self.axis.max) / self.axis.max * self.height
+    }
+
+    fn bottom(&self) -> f64 {
+        self.top + self.height
+    }
+}
+
+/// Maps game time and values to pixels: the look-ahead panel above the
+/// stall strip, sharing the time axis.
 struct Frame {
     time: Axis,
-    main: Axis,
-    strip: Axis,
+    main: Panel,
+    strip: Panel,
 }
 
 impl Frame {
@@ -107,12 +137,8 @@ impl Frame {
             * (WIDTH - LEFT - RIGHT)
     }
 
-    fn y_main(&self, ms: f64) -> f64 {
-        MAIN_TOP + MAIN_HEIGHT - ms.clamp(0.0, self.main.max) / self.main.max * MAIN_HEIGHT
-    }
-
-    fn y_strip(&self, ms: f64) -> f64 {
-        STRIP_TOP + STRIP_HEIGHT - ms.clamp(0.0, self.strip.max) / self.strip.max * STRIP_HEIGHT
+    fn panels(&self) -> [&Panel; 2] {
+        [&self.main, &self.strip]
     }
 }
 
@@ -156,9 +182,19 @@ pub fn render(title: &str, spec: &GameSpec, report: &GameReport) -> String {
         .fold(0.0, f64::max);
     let worst_stall = report.stall_events.iter().map(|s| s.1).fold(0.0, f64::max);
     let frame = Frame {
-        time: Axis::covering(game_ms / 1000.0, 10.0),
-        main: Axis::covering(highest * 1.05, 8.0),
-        strip: Axis::covering(worst_stall, 3.0),
+        time: Axis::ending_at(game_ms / 1000.0, 10.0),
+        main: Panel {
+            axis: Axis::covering(highest * 1.05, 8.0),
+            top: MAIN_TOP,
+            height: MAIN_HEIGHT,
+            title: "look-ahead, floor, latency (ms)",
+        },
+        strip: Panel {
+            axis: Axis::covering(worst_stall, 3.0),
+            top: STRIP_TOP,
+            height: STRIP_HEIGHT,
+            title: "stall (ms)",
+        },
     };
     let mut svg = String::new();
     let w = &mut svg;
@@ -175,24 +211,30 @@ pub fn render(title: &str, spec: &GameSpec, report: &GameReport) -> String {
         escape(title)
     );
     let ratio = ratio_to_floor(report).map_or("n/a".to_owned(), |r| format!("{r:.2}×"));
-    let subtitle = format!(
-        "{} players, {} fps, {} · latency mean {:.1} ms, p95 {:.1} ms · floor {:.1} ms ({ratio}) · {} stalled frames ({:.2} %), {:.0} ms · seed {}",
+    let conditions = format!(
+        "{} players, {} frames at {} fps, {}, seed {}",
         spec.players,
+        spec.frames,
         spec.fps,
         crate::figures::describe_conditions(spec),
+        spec.seed,
+    );
+    let results = format!(
+        "command latency mean {:.1} ms, p95 {:.1} ms · physical floor {:.1} ms (latency {ratio} the floor) · {} stalled frames ({:.2} %), {:.0} ms in all",
         report.latency_mean_ms,
         report.latency_p95_ms,
         report.floor_mean_ms,
         report.stall_frames,
         stall_percent(report),
         report.stall_ms,
-        spec.seed,
     );
-    let _ = writeln!(
-        w,
-        r##"<text x="{LEFT}" y="44" font-size="11" fill="#444">{}</text>"##,
-        escape(&subtitle)
-    );
+    for (y, line) in [(44, conditions), (60, results)] {
+        let _ = writeln!(
+            w,
+            r##"<text x="{LEFT}" y="{y}" font-size="11" fill="#444">{}</text>"##,
+            escape(&line)
+        );
+    }
     legend(w, spec);
     spikes(w, &frame, spec);
     grid(w, &frame);
@@ -205,10 +247,11 @@ pub fn render(title: &str, spec: &GameSpec, report: &GameReport) -> String {
         let verb = crate::figures::departure_verb(how);
         let _ = writeln!(
             w,
-            r##"<line x1="{x:.1}" y1="{MAIN_TOP}" x2="{x:.1}" y2="{:.1}" stroke="#555" stroke-dasharray="3 3"/><text x="{:.1}" y="{:.1}" font-size="10" fill="#555">seat {seat} {verb}</text>"##,
-            STRIP_TOP + STRIP_HEIGHT,
+            r##"<line x1="{x:.1}" y1="{}" x2="{x:.1}" y2="{:.1}" stroke="#555" stroke-dasharray="3 3"/><text x="{:.1}" y="{:.1}" font-size="10" fill="#555">seat {seat} {verb}</text>"##,
+            frame.main.top,
+            frame.strip.bottom(),
             x + 3.0,
-            MAIN_TOP + 12.0,
+            frame.main.top + 12.0,
         );
     }
     let _ = writeln!(w, "</svg>");
@@ -221,21 +264,21 @@ fn legend(w: &mut String, spec: &GameSpec) {
             format!(
                 r#"<line x1="0" y1="0" x2="18" y2="0" stroke="{LOOK_AHEAD_COLOUR}" stroke-width="2.5"/>"#
             ),
-            "look-ahead in force (ms)",
+            "look-ahead (ms)",
         ),
         (
             format!(r#"<circle cx="9" cy="0" r="2.5" fill="{FLOOR_COLOUR}"/>"#),
-            "physical floor of each command",
+            "physical floor per command",
         ),
         (
             format!(
                 r#"<line x1="0" y1="0" x2="18" y2="0" stroke="{LATENCY_COLOUR}" stroke-width="2" stroke-dasharray="6 4"/>"#
             ),
-            "mean command latency",
+            "mean latency",
         ),
         (
             format!(r#"<rect x="7" y="-6" width="4" height="12" fill="{STALL_COLOUR}"/>"#),
-            "stalls (ms per stalled frame)",
+            "stall per stalled frame (ms)",
         ),
     ];
     if !spec.spikes.is_empty() {
@@ -248,11 +291,11 @@ fn legend(w: &mut String, spec: &GameSpec) {
     for (swatch, label) in entries {
         let _ = writeln!(
             w,
-            r#"<g transform="translate({x:.1},70)">{swatch}<text x="24" y="4">{}</text></g>"#,
+            r#"<g transform="translate({x:.1},84)">{swatch}<text x="24" y="4">{}</text></g>"#,
             escape(label)
         );
-        // About 6.2 px per character at 12 px.
-        x += 36.0 + label.len() as f64 * 6.2;
+        // About 6.6 px per character of a 12 px sans-serif.
+        x += 40.0 + label.len() as f64 * 6.6;
     }
 }
 
@@ -263,11 +306,13 @@ fn spikes(w: &mut String, frame: &Frame, spec: &GameSpec) {
         if x2 <= x1 {
             continue;
         }
-        for (top, height) in [(MAIN_TOP, MAIN_HEIGHT), (STRIP_TOP, STRIP_HEIGHT)] {
+        for panel in frame.panels() {
             let _ = writeln!(
                 w,
-                r#"<rect x="{x1:.1}" y="{top}" width="{:.1}" height="{height}" fill="{SPIKE_COLOUR}" fill-opacity="0.15"/>"#,
-                (x2 - x1).max(1.0)
+                r#"<rect x="{x1:.1}" y="{}" width="{:.1}" height="{}" fill="{SPIKE_COLOUR}" fill-opacity="0.15"/>"#,
+                panel.top,
+                (x2 - x1).max(1.0),
+                panel.height
             );
         }
     }
@@ -275,38 +320,36 @@ fn spikes(w: &mut String, frame: &Frame, spec: &GameSpec) {
 
 fn grid(w: &mut String, frame: &Frame) {
     let right = WIDTH - RIGHT;
-    let bottom = STRIP_TOP + STRIP_HEIGHT;
+    let bottom = frame.strip.bottom();
     let _ = writeln!(w, r##"<g stroke="#e3e3e3" stroke-width="1">"##);
-    for s in frame.time.ticks() {
-        let x = frame.x(s * 1000.0);
-        let _ = writeln!(
-            w,
-            r#"<line x1="{x:.1}" y1="{MAIN_TOP}" x2="{x:.1}" y2="{:.1}"/><line x1="{x:.1}" y1="{STRIP_TOP}" x2="{x:.1}" y2="{bottom:.1}"/>"#,
-            MAIN_TOP + MAIN_HEIGHT
-        );
-    }
-    for ms in frame.main.ticks() {
-        let y = frame.y_main(ms);
-        let _ = writeln!(
-            w,
-            r#"<line x1="{LEFT}" y1="{y:.1}" x2="{right}" y2="{y:.1}"/>"#
-        );
-    }
-    for ms in frame.strip.ticks() {
-        let y = frame.y_strip(ms);
-        let _ = writeln!(
-            w,
-            r#"<line x1="{LEFT}" y1="{y:.1}" x2="{right}" y2="{y:.1}"/>"#
-        );
+    for panel in frame.panels() {
+        for s in frame.time.ticks() {
+            let x = frame.x(s * 1000.0);
+            let _ = writeln!(
+                w,
+                r#"<line x1="{x:.1}" y1="{}" x2="{x:.1}" y2="{:.1}"/>"#,
+                panel.top,
+                panel.bottom()
+            );
+        }
+        for ms in panel.axis.ticks() {
+            let y = panel.y(ms);
+            let _ = writeln!(
+                w,
+                r#"<line x1="{LEFT}" y1="{y:.1}" x2="{right}" y2="{y:.1}"/>"#
+            );
+        }
     }
     let _ = writeln!(w, "</g>");
-    // Axes, tick labels and titles.
+    // Frames, tick labels and titles.
     let _ = writeln!(w, r##"<g stroke="#333" stroke-width="1" fill="none">"##);
-    for (top, height) in [(MAIN_TOP, MAIN_HEIGHT), (STRIP_TOP, STRIP_HEIGHT)] {
+    for panel in frame.panels() {
         let _ = writeln!(
             w,
-            r#"<rect x="{LEFT}" y="{top}" width="{:.1}" height="{height}"/>"#,
-            right - LEFT
+            r#"<rect x="{LEFT}" y="{}" width="{:.1}" height="{}"/>"#,
+            panel.top,
+            right - LEFT,
+            panel.height
         );
     }
     let _ = writeln!(w, "</g>");
@@ -320,40 +363,29 @@ fn grid(w: &mut String, frame: &Frame) {
             frame.time.label(s)
         );
     }
-    for ms in frame.main.ticks() {
-        let _ = writeln!(
-            w,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
-            LEFT - 6.0,
-            frame.y_main(ms) + 4.0,
-            frame.main.label(ms)
-        );
-    }
-    for ms in frame.strip.ticks() {
-        let _ = writeln!(
-            w,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
-            LEFT - 6.0,
-            frame.y_strip(ms) + 4.0,
-            frame.strip.label(ms)
-        );
-    }
     let _ = writeln!(
         w,
         r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="12">game time (s)</text>"#,
         (LEFT + right) / 2.0,
         bottom + 36.0
     );
-    let _ = writeln!(
-        w,
-        r#"<text transform="translate(18,{:.1}) rotate(-90)" text-anchor="middle" font-size="12">look-ahead, floor, latency (ms)</text>"#,
-        MAIN_TOP + MAIN_HEIGHT / 2.0
-    );
-    let _ = writeln!(
-        w,
-        r#"<text transform="translate(18,{:.1}) rotate(-90)" text-anchor="middle" font-size="12">stall (ms)</text>"#,
-        STRIP_TOP + STRIP_HEIGHT / 2.0
-    );
+    for panel in frame.panels() {
+        for ms in panel.axis.ticks() {
+            let _ = writeln!(
+                w,
+                r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
+                LEFT - 6.0,
+                panel.y(ms) + 4.0,
+                panel.axis.label(ms)
+            );
+        }
+        let _ = writeln!(
+            w,
+            r#"<text transform="translate(18,{:.1}) rotate(-90)" text-anchor="middle" font-size="12">{}</text>"#,
+            panel.top + panel.height / 2.0,
+            escape(panel.title)
+        );
+    }
     let _ = writeln!(w, "</g>");
 }
 
@@ -364,21 +396,21 @@ fn floor_dots(w: &mut String, frame: &Frame, report: &GameReport) {
     // One dot per pixel and value is all the eye can see.
     samples.dedup_by(|a, b| {
         (frame.x(a.0) - frame.x(b.0)).abs() < 0.5
-            && (frame.y_main(a.1) - frame.y_main(b.1)).abs() < 0.5
+            && (frame.main.y(a.1) - frame.main.y(b.1)).abs() < 0.5
     });
     for (at, floor) in samples {
         let _ = writeln!(
             w,
             r#"<circle cx="{:.1}" cy="{:.1}" r="1.6"/>"#,
             frame.x(at),
-            frame.y_main(floor)
+            frame.main.y(floor)
         );
     }
     let _ = writeln!(w, "</g>");
 }
 
 fn latency_line(w: &mut String, frame: &Frame, report: &GameReport) {
-    let y = frame.y_main(report.latency_mean_ms);
+    let y = frame.main.y(report.latency_mean_ms);
     let _ = writeln!(
         w,
         r#"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{LATENCY_COLOUR}" stroke-width="2" stroke-dasharray="6 4"/>"#,
@@ -397,9 +429,9 @@ fn step_line(w: &mut String, frame: &Frame, steps: &[(f64, f64, String)], game_m
     let Some(first) = steps.first() else {
         return;
     };
-    let mut path = format!("M{:.1} {:.1}", frame.x(first.0), frame.y_main(first.1));
+    let mut path = format!("M{:.1} {:.1}", frame.x(first.0), frame.main.y(first.1));
     for (at, ms, _) in &steps[1..] {
-        let _ = write!(path, "H{:.1}V{:.1}", frame.x(*at), frame.y_main(*ms));
+        let _ = write!(path, "H{:.1}V{:.1}", frame.x(*at), frame.main.y(*ms));
     }
     let _ = write!(path, "H{:.1}", frame.x(game_ms));
     let _ = writeln!(
@@ -415,7 +447,7 @@ fn step_line(w: &mut String, frame: &Frame, steps: &[(f64, f64, String)], game_m
                 w,
                 r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
                 x + 3.0,
-                frame.y_main(*ms) - 5.0,
+                frame.main.y(*ms) - 5.0,
                 escape(timing)
             );
             last_label_x = x;
@@ -425,13 +457,13 @@ fn step_line(w: &mut String, frame: &Frame, steps: &[(f64, f64, String)], game_m
 }
 
 fn stall_bars(w: &mut String, frame: &Frame, report: &GameReport) {
-    let bottom = STRIP_TOP + STRIP_HEIGHT;
+    let bottom = frame.strip.bottom();
     if report.stall_events.is_empty() {
         let _ = writeln!(
             w,
             r##"<text x="{:.1}" y="{:.1}" fill="#666" font-size="11">no stalls</text>"##,
             LEFT + 8.0,
-            STRIP_TOP + 16.0
+            frame.strip.top + 16.0
         );
         return;
     }
@@ -441,7 +473,7 @@ fn stall_bars(w: &mut String, frame: &Frame, report: &GameReport) {
         let _ = write!(
             path,
             "M{x:.1} {bottom:.1}V{:.1}",
-            frame.y_strip(*ms).min(bottom - 1.0)
+            frame.strip.y(*ms).min(bottom - 1.0)
         );
     }
     let _ = writeln!(
@@ -459,8 +491,16 @@ mod tests {
         assert_eq!(nice_step(300.0, 10.0), 50.0);
         assert_eq!(nice_step(7.0, 10.0), 1.0);
         assert_eq!(nice_step(0.6, 3.0), 0.2);
+        // 433 / 8 is 54: the step rounds up to 100, the end to 500.
         let axis = Axis::covering(433.0, 8.0);
-        assert_eq!((axis.max, axis.step), (450.0, 50.0));
+        assert_eq!((axis.max, axis.step), (500.0, 100.0));
+        // Game time ends where the game ends; the ticks stop below it.
+        let time = Axis::ending_at(304.3, 10.0);
+        assert_eq!(time.max, 304.3);
+        let ticks: Vec<f64> = time.ticks().collect();
+        assert_eq!(ticks, vec![0.0, 50.0, 100.0, 150.0, 200.0, 250.0, 300.0]);
+        let exact: Vec<f64> = Axis::ending_at(20.0, 10.0).ticks().collect();
+        assert_eq!(exact.last(), Some(&20.0), "a tick on the end itself");
     }
 
     #[test]
