@@ -531,6 +531,18 @@ fn bad_input_exits_2_with_a_message() {
 }
 
 #[test]
+fn a_game_that_cannot_run_exits_1() {
+    // Every datagram lost: no frame can ever run.
+    let output = rungs_sim(&["--players", "2", "--frames", "300", "--loss", "1"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("the game failed"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
 fn help_lists_every_flag() {
     let help = run_ok(&["--help"]);
     for flag in [

@@ -81,6 +81,14 @@ pub fn departure_verb(departure: Departure) -> &'static str {
     }
 }
 
+/// `1 player`, `4 players`.
+pub fn players_text(players: u8) -> String {
+    match players {
+        1 => "1 player".to_owned(),
+        n => format!("{n} players"),
+    }
+}
+
 /// The network and machines in one line, as the flags say them.
 pub fn describe_conditions(spec: &GameSpec) -> String {
     let list = |values: Vec<String>| values.join(",");

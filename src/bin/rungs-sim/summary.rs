@@ -29,10 +29,10 @@ pub fn render(
     let w = &mut out;
     let _ = writeln!(
         w,
-        "rungs-sim: {}policy {}, {} players, {} frames at {} fps, seed {}",
+        "rungs-sim: {}policy {}, {}, {} frames at {} fps, seed {}",
         scenario.map_or(String::new(), |s| format!("scenario {s}, ")),
         policy_name(spec.policy),
-        spec.players,
+        crate::figures::players_text(spec.players),
         spec.frames,
         spec.fps,
         spec.seed

@@ -212,8 +212,8 @@ pub fn render(title: &str, spec: &GameSpec, report: &GameReport) -> String {
     );
     let ratio = ratio_to_floor(report).map_or("n/a".to_owned(), |r| format!("{r:.2}×"));
     let conditions = format!(
-        "{} players, {} frames at {} fps, {}, seed {}",
-        spec.players,
+        "{}, {} frames at {} fps, {}, seed {}",
+        crate::figures::players_text(spec.players),
         spec.frames,
         spec.fps,
         crate::figures::describe_conditions(spec),
