@@ -70,3 +70,9 @@ clean:
 	cargo clean
 	$(MAKE) -C ffi-tests clean
 	$(MAKE) -C examples-c clean
+
+# rungs-sim's scenario suite (sim/scenarios/*.args): every scenario with every
+# policy, the table and issue 5's targets. Release build: it simulates hours.
+.PHONY: sim-suite
+sim-suite:
+	cargo run --release --quiet --bin rungs-sim -- suite

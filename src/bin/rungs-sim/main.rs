@@ -1,0 +1,214 @@
+//! `rungs-sim`: whole lockstep games on a simulated network, measured.
+//!
+//! Runs [`rungs::sim::run_game`] (N machines, each with the real session,
+//! timing and transport code, on a seeded virtual network) and reports
+//! command latency against the physical floor, stalls, traffic and the
+//! timing timeline — as a summary, as JSON, as an SVG picture, or for a
+//! whole suite of scenarios and policies. See `docs/rungs-sim.md`.
+//!
+//! Exit codes: 0 fine; 1 a game failed to run (or a file could not be
+//! written); 2 bad input; 3 the machines disagreed (the results are printed
+//! all the same).
+
+mod cli;
+mod figures;
+mod json;
+mod suite;
+mod summary;
+mod svg;
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use rungs::sim::{run_game, GameReport, GameSpec};
+
+use cli::{Command, RunOptions};
+use figures::{disagreement, machines_agree, Speed};
+
+/// How a run ended, as the process exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Status {
+    Success = 0,
+    RunFailed = 1,
+    Usage = 2,
+    Disagreement = 3,
+}
+
+impl From<Status> for ExitCode {
+    fn from(status: Status) -> ExitCode {
+        ExitCode::from(status as u8)
+    }
+}
+
+const HELP: &str = "\
+rungs-sim: whole lockstep games on a simulated network, measured
+
+USAGE
+  rungs-sim [FLAGS]                 run one game and print a summary
+  rungs-sim [FLAGS] --json          ... print one JSON object instead
+  rungs-sim suite [SUITE FLAGS]     every scenario for every policy (suite --help)
+
+GAME FLAGS (default in brackets)
+  --players N             players, 1..=16 [4]
+  --frames N              frames to play [9000 = 5 min at 30 fps]
+  --fps N                 the rate the game speed allows, 1..=255 [30]
+  --rtt MS[,MS...]        base round trip per player in ms; the path between
+                          players i and j has a round trip of (rtt_i + rtt_j)/2;
+                          the last value applies to the remaining players [60]
+  --jitter MS             each datagram's one-way delay gains a uniform 0..=MS ms;
+                          so --rtt 50 --jitter 10 gives round trips of 60 +/- 10 [0]
+  --loss P                loss probability per datagram, 0..=1 or a percentage:
+                          0.03 or 3% [0]
+  --spike MS@S+D[/SEAT]   every path's round trip is MS from second S for D
+                          seconds (decimals allowed); /SEAT only that seat's
+                          paths (seats count from 0). Repeatable [none]
+  --proc-ms MS[,MS...]    a frame's processing time per player, ms, decimals
+                          allowed; the slowest caps the frame rate [5]
+  --commands-per-minute N commands each player issues a minute, on average [120]
+  --depart SEAT@FRAME:quit|crash
+                          a player leaves on a frame: quits (a removal command)
+                          or crashes (the others drop it after losing the link)
+  --seed N                the seed of everything random: network, clocks,
+                          commands; the same seed gives the same game [1]
+  --scenario NAME|FILE    read game flags from a scenario file (sim/scenarios/
+                          NAME.args); flags after it override it
+
+POLICY AND OUTPUT
+  --policy P              adaptive   rungs' ladder (S4) [default]
+                          ra         Red Alert: send period 3, look-ahead from the
+                                     worst round trip every 128 frames
+                          protocol0  CnCNet's Tiberian Sun spawner: 2/6, 3/12,
+                                     4/16 by the worst round trip, rising only
+                          fixed:SP/LA  one timing for the whole game, e.g.
+                                     fixed:2/6 (must satisfy S1: LA a multiple
+                                     of SP, SP 1..=10, SP <= LA <= 250)
+  --json                  print one JSON object (deterministic: the same seed and
+                          flags give the same bytes) instead of the summary
+  --svg FILE              also draw the timeline: look-ahead in ms, the physical
+                          floor, the mean latency and the stalls over game time
+  --help, -h              this text
+
+MEASURES (defined in src/sim/game.rs)
+  latency   a command's issue to its execution on the issuing machine
+  floor     per command, the worst one-way delay from the issuer to any
+            player at issue time (base + mean jitter) plus one frame
+  stalls    frames that were due while a peer's turn had not arrived, on the
+            worst machine, and the total time they waited
+
+EXIT CODES
+  0 fine; 1 a game failed (or a file could not be written); 2 bad input;
+  3 the machines disagreed: executed logs differ, a command was lost, doubled
+  or out of order, or a desync was reported (results are printed anyway)
+";
+
+fn main() -> ExitCode {
+    let mut args = Vec::new();
+    for arg in std::env::args_os().skip(1) {
+        match arg.into_string() {
+            Ok(arg) => args.push(arg),
+            Err(arg) => {
+                eprintln!("rungs-sim: argument {arg:?} is not valid UTF-8");
+                return Status::Usage.into();
+            }
+        }
+    }
+    let command = match cli::parse(&args) {
+        Ok(command) => command,
+        Err(error) => {
+            eprintln!("rungs-sim: {error}");
+            eprintln!("Try 'rungs-sim --help'.");
+            return Status::Usage.into();
+        }
+    };
+    let status = match command {
+        Command::Help => {
+            emit(HELP);
+            Status::Success
+        }
+        Command::SuiteHelp => {
+            emit(suite::HELP);
+            Status::Success
+        }
+        Command::Run(options) => run_one(&options),
+        Command::Suite(options) => suite::run(&options),
+    };
+    status.into()
+}
+
+/// Write to stdout. A closed pipe (`rungs-sim ... | head`) is the reader's
+/// choice, not a failure: the text is dropped and the run goes on, so that
+/// the exit code still reports the games.
+pub fn emit(text: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush());
+}
+
+/// [`emit`] a line.
+pub fn emit_line(text: &str) {
+    emit(&format!("{text}\n"));
+}
+
+/// The picture's title: scenario (or "custom game") and policy.
+pub fn svg_title(scenario: Option<&str>, spec: &GameSpec) -> String {
+    format!(
+        "rungs-sim: {} with {}",
+        scenario.unwrap_or("custom game"),
+        cli::policy_name(spec.policy)
+    )
+}
+
+/// Write the timeline picture of a run to `path`.
+pub fn write_svg(
+    path: &Path,
+    scenario: Option<&str>,
+    spec: &GameSpec,
+    report: &GameReport,
+) -> Result<(), String> {
+    let picture = svg::render(&svg_title(scenario, spec), spec, report);
+    std::fs::write(path, picture).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+fn run_one(options: &RunOptions) -> Status {
+    let scenario = options.scenario.as_deref();
+    let started = Instant::now();
+    let report = match run_game(&options.spec) {
+        Ok(report) => report,
+        Err(error) => {
+            eprintln!("rungs-sim: the game failed: {error}");
+            return Status::RunFailed;
+        }
+    };
+    let speed = Speed::new(
+        u64::from(report.frames),
+        report.duration_ms,
+        started.elapsed(),
+    );
+    if options.json {
+        emit_line(&json::run(scenario, &options.spec, &report));
+    } else {
+        emit(&summary::render(scenario, &options.spec, &report, &speed));
+    }
+    let mut status = Status::Success;
+    if let Some(path) = &options.svg {
+        match write_svg(path, scenario, &options.spec, &report) {
+            Ok(()) if !options.json => emit_line(&format!("  svg        {}", path.display())),
+            Ok(()) => {}
+            Err(error) => {
+                eprintln!("rungs-sim: {error}");
+                status = Status::RunFailed;
+            }
+        }
+    }
+    if !machines_agree(&report) {
+        eprintln!(
+            "rungs-sim: the machines disagree: {}",
+            disagreement(&report)
+        );
+        status = Status::Disagreement;
+    }
+    status
+}
