@@ -36,12 +36,14 @@ fn a_lan_game_runs_every_command_once_on_every_machine() {
 }
 
 #[test]
-fn a_spike_raises_the_timing_and_the_descent_brings_it_back() {
+fn a_lasting_spike_raises_the_timing_and_the_descent_brings_it_back() {
+    // 1500 ms for 30 s: evaluations see it (S4.4 step 2), then three
+    // qualifying evaluations and a descent bring the timing back (S4.4).
     let mut spec = GameSpec::new(4, 4000, 30, 120);
     spec.spikes.push(Spike {
         rtt_ms: 1500,
         start_ms: 30_000,
-        duration_ms: 5_000,
+        duration_ms: 30_000,
         player: None,
     });
     let report = run_game(&spec).unwrap();
@@ -54,6 +56,24 @@ fn a_spike_raises_the_timing_and_the_descent_brings_it_back() {
     assert!(extended, "{:?}", report.timeline);
     let last = report.timeline.last().unwrap();
     assert!(last.1 <= 2, "came back down: {:?}", report.timeline);
+}
+
+#[test]
+fn a_short_spike_between_evaluations_is_not_answered_after_it_is_over() {
+    // 1500 ms for 5 s: the report that covers it is replaced by a calm one
+    // before the next evaluation, so the timing does not rise after the fact
+    // (reports carry the worst round trip of their own interval, S3).
+    let mut spec = GameSpec::new(4, 4000, 30, 120);
+    spec.spikes.push(Spike {
+        rtt_ms: 1500,
+        start_ms: 30_000,
+        duration_ms: 5_000,
+        player: None,
+    });
+    let report = run_game(&spec).unwrap();
+    assert_sound(&report);
+    assert_eq!(report.timeline, vec![(0, 2, 6, 30), (76, 1, 4, 30)]);
+    assert!(report.stall_frames > 0, "a spike no timing covered stalls");
 }
 
 #[test]

@@ -59,8 +59,9 @@ pub struct ReportRtt {
     pub clean_measurement: bool,
     /// Unacknowledged messages older than the RTO.
     pub retransmitting: bool,
-    /// The worst recent round trip, ms.
-    pub worst_recent_ms: Option<u32>,
+    /// The latest clean round-trip sample, ms (rounded up). Sampled every
+    /// frame, the report interval keeps its worst (S3).
+    pub latest_ms: Option<u32>,
 }
 
 /// Tunables of a link. [`LinkConfig::default`] suits a lockstep RTS.
@@ -787,7 +788,10 @@ impl Link {
         ReportRtt {
             clean_measurement: self.has_clean_measurement(),
             retransmitting: self.is_retransmitting(now_us),
-            worst_recent_ms: self.worst_recent_rtt_ms(now_us),
+            latest_ms: self
+                .rtt
+                .latest_us()
+                .map(|us| u32::try_from(us.div_ceil(1000)).unwrap_or(u32::MAX)),
         }
     }
 

@@ -184,15 +184,16 @@ impl Measurements {
         Ok(())
     }
 
-    /// Take `peer`'s round trip from rungs' own transport link (S8 → S3): the
-    /// link's worst recent round trip once it has a clean measurement; nothing
-    /// while it has none (the report then says none) or while it is
-    /// retransmitting (the last measured value stands).
+    /// Take `peer`'s round trip from rungs' own transport link (S8 → S3):
+    /// its latest sample, once it has a clean measurement (none before: the
+    /// report then says none). A retransmitting link keeps contributing its
+    /// last measured round trip (S3): the link samples only packets sent once
+    /// (Karn), so its latest sample is exactly that — retransmission never
+    /// inflates it, and a genuine rise (a spike) still shows. Called every
+    /// frame, the interval keeps the worst of what it saw.
     pub fn sample_link(&mut self, peer: u8, link: crate::link::ReportRtt) -> Result<()> {
-        match link.worst_recent_ms {
-            Some(rtt_ms) if link.clean_measurement && !link.retransmitting => {
-                self.add_rtt_sample(peer, rtt_ms, true)
-            }
+        match link.latest_ms {
+            Some(rtt_ms) if link.clean_measurement => self.add_rtt_sample(peer, rtt_ms, true),
             _ => self.peer_index(peer).map(|_| ()),
         }
     }

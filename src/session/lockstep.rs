@@ -212,6 +212,8 @@ pub struct LockstepSession {
     last_local_us: u64,
     stats: LockstepStats,
     receive_buffer: Vec<u8>,
+    /// Per seat: the link's sample count last fed to the measurements.
+    rtt_samples_seen: [u64; MAX_SEATS],
 }
 
 /// Counters for tools and diagnostics.
@@ -435,6 +437,7 @@ impl LockstepSession {
             last_local_us: now_us,
             stats: LockstepStats::default(),
             receive_buffer: Vec::new(),
+            rtt_samples_seen: [0; MAX_SEATS],
         })
     }
 
@@ -623,12 +626,17 @@ impl LockstepSession {
     /// Validate and act on one datagram from `source` at local time `now_us`.
     pub fn handle_datagram(&mut self, now_us: u64, source: SocketAddr, datagram: &[u8]) {
         self.last_local_us = self.last_local_us.max(now_us);
-        if self
-            .endpoint
-            .handle_datagram(now_us, source, datagram)
-            .is_err()
-        {
+        let Ok(from) = self.endpoint.handle_datagram(now_us, source, datagram) else {
             return; // dropped and counted by the endpoint
+        };
+        // Every round-trip sample goes into the report interval as it is
+        // taken (S3: the interval's worst), even while frames stall.
+        if let Some(link) = self.endpoint.link(from) {
+            let samples = link.rtt().samples();
+            if samples != self.rtt_samples_seen[usize::from(from)] {
+                self.rtt_samples_seen[usize::from(from)] = samples;
+                let _ = self.measurements.sample_link(from, link.report_rtt(now_us));
+            }
         }
         // Messages are copied into one reused buffer: no allocation per message.
         let mut message = std::mem::take(&mut self.receive_buffer);
@@ -980,7 +988,7 @@ impl LockstepSession {
                 }
             }
         }
-        self.run_frame(next_frame, now_us, now_ref)?;
+        self.run_frame(next_frame, now_ref)?;
         Ok(if self.left {
             Advance::Left
         } else {
@@ -988,7 +996,7 @@ impl LockstepSession {
         })
     }
 
-    fn run_frame(&mut self, frame: u32, now_us: u64, now_ref: i64) -> Result<()> {
+    fn run_frame(&mut self, frame: u32, now_ref: i64) -> Result<()> {
         self.executed.clear();
         self.frame = Some(frame);
         let start = self.machine.begin_frame(frame)?;
@@ -1023,11 +1031,6 @@ impl LockstepSession {
             return Ok(());
         }
         if is_report_frame(frame) {
-            for peer in self.peers().collect::<Vec<_>>() {
-                if let Some(link) = self.endpoint.link(peer) {
-                    let _ = self.measurements.sample_link(peer, link.report_rtt(now_us));
-                }
-            }
             let report = self.measurements.take_report();
             self.outbox.push(Item::Report(report));
         }

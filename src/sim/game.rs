@@ -559,7 +559,9 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
                 .session
                 .poll_timeout()
                 .map_or(u64::MAX, |due| m.global(due).max(now + 1));
-            m.wake_us = m.wake_us.min(m.timer_us);
+            // A machine busy with a frame's work does nothing else until it is
+            // done (datagrams still arrive and are handled as they come).
+            m.wake_us = m.wake_us.min(m.timer_us).max(m.busy_until_us);
         }
         // The next moment anything happens.
         let mut next = net.next_delivery_us().unwrap_or(u64::MAX);
