@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use rungs::report::Report;
 use rungs::session::{EngineSession, EventIds, SessionConfig, SessionOutput};
 use rungs::timing::replay::{replay, Expect, Input, Vector};
-use rungs::timing::{player_message_text, MachineConfig, Timing};
+use rungs::timing::{player_message_text, MachineConfig, Output, Timing};
 use rungs::wire::events::{ReportLayout, TimingLayout};
 
 const TIMING_ID: u8 = 31;
@@ -213,14 +213,15 @@ impl Engine {
                     self.send_history.push((frame, tag));
                     packet = Some((frame, events));
                 }
-                SessionOutput::FrameRate { fps, .. } => self.fps = fps,
-                SessionOutput::TimingChanged { frame, timing } => {
+                SessionOutput::Timing(Output::FrameRateChanged { fps, .. }) => self.fps = fps,
+                SessionOutput::Timing(Output::TimingChanged { frame, timing }) => {
                     self.timings.push((frame, timing))
                 }
-                SessionOutput::PlayerMessage { frame, tier } => self
+                SessionOutput::Timing(Output::PlayerMessage { frame, tier }) => self
                     .messages
                     .push((frame, player_message_text(tier).to_string())),
-                SessionOutput::MasterChanged { .. } | SessionOutput::Log { .. } => {}
+                SessionOutput::Timing(Output::MasterChanged { .. }) | SessionOutput::Log { .. } => {
+                }
             }
         }
         self.frame += 1;
@@ -488,7 +489,7 @@ fn replay_through_sessions(vector: &Vector) -> Vec<Expect> {
                         ));
                     }
                     SessionOutput::SendFrame { tag, .. } if index == 0 => send_tag = Some(tag),
-                    SessionOutput::PlayerMessage { frame, tier } if index == 0 => {
+                    SessionOutput::Timing(Output::PlayerMessage { frame, tier }) if index == 0 => {
                         messages.push(Expect::Message {
                             frame,
                             text: player_message_text(tier).to_string(),

@@ -15,9 +15,11 @@ use super::guard::{
     catch, free_object, hand_out, require, with_object, write_out, Guarded, Handle,
 };
 use super::result::rungs_result;
-use super::timing_machine::{fill_status, message_c_text, rungs_timing_status};
+use super::timing_machine::{
+    deliver_output, fill_status, rungs_timing_callbacks, rungs_timing_status,
+};
 use super::transport::{parse_address, RUNGS_LINK_EVENT_LOST, RUNGS_LINK_EVENT_RECOVERED};
-use super::types::{read_config, RUNGS_NO_SEAT};
+use super::types::read_config;
 use crate::error::Error;
 use crate::link::LinkConfig;
 use crate::net::UdpDriver;
@@ -165,30 +167,15 @@ impl LockstepObject {
             // SAFETY: the engine's function pointers and user pointer, for this use.
             unsafe {
                 match event {
-                    SessionEvent::TimingChanged { frame, timing } => {
-                        if let Some(f) = cb.timing_changed {
-                            f(cb.user, frame, timing.send_period(), timing.look_ahead());
-                        }
-                    }
-                    SessionEvent::FrameRateChanged { frame, fps } => {
-                        if let Some(f) = cb.frame_rate_changed {
-                            f(cb.user, frame, fps);
-                        }
-                    }
-                    SessionEvent::PlayerMessage { frame, tier } => {
-                        if let Some(f) = cb.player_message {
-                            f(
-                                cb.user,
-                                frame,
-                                tier as u8,
-                                message_c_text(tier).as_ptr().cast(),
-                            );
-                        }
-                    }
-                    SessionEvent::MasterChanged { frame, seat } => {
-                        if let Some(f) = cb.master_changed {
-                            f(cb.user, frame, seat.unwrap_or(RUNGS_NO_SEAT));
-                        }
+                    SessionEvent::Timing(output) => {
+                        let timing_callbacks = rungs_timing_callbacks {
+                            user: cb.user,
+                            timing_changed: cb.timing_changed,
+                            frame_rate_changed: cb.frame_rate_changed,
+                            player_message: cb.player_message,
+                            master_changed: cb.master_changed,
+                        };
+                        deliver_output(&timing_callbacks, output);
                     }
                     SessionEvent::PlayerRemoved { frame, seat } => {
                         if let Some(f) = cb.player_removed {

@@ -9,7 +9,9 @@ use super::guard::{
 };
 use super::payload::report_layout;
 use super::result::rungs_result;
-use super::timing_machine::{fill_status, message_c_text, rungs_timing_status};
+use super::timing_machine::{
+    deliver_output, fill_status, rungs_timing_callbacks, rungs_timing_status,
+};
 use super::types::{read_config, RUNGS_NO_SEAT};
 use crate::error::Error;
 use crate::report::record::MAX_SEATS;
@@ -151,30 +153,15 @@ impl SessionObject {
                             f(cb.user, frame, tag);
                         }
                     }
-                    SessionOutput::FrameRate { frame, fps } => {
-                        if let Some(f) = cb.set_frame_rate {
-                            f(cb.user, frame, fps);
-                        }
-                    }
-                    SessionOutput::TimingChanged { frame, timing } => {
-                        if let Some(f) = cb.timing_changed {
-                            f(cb.user, frame, timing.send_period(), timing.look_ahead());
-                        }
-                    }
-                    SessionOutput::PlayerMessage { frame, tier } => {
-                        if let Some(f) = cb.player_message {
-                            f(
-                                cb.user,
-                                frame,
-                                tier as u8,
-                                message_c_text(tier).as_ptr().cast(),
-                            );
-                        }
-                    }
-                    SessionOutput::MasterChanged { frame, seat } => {
-                        if let Some(f) = cb.master_changed {
-                            f(cb.user, frame, seat.unwrap_or(RUNGS_NO_SEAT));
-                        }
+                    SessionOutput::Timing(output) => {
+                        let timing_callbacks = rungs_timing_callbacks {
+                            user: cb.user,
+                            timing_changed: cb.timing_changed,
+                            frame_rate_changed: cb.set_frame_rate,
+                            player_message: cb.player_message,
+                            master_changed: cb.master_changed,
+                        };
+                        deliver_output(&timing_callbacks, output);
                     }
                     SessionOutput::Log { level, text } => {
                         if let Some(f) = cb.log {

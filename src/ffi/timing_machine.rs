@@ -153,37 +153,47 @@ pub struct TimingMachineObject {
 impl TimingMachineObject {
     /// Deliver every queued output to the engine's callbacks.
     fn deliver(&mut self) {
-        let cb = self.callbacks;
         while let Some(output) = self.machine.poll_output() {
-            // SAFETY: the engine gave these function pointers and user pointer
-            // for exactly this use; a NULL callback is skipped.
-            unsafe {
-                match output {
-                    Output::TimingChanged { frame, timing } => {
-                        if let Some(f) = cb.timing_changed {
-                            f(cb.user, frame, timing.send_period(), timing.look_ahead());
-                        }
-                    }
-                    Output::FrameRateChanged { frame, fps } => {
-                        if let Some(f) = cb.frame_rate_changed {
-                            f(cb.user, frame, fps);
-                        }
-                    }
-                    Output::PlayerMessage { frame, tier } => {
-                        if let Some(f) = cb.player_message {
-                            f(
-                                cb.user,
-                                frame,
-                                tier as u8,
-                                message_c_text(tier).as_ptr().cast(),
-                            );
-                        }
-                    }
-                    Output::MasterChanged { frame, seat } => {
-                        if let Some(f) = cb.master_changed {
-                            f(cb.user, frame, seat.unwrap_or(RUNGS_NO_SEAT));
-                        }
-                    }
+            // SAFETY: the engine gave these callbacks for exactly this use.
+            unsafe { deliver_output(&self.callbacks, output) };
+        }
+    }
+}
+
+/// Hand one of the timing machine's outputs to the engine's callbacks (a
+/// NULL callback is skipped). The engine session and the lockstep session
+/// deliver the same four notices through this, with their own callbacks
+/// gathered into a `rungs_timing_callbacks`.
+///
+/// # Safety
+/// The function pointers and user pointer are the engine's, valid for this call.
+pub(crate) unsafe fn deliver_output(cb: &rungs_timing_callbacks, output: Output) {
+    // SAFETY: by contract; pointers passed in live until each callback returns.
+    unsafe {
+        match output {
+            Output::TimingChanged { frame, timing } => {
+                if let Some(f) = cb.timing_changed {
+                    f(cb.user, frame, timing.send_period(), timing.look_ahead());
+                }
+            }
+            Output::FrameRateChanged { frame, fps } => {
+                if let Some(f) = cb.frame_rate_changed {
+                    f(cb.user, frame, fps);
+                }
+            }
+            Output::PlayerMessage { frame, tier } => {
+                if let Some(f) = cb.player_message {
+                    f(
+                        cb.user,
+                        frame,
+                        tier as u8,
+                        message_c_text(tier).as_ptr().cast(),
+                    );
+                }
+            }
+            Output::MasterChanged { frame, seat } => {
+                if let Some(f) = cb.master_changed {
+                    f(cb.user, frame, seat.unwrap_or(RUNGS_NO_SEAT));
                 }
             }
         }

@@ -25,7 +25,7 @@ use std::fmt::Write as _;
 
 use crate::error::{Error, Result};
 use crate::report::{is_report_frame, Measurements};
-use crate::timing::{MachineConfig, Output, Tier, Timing, TimingMachine, Verdict};
+use crate::timing::{MachineConfig, Output, TimingMachine, Verdict};
 use crate::wire::events::{ReportLayout, TimingLayout, TS_EVENT_DATA_LEN};
 
 /// The engine's own event IDs for rungs' events (S7). rungs never invents one.
@@ -154,14 +154,9 @@ pub enum SessionOutput {
     /// Send frame: flush your packet now, stamping every event collected
     /// since the previous send frame with `tag` (S5).
     SendFrame { frame: u32, tag: u32 },
-    /// Pace at `fps` from `frame` (S4.2).
-    FrameRate { frame: u32, fps: u8 },
-    /// The timing in force changed.
-    TimingChanged { frame: u32, timing: Timing },
-    /// Show `Connection quality target: <tier>` in the message list (S6).
-    PlayerMessage { frame: u32, tier: Tier },
-    /// The master is now `seat` (`None` when no human is left).
-    MasterChanged { frame: u32, seat: Option<u8> },
+    /// The timing machine's notices: timing in force changed, pace at a new
+    /// frame rate (S4.2), a player message (S6), a new master (S4.6).
+    Timing(Output),
     /// A log line.
     Log { level: LogLevel, text: LogText },
 }
@@ -395,23 +390,13 @@ impl EngineSession {
 
     fn collect_machine_outputs(&mut self) {
         while let Some(output) = self.machine.poll_output() {
-            let translated = match output {
-                Output::TimingChanged { frame, timing } => {
-                    SessionOutput::TimingChanged { frame, timing }
-                }
-                Output::FrameRateChanged { frame, fps } => SessionOutput::FrameRate { frame, fps },
-                Output::PlayerMessage { frame, tier } => {
-                    SessionOutput::PlayerMessage { frame, tier }
-                }
-                Output::MasterChanged { frame, seat } => {
-                    self.log(
-                        LogLevel::Info,
-                        format_args!("frame {frame}: master is now {seat:?}"),
-                    );
-                    SessionOutput::MasterChanged { frame, seat }
-                }
-            };
-            self.outputs.push_back(translated);
+            if let Output::MasterChanged { frame, seat } = output {
+                self.log(
+                    LogLevel::Info,
+                    format_args!("frame {frame}: master is now {seat:?}"),
+                );
+            }
+            self.outputs.push_back(SessionOutput::Timing(output));
         }
     }
 
@@ -441,7 +426,7 @@ fn encode_with(encode: impl FnOnce(&mut [u8]) -> Result<usize>) -> Result<Payloa
 mod tests {
     use super::*;
     use crate::report::Report;
-    use crate::timing::TimingEvent;
+    use crate::timing::{Tier, Timing, TimingEvent};
 
     fn config(local: u8) -> SessionConfig {
         SessionConfig {
@@ -554,10 +539,10 @@ mod tests {
         let outputs = drain(&mut session);
         assert!(outputs.iter().any(|o| matches!(
             o,
-            SessionOutput::PlayerMessage {
+            SessionOutput::Timing(Output::PlayerMessage {
                 tier: Tier::Normal,
                 ..
-            }
+            })
         )));
     }
 

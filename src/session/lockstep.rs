@@ -59,7 +59,7 @@ use crate::error::{Error, Result};
 use crate::link::{Endpoint, EndpointConfig, LinkConfig, LinkEvent, Transmit};
 use crate::report::record::MAX_SEATS;
 use crate::report::{is_report_frame, Measurements, Report};
-use crate::timing::{MachineConfig, Output, Tier, Timing, TimingEvent, TimingMachine};
+use crate::timing::{MachineConfig, Output, TimingEvent, TimingMachine};
 use crate::wire::events::{ReportLayout, TimingLayout};
 use crate::wire::packet::{SessionKey, MAX_MESSAGE_BYTES};
 
@@ -107,14 +107,9 @@ pub struct LockstepConfig {
 /// What the engine should hear about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SessionEvent {
-    /// The timing in force changed (also on frame 0).
-    TimingChanged { frame: u32, timing: Timing },
-    /// The frame rate changed (also on frame 0).
-    FrameRateChanged { frame: u32, fps: u8 },
-    /// Show `Connection quality target: <tier>` (S6).
-    PlayerMessage { frame: u32, tier: Tier },
-    /// The master is now `seat` (`None`: no human left).
-    MasterChanged { frame: u32, seat: Option<u8> },
+    /// The timing machine's notices: timing in force changed (also on frame
+    /// 0), frame rate changed, a player message (S6), a new master (S4.6).
+    Timing(Output),
     /// `seat` left or was dropped; its removal executed on `frame`.
     PlayerRemoved { frame: u32, seat: u8 },
     /// State checksums for `frame` differ: bit `i` of `seats` set for each
@@ -1060,25 +1055,14 @@ impl LockstepSession {
 
     fn collect_machine_outputs(&mut self) -> Result<()> {
         while let Some(output) = self.machine.poll_output() {
-            let event = match output {
-                Output::TimingChanged { frame, timing } => {
-                    SessionEvent::TimingChanged { frame, timing }
-                }
-                Output::FrameRateChanged { frame, fps } => {
-                    if let Some(pacer) = self.pacer.as_mut() {
-                        if frame > 0 {
-                            pacer.set_fps(fps, frame)?;
-                        }
+            if let Output::FrameRateChanged { frame, fps } = output {
+                if let Some(pacer) = self.pacer.as_mut() {
+                    if frame > 0 {
+                        pacer.set_fps(fps, frame)?;
                     }
-                    SessionEvent::FrameRateChanged { frame, fps }
                 }
-                Output::PlayerMessage { frame, tier } => {
-                    SessionEvent::PlayerMessage { frame, tier }
-                }
-                Output::MasterChanged { frame, seat } => {
-                    SessionEvent::MasterChanged { frame, seat }
-                }
-            };
+            }
+            let event = SessionEvent::Timing(output);
             self.events.push_back(event);
         }
         Ok(())

@@ -35,7 +35,7 @@ use crate::error::{Error, Result};
 use crate::link::LinkConfig;
 use crate::report::record::MAX_SEATS;
 use crate::session::{Advance, LockstepConfig, LockstepSession, SessionEvent};
-use crate::timing::{MachineConfig, PolicyKind, Timing};
+use crate::timing::{MachineConfig, Output, PolicyKind, Timing};
 use crate::wire::packet::SessionKey;
 
 /// A change of round trip for a while.
@@ -505,12 +505,12 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
             }
             while let Some(event) = m.session.poll_event() {
                 match event {
-                    SessionEvent::TimingChanged { frame, timing } => {
+                    SessionEvent::Timing(Output::TimingChanged { frame, timing }) => {
                         m.timing = Some(timing);
                         let fps = m.fps;
                         m.record_timing(frame, timing, fps, now);
                     }
-                    SessionEvent::FrameRateChanged { frame, fps } => {
+                    SessionEvent::Timing(Output::FrameRateChanged { frame, fps }) => {
                         m.fps = fps;
                         if let Some(timing) = m.timing {
                             m.record_timing(frame, timing, fps, now);
