@@ -197,3 +197,17 @@ fn drops_agree_under_loss_for_any_seat_and_moment() {
         assert_eq!(report.desyncs, 0, "round {round}");
     }
 }
+
+/// A machine whose simulation goes wrong is caught by the state checksums
+/// exchanged in the turns: a desync naming that seat (issue 5).
+#[test]
+fn a_diverging_machine_is_reported_as_a_desync() {
+    let mut spec = GameSpec::new(3, 1200, 30, 60);
+    spec.diverge = Some((2, 500));
+    let report = run_game(&spec).unwrap();
+    assert!(report.desyncs >= 1, "{report:?}");
+    assert!(
+        report.logs_identical,
+        "the commands were the same; the state was not"
+    );
+}

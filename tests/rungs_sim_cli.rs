@@ -543,6 +543,27 @@ fn a_game_that_cannot_run_exits_1() {
 }
 
 #[test]
+fn machines_that_disagree_exit_3_with_the_results() {
+    // Seat 1's simulation goes wrong on frame 300: the checksums catch it.
+    let output = rungs_sim(&[
+        "--players",
+        "3",
+        "--frames",
+        "900",
+        "--diverge",
+        "1@300",
+        "--json",
+    ]);
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    let json = stdout(&output);
+    assert!(
+        json.contains("\"desyncs\":"),
+        "results are still printed: {json}"
+    );
+    assert!(!json.contains("\"desyncs\":0"), "{json}");
+}
+
+#[test]
 fn help_lists_every_flag() {
     let help = run_ok(&["--help"]);
     for flag in [

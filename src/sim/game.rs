@@ -25,7 +25,8 @@
 //!   arrived. Reported for the worst machine: stalled frames and total ms.
 //! - **Desyncs.** Every machine hashes the commands it executed; the hash is
 //!   exchanged as the state checksum every 64 frames and compared (S10's
-//!   checksum idea, carried by the turns).
+//!   checksum idea, carried by the turns). `--diverge SEAT@FRAME` corrupts
+//!   one machine's state on a frame, as an engine bug would.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -80,6 +81,9 @@ pub struct GameSpec {
     pub departure: Option<(u8, u32, Departure)>,
     /// Commands per player per minute, on average.
     pub commands_per_minute: u32,
+    /// A seat whose simulated state goes wrong from a frame on (its engine
+    /// has a bug): the checksums must catch it as a desync.
+    pub diverge: Option<(u8, u32)>,
 }
 
 impl GameSpec {
@@ -98,6 +102,7 @@ impl GameSpec {
             seed: 1,
             departure: None,
             commands_per_minute: 120,
+            diverge: None,
         }
     }
 
@@ -208,7 +213,11 @@ struct Machine {
     crashed: bool,
     next_command_us: u64,
     commands: u32,
-    /// Running hash of executed (frame, seat, bytes): the "game state".
+
+    /// Running hash of executed (frame, bytes): the command log.
+    log_hash: u64,
+    /// The simulated game state's checksum: the log hash, unless this
+    /// machine's simulation went wrong (`GameSpec::diverge`).
     state_hash: u64,
     executed: u64,
     stalled_frames: u64,
@@ -337,6 +346,7 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
             crashed: false,
             next_command_us: 0,
             commands: 0,
+            log_hash: 0xcbf2_9ce4_8422_2325,
             state_hash: 0xcbf2_9ce4_8422_2325,
             executed: 0,
             stalled_frames: 0,
@@ -461,6 +471,8 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
                         m.session.measurements().add_frame_work_us(work);
                         m.busy_until_us = now + work;
                         for command in m.session.executed() {
+                            m.log_hash = fnv(m.log_hash, &frame.to_le_bytes());
+                            m.log_hash = fnv(m.log_hash, &command.bytes);
                             m.state_hash = fnv(m.state_hash, &frame.to_le_bytes());
                             m.state_hash = fnv(m.state_hash, &command.bytes);
                             m.executed += 1;
@@ -482,6 +494,12 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
                                     latencies.push((latency, *floor, issue_ms));
                                 }
                             }
+                        }
+                        if spec
+                            .diverge
+                            .is_some_and(|(seat, at)| seat == m.seat && frame == at)
+                        {
+                            m.state_hash ^= 0x5eed; // this machine's simulation goes wrong here
                         }
                         if frame % CHECKSUM_INTERVAL == 0 {
                             let _ = m.session.submit_checksum(frame, m.state_hash);
@@ -643,7 +661,7 @@ fn finish(
         duration_ms,
         logs_identical: stayed
             .iter()
-            .all(|m| m.state_hash == reference.state_hash && m.executed == reference.executed),
+            .all(|m| m.log_hash == reference.log_hash && m.executed == reference.executed),
         links_lost: machines.iter().map(|m| m.links_lost).sum(),
         commands_in_order: machines.iter().all(|m| !m.out_of_order),
     })

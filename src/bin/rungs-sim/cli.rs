@@ -268,6 +268,7 @@ pub fn apply_game_flag(spec: &mut GameSpec, name: &str, value: &str) -> Result<(
         "--seed" => spec.seed = parse_number(name, value)?,
         "--depart" => spec.departure = Some(parse_departure(value)?),
         "--commands-per-minute" => spec.commands_per_minute = parse_number(name, value)?,
+        "--diverge" => spec.diverge = Some(parse_divergence(value)?),
         _ => return usage(format!("unknown flag {name} (see rungs-sim --help)")),
     }
     Ok(())
@@ -296,6 +297,14 @@ pub fn check_spec(spec: &GameSpec) -> Result<(), UsageError> {
                     spec.players - 1
                 ));
             }
+        }
+    }
+    if let Some((seat, _)) = spec.diverge {
+        if seat >= spec.players {
+            return usage(format!(
+                "--diverge {seat}@...: seats are 0..{} for {players} players",
+                spec.players - 1
+            ));
         }
     }
     if let Some((seat, frame, _)) = spec.departure {
@@ -444,6 +453,20 @@ fn parse_departure(value: &str) -> Result<(u8, u32, Departure), UsageError> {
         seat.parse().map_err(|_| bad())?,
         frame.parse().map_err(|_| bad())?,
         departure,
+    ))
+}
+
+/// `SEAT@FRAME`: that seat's simulated state goes wrong on that frame.
+fn parse_divergence(value: &str) -> Result<(u8, u32), UsageError> {
+    let bad = || {
+        UsageError(format!(
+            "--diverge wants SEAT@FRAME, e.g. 1@2000; not '{value}'"
+        ))
+    };
+    let (seat, frame) = value.split_once('@').ok_or_else(bad)?;
+    Ok((
+        seat.parse().map_err(|_| bad())?,
+        frame.parse().map_err(|_| bad())?,
     ))
 }
 

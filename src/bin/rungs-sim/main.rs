@@ -69,6 +69,9 @@ GAME FLAGS (default in brackets)
   --depart SEAT@FRAME:quit|crash
                           a player leaves on a frame: quits (a removal command)
                           or crashes (the others drop it after losing the link)
+  --diverge SEAT@FRAME    that seat's simulated state goes wrong on that frame
+                          (an engine bug): the checksums must report a desync
+                          and rungs-sim exits 3
   --seed N                the seed of everything random: network, clocks,
                           commands; the same seed gives the same game [1]
   --scenario NAME|FILE    read game flags from a scenario file (sim/scenarios/
