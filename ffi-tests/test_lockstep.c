@@ -138,7 +138,7 @@ static void test_two_player_game(void) {
     const uint32_t frames = 120;
     uint32_t ran[2] = {0, 0};
     uint64_t start = now_us();
-    int i, k;
+    int i, k, update_errors = 0, forecasts_in_the_past = 0, unexpected_outcomes = 0;
     memset(seen, 0, sizeof seen);
     for (i = 0; i < 2; i++) {
         rungs_lockstep_config c = config_for(&seen[i], (uint8_t)i);
@@ -150,26 +150,32 @@ static void test_two_player_game(void) {
         snprintf(address, sizeof address, "127.0.0.1:%u", (unsigned)port[1 - i]);
         CHECK_EQ(rungs_lockstep_add_peer(ls[i], (uint8_t)(1 - i), address, now_us()), RUNGS_OK);
     }
+    /* Real time: count problems in the loop and check them once after, so
+     * the number of checks does not depend on how often the loop ran. */
     while ((ran[0] < frames || ran[1] < frames) && now_us() - start < 20000000u) {
         for (i = 0; i < 2; i++) {
             rungs_lockstep_update_result r;
             if (ran[i] >= frames) continue;
-            CHECK_EQ(rungs_lockstep_update(ls[i], now_us(), &r), RUNGS_OK);
+            if (rungs_lockstep_update(ls[i], now_us(), &r) != RUNGS_OK) update_errors++;
             if (r.outcome == RUNGS_LOCKSTEP_RAN) {
                 ran[i] = r.frame + 1;
                 if (r.frame % 10 == 5 && r.frame + 30 < frames) {
                     uint8_t command[2] = {(uint8_t)(0x40 + i), (uint8_t)r.frame};
                     uint32_t due = 0;
-                    CHECK_EQ(rungs_lockstep_submit_command(ls[i], command, sizeof command, &due), RUNGS_OK);
-                    CHECK(due > r.frame);
+                    if (rungs_lockstep_submit_command(ls[i], command, sizeof command, &due) != RUNGS_OK) update_errors++;
+                    if (due <= r.frame) forecasts_in_the_past++;
                 }
-                if (r.frame % 16 == 0) CHECK_EQ(rungs_lockstep_submit_checksum(ls[i], r.frame, seen[i].count), RUNGS_OK);
-            } else {
-                CHECK(r.outcome == RUNGS_LOCKSTEP_NOT_DUE || r.outcome == RUNGS_LOCKSTEP_WAITING);
+                if (r.frame % 16 == 0 && rungs_lockstep_submit_checksum(ls[i], r.frame, seen[i].count) != RUNGS_OK)
+                    update_errors++;
+            } else if (r.outcome != RUNGS_LOCKSTEP_NOT_DUE && r.outcome != RUNGS_LOCKSTEP_WAITING) {
+                unexpected_outcomes++;
             }
         }
         sleep_ms(1);
     }
+    CHECK_EQ(update_errors, 0);
+    CHECK_EQ(forecasts_in_the_past, 0);
+    CHECK_EQ(unexpected_outcomes, 0);
     CHECK_EQ(ran[0], frames);
     CHECK_EQ(ran[1], frames);
     CHECK(seen[0].count > 10);
