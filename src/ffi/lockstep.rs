@@ -19,11 +19,10 @@ use super::timing_machine::{
     deliver_output, fill_status, rungs_timing_callbacks, rungs_timing_status,
 };
 use super::transport::{parse_address, RUNGS_LINK_EVENT_LOST, RUNGS_LINK_EVENT_RECOVERED};
-use super::types::read_config;
+use super::types::{human_seats, read_config};
 use crate::error::Error;
 use crate::link::LinkConfig;
 use crate::net::UdpDriver;
-use crate::report::record::MAX_SEATS;
 use crate::session::{Advance, LockstepConfig, LockstepSession, SessionEvent};
 use crate::timing::MachineConfig;
 use crate::wire::packet::SessionKey;
@@ -215,18 +214,7 @@ fn lockstep_config(c: &rungs_lockstep_config) -> crate::Result<LockstepConfig> {
     if c.reserved != 0 {
         return Err(Error::InvalidArgument("reserved must be 0"));
     }
-    let seats = usize::from(c.seat_count);
-    if seats == 0 || seats > MAX_SEATS {
-        return Err(Error::InvalidArgument("seat_count must be 1..=16"));
-    }
-    if c.human_seat_mask >> seats != 0 {
-        return Err(Error::InvalidArgument(
-            "human_seat_mask has bits beyond seat_count",
-        ));
-    }
-    let human_seats = (0..seats)
-        .map(|s| c.human_seat_mask & (1 << s) != 0)
-        .collect();
+    let human_seats = human_seats(c.seat_count, c.human_seat_mask)?;
     Ok(LockstepConfig {
         machine: MachineConfig::adaptive(c.speed_fps, human_seats, Some(c.local_seat)),
         session_id: c.session_id,

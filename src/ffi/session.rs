@@ -12,9 +12,8 @@ use super::result::rungs_result;
 use super::timing_machine::{
     deliver_output, fill_status, rungs_timing_callbacks, rungs_timing_status,
 };
-use super::types::{read_config, RUNGS_NO_SEAT};
+use super::types::{human_seats, read_config, RUNGS_NO_SEAT};
 use crate::error::Error;
-use crate::report::record::MAX_SEATS;
 use crate::session::{EngineSession, EventIds, SessionConfig, SessionOutput};
 use crate::timing::MachineConfig;
 use crate::wire::events::TimingLayout;
@@ -199,15 +198,7 @@ fn session_config(c: &rungs_session_config) -> crate::Result<SessionConfig> {
     if c.reserved != 0 {
         return Err(Error::InvalidArgument("reserved must be 0"));
     }
-    let seats = usize::from(c.seat_count);
-    if seats == 0 || seats > MAX_SEATS {
-        return Err(Error::InvalidArgument("seat_count must be 1..=16"));
-    }
-    if c.human_seat_mask >> seats != 0 {
-        return Err(Error::InvalidArgument(
-            "human_seat_mask has bits beyond seat_count",
-        ));
-    }
+    let human_seats = human_seats(c.seat_count, c.human_seat_mask)?;
     let report_layout = report_layout(c.report_layout)?;
     let latency_fudge = match c.latency_fudge_event_id {
         RUNGS_NO_EVENT_ID => None,
@@ -219,9 +210,7 @@ fn session_config(c: &rungs_session_config) -> crate::Result<SessionConfig> {
     Ok(SessionConfig {
         machine: MachineConfig::adaptive(
             c.speed_fps,
-            (0..seats)
-                .map(|s| c.human_seat_mask & (1 << s) != 0)
-                .collect(),
+            human_seats,
             (c.local_seat != RUNGS_NO_SEAT).then_some(c.local_seat),
         ),
         ids: EventIds {

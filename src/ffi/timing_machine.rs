@@ -6,10 +6,10 @@ use std::ffi::c_void;
 use super::guard::{free_object, hand_out, require, with_object, write_out, Guarded, Handle};
 use super::result::rungs_result;
 use super::types::{
-    read_config, read_in, rungs_report, rungs_timing, rungs_timing_event, RUNGS_NO_SEAT,
+    human_seats, read_config, read_in, rungs_report, rungs_timing, rungs_timing_event,
+    RUNGS_NO_SEAT,
 };
 use crate::error::Error;
-use crate::report::record::MAX_SEATS;
 use crate::report::Report;
 use crate::timing::{MachineConfig, Output, Tier, TimingEvent, TimingMachine, Verdict};
 
@@ -230,18 +230,7 @@ fn machine_config(config: &rungs_timing_machine_config) -> crate::Result<Machine
     if config.reserved != 0 {
         return Err(Error::InvalidArgument("reserved must be 0"));
     }
-    let seats = usize::from(config.seat_count);
-    if seats == 0 || seats > MAX_SEATS {
-        return Err(Error::InvalidArgument("seat_count must be 1..=16"));
-    }
-    if config.human_seat_mask >> seats != 0 {
-        return Err(Error::InvalidArgument(
-            "human_seat_mask has bits beyond seat_count",
-        ));
-    }
-    let human_seats = (0..seats)
-        .map(|s| config.human_seat_mask & (1 << s) != 0)
-        .collect();
+    let human_seats = human_seats(config.seat_count, config.human_seat_mask)?;
     let local_seat = (config.local_seat != RUNGS_NO_SEAT).then_some(config.local_seat);
     Ok(MachineConfig::adaptive(
         config.speed_fps,

@@ -128,6 +128,23 @@ pub(crate) fn flag(value: u8, rule: &'static str) -> Result<bool> {
     }
 }
 
+/// The human flag of every seat, from a config's `seat_count` (1–16) and
+/// `human_seat_mask` (bit `i`: seat `i` is human; no bits beyond the count).
+pub(crate) fn human_seats(seat_count: u8, human_seat_mask: u32) -> Result<Vec<bool>> {
+    let seats = usize::from(seat_count);
+    if seats == 0 || seats > crate::report::record::MAX_SEATS {
+        return Err(Error::InvalidArgument("seat_count must be 1..=16"));
+    }
+    if human_seat_mask >> seats != 0 {
+        return Err(Error::InvalidArgument(
+            "human_seat_mask has bits beyond seat_count",
+        ));
+    }
+    Ok((0..seats)
+        .map(|s| human_seat_mask & (1 << s) != 0)
+        .collect())
+}
+
 /// Copy a config struct whose first field is `uint32_t struct_size` out from
 /// behind `ptr`. The size is checked before the rest is read: a caller built
 /// against an older, smaller struct is refused instead of read past its end;
