@@ -11,7 +11,8 @@ use super::types::{
 };
 use crate::error::Error;
 use crate::report::Report;
-use crate::timing::{MachineConfig, Output, Tier, TimingEvent, TimingMachine, Verdict};
+use crate::timing::machine::player_message_c_text;
+use crate::timing::{MachineConfig, Output, TimingEvent, TimingMachine, Verdict};
 
 /// Called when the timing in force changes (and on frame 0).
 pub type rungs_timing_changed_fn =
@@ -134,16 +135,6 @@ fn verdict_code(verdict: Verdict) -> u8 {
     }
 }
 
-/// The player message for `tier`, NUL-terminated (S6).
-pub(crate) fn message_c_text(tier: Tier) -> &'static [u8] {
-    match tier {
-        Tier::Fast => b"Connection quality target: Fast\0",
-        Tier::Normal => b"Connection quality target: Normal\0",
-        Tier::Poor => b"Connection quality target: Poor\0",
-        Tier::Bad => b"Connection quality target: Bad\0",
-    }
-}
-
 /// The machine and the engine's callbacks.
 pub struct TimingMachineObject {
     machine: TimingMachine,
@@ -187,7 +178,7 @@ pub(crate) unsafe fn deliver_output(cb: &rungs_timing_callbacks, output: Output)
                         cb.user,
                         frame,
                         tier as u8,
-                        message_c_text(tier).as_ptr().cast(),
+                        player_message_c_text(tier).as_ptr().cast(),
                     );
                 }
             }

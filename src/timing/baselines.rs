@@ -8,6 +8,7 @@
 //! same shared record of reports (S3), so they stay deterministic.
 
 use super::ladder::{one_way_frames, Timing};
+use super::policy::rate_from_reports;
 use super::TimingEvent;
 use crate::report::Record;
 
@@ -30,19 +31,6 @@ pub const RED_ALERT_PERIOD: u32 = 128;
 pub const RED_ALERT_SEND_PERIOD: u8 = 3;
 /// Protocol 0 re-reads the response times every this many frames.
 pub const PROTOCOL0_PERIOD: u32 = 128;
-
-/// The frame rate S4.2 allows, or `current` while a report is missing. Red
-/// Alert's `DesiredFrameRate = min(60 / slowest_ticks, 60 / GameSpeed)` is
-/// the same rule in 60 Hz ticks.
-pub(crate) fn rate_from_reports(record: &Record, frame: u32, speed_fps: u8, current: u8) -> u8 {
-    if !record.all_fresh(frame) {
-        return current;
-    }
-    match record.max_fresh_process_us(frame) {
-        None | Some(0) => speed_fps,
-        Some(process_us) => (1_000_000 / process_us).clamp(1, u32::from(speed_fps)) as u8,
-    }
-}
 
 /// Red Alert (`ra`): send period 3; every 128 frames `MaxAhead = RTT·fps/120`
 /// with the RTT in 60 Hz ticks — one-way frames — rounded up to the send

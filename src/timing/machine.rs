@@ -159,11 +159,18 @@ pub enum Output {
 
 /// The text of a player message: `Connection quality target: <Tier>` (S6).
 pub fn player_message_text(tier: Tier) -> &'static str {
+    let text = player_message_c_text(tier);
+    // The table is ASCII with one trailing NUL.
+    std::str::from_utf8(&text[..text.len() - 1]).unwrap_or("")
+}
+
+/// The same text with a terminating NUL, for C callbacks.
+pub fn player_message_c_text(tier: Tier) -> &'static [u8] {
     match tier {
-        Tier::Fast => "Connection quality target: Fast",
-        Tier::Normal => "Connection quality target: Normal",
-        Tier::Poor => "Connection quality target: Poor",
-        Tier::Bad => "Connection quality target: Bad",
+        Tier::Fast => b"Connection quality target: Fast\0",
+        Tier::Normal => b"Connection quality target: Normal\0",
+        Tier::Poor => b"Connection quality target: Poor\0",
+        Tier::Bad => b"Connection quality target: Bad\0",
     }
 }
 

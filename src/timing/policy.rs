@@ -25,6 +25,21 @@ pub fn is_evaluation_frame(frame: u32) -> bool {
     frame == 64 || frame == 128 || (frame >= 384 && (frame - 384) % 256 == 0)
 }
 
+/// The frame rate S4.2 allows on `frame`: `min(speed_fps, 10^6 / max process_us)`
+/// (at least 1; a process time of 0 allows any rate) while every player has a
+/// fresh report, else `current`. Red Alert's `DesiredFrameRate =
+/// min(60 / slowest_ticks, 60 / GameSpeed)` is the same rule in 60 Hz ticks,
+/// so the baselines use it too.
+pub(crate) fn rate_from_reports(record: &Record, frame: u32, speed_fps: u8, current: u8) -> u8 {
+    if !record.all_fresh(frame) {
+        return current;
+    }
+    match record.max_fresh_process_us(frame) {
+        None | Some(0) => speed_fps,
+        Some(process_us) => (1_000_000 / process_us).clamp(1, u32::from(speed_fps)) as u8,
+    }
+}
+
 /// Where an evaluation stopped (S4.4), for logs and tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
@@ -141,16 +156,7 @@ impl MasterPolicy {
 
     /// The frame rate an evaluation on `frame` chooses (S4.2).
     fn choose_rate(&self, record: &Record, frame: u32) -> u8 {
-        if !record.all_fresh(frame) {
-            return self.rate;
-        }
-        match record.max_fresh_process_us(frame) {
-            None | Some(0) => self.speed_fps,
-            Some(process_us) => {
-                let allowed = (1_000_000 / process_us).max(1);
-                allowed.min(u32::from(self.speed_fps)) as u8
-            }
-        }
+        rate_from_reports(record, frame, self.speed_fps, self.rate)
     }
 
     /// Evaluate the record on `frame`, after all of that frame's events
