@@ -11,6 +11,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "rungs.h"
+
+/* The library's test hook, exported only by a build with the `testing` cargo
+ * feature (what this Makefile links), so include/rungs.h does not declare it.
+ * Makes the next object call on this thread panic inside rungs. */
+RUNGS_API void RUNGS_CALL rungs_testing_panic_next_call(void);
+
 static int harness_passed;
 static int harness_failed;
 
