@@ -60,7 +60,21 @@ static int harness_failed;
         }                                                                              \
     } while (0)
 
-#if defined(_POSIX_C_SOURCE) && _POSIX_C_SOURCE >= 199309L
+#if defined(_WIN32)
+#define WIN32_LEAN_AND_MEAN
+#include <windows.h>
+/* The same two on Windows (the harness runs under Wine too): the
+ * performance counter and Sleep, so nothing needs MinGW's winpthread. */
+static uint64_t now_us(void) {
+    LARGE_INTEGER freq, now;
+    QueryPerformanceFrequency(&freq);
+    QueryPerformanceCounter(&now);
+    return (uint64_t)(now.QuadPart / freq.QuadPart) * 1000000u +
+           (uint64_t)(now.QuadPart % freq.QuadPart) * 1000000u / (uint64_t)freq.QuadPart;
+}
+
+static void sleep_ms(long ms) { Sleep((DWORD)ms); }
+#elif defined(_POSIX_C_SOURCE) && _POSIX_C_SOURCE >= 199309L
 #include <time.h>
 /* Monotonic microseconds and a sleep, for tests over real sockets (the test
  * defines _POSIX_C_SOURCE before its first include). */
