@@ -92,7 +92,31 @@ static void sleep_ms(long ms) {
 }
 #endif
 
+/* Checks that cannot hold under Wine, where Wine differs from Windows in a
+ * way the test can see (ntdll.dll's wine_get_version gives Wine away). They
+ * are reported as NOT RUN, loudly, never counted as passed:
+ *     if (NOT_UNDER_WINE("why")) { CHECK...; }                              */
+static int harness_not_run;
+#if defined(_WIN32)
+static int harness_under_wine(void) {
+    HMODULE ntdll = GetModuleHandleA("ntdll.dll");
+    return ntdll != NULL && GetProcAddress(ntdll, "wine_get_version") != NULL;
+}
+#else
+static int harness_under_wine(void) { return 0; }
+#endif
+
+static int harness_not_under_wine(const char *file, int line, const char *why) {
+    if (!harness_under_wine()) return 1;
+    harness_not_run++;
+    printf("NOT RUN under Wine: %s:%d: %s\n", file, line, why);
+    return 0;
+}
+#define NOT_UNDER_WINE(why) harness_not_under_wine(__FILE__, __LINE__, why)
+
 static int harness_report(const char *name) {
+    if (harness_not_run)
+        printf("%s: %d group(s) of checks NOT RUN under Wine (see above)\n", name, harness_not_run);
     printf("%s: %d passed, %d failed\n", name, harness_passed, harness_failed);
     return harness_failed ? 1 : 0;
 }
