@@ -12,7 +12,6 @@ set -euo pipefail
 
 dir=$1 tool=$2 testing=${3:-}
 root=$(cd "$(dirname "$0")/.." && pwd)
-allow="$root/scripts/windows-allowed-imports.txt"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() {
@@ -21,18 +20,7 @@ fail() {
 }
 
 # Imports: every "DLL Name:" of the import tables against the allow-list.
-"$tool-objdump" -p "$dir/rungs.dll" | sed -n 's/^[[:space:]]*DLL Name: //p' |
-    tr '[:upper:]' '[:lower:]' | sort -u >"$tmp/imports"
-[ -s "$tmp/imports" ] || fail "no imports read from rungs.dll"
-while read -r dll; do
-    allowed=no
-    while read -r pattern; do
-        case $pattern in '' | '#'*) continue ;; esac
-        # shellcheck disable=SC2254 # the allow-list holds shell patterns
-        case $dll in $pattern) allowed=yes && break ;; esac
-    done <"$allow"
-    [ $allowed = yes ] || fail "rungs.dll imports $dll, which is not in scripts/windows-allowed-imports.txt (Wine 8 may lack it; see docs/windows.md)"
-done <"$tmp/imports"
+"$root/scripts/windows-check-imports.sh" "$dir/rungs.dll" "$tool" >"$tmp/imports" || exit 1
 
 # The header's functions: build.rs writes "RUNGS_CALL name(" for each.
 sed -n 's/.*RUNGS_CALL \(rungs_[A-Za-z0-9_]*\)(.*/\1/p' "$root/include/rungs.h" | sort -u >"$tmp/header"
@@ -69,5 +57,5 @@ fi
 printf '%s: rungs.dll %s bytes, %s exports = include/rungs.h%s; imports %s\n' \
     "$dir" "$(stat -c %s "$dir/rungs.dll")" "$(wc -l <"$tmp/exports.checked")" \
     "$([ "$testing" = --testing ] && echo " + $(grep -c '^rungs_testing_' "$tmp/exports") test hook(s)")" \
-    "$(paste -sd ' ' "$tmp/imports")"
+    "$(cat "$tmp/imports")"
 printf '%s: rungs.lib and librungs.dll.a import the same %s functions\n' "$dir" "$(wc -l <"$tmp/exports")"
