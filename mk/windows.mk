@@ -12,6 +12,8 @@
 #   make harness32      the C harness as a 32-bit Linux program (gcc -m32)
 #   make tsmod          the injectable mod (examples-c/tsmod), both targets;
 #                       the x86_64 game runs under wine64
+#   make windows-prng   the ProcessPrng fallback (scripts/windows-processprng.c)
+#                       on a dev-profile DLL, which keeps std's reference
 #   make windows-test   all of the above, and what ships lacks the test hook
 
 WINDOWS_OUT := $(ROOT)/target/windows
@@ -20,7 +22,7 @@ WIN_WARN := -Wall -Wextra -Werror -pedantic
 LAYOUT_TARGETS := i686-pc-windows-gnu x86_64-pc-windows-gnu i686-unknown-linux-gnu
 
 .PHONY: windows-setup windows windows-check windows-header windows-layout windows-wine \
-    harness32 tsmod ship-check windows-test
+    windows-prng harness32 tsmod ship-check windows-test
 
 windows-setup:
 	@./scripts/setup-windows.sh
@@ -67,6 +69,23 @@ windows-wine: windows-setup
 	$(MAKE) -C ffi-tests wine
 	$(MAKE) -C examples-c wine
 
+# Without LTO (the dev profile), std's reference to ProcessPrng survives the
+# link: scripts/windows-dll.sh must resolve it with windows-processprng.c,
+# leaving no bcryptprimitives.dll import; the DLL must load under Wine and
+# the replacement must return random bytes.
+PRNG_OUT := $(WINDOWS_OUT)/x86_64-dev
+windows-prng: windows-setup
+	./scripts/windows-dll.sh x86_64-pc-windows-gnu dev $(PRNG_OUT) >$(PRNG_OUT).log; status=$$?; cat $(PRNG_OUT).log; exit $$status
+	@grep -q 'resolved by scripts/windows-processprng.c' $(PRNG_OUT).log || \
+	    { echo "FAIL: the dev-profile DLL no longer needs the ProcessPrng fallback; update docs/windows.md"; exit 1; }
+	./scripts/windows-check-imports.sh $(PRNG_OUT)/rungs.dll x86_64-w64-mingw32
+	x86_64-w64-mingw32-gcc -std=c99 $(WIN_WARN) -I$(ROOT)/include $(WIN_HEADER_TEST) \
+	    -o $(PRNG_OUT)/header_x86_64.exe $(PRNG_OUT)/librungs.dll.a
+	./scripts/wine-run.sh $(PRNG_OUT)/header_x86_64.exe && echo "the dev-profile rungs.dll loads under Wine"
+	x86_64-w64-mingw32-gcc -std=c99 $(WIN_WARN) $(ROOT)/scripts/windows-processprng-test.c \
+	    $(PRNG_OUT)/processprng.o -o $(PRNG_OUT)/processprng-test.exe -lbcrypt
+	./scripts/wine-run.sh $(PRNG_OUT)/processprng-test.exe
+
 harness32: windows-setup
 	$(MAKE) -C ffi-tests check32
 
@@ -82,4 +101,4 @@ ship-check: lib windows
 	    echo "FAIL: include/rungs.h declares a rungs_testing_ hook"; exit 1; fi
 	@echo "ship-check: no rungs_testing_ hook in librungs.so, librungs.a, rungs.dll or include/rungs.h"
 
-windows-test: windows-check windows-wine harness32 tsmod ship-check
+windows-test: windows-check windows-wine windows-prng harness32 tsmod ship-check

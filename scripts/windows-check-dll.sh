@@ -49,7 +49,7 @@ for lib in rungs.lib librungs.dll.a; do
 done
 
 if [ "$testing" != --testing ] && [ -f "$dir/librungs.a" ]; then
-    if "$tool-nm" -g --defined-only "$dir/librungs.a" 2>/dev/null | grep -q ' T _\{0,1\}rungs_testing_'; then
+    if grep -q ' T _\{0,1\}rungs_testing_' <<<"$("$tool-nm" -g --defined-only "$dir/librungs.a" 2>/dev/null)"; then
         fail "librungs.a defines a rungs_testing_ hook; what ships is built without the testing feature"
     fi
 fi

@@ -31,6 +31,8 @@ target_dir=${CARGO_TARGET_DIR:-$root/target}
 features=()
 for feature in "$@"; do features+=(--features "$feature"); done
 mkdir -p "$out"
+profile_dir=$profile
+if [ "$profile" = dev ]; then profile_dir=debug; fi
 
 # Only the staticlib crate type: the DLL is linked below, not by rustc.
 # rustc names the system libraries the static library needs
@@ -41,7 +43,7 @@ log=$(cd "$root" && cargo rustc --quiet --lib --crate-type staticlib --profile "
     exit 1
 }
 libs=$(sed -n 's/.*native-static-libs: //p' <<<"$log" | tail -1)
-libs_cache="$target_dir/$triple/$profile/native-static-libs.txt"
+libs_cache="$target_dir/$triple/$profile_dir/native-static-libs.txt"
 if [ -n "$libs" ]; then
     echo "$libs" >"$libs_cache"
 elif [ -s "$libs_cache" ]; then
@@ -51,7 +53,7 @@ else
     exit 1
 fi
 echo "$libs" >"$out/link-libs.txt"
-staticlib="$target_dir/$triple/$profile/librungs.a"
+staticlib="$target_dir/$triple/$profile_dir/librungs.a"
 
 # The export list: every function the header declares (build.rs writes
 # "RUNGS_CALL name(" for each), plus the test hooks a `testing` build defines.
@@ -66,16 +68,30 @@ staticlib="$target_dir/$triple/$profile/librungs.a"
 # --gc-sections keeps only what the exports reach; -static-libgcc so the DLL
 # needs no libgcc_s DLL; -s strips the symbols and debug info.
 # ld loads the LLVM plugin of /usr/lib/bfd-plugins, if any, which reports
-# every Rust member it cannot read as bitcode (on stdout): noise, so the log is shown
-# whole only if the link fails, and otherwise only its warnings.
-# shellcheck disable=SC2086 # $libs is a list of linker flags
-if ! "$tool-gcc" -shared -o "$out/rungs.dll" "$out/rungs.def" "$staticlib" \
-    -Wl,--gc-sections -static-libgcc -s \
-    -Wl,--out-implib,"$out/librungs.dll.a" $libs >"$out/link.log" 2>&1; then
-    grep -v '^bfd plugin: ' "$out/link.log" >&2
-    exit 1
+# every Rust member it cannot read as bitcode (on stdout): noise, so the log
+# is shown whole only if the link fails, and otherwise only its warnings.
+link_dll() {
+    # shellcheck disable=SC2086 # $libs is a list of linker flags
+    if ! "$tool-gcc" -shared -o "$out/rungs.dll" "$out/rungs.def" "$@" "$staticlib" \
+        -Wl,--gc-sections -static-libgcc -s \
+        -Wl,--out-implib,"$out/librungs.dll.a" $libs >"$out/link.log" 2>&1; then
+        grep -v '^bfd plugin: ' "$out/link.log" >&2
+        exit 1
+    fi
+    grep -i 'warning' "$out/link.log" >&2 || true
+}
+link_dll
+# If std's ProcessPrng (bcryptprimitives.dll, which Wine 8 lacks) is still
+# imported, as without LTO, relink with scripts/windows-processprng.c first:
+# it defines ProcessPrng over bcrypt.dll, so std's import object is never
+# pulled in (docs/windows.md).
+if grep -qi 'DLL Name: bcryptprimitives.dll' <<<"$("$tool-objdump" -p "$out/rungs.dll")"; then
+    "$tool-gcc" -std=c99 -O2 -Wall -Wextra -Werror -c "$root/scripts/windows-processprng.c" \
+        -o "$out/processprng.o"
+    libs="$libs -lbcrypt"
+    link_dll "$out/processprng.o"
+    echo "$out/rungs.dll: std's ProcessPrng reference survived the link; resolved by scripts/windows-processprng.c (bcrypt.dll)"
 fi
-grep -i 'warning' "$out/link.log" >&2 || true
 "$tool-dlltool" --input-def "$out/rungs.def" --dllname rungs.dll --output-lib "$out/rungs.lib"
 # The static library without debug info. std's archive members include
 # empty split-debuginfo (.dwo) files, which strip refuses: drop them first.
