@@ -66,6 +66,8 @@ fn main() {
     }
     std::fs::write(out.join("layout_asserts.rs"), asserts).expect("write layout_asserts.rs");
     if let Ok(report) = std::env::var("RUNGS_LAYOUT_REPORT") {
+        // Written again whenever it is missing (cargo reruns this script).
+        println!("cargo:rerun-if-changed={report}");
         let line = format!(
             "layout: {} structs, {} fields of include/rungs.h: size, alignment and offsets compared between C and Rust for {target}\n",
             structs.len(),
