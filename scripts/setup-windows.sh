@@ -22,14 +22,8 @@ if command -v cc >/dev/null 2>&1 && ! echo 'int main(void){return 0;}' | cc -m32
     need_apt+=(gcc-multilib)
 fi
 
-if [ ${#need_apt[@]} -gt 0 ]; then
-    echo "setup-windows: installing ${need_apt[*]}"
-    sudo=""
-    if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
-    export DEBIAN_FRONTEND=noninteractive
-    $sudo apt-get update -qq
-    $sudo apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
-fi
+# No recommends: wine64 recommends wine32, which needs i386 multiarch.
+"$(dirname "$0")/apt-install.sh" --no-install-recommends "${need_apt[@]}"
 
 if command -v rustup >/dev/null 2>&1; then
     installed=$(rustup target list --installed)
