@@ -6,6 +6,8 @@
 #   make lib                  build the release library and target/pkgconfig/rungs.pc
 #   make install PREFIX=DIR   install header, libraries and rungs.pc under DIR
 #   make pkgconfig-check      compile a C program through pkg-config, shared and static
+#   make windows              rungs.dll for i686 and x86_64 Windows (mk/windows.mk, docs/windows.md)
+#   make windows-test         Windows and 32-bit checks: imports, exports, layouts, Wine, gcc -m32, tsmod
 
 PREFIX  ?= /usr/local
 ROOT    := $(CURDIR)
@@ -14,6 +16,8 @@ RELEASE := $(ROOT)/target/release
 PCDIR   := $(ROOT)/target/pkgconfig
 
 .PHONY: setup demo test lib pc install pkgconfig-check header-check clean
+
+include mk/windows.mk
 
 setup:
 	@./scripts/setup.sh
@@ -42,6 +46,7 @@ test: setup
 	$(MAKE) -C ffi-tests check vectors asan valgrind
 	$(MAKE) -C examples-c run
 	$(MAKE) pkgconfig-check
+	$(MAKE) windows-test
 
 install: lib
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig

@@ -25,12 +25,89 @@ fn main() {
         Ok(bindings) => bindings,
         Err(e) => panic!("cbindgen could not generate include/rungs.h: {e}"),
     };
-    let mut text = Vec::new();
-    bindings.write(&mut text);
+    let mut raw = Vec::new();
+    bindings.write(&mut raw);
+    let text = with_calling_convention(&String::from_utf8(raw).expect("cbindgen writes UTF-8"))
+        .into_bytes();
     let header = crate_dir.join("include").join("rungs.h");
     let current = std::fs::read(&header).unwrap_or_default();
     if current != text {
         std::fs::create_dir_all(crate_dir.join("include")).expect("create include/");
         std::fs::write(&header, &text).expect("write include/rungs.h");
     }
+}
+
+/// Put `RUNGS_CALL` (cdecl, defined in the header's preamble from
+/// cbindgen.toml) where C wants a calling convention: before the name of
+/// every function cbindgen declared (after its `RUNGS_API`) and
+/// before the `*` of every function pointer, `(*name)(` becoming
+/// `(RUNGS_CALL *name)(`. cbindgen has no setting for either: it writes a
+/// convention only for non-C ABIs.
+fn with_calling_convention(header: &str) -> String {
+    let mut out = String::with_capacity(header.len() + 4096);
+    // cbindgen puts `RUNGS_API` on a line of its own before a long declaration.
+    let mut declaration_follows = false;
+    for line in header.split_inclusive('\n') {
+        let is_comment = line.trim_start().starts_with('*')
+            || line.trim_start().starts_with("/*")
+            || line.trim_start().starts_with("//");
+        let declares_function = declaration_follows || line.starts_with("RUNGS_API ");
+        declaration_follows = line.trim_end() == "RUNGS_API";
+        if is_comment || declaration_follows {
+            out.push_str(line);
+        } else if declares_function {
+            let at = function_name_start(line)
+                .unwrap_or_else(|| panic!("no function name in header line: {line}"));
+            out.push_str(&line[..at]);
+            out.push_str("RUNGS_CALL ");
+            out.push_str(&line[at..]);
+        } else {
+            out.push_str(&with_pointer_convention(line));
+        }
+    }
+    out
+}
+
+/// Byte offset of the first identifier in `line` that is followed by `(`:
+/// the declared function's name (return types never are).
+fn function_name_start(line: &str) -> Option<usize> {
+    let bytes = line.as_bytes();
+    let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut i = 0;
+    while i < bytes.len() {
+        if is_ident(bytes[i]) && (i == 0 || !is_ident(bytes[i - 1])) {
+            let start = i;
+            while i < bytes.len() && is_ident(bytes[i]) {
+                i += 1;
+            }
+            if bytes.get(i) == Some(&b'(') {
+                return Some(start);
+            }
+        } else {
+            i += 1;
+        }
+    }
+    None
+}
+
+/// `(*name)(` → `(RUNGS_CALL *name)(`, for every function pointer on the line.
+fn with_pointer_convention(line: &str) -> String {
+    let mut out = String::with_capacity(line.len() + 16);
+    let mut rest = line;
+    while let Some(at) = rest.find("(*") {
+        let after = &rest[at + 2..];
+        let name_len = after
+            .bytes()
+            .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+            .count();
+        let is_function_pointer = name_len > 0 && after[name_len..].starts_with(")(");
+        out.push_str(&rest[..at + 1]);
+        if is_function_pointer {
+            out.push_str("RUNGS_CALL ");
+        }
+        out.push('*');
+        rest = after;
+    }
+    out.push_str(rest);
+    out
 }

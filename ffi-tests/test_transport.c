@@ -73,8 +73,11 @@ static void test_config_and_new(void) {
     CHECK_EQ(rungs_endpoint_new(&c, &e), RUNGS_ERR_INVALID_ARGUMENT);
     c = config_for(0);
     c.bind_address = "192.0.2.1:9"; /* not an address of this machine */
-    CHECK_EQ(rungs_endpoint_new(&c, &e), RUNGS_ERR_IO);
-    CHECK(e == NULL); /* out-pointers are written only on success */
+    if (NOT_UNDER_WINE("binding to another machine's address: Wine 8's bind() accepts it, "
+                       "where Windows and Linux refuse it")) {
+        CHECK_EQ(rungs_endpoint_new(&c, &e), RUNGS_ERR_IO);
+        CHECK(e == NULL); /* out-pointers are written only on success */
+    }
 
     /* Defaults (NULL bind address), keep-alives off. */
     rungs_endpoint_config_init(&c);

@@ -15,6 +15,32 @@
 
 #include <stdint.h>
 #include <stddef.h>
+/*
+ * RUNGS_API: how a function is imported. On Windows the default is
+ * __declspec(dllimport), for linking with rungs.dll through its import
+ * library (librungs.dll.a for MinGW, rungs.lib for MSVC). Define RUNGS_STATIC
+ * before including this header when linking the static library instead
+ * (librungs.a), e.g. inside a mod DLL.
+ *
+ * RUNGS_CALL: the calling convention of every function and callback, cdecl,
+ * so a game compiled with another default (/Gz, /Gr, -mrtd) still calls
+ * rungs, and is called back by it, correctly.
+ */
+#if defined(_WIN32) || defined(__CYGWIN__)
+#  if defined(RUNGS_STATIC)
+#    define RUNGS_API
+#  else
+#    define RUNGS_API __declspec(dllimport)
+#  endif
+#  define RUNGS_CALL __cdecl
+#else
+#  define RUNGS_API
+#  if defined(__i386__) && defined(__GNUC__)
+#    define RUNGS_CALL __attribute__((cdecl))
+#  else
+#    define RUNGS_CALL
+#  endif
+#endif
 
 /**
  * Default `sample_window` of `rungs_clock_config`.
@@ -498,7 +524,7 @@ typedef struct rungs_timing {
  * A command executed on `frame`, issued by `seat`: apply it to your
  * simulation now. `bytes` lives until the callback returns.
  */
-typedef void (*rungs_lockstep_command_fn)(void *user,
+typedef void (RUNGS_CALL *rungs_lockstep_command_fn)(void *user,
                                           uint32_t frame,
                                           uint8_t seat,
                                           const uint8_t *bytes,
@@ -507,7 +533,7 @@ typedef void (*rungs_lockstep_command_fn)(void *user,
 /**
  * The timing in force changed (also on frame 0).
  */
-typedef void (*rungs_lockstep_timing_fn)(void *user,
+typedef void (RUNGS_CALL *rungs_lockstep_timing_fn)(void *user,
                                          uint32_t frame,
                                          uint8_t send_period,
                                          uint8_t look_ahead);
@@ -515,31 +541,31 @@ typedef void (*rungs_lockstep_timing_fn)(void *user,
 /**
  * The frame rate changed (also on frame 0): the pacing follows it by itself.
  */
-typedef void (*rungs_lockstep_rate_fn)(void *user, uint32_t frame, uint8_t fps);
+typedef void (RUNGS_CALL *rungs_lockstep_rate_fn)(void *user, uint32_t frame, uint8_t fps);
 
 /**
  * Show `text` in the message list (S6).
  */
-typedef void (*rungs_lockstep_message_fn)(void *user, uint32_t frame, uint8_t tier, const char *text);
+typedef void (RUNGS_CALL *rungs_lockstep_message_fn)(void *user, uint32_t frame, uint8_t tier, const char *text);
 
 /**
  * A seat event on `frame`: the master changed (`RUNGS_NO_SEAT`: no human
  * left), or a player was removed.
  */
-typedef void (*rungs_lockstep_seat_fn)(void *user, uint32_t frame, uint8_t seat);
+typedef void (RUNGS_CALL *rungs_lockstep_seat_fn)(void *user, uint32_t frame, uint8_t seat);
 
 /**
  * State checksums for `frame` differ; bit `i` of `seats` for each seat
  * whose value differs from the lowest seat's.
  */
-typedef void (*rungs_lockstep_desync_fn)(void *user, uint32_t frame, uint32_t seats);
+typedef void (RUNGS_CALL *rungs_lockstep_desync_fn)(void *user, uint32_t frame, uint32_t seats);
 
 /**
  * The link to `seat` was lost (`RUNGS_LINK_EVENT_LOST`: nothing heard for
  * the liveness timeout; you decide whether to `rungs_lockstep_drop_player`)
  * or recovered (`RUNGS_LINK_EVENT_RECOVERED`).
  */
-typedef void (*rungs_lockstep_link_fn)(void *user, uint8_t seat, uint32_t event);
+typedef void (RUNGS_CALL *rungs_lockstep_link_fn)(void *user, uint8_t seat, uint32_t event);
 
 /**
  * Callbacks, each optional (NULL), run inside `rungs_lockstep_update` on the
@@ -756,7 +782,7 @@ typedef struct rungs_timing_event {
  * stream, from your seat; it goes out with your next packet. `payload` lives
  * until the callback returns.
  */
-typedef void (*rungs_queue_event_fn)(void *user,
+typedef void (RUNGS_CALL *rungs_queue_event_fn)(void *user,
                                      uint32_t frame,
                                      uint8_t type_id,
                                      const uint8_t *payload,
@@ -766,27 +792,27 @@ typedef void (*rungs_queue_event_fn)(void *user,
  * Send frame: flush your packet now, stamping every event collected since
  * the previous send frame (yours and the queued ones) with `tag` (S5).
  */
-typedef void (*rungs_send_frame_fn)(void *user, uint32_t frame, uint32_t tag);
+typedef void (RUNGS_CALL *rungs_send_frame_fn)(void *user, uint32_t frame, uint32_t tag);
 
 /**
  * Pace at `fps` from `frame` (also on frame 0).
  */
-typedef void (*rungs_set_frame_rate_fn)(void *user, uint32_t frame, uint8_t fps);
+typedef void (RUNGS_CALL *rungs_set_frame_rate_fn)(void *user, uint32_t frame, uint8_t fps);
 
 /**
  * Show `text` in the message list (S6).
  */
-typedef void (*rungs_session_message_fn)(void *user, uint32_t frame, uint8_t tier, const char *text);
+typedef void (RUNGS_CALL *rungs_session_message_fn)(void *user, uint32_t frame, uint8_t tier, const char *text);
 
 /**
  * The master is now `seat` (`RUNGS_NO_SEAT` when no human is left).
  */
-typedef void (*rungs_session_master_fn)(void *user, uint32_t frame, uint8_t seat);
+typedef void (RUNGS_CALL *rungs_session_master_fn)(void *user, uint32_t frame, uint8_t seat);
 
 /**
  * The timing in force changed (also on frame 0).
  */
-typedef void (*rungs_session_timing_fn)(void *user,
+typedef void (RUNGS_CALL *rungs_session_timing_fn)(void *user,
                                         uint32_t frame,
                                         uint8_t send_period,
                                         uint8_t look_ahead);
@@ -794,7 +820,7 @@ typedef void (*rungs_session_timing_fn)(void *user,
 /**
  * A log line (`RUNGS_LOG_*`); `text` lives until the callback returns.
  */
-typedef void (*rungs_log_fn)(void *user, uint8_t level, const char *text);
+typedef void (RUNGS_CALL *rungs_log_fn)(void *user, uint8_t level, const char *text);
 
 /**
  * The session's callbacks, each optional (NULL). They run synchronously on
@@ -872,7 +898,7 @@ typedef struct rungs_session_config {
 /**
  * Called when the timing in force changes (and on frame 0).
  */
-typedef void (*rungs_timing_changed_fn)(void *user,
+typedef void (RUNGS_CALL *rungs_timing_changed_fn)(void *user,
                                         uint32_t frame,
                                         uint8_t send_period,
                                         uint8_t look_ahead);
@@ -880,18 +906,18 @@ typedef void (*rungs_timing_changed_fn)(void *user,
 /**
  * Called when the frame rate to pace at changes (and on frame 0).
  */
-typedef void (*rungs_frame_rate_changed_fn)(void *user, uint32_t frame, uint8_t fps);
+typedef void (RUNGS_CALL *rungs_frame_rate_changed_fn)(void *user, uint32_t frame, uint8_t fps);
 
 /**
  * Called with a message for the player's message list, e.g.
  * `Connection quality target: Normal` (S6). `text` lives until the callback returns.
  */
-typedef void (*rungs_player_message_fn)(void *user, uint32_t frame, uint8_t tier, const char *text);
+typedef void (RUNGS_CALL *rungs_player_message_fn)(void *user, uint32_t frame, uint8_t tier, const char *text);
 
 /**
  * Called when a removal hands the master role to `seat` (`RUNGS_NO_SEAT` if no human is left).
  */
-typedef void (*rungs_master_changed_fn)(void *user, uint32_t frame, uint8_t seat);
+typedef void (RUNGS_CALL *rungs_master_changed_fn)(void *user, uint32_t frame, uint8_t seat);
 
 /**
  * Callbacks, each optional (NULL). They run synchronously on the calling
@@ -946,7 +972,7 @@ typedef struct rungs_timing_machine_config {
  * `rungs_endpoint_poll`; calling back into the same endpoint from it returns
  * `RUNGS_ERR_REENTRANT`.
  */
-typedef void (*rungs_link_event_fn)(void *user, uint8_t seat, uint32_t event);
+typedef void (RUNGS_CALL *rungs_link_event_fn)(void *user, uint8_t seat, uint32_t event);
 
 /**
  * Settings of a transport endpoint. Fill with `rungs_endpoint_config_init`,
@@ -1199,12 +1225,14 @@ extern "C" {
  * Errors: `RUNGS_ERR_NULL_POINTER` (config, out), `RUNGS_ERR_INVALID_ARGUMENT`
  * (struct_size, sample_window or max_slew_ppm out of range).
  */
-rungs_result rungs_clock_new(const struct rungs_clock_config *config, struct rungs_clock **out);
+RUNGS_API
+rungs_result RUNGS_CALL rungs_clock_new(const struct rungs_clock_config *config,
+                             struct rungs_clock **out);
 
 /**
  * Release a clock. NULL is accepted; a poisoned object is released too.
  */
-rungs_result rungs_clock_free(struct rungs_clock *clock);
+RUNGS_API rungs_result RUNGS_CALL rungs_clock_free(struct rungs_clock *clock);
 
 /**
  * Add an exchange, completed at local time `local_now_us` (normally its
@@ -1215,7 +1243,8 @@ rungs_result rungs_clock_free(struct rungs_clock *clock);
  * (timestamps that contradict each other, a round trip over 60 s, or
  * `local_now_us` earlier than a previous call's; the sample is not kept).
  */
-rungs_result rungs_clock_add_sample(struct rungs_clock *clock,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_clock_add_sample(struct rungs_clock *clock,
                                     const struct rungs_clock_sample *sample,
                                     int64_t local_now_us);
 
@@ -1224,7 +1253,9 @@ rungs_result rungs_clock_add_sample(struct rungs_clock *clock,
  *
  * Errors: `RUNGS_ERR_NULL_POINTER` (out), `RUNGS_ERR_STATE` (no sample yet).
  */
-rungs_result rungs_clock_estimate(struct rungs_clock *clock, struct rungs_offset_estimate *out);
+RUNGS_API
+rungs_result RUNGS_CALL rungs_clock_estimate(struct rungs_clock *clock,
+                                  struct rungs_offset_estimate *out);
 
 /**
  * Reference time at local time `local_now_us`, into `*out_reference_us`:
@@ -1233,7 +1264,8 @@ rungs_result rungs_clock_estimate(struct rungs_clock *clock, struct rungs_offset
  * Errors: `RUNGS_ERR_NULL_POINTER` (out_reference_us), `RUNGS_ERR_STATE`
  * (no sample yet), `RUNGS_ERR_INVALID_ARGUMENT` (local time went backwards).
  */
-rungs_result rungs_clock_reference_time(struct rungs_clock *clock,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_clock_reference_time(struct rungs_clock *clock,
                                         int64_t local_now_us,
                                         int64_t *out_reference_us);
 
@@ -1244,12 +1276,14 @@ rungs_result rungs_clock_reference_time(struct rungs_clock *clock,
  * Errors: `RUNGS_ERR_NULL_POINTER` (config, out), `RUNGS_ERR_INVALID_ARGUMENT`
  * (struct_size, fps 0, max_nudge_permille out of range).
  */
-rungs_result rungs_pacer_new(const struct rungs_pacer_config *config, struct rungs_pacer **out);
+RUNGS_API
+rungs_result RUNGS_CALL rungs_pacer_new(const struct rungs_pacer_config *config,
+                             struct rungs_pacer **out);
 
 /**
  * Release a pacer. NULL is accepted; a poisoned object is released too.
  */
-rungs_result rungs_pacer_free(struct rungs_pacer *pacer);
+RUNGS_API rungs_result RUNGS_CALL rungs_pacer_free(struct rungs_pacer *pacer);
 
 /**
  * The next frame, into `*out_frame`, and the reference time (µs) at which
@@ -1259,7 +1293,8 @@ rungs_result rungs_pacer_free(struct rungs_pacer *pacer);
  *
  * Errors: `RUNGS_ERR_NULL_POINTER` (out_frame, out_due_us; neither written).
  */
-rungs_result rungs_pacer_next_frame_due(struct rungs_pacer *pacer,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_pacer_next_frame_due(struct rungs_pacer *pacer,
                                         uint32_t *out_frame,
                                         int64_t *out_due_us);
 
@@ -1271,7 +1306,10 @@ rungs_result rungs_pacer_next_frame_due(struct rungs_pacer *pacer,
  *
  * Errors: `RUNGS_ERR_STATE` (frame out of order; no effect).
  */
-rungs_result rungs_pacer_frame_started(struct rungs_pacer *pacer, uint32_t frame, int64_t now_us);
+RUNGS_API
+rungs_result RUNGS_CALL rungs_pacer_frame_started(struct rungs_pacer *pacer,
+                                       uint32_t frame,
+                                       int64_t now_us);
 
 /**
  * The frame rate becomes `fps` from frame `from_frame` on (when the timing
@@ -1282,7 +1320,10 @@ rungs_result rungs_pacer_frame_started(struct rungs_pacer *pacer, uint32_t frame
  * Errors: `RUNGS_ERR_INVALID_ARGUMENT` (fps 0), `RUNGS_ERR_STATE`
  * (`from_frame` before the latest rate change or after the next frame due).
  */
-rungs_result rungs_pacer_set_fps(struct rungs_pacer *pacer, uint8_t fps, uint32_t from_frame);
+RUNGS_API
+rungs_result RUNGS_CALL rungs_pacer_set_fps(struct rungs_pacer *pacer,
+                                 uint8_t fps,
+                                 uint32_t from_frame);
 
 /**
  * A new reference point: `frame` ideally starts at reference time
@@ -1290,7 +1331,10 @@ rungs_result rungs_pacer_set_fps(struct rungs_pacer *pacer, uint8_t fps, uint32_
  *
  * Errors: `RUNGS_ERR_STATE` (`frame` before the latest rate change).
  */
-rungs_result rungs_pacer_set_reference(struct rungs_pacer *pacer, uint32_t frame, int64_t start_us);
+RUNGS_API
+rungs_result RUNGS_CALL rungs_pacer_set_reference(struct rungs_pacer *pacer,
+                                       uint32_t frame,
+                                       int64_t start_us);
 
 /**
  * When `frame` ideally starts on the shared schedule, into `*out_start_us`
@@ -1298,63 +1342,59 @@ rungs_result rungs_pacer_set_reference(struct rungs_pacer *pacer, uint32_t frame
  *
  * Errors: `RUNGS_ERR_NULL_POINTER` (out_start_us).
  */
-rungs_result rungs_pacer_ideal_start(struct rungs_pacer *pacer,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_pacer_ideal_start(struct rungs_pacer *pacer,
                                      uint32_t frame,
                                      int64_t *out_start_us);
 
 /**
- * For test harnesses only — never call this in a game. Makes the next call on
- * any object, on this thread, panic inside the library, so a harness can see
- * the panic caught (`RUNGS_ERR_PANIC`), the object poisoned (later calls
- * return `RUNGS_ERR_POISONED`) and `_free` still working.
- */
-void rungs_testing_panic_next_call(void);
-
-/**
  * The timing of `rung` (1–10): `N/3N`, rung 1 is `1/4` (S2).
  */
-rungs_result rungs_rung_timing(uint8_t rung, struct rungs_timing *out);
+RUNGS_API rungs_result RUNGS_CALL rungs_rung_timing(uint8_t rung, struct rungs_timing *out);
 
 /**
  * Half a round trip in frames, rounded up: `ceil(rtt_ms * fps / 2000)` (S2).
  */
-rungs_result rungs_one_way_frames(uint32_t rtt_ms, uint8_t fps, uint32_t *out);
+RUNGS_API rungs_result RUNGS_CALL rungs_one_way_frames(uint32_t rtt_ms, uint8_t fps, uint32_t *out);
 
 /**
  * The same with a quarter of headroom: `ceil(rtt_ms * 5 * fps / 8000)` (S2).
  */
-rungs_result rungs_one_way_frames_headroom(uint32_t rtt_ms, uint8_t fps, uint32_t *out);
+RUNGS_API rungs_result RUNGS_CALL rungs_one_way_frames_headroom(uint32_t rtt_ms, uint8_t fps, uint32_t *out);
 
 /**
  * The lowest timing whose look-ahead covers `owt` one-way frames plus one
  * send period (S2): `1/4`, `N/3N`, or `10/L` up to `10/250`.
  */
-rungs_result rungs_required_timing(uint32_t owt, struct rungs_timing *out);
+RUNGS_API rungs_result RUNGS_CALL rungs_required_timing(uint32_t owt, struct rungs_timing *out);
 
 /**
  * `RUNGS_OK` when `timing` satisfies S1, else `RUNGS_ERR_INVALID_ARGUMENT`.
  */
-rungs_result rungs_timing_validate(const struct rungs_timing *timing);
+RUNGS_API rungs_result RUNGS_CALL rungs_timing_validate(const struct rungs_timing *timing);
 
 /**
  * Compare two timings (S1 order): `*out` is -1, 0 or 1 as `a` is less
  * than, equal to or greater than `b` ("needs a higher rung, or a longer
  * look-ahead on the same rung" is greater).
  */
-rungs_result rungs_timing_compare(const struct rungs_timing *a,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_timing_compare(const struct rungs_timing *a,
                                   const struct rungs_timing *b,
                                   int32_t *out);
 
 /**
  * The tier a player is shown for `timing` (S6): one of `RUNGS_TIER_*`.
  */
-rungs_result rungs_timing_tier(const struct rungs_timing *timing, uint8_t *out_tier);
+RUNGS_API rungs_result RUNGS_CALL rungs_timing_tier(const struct rungs_timing *timing, uint8_t *out_tier);
 
 /**
  * The disabled Connection slider's position for `timing`: `11 - rung` on a
  * 1–10 scale, so rung 1 sits at the right end (S6).
  */
-rungs_result rungs_timing_slider_position(const struct rungs_timing *timing, uint8_t *out);
+RUNGS_API
+rungs_result RUNGS_CALL rungs_timing_slider_position(const struct rungs_timing *timing,
+                                          uint8_t *out);
 
 /**
  * The slider label for `timing`, e.g. `Fast (rung 2)` (S6), copied with a
@@ -1362,7 +1402,8 @@ rungs_result rungs_timing_slider_position(const struct rungs_timing *timing, uin
  * `*out_len` (may be NULL) receives the length without the terminator. A
  * buffer too small gets `RUNGS_ERR_BUFFER_TOO_SMALL` and is left untouched.
  */
-rungs_result rungs_timing_label(const struct rungs_timing *timing,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_timing_label(const struct rungs_timing *timing,
                                 char *buf,
                                 size_t cap,
                                 size_t *out_len);
@@ -1371,7 +1412,7 @@ rungs_result rungs_timing_label(const struct rungs_timing *timing,
  * The name of a tier (`"Fast"`, `"Normal"`, `"Poor"`, `"Bad"`) as a static
  * string through `*out`; `RUNGS_ERR_INVALID_ARGUMENT` for another value.
  */
-rungs_result rungs_tier_name(uint8_t tier, const char **out);
+RUNGS_API rungs_result RUNGS_CALL rungs_tier_name(uint8_t tier, const char **out);
 
 /**
  * Make a lockstep game on this machine, its socket bound to
@@ -1379,24 +1420,26 @@ rungs_result rungs_tier_name(uint8_t tier, const char **out);
  * Add every other human seat with `rungs_lockstep_add_peer` before the
  * first `rungs_lockstep_update`.
  */
-rungs_result rungs_lockstep_new(const struct rungs_lockstep_config *config,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_lockstep_new(const struct rungs_lockstep_config *config,
                                 uint64_t now_us,
                                 struct rungs_lockstep **out);
 
 /**
  * Release a game (closes its socket). NULL accepted; refused from inside a callback.
  */
-rungs_result rungs_lockstep_free(struct rungs_lockstep *ls);
+RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_free(struct rungs_lockstep *ls);
 
 /**
  * The UDP port the socket is bound to (the one the OS picked for port 0).
  */
-rungs_result rungs_lockstep_local_port(struct rungs_lockstep *ls, uint16_t *out_port);
+RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_local_port(struct rungs_lockstep *ls, uint16_t *out_port);
 
 /**
  * Bind human `seat` to `address` (`"ip:port"`), before frame 0.
  */
-rungs_result rungs_lockstep_add_peer(struct rungs_lockstep *ls,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_lockstep_add_peer(struct rungs_lockstep *ls,
                                      uint8_t seat,
                                      const char *address,
                                      uint64_t now_us);
@@ -1407,7 +1450,8 @@ rungs_result rungs_lockstep_add_peer(struct rungs_lockstep *ls,
  * every machine, on the same frame. `*out_frame` (may be NULL) receives
  * the frame it is forecast to execute on or after.
  */
-rungs_result rungs_lockstep_submit_command(struct rungs_lockstep *ls,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_lockstep_submit_command(struct rungs_lockstep *ls,
                                            const uint8_t *bytes,
                                            size_t len,
                                            uint32_t *out_frame);
@@ -1416,26 +1460,29 @@ rungs_result rungs_lockstep_submit_command(struct rungs_lockstep *ls,
  * Your state checksum after `frame` ran (a multiple of `checksum_interval`);
  * machines compare them and report a mismatch through `desync`.
  */
-rungs_result rungs_lockstep_submit_checksum(struct rungs_lockstep *ls,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_lockstep_submit_checksum(struct rungs_lockstep *ls,
                                             uint32_t frame,
                                             uint64_t checksum);
 
 /**
  * One frame's work took `duration_us` (for the reports, S3).
  */
-rungs_result rungs_lockstep_add_frame_work_us(struct rungs_lockstep *ls, uint64_t duration_us);
+RUNGS_API
+rungs_result RUNGS_CALL rungs_lockstep_add_frame_work_us(struct rungs_lockstep *ls,
+                                              uint64_t duration_us);
 
 /**
  * Leave the game: your removal is a command like any other; keep calling
  * `rungs_lockstep_update` until it reports `RUNGS_LOCKSTEP_LEFT`.
  */
-rungs_result rungs_lockstep_leave(struct rungs_lockstep *ls);
+RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_leave(struct rungs_lockstep *ls);
 
 /**
  * Drop `seat`, whose machine no longer answers (after `RUNGS_LINK_EVENT_LOST`):
  * every remaining machine agrees on the last of its commands to execute.
  */
-rungs_result rungs_lockstep_drop_player(struct rungs_lockstep *ls, uint8_t seat);
+RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_drop_player(struct rungs_lockstep *ls, uint8_t seat);
 
 /**
  * Drive the game at `now_us` (your monotonic clock, µs): read the socket,
@@ -1443,25 +1490,30 @@ rungs_result rungs_lockstep_drop_player(struct rungs_lockstep *ls, uint8_t seat)
  * here (its commands go to the `command` callback), send, and report
  * events. `*out` (may be NULL) says what happened and when to call again.
  */
-rungs_result rungs_lockstep_update(struct rungs_lockstep *ls,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_lockstep_update(struct rungs_lockstep *ls,
                                    uint64_t now_us,
                                    struct rungs_lockstep_update_result *out);
 
 /**
  * Timing, target, tier, master and evaluation state (as for a timing machine).
  */
-rungs_result rungs_lockstep_status(struct rungs_lockstep *ls, struct rungs_timing_status *out);
+RUNGS_API
+rungs_result RUNGS_CALL rungs_lockstep_status(struct rungs_lockstep *ls,
+                                   struct rungs_timing_status *out);
 
 /**
  * Counters for a diagnostics screen.
  */
-rungs_result rungs_lockstep_get_stats(struct rungs_lockstep *ls, struct rungs_lockstep_stats *out);
+RUNGS_API
+rungs_result RUNGS_CALL rungs_lockstep_get_stats(struct rungs_lockstep *ls,
+                                      struct rungs_lockstep_stats *out);
 
 /**
  * 1 when each player sends a report on `frame` (32, 64, then every 128:
  * 192, 320, ...; S3), else 0.
  */
-uint8_t rungs_is_report_frame(uint32_t frame);
+RUNGS_API uint8_t RUNGS_CALL rungs_is_report_frame(uint32_t frame);
 
 /**
  * Make measurements with no peers, at the start of the first report
@@ -1469,19 +1521,20 @@ uint8_t rungs_is_report_frame(uint32_t frame);
  *
  * Errors: `RUNGS_ERR_NULL_POINTER` (out).
  */
-rungs_result rungs_measurements_new(struct rungs_measurements **out);
+RUNGS_API rungs_result RUNGS_CALL rungs_measurements_new(struct rungs_measurements **out);
 
 /**
  * Release measurements. NULL is accepted; a poisoned object is released too.
  */
-rungs_result rungs_measurements_free(struct rungs_measurements *measurements);
+RUNGS_API rungs_result RUNGS_CALL rungs_measurements_free(struct rungs_measurements *measurements);
 
 /**
  * A frame's work begins at `now_us` (any monotonic microsecond clock).
  *
  * Errors: `RUNGS_ERR_STATE` (a frame's work is already open).
  */
-rungs_result rungs_measurements_frame_work_begin(struct rungs_measurements *measurements,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_measurements_frame_work_begin(struct rungs_measurements *measurements,
                                                  uint64_t now_us);
 
 /**
@@ -1491,13 +1544,15 @@ rungs_result rungs_measurements_frame_work_begin(struct rungs_measurements *meas
  * Errors: `RUNGS_ERR_STATE` (no frame open), `RUNGS_ERR_INVALID_ARGUMENT`
  * (`now_us` before the begin; the frame stays open).
  */
-rungs_result rungs_measurements_frame_work_end(struct rungs_measurements *measurements,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_measurements_frame_work_end(struct rungs_measurements *measurements,
                                                uint64_t now_us);
 
 /**
  * One frame took `duration_us` of processing (instead of begin/end).
  */
-rungs_result rungs_measurements_add_frame_work_us(struct rungs_measurements *measurements,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_measurements_add_frame_work_us(struct rungs_measurements *measurements,
                                                   uint64_t duration_us);
 
 /**
@@ -1505,7 +1560,8 @@ rungs_result rungs_measurements_add_frame_work_us(struct rungs_measurements *mea
  *
  * Errors: `RUNGS_ERR_STATE` (a wait is already open).
  */
-rungs_result rungs_measurements_wait_begin(struct rungs_measurements *measurements,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_measurements_wait_begin(struct rungs_measurements *measurements,
                                            uint64_t now_us);
 
 /**
@@ -1515,12 +1571,15 @@ rungs_result rungs_measurements_wait_begin(struct rungs_measurements *measuremen
  * Errors: `RUNGS_ERR_STATE` (no wait open), `RUNGS_ERR_INVALID_ARGUMENT`
  * (`now_us` before the begin; the wait stays open).
  */
-rungs_result rungs_measurements_wait_end(struct rungs_measurements *measurements, uint64_t now_us);
+RUNGS_API
+rungs_result RUNGS_CALL rungs_measurements_wait_end(struct rungs_measurements *measurements,
+                                         uint64_t now_us);
 
 /**
  * One wait for the other players lasted `duration_us` (instead of begin/end).
  */
-rungs_result rungs_measurements_add_wait_us(struct rungs_measurements *measurements,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_measurements_add_wait_us(struct rungs_measurements *measurements,
                                             uint64_t duration_us);
 
 /**
@@ -1529,14 +1588,18 @@ rungs_result rungs_measurements_add_wait_us(struct rungs_measurements *measureme
  *
  * Errors: `RUNGS_ERR_STATE` (already measured).
  */
-rungs_result rungs_measurements_add_peer(struct rungs_measurements *measurements, uint8_t peer);
+RUNGS_API
+rungs_result RUNGS_CALL rungs_measurements_add_peer(struct rungs_measurements *measurements,
+                                         uint8_t peer);
 
 /**
  * Stop measuring `peer` (it left the game).
  *
  * Errors: `RUNGS_ERR_UNKNOWN_SEAT` (not measured).
  */
-rungs_result rungs_measurements_remove_peer(struct rungs_measurements *measurements, uint8_t peer);
+RUNGS_API
+rungs_result RUNGS_CALL rungs_measurements_remove_peer(struct rungs_measurements *measurements,
+                                            uint8_t peer);
 
 /**
  * A round-trip sample of `rtt_ms` to `peer`. `clean` is 1 when the sample
@@ -1547,7 +1610,8 @@ rungs_result rungs_measurements_remove_peer(struct rungs_measurements *measureme
  * Errors: `RUNGS_ERR_INVALID_ARGUMENT` (`clean` not 0/1),
  * `RUNGS_ERR_UNKNOWN_SEAT` (peer not measured).
  */
-rungs_result rungs_measurements_add_rtt_sample(struct rungs_measurements *measurements,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_measurements_add_rtt_sample(struct rungs_measurements *measurements,
                                                uint8_t peer,
                                                uint32_t rtt_ms,
                                                uint8_t clean);
@@ -1559,7 +1623,8 @@ rungs_result rungs_measurements_add_rtt_sample(struct rungs_measurements *measur
  *
  * Errors: `RUNGS_ERR_NULL_POINTER` (out; the interval does not end).
  */
-rungs_result rungs_measurements_take_report(struct rungs_measurements *measurements,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_measurements_take_report(struct rungs_measurements *measurements,
                                             struct rungs_report *out);
 
 /**
@@ -1572,7 +1637,8 @@ rungs_result rungs_measurements_take_report(struct rungs_measurements *measureme
  * `RUNGS_ERR_INVALID_ARGUMENT` (the event breaks S1 or has frame rate 0),
  * `RUNGS_ERR_BUFFER_TOO_SMALL` (cap < 5; nothing written).
  */
-rungs_result rungs_timing_payload_encode(const struct rungs_timing_event *event,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_timing_payload_encode(const struct rungs_timing_event *event,
                                          uint8_t fog_bias,
                                          uint8_t *buf,
                                          size_t cap,
@@ -1586,7 +1652,8 @@ rungs_result rungs_timing_payload_encode(const struct rungs_timing_event *event,
  * (length other than 5, frame rate 0 or above 255, MaxAhead below the bias,
  * a timing that breaks S1). `*out` is written only on success.
  */
-rungs_result rungs_timing_payload_decode(const uint8_t *bytes,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_timing_payload_decode(const uint8_t *bytes,
                                          size_t len,
                                          uint8_t fog_bias,
                                          struct rungs_timing_event *out);
@@ -1602,7 +1669,8 @@ rungs_result rungs_timing_payload_decode(const uint8_t *bytes,
  * outside 1–10 or different from the event's), `RUNGS_ERR_BUFFER_TOO_SMALL`
  * (cap < 4; nothing written).
  */
-rungs_result rungs_ra_timing_payload_encode(const struct rungs_timing_event *event,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_ra_timing_payload_encode(const struct rungs_timing_event *event,
                                             uint8_t send_period,
                                             uint8_t *buf,
                                             size_t cap,
@@ -1616,7 +1684,8 @@ rungs_result rungs_ra_timing_payload_encode(const struct rungs_timing_event *eve
  * (send period outside 1–10), `RUNGS_ERR_MALFORMED` (length other than 4,
  * frame rate 0 or above 255, MaxAhead that breaks S1 with that send period).
  */
-rungs_result rungs_ra_timing_payload_decode(const uint8_t *bytes,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_ra_timing_payload_decode(const uint8_t *bytes,
                                             size_t len,
                                             uint8_t send_period,
                                             struct rungs_timing_event *out);
@@ -1632,7 +1701,8 @@ rungs_result rungs_ra_timing_payload_decode(const uint8_t *bytes,
  * `RUNGS_ERR_INVALID_ARGUMENT` (unknown layout, `has_worst_rtt` not 0/1),
  * `RUNGS_ERR_BUFFER_TOO_SMALL` (nothing written).
  */
-rungs_result rungs_report_payload_encode(const struct rungs_report *report,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_report_payload_encode(const struct rungs_report *report,
                                          uint8_t layout,
                                          uint8_t *buf,
                                          size_t cap,
@@ -1645,7 +1715,8 @@ rungs_result rungs_report_payload_encode(const struct rungs_report *report,
  * (unknown layout), `RUNGS_ERR_MALFORMED` (wrong length, or an extended
  * payload whose version byte is not 1).
  */
-rungs_result rungs_report_payload_decode(const uint8_t *bytes,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_report_payload_decode(const uint8_t *bytes,
                                          size_t len,
                                          uint8_t layout,
                                          struct rungs_report *out);
@@ -1654,7 +1725,7 @@ rungs_result rungs_report_payload_decode(const uint8_t *bytes,
  * The name of a result code, e.g. `"RUNGS_ERR_NULL_POINTER"`; `"RUNGS_ERR_UNKNOWN_CODE"`
  * for a value no version of rungs has used. The string is static: never free it.
  */
-const char *rungs_result_str(rungs_result code);
+RUNGS_API const char *RUNGS_CALL rungs_result_str(rungs_result code);
 
 /**
  * Copy the calling thread's latest error detail (NUL-terminated, truncated to
@@ -1662,20 +1733,21 @@ const char *rungs_result_str(rungs_result code);
  * length without the NUL, so a caller can retry with a larger buffer.
  * An empty string means no error has been recorded on this thread.
  */
-rungs_result rungs_last_error_message(char *buf, size_t cap, size_t *out_len);
+RUNGS_API rungs_result RUNGS_CALL rungs_last_error_message(char *buf, size_t cap, size_t *out_len);
 
 /**
  * Make a session for the eve of frame 0. Refused with
  * `RUNGS_ERR_INVALID_ARGUMENT` when two roles share an event ID, an ID is
  * above 255, or the seats are invalid. `*out` is written only on success.
  */
-rungs_result rungs_session_new(const struct rungs_session_config *config,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_session_new(const struct rungs_session_config *config,
                                struct rungs_session **out);
 
 /**
  * Release a session. NULL is accepted; refused from inside its callbacks.
  */
-rungs_result rungs_session_free(struct rungs_session *s);
+RUNGS_API rungs_result RUNGS_CALL rungs_session_free(struct rungs_session *s);
 
 /**
  * Start `frame` (0, 1, 2, ... without gaps). `*out_executes_commands` (may
@@ -1683,7 +1755,8 @@ rungs_result rungs_session_free(struct rungs_session *s);
  * event tagged at or before it, in (tag, seat, issue order), handing rungs'
  * events to `rungs_session_event_executed`.
  */
-rungs_result rungs_session_frame_begin(struct rungs_session *s,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_session_frame_begin(struct rungs_session *s,
                                        uint32_t frame,
                                        int32_t *out_executes_commands);
 
@@ -1694,7 +1767,8 @@ rungs_result rungs_session_frame_begin(struct rungs_session *s,
  * (`RUNGS_ERR_UNREGISTERED_EVENT`), a payload of the wrong size or content
  * (`RUNGS_ERR_MALFORMED`), an unknown seat (`RUNGS_ERR_UNKNOWN_SEAT`).
  */
-rungs_result rungs_session_event_executed(struct rungs_session *s,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_session_event_executed(struct rungs_session *s,
                                           uint8_t type_id,
                                           uint8_t seat,
                                           uint32_t frame,
@@ -1705,58 +1779,61 @@ rungs_result rungs_session_event_executed(struct rungs_session *s,
  * Your removal of `seat` executed on the current frame (S3); removing the
  * master hands the role to the next human in house order (S4.6).
  */
-rungs_result rungs_session_player_removed(struct rungs_session *s, uint8_t seat);
+RUNGS_API rungs_result RUNGS_CALL rungs_session_player_removed(struct rungs_session *s, uint8_t seat);
 
 /**
  * End the current frame: your report on report frames (32, 64, then every
  * 128), the master's evaluation, and on a send frame the `send_frame`
  * callback. Events to queue arrive through `queue_event` before it.
  */
-rungs_result rungs_session_frame_end(struct rungs_session *s);
+RUNGS_API rungs_result RUNGS_CALL rungs_session_frame_end(struct rungs_session *s);
 
 /**
  * The frame a command you issue now will execute on or after (S5): exact on
  * a send frame before `frame_end`, else a forecast for the next send frame;
  * the tag given to `send_frame` is the final one.
  */
-rungs_result rungs_session_submit_command(struct rungs_session *s, uint32_t *out_frame);
+RUNGS_API rungs_result RUNGS_CALL rungs_session_submit_command(struct rungs_session *s, uint32_t *out_frame);
 
 /**
  * This frame's work starts at `now_us` (any monotonic µs clock) (S3).
  */
-rungs_result rungs_session_frame_work_begin(struct rungs_session *s, uint64_t now_us);
+RUNGS_API rungs_result RUNGS_CALL rungs_session_frame_work_begin(struct rungs_session *s, uint64_t now_us);
 
 /**
  * This frame's work ends at `now_us`.
  */
-rungs_result rungs_session_frame_work_end(struct rungs_session *s, uint64_t now_us);
+RUNGS_API rungs_result RUNGS_CALL rungs_session_frame_work_end(struct rungs_session *s, uint64_t now_us);
 
 /**
  * One frame's work took `duration_us` (instead of begin/end).
  */
-rungs_result rungs_session_add_frame_work_us(struct rungs_session *s, uint64_t duration_us);
+RUNGS_API
+rungs_result RUNGS_CALL rungs_session_add_frame_work_us(struct rungs_session *s,
+                                             uint64_t duration_us);
 
 /**
  * You start waiting for other players at `now_us` (S3).
  */
-rungs_result rungs_session_wait_begin(struct rungs_session *s, uint64_t now_us);
+RUNGS_API rungs_result RUNGS_CALL rungs_session_wait_begin(struct rungs_session *s, uint64_t now_us);
 
 /**
  * The wait ends at `now_us`.
  */
-rungs_result rungs_session_wait_end(struct rungs_session *s, uint64_t now_us);
+RUNGS_API rungs_result RUNGS_CALL rungs_session_wait_end(struct rungs_session *s, uint64_t now_us);
 
 /**
  * One wait lasted `duration_us` (instead of begin/end).
  */
-rungs_result rungs_session_add_wait_us(struct rungs_session *s, uint64_t duration_us);
+RUNGS_API rungs_result RUNGS_CALL rungs_session_add_wait_us(struct rungs_session *s, uint64_t duration_us);
 
 /**
  * A round trip to `peer` in ms; `clean` is 1 when it was measured on a
  * packet sent once, 0 for a retransmitted one (it then never replaces a
  * measured value, S3/S8). Only other human players are peers.
  */
-rungs_result rungs_session_rtt_sample(struct rungs_session *s,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_session_rtt_sample(struct rungs_session *s,
                                       uint8_t peer,
                                       uint32_t rtt_ms,
                                       int32_t clean);
@@ -1769,38 +1846,43 @@ rungs_result rungs_session_rtt_sample(struct rungs_session *s,
  * retransmitting one keeps its last measured round trip (S3). Links to
  * seats that are not this session's peers are ignored.
  */
-rungs_result rungs_session_sample_links(struct rungs_session *s,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_session_sample_links(struct rungs_session *s,
                                         struct rungs_endpoint *endpoint,
                                         uint64_t now_us);
 
 /**
  * Change the game speed's cap, 1–255 (call on every machine on the same frame).
  */
-rungs_result rungs_session_set_speed(struct rungs_session *s, uint8_t speed_fps);
+RUNGS_API rungs_result RUNGS_CALL rungs_session_set_speed(struct rungs_session *s, uint8_t speed_fps);
 
 /**
  * Timing, target, tier, master and evaluation state, for a UI or log.
  */
-rungs_result rungs_session_status(struct rungs_session *s, struct rungs_timing_status *out);
+RUNGS_API
+rungs_result RUNGS_CALL rungs_session_status(struct rungs_session *s,
+                                  struct rungs_timing_status *out);
 
 /**
  * Make a timing machine for the eve of frame 0. `*out` is written only on success.
  */
-rungs_result rungs_timing_machine_new(const struct rungs_timing_machine_config *config,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_timing_machine_new(const struct rungs_timing_machine_config *config,
                                       struct rungs_timing_machine **out);
 
 /**
  * Release a machine. NULL is accepted. Refused with `RUNGS_ERR_REENTRANT`
  * from inside one of its own callbacks.
  */
-rungs_result rungs_timing_machine_free(struct rungs_timing_machine *m);
+RUNGS_API rungs_result RUNGS_CALL rungs_timing_machine_free(struct rungs_timing_machine *m);
 
 /**
  * Step 1 of `frame` (frames run 0, 1, 2, ... without gaps): a staged
  * decrease activates or steps down. `*out_executes_commands` (may be NULL)
  * is 1 when this is a send frame whose due commands execute now.
  */
-rungs_result rungs_timing_machine_begin_frame(struct rungs_timing_machine *m,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_timing_machine_begin_frame(struct rungs_timing_machine *m,
                                               uint32_t frame,
                                               int32_t *out_executes_commands);
 
@@ -1810,7 +1892,8 @@ rungs_result rungs_timing_machine_begin_frame(struct rungs_timing_machine *m,
  * in the order it issued them. A tag whose frame already executed its
  * commands is refused with `RUNGS_ERR_STATE`.
  */
-rungs_result rungs_timing_machine_queue_command(struct rungs_timing_machine *m,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_timing_machine_queue_command(struct rungs_timing_machine *m,
                                                 uint32_t tag,
                                                 uint8_t seat,
                                                 uint64_t item);
@@ -1820,7 +1903,8 @@ rungs_result rungs_timing_machine_queue_command(struct rungs_timing_machine *m,
  * `*out_found` is 1 and the other outputs (each may be NULL) are written
  * when there is one; 0 when none is due or the frame is not a send frame.
  */
-rungs_result rungs_timing_machine_pop_due(struct rungs_timing_machine *m,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_timing_machine_pop_due(struct rungs_timing_machine *m,
                                           int32_t *out_found,
                                           uint64_t *out_item,
                                           uint32_t *out_tag,
@@ -1829,7 +1913,8 @@ rungs_result rungs_timing_machine_pop_due(struct rungs_timing_machine *m,
 /**
  * A timing event sent by `seat` executes on the current frame (S5, S6).
  */
-rungs_result rungs_timing_machine_execute_timing_event(struct rungs_timing_machine *m,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_timing_machine_execute_timing_event(struct rungs_timing_machine *m,
                                                        uint8_t seat,
                                                        const struct rungs_timing_event *event);
 
@@ -1837,7 +1922,8 @@ rungs_result rungs_timing_machine_execute_timing_event(struct rungs_timing_machi
  * A report from `seat` executes on the current frame (S3). An unknown or
  * removed seat is refused with `RUNGS_ERR_UNKNOWN_SEAT` and changes nothing.
  */
-rungs_result rungs_timing_machine_execute_report(struct rungs_timing_machine *m,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_timing_machine_execute_report(struct rungs_timing_machine *m,
                                                  uint8_t seat,
                                                  const struct rungs_report *report);
 
@@ -1845,7 +1931,9 @@ rungs_result rungs_timing_machine_execute_report(struct rungs_timing_machine *m,
  * The removal of `seat` executes on the current frame (S3); removing the
  * master hands the role to the next human in house order (S4.6).
  */
-rungs_result rungs_timing_machine_execute_removal(struct rungs_timing_machine *m, uint8_t seat);
+RUNGS_API
+rungs_result RUNGS_CALL rungs_timing_machine_execute_removal(struct rungs_timing_machine *m,
+                                                  uint8_t seat);
 
 /**
  * End the current frame with the master's evaluation (S4). On the master's
@@ -1853,7 +1941,8 @@ rungs_result rungs_timing_machine_execute_removal(struct rungs_timing_machine *m
  * `*out_event` holds the timing event to queue as a command in your own
  * event stream; otherwise `*out_has_event` is 0. Either may be NULL.
  */
-rungs_result rungs_timing_machine_end_frame(struct rungs_timing_machine *m,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_timing_machine_end_frame(struct rungs_timing_machine *m,
                                             int32_t *out_has_event,
                                             struct rungs_timing_event *out_event);
 
@@ -1861,41 +1950,50 @@ rungs_result rungs_timing_machine_end_frame(struct rungs_timing_machine *m,
  * `*out` is 1 when the current frame is a send frame under the timing in
  * force now: send your packet (S5).
  */
-rungs_result rungs_timing_machine_is_send_frame(struct rungs_timing_machine *m, int32_t *out);
+RUNGS_API
+rungs_result RUNGS_CALL rungs_timing_machine_is_send_frame(struct rungs_timing_machine *m,
+                                                int32_t *out);
 
 /**
  * The frame a command issued now is tagged for: on a send frame,
  * `frame + look_ahead`; on other frames a forecast for the next send frame.
  */
-rungs_result rungs_timing_machine_command_tag(struct rungs_timing_machine *m, uint32_t *out);
+RUNGS_API
+rungs_result RUNGS_CALL rungs_timing_machine_command_tag(struct rungs_timing_machine *m,
+                                              uint32_t *out);
 
 /**
  * The timing in force.
  */
-rungs_result rungs_timing_machine_timing(struct rungs_timing_machine *m, struct rungs_timing *out);
+RUNGS_API
+rungs_result RUNGS_CALL rungs_timing_machine_timing(struct rungs_timing_machine *m,
+                                         struct rungs_timing *out);
 
 /**
  * The frame rate in force.
  */
-rungs_result rungs_timing_machine_fps(struct rungs_timing_machine *m, uint8_t *out);
+RUNGS_API rungs_result RUNGS_CALL rungs_timing_machine_fps(struct rungs_timing_machine *m, uint8_t *out);
 
 /**
  * Everything a UI or log shows, in one struct.
  */
-rungs_result rungs_timing_machine_status(struct rungs_timing_machine *m,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_timing_machine_status(struct rungs_timing_machine *m,
                                          struct rungs_timing_status *out);
 
 /**
  * Change the rate the game speed allows (1–255, S6 Speed slider). Call it
  * on every machine on the same frame (when your speed event executes).
  */
-rungs_result rungs_timing_machine_set_speed(struct rungs_timing_machine *m, uint8_t speed_fps);
+RUNGS_API
+rungs_result RUNGS_CALL rungs_timing_machine_set_speed(struct rungs_timing_machine *m,
+                                            uint8_t speed_fps);
 
 /**
  * Fill `config` with defaults: `struct_size` set, session 0, zero key,
  * seat 0, default timers, bind `"0.0.0.0:0"`, no callback.
  */
-rungs_result rungs_endpoint_config_init(struct rungs_endpoint_config *config);
+RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_config_init(struct rungs_endpoint_config *config);
 
 /**
  * Create an endpoint: validate `config`, bind its UDP socket (non-blocking)
@@ -1904,7 +2002,8 @@ rungs_result rungs_endpoint_config_init(struct rungs_endpoint_config *config);
  * Errors: `RUNGS_ERR_NULL_POINTER`, `RUNGS_ERR_INVALID_ARGUMENT` (struct_size,
  * reserved bytes, ranges, address text), `RUNGS_ERR_IO` (bind failed).
  */
-rungs_result rungs_endpoint_new(const struct rungs_endpoint_config *config,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_endpoint_new(const struct rungs_endpoint_config *config,
                                 struct rungs_endpoint **out);
 
 /**
@@ -1912,12 +2011,14 @@ rungs_result rungs_endpoint_new(const struct rungs_endpoint_config *config,
  * NULL is accepted. Refused with `RUNGS_ERR_REENTRANT` from inside the
  * endpoint's own callback.
  */
-rungs_result rungs_endpoint_free(struct rungs_endpoint *endpoint);
+RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_free(struct rungs_endpoint *endpoint);
 
 /**
  * The UDP port the endpoint is bound to (the one the OS picked for port 0).
  */
-rungs_result rungs_endpoint_local_port(struct rungs_endpoint *endpoint, uint16_t *out_port);
+RUNGS_API
+rungs_result RUNGS_CALL rungs_endpoint_local_port(struct rungs_endpoint *endpoint,
+                                       uint16_t *out_port);
 
 /**
  * Add the peer at `seat`, bound to `address` (`"ip:port"` text, e.g.
@@ -1926,7 +2027,8 @@ rungs_result rungs_endpoint_local_port(struct rungs_endpoint *endpoint, uint16_t
  * `RUNGS_ERR_INVALID_ARGUMENT` (bad text, our own seat), `RUNGS_ERR_STATE`
  * (seat already added).
  */
-rungs_result rungs_endpoint_add_peer(struct rungs_endpoint *endpoint,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_endpoint_add_peer(struct rungs_endpoint *endpoint,
                                      uint8_t seat,
                                      const char *address);
 
@@ -1934,7 +2036,7 @@ rungs_result rungs_endpoint_add_peer(struct rungs_endpoint *endpoint,
  * Remove the peer at `seat` and its link (the engine decides; the transport
  * never removes anyone). `RUNGS_ERR_UNKNOWN_SEAT` if there is none.
  */
-rungs_result rungs_endpoint_remove_peer(struct rungs_endpoint *endpoint, uint8_t seat);
+RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_remove_peer(struct rungs_endpoint *endpoint, uint8_t seat);
 
 /**
  * Queue `len` bytes for reliable, in-order delivery to `seat`; they go out
@@ -1943,7 +2045,8 @@ rungs_result rungs_endpoint_remove_peer(struct rungs_endpoint *endpoint, uint8_t
  * than `RUNGS_MAX_MESSAGE_BYTES`), `RUNGS_ERR_FULL` (too many messages
  * unacknowledged: the peer is not answering; try again later).
  */
-rungs_result rungs_endpoint_send(struct rungs_endpoint *endpoint,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_endpoint_send(struct rungs_endpoint *endpoint,
                                  uint8_t seat,
                                  const uint8_t *data,
                                  size_t len);
@@ -1955,14 +2058,15 @@ rungs_result rungs_endpoint_send(struct rungs_endpoint *endpoint,
  * Never blocks. Call it every frame, and right after `rungs_endpoint_send`
  * for the lowest latency. With a worker running, only events are reported.
  */
-rungs_result rungs_endpoint_poll(struct rungs_endpoint *endpoint, uint64_t now_us);
+RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_poll(struct rungs_endpoint *endpoint, uint64_t now_us);
 
 /**
  * Take the next kept link event: `*out_seat` and `*out_event`
  * (`RUNGS_LINK_EVENT_NONE` when there is none). Events are kept only when
  * no callback is configured; at most 64, the oldest dropped first.
  */
-rungs_result rungs_endpoint_poll_event(struct rungs_endpoint *endpoint,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_endpoint_poll_event(struct rungs_endpoint *endpoint,
                                        uint8_t *out_seat,
                                        uint32_t *out_event);
 
@@ -1973,7 +2077,8 @@ rungs_result rungs_endpoint_poll_event(struct rungs_endpoint *endpoint,
  * queued; a buffer of `RUNGS_MAX_MESSAGE_BYTES` always suffices. `buf` may
  * be NULL only when `cap` is 0.
  */
-rungs_result rungs_endpoint_recv(struct rungs_endpoint *endpoint,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_endpoint_recv(struct rungs_endpoint *endpoint,
                                  uint8_t *buf,
                                  size_t cap,
                                  struct rungs_received *out);
@@ -1982,7 +2087,8 @@ rungs_result rungs_endpoint_recv(struct rungs_endpoint *endpoint,
  * Fill `*out` with the health and counters of the link to `seat` at
  * `now_us`. Set `out->struct_size = sizeof(rungs_link_stats)` first.
  */
-rungs_result rungs_endpoint_link_stats(struct rungs_endpoint *endpoint,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_endpoint_link_stats(struct rungs_endpoint *endpoint,
                                        uint8_t seat,
                                        uint64_t now_us,
                                        struct rungs_link_stats *out);
@@ -1992,7 +2098,8 @@ rungs_result rungs_endpoint_link_stats(struct rungs_endpoint *endpoint,
  * over all peers and unattributable ones. `RUNGS_ERR_INVALID_ARGUMENT` for
  * an unknown reason.
  */
-rungs_result rungs_endpoint_dropped(struct rungs_endpoint *endpoint,
+RUNGS_API
+rungs_result RUNGS_CALL rungs_endpoint_dropped(struct rungs_endpoint *endpoint,
                                     uint32_t reason,
                                     uint64_t *out_count);
 
@@ -2003,30 +2110,32 @@ rungs_result rungs_endpoint_dropped(struct rungs_endpoint *endpoint,
  * Link events still reach the engine only through `rungs_endpoint_poll` on
  * its own thread. `RUNGS_ERR_STATE` if a worker already runs.
  */
-rungs_result rungs_endpoint_start_worker(struct rungs_endpoint *endpoint, uint32_t tick_us);
+RUNGS_API
+rungs_result RUNGS_CALL rungs_endpoint_start_worker(struct rungs_endpoint *endpoint,
+                                         uint32_t tick_us);
 
 /**
  * Stop the worker thread (joined before returning) and hand polling back to
  * the engine. `RUNGS_ERR_STATE` if no worker runs.
  */
-rungs_result rungs_endpoint_stop_worker(struct rungs_endpoint *endpoint);
+RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_stop_worker(struct rungs_endpoint *endpoint);
 
 /**
  * The name of a `RUNGS_DROP_*` reason, e.g. `"bad_tag"`; `"unknown"` for
  * any other value. Static storage: never free it.
  */
-const char *rungs_drop_reason_str(uint32_t reason);
+RUNGS_API const char *RUNGS_CALL rungs_drop_reason_str(uint32_t reason);
 
 /**
  * The ABI version of the library actually loaded: compare it with
  * `RUNGS_ABI_VERSION` from the header you compiled against.
  */
-uint32_t rungs_abi_version(void);
+RUNGS_API uint32_t RUNGS_CALL rungs_abi_version(void);
 
 /**
  * The library version, e.g. `"0.1.0"`. Static storage: never free it.
  */
-const char *rungs_version(void);
+RUNGS_API const char *RUNGS_CALL rungs_version(void);
 
 #ifdef __cplusplus
 }  // extern "C"

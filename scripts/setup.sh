@@ -16,14 +16,7 @@ if command -v cc >/dev/null 2>&1 && ! echo 'int main(void){return 0;}' | cc -x c
     need_apt+=(libasan8)
 fi
 
-if [ ${#need_apt[@]} -gt 0 ]; then
-    echo "setup: installing ${need_apt[*]}"
-    sudo=""
-    if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
-    export DEBIAN_FRONTEND=noninteractive
-    $sudo apt-get update -qq
-    $sudo apt-get install -y -qq "${need_apt[@]}" >/dev/null
-fi
+"$(dirname "$0")/apt-install.sh" "${need_apt[@]}"
 
 if ! command -v cargo >/dev/null 2>&1; then
     echo "setup: cargo is missing; install Rust from https://rustup.rs" >&2

@@ -112,6 +112,11 @@ thread_local! {
 /// any object, on this thread, panic inside the library, so a harness can see
 /// the panic caught (`RUNGS_ERR_PANIC`), the object poisoned (later calls
 /// return `RUNGS_ERR_POISONED`) and `_free` still working.
+///
+/// Built only with the `testing` cargo feature (the C harness's build): what
+/// ships does not export it, and `include/rungs.h` does not declare it
+/// (`ffi-tests/harness.h` does).
+#[cfg(feature = "testing")]
 #[no_mangle]
 pub extern "C" fn rungs_testing_panic_next_call() {
     PANIC_NEXT_CALL.with(|flag| flag.set(true));

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Run a Windows console program under wine64, in the project's own Wine
+# prefix (target/windows/wineprefix, or RUNGS_WINEPREFIX), with Wine's debug
+# output off. The prefix is created on first use only, non-interactively
+# (no Mono or Gecko prompts, no display): Wine's first boot is slow.
+#
+#   scripts/wine-run.sh PROGRAM.exe [ARGS...]
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+target_dir=${CARGO_TARGET_DIR:-$root/target}
+export WINEPREFIX=${RUNGS_WINEPREFIX:-$target_dir/windows/wineprefix}
+export WINEDEBUG=-all
+export WINEDLLOVERRIDES="mscoree,mshtml=;winemenubuilder.exe=d"
+unset DISPLAY WAYLAND_DISPLAY
+
+wine64=/usr/lib/wine/wine64
+[ -x "$wine64" ] || wine64=$(command -v wine64 || true)
+if [ -z "$wine64" ]; then
+    echo "wine-run: wine64 is not installed (scripts/setup-windows.sh installs it)" >&2
+    exit 1
+fi
+
+if [ ! -f "$WINEPREFIX/.rungs-ready" ]; then
+    mkdir -p "$(dirname "$WINEPREFIX")"
+    (
+        # One first boot, even when several runs start at once.
+        flock 9
+        if [ ! -f "$WINEPREFIX/.rungs-ready" ]; then
+            echo "wine-run: creating the Wine prefix $WINEPREFIX (once)" >&2
+            "$wine64" wineboot --init >/dev/null 2>&1 || true
+            "$(dirname "$wine64")/wineserver" -w 2>/dev/null || wineserver -w || true
+            [ -f "$WINEPREFIX/system.reg" ] || { echo "wine-run: wineboot did not create $WINEPREFIX" >&2; exit 1; }
+            touch "$WINEPREFIX/.rungs-ready"
+        fi
+    ) 9>"$WINEPREFIX.lock"
+fi
+exec "$wine64" "$@"
