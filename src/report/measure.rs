@@ -82,17 +82,17 @@ impl Measurements {
     pub fn new() -> Measurements {
         Measurements {
             frame_work: Bracket::new(
-                "frame_work_begin called twice without frame_work_end",
-                "frame_work_end without frame_work_begin",
-                "frame_work_end earlier than frame_work_begin",
+                "a frame's work is already open (begun, not yet ended)",
+                "no frame's work is open (begin it first)",
+                "the frame's work would end before it began",
             ),
             work_us_this_interval: 0,
             frames_this_interval: 0,
             previous_process_us: 0,
             wait: Bracket::new(
-                "wait_begin called twice without wait_end",
-                "wait_end without wait_begin",
-                "wait_end earlier than wait_begin",
+                "a wait is already open (begun, not yet ended)",
+                "no wait is open (begin it first)",
+                "the wait would end before it began",
             ),
             longest_wait_us_this_interval: 0,
             longest_wait_us_previous_interval: 0,
