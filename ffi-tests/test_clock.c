@@ -110,13 +110,17 @@ static void test_clock_misuse(void) {
     config = clock_config();
     config.sample_window = 0;
     CHECK_EQ(rungs_clock_new(&config, &clock), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_clock_new: config->sample_window is 0; expected 1 to 64");
     config.sample_window = RUNGS_CLOCK_MAX_SAMPLE_WINDOW + 1;
     CHECK_EQ(rungs_clock_new(&config, &clock), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_clock_new: config->sample_window is 65; expected 1 to 64");
     config = clock_config();
     config.max_slew_ppm = RUNGS_CLOCK_MAX_SLEW_PPM + 1;
     CHECK_EQ(rungs_clock_new(&config, &clock), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_clock_new: config->max_slew_ppm is 500001; expected 1 to 500000");
     config.max_slew_ppm = 0;
     CHECK_EQ(rungs_clock_new(&config, &clock), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_clock_new: config->max_slew_ppm is 0; expected 1 to 500000");
     CHECK(clock == NULL);
 
     config = clock_config();
@@ -193,9 +197,11 @@ static void test_pacer_misuse(void) {
     CHECK_MESSAGE_STARTS("rungs_pacer_new: config->struct_size is ");
     config = pacer_config(0, 0);
     CHECK_EQ(rungs_pacer_new(&config, &pacer), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_pacer_new: config->fps is 0; expected 1 to 255");
     config = pacer_config(30, 0);
     config.max_nudge_permille = RUNGS_PACER_MAX_NUDGE_PERMILLE + 1;
     CHECK_EQ(rungs_pacer_new(&config, &pacer), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_pacer_new: config->max_nudge_permille is 501; expected 0 to 500");
     CHECK(pacer == NULL);
 
     config = pacer_config(30, 0);

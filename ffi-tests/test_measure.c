@@ -126,6 +126,9 @@ static void test_misuse(void) {
     CHECK_EQ(rungs_measurements_add_peer(m, 4), RUNGS_OK);
     CHECK_EQ(rungs_measurements_add_peer(m, 4), RUNGS_ERR_STATE);
     CHECK_MESSAGE("rungs_measurements_add_peer: not valid now: peer is already measured");
+    CHECK_EQ(rungs_measurements_add_peer(m, 16), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_measurements_add_peer: peer is 16; expected 0 to 15");
+    CHECK_EQ(rungs_measurements_add_peer(m, RUNGS_NO_SEAT), RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_EQ(rungs_measurements_remove_peer(m, 5), RUNGS_ERR_UNKNOWN_SEAT);
     CHECK_EQ(rungs_measurements_add_rtt_sample(m, 5, 10, 1), RUNGS_ERR_UNKNOWN_SEAT);
     CHECK_EQ(rungs_measurements_add_rtt_sample(m, 4, 10, 2), RUNGS_ERR_INVALID_ARGUMENT);

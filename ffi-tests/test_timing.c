@@ -232,6 +232,7 @@ static void test_machine_config_validation(void) {
     c = config_for(&o, 0);
     c.speed_fps = 0;
     CHECK_EQ(rungs_timing_machine_new(&c, &m), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_timing_machine_new: config->speed_fps is 0; expected 1 to 255");
     c = config_for(&o, 0);
     c.seat_count = 0;
     CHECK_EQ(rungs_timing_machine_new(&c, &m), RUNGS_ERR_INVALID_ARGUMENT);
@@ -252,8 +253,11 @@ static void test_machine_config_validation(void) {
                   "only below bit 3, one per seat (config->seat_count is 3)");
     c = config_for(&o, 2); /* an AI seat cannot be local */
     CHECK_EQ(rungs_timing_machine_new(&c, &m), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_timing_machine_new: config->local_seat is 2; expected a human seat "
+                  "(set in config->human_seat_mask: 0, 1) or RUNGS_NO_SEAT");
     c = config_for(&o, 3); /* beyond seat_count */
     CHECK_EQ(rungs_timing_machine_new(&c, &m), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_STARTS("rungs_timing_machine_new: config->local_seat is 3;");
     c = config_for(&o, 0);
     c.reserved = 1;
     CHECK_EQ(rungs_timing_machine_new(&c, &m), RUNGS_ERR_INVALID_ARGUMENT);

@@ -1596,7 +1596,8 @@ rungs_result rungs_measurements_add_wait_us(struct rungs_measurements *measureme
  * Start measuring round trips to `peer` (a seat). Reports carry no round
  * trip until it has a clean sample (S3).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_STATE if peer is already measured;
+ * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if peer is not a seat
+ * (0 to 15); RUNGS_ERR_STATE if peer is already measured;
  * RUNGS_ERR_NULL_POINTER if measurements is
  * NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on
  * it), RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
@@ -1930,9 +1931,9 @@ rungs_result rungs_timing_machine_begin_frame(struct rungs_timing_machine *m,
  * for it (an index into your own event list, say). Push one seat's commands
  * in the order it issued them.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_UNKNOWN_SEAT if seat is not a human seat of
- * the game; RUNGS_ERR_STATE if the frame `tag` already executed its
- * commands; RUNGS_ERR_NULL_POINTER if m is NULL;
+ * Returns: RUNGS_OK; RUNGS_ERR_UNKNOWN_SEAT if seat is not below
+ * config->seat_count; RUNGS_ERR_STATE if the frame `tag` already executed
+ * its commands; RUNGS_ERR_NULL_POINTER if m is NULL;
  * RUNGS_ERR_REENTRANT from one of m's callbacks; RUNGS_ERR_BUSY while another
  * thread is in a call on m; RUNGS_ERR_POISONED after a panic; RUNGS_ERR_PANIC.
  */

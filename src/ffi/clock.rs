@@ -135,8 +135,18 @@ pub unsafe extern "C" fn rungs_clock_new(
         // SAFETY: read_config checks NULL and struct_size before reading the rest.
         let config = unsafe { read_config(config, "config") }?;
         let sync = ClockSync::new(ClockSyncConfig {
-            sample_window: config.sample_window as usize,
-            max_slew_ppm: config.max_slew_ppm,
+            sample_window: in_range(
+                config.sample_window,
+                1,
+                RUNGS_CLOCK_MAX_SAMPLE_WINDOW,
+                "config->sample_window",
+            )? as usize,
+            max_slew_ppm: in_range(
+                config.max_slew_ppm,
+                1,
+                RUNGS_CLOCK_MAX_SLEW_PPM,
+                "config->max_slew_ppm",
+            )?,
         })?;
         unsafe { hand_out(out, rungs_clock(Guarded::new(sync))) }
     })
@@ -250,10 +260,15 @@ pub unsafe extern "C" fn rungs_pacer_new(
         // SAFETY: read_config checks NULL and struct_size before reading the rest.
         let config = unsafe { read_config(config, "config") }?;
         let pacer = FramePacer::new(PacerConfig {
-            fps: config.fps,
+            fps: in_range(config.fps, 1, 255, "config->fps")?,
             reference_frame: config.reference_frame,
             reference_start_us: config.reference_start_us,
-            max_nudge_permille: config.max_nudge_permille,
+            max_nudge_permille: in_range(
+                config.max_nudge_permille,
+                0,
+                RUNGS_PACER_MAX_NUDGE_PERMILLE,
+                "config->max_nudge_permille",
+            )?,
         })?;
         unsafe { hand_out(out, rungs_pacer(Guarded::new(pacer))) }
     })

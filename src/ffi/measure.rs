@@ -1,10 +1,11 @@
 //! C API of one machine's report measurements (S3): `rungs_measurements`,
 //! and the report schedule.
 
-use super::args::{flag, require, write_out};
+use super::args::{flag, in_range, require, write_out};
 use super::guard::{call, free_object, hand_out, object_call, Guarded, Handle};
 use super::result::rungs_result;
 use super::types::rungs_report;
+use crate::report::record::MAX_SEATS;
 use crate::report::{is_report_frame, Measurements};
 
 /// One machine's measurements for its reports (S3): processing time per
@@ -162,7 +163,8 @@ pub unsafe extern "C" fn rungs_measurements_add_wait_us(
 /// Start measuring round trips to `peer` (a seat). Reports carry no round
 /// trip until it has a clean sample (S3).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_STATE if peer is already measured;
+/// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if peer is not a seat
+/// (0 to 15); RUNGS_ERR_STATE if peer is already measured;
 /// RUNGS_ERR_NULL_POINTER if measurements is
 /// NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on
 /// it), RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
@@ -173,7 +175,7 @@ pub unsafe extern "C" fn rungs_measurements_add_peer(
 ) -> rungs_result {
     unsafe {
         object_call("rungs_measurements_add_peer", measurements, |m| {
-            m.add_peer(peer)
+            m.add_peer(in_range(peer, 0, MAX_SEATS as u8 - 1, "peer")?)
         })
     }
 }

@@ -9,7 +9,7 @@ use super::args::{
 use super::guard::{call, free_object, hand_out, object_call, Guarded, Handle};
 use super::result::rungs_result;
 use super::types::{
-    human_seats, rungs_frame_rate_changed_fn, rungs_player_message_fn, rungs_report,
+    human_seats, local_seat, rungs_frame_rate_changed_fn, rungs_player_message_fn, rungs_report,
     rungs_seat_event_fn, rungs_timing, rungs_timing_changed_fn, rungs_timing_event, RUNGS_NO_SEAT,
 };
 use crate::report::Report;
@@ -224,13 +224,10 @@ unsafe fn with_machine(
 
 fn machine_config(config: &rungs_timing_machine_config) -> crate::Result<MachineConfig> {
     reserved_zero(config.reserved, "config->reserved")?;
+    let speed_fps = in_range(config.speed_fps, 1, 255, "config->speed_fps")?;
     let human_seats = human_seats(config.seat_count, config.human_seat_mask)?;
-    let local_seat = (config.local_seat != RUNGS_NO_SEAT).then_some(config.local_seat);
-    Ok(MachineConfig::adaptive(
-        config.speed_fps,
-        human_seats,
-        local_seat,
-    ))
+    let local_seat = local_seat(config.local_seat, &human_seats, true)?;
+    Ok(MachineConfig::adaptive(speed_fps, human_seats, local_seat))
 }
 
 /// Make a timing machine for the eve of frame 0. `*out` is written only on success.
@@ -300,9 +297,9 @@ pub unsafe extern "C" fn rungs_timing_machine_begin_frame(
 /// for it (an index into your own event list, say). Push one seat's commands
 /// in the order it issued them.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_UNKNOWN_SEAT if seat is not a human seat of
-/// the game; RUNGS_ERR_STATE if the frame `tag` already executed its
-/// commands; RUNGS_ERR_NULL_POINTER if m is NULL;
+/// Returns: RUNGS_OK; RUNGS_ERR_UNKNOWN_SEAT if seat is not below
+/// config->seat_count; RUNGS_ERR_STATE if the frame `tag` already executed
+/// its commands; RUNGS_ERR_NULL_POINTER if m is NULL;
 /// RUNGS_ERR_REENTRANT from one of m's callbacks; RUNGS_ERR_BUSY while another
 /// thread is in a call on m; RUNGS_ERR_POISONED after a panic; RUNGS_ERR_PANIC.
 #[no_mangle]

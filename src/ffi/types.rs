@@ -218,6 +218,35 @@ pub(crate) fn human_seats(seat_count: u8, human_seat_mask: u32) -> Result<Vec<bo
         .collect())
 }
 
+/// A config's `local_seat`: a human seat, or `RUNGS_NO_SEAT` (`None`) where
+/// `observer_allowed`. Messages name the fields of the C config.
+pub(crate) fn local_seat(
+    local_seat: u8,
+    humans: &[bool],
+    observer_allowed: bool,
+) -> Result<Option<u8>> {
+    if local_seat == RUNGS_NO_SEAT && observer_allowed {
+        return Ok(None);
+    }
+    if humans.get(usize::from(local_seat)) == Some(&true) {
+        return Ok(Some(local_seat));
+    }
+    let human_list: Vec<String> = (0..humans.len())
+        .filter(|&s| humans[s])
+        .map(|s| s.to_string())
+        .collect();
+    let or_observer = if observer_allowed {
+        " or RUNGS_NO_SEAT"
+    } else {
+        ""
+    };
+    Err(Error::InvalidValue(format!(
+        "config->local_seat is {local_seat}; expected a human seat (set in \
+         config->human_seat_mask: {}){or_observer}",
+        human_list.join(", ")
+    )))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -283,6 +312,15 @@ mod tests {
         assert!(message(human_seats(5, 0x20).unwrap_err())
             .starts_with("config->human_seat_mask is 0x20; expected bits only below bit 5"));
         assert!(human_seats(4, 0).is_err());
+        let humans = [true, false, true];
+        assert_eq!(local_seat(2, &humans, false), Ok(Some(2)));
+        assert_eq!(local_seat(RUNGS_NO_SEAT, &humans, true), Ok(None));
+        assert_eq!(
+            message(local_seat(1, &humans, true).unwrap_err()),
+            "config->local_seat is 1; expected a human seat (set in \
+             config->human_seat_mask: 0, 2) or RUNGS_NO_SEAT"
+        );
+        assert!(local_seat(RUNGS_NO_SEAT, &humans, false).is_err());
         assert_eq!(
             message(
                 Timing::try_from(rungs_timing {
