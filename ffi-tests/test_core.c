@@ -173,6 +173,8 @@ static void test_second_thread_gets_busy(void) {
     CHECK_MESSAGE("rungs_timing_machine_fps: another thread is inside a call on the same "
                   "object; use a handle from one thread at a time");
     CHECK_EQ(rungs_timing_machine_free(h.m), RUNGS_ERR_BUSY);
+    CHECK_MESSAGE("rungs_timing_machine_free: another thread is inside a call on the same "
+                  "object; use a handle from one thread at a time");
     pthread_mutex_lock(&h.lock);
     h.tried = 1;
     pthread_cond_broadcast(&h.changed);

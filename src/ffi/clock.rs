@@ -4,7 +4,7 @@
 //! the reference uses only a pacer. Times are microseconds.
 
 use super::args::{in_range, read_config, read_in, require, write_out};
-use super::guard::{call, free_object, hand_out, object_call, Guarded, Handle};
+use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
 use super::result::rungs_result;
 use crate::clock::offset::{DEFAULT_SAMPLE_WINDOW, MAX_SAMPLE_WINDOW};
 use crate::clock::pacer::{DEFAULT_MAX_NUDGE_PERMILLE, MAX_NUDGE_PERMILLE};
@@ -158,7 +158,7 @@ pub unsafe extern "C" fn rungs_clock_new(
 /// in a call on it (not freed); RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_clock_free(clock: *mut rungs_clock) -> rungs_result {
-    unsafe { free_object(clock) }
+    unsafe { free_call("rungs_clock_free", clock) }
 }
 
 /// Add an exchange, completed at local time `local_now_us` (normally its
@@ -280,7 +280,7 @@ pub unsafe extern "C" fn rungs_pacer_new(
 /// in a call on it (not freed); RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_pacer_free(pacer: *mut rungs_pacer) -> rungs_result {
-    unsafe { free_object(pacer) }
+    unsafe { free_call("rungs_pacer_free", pacer) }
 }
 
 /// The next frame, into `*out_frame`, and the reference time (µs) at which

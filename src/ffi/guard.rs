@@ -175,25 +175,35 @@ pub extern "C" fn rungs_testing_panic_next_call() {
     PANIC_NEXT_CALL.with(|flag| flag.set(true));
 }
 
-/// Free an object made by [`hand_out`]. NULL is accepted. Refused while a
-/// call is inside the object: from one of its own callbacks
-/// (`RUNGS_ERR_REENTRANT`, the object is still in use further up the stack)
-/// or from another thread (`RUNGS_ERR_BUSY`).
+/// The C function `function` freeing an object made by [`hand_out`]. NULL
+/// is accepted. Refused while a call is inside the object: from one of its
+/// own callbacks (`RUNGS_ERR_REENTRANT`, the object is still in use further
+/// up the stack) or from another thread (`RUNGS_ERR_BUSY`).
 ///
 /// # Safety
 /// `handle` is NULL or a live pointer from [`hand_out`], not used after.
-pub unsafe fn free_object<H: Handle>(handle: *mut H) -> rungs_result {
+pub unsafe fn free_call<H: Handle>(function: &'static str, handle: *mut H) -> rungs_result {
     if handle.is_null() {
-        return finish("", Ok(()));
+        return finish(function, Ok(()));
     }
     // SAFETY: live by contract.
     if let Err(e) = unsafe { (*handle).guarded().claim() } {
-        return finish("", Err(e));
+        return finish(function, Err(e));
     }
     // Dropping user state must not unwind into C either.
     // SAFETY: the pointer came from Box::into_raw in `hand_out` and is not used again.
     let dropped = catch_unwind(AssertUnwindSafe(|| drop(unsafe { Box::from_raw(handle) })));
-    finish("", dropped.map_err(|_| Error::Panic))
+    finish(function, dropped.map_err(|_| Error::Panic))
+}
+
+/// [`free_call`] without a function name in the message. For the C files
+/// not yet switched; remove when they are.
+///
+/// # Safety
+/// As [`free_call`].
+pub unsafe fn free_object<H: Handle>(handle: *mut H) -> rungs_result {
+    // SAFETY: forwarded contract.
+    unsafe { free_call("", handle) }
 }
 
 /// The C function `function`'s call, for functions that take no object:
@@ -289,7 +299,7 @@ mod tests {
         unsafe {
             let outer = object_call("test_outer", handle.cast_const(), |_| {
                 inner.set(object_call("test_inner", handle.cast_const(), |_| Ok(())));
-                assert_eq!(free_object(handle), RUNGS_ERR_REENTRANT);
+                assert_eq!(free_call("test_free", handle), RUNGS_ERR_REENTRANT);
                 Ok(())
             });
             assert_eq!(outer, RUNGS_OK);

@@ -2,7 +2,7 @@
 //! and the report schedule.
 
 use super::args::{flag, in_range, require, write_out};
-use super::guard::{call, free_object, hand_out, object_call, Guarded, Handle};
+use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
 use super::result::rungs_result;
 use super::types::rungs_report;
 use crate::report::record::MAX_SEATS;
@@ -46,7 +46,7 @@ pub unsafe extern "C" fn rungs_measurements_new(out: *mut *mut rungs_measurement
 pub unsafe extern "C" fn rungs_measurements_free(
     measurements: *mut rungs_measurements,
 ) -> rungs_result {
-    unsafe { free_object(measurements) }
+    unsafe { free_call("rungs_measurements_free", measurements) }
 }
 
 /// A frame's work begins at `now_us` (any monotonic microsecond clock).

@@ -6,7 +6,7 @@ use std::ffi::c_void;
 use super::args::{
     in_range, read_config, read_in, require, reserved_zero, write_optional, write_out,
 };
-use super::guard::{call, free_object, hand_out, object_call, Guarded, Handle};
+use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
 use super::result::rungs_result;
 use super::types::{
     human_seats, local_seat, rungs_frame_rate_changed_fn, rungs_player_message_fn, rungs_report,
@@ -266,7 +266,7 @@ pub unsafe extern "C" fn rungs_timing_machine_new(
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_free(m: *mut rungs_timing_machine) -> rungs_result {
     // SAFETY: NULL or a live machine from `_new` (caller contract).
-    unsafe { free_object(m) }
+    unsafe { free_call("rungs_timing_machine_free", m) }
 }
 
 /// Step 1 of `frame` (frames run 0, 1, 2, ... without gaps): a staged
