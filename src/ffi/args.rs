@@ -26,6 +26,17 @@ pub unsafe fn write_out<T>(out: *mut T, value: T) {
     unsafe { out.write(value) }
 }
 
+/// Write `value` through the out-pointer `name`, refusing NULL.
+///
+/// # Safety
+/// `out` is NULL or valid for writes of `T`.
+pub unsafe fn write_to<T>(out: *mut T, name: &'static str, value: T) -> Result<()> {
+    require(out, name)?;
+    // SAFETY: non-NULL (checked), valid for writes by contract.
+    unsafe { out.write(value) };
+    Ok(())
+}
+
 /// Write `value` through an optional out-pointer: NULL means the caller
 /// does not want it.
 ///

@@ -3,7 +3,7 @@
 //! frame is due). The two are separate objects so an engine that is itself
 //! the reference uses only a pacer. Times are microseconds.
 
-use super::args::{in_range, read_config, read_in, require, write_out};
+use super::args::{in_range, read_config, read_in, require, write_out, write_to};
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
 use super::result::rungs_result;
 use crate::clock::offset::{DEFAULT_SAMPLE_WINDOW, MAX_SAMPLE_WINDOW};
@@ -390,9 +390,7 @@ pub unsafe extern "C" fn rungs_pacer_ideal_start(
 ) -> rungs_result {
     unsafe {
         object_call("rungs_pacer_ideal_start", pacer, |pacer| {
-            require(out_start_us, "out_start_us")?;
-            write_out(out_start_us, pacer.ideal_start_us(frame));
-            Ok(())
+            write_to(out_start_us, "out_start_us", pacer.ideal_start_us(frame))
         })
     }
 }

@@ -1,6 +1,6 @@
 //! The timing ladder (S2) and what the player sees (S6), as pure C functions.
 
-use super::args::{in_range, require, slice_out, write_optional, write_out};
+use super::args::{in_range, slice_out, write_optional, write_to};
 use super::guard::call;
 use super::result::rungs_result;
 use super::types::{read_timing, rungs_timing};
@@ -26,11 +26,9 @@ pub const RUNGS_LABEL_CAPACITY: usize = 17;
 #[no_mangle]
 pub unsafe extern "C" fn rungs_rung_timing(rung: u8, out: *mut rungs_timing) -> rungs_result {
     call("rungs_rung_timing", || {
-        require(out, "out")?;
         let timing = Timing::of_rung(in_range(rung, 1, 10, "rung")?)?;
-        // SAFETY: checked non-NULL; caller provides writable storage.
-        unsafe { write_out(out, timing.into()) };
-        Ok(())
+        // SAFETY: NULL (refused) or writable, by contract.
+        unsafe { write_to(out, "out", timing.into()) }
     })
 }
 
@@ -41,11 +39,9 @@ pub unsafe extern "C" fn rungs_rung_timing(rung: u8, out: *mut rungs_timing) -> 
 #[no_mangle]
 pub unsafe extern "C" fn rungs_one_way_frames(rtt_ms: u32, fps: u8, out: *mut u32) -> rungs_result {
     call("rungs_one_way_frames", || {
-        require(out, "out")?;
         in_range(fps, 1, 255, "fps")?;
-        // SAFETY: checked non-NULL.
-        unsafe { write_out(out, timing::one_way_frames(rtt_ms, fps)) };
-        Ok(())
+        // SAFETY: NULL (refused) or writable, by contract.
+        unsafe { write_to(out, "out", timing::one_way_frames(rtt_ms, fps)) }
     })
 }
 
@@ -60,11 +56,9 @@ pub unsafe extern "C" fn rungs_one_way_frames_headroom(
     out: *mut u32,
 ) -> rungs_result {
     call("rungs_one_way_frames_headroom", || {
-        require(out, "out")?;
         in_range(fps, 1, 255, "fps")?;
-        // SAFETY: checked non-NULL.
-        unsafe { write_out(out, timing::one_way_frames_headroom(rtt_ms, fps)) };
-        Ok(())
+        // SAFETY: NULL (refused) or writable, by contract.
+        unsafe { write_to(out, "out", timing::one_way_frames_headroom(rtt_ms, fps)) }
     })
 }
 
@@ -75,10 +69,8 @@ pub unsafe extern "C" fn rungs_one_way_frames_headroom(
 #[no_mangle]
 pub unsafe extern "C" fn rungs_required_timing(owt: u32, out: *mut rungs_timing) -> rungs_result {
     call("rungs_required_timing", || {
-        require(out, "out")?;
-        // SAFETY: checked non-NULL.
-        unsafe { write_out(out, timing::required(owt).into()) };
-        Ok(())
+        // SAFETY: NULL (refused) or writable, by contract.
+        unsafe { write_to(out, "out", timing::required(owt).into()) }
     })
 }
 
@@ -108,14 +100,11 @@ pub unsafe extern "C" fn rungs_timing_compare(
     out: *mut i32,
 ) -> rungs_result {
     call("rungs_timing_compare", || {
-        require(out, "out")?;
-        // SAFETY: read_timing checks NULL.
-        let a = unsafe { read_timing(a, "a") }?;
-        // SAFETY: read_timing checks NULL.
-        let b = unsafe { read_timing(b, "b") }?;
-        // SAFETY: checked non-NULL.
-        unsafe { write_out(out, a.cmp(&b) as i32) };
-        Ok(())
+        // SAFETY: read_timing and write_to check NULL; the rest is by contract.
+        unsafe {
+            let (a, b) = (read_timing(a, "a")?, read_timing(b, "b")?);
+            write_to(out, "out", a.cmp(&b) as i32)
+        }
     })
 }
 
@@ -129,12 +118,14 @@ pub unsafe extern "C" fn rungs_timing_tier(
     out_tier: *mut u8,
 ) -> rungs_result {
     call("rungs_timing_tier", || {
-        require(out_tier, "out_tier")?;
-        // SAFETY: read_timing checks NULL.
-        let timing = unsafe { read_timing(timing, "timing") }?;
-        // SAFETY: checked non-NULL.
-        unsafe { write_out(out_tier, timing.tier() as u8) };
-        Ok(())
+        // SAFETY: read_timing and write_to check NULL; the rest is by contract.
+        unsafe {
+            write_to(
+                out_tier,
+                "out_tier",
+                read_timing(timing, "timing")?.tier() as u8,
+            )
+        }
     })
 }
 
@@ -149,12 +140,8 @@ pub unsafe extern "C" fn rungs_timing_slider_position(
     out: *mut u8,
 ) -> rungs_result {
     call("rungs_timing_slider_position", || {
-        require(out, "out")?;
-        // SAFETY: read_timing checks NULL.
-        let timing = unsafe { read_timing(timing, "timing") }?;
-        // SAFETY: checked non-NULL.
-        unsafe { write_out(out, timing.slider_position()) };
-        Ok(())
+        // SAFETY: read_timing and write_to check NULL; the rest is by contract.
+        unsafe { write_to(out, "out", read_timing(timing, "timing")?.slider_position()) }
     })
 }
 
@@ -190,7 +177,6 @@ pub unsafe extern "C" fn rungs_timing_label(
 #[no_mangle]
 pub unsafe extern "C" fn rungs_tier_name(tier: u8, out: *mut *const libc::c_char) -> rungs_result {
     call("rungs_tier_name", || {
-        require(out, "out")?;
         let tier = Tier::from_u8(in_range(tier, RUNGS_TIER_FAST, RUNGS_TIER_BAD, "tier")?)
             .ok_or(Error::InvalidArgument("tier is not a RUNGS_TIER_*"))?;
         let name: &'static [u8] = match tier {
@@ -199,9 +185,8 @@ pub unsafe extern "C" fn rungs_tier_name(tier: u8, out: *mut *const libc::c_char
             Tier::Poor => b"Poor\0",
             Tier::Bad => b"Bad\0",
         };
-        // SAFETY: checked non-NULL.
-        unsafe { write_out(out, name.as_ptr().cast()) };
-        Ok(())
+        // SAFETY: NULL (refused) or writable, by contract.
+        unsafe { write_to(out, "out", name.as_ptr().cast()) }
     })
 }
 

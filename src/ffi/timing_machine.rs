@@ -4,7 +4,7 @@
 use std::ffi::c_void;
 
 use super::args::{
-    in_range, read_config, read_in, require, reserved_zero, write_optional, write_out,
+    in_range, read_config, read_in, require, reserved_zero, write_optional, write_out, write_to,
 };
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
 use super::result::rungs_result;
@@ -450,9 +450,7 @@ pub unsafe extern "C" fn rungs_timing_machine_is_send_frame(
 ) -> rungs_result {
     unsafe {
         machine_call("rungs_timing_machine_is_send_frame", m, |o| {
-            require(out, "out")?;
-            write_out(out, i32::from(o.machine.is_send_frame()));
-            Ok(())
+            write_to(out, "out", i32::from(o.machine.is_send_frame()))
         })
     }
 }
@@ -470,9 +468,7 @@ pub unsafe extern "C" fn rungs_timing_machine_command_tag(
 ) -> rungs_result {
     unsafe {
         machine_call("rungs_timing_machine_command_tag", m, |o| {
-            require(out, "out")?;
-            write_out(out, o.machine.command_tag());
-            Ok(())
+            write_to(out, "out", o.machine.command_tag())
         })
     }
 }
@@ -489,9 +485,7 @@ pub unsafe extern "C" fn rungs_timing_machine_timing(
 ) -> rungs_result {
     unsafe {
         machine_call("rungs_timing_machine_timing", m, |o| {
-            require(out, "out")?;
-            write_out(out, o.machine.timing().into());
-            Ok(())
+            write_to(out, "out", o.machine.timing().into())
         })
     }
 }
@@ -508,9 +502,7 @@ pub unsafe extern "C" fn rungs_timing_machine_fps(
 ) -> rungs_result {
     unsafe {
         machine_call("rungs_timing_machine_fps", m, |o| {
-            require(out, "out")?;
-            write_out(out, o.machine.fps());
-            Ok(())
+            write_to(out, "out", o.machine.fps())
         })
     }
 }
@@ -527,9 +519,7 @@ pub unsafe extern "C" fn rungs_timing_machine_status(
 ) -> rungs_result {
     unsafe {
         machine_call("rungs_timing_machine_status", m, |o| {
-            require(out, "out")?;
-            write_out(out, fill_status(&o.machine));
-            Ok(())
+            write_to(out, "out", fill_status(&o.machine))
         })
     }
 }
