@@ -381,7 +381,8 @@ typedef struct rungs_session rungs_session;
 
 /**
  * An opaque timing machine. Made by `rungs_timing_machine_new`, released
- * by `rungs_timing_machine_free`; used from one thread at a time.
+ * by `rungs_timing_machine_free`; used from one thread at a time (a call
+ * from another thread meanwhile gets `RUNGS_ERR_BUSY`).
  */
 typedef struct rungs_timing_machine rungs_timing_machine;
 
@@ -1746,8 +1747,9 @@ rungs_result rungs_report_payload_decode(const uint8_t *bytes,
 const char *rungs_result_str(rungs_result code);
 
 /**
- * Copy the message of the calling thread's latest failed call
- * (NUL-terminated, truncated to fit) into `buf` of `cap` bytes. `*out_len`,
+ * Copy the calling thread's error message — what the latest call that
+ * returned `rungs_result` reported, empty if it succeeded — NUL-terminated
+ * and truncated to fit, into `buf` of `cap` bytes. `*out_len`,
  * when not NULL, receives the full length without the NUL, so a caller can
  * retry with a larger buffer; `buf` may be NULL when `cap` is 0.
  *

@@ -121,8 +121,9 @@ pub extern "C" fn rungs_result_str(code: rungs_result) -> *const libc::c_char {
     name.as_ptr().cast()
 }
 
-/// Copy the message of the calling thread's latest failed call
-/// (NUL-terminated, truncated to fit) into `buf` of `cap` bytes. `*out_len`,
+/// Copy the calling thread's error message — what the latest call that
+/// returned `rungs_result` reported, empty if it succeeded — NUL-terminated
+/// and truncated to fit, into `buf` of `cap` bytes. `*out_len`,
 /// when not NULL, receives the full length without the NUL, so a caller can
 /// retry with a larger buffer; `buf` may be NULL when `cap` is 0.
 ///

@@ -185,7 +185,8 @@ pub(crate) unsafe fn deliver_output(cb: &rungs_timing_callbacks, output: Output)
 }
 
 /// An opaque timing machine. Made by `rungs_timing_machine_new`, released
-/// by `rungs_timing_machine_free`; used from one thread at a time.
+/// by `rungs_timing_machine_free`; used from one thread at a time (a call
+/// from another thread meanwhile gets `RUNGS_ERR_BUSY`).
 pub struct rungs_timing_machine(Guarded<TimingMachineObject>);
 
 impl Handle for rungs_timing_machine {
