@@ -1767,7 +1767,7 @@ const char *rungs_result_str(rungs_result code);
  *
  * Returns: RUNGS_OK (also when the message is empty);
  * RUNGS_ERR_NULL_POINTER if buf is NULL but cap is not 0 (nothing written,
- * the message kept).
+ * the message kept); RUNGS_ERR_PANIC.
  */
 rungs_result rungs_last_error_message(char *buf, size_t cap, size_t *out_len);
 

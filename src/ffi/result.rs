@@ -141,27 +141,31 @@ pub extern "C" fn rungs_result_str(code: rungs_result) -> *const libc::c_char {
 ///
 /// Returns: RUNGS_OK (also when the message is empty);
 /// RUNGS_ERR_NULL_POINTER if buf is NULL but cap is not 0 (nothing written,
-/// the message kept).
+/// the message kept); RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_last_error_message(
     buf: *mut libc::c_char,
     cap: usize,
     out_len: *mut usize,
 ) -> rungs_result {
-    last_error::with(|text| {
-        let bytes = text.as_bytes();
-        // SAFETY: the caller passes NULL or a writable pointer.
-        unsafe { write_optional(out_len, bytes.len()) };
-        // SAFETY: buf is NULL or valid for writes of `cap` bytes (caller contract).
-        let buf = match unsafe { slice_out(buf.cast::<u8>(), cap, "buf") } {
-            Ok(buf) => buf,
-            Err(e) => return e.code(),
-        };
-        if let Some(room) = buf.len().checked_sub(1) {
-            let n = bytes.len().min(room);
-            buf[..n].copy_from_slice(&bytes[..n]);
-            buf[n] = 0;
-        }
-        RUNGS_OK
-    })
+    // Nothing here can panic, but no panic may cross into C either.
+    let copy = std::panic::AssertUnwindSafe(|| {
+        last_error::with(|text| {
+            let bytes = text.as_bytes();
+            // SAFETY: the caller passes NULL or a writable pointer.
+            unsafe { write_optional(out_len, bytes.len()) };
+            // SAFETY: buf is NULL or valid for writes of `cap` bytes (caller contract).
+            let buf = match unsafe { slice_out(buf.cast::<u8>(), cap, "buf") } {
+                Ok(buf) => buf,
+                Err(e) => return e.code(),
+            };
+            if let Some(room) = buf.len().checked_sub(1) {
+                let n = bytes.len().min(room);
+                buf[..n].copy_from_slice(&bytes[..n]);
+                buf[n] = 0;
+            }
+            RUNGS_OK
+        })
+    });
+    std::panic::catch_unwind(copy).unwrap_or(RUNGS_ERR_PANIC)
 }
