@@ -119,7 +119,8 @@ static void test_misuse(void) {
     CHECK_EQ(rungs_measurements_wait_begin(m, 10), RUNGS_OK);
     CHECK_EQ(rungs_measurements_wait_begin(m, 11), RUNGS_ERR_STATE);
     CHECK_EQ(rungs_measurements_wait_end(m, 9), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE("rungs_measurements_wait_end: the wait would end before it began");
+    CHECK_MESSAGE("rungs_measurements_wait_end: the wait would end before it began: "
+                  "now_us is 9; expected 10 (the begin) or later");
     CHECK_EQ(rungs_measurements_wait_end(m, 2010), RUNGS_OK);
 
     /* Peers and flags. */
