@@ -372,7 +372,11 @@ static void test_machine_game(void) {
     CHECK_EQ(tag, 70);
     CHECK_EQ(rungs_timing_machine_queue_command(m, tag, 0, 7), RUNGS_OK);
     CHECK_EQ(rungs_timing_machine_queue_command(m, 64, 0, 8), RUNGS_ERR_STATE); /* past */
+    CHECK_MESSAGE("rungs_timing_machine_queue_command: tag is 64; expected 65 or later "
+                  "(frame 64 already executed its commands)");
     CHECK_EQ(rungs_timing_machine_queue_command(m, 80, 3, 8), RUNGS_ERR_UNKNOWN_SEAT);
+    CHECK_MESSAGE("rungs_timing_machine_queue_command: seat 3 is not a seat of this game, "
+                  "or it was removed");
 
     for (frame = 65; frame <= 80; frame++) {
         CHECK_EQ(rungs_timing_machine_begin_frame(m, frame, &executes), RUNGS_OK);

@@ -334,9 +334,11 @@ impl TimingMachine {
             Phase::InFrame(f) | Phase::Ended(f) => f.saturating_add(1),
         };
         if tag < earliest_allowed {
-            return Err(Error::State(
-                "command tagged for a frame that already executed its commands",
-            ));
+            let late = Error::State("command tagged for a frame that already executed");
+            return Err(late.detailed(format!(
+                "tag is {tag}; expected {earliest_allowed} or later \
+                 (frame {tag} already executed its commands)"
+            )));
         }
         self.queue.push(tag, seat, item);
         Ok(())
