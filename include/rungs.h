@@ -1188,8 +1188,8 @@ rungs_result rungs_clock_new(const struct rungs_clock_config *config, struct run
 /**
  * Release a clock. NULL is accepted; a poisoned object is released too.
  *
- * Returns: RUNGS_OK (also for NULL); RUNGS_ERR_BUSY while another thread is
- * in a call on it (not freed); RUNGS_ERR_PANIC.
+ * Returns: RUNGS_OK (also for NULL); RUNGS_ERR_BUSY while another thread is in
+ * a call on it (not freed); RUNGS_ERR_PANIC.
  */
 rungs_result rungs_clock_free(struct rungs_clock *clock);
 
@@ -1198,12 +1198,11 @@ rungs_result rungs_clock_free(struct rungs_clock *clock);
  * `t3`), and steer toward the new estimate. Before reference time is first
  * read the estimate applies at once; after, it is slewed in.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if sample is NULL;
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if clock or sample is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if the timestamps contradict each other, the
- * round trip is over 60 s, or local_now_us is earlier than a previous
- * call's (the sample is not kept); RUNGS_ERR_NULL_POINTER if clock is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on it),
- * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+ * round trip is over 60 s, or local_now_us is earlier than a previous call's
+ * (the sample is not kept); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+ * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
  */
 rungs_result rungs_clock_add_sample(struct rungs_clock *clock,
                                     const struct rungs_clock_sample *sample,
@@ -1212,10 +1211,9 @@ rungs_result rungs_clock_add_sample(struct rungs_clock *clock,
 /**
  * The filtered offset estimate, into `*out`.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out is NULL; RUNGS_ERR_STATE
- * if no sample was added yet; RUNGS_ERR_NULL_POINTER if clock is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on it),
- * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if clock or out is NULL;
+ * RUNGS_ERR_STATE if no sample was added yet; RUNGS_ERR_REENTRANT,
+ * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
  */
 rungs_result rungs_clock_estimate(struct rungs_clock *clock, struct rungs_offset_estimate *out);
 
@@ -1223,11 +1221,10 @@ rungs_result rungs_clock_estimate(struct rungs_clock *clock, struct rungs_offset
  * Reference time at local time `local_now_us`, into `*out_reference_us`:
  * never earlier than a previous reading, never a jump.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out_reference_us is NULL;
- * RUNGS_ERR_STATE if no sample was added yet; RUNGS_ERR_INVALID_ARGUMENT if
- * local_now_us is earlier than a previous call's; RUNGS_ERR_NULL_POINTER if clock is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on it),
- * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if clock or out_reference_us is
+ * NULL; RUNGS_ERR_STATE if no sample was added yet; RUNGS_ERR_INVALID_ARGUMENT
+ * if local_now_us is earlier than a previous call's; RUNGS_ERR_REENTRANT,
+ * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
  */
 rungs_result rungs_clock_reference_time(struct rungs_clock *clock,
                                         int64_t local_now_us,
@@ -1248,8 +1245,8 @@ rungs_result rungs_pacer_new(const struct rungs_pacer_config *config, struct run
 /**
  * Release a pacer. NULL is accepted; a poisoned object is released too.
  *
- * Returns: RUNGS_OK (also for NULL); RUNGS_ERR_BUSY while another thread is
- * in a call on it (not freed); RUNGS_ERR_PANIC.
+ * Returns: RUNGS_OK (also for NULL); RUNGS_ERR_BUSY while another thread is in
+ * a call on it (not freed); RUNGS_ERR_PANIC.
  */
 rungs_result rungs_pacer_free(struct rungs_pacer *pacer);
 
@@ -1259,10 +1256,9 @@ rungs_result rungs_pacer_free(struct rungs_pacer *pacer);
  * before it starts: later calls return the same until the next
  * `rungs_pacer_frame_started`.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out_frame or out_due_us is
- * NULL (neither written); RUNGS_ERR_NULL_POINTER if pacer is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on it),
- * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if pacer, out_frame or out_due_us
+ * is NULL (neither written); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+ * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
  */
 rungs_result rungs_pacer_next_frame_due(struct rungs_pacer *pacer,
                                         uint32_t *out_frame,
@@ -1276,8 +1272,8 @@ rungs_result rungs_pacer_next_frame_due(struct rungs_pacer *pacer,
  *
  * Returns: RUNGS_OK; RUNGS_ERR_STATE if frame is not the frame after the
  * previous call's (no effect); RUNGS_ERR_NULL_POINTER if pacer is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on it),
- * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 rungs_result rungs_pacer_frame_started(struct rungs_pacer *pacer, uint32_t frame, int64_t now_us);
 
@@ -1287,11 +1283,10 @@ rungs_result rungs_pacer_frame_started(struct rungs_pacer *pacer, uint32_t frame
  * for the same frame, normally while that frame runs. The deadline already
  * given is kept.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if fps is 0;
- * RUNGS_ERR_STATE if from_frame is before the latest rate change or after
- * the next frame due; RUNGS_ERR_NULL_POINTER if pacer is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on it),
- * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+ * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if fps is 0; RUNGS_ERR_STATE
+ * if from_frame is before the latest rate change or after the next frame due;
+ * RUNGS_ERR_NULL_POINTER if pacer is NULL; RUNGS_ERR_REENTRANT,
+ * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
  */
 rungs_result rungs_pacer_set_fps(struct rungs_pacer *pacer, uint8_t fps, uint32_t from_frame);
 
@@ -1300,9 +1295,8 @@ rungs_result rungs_pacer_set_fps(struct rungs_pacer *pacer, uint8_t fps, uint32_
  * `start_us` (the master's or relay's announcement, at the rate in force).
  *
  * Returns: RUNGS_OK; RUNGS_ERR_STATE if frame is before the latest rate
- * change; RUNGS_ERR_NULL_POINTER if pacer is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on it),
- * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+ * change; RUNGS_ERR_NULL_POINTER if pacer is NULL; RUNGS_ERR_REENTRANT,
+ * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
  */
 rungs_result rungs_pacer_set_reference(struct rungs_pacer *pacer, uint32_t frame, int64_t start_us);
 
@@ -1310,10 +1304,9 @@ rungs_result rungs_pacer_set_reference(struct rungs_pacer *pacer, uint32_t frame
  * When `frame` ideally starts on the shared schedule, into `*out_start_us`
  * (what a master or relay announces as a reference point).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out_start_us is NULL;
- * RUNGS_ERR_NULL_POINTER if pacer is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on it),
- * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if pacer or out_start_us is NULL;
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 rungs_result rungs_pacer_ideal_start(struct rungs_pacer *pacer,
                                      uint32_t frame,
@@ -1522,8 +1515,8 @@ rungs_result rungs_measurements_new(struct rungs_measurements **out);
 /**
  * Release measurements. NULL is accepted; a poisoned object is released too.
  *
- * Returns: RUNGS_OK (also for NULL); RUNGS_ERR_BUSY while another thread is
- * in a call on it (not freed); RUNGS_ERR_PANIC.
+ * Returns: RUNGS_OK (also for NULL); RUNGS_ERR_BUSY while another thread is in
+ * a call on it (not freed); RUNGS_ERR_PANIC.
  */
 rungs_result rungs_measurements_free(struct rungs_measurements *measurements);
 
@@ -1531,9 +1524,8 @@ rungs_result rungs_measurements_free(struct rungs_measurements *measurements);
  * A frame's work begins at `now_us` (any monotonic microsecond clock).
  *
  * Returns: RUNGS_OK; RUNGS_ERR_STATE if a frame's work is already open;
- * RUNGS_ERR_NULL_POINTER if measurements is
- * NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on
- * it), RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+ * RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
+ * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
  */
 rungs_result rungs_measurements_frame_work_begin(struct rungs_measurements *measurements,
                                                  uint64_t now_us);
@@ -1544,9 +1536,8 @@ rungs_result rungs_measurements_frame_work_begin(struct rungs_measurements *meas
  *
  * Returns: RUNGS_OK; RUNGS_ERR_STATE if no frame's work is open;
  * RUNGS_ERR_INVALID_ARGUMENT if now_us is before the begin (the frame stays
- * open); RUNGS_ERR_NULL_POINTER if measurements is
- * NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on
- * it), RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+ * open); RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
+ * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
  */
 rungs_result rungs_measurements_frame_work_end(struct rungs_measurements *measurements,
                                                uint64_t now_us);
@@ -1554,9 +1545,9 @@ rungs_result rungs_measurements_frame_work_end(struct rungs_measurements *measur
 /**
  * One frame took `duration_us` of processing (instead of begin/end).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements is
- * NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on
- * it), RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements is NULL;
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 rungs_result rungs_measurements_add_frame_work_us(struct rungs_measurements *measurements,
                                                   uint64_t duration_us);
@@ -1564,9 +1555,9 @@ rungs_result rungs_measurements_add_frame_work_us(struct rungs_measurements *mea
 /**
  * The machine starts waiting for the other players at `now_us`.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_STATE if a wait is already open; RUNGS_ERR_NULL_POINTER if measurements is
- * NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on
- * it), RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+ * Returns: RUNGS_OK; RUNGS_ERR_STATE if a wait is already open;
+ * RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
+ * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
  */
 rungs_result rungs_measurements_wait_begin(struct rungs_measurements *measurements,
                                            uint64_t now_us);
@@ -1577,18 +1568,17 @@ rungs_result rungs_measurements_wait_begin(struct rungs_measurements *measuremen
  *
  * Returns: RUNGS_OK; RUNGS_ERR_STATE if no wait is open;
  * RUNGS_ERR_INVALID_ARGUMENT if now_us is before the begin (the wait stays
- * open); RUNGS_ERR_NULL_POINTER if measurements is
- * NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on
- * it), RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+ * open); RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
+ * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
  */
 rungs_result rungs_measurements_wait_end(struct rungs_measurements *measurements, uint64_t now_us);
 
 /**
  * One wait for the other players lasted `duration_us` (instead of begin/end).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements is
- * NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on
- * it), RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements is NULL;
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 rungs_result rungs_measurements_add_wait_us(struct rungs_measurements *measurements,
                                             uint64_t duration_us);
@@ -1597,11 +1587,10 @@ rungs_result rungs_measurements_add_wait_us(struct rungs_measurements *measureme
  * Start measuring round trips to `peer` (a seat). Reports carry no round
  * trip until it has a clean sample (S3).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if peer is not a seat
- * (0 to 15); RUNGS_ERR_STATE if peer is already measured;
- * RUNGS_ERR_NULL_POINTER if measurements is
- * NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on
- * it), RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+ * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if peer is not a seat (0 to
+ * 15); RUNGS_ERR_STATE if peer is already measured; RUNGS_ERR_NULL_POINTER if
+ * measurements is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+ * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
  */
 rungs_result rungs_measurements_add_peer(struct rungs_measurements *measurements, uint8_t peer);
 
@@ -1610,8 +1599,8 @@ rungs_result rungs_measurements_add_peer(struct rungs_measurements *measurements
  *
  * Returns: RUNGS_OK; RUNGS_ERR_UNKNOWN_SEAT if peer is not measured
  * (`rungs_measurements_add_peer`); RUNGS_ERR_NULL_POINTER if measurements is
- * NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on
- * it), RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+ * NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
+ * RUNGS_ERR_PANIC (every object call).
  */
 rungs_result rungs_measurements_remove_peer(struct rungs_measurements *measurements, uint8_t peer);
 
@@ -1624,8 +1613,8 @@ rungs_result rungs_measurements_remove_peer(struct rungs_measurements *measureme
  * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if clean is neither 0 nor 1;
  * RUNGS_ERR_UNKNOWN_SEAT if peer is not measured
  * (`rungs_measurements_add_peer`); RUNGS_ERR_NULL_POINTER if measurements is
- * NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on
- * it), RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+ * NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
+ * RUNGS_ERR_PANIC (every object call).
  */
 rungs_result rungs_measurements_add_rtt_sample(struct rungs_measurements *measurements,
                                                uint8_t peer,
@@ -1637,10 +1626,9 @@ rungs_result rungs_measurements_add_rtt_sample(struct rungs_measurements *measur
  * starts. Call it on report frames (`rungs_is_report_frame`) and queue the
  * report as a NETWORK_REPORT event (`rungs_report_payload_encode`).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out is NULL (the interval
- * does not end); RUNGS_ERR_NULL_POINTER if measurements is
- * NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on
- * it), RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements or out is NULL
+ * (the interval does not end); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+ * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
  */
 rungs_result rungs_measurements_take_report(struct rungs_measurements *measurements,
                                             struct rungs_report *out);
@@ -1908,8 +1896,8 @@ rungs_result rungs_timing_machine_new(const struct rungs_timing_machine_config *
  * Release a machine. NULL is accepted.
  *
  * Returns: RUNGS_OK (also for NULL); RUNGS_ERR_REENTRANT from one of m's
- * callbacks; RUNGS_ERR_BUSY while another thread is in a call on m (m is
- * not freed); RUNGS_ERR_PANIC.
+ * callbacks; RUNGS_ERR_BUSY while another thread is in a call on m (m is not
+ * freed); RUNGS_ERR_PANIC.
  */
 rungs_result rungs_timing_machine_free(struct rungs_timing_machine *m);
 
@@ -1921,8 +1909,8 @@ rungs_result rungs_timing_machine_free(struct rungs_timing_machine *m);
  * Returns: RUNGS_OK; RUNGS_ERR_STATE if frame is not the frame after the
  * previous one (0 first), or the previous frame was not ended with
  * `rungs_timing_machine_end_frame`; RUNGS_ERR_NULL_POINTER if m is NULL;
- * RUNGS_ERR_REENTRANT from one of m's callbacks; RUNGS_ERR_BUSY while another
- * thread is in a call on m; RUNGS_ERR_POISONED after a panic; RUNGS_ERR_PANIC.
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 rungs_result rungs_timing_machine_begin_frame(struct rungs_timing_machine *m,
                                               uint32_t frame,
@@ -1934,10 +1922,9 @@ rungs_result rungs_timing_machine_begin_frame(struct rungs_timing_machine *m,
  * in the order it issued them.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_UNKNOWN_SEAT if seat is not below
- * config->seat_count; RUNGS_ERR_STATE if the frame `tag` already executed
- * its commands; RUNGS_ERR_NULL_POINTER if m is NULL;
- * RUNGS_ERR_REENTRANT from one of m's callbacks; RUNGS_ERR_BUSY while another
- * thread is in a call on m; RUNGS_ERR_POISONED after a panic; RUNGS_ERR_PANIC.
+ * config->seat_count; RUNGS_ERR_STATE if the frame `tag` already executed its
+ * commands; RUNGS_ERR_NULL_POINTER if m is NULL; RUNGS_ERR_REENTRANT,
+ * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
  */
 rungs_result rungs_timing_machine_queue_command(struct rungs_timing_machine *m,
                                                 uint32_t tag,
@@ -1949,10 +1936,9 @@ rungs_result rungs_timing_machine_queue_command(struct rungs_timing_machine *m,
  * `*out_found` is 1 and the other outputs (each may be NULL) are written
  * when there is one; 0 when none is due or the frame is not a send frame.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out_found is NULL (nothing
- * popped); RUNGS_ERR_NULL_POINTER if m is NULL;
- * RUNGS_ERR_REENTRANT from one of m's callbacks; RUNGS_ERR_BUSY while another
- * thread is in a call on m; RUNGS_ERR_POISONED after a panic; RUNGS_ERR_PANIC.
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out_found is NULL (nothing
+ * popped); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
+ * RUNGS_ERR_PANIC (every object call).
  */
 rungs_result rungs_timing_machine_pop_due(struct rungs_timing_machine *m,
                                           int32_t *out_found,
@@ -1963,14 +1949,13 @@ rungs_result rungs_timing_machine_pop_due(struct rungs_timing_machine *m,
 /**
  * A timing event sent by `seat` executes on the current frame (S5, S6).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if event is NULL;
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or event is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if event breaks S1 (send_period 1 to 10,
  * look_ahead a multiple of it up to 250) or event->fps is 0;
  * RUNGS_ERR_UNKNOWN_SEAT if seat is not a human seat of the game;
  * RUNGS_ERR_STATE if no frame is open (`rungs_timing_machine_begin_frame`);
- * RUNGS_ERR_NULL_POINTER if m is NULL;
- * RUNGS_ERR_REENTRANT from one of m's callbacks; RUNGS_ERR_BUSY while another
- * thread is in a call on m; RUNGS_ERR_POISONED after a panic; RUNGS_ERR_PANIC.
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 rungs_result rungs_timing_machine_execute_timing_event(struct rungs_timing_machine *m,
                                                        uint8_t seat,
@@ -1979,13 +1964,12 @@ rungs_result rungs_timing_machine_execute_timing_event(struct rungs_timing_machi
 /**
  * A report from `seat` executes on the current frame (S3).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if report is NULL;
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or report is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if report->has_worst_rtt is neither 0 nor 1;
  * RUNGS_ERR_UNKNOWN_SEAT if seat is not (or no longer) a human seat of the
  * game (nothing changes); RUNGS_ERR_STATE if no frame is open;
- * RUNGS_ERR_NULL_POINTER if m is NULL;
- * RUNGS_ERR_REENTRANT from one of m's callbacks; RUNGS_ERR_BUSY while another
- * thread is in a call on m; RUNGS_ERR_POISONED after a panic; RUNGS_ERR_PANIC.
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 rungs_result rungs_timing_machine_execute_report(struct rungs_timing_machine *m,
                                                  uint8_t seat,
@@ -1995,11 +1979,10 @@ rungs_result rungs_timing_machine_execute_report(struct rungs_timing_machine *m,
  * The removal of `seat` executes on the current frame (S3); removing the
  * master hands the role to the next human in house order (S4.6).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_UNKNOWN_SEAT if seat is not (or no longer)
- * a human seat of the game; RUNGS_ERR_STATE if no frame is open;
- * RUNGS_ERR_NULL_POINTER if m is NULL;
- * RUNGS_ERR_REENTRANT from one of m's callbacks; RUNGS_ERR_BUSY while another
- * thread is in a call on m; RUNGS_ERR_POISONED after a panic; RUNGS_ERR_PANIC.
+ * Returns: RUNGS_OK; RUNGS_ERR_UNKNOWN_SEAT if seat is not (or no longer) a
+ * human seat of the game; RUNGS_ERR_STATE if no frame is open;
+ * RUNGS_ERR_NULL_POINTER if m is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+ * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
  */
 rungs_result rungs_timing_machine_execute_removal(struct rungs_timing_machine *m, uint8_t seat);
 
@@ -2011,8 +1994,8 @@ rungs_result rungs_timing_machine_execute_removal(struct rungs_timing_machine *m
  *
  * Returns: RUNGS_OK; RUNGS_ERR_STATE if no frame is open
  * (`rungs_timing_machine_begin_frame`); RUNGS_ERR_NULL_POINTER if m is NULL;
- * RUNGS_ERR_REENTRANT from one of m's callbacks; RUNGS_ERR_BUSY while another
- * thread is in a call on m; RUNGS_ERR_POISONED after a panic; RUNGS_ERR_PANIC.
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 rungs_result rungs_timing_machine_end_frame(struct rungs_timing_machine *m,
                                             int32_t *out_has_event,
@@ -2023,8 +2006,8 @@ rungs_result rungs_timing_machine_end_frame(struct rungs_timing_machine *m,
  * force now: send your packet (S5).
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
- * RUNGS_ERR_REENTRANT from one of m's callbacks; RUNGS_ERR_BUSY while another
- * thread is in a call on m; RUNGS_ERR_POISONED after a panic; RUNGS_ERR_PANIC.
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 rungs_result rungs_timing_machine_is_send_frame(struct rungs_timing_machine *m, int32_t *out);
 
@@ -2033,8 +2016,8 @@ rungs_result rungs_timing_machine_is_send_frame(struct rungs_timing_machine *m, 
  * `frame + look_ahead`; on other frames a forecast for the next send frame.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
- * RUNGS_ERR_REENTRANT from one of m's callbacks; RUNGS_ERR_BUSY while another
- * thread is in a call on m; RUNGS_ERR_POISONED after a panic; RUNGS_ERR_PANIC.
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 rungs_result rungs_timing_machine_command_tag(struct rungs_timing_machine *m, uint32_t *out);
 
@@ -2042,8 +2025,8 @@ rungs_result rungs_timing_machine_command_tag(struct rungs_timing_machine *m, ui
  * The timing in force.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
- * RUNGS_ERR_REENTRANT from one of m's callbacks; RUNGS_ERR_BUSY while another
- * thread is in a call on m; RUNGS_ERR_POISONED after a panic; RUNGS_ERR_PANIC.
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 rungs_result rungs_timing_machine_timing(struct rungs_timing_machine *m, struct rungs_timing *out);
 
@@ -2051,8 +2034,8 @@ rungs_result rungs_timing_machine_timing(struct rungs_timing_machine *m, struct 
  * The frame rate in force.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
- * RUNGS_ERR_REENTRANT from one of m's callbacks; RUNGS_ERR_BUSY while another
- * thread is in a call on m; RUNGS_ERR_POISONED after a panic; RUNGS_ERR_PANIC.
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 rungs_result rungs_timing_machine_fps(struct rungs_timing_machine *m, uint8_t *out);
 
@@ -2060,8 +2043,8 @@ rungs_result rungs_timing_machine_fps(struct rungs_timing_machine *m, uint8_t *o
  * Everything a UI or log shows, in one struct.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
- * RUNGS_ERR_REENTRANT from one of m's callbacks; RUNGS_ERR_BUSY while another
- * thread is in a call on m; RUNGS_ERR_POISONED after a panic; RUNGS_ERR_PANIC.
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 rungs_result rungs_timing_machine_status(struct rungs_timing_machine *m,
                                          struct rungs_timing_status *out);
@@ -2071,9 +2054,8 @@ rungs_result rungs_timing_machine_status(struct rungs_timing_machine *m,
  * on every machine on the same frame (when your speed event executes).
  *
  * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if speed_fps is 0;
- * RUNGS_ERR_NULL_POINTER if m is NULL;
- * RUNGS_ERR_REENTRANT from one of m's callbacks; RUNGS_ERR_BUSY while another
- * thread is in a call on m; RUNGS_ERR_POISONED after a panic; RUNGS_ERR_PANIC.
+ * RUNGS_ERR_NULL_POINTER if m is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+ * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
  */
 rungs_result rungs_timing_machine_set_speed(struct rungs_timing_machine *m, uint8_t speed_fps);
 

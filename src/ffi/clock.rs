@@ -154,8 +154,8 @@ pub unsafe extern "C" fn rungs_clock_new(
 
 /// Release a clock. NULL is accepted; a poisoned object is released too.
 ///
-/// Returns: RUNGS_OK (also for NULL); RUNGS_ERR_BUSY while another thread is
-/// in a call on it (not freed); RUNGS_ERR_PANIC.
+/// Returns: RUNGS_OK (also for NULL); RUNGS_ERR_BUSY while another thread is in
+/// a call on it (not freed); RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_clock_free(clock: *mut rungs_clock) -> rungs_result {
     unsafe { free_call("rungs_clock_free", clock) }
@@ -165,12 +165,11 @@ pub unsafe extern "C" fn rungs_clock_free(clock: *mut rungs_clock) -> rungs_resu
 /// `t3`), and steer toward the new estimate. Before reference time is first
 /// read the estimate applies at once; after, it is slewed in.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if sample is NULL;
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if clock or sample is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if the timestamps contradict each other, the
-/// round trip is over 60 s, or local_now_us is earlier than a previous
-/// call's (the sample is not kept); RUNGS_ERR_NULL_POINTER if clock is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on it),
-/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+/// round trip is over 60 s, or local_now_us is earlier than a previous call's
+/// (the sample is not kept); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_clock_add_sample(
     clock: *mut rungs_clock,
@@ -188,10 +187,9 @@ pub unsafe extern "C" fn rungs_clock_add_sample(
 
 /// The filtered offset estimate, into `*out`.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out is NULL; RUNGS_ERR_STATE
-/// if no sample was added yet; RUNGS_ERR_NULL_POINTER if clock is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on it),
-/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if clock or out is NULL;
+/// RUNGS_ERR_STATE if no sample was added yet; RUNGS_ERR_REENTRANT,
+/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_clock_estimate(
     clock: *mut rungs_clock,
@@ -221,11 +219,10 @@ pub unsafe extern "C" fn rungs_clock_estimate(
 /// Reference time at local time `local_now_us`, into `*out_reference_us`:
 /// never earlier than a previous reading, never a jump.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out_reference_us is NULL;
-/// RUNGS_ERR_STATE if no sample was added yet; RUNGS_ERR_INVALID_ARGUMENT if
-/// local_now_us is earlier than a previous call's; RUNGS_ERR_NULL_POINTER if clock is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on it),
-/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if clock or out_reference_us is
+/// NULL; RUNGS_ERR_STATE if no sample was added yet; RUNGS_ERR_INVALID_ARGUMENT
+/// if local_now_us is earlier than a previous call's; RUNGS_ERR_REENTRANT,
+/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_clock_reference_time(
     clock: *mut rungs_clock,
@@ -276,8 +273,8 @@ pub unsafe extern "C" fn rungs_pacer_new(
 
 /// Release a pacer. NULL is accepted; a poisoned object is released too.
 ///
-/// Returns: RUNGS_OK (also for NULL); RUNGS_ERR_BUSY while another thread is
-/// in a call on it (not freed); RUNGS_ERR_PANIC.
+/// Returns: RUNGS_OK (also for NULL); RUNGS_ERR_BUSY while another thread is in
+/// a call on it (not freed); RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_pacer_free(pacer: *mut rungs_pacer) -> rungs_result {
     unsafe { free_call("rungs_pacer_free", pacer) }
@@ -288,10 +285,9 @@ pub unsafe extern "C" fn rungs_pacer_free(pacer: *mut rungs_pacer) -> rungs_resu
 /// before it starts: later calls return the same until the next
 /// `rungs_pacer_frame_started`.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out_frame or out_due_us is
-/// NULL (neither written); RUNGS_ERR_NULL_POINTER if pacer is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on it),
-/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if pacer, out_frame or out_due_us
+/// is NULL (neither written); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_pacer_next_frame_due(
     pacer: *mut rungs_pacer,
@@ -317,8 +313,8 @@ pub unsafe extern "C" fn rungs_pacer_next_frame_due(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_STATE if frame is not the frame after the
 /// previous call's (no effect); RUNGS_ERR_NULL_POINTER if pacer is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on it),
-/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_pacer_frame_started(
     pacer: *mut rungs_pacer,
@@ -337,11 +333,10 @@ pub unsafe extern "C" fn rungs_pacer_frame_started(
 /// for the same frame, normally while that frame runs. The deadline already
 /// given is kept.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if fps is 0;
-/// RUNGS_ERR_STATE if from_frame is before the latest rate change or after
-/// the next frame due; RUNGS_ERR_NULL_POINTER if pacer is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on it),
-/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+/// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if fps is 0; RUNGS_ERR_STATE
+/// if from_frame is before the latest rate change or after the next frame due;
+/// RUNGS_ERR_NULL_POINTER if pacer is NULL; RUNGS_ERR_REENTRANT,
+/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_pacer_set_fps(
     pacer: *mut rungs_pacer,
@@ -359,9 +354,8 @@ pub unsafe extern "C" fn rungs_pacer_set_fps(
 /// `start_us` (the master's or relay's announcement, at the rate in force).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_STATE if frame is before the latest rate
-/// change; RUNGS_ERR_NULL_POINTER if pacer is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on it),
-/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+/// change; RUNGS_ERR_NULL_POINTER if pacer is NULL; RUNGS_ERR_REENTRANT,
+/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_pacer_set_reference(
     pacer: *mut rungs_pacer,
@@ -378,10 +372,9 @@ pub unsafe extern "C" fn rungs_pacer_set_reference(
 /// When `frame` ideally starts on the shared schedule, into `*out_start_us`
 /// (what a master or relay announces as a reference point).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out_start_us is NULL;
-/// RUNGS_ERR_NULL_POINTER if pacer is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on it),
-/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if pacer or out_start_us is NULL;
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_pacer_ideal_start(
     pacer: *mut rungs_pacer,

@@ -40,8 +40,8 @@ pub unsafe extern "C" fn rungs_measurements_new(out: *mut *mut rungs_measurement
 
 /// Release measurements. NULL is accepted; a poisoned object is released too.
 ///
-/// Returns: RUNGS_OK (also for NULL); RUNGS_ERR_BUSY while another thread is
-/// in a call on it (not freed); RUNGS_ERR_PANIC.
+/// Returns: RUNGS_OK (also for NULL); RUNGS_ERR_BUSY while another thread is in
+/// a call on it (not freed); RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_free(
     measurements: *mut rungs_measurements,
@@ -52,9 +52,8 @@ pub unsafe extern "C" fn rungs_measurements_free(
 /// A frame's work begins at `now_us` (any monotonic microsecond clock).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_STATE if a frame's work is already open;
-/// RUNGS_ERR_NULL_POINTER if measurements is
-/// NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on
-/// it), RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+/// RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
+/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_frame_work_begin(
     measurements: *mut rungs_measurements,
@@ -72,9 +71,8 @@ pub unsafe extern "C" fn rungs_measurements_frame_work_begin(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_STATE if no frame's work is open;
 /// RUNGS_ERR_INVALID_ARGUMENT if now_us is before the begin (the frame stays
-/// open); RUNGS_ERR_NULL_POINTER if measurements is
-/// NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on
-/// it), RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+/// open); RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
+/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_frame_work_end(
     measurements: *mut rungs_measurements,
@@ -89,9 +87,9 @@ pub unsafe extern "C" fn rungs_measurements_frame_work_end(
 
 /// One frame took `duration_us` of processing (instead of begin/end).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements is
-/// NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on
-/// it), RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements is NULL;
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_add_frame_work_us(
     measurements: *mut rungs_measurements,
@@ -107,9 +105,9 @@ pub unsafe extern "C" fn rungs_measurements_add_frame_work_us(
 
 /// The machine starts waiting for the other players at `now_us`.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_STATE if a wait is already open; RUNGS_ERR_NULL_POINTER if measurements is
-/// NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on
-/// it), RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+/// Returns: RUNGS_OK; RUNGS_ERR_STATE if a wait is already open;
+/// RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
+/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_wait_begin(
     measurements: *mut rungs_measurements,
@@ -127,9 +125,8 @@ pub unsafe extern "C" fn rungs_measurements_wait_begin(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_STATE if no wait is open;
 /// RUNGS_ERR_INVALID_ARGUMENT if now_us is before the begin (the wait stays
-/// open); RUNGS_ERR_NULL_POINTER if measurements is
-/// NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on
-/// it), RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+/// open); RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
+/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_wait_end(
     measurements: *mut rungs_measurements,
@@ -144,9 +141,9 @@ pub unsafe extern "C" fn rungs_measurements_wait_end(
 
 /// One wait for the other players lasted `duration_us` (instead of begin/end).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements is
-/// NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on
-/// it), RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements is NULL;
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_add_wait_us(
     measurements: *mut rungs_measurements,
@@ -163,11 +160,10 @@ pub unsafe extern "C" fn rungs_measurements_add_wait_us(
 /// Start measuring round trips to `peer` (a seat). Reports carry no round
 /// trip until it has a clean sample (S3).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if peer is not a seat
-/// (0 to 15); RUNGS_ERR_STATE if peer is already measured;
-/// RUNGS_ERR_NULL_POINTER if measurements is
-/// NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on
-/// it), RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+/// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if peer is not a seat (0 to
+/// 15); RUNGS_ERR_STATE if peer is already measured; RUNGS_ERR_NULL_POINTER if
+/// measurements is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_add_peer(
     measurements: *mut rungs_measurements,
@@ -184,8 +180,8 @@ pub unsafe extern "C" fn rungs_measurements_add_peer(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_UNKNOWN_SEAT if peer is not measured
 /// (`rungs_measurements_add_peer`); RUNGS_ERR_NULL_POINTER if measurements is
-/// NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on
-/// it), RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+/// NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
+/// RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_remove_peer(
     measurements: *mut rungs_measurements,
@@ -206,8 +202,8 @@ pub unsafe extern "C" fn rungs_measurements_remove_peer(
 /// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if clean is neither 0 nor 1;
 /// RUNGS_ERR_UNKNOWN_SEAT if peer is not measured
 /// (`rungs_measurements_add_peer`); RUNGS_ERR_NULL_POINTER if measurements is
-/// NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on
-/// it), RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+/// NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
+/// RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_add_rtt_sample(
     measurements: *mut rungs_measurements,
@@ -227,10 +223,9 @@ pub unsafe extern "C" fn rungs_measurements_add_rtt_sample(
 /// starts. Call it on report frames (`rungs_is_report_frame`) and queue the
 /// report as a NETWORK_REPORT event (`rungs_report_payload_encode`).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out is NULL (the interval
-/// does not end); RUNGS_ERR_NULL_POINTER if measurements is
-/// NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY (another thread is in a call on
-/// it), RUNGS_ERR_POISONED, RUNGS_ERR_PANIC.
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements or out is NULL
+/// (the interval does not end); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_take_report(
     measurements: *mut rungs_measurements,

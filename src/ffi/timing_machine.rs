@@ -262,8 +262,8 @@ pub unsafe extern "C" fn rungs_timing_machine_new(
 /// Release a machine. NULL is accepted.
 ///
 /// Returns: RUNGS_OK (also for NULL); RUNGS_ERR_REENTRANT from one of m's
-/// callbacks; RUNGS_ERR_BUSY while another thread is in a call on m (m is
-/// not freed); RUNGS_ERR_PANIC.
+/// callbacks; RUNGS_ERR_BUSY while another thread is in a call on m (m is not
+/// freed); RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_free(m: *mut rungs_timing_machine) -> rungs_result {
     // SAFETY: NULL or a live machine from `_new` (caller contract).
@@ -277,8 +277,8 @@ pub unsafe extern "C" fn rungs_timing_machine_free(m: *mut rungs_timing_machine)
 /// Returns: RUNGS_OK; RUNGS_ERR_STATE if frame is not the frame after the
 /// previous one (0 first), or the previous frame was not ended with
 /// `rungs_timing_machine_end_frame`; RUNGS_ERR_NULL_POINTER if m is NULL;
-/// RUNGS_ERR_REENTRANT from one of m's callbacks; RUNGS_ERR_BUSY while another
-/// thread is in a call on m; RUNGS_ERR_POISONED after a panic; RUNGS_ERR_PANIC.
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_begin_frame(
     m: *mut rungs_timing_machine,
@@ -299,10 +299,9 @@ pub unsafe extern "C" fn rungs_timing_machine_begin_frame(
 /// in the order it issued them.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_UNKNOWN_SEAT if seat is not below
-/// config->seat_count; RUNGS_ERR_STATE if the frame `tag` already executed
-/// its commands; RUNGS_ERR_NULL_POINTER if m is NULL;
-/// RUNGS_ERR_REENTRANT from one of m's callbacks; RUNGS_ERR_BUSY while another
-/// thread is in a call on m; RUNGS_ERR_POISONED after a panic; RUNGS_ERR_PANIC.
+/// config->seat_count; RUNGS_ERR_STATE if the frame `tag` already executed its
+/// commands; RUNGS_ERR_NULL_POINTER if m is NULL; RUNGS_ERR_REENTRANT,
+/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_queue_command(
     m: *mut rungs_timing_machine,
@@ -321,10 +320,9 @@ pub unsafe extern "C" fn rungs_timing_machine_queue_command(
 /// `*out_found` is 1 and the other outputs (each may be NULL) are written
 /// when there is one; 0 when none is due or the frame is not a send frame.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out_found is NULL (nothing
-/// popped); RUNGS_ERR_NULL_POINTER if m is NULL;
-/// RUNGS_ERR_REENTRANT from one of m's callbacks; RUNGS_ERR_BUSY while another
-/// thread is in a call on m; RUNGS_ERR_POISONED after a panic; RUNGS_ERR_PANIC.
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out_found is NULL (nothing
+/// popped); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
+/// RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_pop_due(
     m: *mut rungs_timing_machine,
@@ -350,14 +348,13 @@ pub unsafe extern "C" fn rungs_timing_machine_pop_due(
 
 /// A timing event sent by `seat` executes on the current frame (S5, S6).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if event is NULL;
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or event is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if event breaks S1 (send_period 1 to 10,
 /// look_ahead a multiple of it up to 250) or event->fps is 0;
 /// RUNGS_ERR_UNKNOWN_SEAT if seat is not a human seat of the game;
 /// RUNGS_ERR_STATE if no frame is open (`rungs_timing_machine_begin_frame`);
-/// RUNGS_ERR_NULL_POINTER if m is NULL;
-/// RUNGS_ERR_REENTRANT from one of m's callbacks; RUNGS_ERR_BUSY while another
-/// thread is in a call on m; RUNGS_ERR_POISONED after a panic; RUNGS_ERR_PANIC.
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_execute_timing_event(
     m: *mut rungs_timing_machine,
@@ -374,13 +371,12 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_timing_event(
 
 /// A report from `seat` executes on the current frame (S3).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if report is NULL;
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or report is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if report->has_worst_rtt is neither 0 nor 1;
 /// RUNGS_ERR_UNKNOWN_SEAT if seat is not (or no longer) a human seat of the
 /// game (nothing changes); RUNGS_ERR_STATE if no frame is open;
-/// RUNGS_ERR_NULL_POINTER if m is NULL;
-/// RUNGS_ERR_REENTRANT from one of m's callbacks; RUNGS_ERR_BUSY while another
-/// thread is in a call on m; RUNGS_ERR_POISONED after a panic; RUNGS_ERR_PANIC.
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_execute_report(
     m: *mut rungs_timing_machine,
@@ -398,11 +394,10 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_report(
 /// The removal of `seat` executes on the current frame (S3); removing the
 /// master hands the role to the next human in house order (S4.6).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_UNKNOWN_SEAT if seat is not (or no longer)
-/// a human seat of the game; RUNGS_ERR_STATE if no frame is open;
-/// RUNGS_ERR_NULL_POINTER if m is NULL;
-/// RUNGS_ERR_REENTRANT from one of m's callbacks; RUNGS_ERR_BUSY while another
-/// thread is in a call on m; RUNGS_ERR_POISONED after a panic; RUNGS_ERR_PANIC.
+/// Returns: RUNGS_OK; RUNGS_ERR_UNKNOWN_SEAT if seat is not (or no longer) a
+/// human seat of the game; RUNGS_ERR_STATE if no frame is open;
+/// RUNGS_ERR_NULL_POINTER if m is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_execute_removal(
     m: *mut rungs_timing_machine,
@@ -418,8 +413,8 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_removal(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_STATE if no frame is open
 /// (`rungs_timing_machine_begin_frame`); RUNGS_ERR_NULL_POINTER if m is NULL;
-/// RUNGS_ERR_REENTRANT from one of m's callbacks; RUNGS_ERR_BUSY while another
-/// thread is in a call on m; RUNGS_ERR_POISONED after a panic; RUNGS_ERR_PANIC.
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_end_frame(
     m: *mut rungs_timing_machine,
@@ -442,8 +437,8 @@ pub unsafe extern "C" fn rungs_timing_machine_end_frame(
 /// force now: send your packet (S5).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
-/// RUNGS_ERR_REENTRANT from one of m's callbacks; RUNGS_ERR_BUSY while another
-/// thread is in a call on m; RUNGS_ERR_POISONED after a panic; RUNGS_ERR_PANIC.
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_is_send_frame(
     m: *mut rungs_timing_machine,
@@ -460,8 +455,8 @@ pub unsafe extern "C" fn rungs_timing_machine_is_send_frame(
 /// `frame + look_ahead`; on other frames a forecast for the next send frame.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
-/// RUNGS_ERR_REENTRANT from one of m's callbacks; RUNGS_ERR_BUSY while another
-/// thread is in a call on m; RUNGS_ERR_POISONED after a panic; RUNGS_ERR_PANIC.
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_command_tag(
     m: *mut rungs_timing_machine,
@@ -477,8 +472,8 @@ pub unsafe extern "C" fn rungs_timing_machine_command_tag(
 /// The timing in force.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
-/// RUNGS_ERR_REENTRANT from one of m's callbacks; RUNGS_ERR_BUSY while another
-/// thread is in a call on m; RUNGS_ERR_POISONED after a panic; RUNGS_ERR_PANIC.
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_timing(
     m: *mut rungs_timing_machine,
@@ -494,8 +489,8 @@ pub unsafe extern "C" fn rungs_timing_machine_timing(
 /// The frame rate in force.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
-/// RUNGS_ERR_REENTRANT from one of m's callbacks; RUNGS_ERR_BUSY while another
-/// thread is in a call on m; RUNGS_ERR_POISONED after a panic; RUNGS_ERR_PANIC.
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_fps(
     m: *mut rungs_timing_machine,
@@ -511,8 +506,8 @@ pub unsafe extern "C" fn rungs_timing_machine_fps(
 /// Everything a UI or log shows, in one struct.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
-/// RUNGS_ERR_REENTRANT from one of m's callbacks; RUNGS_ERR_BUSY while another
-/// thread is in a call on m; RUNGS_ERR_POISONED after a panic; RUNGS_ERR_PANIC.
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_status(
     m: *mut rungs_timing_machine,
@@ -554,9 +549,8 @@ pub(crate) fn fill_status(machine: &TimingMachine) -> rungs_timing_status {
 /// on every machine on the same frame (when your speed event executes).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if speed_fps is 0;
-/// RUNGS_ERR_NULL_POINTER if m is NULL;
-/// RUNGS_ERR_REENTRANT from one of m's callbacks; RUNGS_ERR_BUSY while another
-/// thread is in a call on m; RUNGS_ERR_POISONED after a panic; RUNGS_ERR_PANIC.
+/// RUNGS_ERR_NULL_POINTER if m is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_set_speed(
     m: *mut rungs_timing_machine,
