@@ -60,6 +60,32 @@ static int harness_failed;
         }                                                                              \
     } while (0)
 
+/* The calling thread's latest rungs error message must equal `expected`
+ * (the test includes rungs.h). */
+#define CHECK_MESSAGE(expected)                                                        \
+    do {                                                                               \
+        char harness_m[512];                                                           \
+        harness_m[0] = '\0';                                                           \
+        rungs_last_error_message(harness_m, sizeof harness_m, NULL);                   \
+        CHECK_STR(harness_m, (expected));                                              \
+    } while (0)
+
+/* The calling thread's latest rungs error message must start with `prefix`. */
+#define CHECK_MESSAGE_STARTS(prefix)                                                   \
+    do {                                                                               \
+        char harness_m[512];                                                           \
+        const char *harness_p = (prefix);                                              \
+        harness_m[0] = '\0';                                                           \
+        rungs_last_error_message(harness_m, sizeof harness_m, NULL);                   \
+        if (strncmp(harness_m, harness_p, strlen(harness_p)) == 0) {                   \
+            harness_passed++;                                                          \
+        } else {                                                                       \
+            harness_failed++;                                                          \
+            fprintf(stderr, "FAIL %s:%d: message \"%s\" does not start with \"%s\"\n",  \
+                    __FILE__, __LINE__, harness_m, harness_p);                         \
+        }                                                                              \
+    } while (0)
+
 #if defined(_WIN32)
 #define WIN32_LEAN_AND_MEAN
 #include <windows.h>

@@ -106,14 +106,21 @@ static void test_clock_misuse(void) {
     CHECK_EQ(rungs_clock_new(&config, NULL), RUNGS_ERR_NULL_POINTER);
     config.struct_size = 4;
     CHECK_EQ(rungs_clock_new(&config, &clock), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_STARTS("rungs_clock_new: config->struct_size is 4; expected at least ");
     config = clock_config();
     config.sample_window = 0;
     CHECK_EQ(rungs_clock_new(&config, &clock), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_clock_new: config->sample_window is 0; expected 1 to 64");
     config.sample_window = RUNGS_CLOCK_MAX_SAMPLE_WINDOW + 1;
     CHECK_EQ(rungs_clock_new(&config, &clock), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_clock_new: config->sample_window is 65; expected 1 to 64");
     config = clock_config();
     config.max_slew_ppm = RUNGS_CLOCK_MAX_SLEW_PPM + 1;
     CHECK_EQ(rungs_clock_new(&config, &clock), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_clock_new: config->max_slew_ppm is 500001; expected 1 to 500000");
+    config.max_slew_ppm = 0;
+    CHECK_EQ(rungs_clock_new(&config, &clock), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_clock_new: config->max_slew_ppm is 0; expected 1 to 500000");
     CHECK(clock == NULL);
 
     config = clock_config();
@@ -187,11 +194,14 @@ static void test_pacer_misuse(void) {
     CHECK_EQ(rungs_pacer_new(&config, NULL), RUNGS_ERR_NULL_POINTER);
     config.struct_size = sizeof config - 4; /* an older, smaller struct */
     CHECK_EQ(rungs_pacer_new(&config, &pacer), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_STARTS("rungs_pacer_new: config->struct_size is ");
     config = pacer_config(0, 0);
     CHECK_EQ(rungs_pacer_new(&config, &pacer), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_pacer_new: config->fps is 0; expected 1 to 255");
     config = pacer_config(30, 0);
     config.max_nudge_permille = RUNGS_PACER_MAX_NUDGE_PERMILLE + 1;
     CHECK_EQ(rungs_pacer_new(&config, &pacer), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_pacer_new: config->max_nudge_permille is 501; expected 0 to 500");
     CHECK(pacer == NULL);
 
     config = pacer_config(30, 0);
@@ -211,8 +221,10 @@ static void test_pacer_misuse(void) {
     /* Out of order and out of range. */
     CHECK_EQ(rungs_pacer_frame_started(pacer, 0, 0), RUNGS_OK);
     CHECK_EQ(rungs_pacer_frame_started(pacer, 2, 1), RUNGS_ERR_STATE);
+    CHECK_MESSAGE("rungs_pacer_frame_started: frame is 2; expected 1 (the frame after 0)");
     CHECK_EQ(rungs_pacer_frame_started(pacer, 0, 1), RUNGS_ERR_STATE);
     CHECK_EQ(rungs_pacer_set_fps(pacer, 0, 1), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_pacer_set_fps: fps is 0; expected 1 to 255");
     CHECK_EQ(rungs_pacer_set_fps(pacer, 20, 2), RUNGS_ERR_STATE); /* ahead of time */
     CHECK_EQ(rungs_pacer_set_fps(pacer, 20, 1), RUNGS_OK);
     CHECK_EQ(rungs_pacer_set_fps(pacer, 25, 0), RUNGS_ERR_STATE); /* older than 1 */

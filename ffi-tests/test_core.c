@@ -1,5 +1,7 @@
-/* The library-wide C API: versions, result names, error details, the panic
- * guard. */
+/* The library-wide C API: versions, result names, error messages and how long
+ * they stay, the panic guard, and one handle used from two threads. */
+#define _POSIX_C_SOURCE 200112L
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "harness.h"
@@ -7,6 +9,7 @@
 
 static void test_versions(void) {
     CHECK_EQ(rungs_abi_version(), RUNGS_ABI_VERSION);
+    CHECK_EQ(RUNGS_ABI_VERSION, 2);
     CHECK(rungs_version() != NULL);
     CHECK(strlen(rungs_version()) >= 5);
 }
@@ -20,29 +23,260 @@ static void test_result_names(void) {
     CHECK_STR(rungs_result_str(RUNGS_ERR_REENTRANT), "RUNGS_ERR_REENTRANT");
     CHECK_STR(rungs_result_str(RUNGS_ERR_UNKNOWN_SEAT), "RUNGS_ERR_UNKNOWN_SEAT");
     CHECK_STR(rungs_result_str(RUNGS_ERR_IO), "RUNGS_ERR_IO");
+    CHECK_STR(rungs_result_str(RUNGS_ERR_BUSY), "RUNGS_ERR_BUSY");
+    CHECK_EQ(RUNGS_ERR_BUSY, 13);
     CHECK_STR(rungs_result_str(-1), "RUNGS_ERR_UNKNOWN_CODE");
     CHECK_STR(rungs_result_str(100000), "RUNGS_ERR_UNKNOWN_CODE");
 }
 
-static void test_last_error_copy(void) {
-    size_t len = 0;
+/* The message describes the latest call on this thread: an error's detail,
+ * or nothing once a call succeeds. Reading it does not change it. */
+static void test_message_lifetime(void) {
+    size_t len = 99;
     char small[4];
-    /* Length query with no buffer. */
+    rungs_timing t;
+    const char *rung = "rungs_rung_timing: rung is 11; expected 1 to 10";
+
+    CHECK_EQ(rungs_rung_timing(11, &t), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE(rung);
+    /* Reading twice gives the same message: reading does not clear it. */
+    CHECK_MESSAGE(rung);
     CHECK_EQ(rungs_last_error_message(NULL, 0, &len), RUNGS_OK);
-    /* A NULL buffer with a capacity is a misuse. */
-    CHECK_EQ(rungs_last_error_message(NULL, 8, NULL), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_EQ(rungs_last_error_message(NULL, 0, &len), RUNGS_OK);
-    CHECK(len > 0);
-    /* Truncation keeps the terminator inside the buffer. */
+    CHECK_EQ(len, strlen(rung));
+    /* A NULL buffer with a capacity is refused and keeps the message. */
+    CHECK_EQ(rungs_last_error_message(NULL, 8, NULL), RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE(rung);
+    /* Truncation keeps the terminator inside the buffer; len is the full length. */
     memset(small, 'x', sizeof small);
     CHECK_EQ(rungs_last_error_message(small, sizeof small, &len), RUNGS_OK);
-    CHECK_EQ(small[3], '\0');
-    CHECK_EQ(strlen(small), 3);
+    CHECK_STR(small, "run");
+    CHECK_EQ(len, strlen(rung));
+    /* rungs_result_str and functions without a rungs_result keep it too. */
+    CHECK(rungs_result_str(RUNGS_OK) != NULL);
+    CHECK(rungs_abi_version() > 0);
+    CHECK_MESSAGE(rung);
+
+    /* The next call that succeeds clears it. */
+    CHECK_EQ(rungs_rung_timing(3, &t), RUNGS_OK);
+    CHECK_MESSAGE("");
+    CHECK_EQ(rungs_last_error_message(NULL, 0, &len), RUNGS_OK);
+    CHECK_EQ(len, 0);
+}
+
+/* A few representative messages: function name, argument or field, what was
+ * got and what was expected. */
+static void test_message_content(void) {
+    rungs_clock_config clock_config;
+    rungs_clock *clock = NULL;
+    rungs_offset_estimate estimate;
+    rungs_timing_event event = {3, 9, 30};
+    uint8_t buf[8] = {0};
+    size_t len = 0;
+    char expected[200];
+    rungs_report report;
+
+    memset(&clock_config, 0, sizeof clock_config);
+    clock_config.struct_size = 8;
+    CHECK_EQ(rungs_clock_new(&clock_config, &clock), RUNGS_ERR_INVALID_ARGUMENT);
+    snprintf(expected, sizeof expected,
+             "rungs_clock_new: config->struct_size is 8; expected at least %u, the size of the "
+             "config struct in this library's rungs.h (set it to sizeof the struct)",
+             (unsigned)sizeof clock_config);
+    CHECK_MESSAGE(expected);
+
+    CHECK_EQ(rungs_clock_estimate(NULL, &estimate), RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE("rungs_clock_estimate: the handle (first argument) is NULL");
+
+    CHECK_EQ(rungs_timing_payload_encode(&event, 0, buf, 3, &len), RUNGS_ERR_BUFFER_TOO_SMALL);
+    CHECK_MESSAGE("rungs_timing_payload_encode: cap is 3; expected at least 5");
+
+    CHECK_EQ(rungs_timing_payload_decode(NULL, 5, 0, &event), RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE("rungs_timing_payload_decode: bytes is NULL but its length is 5; expected a "
+                  "valid pointer, or a length of 0");
+
+    event.fps = 0;
+    CHECK_EQ(rungs_timing_payload_encode(&event, 0, buf, sizeof buf, &len),
+             RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_timing_payload_encode: event->fps is 0; expected 1 to 255");
+
+    CHECK_EQ(rungs_report_payload_decode(buf, 6, 7, &report), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_report_payload_decode: layout is 7; expected "
+                  "RUNGS_REPORT_LAYOUT_COMPACT (0) or RUNGS_REPORT_LAYOUT_EXTENDED (1)");
+    CHECK_EQ(rungs_report_payload_decode(buf, 6, RUNGS_REPORT_LAYOUT_COMPACT, NULL),
+             RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE("rungs_report_payload_decode: out is NULL");
+}
+
+/* ---- one handle, two threads ---- */
+
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    int inside;       /* the holder is inside a call on the machine */
+    int tried;        /* the other thread has made its call */
+    rungs_timing_machine *m;
+    rungs_result holder_result;
+} handoff_t;
+
+/* timing_changed runs inside rungs_timing_machine_begin_frame(0): the holder
+ * thread stays inside the call until the other thread has tried its own. */
+static void hold_inside_call(void *user, uint32_t frame, uint8_t sp, uint8_t la) {
+    handoff_t *h = user;
+    (void)frame;
+    (void)sp;
+    (void)la;
+    pthread_mutex_lock(&h->lock);
+    h->inside = 1;
+    pthread_cond_broadcast(&h->changed);
+    while (!h->tried) pthread_cond_wait(&h->changed, &h->lock);
+    pthread_mutex_unlock(&h->lock);
+}
+
+static void *holder_thread(void *arg) {
+    handoff_t *h = arg;
+    h->holder_result = rungs_timing_machine_begin_frame(h->m, 0, NULL);
+    return NULL;
+}
+
+static rungs_timing_machine_config machine_config(void *user) {
+    rungs_timing_machine_config c;
+    memset(&c, 0, sizeof c);
+    c.struct_size = sizeof c;
+    c.speed_fps = 30;
+    c.seat_count = 2;
+    c.local_seat = 0;
+    c.human_seat_mask = 0x3;
+    c.callbacks.user = user;
+    return c;
+}
+
+/* A second thread calling while the first is inside gets RUNGS_ERR_BUSY,
+ * changes nothing, and the first call finishes normally. */
+static void test_second_thread_gets_busy(void) {
+    handoff_t h;
+    pthread_t holder;
+    rungs_timing_machine_config c = machine_config(&h);
+    uint8_t fps = 0;
+    memset(&h, 0, sizeof h);
+    pthread_mutex_init(&h.lock, NULL);
+    pthread_cond_init(&h.changed, NULL);
+    c.callbacks.timing_changed = hold_inside_call;
+    CHECK_EQ(rungs_timing_machine_new(&c, &h.m), RUNGS_OK);
+    if (!h.m) return;
+    CHECK_EQ(pthread_create(&holder, NULL, holder_thread, &h), 0);
+
+    pthread_mutex_lock(&h.lock);
+    while (!h.inside) pthread_cond_wait(&h.changed, &h.lock);
+    pthread_mutex_unlock(&h.lock);
+    CHECK_EQ(rungs_timing_machine_fps(h.m, &fps), RUNGS_ERR_BUSY);
+    CHECK_EQ(fps, 0);
+    CHECK_MESSAGE("rungs_timing_machine_fps: another thread is inside a call on the same "
+                  "object; use a handle from one thread at a time");
+    CHECK_EQ(rungs_timing_machine_free(h.m), RUNGS_ERR_BUSY);
+    CHECK_MESSAGE("rungs_timing_machine_free: another thread is inside a call on the same "
+                  "object; use a handle from one thread at a time");
+    pthread_mutex_lock(&h.lock);
+    h.tried = 1;
+    pthread_cond_broadcast(&h.changed);
+    pthread_mutex_unlock(&h.lock);
+    pthread_join(holder, NULL);
+
+    CHECK_EQ(h.holder_result, RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_fps(h.m, &fps), RUNGS_OK);
+    CHECK_EQ(fps, 30);
+    CHECK_EQ(rungs_timing_machine_free(h.m), RUNGS_OK);
+    pthread_cond_destroy(&h.changed);
+    pthread_mutex_destroy(&h.lock);
+}
+
+/* Two threads racing on one handle with no coordination: every call either
+ * runs (RUNGS_OK) or is refused whole (RUNGS_ERR_BUSY), and the measurements
+ * hold exactly the calls that ran. */
+#define RACE_CALLS 100000
+
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    int ready, go;
+} gate_t;
+
+typedef struct {
+    rungs_measurements *m;
+    gate_t *gate;
+    uint64_t work_us;
+    int ok, busy, other;
+} racer_t;
+
+static void *racer(void *arg) {
+    racer_t *r = arg;
+    int i;
+    /* Both racers start together, so their calls overlap. */
+    pthread_mutex_lock(&r->gate->lock);
+    r->gate->ready++;
+    pthread_cond_broadcast(&r->gate->changed);
+    while (!r->gate->go) pthread_cond_wait(&r->gate->changed, &r->gate->lock);
+    pthread_mutex_unlock(&r->gate->lock);
+    for (i = 0; i < RACE_CALLS; i++) {
+        rungs_result res = rungs_measurements_add_frame_work_us(r->m, r->work_us);
+        if (res == RUNGS_OK) {
+            r->ok++;
+        } else if (res == RUNGS_ERR_BUSY) {
+            r->busy++;
+        } else {
+            r->other++;
+        }
+    }
+    return NULL;
+}
+
+static void test_threads_racing_on_one_handle(void) {
+    rungs_measurements *m = NULL;
+    racer_t a, b;
+    gate_t gate;
+    pthread_t ta, tb;
+    rungs_report report;
+    uint64_t expected_avg;
+    CHECK_EQ(rungs_measurements_new(&m), RUNGS_OK);
+    if (!m) return;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    memset(&gate, 0, sizeof gate);
+    pthread_mutex_init(&gate.lock, NULL);
+    pthread_cond_init(&gate.changed, NULL);
+    a.m = b.m = m;
+    a.gate = b.gate = &gate;
+    a.work_us = 1000;
+    b.work_us = 3000;
+    CHECK_EQ(pthread_create(&ta, NULL, racer, &a), 0);
+    CHECK_EQ(pthread_create(&tb, NULL, racer, &b), 0);
+    pthread_mutex_lock(&gate.lock);
+    while (gate.ready < 2) pthread_cond_wait(&gate.changed, &gate.lock);
+    gate.go = 1;
+    pthread_cond_broadcast(&gate.changed);
+    pthread_mutex_unlock(&gate.lock);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    CHECK_EQ(a.other + b.other, 0);
+    CHECK_EQ(a.ok + a.busy, RACE_CALLS);
+    CHECK_EQ(b.ok + b.busy, RACE_CALLS);
+    fprintf(stderr, "race: a ok %d busy %d, b ok %d busy %d\n", a.ok, a.busy, b.ok, b.busy);
+    CHECK(a.ok > 0 && b.ok > 0);
+    /* The report's average is the exact mean of the calls that ran: no
+     * update was lost or torn by the race. */
+    CHECK_EQ(rungs_measurements_take_report(m, &report), RUNGS_OK);
+    expected_avg = ((uint64_t)a.ok * 1000 + (uint64_t)b.ok * 3000) / (uint64_t)(a.ok + b.ok);
+    CHECK(report.process_us + 1 >= expected_avg && report.process_us <= expected_avg + 1);
+    CHECK_EQ(rungs_measurements_free(m), RUNGS_OK);
+    pthread_cond_destroy(&gate.changed);
+    pthread_mutex_destroy(&gate.lock);
 }
 
 int main(void) {
     test_versions();
     test_result_names();
-    test_last_error_copy();
+    test_message_lifetime();
+    test_message_content();
+    test_second_thread_gets_busy();
+    test_threads_racing_on_one_handle();
     return harness_report("core");
 }

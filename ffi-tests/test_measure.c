@@ -115,17 +115,25 @@ static void test_misuse(void) {
     CHECK_EQ(rungs_measurements_frame_work_end(m, 99), RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_EQ(rungs_measurements_frame_work_end(m, 400), RUNGS_OK);
     CHECK_EQ(rungs_measurements_wait_end(m, 5), RUNGS_ERR_STATE);
+    CHECK_MESSAGE("rungs_measurements_wait_end: not valid now: no wait is open (begin it first)");
     CHECK_EQ(rungs_measurements_wait_begin(m, 10), RUNGS_OK);
     CHECK_EQ(rungs_measurements_wait_begin(m, 11), RUNGS_ERR_STATE);
     CHECK_EQ(rungs_measurements_wait_end(m, 9), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_measurements_wait_end: the wait would end before it began: "
+                  "now_us is 9; expected 10 (the begin) or later");
     CHECK_EQ(rungs_measurements_wait_end(m, 2010), RUNGS_OK);
 
     /* Peers and flags. */
     CHECK_EQ(rungs_measurements_add_peer(m, 4), RUNGS_OK);
     CHECK_EQ(rungs_measurements_add_peer(m, 4), RUNGS_ERR_STATE);
+    CHECK_MESSAGE("rungs_measurements_add_peer: not valid now: peer is already measured");
+    CHECK_EQ(rungs_measurements_add_peer(m, 16), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_measurements_add_peer: peer is 16; expected 0 to 15");
+    CHECK_EQ(rungs_measurements_add_peer(m, RUNGS_NO_SEAT), RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_EQ(rungs_measurements_remove_peer(m, 5), RUNGS_ERR_UNKNOWN_SEAT);
     CHECK_EQ(rungs_measurements_add_rtt_sample(m, 5, 10, 1), RUNGS_ERR_UNKNOWN_SEAT);
     CHECK_EQ(rungs_measurements_add_rtt_sample(m, 4, 10, 2), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_measurements_add_rtt_sample: clean is 2; expected 0 or 1");
     CHECK_EQ(rungs_measurements_add_rtt_sample(m, 4, 30, 1), RUNGS_OK);
 
     /* Nothing of the misuse leaked into the report. */

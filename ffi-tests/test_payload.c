@@ -80,6 +80,8 @@ static void test_timing_misuse(void) {
     CHECK_EQ(rungs_timing_payload_encode(NULL, 0, buf, sizeof buf, &len), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_timing_payload_encode(&event, 0, NULL, sizeof buf, &len),
              RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE("rungs_timing_payload_encode: buf is NULL but its length is 5; expected a "
+                  "valid pointer, or a length of 0");
     CHECK_EQ(rungs_timing_payload_encode(&event, 0, buf, sizeof buf, NULL),
              RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_timing_payload_decode(NULL, 5, 0, &out), RUNGS_ERR_NULL_POINTER);
@@ -91,6 +93,8 @@ static void test_timing_misuse(void) {
     CHECK_EQ(rungs_timing_payload_encode(&event, 0, buf, RUNGS_TIMING_PAYLOAD_LEN - 1, &len),
              RUNGS_ERR_BUFFER_TOO_SMALL);
     CHECK_EQ(rungs_timing_payload_encode(&event, 0, buf, 0, &len), RUNGS_ERR_BUFFER_TOO_SMALL);
+    CHECK_EQ(rungs_timing_payload_encode(&event, 0, NULL, 0, &len), RUNGS_ERR_BUFFER_TOO_SMALL);
+    CHECK_MESSAGE("rungs_timing_payload_encode: cap is 0; expected at least 5");
     CHECK(all_bytes_are(buf, sizeof buf, FILL));
     CHECK_EQ(len, 99);
 
@@ -102,6 +106,9 @@ static void test_timing_misuse(void) {
     event.look_ahead = 7;
     CHECK_EQ(rungs_timing_payload_encode(&event, 0, buf, sizeof buf, &len),
              RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_timing_payload_encode: event is send_period 2, look_ahead 7; expected "
+                  "send_period 1 to 10 and look_ahead a multiple of send_period from "
+                  "send_period to 250");
     event.send_period = 11;
     event.look_ahead = 33;
     CHECK_EQ(rungs_timing_payload_encode(&event, 0, buf, sizeof buf, &len),
@@ -120,8 +127,12 @@ static void test_timing_misuse(void) {
              RUNGS_ERR_MALFORMED);
     CHECK_EQ(rungs_timing_payload_decode(six_bytes, sizeof six_bytes, 0, &out),
              RUNGS_ERR_MALFORMED);
+    CHECK_MESSAGE("rungs_timing_payload_decode: len is 6; expected 5, the payload's length");
     CHECK_EQ(rungs_timing_payload_decode(six_bytes, 4, 0, &out), RUNGS_ERR_MALFORMED);
     CHECK_EQ(rungs_timing_payload_decode(six_bytes, 0, 0, &out), RUNGS_ERR_MALFORMED);
+    CHECK_MESSAGE("rungs_timing_payload_decode: len is 0; expected 5, the payload's length");
+    /* NULL with a length of 0 is an empty buffer: the wrong length, not a NULL. */
+    CHECK_EQ(rungs_timing_payload_decode(NULL, 0, 0, &out), RUNGS_ERR_MALFORMED);
     /* A wild length is just the wrong length. */
     CHECK_EQ(rungs_timing_payload_decode(six_bytes, SIZE_MAX, 0, &out), RUNGS_ERR_MALFORMED);
     /* MaxAhead 6 is below a fog bias of 10. */
@@ -155,7 +166,9 @@ static void test_red_alert_timing(void) {
              RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_EQ(rungs_ra_timing_payload_encode(&event, 0, buf, sizeof buf, &len),
              RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_ra_timing_payload_encode: send_period is 0; expected 1 to 10");
     CHECK_EQ(rungs_ra_timing_payload_decode(buf, len, 11, &decoded), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_ra_timing_payload_decode: send_period is 11; expected 1 to 10");
     CHECK_EQ(rungs_ra_timing_payload_decode(not_a_multiple, 4, 3, &decoded), RUNGS_ERR_MALFORMED);
     CHECK_EQ(rungs_ra_timing_payload_decode(buf, 5, 3, &decoded), RUNGS_ERR_MALFORMED);
     CHECK_EQ(rungs_ra_timing_payload_encode(&event, 3, buf, 3, &len), RUNGS_ERR_BUFFER_TOO_SMALL);

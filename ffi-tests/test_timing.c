@@ -28,6 +28,7 @@ static void test_ladder(void) {
     CHECK_EQ(rungs_rung_timing(7, &t), RUNGS_OK);
     CHECK(t.send_period == 7 && t.look_ahead == 21);
     CHECK_EQ(rungs_rung_timing(0, &t), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_rung_timing: rung is 0; expected 1 to 10");
     CHECK_EQ(rungs_rung_timing(11, &t), RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_EQ(rungs_rung_timing(1, NULL), RUNGS_ERR_NULL_POINTER);
 
@@ -61,6 +62,9 @@ static void test_ladder(void) {
     CHECK_EQ(rungs_timing_validate(&a), RUNGS_OK);
     b = T(3, 10);
     CHECK_EQ(rungs_timing_validate(&b), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_timing_validate: timing is send_period 3, look_ahead 10; expected "
+                  "send_period 1 to 10 and look_ahead a multiple of send_period from "
+                  "send_period to 250");
     b = T(0, 0);
     CHECK_EQ(rungs_timing_validate(&b), RUNGS_ERR_INVALID_ARGUMENT);
     b = T(10, 255);
@@ -125,7 +129,14 @@ static void test_ladder(void) {
     CHECK_EQ(rungs_timing_label(&a, label, 5, &len), RUNGS_ERR_BUFFER_TOO_SMALL);
     CHECK_STR(label, "untouched");
     CHECK_EQ(len, 13);
-    CHECK_EQ(rungs_timing_label(&a, NULL, 0, &len), RUNGS_ERR_NULL_POINTER);
+    /* NULL with cap 0 is a size query: too small, but the length is given. */
+    len = 0;
+    CHECK_EQ(rungs_timing_label(&a, NULL, 0, &len), RUNGS_ERR_BUFFER_TOO_SMALL);
+    CHECK_EQ(len, 13);
+    CHECK_MESSAGE("rungs_timing_label: cap is 0; expected at least 14");
+    CHECK_EQ(rungs_timing_label(&a, NULL, 5, &len), RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE("rungs_timing_label: buf is NULL but its length is 5; "
+                  "expected a valid pointer, or a length of 0");
     CHECK_EQ(rungs_timing_label(NULL, label, sizeof label, &len), RUNGS_ERR_NULL_POINTER);
 
     CHECK_EQ(rungs_tier_name(RUNGS_TIER_NORMAL, &name), RUNGS_OK);
@@ -133,6 +144,7 @@ static void test_ladder(void) {
     CHECK_EQ(rungs_tier_name(RUNGS_TIER_BAD, &name), RUNGS_OK);
     CHECK_STR(name, "Bad");
     CHECK_EQ(rungs_tier_name(4, &name), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_tier_name: tier is 4; expected 0 to 3");
     CHECK_EQ(rungs_tier_name(255, &name), RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_EQ(rungs_tier_name(0, NULL), RUNGS_ERR_NULL_POINTER);
 }
@@ -205,33 +217,51 @@ static void test_machine_config_validation(void) {
     rungs_timing_machine *m = (rungs_timing_machine *)&o; /* must stay untouched on error */
     memset(&o, 0, sizeof o);
 
+    char expected[256];
     c = config_for(&o, 0);
     CHECK_EQ(rungs_timing_machine_new(NULL, &m), RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE("rungs_timing_machine_new: config is NULL");
     CHECK_EQ(rungs_timing_machine_new(&c, NULL), RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE("rungs_timing_machine_new: out is NULL");
     c.struct_size = 4;
     CHECK_EQ(rungs_timing_machine_new(&c, &m), RUNGS_ERR_INVALID_ARGUMENT);
+    snprintf(expected, sizeof expected,
+             "rungs_timing_machine_new: config->struct_size is 4; expected at least %u,",
+             (unsigned)sizeof c);
+    CHECK_MESSAGE_STARTS(expected);
     c = config_for(&o, 0);
     c.speed_fps = 0;
     CHECK_EQ(rungs_timing_machine_new(&c, &m), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_timing_machine_new: config->speed_fps is 0; expected 1 to 255");
     c = config_for(&o, 0);
     c.seat_count = 0;
     CHECK_EQ(rungs_timing_machine_new(&c, &m), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_timing_machine_new: config->seat_count is 0; expected 1 to 16");
     c = config_for(&o, 0);
     c.seat_count = 17;
     CHECK_EQ(rungs_timing_machine_new(&c, &m), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_timing_machine_new: config->seat_count is 17; expected 1 to 16");
     c = config_for(&o, 0);
     c.human_seat_mask = 0;
     CHECK_EQ(rungs_timing_machine_new(&c, &m), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_timing_machine_new: config->human_seat_mask is 0; "
+                  "expected at least one human seat");
     c = config_for(&o, 0);
     c.human_seat_mask = 0x9; /* bit beyond seat_count */
     CHECK_EQ(rungs_timing_machine_new(&c, &m), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_timing_machine_new: config->human_seat_mask is 0x9; expected bits "
+                  "only below bit 3, one per seat (config->seat_count is 3)");
     c = config_for(&o, 2); /* an AI seat cannot be local */
     CHECK_EQ(rungs_timing_machine_new(&c, &m), RUNGS_ERR_INVALID_ARGUMENT);
-    c = config_for(&o, 3);
+    CHECK_MESSAGE("rungs_timing_machine_new: config->local_seat is 2; expected a human seat "
+                  "(set in config->human_seat_mask: 0, 1) or RUNGS_NO_SEAT");
+    c = config_for(&o, 3); /* beyond seat_count */
     CHECK_EQ(rungs_timing_machine_new(&c, &m), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_STARTS("rungs_timing_machine_new: config->local_seat is 3;");
     c = config_for(&o, 0);
     c.reserved = 1;
     CHECK_EQ(rungs_timing_machine_new(&c, &m), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_timing_machine_new: config->reserved is 1; expected 0");
     CHECK(m == (rungs_timing_machine *)&o);
     CHECK_EQ(rungs_timing_machine_free(NULL), RUNGS_OK);
 }
@@ -293,9 +323,14 @@ static void test_machine_game(void) {
     CHECK(o.last_sp == 2 && o.last_la == 6);
     CHECK_EQ(o.rate_changes, 1);
     CHECK_EQ(o.last_fps, 30);
-    CHECK_EQ(rungs_timing_machine_begin_frame(m, 1, &executes), RUNGS_ERR_STATE); /* end_frame first */
+    CHECK_EQ(rungs_timing_machine_begin_frame(m, 1, &executes), RUNGS_ERR_STATE); /* end it first */
+    CHECK_MESSAGE("rungs_timing_machine_begin_frame: frame 0 is still open; "
+                  "end it before beginning frame 1");
     CHECK_EQ(rungs_timing_machine_end_frame(m, &has, &e), RUNGS_OK);
     CHECK_EQ(has, 0);
+    CHECK_EQ(rungs_timing_machine_begin_frame(m, 5, &executes), RUNGS_ERR_STATE); /* a gap */
+    CHECK_MESSAGE("rungs_timing_machine_begin_frame: frame is 5; expected 1 "
+                  "(frames run 0, 1, 2, ... without gaps)");
 
     /* Frames 1..64: every player reports 40 ms on frame 38; the master
      * calibrates on 64 and returns its event. Bad input changes nothing. */
@@ -306,7 +341,7 @@ static void test_machine_game(void) {
             CHECK_EQ(rungs_timing_machine_execute_report(m, 2, &r), RUNGS_ERR_UNKNOWN_SEAT); /* AI */
             CHECK_EQ(rungs_timing_machine_execute_report(m, 9, &r), RUNGS_ERR_UNKNOWN_SEAT);
             CHECK_EQ(rungs_last_error_message(detail, sizeof detail, NULL), RUNGS_OK);
-            CHECK_STR(detail, "unknown seat 9");
+            CHECK_STR(detail, "seat 9 is not a seat of this game, or it was removed");
             CHECK_EQ(rungs_timing_machine_execute_report(m, 0, NULL), RUNGS_ERR_NULL_POINTER);
             bad.has_worst_rtt = 2; /* neither 0 nor 1 */
             CHECK_EQ(rungs_timing_machine_execute_report(m, 0, &bad), RUNGS_ERR_INVALID_ARGUMENT);
@@ -337,7 +372,11 @@ static void test_machine_game(void) {
     CHECK_EQ(tag, 70);
     CHECK_EQ(rungs_timing_machine_queue_command(m, tag, 0, 7), RUNGS_OK);
     CHECK_EQ(rungs_timing_machine_queue_command(m, 64, 0, 8), RUNGS_ERR_STATE); /* past */
+    CHECK_MESSAGE("rungs_timing_machine_queue_command: tag is 64; expected 65 or later "
+                  "(frame 64 already executed its commands)");
     CHECK_EQ(rungs_timing_machine_queue_command(m, 80, 3, 8), RUNGS_ERR_UNKNOWN_SEAT);
+    CHECK_MESSAGE("rungs_timing_machine_queue_command: seat 3 is not a seat of this game, "
+                  "or it was removed");
 
     for (frame = 65; frame <= 80; frame++) {
         CHECK_EQ(rungs_timing_machine_begin_frame(m, frame, &executes), RUNGS_OK);
@@ -378,6 +417,7 @@ static void test_machine_game(void) {
     /* Frame 81: a slider speed change, a bad one, then master removal hands off. */
     CHECK_EQ(rungs_timing_machine_begin_frame(m, 81, NULL), RUNGS_OK);
     CHECK_EQ(rungs_timing_machine_set_speed(m, 0), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_timing_machine_set_speed: speed_fps is 0; expected 1 to 255");
     CHECK_EQ(rungs_timing_machine_set_speed(m, 20), RUNGS_OK);
     CHECK_EQ(rungs_timing_machine_execute_removal(m, 2), RUNGS_ERR_UNKNOWN_SEAT); /* AI never seated */
     CHECK_EQ(rungs_timing_machine_execute_removal(m, 0), RUNGS_OK);

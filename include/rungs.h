@@ -367,7 +367,7 @@
  * The ABI version of this header. It changes only when an existing
  * declaration changes incompatibly; additions keep it.
  */
-#define RUNGS_ABI_VERSION 1
+#define RUNGS_ABI_VERSION 2
 
 /**
  * Synchronisation to a reference clock (the relay or the master, S9):
@@ -407,13 +407,21 @@ typedef struct rungs_session rungs_session;
 
 /**
  * An opaque timing machine. Made by `rungs_timing_machine_new`, released
- * by `rungs_timing_machine_free`; used from one thread at a time.
+ * by `rungs_timing_machine_free`; used from one thread at a time (a call
+ * from another thread meanwhile gets `RUNGS_ERR_BUSY`).
  */
 typedef struct rungs_timing_machine rungs_timing_machine;
 
 /**
  * The outcome of every fallible call. `RUNGS_OK` (0) is success; every other
- * value is one of the `RUNGS_ERR_*` codes, named by `rungs_result_str`.
+ * value is one of the `RUNGS_ERR_*` codes, named by `rungs_result_str`, and
+ * `rungs_last_error_message` says what went wrong (it names the function,
+ * the argument or config field, what was got and what was expected). Each
+ * function's comment lists the codes it returns. Every call on an object
+ * can return `RUNGS_ERR_NULL_POINTER` (NULL handle), `RUNGS_ERR_REENTRANT`
+ * (from one of the object's own callbacks), `RUNGS_ERR_BUSY` (another
+ * thread is inside a call on it), `RUNGS_ERR_POISONED` and `RUNGS_ERR_PANIC`;
+ * a refused call changes nothing.
  */
 typedef int32_t rungs_result;
 
@@ -521,51 +529,57 @@ typedef struct rungs_timing {
 } rungs_timing;
 
 /**
- * A command executed on `frame`, issued by `seat`: apply it to your
- * simulation now. `bytes` lives until the callback returns.
+ * Lockstep: a command issued by `seat` executes on `frame`; apply it to
+ * your simulation now. `bytes` lives until the callback returns.
  */
-typedef void (RUNGS_CALL *rungs_lockstep_command_fn)(void *user,
-                                          uint32_t frame,
-                                          uint8_t seat,
-                                          const uint8_t *bytes,
-                                          size_t len);
+typedef void (RUNGS_CALL *rungs_command_fn)(void *user,
+                                 uint32_t frame,
+                                 uint8_t seat,
+                                 const uint8_t *bytes,
+                                 size_t len);
 
 /**
- * The timing in force changed (also on frame 0).
+ * The timing in force became `send_period`/`look_ahead` on `frame` (also
+ * reported on frame 0).
  */
-typedef void (RUNGS_CALL *rungs_lockstep_timing_fn)(void *user,
-                                         uint32_t frame,
-                                         uint8_t send_period,
-                                         uint8_t look_ahead);
+typedef void (RUNGS_CALL *rungs_timing_changed_fn)(void *user,
+                                        uint32_t frame,
+                                        uint8_t send_period,
+                                        uint8_t look_ahead);
 
 /**
- * The frame rate changed (also on frame 0): the pacing follows it by itself.
+ * The frame rate to pace at became `fps` from `frame` on (also reported on
+ * frame 0).
  */
-typedef void (RUNGS_CALL *rungs_lockstep_rate_fn)(void *user, uint32_t frame, uint8_t fps);
+typedef void (RUNGS_CALL *rungs_frame_rate_changed_fn)(void *user, uint32_t frame, uint8_t fps);
 
 /**
- * Show `text` in the message list (S6).
+ * A message for the player's message list on `frame`, e.g.
+ * `Connection quality target: Normal` (S6); `tier` is a `RUNGS_TIER_*`.
+ * `text` lives until the callback returns.
  */
-typedef void (RUNGS_CALL *rungs_lockstep_message_fn)(void *user, uint32_t frame, uint8_t tier, const char *text);
+typedef void (RUNGS_CALL *rungs_player_message_fn)(void *user, uint32_t frame, uint8_t tier, const char *text);
 
 /**
- * A seat event on `frame`: the master changed (`RUNGS_NO_SEAT`: no human
- * left), or a player was removed.
+ * Something happened to `seat` on `frame`: the master role moved to it
+ * (`RUNGS_NO_SEAT` when no human is left), or it was removed; which one is
+ * the config field's name.
  */
-typedef void (RUNGS_CALL *rungs_lockstep_seat_fn)(void *user, uint32_t frame, uint8_t seat);
+typedef void (RUNGS_CALL *rungs_seat_event_fn)(void *user, uint32_t frame, uint8_t seat);
 
 /**
- * State checksums for `frame` differ; bit `i` of `seats` for each seat
- * whose value differs from the lowest seat's.
+ * Lockstep: state checksums for `frame` differ; bit `i` of `seats` is set
+ * for each seat whose value differs from the lowest seat's.
  */
-typedef void (RUNGS_CALL *rungs_lockstep_desync_fn)(void *user, uint32_t frame, uint32_t seats);
+typedef void (RUNGS_CALL *rungs_desync_fn)(void *user, uint32_t frame, uint32_t seats);
 
 /**
- * The link to `seat` was lost (`RUNGS_LINK_EVENT_LOST`: nothing heard for
- * the liveness timeout; you decide whether to `rungs_lockstep_drop_player`)
- * or recovered (`RUNGS_LINK_EVENT_RECOVERED`).
+ * Called with a link event: `user` from the config, the peer's seat, and a
+ * `RUNGS_LINK_EVENT_*` value. Runs on the thread that called
+ * `rungs_endpoint_poll`; calling back into the same endpoint from it returns
+ * `RUNGS_ERR_REENTRANT`.
  */
-typedef void (RUNGS_CALL *rungs_lockstep_link_fn)(void *user, uint8_t seat, uint32_t event);
+typedef void (RUNGS_CALL *rungs_link_event_fn)(void *user, uint8_t seat, uint32_t event);
 
 /**
  * Callbacks, each optional (NULL), run inside `rungs_lockstep_update` on the
@@ -573,14 +587,14 @@ typedef void (RUNGS_CALL *rungs_lockstep_link_fn)(void *user, uint8_t seat, uint
  */
 typedef struct rungs_lockstep_callbacks {
     void *user;
-    rungs_lockstep_command_fn command;
-    rungs_lockstep_timing_fn timing_changed;
-    rungs_lockstep_rate_fn frame_rate_changed;
-    rungs_lockstep_message_fn player_message;
-    rungs_lockstep_seat_fn master_changed;
-    rungs_lockstep_seat_fn player_removed;
-    rungs_lockstep_desync_fn desync;
-    rungs_lockstep_link_fn link_event;
+    rungs_command_fn command;
+    rungs_timing_changed_fn timing_changed;
+    rungs_frame_rate_changed_fn frame_rate_changed;
+    rungs_player_message_fn player_message;
+    rungs_seat_event_fn master_changed;
+    rungs_seat_event_fn player_removed;
+    rungs_desync_fn desync;
+    rungs_link_event_fn link_event;
 } rungs_lockstep_callbacks;
 
 /**
@@ -795,29 +809,6 @@ typedef void (RUNGS_CALL *rungs_queue_event_fn)(void *user,
 typedef void (RUNGS_CALL *rungs_send_frame_fn)(void *user, uint32_t frame, uint32_t tag);
 
 /**
- * Pace at `fps` from `frame` (also on frame 0).
- */
-typedef void (RUNGS_CALL *rungs_set_frame_rate_fn)(void *user, uint32_t frame, uint8_t fps);
-
-/**
- * Show `text` in the message list (S6).
- */
-typedef void (RUNGS_CALL *rungs_session_message_fn)(void *user, uint32_t frame, uint8_t tier, const char *text);
-
-/**
- * The master is now `seat` (`RUNGS_NO_SEAT` when no human is left).
- */
-typedef void (RUNGS_CALL *rungs_session_master_fn)(void *user, uint32_t frame, uint8_t seat);
-
-/**
- * The timing in force changed (also on frame 0).
- */
-typedef void (RUNGS_CALL *rungs_session_timing_fn)(void *user,
-                                        uint32_t frame,
-                                        uint8_t send_period,
-                                        uint8_t look_ahead);
-
-/**
  * A log line (`RUNGS_LOG_*`); `text` lives until the callback returns.
  */
 typedef void (RUNGS_CALL *rungs_log_fn)(void *user, uint8_t level, const char *text);
@@ -834,10 +825,10 @@ typedef struct rungs_session_callbacks {
     void *user;
     rungs_queue_event_fn queue_event;
     rungs_send_frame_fn send_frame;
-    rungs_set_frame_rate_fn set_frame_rate;
-    rungs_session_message_fn player_message;
-    rungs_session_master_fn master_changed;
-    rungs_session_timing_fn timing_changed;
+    rungs_frame_rate_changed_fn set_frame_rate;
+    rungs_player_message_fn player_message;
+    rungs_seat_event_fn master_changed;
+    rungs_timing_changed_fn timing_changed;
     rungs_log_fn log;
 } rungs_session_callbacks;
 
@@ -896,30 +887,6 @@ typedef struct rungs_session_config {
 } rungs_session_config;
 
 /**
- * Called when the timing in force changes (and on frame 0).
- */
-typedef void (RUNGS_CALL *rungs_timing_changed_fn)(void *user,
-                                        uint32_t frame,
-                                        uint8_t send_period,
-                                        uint8_t look_ahead);
-
-/**
- * Called when the frame rate to pace at changes (and on frame 0).
- */
-typedef void (RUNGS_CALL *rungs_frame_rate_changed_fn)(void *user, uint32_t frame, uint8_t fps);
-
-/**
- * Called with a message for the player's message list, e.g.
- * `Connection quality target: Normal` (S6). `text` lives until the callback returns.
- */
-typedef void (RUNGS_CALL *rungs_player_message_fn)(void *user, uint32_t frame, uint8_t tier, const char *text);
-
-/**
- * Called when a removal hands the master role to `seat` (`RUNGS_NO_SEAT` if no human is left).
- */
-typedef void (RUNGS_CALL *rungs_master_changed_fn)(void *user, uint32_t frame, uint8_t seat);
-
-/**
  * Callbacks, each optional (NULL). They run synchronously on the calling
  * thread, inside the call that caused them; calling back into the same
  * machine from one returns `RUNGS_ERR_REENTRANT`.
@@ -929,10 +896,23 @@ typedef struct rungs_timing_callbacks {
      * Passed first to every callback.
      */
     void *user;
+    /**
+     * The timing in force changed (and on frame 0).
+     */
     rungs_timing_changed_fn timing_changed;
+    /**
+     * The frame rate to pace at changed (and on frame 0).
+     */
     rungs_frame_rate_changed_fn frame_rate_changed;
+    /**
+     * A message for the player's message list (S6).
+     */
     rungs_player_message_fn player_message;
-    rungs_master_changed_fn master_changed;
+    /**
+     * A removal handed the master role to `seat` (`RUNGS_NO_SEAT` if no
+     * human is left).
+     */
+    rungs_seat_event_fn master_changed;
 } rungs_timing_callbacks;
 
 /**
@@ -960,19 +940,12 @@ typedef struct rungs_timing_machine_config {
      */
     uint8_t reserved;
     /**
-     * Bit `i` set: seat `i` is a human player. At least one.
+     * Bit `i` set: seat `i` is a human player. At least one, and no bit at
+     * or above `seat_count`.
      */
     uint32_t human_seat_mask;
     struct rungs_timing_callbacks callbacks;
 } rungs_timing_machine_config;
-
-/**
- * Called with a link event: `user` from the config, the peer's seat, and a
- * `RUNGS_LINK_EVENT_*` value. Runs on the thread that called
- * `rungs_endpoint_poll`; calling back into the same endpoint from it returns
- * `RUNGS_ERR_REENTRANT`.
- */
-typedef void (RUNGS_CALL *rungs_link_event_fn)(void *user, uint8_t seat, uint32_t event);
 
 /**
  * Settings of a transport endpoint. Fill with `rungs_endpoint_config_init`,
@@ -1176,7 +1149,8 @@ typedef struct rungs_link_stats {
 #define RUNGS_ERR_POISONED 4
 
 /**
- * The object was called again from inside one of its own callbacks.
+ * The object was called again from inside one of its own callbacks, on the
+ * same thread (call it after the callback returns).
  */
 #define RUNGS_ERR_REENTRANT 5
 
@@ -1215,6 +1189,13 @@ typedef struct rungs_link_stats {
  */
 #define RUNGS_ERR_IO 12
 
+/**
+ * Another thread is inside a call on the same object. A handle is used from
+ * one thread at a time; the refused call changed nothing and may be retried
+ * once the other thread's call has returned.
+ */
+#define RUNGS_ERR_BUSY 13
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -1222,8 +1203,11 @@ extern "C" {
 /**
  * Make a clock with no samples yet; `*out` receives the handle.
  *
- * Errors: `RUNGS_ERR_NULL_POINTER` (config, out), `RUNGS_ERR_INVALID_ARGUMENT`
- * (struct_size, sample_window or max_slew_ppm out of range).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config or out is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if config->struct_size is smaller than
+ * `sizeof(rungs_clock_config)`, config->sample_window is not 1 to
+ * `RUNGS_CLOCK_MAX_SAMPLE_WINDOW`, or config->max_slew_ppm is not 1 to
+ * `RUNGS_CLOCK_MAX_SLEW_PPM`; RUNGS_ERR_PANIC.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_clock_new(const struct rungs_clock_config *config,
@@ -1231,6 +1215,9 @@ rungs_result RUNGS_CALL rungs_clock_new(const struct rungs_clock_config *config,
 
 /**
  * Release a clock. NULL is accepted; a poisoned object is released too.
+ *
+ * Returns: RUNGS_OK (also for NULL); RUNGS_ERR_BUSY while another thread is in
+ * a call on it (not freed); RUNGS_ERR_PANIC.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_clock_free(struct rungs_clock *clock);
 
@@ -1239,9 +1226,11 @@ RUNGS_API rungs_result RUNGS_CALL rungs_clock_free(struct rungs_clock *clock);
  * `t3`), and steer toward the new estimate. Before reference time is first
  * read the estimate applies at once; after, it is slewed in.
  *
- * Errors: `RUNGS_ERR_NULL_POINTER` (sample), `RUNGS_ERR_INVALID_ARGUMENT`
- * (timestamps that contradict each other, a round trip over 60 s, or
- * `local_now_us` earlier than a previous call's; the sample is not kept).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if clock or sample is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if the timestamps contradict each other, the
+ * round trip is over 60 s, or local_now_us is earlier than a previous call's
+ * (the sample is not kept); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+ * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_clock_add_sample(struct rungs_clock *clock,
@@ -1251,7 +1240,9 @@ rungs_result RUNGS_CALL rungs_clock_add_sample(struct rungs_clock *clock,
 /**
  * The filtered offset estimate, into `*out`.
  *
- * Errors: `RUNGS_ERR_NULL_POINTER` (out), `RUNGS_ERR_STATE` (no sample yet).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if clock or out is NULL;
+ * RUNGS_ERR_STATE if no sample was added yet; RUNGS_ERR_REENTRANT,
+ * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_clock_estimate(struct rungs_clock *clock,
@@ -1261,8 +1252,10 @@ rungs_result RUNGS_CALL rungs_clock_estimate(struct rungs_clock *clock,
  * Reference time at local time `local_now_us`, into `*out_reference_us`:
  * never earlier than a previous reading, never a jump.
  *
- * Errors: `RUNGS_ERR_NULL_POINTER` (out_reference_us), `RUNGS_ERR_STATE`
- * (no sample yet), `RUNGS_ERR_INVALID_ARGUMENT` (local time went backwards).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if clock or out_reference_us is
+ * NULL; RUNGS_ERR_STATE if no sample was added yet; RUNGS_ERR_INVALID_ARGUMENT
+ * if local_now_us is earlier than a previous call's; RUNGS_ERR_REENTRANT,
+ * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_clock_reference_time(struct rungs_clock *clock,
@@ -1273,8 +1266,11 @@ rungs_result RUNGS_CALL rungs_clock_reference_time(struct rungs_clock *clock,
  * Make a pacer; the first frame due is `config->reference_frame` at
  * `config->reference_start_us`. `*out` receives the handle.
  *
- * Errors: `RUNGS_ERR_NULL_POINTER` (config, out), `RUNGS_ERR_INVALID_ARGUMENT`
- * (struct_size, fps 0, max_nudge_permille out of range).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config or out is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if config->struct_size is smaller than
+ * `sizeof(rungs_pacer_config)`, config->fps is 0, or
+ * config->max_nudge_permille is above `RUNGS_PACER_MAX_NUDGE_PERMILLE`;
+ * RUNGS_ERR_PANIC.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_pacer_new(const struct rungs_pacer_config *config,
@@ -1282,6 +1278,9 @@ rungs_result RUNGS_CALL rungs_pacer_new(const struct rungs_pacer_config *config,
 
 /**
  * Release a pacer. NULL is accepted; a poisoned object is released too.
+ *
+ * Returns: RUNGS_OK (also for NULL); RUNGS_ERR_BUSY while another thread is in
+ * a call on it (not freed); RUNGS_ERR_PANIC.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_pacer_free(struct rungs_pacer *pacer);
 
@@ -1291,7 +1290,9 @@ RUNGS_API rungs_result RUNGS_CALL rungs_pacer_free(struct rungs_pacer *pacer);
  * before it starts: later calls return the same until the next
  * `rungs_pacer_frame_started`.
  *
- * Errors: `RUNGS_ERR_NULL_POINTER` (out_frame, out_due_us; neither written).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if pacer, out_frame or out_due_us
+ * is NULL (neither written); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+ * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_pacer_next_frame_due(struct rungs_pacer *pacer,
@@ -1304,7 +1305,10 @@ rungs_result RUNGS_CALL rungs_pacer_next_frame_due(struct rungs_pacer *pacer,
  * toward the shared schedule). The first call may name any frame, later
  * ones the frame after the previous one.
  *
- * Errors: `RUNGS_ERR_STATE` (frame out of order; no effect).
+ * Returns: RUNGS_OK; RUNGS_ERR_STATE if frame is not the frame after the
+ * previous call's (no effect); RUNGS_ERR_NULL_POINTER if pacer is NULL;
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_pacer_frame_started(struct rungs_pacer *pacer,
@@ -1317,8 +1321,10 @@ rungs_result RUNGS_CALL rungs_pacer_frame_started(struct rungs_pacer *pacer,
  * for the same frame, normally while that frame runs. The deadline already
  * given is kept.
  *
- * Errors: `RUNGS_ERR_INVALID_ARGUMENT` (fps 0), `RUNGS_ERR_STATE`
- * (`from_frame` before the latest rate change or after the next frame due).
+ * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if fps is 0; RUNGS_ERR_STATE
+ * if from_frame is before the latest rate change or after the next frame due;
+ * RUNGS_ERR_NULL_POINTER if pacer is NULL; RUNGS_ERR_REENTRANT,
+ * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_pacer_set_fps(struct rungs_pacer *pacer,
@@ -1329,7 +1335,9 @@ rungs_result RUNGS_CALL rungs_pacer_set_fps(struct rungs_pacer *pacer,
  * A new reference point: `frame` ideally starts at reference time
  * `start_us` (the master's or relay's announcement, at the rate in force).
  *
- * Errors: `RUNGS_ERR_STATE` (`frame` before the latest rate change).
+ * Returns: RUNGS_OK; RUNGS_ERR_STATE if frame is before the latest rate
+ * change; RUNGS_ERR_NULL_POINTER if pacer is NULL; RUNGS_ERR_REENTRANT,
+ * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_pacer_set_reference(struct rungs_pacer *pacer,
@@ -1340,7 +1348,9 @@ rungs_result RUNGS_CALL rungs_pacer_set_reference(struct rungs_pacer *pacer,
  * When `frame` ideally starts on the shared schedule, into `*out_start_us`
  * (what a master or relay announces as a reference point).
  *
- * Errors: `RUNGS_ERR_NULL_POINTER` (out_start_us).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if pacer or out_start_us is NULL;
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_pacer_ideal_start(struct rungs_pacer *pacer,
@@ -1349,27 +1359,42 @@ rungs_result RUNGS_CALL rungs_pacer_ideal_start(struct rungs_pacer *pacer,
 
 /**
  * The timing of `rung` (1–10): `N/3N`, rung 1 is `1/4` (S2).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if rung is not 1 to 10; RUNGS_ERR_PANIC.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_rung_timing(uint8_t rung, struct rungs_timing *out);
 
 /**
  * Half a round trip in frames, rounded up: `ceil(rtt_ms * fps / 2000)` (S2).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if fps is 0; RUNGS_ERR_PANIC.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_one_way_frames(uint32_t rtt_ms, uint8_t fps, uint32_t *out);
 
 /**
  * The same with a quarter of headroom: `ceil(rtt_ms * 5 * fps / 8000)` (S2).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if fps is 0; RUNGS_ERR_PANIC.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_one_way_frames_headroom(uint32_t rtt_ms, uint8_t fps, uint32_t *out);
 
 /**
  * The lowest timing whose look-ahead covers `owt` one-way frames plus one
  * send period (S2): `1/4`, `N/3N`, or `10/L` up to `10/250`.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out is NULL; RUNGS_ERR_PANIC.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_required_timing(uint32_t owt, struct rungs_timing *out);
 
 /**
- * `RUNGS_OK` when `timing` satisfies S1, else `RUNGS_ERR_INVALID_ARGUMENT`.
+ * Check `timing` against S1: send_period 1 to 10, look_ahead a multiple of
+ * it from send_period to 250.
+ *
+ * Returns: RUNGS_OK if timing satisfies S1; RUNGS_ERR_NULL_POINTER if timing
+ * is NULL; RUNGS_ERR_INVALID_ARGUMENT if it breaks S1; RUNGS_ERR_PANIC.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_timing_validate(const struct rungs_timing *timing);
 
@@ -1377,6 +1402,9 @@ RUNGS_API rungs_result RUNGS_CALL rungs_timing_validate(const struct rungs_timin
  * Compare two timings (S1 order): `*out` is -1, 0 or 1 as `a` is less
  * than, equal to or greater than `b` ("needs a higher rung, or a longer
  * look-ahead on the same rung" is greater).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if a, b or out is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if a or b breaks S1; RUNGS_ERR_PANIC.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_compare(const struct rungs_timing *a,
@@ -1385,12 +1413,18 @@ rungs_result RUNGS_CALL rungs_timing_compare(const struct rungs_timing *a,
 
 /**
  * The tier a player is shown for `timing` (S6): one of `RUNGS_TIER_*`.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if timing or out_tier is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if timing breaks S1; RUNGS_ERR_PANIC.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_timing_tier(const struct rungs_timing *timing, uint8_t *out_tier);
 
 /**
  * The disabled Connection slider's position for `timing`: `11 - rung` on a
  * 1–10 scale, so rung 1 sits at the right end (S6).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if timing or out is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if timing breaks S1; RUNGS_ERR_PANIC.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_slider_position(const struct rungs_timing *timing,
@@ -1399,8 +1433,12 @@ rungs_result RUNGS_CALL rungs_timing_slider_position(const struct rungs_timing *
 /**
  * The slider label for `timing`, e.g. `Fast (rung 2)` (S6), copied with a
  * terminator into `buf` of `cap` bytes (`RUNGS_LABEL_CAPACITY` always fits).
- * `*out_len` (may be NULL) receives the length without the terminator. A
- * buffer too small gets `RUNGS_ERR_BUFFER_TOO_SMALL` and is left untouched.
+ * `*out_len` (may be NULL) receives the length without the terminator.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if timing is NULL, or buf is
+ * NULL with cap above 0; RUNGS_ERR_INVALID_ARGUMENT if timing breaks S1;
+ * RUNGS_ERR_BUFFER_TOO_SMALL if cap is below the label's length plus 1
+ * (buf untouched, `*out_len` still set); RUNGS_ERR_PANIC.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_label(const struct rungs_timing *timing,
@@ -1410,7 +1448,10 @@ rungs_result RUNGS_CALL rungs_timing_label(const struct rungs_timing *timing,
 
 /**
  * The name of a tier (`"Fast"`, `"Normal"`, `"Poor"`, `"Bad"`) as a static
- * string through `*out`; `RUNGS_ERR_INVALID_ARGUMENT` for another value.
+ * string through `*out`.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if tier is not a `RUNGS_TIER_*`; RUNGS_ERR_PANIC.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_tier_name(uint8_t tier, const char **out);
 
@@ -1519,19 +1560,24 @@ RUNGS_API uint8_t RUNGS_CALL rungs_is_report_frame(uint32_t frame);
  * Make measurements with no peers, at the start of the first report
  * interval; `*out` receives the handle.
  *
- * Errors: `RUNGS_ERR_NULL_POINTER` (out).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out is NULL; RUNGS_ERR_PANIC.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_measurements_new(struct rungs_measurements **out);
 
 /**
  * Release measurements. NULL is accepted; a poisoned object is released too.
+ *
+ * Returns: RUNGS_OK (also for NULL); RUNGS_ERR_BUSY while another thread is in
+ * a call on it (not freed); RUNGS_ERR_PANIC.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_measurements_free(struct rungs_measurements *measurements);
 
 /**
  * A frame's work begins at `now_us` (any monotonic microsecond clock).
  *
- * Errors: `RUNGS_ERR_STATE` (a frame's work is already open).
+ * Returns: RUNGS_OK; RUNGS_ERR_STATE if a frame's work is already open;
+ * RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
+ * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_frame_work_begin(struct rungs_measurements *measurements,
@@ -1541,8 +1587,10 @@ rungs_result RUNGS_CALL rungs_measurements_frame_work_begin(struct rungs_measure
  * The open frame's work ends at `now_us`; the frame counts toward the
  * average processing time.
  *
- * Errors: `RUNGS_ERR_STATE` (no frame open), `RUNGS_ERR_INVALID_ARGUMENT`
- * (`now_us` before the begin; the frame stays open).
+ * Returns: RUNGS_OK; RUNGS_ERR_STATE if no frame's work is open;
+ * RUNGS_ERR_INVALID_ARGUMENT if now_us is before the begin (the frame stays
+ * open); RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
+ * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_frame_work_end(struct rungs_measurements *measurements,
@@ -1550,6 +1598,10 @@ rungs_result RUNGS_CALL rungs_measurements_frame_work_end(struct rungs_measureme
 
 /**
  * One frame took `duration_us` of processing (instead of begin/end).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements is NULL;
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_add_frame_work_us(struct rungs_measurements *measurements,
@@ -1558,7 +1610,9 @@ rungs_result RUNGS_CALL rungs_measurements_add_frame_work_us(struct rungs_measur
 /**
  * The machine starts waiting for the other players at `now_us`.
  *
- * Errors: `RUNGS_ERR_STATE` (a wait is already open).
+ * Returns: RUNGS_OK; RUNGS_ERR_STATE if a wait is already open;
+ * RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
+ * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_wait_begin(struct rungs_measurements *measurements,
@@ -1568,8 +1622,10 @@ rungs_result RUNGS_CALL rungs_measurements_wait_begin(struct rungs_measurements 
  * The open wait ends at `now_us`. A wait counts in the report interval in
  * which it ends.
  *
- * Errors: `RUNGS_ERR_STATE` (no wait open), `RUNGS_ERR_INVALID_ARGUMENT`
- * (`now_us` before the begin; the wait stays open).
+ * Returns: RUNGS_OK; RUNGS_ERR_STATE if no wait is open;
+ * RUNGS_ERR_INVALID_ARGUMENT if now_us is before the begin (the wait stays
+ * open); RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
+ * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_wait_end(struct rungs_measurements *measurements,
@@ -1577,6 +1633,10 @@ rungs_result RUNGS_CALL rungs_measurements_wait_end(struct rungs_measurements *m
 
 /**
  * One wait for the other players lasted `duration_us` (instead of begin/end).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements is NULL;
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_add_wait_us(struct rungs_measurements *measurements,
@@ -1586,7 +1646,10 @@ rungs_result RUNGS_CALL rungs_measurements_add_wait_us(struct rungs_measurements
  * Start measuring round trips to `peer` (a seat). Reports carry no round
  * trip until it has a clean sample (S3).
  *
- * Errors: `RUNGS_ERR_STATE` (already measured).
+ * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if peer is not a seat (0 to
+ * 15); RUNGS_ERR_STATE if peer is already measured; RUNGS_ERR_NULL_POINTER if
+ * measurements is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+ * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_add_peer(struct rungs_measurements *measurements,
@@ -1595,7 +1658,10 @@ rungs_result RUNGS_CALL rungs_measurements_add_peer(struct rungs_measurements *m
 /**
  * Stop measuring `peer` (it left the game).
  *
- * Errors: `RUNGS_ERR_UNKNOWN_SEAT` (not measured).
+ * Returns: RUNGS_OK; RUNGS_ERR_UNKNOWN_SEAT if peer is not measured
+ * (`rungs_measurements_add_peer`); RUNGS_ERR_NULL_POINTER if measurements is
+ * NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
+ * RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_remove_peer(struct rungs_measurements *measurements,
@@ -1607,8 +1673,11 @@ rungs_result RUNGS_CALL rungs_measurements_remove_peer(struct rungs_measurements
  * unclean sample never replaces the link's measured value, so a
  * retransmitting link keeps contributing its last one (S3).
  *
- * Errors: `RUNGS_ERR_INVALID_ARGUMENT` (`clean` not 0/1),
- * `RUNGS_ERR_UNKNOWN_SEAT` (peer not measured).
+ * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if clean is neither 0 nor 1;
+ * RUNGS_ERR_UNKNOWN_SEAT if peer is not measured
+ * (`rungs_measurements_add_peer`); RUNGS_ERR_NULL_POINTER if measurements is
+ * NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
+ * RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_add_rtt_sample(struct rungs_measurements *measurements,
@@ -1621,7 +1690,9 @@ rungs_result RUNGS_CALL rungs_measurements_add_rtt_sample(struct rungs_measureme
  * starts. Call it on report frames (`rungs_is_report_frame`) and queue the
  * report as a NETWORK_REPORT event (`rungs_report_payload_encode`).
  *
- * Errors: `RUNGS_ERR_NULL_POINTER` (out; the interval does not end).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements or out is NULL
+ * (the interval does not end); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+ * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_take_report(struct rungs_measurements *measurements,
@@ -1633,9 +1704,10 @@ rungs_result RUNGS_CALL rungs_measurements_take_report(struct rungs_measurements
  * to MaxAhead: `RUNGS_TS_FOG_BIAS` for an engine keeping vanilla TS's fog
  * quirk while fog is on, else 0.
  *
- * Errors: `RUNGS_ERR_NULL_POINTER` (event, buf, out_len),
- * `RUNGS_ERR_INVALID_ARGUMENT` (the event breaks S1 or has frame rate 0),
- * `RUNGS_ERR_BUFFER_TOO_SMALL` (cap < 5; nothing written).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if event or out_len is NULL, or
+ * buf is NULL with cap above 0; RUNGS_ERR_INVALID_ARGUMENT if event breaks
+ * S1 or event->fps is 0; RUNGS_ERR_BUFFER_TOO_SMALL if cap is below 5
+ * (nothing written); RUNGS_ERR_PANIC.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_payload_encode(const struct rungs_timing_event *event,
@@ -1648,9 +1720,10 @@ rungs_result RUNGS_CALL rungs_timing_payload_encode(const struct rungs_timing_ev
  * Decode a Tiberian Sun TIMING payload of `len` bytes into `*out`,
  * removing `fog_bias` from MaxAhead (the same bias the sender added).
  *
- * Errors: `RUNGS_ERR_NULL_POINTER` (bytes, out), `RUNGS_ERR_MALFORMED`
- * (length other than 5, frame rate 0 or above 255, MaxAhead below the bias,
- * a timing that breaks S1). `*out` is written only on success.
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out is NULL, or bytes is NULL
+ * with len above 0; RUNGS_ERR_MALFORMED if len is not 5, or the frame rate is
+ * 0 or above 255, MaxAhead is below the bias, or the timing breaks S1;
+ * RUNGS_ERR_PANIC. `*out` is written only on success.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_payload_decode(const uint8_t *bytes,
@@ -1664,10 +1737,11 @@ rungs_result RUNGS_CALL rungs_timing_payload_decode(const uint8_t *bytes,
  * `send_period` is the session's fixed send period (1–10); the event's send
  * period must equal it, since the bytes cannot carry another one.
  *
- * Errors: `RUNGS_ERR_NULL_POINTER` (event, buf, out_len),
- * `RUNGS_ERR_INVALID_ARGUMENT` (event breaks S1, frame rate 0, send period
- * outside 1–10 or different from the event's), `RUNGS_ERR_BUFFER_TOO_SMALL`
- * (cap < 4; nothing written).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if event or out_len is NULL, or
+ * buf is NULL with cap above 0; RUNGS_ERR_INVALID_ARGUMENT if send_period is
+ * not 1 to 10, event breaks S1, event->fps is 0, or event->send_period
+ * differs from send_period; RUNGS_ERR_BUFFER_TOO_SMALL if cap is below 4
+ * (nothing written); RUNGS_ERR_PANIC.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_ra_timing_payload_encode(const struct rungs_timing_event *event,
@@ -1680,9 +1754,10 @@ rungs_result RUNGS_CALL rungs_ra_timing_payload_encode(const struct rungs_timing
  * Decode a Red Alert TIMING payload of `len` bytes into `*out`; the send
  * period is the session's `send_period` (1–10).
  *
- * Errors: `RUNGS_ERR_NULL_POINTER` (bytes, out), `RUNGS_ERR_INVALID_ARGUMENT`
- * (send period outside 1–10), `RUNGS_ERR_MALFORMED` (length other than 4,
- * frame rate 0 or above 255, MaxAhead that breaks S1 with that send period).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out is NULL, or bytes is NULL
+ * with len above 0; RUNGS_ERR_INVALID_ARGUMENT if send_period is not 1 to
+ * 10; RUNGS_ERR_MALFORMED if len is not 4, or the frame rate is 0 or above
+ * 255, or MaxAhead breaks S1 with that send period; RUNGS_ERR_PANIC.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_ra_timing_payload_decode(const uint8_t *bytes,
@@ -1697,9 +1772,11 @@ rungs_result RUNGS_CALL rungs_ra_timing_payload_decode(const uint8_t *bytes,
  * Large values saturate; the compact layout rounds the process time up to
  * whole ms.
  *
- * Errors: `RUNGS_ERR_NULL_POINTER` (report, buf, out_len),
- * `RUNGS_ERR_INVALID_ARGUMENT` (unknown layout, `has_worst_rtt` not 0/1),
- * `RUNGS_ERR_BUFFER_TOO_SMALL` (nothing written).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if report or out_len is NULL,
+ * or buf is NULL with cap above 0; RUNGS_ERR_INVALID_ARGUMENT if layout is
+ * not a `RUNGS_REPORT_LAYOUT_*` or report->has_worst_rtt is neither 0 nor 1;
+ * RUNGS_ERR_BUFFER_TOO_SMALL if cap is below the layout's length (nothing
+ * written); RUNGS_ERR_PANIC.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_report_payload_encode(const struct rungs_report *report,
@@ -1711,9 +1788,10 @@ rungs_result RUNGS_CALL rungs_report_payload_encode(const struct rungs_report *r
 /**
  * Decode a NETWORK_REPORT payload of `len` bytes in `layout` into `*out`.
  *
- * Errors: `RUNGS_ERR_NULL_POINTER` (bytes, out), `RUNGS_ERR_INVALID_ARGUMENT`
- * (unknown layout), `RUNGS_ERR_MALFORMED` (wrong length, or an extended
- * payload whose version byte is not 1).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out is NULL, or bytes is NULL
+ * with len above 0; RUNGS_ERR_INVALID_ARGUMENT if layout is not a
+ * `RUNGS_REPORT_LAYOUT_*`; RUNGS_ERR_MALFORMED if len is not the layout's
+ * length, or an extended payload's version byte is not 1; RUNGS_ERR_PANIC.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_report_payload_decode(const uint8_t *bytes,
@@ -1728,10 +1806,27 @@ rungs_result RUNGS_CALL rungs_report_payload_decode(const uint8_t *bytes,
 RUNGS_API const char *RUNGS_CALL rungs_result_str(rungs_result code);
 
 /**
- * Copy the calling thread's latest error detail (NUL-terminated, truncated to
- * fit) into `buf` of `cap` bytes. `*out_len`, when not NULL, receives the full
- * length without the NUL, so a caller can retry with a larger buffer.
- * An empty string means no error has been recorded on this thread.
+ * Copy the calling thread's error message — what the latest call that
+ * returned `rungs_result` reported, empty if it succeeded — NUL-terminated
+ * and truncated to fit, into `buf` of `cap` bytes. `*out_len`,
+ * when not NULL, receives the full length without the NUL, so a caller can
+ * retry with a larger buffer; `buf` may be NULL when `cap` is 0.
+ *
+ * How long a message stays: every function that returns `rungs_result`
+ * replaces the calling thread's message when it returns, with its own error
+ * (`rungs_session_new: config->seat_count is 0; expected 1 to 16`) or with
+ * the empty string when it returns `RUNGS_OK`. So read the message right
+ * after the call that failed, on the same thread, before calling rungs
+ * again; an empty message means the latest call succeeded. Two exceptions
+ * leave the message as it is: this function, and `rungs_result_str`.
+ * Functions that return no `rungs_result` (`rungs_abi_version`,
+ * `rungs_is_report_frame`, ...) never touch it. Calls made from inside a
+ * callback replace it too, but the outer call replaces it again when it
+ * returns. Each thread has its own message.
+ *
+ * Returns: RUNGS_OK (also when the message is empty);
+ * RUNGS_ERR_NULL_POINTER if buf is NULL but cap is not 0 (nothing written,
+ * the message kept); RUNGS_ERR_PANIC.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_last_error_message(char *buf, size_t cap, size_t *out_len);
 
@@ -1865,14 +1960,25 @@ rungs_result RUNGS_CALL rungs_session_status(struct rungs_session *s,
 
 /**
  * Make a timing machine for the eve of frame 0. `*out` is written only on success.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config or out is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if config->struct_size is smaller than
+ * `sizeof(rungs_timing_machine_config)`, config->reserved is not 0,
+ * config->speed_fps is 0, config->seat_count is not 1 to 16,
+ * config->human_seat_mask is 0 or has a bit at or above seat_count, or
+ * config->local_seat is neither a human seat nor `RUNGS_NO_SEAT`;
+ * RUNGS_ERR_PANIC.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_new(const struct rungs_timing_machine_config *config,
                                       struct rungs_timing_machine **out);
 
 /**
- * Release a machine. NULL is accepted. Refused with `RUNGS_ERR_REENTRANT`
- * from inside one of its own callbacks.
+ * Release a machine. NULL is accepted.
+ *
+ * Returns: RUNGS_OK (also for NULL); RUNGS_ERR_REENTRANT from one of m's
+ * callbacks; RUNGS_ERR_BUSY while another thread is in a call on m (m is not
+ * freed); RUNGS_ERR_PANIC.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_timing_machine_free(struct rungs_timing_machine *m);
 
@@ -1880,6 +1986,12 @@ RUNGS_API rungs_result RUNGS_CALL rungs_timing_machine_free(struct rungs_timing_
  * Step 1 of `frame` (frames run 0, 1, 2, ... without gaps): a staged
  * decrease activates or steps down. `*out_executes_commands` (may be NULL)
  * is 1 when this is a send frame whose due commands execute now.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_STATE if frame is not the frame after the
+ * previous one (0 first), or the previous frame was not ended with
+ * `rungs_timing_machine_end_frame`; RUNGS_ERR_NULL_POINTER if m is NULL;
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_begin_frame(struct rungs_timing_machine *m,
@@ -1889,8 +2001,12 @@ rungs_result RUNGS_CALL rungs_timing_machine_begin_frame(struct rungs_timing_mac
 /**
  * Queue a command from `seat` tagged for frame `tag`; `item` is your handle
  * for it (an index into your own event list, say). Push one seat's commands
- * in the order it issued them. A tag whose frame already executed its
- * commands is refused with `RUNGS_ERR_STATE`.
+ * in the order it issued them.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_UNKNOWN_SEAT if seat is not below
+ * config->seat_count; RUNGS_ERR_STATE if the frame `tag` already executed its
+ * commands; RUNGS_ERR_NULL_POINTER if m is NULL; RUNGS_ERR_REENTRANT,
+ * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_queue_command(struct rungs_timing_machine *m,
@@ -1902,6 +2018,10 @@ rungs_result RUNGS_CALL rungs_timing_machine_queue_command(struct rungs_timing_m
  * The next queued command due on this frame, in (tag, seat, issue order).
  * `*out_found` is 1 and the other outputs (each may be NULL) are written
  * when there is one; 0 when none is due or the frame is not a send frame.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out_found is NULL (nothing
+ * popped); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
+ * RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_pop_due(struct rungs_timing_machine *m,
@@ -1912,6 +2032,14 @@ rungs_result RUNGS_CALL rungs_timing_machine_pop_due(struct rungs_timing_machine
 
 /**
  * A timing event sent by `seat` executes on the current frame (S5, S6).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or event is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if event breaks S1 (send_period 1 to 10,
+ * look_ahead a multiple of it up to 250) or event->fps is 0;
+ * RUNGS_ERR_UNKNOWN_SEAT if seat is not a human seat of the game;
+ * RUNGS_ERR_STATE if no frame is open (`rungs_timing_machine_begin_frame`);
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_execute_timing_event(struct rungs_timing_machine *m,
@@ -1919,8 +2047,14 @@ rungs_result RUNGS_CALL rungs_timing_machine_execute_timing_event(struct rungs_t
                                                        const struct rungs_timing_event *event);
 
 /**
- * A report from `seat` executes on the current frame (S3). An unknown or
- * removed seat is refused with `RUNGS_ERR_UNKNOWN_SEAT` and changes nothing.
+ * A report from `seat` executes on the current frame (S3).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or report is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if report->has_worst_rtt is neither 0 nor 1;
+ * RUNGS_ERR_UNKNOWN_SEAT if seat is not (or no longer) a human seat of the
+ * game (nothing changes); RUNGS_ERR_STATE if no frame is open;
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_execute_report(struct rungs_timing_machine *m,
@@ -1930,6 +2064,11 @@ rungs_result RUNGS_CALL rungs_timing_machine_execute_report(struct rungs_timing_
 /**
  * The removal of `seat` executes on the current frame (S3); removing the
  * master hands the role to the next human in house order (S4.6).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_UNKNOWN_SEAT if seat is not (or no longer) a
+ * human seat of the game; RUNGS_ERR_STATE if no frame is open;
+ * RUNGS_ERR_NULL_POINTER if m is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+ * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_execute_removal(struct rungs_timing_machine *m,
@@ -1940,6 +2079,11 @@ rungs_result RUNGS_CALL rungs_timing_machine_execute_removal(struct rungs_timing
  * machine, on an evaluation that sends, `*out_has_event` is 1 and
  * `*out_event` holds the timing event to queue as a command in your own
  * event stream; otherwise `*out_has_event` is 0. Either may be NULL.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_STATE if no frame is open
+ * (`rungs_timing_machine_begin_frame`); RUNGS_ERR_NULL_POINTER if m is NULL;
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_end_frame(struct rungs_timing_machine *m,
@@ -1949,6 +2093,10 @@ rungs_result RUNGS_CALL rungs_timing_machine_end_frame(struct rungs_timing_machi
 /**
  * `*out` is 1 when the current frame is a send frame under the timing in
  * force now: send your packet (S5).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_is_send_frame(struct rungs_timing_machine *m,
@@ -1957,6 +2105,10 @@ rungs_result RUNGS_CALL rungs_timing_machine_is_send_frame(struct rungs_timing_m
 /**
  * The frame a command issued now is tagged for: on a send frame,
  * `frame + look_ahead`; on other frames a forecast for the next send frame.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_command_tag(struct rungs_timing_machine *m,
@@ -1964,6 +2116,10 @@ rungs_result RUNGS_CALL rungs_timing_machine_command_tag(struct rungs_timing_mac
 
 /**
  * The timing in force.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_timing(struct rungs_timing_machine *m,
@@ -1971,11 +2127,19 @@ rungs_result RUNGS_CALL rungs_timing_machine_timing(struct rungs_timing_machine 
 
 /**
  * The frame rate in force.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_timing_machine_fps(struct rungs_timing_machine *m, uint8_t *out);
 
 /**
  * Everything a UI or log shows, in one struct.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_status(struct rungs_timing_machine *m,
@@ -1984,6 +2148,10 @@ rungs_result RUNGS_CALL rungs_timing_machine_status(struct rungs_timing_machine 
 /**
  * Change the rate the game speed allows (1–255, S6 Speed slider). Call it
  * on every machine on the same frame (when your speed event executes).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if speed_fps is 0;
+ * RUNGS_ERR_NULL_POINTER if m is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+ * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_set_speed(struct rungs_timing_machine *m,

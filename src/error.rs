@@ -5,14 +5,23 @@
 
 use std::fmt;
 
-/// What went wrong. The `&'static str` payloads say which argument or rule,
-/// in words a game programmer can act on.
+/// What went wrong. The payloads say which argument or rule, in words a game
+/// programmer can act on: argument and field names as the C header spells
+/// them, ranges as "1 to 16" (never Rust syntax), and where the call knows
+/// it, what was got and what was expected.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {
     /// A required pointer (C ABI) was NULL; names the argument.
     NullPointer(&'static str),
     /// An argument is outside its documented range.
     InvalidArgument(&'static str),
+    /// An argument is outside its documented range; the message, built at
+    /// the call, names it and says what was got and what was expected
+    /// (`config->seat_count is 0; expected 1 to 16`).
+    InvalidValue(String),
+    /// A pointer argument is NULL while its length is not 0 (C ABI): NULL is
+    /// accepted only for an empty buffer.
+    NullWithLength { name: &'static str, len: usize },
     /// A seat number that is not (or no longer) part of the game.
     UnknownSeat(u8),
     /// Bytes that do not decode: wrong length, bad field, broken invariant.
@@ -27,22 +36,77 @@ pub enum Error {
     Full(&'static str),
     /// The operating system refused an I/O operation.
     Io(std::io::ErrorKind),
+    /// The error in the box, with a message built at the call that says what
+    /// was got and what was expected; it replaces the boxed error's own
+    /// message, and the boxed error gives the kind (and the C code).
+    Detailed(Box<Error>, String),
+    /// C ABI: the object was poisoned by an earlier caught panic.
+    Poisoned,
+    /// C ABI: the object was called from inside one of its own callbacks.
+    Reentrant,
+    /// C ABI: another thread is inside a call on the same object.
+    Busy,
+    /// C ABI: a panic was caught inside the library.
+    Panic,
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::NullPointer(what) => write!(f, "NULL pointer: {what}"),
-            Error::InvalidArgument(what) => write!(f, "invalid argument: {what}"),
-            Error::UnknownSeat(seat) => write!(f, "unknown seat {seat}"),
+            Error::NullPointer(what) => write!(f, "{what} is NULL"),
+            Error::InvalidArgument(what) => f.write_str(what),
+            Error::InvalidValue(what) | Error::Detailed(_, what) => f.write_str(what),
+            Error::NullWithLength { name, len } => write!(
+                f,
+                "{name} is NULL but its length is {len}; expected a valid pointer, or a length of 0"
+            ),
+            Error::UnknownSeat(seat) => {
+                write!(
+                    f,
+                    "seat {seat} is not a seat of this game, or it was removed"
+                )
+            }
             Error::Malformed(what) => write!(f, "malformed input: {what}"),
             Error::State(what) => write!(f, "not valid now: {what}"),
             Error::BufferTooSmall { needed } => {
-                write!(f, "buffer too small: {needed} bytes needed")
+                write!(f, "buffer too small: expected room for {needed} bytes")
             }
-            Error::UnregisteredEvent(id) => write!(f, "event type {id} is not registered"),
+            Error::UnregisteredEvent(id) => {
+                write!(
+                    f,
+                    "event type {id} is not one of the event IDs in the config"
+                )
+            }
             Error::Full(what) => write!(f, "capacity exhausted: {what}"),
-            Error::Io(kind) => write!(f, "I/O error: {kind}"),
+            Error::Io(kind) => write!(f, "the operating system refused: {kind}"),
+            Error::Poisoned => f.write_str(
+                "the object was poisoned by an earlier panic; only its _free function works",
+            ),
+            Error::Reentrant => f.write_str(
+                "called from inside one of the same object's callbacks; \
+                 call it after the callback returns",
+            ),
+            Error::Busy => f.write_str(
+                "another thread is inside a call on the same object; \
+                 use a handle from one thread at a time",
+            ),
+            Error::Panic => f.write_str("a panic was caught inside rungs; the object is poisoned"),
+        }
+    }
+}
+
+impl Error {
+    /// This error with `message` (what was got, what was expected) in place
+    /// of its own.
+    pub fn detailed(self, message: String) -> Error {
+        Error::Detailed(Box::new(self), message)
+    }
+
+    /// The error without any [`Detailed`](Error::Detailed) message: the kind.
+    pub fn kind(&self) -> &Error {
+        match self {
+            Error::Detailed(inner, _) => inner.kind(),
+            other => other,
         }
     }
 }

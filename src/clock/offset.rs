@@ -114,7 +114,7 @@ impl OffsetEstimator {
     /// An estimator keeping the latest `window` samples, 1–[`MAX_SAMPLE_WINDOW`].
     pub fn new(window: usize) -> Result<OffsetEstimator> {
         if !(1..=MAX_SAMPLE_WINDOW).contains(&window) {
-            return Err(Error::InvalidArgument("sample window must be 1..=64"));
+            return Err(Error::InvalidArgument("sample_window must be 1 to 64"));
         }
         Ok(OffsetEstimator {
             window: Vec::with_capacity(window),

@@ -93,7 +93,7 @@ impl FramePacer {
         check_fps(config.fps)?;
         if config.max_nudge_permille > MAX_NUDGE_PERMILLE {
             return Err(Error::InvalidArgument(
-                "nudge bound must be 0..=500 permille",
+                "max_nudge_permille must be 0 to 500",
             ));
         }
         Ok(FramePacer {
@@ -131,9 +131,14 @@ impl FramePacer {
     pub fn frame_started(&mut self, frame: u32, now_us: i64) -> Result<()> {
         if let Some(last) = self.last_started {
             if last.checked_add(1) != Some(frame) {
-                return Err(Error::State(
-                    "frames must start in order, one after another",
-                ));
+                return Err(
+                    Error::State("frames must start in order, one after another").detailed(
+                        format!(
+                            "frame is {frame}; expected {} (the frame after {last})",
+                            last.wrapping_add(1)
+                        ),
+                    ),
+                );
             }
         }
         let next = frame
@@ -218,7 +223,7 @@ impl FramePacer {
 
 fn check_fps(fps: u8) -> Result<()> {
     if fps == 0 {
-        Err(Error::InvalidArgument("frame rate must be 1..=255"))
+        Err(Error::InvalidArgument("fps must be 1 to 255"))
     } else {
         Ok(())
     }
@@ -376,8 +381,16 @@ mod tests {
     fn misuse_is_refused_without_effect() {
         let mut p = pacer(30, 0);
         p.frame_started(10, 0).unwrap(); // any first frame
-        assert!(matches!(p.frame_started(12, 1), Err(Error::State(_))));
-        assert!(matches!(p.frame_started(10, 1), Err(Error::State(_))));
+        let out_of_order = p.frame_started(12, 1).unwrap_err();
+        assert!(matches!(out_of_order.kind(), Error::State(_)));
+        assert_eq!(
+            out_of_order.to_string(),
+            "frame is 12; expected 11 (the frame after 10)"
+        );
+        assert!(matches!(
+            p.frame_started(10, 1).unwrap_err().kind(),
+            Error::State(_)
+        ));
         let due = p.next_frame_due();
         assert_eq!(due.frame, 11);
         assert!(matches!(p.set_fps(0, 11), Err(Error::InvalidArgument(_))));

@@ -3,11 +3,9 @@
 //! frame is due). The two are separate objects so an engine that is itself
 //! the reference uses only a pacer. Times are microseconds.
 
-use super::guard::{
-    catch, free_object, hand_out, require, with_object, write_out, Guarded, Handle,
-};
+use super::args::{in_range, read_config, read_in, require, write_out, write_to};
+use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
 use super::result::rungs_result;
-use super::types::{read_config, read_in};
 use crate::clock::offset::{DEFAULT_SAMPLE_WINDOW, MAX_SAMPLE_WINDOW};
 use crate::clock::pacer::{DEFAULT_MAX_NUDGE_PERMILLE, MAX_NUDGE_PERMILLE};
 use crate::clock::slew::{DEFAULT_MAX_SLEW_PPM, MAX_SLEW_PPM};
@@ -122,38 +120,56 @@ impl Handle for rungs_pacer {
 
 /// Make a clock with no samples yet; `*out` receives the handle.
 ///
-/// Errors: `RUNGS_ERR_NULL_POINTER` (config, out), `RUNGS_ERR_INVALID_ARGUMENT`
-/// (struct_size, sample_window or max_slew_ppm out of range).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config or out is NULL;
+/// RUNGS_ERR_INVALID_ARGUMENT if config->struct_size is smaller than
+/// `sizeof(rungs_clock_config)`, config->sample_window is not 1 to
+/// `RUNGS_CLOCK_MAX_SAMPLE_WINDOW`, or config->max_slew_ppm is not 1 to
+/// `RUNGS_CLOCK_MAX_SLEW_PPM`; RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_clock_new(
     config: *const rungs_clock_config,
     out: *mut *mut rungs_clock,
 ) -> rungs_result {
-    catch(|| {
+    call("rungs_clock_new", || {
         require(out, "out")?;
         // SAFETY: read_config checks NULL and struct_size before reading the rest.
         let config = unsafe { read_config(config, "config") }?;
         let sync = ClockSync::new(ClockSyncConfig {
-            sample_window: config.sample_window as usize,
-            max_slew_ppm: config.max_slew_ppm,
+            sample_window: in_range(
+                config.sample_window,
+                1,
+                RUNGS_CLOCK_MAX_SAMPLE_WINDOW,
+                "config->sample_window",
+            )? as usize,
+            max_slew_ppm: in_range(
+                config.max_slew_ppm,
+                1,
+                RUNGS_CLOCK_MAX_SLEW_PPM,
+                "config->max_slew_ppm",
+            )?,
         })?;
         unsafe { hand_out(out, rungs_clock(Guarded::new(sync))) }
     })
 }
 
 /// Release a clock. NULL is accepted; a poisoned object is released too.
+///
+/// Returns: RUNGS_OK (also for NULL); RUNGS_ERR_BUSY while another thread is in
+/// a call on it (not freed); RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_clock_free(clock: *mut rungs_clock) -> rungs_result {
-    unsafe { free_object(clock) }
+    unsafe { free_call("rungs_clock_free", clock) }
 }
 
 /// Add an exchange, completed at local time `local_now_us` (normally its
 /// `t3`), and steer toward the new estimate. Before reference time is first
 /// read the estimate applies at once; after, it is slewed in.
 ///
-/// Errors: `RUNGS_ERR_NULL_POINTER` (sample), `RUNGS_ERR_INVALID_ARGUMENT`
-/// (timestamps that contradict each other, a round trip over 60 s, or
-/// `local_now_us` earlier than a previous call's; the sample is not kept).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if clock or sample is NULL;
+/// RUNGS_ERR_INVALID_ARGUMENT if the timestamps contradict each other, the
+/// round trip is over 60 s, or local_now_us is earlier than a previous call's
+/// (the sample is not kept); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_clock_add_sample(
     clock: *mut rungs_clock,
@@ -161,7 +177,7 @@ pub unsafe extern "C" fn rungs_clock_add_sample(
     local_now_us: i64,
 ) -> rungs_result {
     unsafe {
-        with_object(clock, |sync| {
+        object_call("rungs_clock_add_sample", clock, |sync| {
             let s = read_in(sample, "sample")?;
             let sample = ClockSample::new(s.t0, s.t1, s.t2, s.t3)?;
             sync.add_sample(sample, local_now_us).map(drop)
@@ -171,16 +187,20 @@ pub unsafe extern "C" fn rungs_clock_add_sample(
 
 /// The filtered offset estimate, into `*out`.
 ///
-/// Errors: `RUNGS_ERR_NULL_POINTER` (out), `RUNGS_ERR_STATE` (no sample yet).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if clock or out is NULL;
+/// RUNGS_ERR_STATE if no sample was added yet; RUNGS_ERR_REENTRANT,
+/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_clock_estimate(
     clock: *mut rungs_clock,
     out: *mut rungs_offset_estimate,
 ) -> rungs_result {
     unsafe {
-        with_object(clock, |sync| {
+        object_call("rungs_clock_estimate", clock, |sync| {
             require(out, "out")?;
-            let estimate = sync.estimate().ok_or(Error::State("no clock sample yet"))?;
+            let estimate = sync.estimate().ok_or(Error::State(
+                "no clock sample yet (add one with rungs_clock_add_sample)",
+            ))?;
             write_out(
                 out,
                 rungs_offset_estimate {
@@ -199,8 +219,10 @@ pub unsafe extern "C" fn rungs_clock_estimate(
 /// Reference time at local time `local_now_us`, into `*out_reference_us`:
 /// never earlier than a previous reading, never a jump.
 ///
-/// Errors: `RUNGS_ERR_NULL_POINTER` (out_reference_us), `RUNGS_ERR_STATE`
-/// (no sample yet), `RUNGS_ERR_INVALID_ARGUMENT` (local time went backwards).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if clock or out_reference_us is
+/// NULL; RUNGS_ERR_STATE if no sample was added yet; RUNGS_ERR_INVALID_ARGUMENT
+/// if local_now_us is earlier than a previous call's; RUNGS_ERR_REENTRANT,
+/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_clock_reference_time(
     clock: *mut rungs_clock,
@@ -208,7 +230,7 @@ pub unsafe extern "C" fn rungs_clock_reference_time(
     out_reference_us: *mut i64,
 ) -> rungs_result {
     unsafe {
-        with_object(clock, |sync| {
+        object_call("rungs_clock_reference_time", clock, |sync| {
             require(out_reference_us, "out_reference_us")?;
             let reference = sync.reference_time(local_now_us)?;
             write_out(out_reference_us, reference);
@@ -220,31 +242,42 @@ pub unsafe extern "C" fn rungs_clock_reference_time(
 /// Make a pacer; the first frame due is `config->reference_frame` at
 /// `config->reference_start_us`. `*out` receives the handle.
 ///
-/// Errors: `RUNGS_ERR_NULL_POINTER` (config, out), `RUNGS_ERR_INVALID_ARGUMENT`
-/// (struct_size, fps 0, max_nudge_permille out of range).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config or out is NULL;
+/// RUNGS_ERR_INVALID_ARGUMENT if config->struct_size is smaller than
+/// `sizeof(rungs_pacer_config)`, config->fps is 0, or
+/// config->max_nudge_permille is above `RUNGS_PACER_MAX_NUDGE_PERMILLE`;
+/// RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_pacer_new(
     config: *const rungs_pacer_config,
     out: *mut *mut rungs_pacer,
 ) -> rungs_result {
-    catch(|| {
+    call("rungs_pacer_new", || {
         require(out, "out")?;
         // SAFETY: read_config checks NULL and struct_size before reading the rest.
         let config = unsafe { read_config(config, "config") }?;
         let pacer = FramePacer::new(PacerConfig {
-            fps: config.fps,
+            fps: in_range(config.fps, 1, 255, "config->fps")?,
             reference_frame: config.reference_frame,
             reference_start_us: config.reference_start_us,
-            max_nudge_permille: config.max_nudge_permille,
+            max_nudge_permille: in_range(
+                config.max_nudge_permille,
+                0,
+                RUNGS_PACER_MAX_NUDGE_PERMILLE,
+                "config->max_nudge_permille",
+            )?,
         })?;
         unsafe { hand_out(out, rungs_pacer(Guarded::new(pacer))) }
     })
 }
 
 /// Release a pacer. NULL is accepted; a poisoned object is released too.
+///
+/// Returns: RUNGS_OK (also for NULL); RUNGS_ERR_BUSY while another thread is in
+/// a call on it (not freed); RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_pacer_free(pacer: *mut rungs_pacer) -> rungs_result {
-    unsafe { free_object(pacer) }
+    unsafe { free_call("rungs_pacer_free", pacer) }
 }
 
 /// The next frame, into `*out_frame`, and the reference time (µs) at which
@@ -252,7 +285,9 @@ pub unsafe extern "C" fn rungs_pacer_free(pacer: *mut rungs_pacer) -> rungs_resu
 /// before it starts: later calls return the same until the next
 /// `rungs_pacer_frame_started`.
 ///
-/// Errors: `RUNGS_ERR_NULL_POINTER` (out_frame, out_due_us; neither written).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if pacer, out_frame or out_due_us
+/// is NULL (neither written); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_pacer_next_frame_due(
     pacer: *mut rungs_pacer,
@@ -260,7 +295,7 @@ pub unsafe extern "C" fn rungs_pacer_next_frame_due(
     out_due_us: *mut i64,
 ) -> rungs_result {
     unsafe {
-        with_object(pacer, |pacer| {
+        object_call("rungs_pacer_next_frame_due", pacer, |pacer| {
             require(out_frame, "out_frame")?;
             require(out_due_us, "out_due_us")?;
             let due = pacer.next_frame_due();
@@ -276,14 +311,21 @@ pub unsafe extern "C" fn rungs_pacer_next_frame_due(
 /// toward the shared schedule). The first call may name any frame, later
 /// ones the frame after the previous one.
 ///
-/// Errors: `RUNGS_ERR_STATE` (frame out of order; no effect).
+/// Returns: RUNGS_OK; RUNGS_ERR_STATE if frame is not the frame after the
+/// previous call's (no effect); RUNGS_ERR_NULL_POINTER if pacer is NULL;
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_pacer_frame_started(
     pacer: *mut rungs_pacer,
     frame: u32,
     now_us: i64,
 ) -> rungs_result {
-    unsafe { with_object(pacer, |pacer| pacer.frame_started(frame, now_us)) }
+    unsafe {
+        object_call("rungs_pacer_frame_started", pacer, |pacer| {
+            pacer.frame_started(frame, now_us)
+        })
+    }
 }
 
 /// The frame rate becomes `fps` from frame `from_frame` on (when the timing
@@ -291,34 +333,48 @@ pub unsafe extern "C" fn rungs_pacer_frame_started(
 /// for the same frame, normally while that frame runs. The deadline already
 /// given is kept.
 ///
-/// Errors: `RUNGS_ERR_INVALID_ARGUMENT` (fps 0), `RUNGS_ERR_STATE`
-/// (`from_frame` before the latest rate change or after the next frame due).
+/// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if fps is 0; RUNGS_ERR_STATE
+/// if from_frame is before the latest rate change or after the next frame due;
+/// RUNGS_ERR_NULL_POINTER if pacer is NULL; RUNGS_ERR_REENTRANT,
+/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_pacer_set_fps(
     pacer: *mut rungs_pacer,
     fps: u8,
     from_frame: u32,
 ) -> rungs_result {
-    unsafe { with_object(pacer, |pacer| pacer.set_fps(fps, from_frame)) }
+    unsafe {
+        object_call("rungs_pacer_set_fps", pacer, |pacer| {
+            pacer.set_fps(in_range(fps, 1, 255, "fps")?, from_frame)
+        })
+    }
 }
 
 /// A new reference point: `frame` ideally starts at reference time
 /// `start_us` (the master's or relay's announcement, at the rate in force).
 ///
-/// Errors: `RUNGS_ERR_STATE` (`frame` before the latest rate change).
+/// Returns: RUNGS_OK; RUNGS_ERR_STATE if frame is before the latest rate
+/// change; RUNGS_ERR_NULL_POINTER if pacer is NULL; RUNGS_ERR_REENTRANT,
+/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_pacer_set_reference(
     pacer: *mut rungs_pacer,
     frame: u32,
     start_us: i64,
 ) -> rungs_result {
-    unsafe { with_object(pacer, |pacer| pacer.set_reference(frame, start_us)) }
+    unsafe {
+        object_call("rungs_pacer_set_reference", pacer, |pacer| {
+            pacer.set_reference(frame, start_us)
+        })
+    }
 }
 
 /// When `frame` ideally starts on the shared schedule, into `*out_start_us`
 /// (what a master or relay announces as a reference point).
 ///
-/// Errors: `RUNGS_ERR_NULL_POINTER` (out_start_us).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if pacer or out_start_us is NULL;
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_pacer_ideal_start(
     pacer: *mut rungs_pacer,
@@ -326,10 +382,8 @@ pub unsafe extern "C" fn rungs_pacer_ideal_start(
     out_start_us: *mut i64,
 ) -> rungs_result {
     unsafe {
-        with_object(pacer, |pacer| {
-            require(out_start_us, "out_start_us")?;
-            write_out(out_start_us, pacer.ideal_start_us(frame));
-            Ok(())
+        object_call("rungs_pacer_ideal_start", pacer, |pacer| {
+            write_to(out_start_us, "out_start_us", pacer.ideal_start_us(frame))
         })
     }
 }

@@ -71,14 +71,14 @@ pub type rungs_lockstep_link_fn =
 #[derive(Clone, Copy)]
 pub struct rungs_lockstep_callbacks {
     pub user: *mut c_void,
-    pub command: rungs_lockstep_command_fn,
-    pub timing_changed: rungs_lockstep_timing_fn,
-    pub frame_rate_changed: rungs_lockstep_rate_fn,
-    pub player_message: rungs_lockstep_message_fn,
-    pub master_changed: rungs_lockstep_seat_fn,
-    pub player_removed: rungs_lockstep_seat_fn,
-    pub desync: rungs_lockstep_desync_fn,
-    pub link_event: rungs_lockstep_link_fn,
+    pub command: super::types::rungs_command_fn,
+    pub timing_changed: super::types::rungs_timing_changed_fn,
+    pub frame_rate_changed: super::types::rungs_frame_rate_changed_fn,
+    pub player_message: super::types::rungs_player_message_fn,
+    pub master_changed: super::types::rungs_seat_event_fn,
+    pub player_removed: super::types::rungs_seat_event_fn,
+    pub desync: super::types::rungs_desync_fn,
+    pub link_event: super::transport::rungs_link_event_fn,
 }
 
 /// How to set up a lockstep game on this machine.

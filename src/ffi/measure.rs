@@ -1,11 +1,11 @@
 //! C API of one machine's report measurements (S3): `rungs_measurements`,
 //! and the report schedule.
 
-use super::guard::{
-    catch, free_object, hand_out, require, with_object, write_out, Guarded, Handle,
-};
+use super::args::{flag, in_range, require, write_out};
+use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
 use super::result::rungs_result;
-use super::types::{flag, rungs_report};
+use super::types::rungs_report;
+use crate::report::record::MAX_SEATS;
 use crate::report::{is_report_frame, Measurements};
 
 /// One machine's measurements for its reports (S3): processing time per
@@ -30,52 +30,73 @@ pub extern "C" fn rungs_is_report_frame(frame: u32) -> u8 {
 /// Make measurements with no peers, at the start of the first report
 /// interval; `*out` receives the handle.
 ///
-/// Errors: `RUNGS_ERR_NULL_POINTER` (out).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out is NULL; RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_new(out: *mut *mut rungs_measurements) -> rungs_result {
-    catch(|| unsafe { hand_out(out, rungs_measurements(Guarded::new(Measurements::new()))) })
+    call("rungs_measurements_new", || unsafe {
+        hand_out(out, rungs_measurements(Guarded::new(Measurements::new())))
+    })
 }
 
 /// Release measurements. NULL is accepted; a poisoned object is released too.
+///
+/// Returns: RUNGS_OK (also for NULL); RUNGS_ERR_BUSY while another thread is in
+/// a call on it (not freed); RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_free(
     measurements: *mut rungs_measurements,
 ) -> rungs_result {
-    unsafe { free_object(measurements) }
+    unsafe { free_call("rungs_measurements_free", measurements) }
 }
 
 /// A frame's work begins at `now_us` (any monotonic microsecond clock).
 ///
-/// Errors: `RUNGS_ERR_STATE` (a frame's work is already open).
+/// Returns: RUNGS_OK; RUNGS_ERR_STATE if a frame's work is already open;
+/// RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
+/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_frame_work_begin(
     measurements: *mut rungs_measurements,
     now_us: u64,
 ) -> rungs_result {
-    unsafe { with_object(measurements, |m| m.frame_work_begin(now_us)) }
+    unsafe {
+        object_call("rungs_measurements_frame_work_begin", measurements, |m| {
+            m.frame_work_begin(now_us)
+        })
+    }
 }
 
 /// The open frame's work ends at `now_us`; the frame counts toward the
 /// average processing time.
 ///
-/// Errors: `RUNGS_ERR_STATE` (no frame open), `RUNGS_ERR_INVALID_ARGUMENT`
-/// (`now_us` before the begin; the frame stays open).
+/// Returns: RUNGS_OK; RUNGS_ERR_STATE if no frame's work is open;
+/// RUNGS_ERR_INVALID_ARGUMENT if now_us is before the begin (the frame stays
+/// open); RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
+/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_frame_work_end(
     measurements: *mut rungs_measurements,
     now_us: u64,
 ) -> rungs_result {
-    unsafe { with_object(measurements, |m| m.frame_work_end(now_us)) }
+    unsafe {
+        object_call("rungs_measurements_frame_work_end", measurements, |m| {
+            m.frame_work_end(now_us)
+        })
+    }
 }
 
 /// One frame took `duration_us` of processing (instead of begin/end).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements is NULL;
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_add_frame_work_us(
     measurements: *mut rungs_measurements,
     duration_us: u64,
 ) -> rungs_result {
     unsafe {
-        with_object(measurements, |m| {
+        object_call("rungs_measurements_add_frame_work_us", measurements, |m| {
             m.add_frame_work_us(duration_us);
             Ok(())
         })
@@ -84,36 +105,52 @@ pub unsafe extern "C" fn rungs_measurements_add_frame_work_us(
 
 /// The machine starts waiting for the other players at `now_us`.
 ///
-/// Errors: `RUNGS_ERR_STATE` (a wait is already open).
+/// Returns: RUNGS_OK; RUNGS_ERR_STATE if a wait is already open;
+/// RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
+/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_wait_begin(
     measurements: *mut rungs_measurements,
     now_us: u64,
 ) -> rungs_result {
-    unsafe { with_object(measurements, |m| m.wait_begin(now_us)) }
+    unsafe {
+        object_call("rungs_measurements_wait_begin", measurements, |m| {
+            m.wait_begin(now_us)
+        })
+    }
 }
 
 /// The open wait ends at `now_us`. A wait counts in the report interval in
 /// which it ends.
 ///
-/// Errors: `RUNGS_ERR_STATE` (no wait open), `RUNGS_ERR_INVALID_ARGUMENT`
-/// (`now_us` before the begin; the wait stays open).
+/// Returns: RUNGS_OK; RUNGS_ERR_STATE if no wait is open;
+/// RUNGS_ERR_INVALID_ARGUMENT if now_us is before the begin (the wait stays
+/// open); RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
+/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_wait_end(
     measurements: *mut rungs_measurements,
     now_us: u64,
 ) -> rungs_result {
-    unsafe { with_object(measurements, |m| m.wait_end(now_us)) }
+    unsafe {
+        object_call("rungs_measurements_wait_end", measurements, |m| {
+            m.wait_end(now_us)
+        })
+    }
 }
 
 /// One wait for the other players lasted `duration_us` (instead of begin/end).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements is NULL;
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_add_wait_us(
     measurements: *mut rungs_measurements,
     duration_us: u64,
 ) -> rungs_result {
     unsafe {
-        with_object(measurements, |m| {
+        object_call("rungs_measurements_add_wait_us", measurements, |m| {
             m.add_wait_us(duration_us);
             Ok(())
         })
@@ -123,24 +160,38 @@ pub unsafe extern "C" fn rungs_measurements_add_wait_us(
 /// Start measuring round trips to `peer` (a seat). Reports carry no round
 /// trip until it has a clean sample (S3).
 ///
-/// Errors: `RUNGS_ERR_STATE` (already measured).
+/// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if peer is not a seat (0 to
+/// 15); RUNGS_ERR_STATE if peer is already measured; RUNGS_ERR_NULL_POINTER if
+/// measurements is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_add_peer(
     measurements: *mut rungs_measurements,
     peer: u8,
 ) -> rungs_result {
-    unsafe { with_object(measurements, |m| m.add_peer(peer)) }
+    unsafe {
+        object_call("rungs_measurements_add_peer", measurements, |m| {
+            m.add_peer(in_range(peer, 0, MAX_SEATS as u8 - 1, "peer")?)
+        })
+    }
 }
 
 /// Stop measuring `peer` (it left the game).
 ///
-/// Errors: `RUNGS_ERR_UNKNOWN_SEAT` (not measured).
+/// Returns: RUNGS_OK; RUNGS_ERR_UNKNOWN_SEAT if peer is not measured
+/// (`rungs_measurements_add_peer`); RUNGS_ERR_NULL_POINTER if measurements is
+/// NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
+/// RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_remove_peer(
     measurements: *mut rungs_measurements,
     peer: u8,
 ) -> rungs_result {
-    unsafe { with_object(measurements, |m| m.remove_peer(peer)) }
+    unsafe {
+        object_call("rungs_measurements_remove_peer", measurements, |m| {
+            m.remove_peer(peer)
+        })
+    }
 }
 
 /// A round-trip sample of `rtt_ms` to `peer`. `clean` is 1 when the sample
@@ -148,8 +199,11 @@ pub unsafe extern "C" fn rungs_measurements_remove_peer(
 /// unclean sample never replaces the link's measured value, so a
 /// retransmitting link keeps contributing its last one (S3).
 ///
-/// Errors: `RUNGS_ERR_INVALID_ARGUMENT` (`clean` not 0/1),
-/// `RUNGS_ERR_UNKNOWN_SEAT` (peer not measured).
+/// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if clean is neither 0 nor 1;
+/// RUNGS_ERR_UNKNOWN_SEAT if peer is not measured
+/// (`rungs_measurements_add_peer`); RUNGS_ERR_NULL_POINTER if measurements is
+/// NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
+/// RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_add_rtt_sample(
     measurements: *mut rungs_measurements,
@@ -158,8 +212,8 @@ pub unsafe extern "C" fn rungs_measurements_add_rtt_sample(
     clean: u8,
 ) -> rungs_result {
     unsafe {
-        with_object(measurements, |m| {
-            let clean = flag(clean, "clean must be 0 or 1")?;
+        object_call("rungs_measurements_add_rtt_sample", measurements, |m| {
+            let clean = flag(clean, "clean")?;
             m.add_rtt_sample(peer, rtt_ms, clean)
         })
     }
@@ -169,14 +223,16 @@ pub unsafe extern "C" fn rungs_measurements_add_rtt_sample(
 /// starts. Call it on report frames (`rungs_is_report_frame`) and queue the
 /// report as a NETWORK_REPORT event (`rungs_report_payload_encode`).
 ///
-/// Errors: `RUNGS_ERR_NULL_POINTER` (out; the interval does not end).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements or out is NULL
+/// (the interval does not end); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_take_report(
     measurements: *mut rungs_measurements,
     out: *mut rungs_report,
 ) -> rungs_result {
     unsafe {
-        with_object(measurements, |m| {
+        object_call("rungs_measurements_take_report", measurements, |m| {
             require(out, "out")?;
             let report = m.take_report();
             write_out(out, rungs_report::from(report));

@@ -5,10 +5,12 @@
 //! than the payload gets `RUNGS_ERR_BUFFER_TOO_SMALL` and nothing is written
 //! (the `RUNGS_*_PAYLOAD_LEN` constants say how much to provide). Decoders
 //! take exactly the payload's bytes; anything else is `RUNGS_ERR_MALFORMED`.
+//! Buffers follow the C API's rule: NULL is accepted with a length of 0.
 
-use super::guard::{catch, require, write_out};
+use super::args::{in_range, read_in, require, slice_in, slice_out, write_out};
+use super::guard::call;
 use super::result::rungs_result;
-use super::types::{read_in, rungs_report, rungs_timing_event};
+use super::types::{rungs_report, rungs_timing_event};
 use crate::error::{Error, Result};
 use crate::report::Report;
 use crate::timing::TimingEvent;
@@ -45,9 +47,10 @@ const _: () = assert!(RUNGS_TS_FOG_BIAS == events::TS_FOG_BIAS);
 /// to MaxAhead: `RUNGS_TS_FOG_BIAS` for an engine keeping vanilla TS's fog
 /// quirk while fog is on, else 0.
 ///
-/// Errors: `RUNGS_ERR_NULL_POINTER` (event, buf, out_len),
-/// `RUNGS_ERR_INVALID_ARGUMENT` (the event breaks S1 or has frame rate 0),
-/// `RUNGS_ERR_BUFFER_TOO_SMALL` (cap < 5; nothing written).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if event or out_len is NULL, or
+/// buf is NULL with cap above 0; RUNGS_ERR_INVALID_ARGUMENT if event breaks
+/// S1 or event->fps is 0; RUNGS_ERR_BUFFER_TOO_SMALL if cap is below 5
+/// (nothing written); RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_payload_encode(
     event: *const rungs_timing_event,
@@ -56,7 +59,7 @@ pub unsafe extern "C" fn rungs_timing_payload_encode(
     cap: usize,
     out_len: *mut usize,
 ) -> rungs_result {
-    catch(|| unsafe {
+    call("rungs_timing_payload_encode", || unsafe {
         encode_timing(
             event,
             TimingLayout::TiberianSun { fog_bias },
@@ -70,9 +73,10 @@ pub unsafe extern "C" fn rungs_timing_payload_encode(
 /// Decode a Tiberian Sun TIMING payload of `len` bytes into `*out`,
 /// removing `fog_bias` from MaxAhead (the same bias the sender added).
 ///
-/// Errors: `RUNGS_ERR_NULL_POINTER` (bytes, out), `RUNGS_ERR_MALFORMED`
-/// (length other than 5, frame rate 0 or above 255, MaxAhead below the bias,
-/// a timing that breaks S1). `*out` is written only on success.
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out is NULL, or bytes is NULL
+/// with len above 0; RUNGS_ERR_MALFORMED if len is not 5, or the frame rate is
+/// 0 or above 255, MaxAhead is below the bias, or the timing breaks S1;
+/// RUNGS_ERR_PANIC. `*out` is written only on success.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_payload_decode(
     bytes: *const u8,
@@ -81,7 +85,11 @@ pub unsafe extern "C" fn rungs_timing_payload_decode(
     out: *mut rungs_timing_event,
 ) -> rungs_result {
     let layout = TimingLayout::TiberianSun { fog_bias };
-    catch(|| unsafe { decode_from(bytes, len, out, |bytes| layout.decode(bytes)) })
+    call("rungs_timing_payload_decode", || unsafe {
+        decode_from(bytes, len, out, layout.payload_len(), |bytes| {
+            layout.decode(bytes)
+        })
+    })
 }
 
 /// Encode `*event` as a Red Alert TIMING payload (4 bytes, no
@@ -89,10 +97,11 @@ pub unsafe extern "C" fn rungs_timing_payload_decode(
 /// `send_period` is the session's fixed send period (1–10); the event's send
 /// period must equal it, since the bytes cannot carry another one.
 ///
-/// Errors: `RUNGS_ERR_NULL_POINTER` (event, buf, out_len),
-/// `RUNGS_ERR_INVALID_ARGUMENT` (event breaks S1, frame rate 0, send period
-/// outside 1–10 or different from the event's), `RUNGS_ERR_BUFFER_TOO_SMALL`
-/// (cap < 4; nothing written).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if event or out_len is NULL, or
+/// buf is NULL with cap above 0; RUNGS_ERR_INVALID_ARGUMENT if send_period is
+/// not 1 to 10, event breaks S1, event->fps is 0, or event->send_period
+/// differs from send_period; RUNGS_ERR_BUFFER_TOO_SMALL if cap is below 4
+/// (nothing written); RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_ra_timing_payload_encode(
     event: *const rungs_timing_event,
@@ -101,7 +110,8 @@ pub unsafe extern "C" fn rungs_ra_timing_payload_encode(
     cap: usize,
     out_len: *mut usize,
 ) -> rungs_result {
-    catch(|| unsafe {
+    call("rungs_ra_timing_payload_encode", || unsafe {
+        in_range(send_period, 1, 10, "send_period")?;
         encode_timing(
             event,
             TimingLayout::RedAlert { send_period },
@@ -115,9 +125,10 @@ pub unsafe extern "C" fn rungs_ra_timing_payload_encode(
 /// Decode a Red Alert TIMING payload of `len` bytes into `*out`; the send
 /// period is the session's `send_period` (1–10).
 ///
-/// Errors: `RUNGS_ERR_NULL_POINTER` (bytes, out), `RUNGS_ERR_INVALID_ARGUMENT`
-/// (send period outside 1–10), `RUNGS_ERR_MALFORMED` (length other than 4,
-/// frame rate 0 or above 255, MaxAhead that breaks S1 with that send period).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out is NULL, or bytes is NULL
+/// with len above 0; RUNGS_ERR_INVALID_ARGUMENT if send_period is not 1 to
+/// 10; RUNGS_ERR_MALFORMED if len is not 4, or the frame rate is 0 or above
+/// 255, or MaxAhead breaks S1 with that send period; RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_ra_timing_payload_decode(
     bytes: *const u8,
@@ -126,7 +137,12 @@ pub unsafe extern "C" fn rungs_ra_timing_payload_decode(
     out: *mut rungs_timing_event,
 ) -> rungs_result {
     let layout = TimingLayout::RedAlert { send_period };
-    catch(|| unsafe { decode_from(bytes, len, out, |bytes| layout.decode(bytes)) })
+    call("rungs_ra_timing_payload_decode", || unsafe {
+        in_range(send_period, 1, 10, "send_period")?;
+        decode_from(bytes, len, out, layout.payload_len(), |bytes| {
+            layout.decode(bytes)
+        })
+    })
 }
 
 /// Encode `*report` as a NETWORK_REPORT payload in `layout`
@@ -135,9 +151,11 @@ pub unsafe extern "C" fn rungs_ra_timing_payload_decode(
 /// Large values saturate; the compact layout rounds the process time up to
 /// whole ms.
 ///
-/// Errors: `RUNGS_ERR_NULL_POINTER` (report, buf, out_len),
-/// `RUNGS_ERR_INVALID_ARGUMENT` (unknown layout, `has_worst_rtt` not 0/1),
-/// `RUNGS_ERR_BUFFER_TOO_SMALL` (nothing written).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if report or out_len is NULL,
+/// or buf is NULL with cap above 0; RUNGS_ERR_INVALID_ARGUMENT if layout is
+/// not a `RUNGS_REPORT_LAYOUT_*` or report->has_worst_rtt is neither 0 nor 1;
+/// RUNGS_ERR_BUFFER_TOO_SMALL if cap is below the layout's length (nothing
+/// written); RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_report_payload_encode(
     report: *const rungs_report,
@@ -146,7 +164,7 @@ pub unsafe extern "C" fn rungs_report_payload_encode(
     cap: usize,
     out_len: *mut usize,
 ) -> rungs_result {
-    catch(|| {
+    call("rungs_report_payload_encode", || {
         let layout = report_layout(layout)?;
         let report = Report::try_from(unsafe { read_in(report, "report") }?)?;
         unsafe {
@@ -159,9 +177,10 @@ pub unsafe extern "C" fn rungs_report_payload_encode(
 
 /// Decode a NETWORK_REPORT payload of `len` bytes in `layout` into `*out`.
 ///
-/// Errors: `RUNGS_ERR_NULL_POINTER` (bytes, out), `RUNGS_ERR_INVALID_ARGUMENT`
-/// (unknown layout), `RUNGS_ERR_MALFORMED` (wrong length, or an extended
-/// payload whose version byte is not 1).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out is NULL, or bytes is NULL
+/// with len above 0; RUNGS_ERR_INVALID_ARGUMENT if layout is not a
+/// `RUNGS_REPORT_LAYOUT_*`; RUNGS_ERR_MALFORMED if len is not the layout's
+/// length, or an extended payload's version byte is not 1; RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_report_payload_decode(
     bytes: *const u8,
@@ -169,9 +188,13 @@ pub unsafe extern "C" fn rungs_report_payload_decode(
     layout: u8,
     out: *mut rungs_report,
 ) -> rungs_result {
-    catch(|| {
+    call("rungs_report_payload_decode", || {
         let layout = report_layout(layout)?;
-        unsafe { decode_from(bytes, len, out, |bytes| layout.decode(bytes)) }
+        unsafe {
+            decode_from(bytes, len, out, layout.payload_len(), |bytes| {
+                layout.decode(bytes)
+            })
+        }
     })
 }
 
@@ -194,9 +217,10 @@ pub(crate) fn report_layout(layout: u8) -> Result<ReportLayout> {
     match layout {
         RUNGS_REPORT_LAYOUT_COMPACT => Ok(ReportLayout::Compact),
         RUNGS_REPORT_LAYOUT_EXTENDED => Ok(ReportLayout::Extended),
-        _ => Err(Error::InvalidArgument(
-            "report layout must be RUNGS_REPORT_LAYOUT_COMPACT or _EXTENDED",
-        )),
+        _ => Err(Error::InvalidValue(format!(
+            "layout is {layout}; expected RUNGS_REPORT_LAYOUT_COMPACT (0) or \
+             RUNGS_REPORT_LAYOUT_EXTENDED (1)"
+        ))),
     }
 }
 
@@ -218,10 +242,14 @@ unsafe fn encode_into(
     encode: impl FnOnce(&mut [u8]) -> Result<usize>,
 ) -> Result<()> {
     require(out_len, "out_len")?;
-    require(buf, "buf")?;
-    // SAFETY: non-NULL, and at least this many bytes are writable by contract.
-    let view = unsafe { std::slice::from_raw_parts_mut(buf, cap.min(payload_len)) };
-    let len = encode(view)?;
+    // SAFETY: NULL (with cap 0) or at least this many bytes are writable by contract.
+    let view = unsafe { slice_out(buf, cap.min(payload_len), "buf") }?;
+    let len = encode(view).map_err(|e| match e {
+        Error::BufferTooSmall { needed } => {
+            e.detailed(format!("cap is {cap}; expected at least {needed}"))
+        }
+        other => other,
+    })?;
     // SAFETY: non-NULL (checked), valid for writes by contract.
     unsafe { write_out(out_len, len) };
     Ok(())
@@ -233,29 +261,27 @@ unsafe fn encode_into(
 /// # Safety
 /// `bytes` is NULL or valid for reads of `len` bytes; `out` is NULL or valid
 /// for writes.
-unsafe fn decode_from<T, C: From<T>>(
-    bytes: *const u8,
-    len: usize,
-    out: *mut C,
-    decode: impl FnOnce(&[u8]) -> Result<T>,
-) -> Result<()> {
-    require(out, "out")?;
-    let value = decode(unsafe { input_bytes(bytes, len) }?)?;
-    // SAFETY: non-NULL (checked), valid for writes by contract.
-    unsafe { write_out(out, C::from(value)) };
-    Ok(())
-}
-
-/// The caller's payload bytes as a slice.
 ///
 /// No payload is longer than an event's data union, so a `len` beyond it is
 /// viewed as one byte past the union: still the wrong length for every
 /// decoder (`Malformed`), and a wild `len` cannot make an invalid slice.
-///
-/// # Safety
-/// `bytes` is NULL or valid for reads of `len` bytes.
-unsafe fn input_bytes<'a>(bytes: *const u8, len: usize) -> Result<&'a [u8]> {
-    require(bytes, "bytes")?;
-    // SAFETY: non-NULL, and at least this many bytes are readable by contract.
-    Ok(unsafe { std::slice::from_raw_parts(bytes, len.min(events::TS_EVENT_DATA_LEN + 1)) })
+unsafe fn decode_from<T, C: From<T>>(
+    bytes: *const u8,
+    len: usize,
+    out: *mut C,
+    payload_len: usize,
+    decode: impl FnOnce(&[u8]) -> Result<T>,
+) -> Result<()> {
+    require(out, "out")?;
+    // SAFETY: NULL (with len 0) or at least this many bytes are readable by contract.
+    let view = unsafe { slice_in(bytes, len.min(events::TS_EVENT_DATA_LEN + 1), "bytes") }?;
+    let value = decode(view).map_err(|e| match e {
+        Error::Malformed(_) if len != payload_len => e.detailed(format!(
+            "len is {len}; expected {payload_len}, the payload's length"
+        )),
+        other => other,
+    })?;
+    // SAFETY: non-NULL (checked), valid for writes by contract.
+    unsafe { write_out(out, C::from(value)) };
+    Ok(())
 }

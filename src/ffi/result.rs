@@ -1,15 +1,24 @@
-//! Result codes and error details for C callers.
+//! Result codes and error messages for C callers.
 //!
 //! Codes are explicitly numbered and never renumbered: new codes are added at
-//! the end. Details of the latest error on the calling thread are copied into
-//! a caller buffer by `rungs_last_error_message`.
+//! the end. The message of the latest call is kept per thread
+//! ([`super::last_error`]) and copied out by `rungs_last_error_message`.
+//! This module turns a call's outcome into its code and message
+//! ([`finish`]); the guard calls it and nothing here depends on the guard.
 
-use std::cell::RefCell;
-
+use super::args::{slice_out, write_optional};
+use super::last_error;
 use crate::error::Error;
 
 /// The outcome of every fallible call. `RUNGS_OK` (0) is success; every other
-/// value is one of the `RUNGS_ERR_*` codes, named by `rungs_result_str`.
+/// value is one of the `RUNGS_ERR_*` codes, named by `rungs_result_str`, and
+/// `rungs_last_error_message` says what went wrong (it names the function,
+/// the argument or config field, what was got and what was expected). Each
+/// function's comment lists the codes it returns. Every call on an object
+/// can return `RUNGS_ERR_NULL_POINTER` (NULL handle), `RUNGS_ERR_REENTRANT`
+/// (from one of the object's own callbacks), `RUNGS_ERR_BUSY` (another
+/// thread is inside a call on it), `RUNGS_ERR_POISONED` and `RUNGS_ERR_PANIC`;
+/// a refused call changes nothing.
 pub type rungs_result = i32;
 
 /// Success.
@@ -22,7 +31,8 @@ pub const RUNGS_ERR_INVALID_ARGUMENT: rungs_result = 2;
 pub const RUNGS_ERR_PANIC: rungs_result = 3;
 /// The object was poisoned by an earlier caught panic; only `_free` works.
 pub const RUNGS_ERR_POISONED: rungs_result = 4;
-/// The object was called again from inside one of its own callbacks.
+/// The object was called again from inside one of its own callbacks, on the
+/// same thread (call it after the callback returns).
 pub const RUNGS_ERR_REENTRANT: rungs_result = 5;
 /// The seat is not (or no longer) part of the game.
 pub const RUNGS_ERR_UNKNOWN_SEAT: rungs_result = 6;
@@ -38,13 +48,17 @@ pub const RUNGS_ERR_UNREGISTERED_EVENT: rungs_result = 10;
 pub const RUNGS_ERR_FULL: rungs_result = 11;
 /// The operating system refused an I/O operation.
 pub const RUNGS_ERR_IO: rungs_result = 12;
+/// Another thread is inside a call on the same object. A handle is used from
+/// one thread at a time; the refused call changed nothing and may be retried
+/// once the other thread's call has returned.
+pub const RUNGS_ERR_BUSY: rungs_result = 13;
 
 impl Error {
     /// The C result code for this error.
     pub fn code(&self) -> rungs_result {
         match self {
-            Error::NullPointer(_) => RUNGS_ERR_NULL_POINTER,
-            Error::InvalidArgument(_) => RUNGS_ERR_INVALID_ARGUMENT,
+            Error::NullPointer(_) | Error::NullWithLength { .. } => RUNGS_ERR_NULL_POINTER,
+            Error::InvalidArgument(_) | Error::InvalidValue(_) => RUNGS_ERR_INVALID_ARGUMENT,
             Error::UnknownSeat(_) => RUNGS_ERR_UNKNOWN_SEAT,
             Error::Malformed(_) => RUNGS_ERR_MALFORMED,
             Error::State(_) => RUNGS_ERR_STATE,
@@ -52,32 +66,35 @@ impl Error {
             Error::UnregisteredEvent(_) => RUNGS_ERR_UNREGISTERED_EVENT,
             Error::Full(_) => RUNGS_ERR_FULL,
             Error::Io(_) => RUNGS_ERR_IO,
+            Error::Poisoned => RUNGS_ERR_POISONED,
+            Error::Reentrant => RUNGS_ERR_REENTRANT,
+            Error::Busy => RUNGS_ERR_BUSY,
+            Error::Panic => RUNGS_ERR_PANIC,
+            Error::Detailed(inner, _) => inner.code(),
         }
     }
 }
 
-thread_local! {
-    static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
-}
-
-/// Remember `text` as the calling thread's latest error detail.
-pub(crate) fn set_last_error(text: &str) {
-    LAST_ERROR.with(|slot| {
-        let mut slot = slot.borrow_mut();
-        slot.clear();
-        slot.push_str(text);
-    });
-}
-
-/// Turn a Rust outcome into a result code, recording the detail of an error.
-pub(crate) fn to_code(outcome: crate::error::Result<()>) -> rungs_result {
+/// The code of `function`'s outcome; the thread's message becomes
+/// `function: detail` on an error and is cleared on success (the rule stated
+/// at `rungs_last_error_message`).
+pub(crate) fn finish(function: &str, outcome: crate::error::Result<()>) -> rungs_result {
     match outcome {
-        Ok(()) => RUNGS_OK,
+        Ok(()) => {
+            last_error::clear();
+            RUNGS_OK
+        }
         Err(e) => {
-            set_last_error(&e.to_string());
+            last_error::record(function, &e);
             e.code()
         }
     }
+}
+
+/// Record `text` as the thread's latest error. For the C files not yet
+/// switched to [`finish`] (session.rs); remove when they are.
+pub(crate) fn set_last_error(text: &str) {
+    last_error::record("", &text);
 }
 
 /// The name of a result code, e.g. `"RUNGS_ERR_NULL_POINTER"`; `"RUNGS_ERR_UNKNOWN_CODE"`
@@ -98,46 +115,57 @@ pub extern "C" fn rungs_result_str(code: rungs_result) -> *const libc::c_char {
         RUNGS_ERR_UNREGISTERED_EVENT => b"RUNGS_ERR_UNREGISTERED_EVENT\0",
         RUNGS_ERR_FULL => b"RUNGS_ERR_FULL\0",
         RUNGS_ERR_IO => b"RUNGS_ERR_IO\0",
+        RUNGS_ERR_BUSY => b"RUNGS_ERR_BUSY\0",
         _ => b"RUNGS_ERR_UNKNOWN_CODE\0",
     };
     name.as_ptr().cast()
 }
 
-/// Copy the calling thread's latest error detail (NUL-terminated, truncated to
-/// fit) into `buf` of `cap` bytes. `*out_len`, when not NULL, receives the full
-/// length without the NUL, so a caller can retry with a larger buffer.
-/// An empty string means no error has been recorded on this thread.
+/// Copy the calling thread's error message — what the latest call that
+/// returned `rungs_result` reported, empty if it succeeded — NUL-terminated
+/// and truncated to fit, into `buf` of `cap` bytes. `*out_len`,
+/// when not NULL, receives the full length without the NUL, so a caller can
+/// retry with a larger buffer; `buf` may be NULL when `cap` is 0.
+///
+/// How long a message stays: every function that returns `rungs_result`
+/// replaces the calling thread's message when it returns, with its own error
+/// (`rungs_session_new: config->seat_count is 0; expected 1 to 16`) or with
+/// the empty string when it returns `RUNGS_OK`. So read the message right
+/// after the call that failed, on the same thread, before calling rungs
+/// again; an empty message means the latest call succeeded. Two exceptions
+/// leave the message as it is: this function, and `rungs_result_str`.
+/// Functions that return no `rungs_result` (`rungs_abi_version`,
+/// `rungs_is_report_frame`, ...) never touch it. Calls made from inside a
+/// callback replace it too, but the outer call replaces it again when it
+/// returns. Each thread has its own message.
+///
+/// Returns: RUNGS_OK (also when the message is empty);
+/// RUNGS_ERR_NULL_POINTER if buf is NULL but cap is not 0 (nothing written,
+/// the message kept); RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_last_error_message(
     buf: *mut libc::c_char,
     cap: usize,
     out_len: *mut usize,
 ) -> rungs_result {
-    super::guard::catch(|| {
-        LAST_ERROR.with(|slot| {
-            let text = slot.borrow();
+    // Nothing here can panic, but no panic may cross into C either.
+    let copy = std::panic::AssertUnwindSafe(|| {
+        last_error::with(|text| {
             let bytes = text.as_bytes();
-            if !out_len.is_null() {
-                // SAFETY: the caller passes a valid pointer or NULL (checked).
-                unsafe { *out_len = bytes.len() };
+            // SAFETY: the caller passes NULL or a writable pointer.
+            unsafe { write_optional(out_len, bytes.len()) };
+            // SAFETY: buf is NULL or valid for writes of `cap` bytes (caller contract).
+            let buf = match unsafe { slice_out(buf.cast::<u8>(), cap, "buf") } {
+                Ok(buf) => buf,
+                Err(e) => return e.code(),
+            };
+            if let Some(room) = buf.len().checked_sub(1) {
+                let n = bytes.len().min(room);
+                buf[..n].copy_from_slice(&bytes[..n]);
+                buf[n] = 0;
             }
-            if buf.is_null() {
-                return if cap == 0 {
-                    Ok(())
-                } else {
-                    Err(Error::InvalidArgument("buf is NULL but cap > 0"))
-                };
-            }
-            if cap == 0 {
-                return Ok(());
-            }
-            let n = bytes.len().min(cap - 1);
-            // SAFETY: buf points to at least `cap` writable bytes (caller contract), n < cap.
-            unsafe {
-                std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.cast::<u8>(), n);
-                *buf.add(n) = 0;
-            }
-            Ok(())
+            RUNGS_OK
         })
-    })
+    });
+    std::panic::catch_unwind(copy).unwrap_or(RUNGS_ERR_PANIC)
 }

@@ -71,13 +71,13 @@ pub type rungs_log_fn =
 pub struct rungs_session_callbacks {
     /// Passed first to every callback.
     pub user: *mut c_void,
-    pub queue_event: rungs_queue_event_fn,
-    pub send_frame: rungs_send_frame_fn,
-    pub set_frame_rate: rungs_set_frame_rate_fn,
-    pub player_message: rungs_session_message_fn,
-    pub master_changed: rungs_session_master_fn,
-    pub timing_changed: rungs_session_timing_fn,
-    pub log: rungs_log_fn,
+    pub queue_event: super::types::rungs_queue_event_fn,
+    pub send_frame: super::types::rungs_send_frame_fn,
+    pub set_frame_rate: super::types::rungs_frame_rate_changed_fn,
+    pub player_message: super::types::rungs_player_message_fn,
+    pub master_changed: super::types::rungs_seat_event_fn,
+    pub timing_changed: super::types::rungs_timing_changed_fn,
+    pub log: super::types::rungs_log_fn,
 }
 
 /// How to set up a session.

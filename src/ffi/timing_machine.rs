@@ -3,31 +3,18 @@
 
 use std::ffi::c_void;
 
-use super::guard::{free_object, hand_out, require, with_object, write_out, Guarded, Handle};
+use super::args::{
+    in_range, read_config, read_in, require, reserved_zero, write_optional, write_out, write_to,
+};
+use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
 use super::result::rungs_result;
 use super::types::{
-    human_seats, read_config, read_in, rungs_report, rungs_timing, rungs_timing_event,
-    RUNGS_NO_SEAT,
+    human_seats, local_seat, rungs_frame_rate_changed_fn, rungs_player_message_fn, rungs_report,
+    rungs_seat_event_fn, rungs_timing, rungs_timing_changed_fn, rungs_timing_event, RUNGS_NO_SEAT,
 };
-use crate::error::Error;
 use crate::report::Report;
 use crate::timing::machine::player_message_c_text;
 use crate::timing::{MachineConfig, Output, TimingEvent, TimingMachine, Verdict};
-
-/// Called when the timing in force changes (and on frame 0).
-pub type rungs_timing_changed_fn =
-    Option<unsafe extern "C" fn(user: *mut c_void, frame: u32, send_period: u8, look_ahead: u8)>;
-/// Called when the frame rate to pace at changes (and on frame 0).
-pub type rungs_frame_rate_changed_fn =
-    Option<unsafe extern "C" fn(user: *mut c_void, frame: u32, fps: u8)>;
-/// Called with a message for the player's message list, e.g.
-/// `Connection quality target: Normal` (S6). `text` lives until the callback returns.
-pub type rungs_player_message_fn = Option<
-    unsafe extern "C" fn(user: *mut c_void, frame: u32, tier: u8, text: *const libc::c_char),
->;
-/// Called when a removal hands the master role to `seat` (`RUNGS_NO_SEAT` if no human is left).
-pub type rungs_master_changed_fn =
-    Option<unsafe extern "C" fn(user: *mut c_void, frame: u32, seat: u8)>;
 
 /// Callbacks, each optional (NULL). They run synchronously on the calling
 /// thread, inside the call that caused them; calling back into the same
@@ -37,10 +24,15 @@ pub type rungs_master_changed_fn =
 pub struct rungs_timing_callbacks {
     /// Passed first to every callback.
     pub user: *mut c_void,
+    /// The timing in force changed (and on frame 0).
     pub timing_changed: rungs_timing_changed_fn,
+    /// The frame rate to pace at changed (and on frame 0).
     pub frame_rate_changed: rungs_frame_rate_changed_fn,
+    /// A message for the player's message list (S6).
     pub player_message: rungs_player_message_fn,
-    pub master_changed: rungs_master_changed_fn,
+    /// A removal handed the master role to `seat` (`RUNGS_NO_SEAT` if no
+    /// human is left).
+    pub master_changed: rungs_seat_event_fn,
 }
 
 /// How to set up a timing machine.
@@ -57,7 +49,8 @@ pub struct rungs_timing_machine_config {
     pub local_seat: u8,
     /// Must be 0.
     pub reserved: u8,
-    /// Bit `i` set: seat `i` is a human player. At least one.
+    /// Bit `i` set: seat `i` is a human player. At least one, and no bit at
+    /// or above `seat_count`.
     pub human_seat_mask: u32,
     pub callbacks: rungs_timing_callbacks,
 }
@@ -192,7 +185,8 @@ pub(crate) unsafe fn deliver_output(cb: &rungs_timing_callbacks, output: Output)
 }
 
 /// An opaque timing machine. Made by `rungs_timing_machine_new`, released
-/// by `rungs_timing_machine_free`; used from one thread at a time.
+/// by `rungs_timing_machine_free`; used from one thread at a time (a call
+/// from another thread meanwhile gets `RUNGS_ERR_BUSY`).
 pub struct rungs_timing_machine(Guarded<TimingMachineObject>);
 
 impl Handle for rungs_timing_machine {
@@ -202,14 +196,16 @@ impl Handle for rungs_timing_machine {
     }
 }
 
-/// Run `f` on the machine behind `m` inside the guard, then deliver outputs.
-unsafe fn with_machine(
+/// The C function `function`'s call on the machine behind `m`: `f` runs
+/// inside the guard, then the machine's outputs go to the callbacks.
+unsafe fn machine_call(
+    function: &'static str,
     m: *const rungs_timing_machine,
     f: impl FnOnce(&mut TimingMachineObject) -> crate::Result<()>,
 ) -> rungs_result {
     // SAFETY: NULL or a live machine (caller contract); the guard checks NULL.
     unsafe {
-        with_object(m, |object| {
+        object_call(function, m, |object| {
             let result = f(object);
             object.deliver();
             result
@@ -217,26 +213,39 @@ unsafe fn with_machine(
     }
 }
 
+/// [`machine_call`] without the function's name, kept for the bodies
+/// another change rewrites (late events); switch them to `machine_call`.
+unsafe fn with_machine(
+    m: *const rungs_timing_machine,
+    f: impl FnOnce(&mut TimingMachineObject) -> crate::Result<()>,
+) -> rungs_result {
+    // SAFETY: forwarded contract.
+    unsafe { machine_call("", m, f) }
+}
+
 fn machine_config(config: &rungs_timing_machine_config) -> crate::Result<MachineConfig> {
-    if config.reserved != 0 {
-        return Err(Error::InvalidArgument("reserved must be 0"));
-    }
+    reserved_zero(config.reserved, "config->reserved")?;
+    let speed_fps = in_range(config.speed_fps, 1, 255, "config->speed_fps")?;
     let human_seats = human_seats(config.seat_count, config.human_seat_mask)?;
-    let local_seat = (config.local_seat != RUNGS_NO_SEAT).then_some(config.local_seat);
-    Ok(MachineConfig::adaptive(
-        config.speed_fps,
-        human_seats,
-        local_seat,
-    ))
+    let local_seat = local_seat(config.local_seat, &human_seats, true)?;
+    Ok(MachineConfig::adaptive(speed_fps, human_seats, local_seat))
 }
 
 /// Make a timing machine for the eve of frame 0. `*out` is written only on success.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config or out is NULL;
+/// RUNGS_ERR_INVALID_ARGUMENT if config->struct_size is smaller than
+/// `sizeof(rungs_timing_machine_config)`, config->reserved is not 0,
+/// config->speed_fps is 0, config->seat_count is not 1 to 16,
+/// config->human_seat_mask is 0 or has a bit at or above seat_count, or
+/// config->local_seat is neither a human seat nor `RUNGS_NO_SEAT`;
+/// RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_new(
     config: *const rungs_timing_machine_config,
     out: *mut *mut rungs_timing_machine,
 ) -> rungs_result {
-    super::guard::catch(|| {
+    call("rungs_timing_machine_new", || {
         require(out, "out")?;
         // SAFETY: read_config checks NULL and struct_size before reading the rest.
         let config = unsafe { read_config(config, "config")? };
@@ -250,17 +259,26 @@ pub unsafe extern "C" fn rungs_timing_machine_new(
     })
 }
 
-/// Release a machine. NULL is accepted. Refused with `RUNGS_ERR_REENTRANT`
-/// from inside one of its own callbacks.
+/// Release a machine. NULL is accepted.
+///
+/// Returns: RUNGS_OK (also for NULL); RUNGS_ERR_REENTRANT from one of m's
+/// callbacks; RUNGS_ERR_BUSY while another thread is in a call on m (m is not
+/// freed); RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_free(m: *mut rungs_timing_machine) -> rungs_result {
     // SAFETY: NULL or a live machine from `_new` (caller contract).
-    unsafe { free_object(m) }
+    unsafe { free_call("rungs_timing_machine_free", m) }
 }
 
 /// Step 1 of `frame` (frames run 0, 1, 2, ... without gaps): a staged
 /// decrease activates or steps down. `*out_executes_commands` (may be NULL)
 /// is 1 when this is a send frame whose due commands execute now.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_STATE if frame is not the frame after the
+/// previous one (0 first), or the previous frame was not ended with
+/// `rungs_timing_machine_end_frame`; RUNGS_ERR_NULL_POINTER if m is NULL;
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_begin_frame(
     m: *mut rungs_timing_machine,
@@ -268,11 +286,9 @@ pub unsafe extern "C" fn rungs_timing_machine_begin_frame(
     out_executes_commands: *mut i32,
 ) -> rungs_result {
     unsafe {
-        with_machine(m, |o| {
+        machine_call("rungs_timing_machine_begin_frame", m, |o| {
             let start = o.machine.begin_frame(frame)?;
-            if !out_executes_commands.is_null() {
-                write_out(out_executes_commands, i32::from(start.executes_commands));
-            }
+            write_optional(out_executes_commands, i32::from(start.executes_commands));
             Ok(())
         })
     }
@@ -280,8 +296,12 @@ pub unsafe extern "C" fn rungs_timing_machine_begin_frame(
 
 /// Queue a command from `seat` tagged for frame `tag`; `item` is your handle
 /// for it (an index into your own event list, say). Push one seat's commands
-/// in the order it issued them. A tag whose frame already executed its
-/// commands is refused with `RUNGS_ERR_STATE`.
+/// in the order it issued them.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_UNKNOWN_SEAT if seat is not below
+/// config->seat_count; RUNGS_ERR_STATE if the frame `tag` already executed its
+/// commands; RUNGS_ERR_NULL_POINTER if m is NULL; RUNGS_ERR_REENTRANT,
+/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_queue_command(
     m: *mut rungs_timing_machine,
@@ -289,12 +309,20 @@ pub unsafe extern "C" fn rungs_timing_machine_queue_command(
     seat: u8,
     item: u64,
 ) -> rungs_result {
-    unsafe { with_machine(m, |o| o.machine.queue_command(tag, seat, item)) }
+    unsafe {
+        machine_call("rungs_timing_machine_queue_command", m, |o| {
+            o.machine.queue_command(tag, seat, item)
+        })
+    }
 }
 
 /// The next queued command due on this frame, in (tag, seat, issue order).
 /// `*out_found` is 1 and the other outputs (each may be NULL) are written
 /// when there is one; 0 when none is due or the frame is not a send frame.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out_found is NULL (nothing
+/// popped); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
+/// RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_pop_due(
     m: *mut rungs_timing_machine,
@@ -304,20 +332,14 @@ pub unsafe extern "C" fn rungs_timing_machine_pop_due(
     out_seat: *mut u8,
 ) -> rungs_result {
     unsafe {
-        with_machine(m, |o| {
+        machine_call("rungs_timing_machine_pop_due", m, |o| {
             require(out_found, "out_found")?;
             let due = o.machine.pop_due();
             write_out(out_found, i32::from(due.is_some()));
             if let Some(due) = due {
-                if !out_item.is_null() {
-                    write_out(out_item, due.item);
-                }
-                if !out_tag.is_null() {
-                    write_out(out_tag, due.tag);
-                }
-                if !out_seat.is_null() {
-                    write_out(out_seat, due.seat);
-                }
+                write_optional(out_item, due.item);
+                write_optional(out_tag, due.tag);
+                write_optional(out_seat, due.seat);
             }
             Ok(())
         })
@@ -325,6 +347,14 @@ pub unsafe extern "C" fn rungs_timing_machine_pop_due(
 }
 
 /// A timing event sent by `seat` executes on the current frame (S5, S6).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or event is NULL;
+/// RUNGS_ERR_INVALID_ARGUMENT if event breaks S1 (send_period 1 to 10,
+/// look_ahead a multiple of it up to 250) or event->fps is 0;
+/// RUNGS_ERR_UNKNOWN_SEAT if seat is not a human seat of the game;
+/// RUNGS_ERR_STATE if no frame is open (`rungs_timing_machine_begin_frame`);
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_execute_timing_event(
     m: *mut rungs_timing_machine,
@@ -339,8 +369,14 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_timing_event(
     }
 }
 
-/// A report from `seat` executes on the current frame (S3). An unknown or
-/// removed seat is refused with `RUNGS_ERR_UNKNOWN_SEAT` and changes nothing.
+/// A report from `seat` executes on the current frame (S3).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or report is NULL;
+/// RUNGS_ERR_INVALID_ARGUMENT if report->has_worst_rtt is neither 0 nor 1;
+/// RUNGS_ERR_UNKNOWN_SEAT if seat is not (or no longer) a human seat of the
+/// game (nothing changes); RUNGS_ERR_STATE if no frame is open;
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_execute_report(
     m: *mut rungs_timing_machine,
@@ -357,6 +393,11 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_report(
 
 /// The removal of `seat` executes on the current frame (S3); removing the
 /// master hands the role to the next human in house order (S4.6).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_UNKNOWN_SEAT if seat is not (or no longer) a
+/// human seat of the game; RUNGS_ERR_STATE if no frame is open;
+/// RUNGS_ERR_NULL_POINTER if m is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_execute_removal(
     m: *mut rungs_timing_machine,
@@ -369,6 +410,11 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_removal(
 /// machine, on an evaluation that sends, `*out_has_event` is 1 and
 /// `*out_event` holds the timing event to queue as a command in your own
 /// event stream; otherwise `*out_has_event` is 0. Either may be NULL.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_STATE if no frame is open
+/// (`rungs_timing_machine_begin_frame`); RUNGS_ERR_NULL_POINTER if m is NULL;
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_end_frame(
     m: *mut rungs_timing_machine,
@@ -376,13 +422,11 @@ pub unsafe extern "C" fn rungs_timing_machine_end_frame(
     out_event: *mut rungs_timing_event,
 ) -> rungs_result {
     unsafe {
-        with_machine(m, |o| {
+        machine_call("rungs_timing_machine_end_frame", m, |o| {
             let event = o.machine.end_frame()?;
-            if !out_has_event.is_null() {
-                write_out(out_has_event, i32::from(event.is_some()));
-            }
-            if let (Some(event), false) = (event, out_event.is_null()) {
-                write_out(out_event, event.into());
+            write_optional(out_has_event, i32::from(event.is_some()));
+            if let Some(event) = event {
+                write_optional(out_event, event.into());
             }
             Ok(())
         })
@@ -391,77 +435,87 @@ pub unsafe extern "C" fn rungs_timing_machine_end_frame(
 
 /// `*out` is 1 when the current frame is a send frame under the timing in
 /// force now: send your packet (S5).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_is_send_frame(
     m: *mut rungs_timing_machine,
     out: *mut i32,
 ) -> rungs_result {
     unsafe {
-        with_machine(m, |o| {
-            require(out, "out")?;
-            write_out(out, i32::from(o.machine.is_send_frame()));
-            Ok(())
+        machine_call("rungs_timing_machine_is_send_frame", m, |o| {
+            write_to(out, "out", i32::from(o.machine.is_send_frame()))
         })
     }
 }
 
 /// The frame a command issued now is tagged for: on a send frame,
 /// `frame + look_ahead`; on other frames a forecast for the next send frame.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_command_tag(
     m: *mut rungs_timing_machine,
     out: *mut u32,
 ) -> rungs_result {
     unsafe {
-        with_machine(m, |o| {
-            require(out, "out")?;
-            write_out(out, o.machine.command_tag());
-            Ok(())
+        machine_call("rungs_timing_machine_command_tag", m, |o| {
+            write_to(out, "out", o.machine.command_tag())
         })
     }
 }
 
 /// The timing in force.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_timing(
     m: *mut rungs_timing_machine,
     out: *mut rungs_timing,
 ) -> rungs_result {
     unsafe {
-        with_machine(m, |o| {
-            require(out, "out")?;
-            write_out(out, o.machine.timing().into());
-            Ok(())
+        machine_call("rungs_timing_machine_timing", m, |o| {
+            write_to(out, "out", o.machine.timing().into())
         })
     }
 }
 
 /// The frame rate in force.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_fps(
     m: *mut rungs_timing_machine,
     out: *mut u8,
 ) -> rungs_result {
     unsafe {
-        with_machine(m, |o| {
-            require(out, "out")?;
-            write_out(out, o.machine.fps());
-            Ok(())
+        machine_call("rungs_timing_machine_fps", m, |o| {
+            write_to(out, "out", o.machine.fps())
         })
     }
 }
 
 /// Everything a UI or log shows, in one struct.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_status(
     m: *mut rungs_timing_machine,
     out: *mut rungs_timing_status,
 ) -> rungs_result {
     unsafe {
-        with_machine(m, |o| {
-            require(out, "out")?;
-            write_out(out, fill_status(&o.machine));
-            Ok(())
+        machine_call("rungs_timing_machine_status", m, |o| {
+            write_to(out, "out", fill_status(&o.machine))
         })
     }
 }
@@ -493,10 +547,19 @@ pub(crate) fn fill_status(machine: &TimingMachine) -> rungs_timing_status {
 
 /// Change the rate the game speed allows (1–255, S6 Speed slider). Call it
 /// on every machine on the same frame (when your speed event executes).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if speed_fps is 0;
+/// RUNGS_ERR_NULL_POINTER if m is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_set_speed(
     m: *mut rungs_timing_machine,
     speed_fps: u8,
 ) -> rungs_result {
-    unsafe { with_machine(m, |o| o.machine.set_speed_fps(speed_fps)) }
+    unsafe {
+        machine_call("rungs_timing_machine_set_speed", m, |o| {
+            o.machine
+                .set_speed_fps(in_range(speed_fps, 1, 255, "speed_fps")?)
+        })
+    }
 }

@@ -1,15 +1,74 @@
 //! C types that more than one part of the C API uses: the plain structs of a
-//! timing, a timing event and a report, and the shared input helpers.
+//! timing, a timing event and a report, one typedef per callback signature,
+//! and the validation of the seat fields every game config has.
 //! Conversions to the Rust types validate every field, so C can never hand
 //! the library a value the Rust types forbid.
 
-use super::guard::require;
+use std::ffi::c_void;
+
+use super::args::{flag, in_range, read_in};
 use crate::error::{Error, Result};
+use crate::report::record::MAX_SEATS;
 use crate::report::Report;
 use crate::timing::{Timing, TimingEvent};
 
+/// For the C files not yet switched to `super::args`; remove when they are.
+pub(crate) use super::args::read_config;
+
 /// Seat value meaning "no seat" (an observer's local seat, or no master).
 pub const RUNGS_NO_SEAT: u8 = 0xFF;
+
+// One typedef per callback signature: every config struct that takes a
+// callback of a shape names it with one of these. Each runs synchronously
+// on the thread that made the call that caused it, takes the config's
+// `user` pointer first, and may be NULL (not called).
+
+/// The timing in force became `send_period`/`look_ahead` on `frame` (also
+/// reported on frame 0).
+pub type rungs_timing_changed_fn =
+    Option<unsafe extern "C" fn(user: *mut c_void, frame: u32, send_period: u8, look_ahead: u8)>;
+/// The frame rate to pace at became `fps` from `frame` on (also reported on
+/// frame 0).
+pub type rungs_frame_rate_changed_fn =
+    Option<unsafe extern "C" fn(user: *mut c_void, frame: u32, fps: u8)>;
+/// A message for the player's message list on `frame`, e.g.
+/// `Connection quality target: Normal` (S6); `tier` is a `RUNGS_TIER_*`.
+/// `text` lives until the callback returns.
+pub type rungs_player_message_fn = Option<
+    unsafe extern "C" fn(user: *mut c_void, frame: u32, tier: u8, text: *const libc::c_char),
+>;
+/// Something happened to `seat` on `frame`: the master role moved to it
+/// (`RUNGS_NO_SEAT` when no human is left), or it was removed; which one is
+/// the config field's name.
+pub type rungs_seat_event_fn =
+    Option<unsafe extern "C" fn(user: *mut c_void, frame: u32, seat: u8)>;
+/// Engine session: queue an event of `type_id` with `len` payload bytes into
+/// your own network stream, from your seat; it goes out with your next
+/// packet. `payload` lives until the callback returns.
+pub type rungs_queue_event_fn = Option<
+    unsafe extern "C" fn(
+        user: *mut c_void,
+        frame: u32,
+        type_id: u8,
+        payload: *const u8,
+        len: usize,
+    ),
+>;
+/// Engine session: `frame` is a send frame; flush your packet now, stamping
+/// every event collected since the previous send frame with `tag` (S5).
+pub type rungs_send_frame_fn =
+    Option<unsafe extern "C" fn(user: *mut c_void, frame: u32, tag: u32)>;
+/// A log line at `level` (`RUNGS_LOG_*`); `text` lives until the callback returns.
+pub type rungs_log_fn =
+    Option<unsafe extern "C" fn(user: *mut c_void, level: u8, text: *const libc::c_char)>;
+/// Lockstep: a command issued by `seat` executes on `frame`; apply it to
+/// your simulation now. `bytes` lives until the callback returns.
+pub type rungs_command_fn = Option<
+    unsafe extern "C" fn(user: *mut c_void, frame: u32, seat: u8, bytes: *const u8, len: usize),
+>;
+/// Lockstep: state checksums for `frame` differ; bit `i` of `seats` is set
+/// for each seat whose value differs from the lowest seat's.
+pub type rungs_desync_fn = Option<unsafe extern "C" fn(user: *mut c_void, frame: u32, seats: u32)>;
 
 /// A timing `send_period/look_ahead` (S1). Valid when
 /// `1 <= send_period <= 10`, `send_period <= look_ahead <= 250` and
@@ -32,9 +91,32 @@ impl From<Timing> for rungs_timing {
 
 impl TryFrom<rungs_timing> for Timing {
     type Error = Error;
+    /// `InvalidValue` naming both fields when the pair breaks S1.
     fn try_from(t: rungs_timing) -> Result<Timing> {
-        Timing::new(t.send_period, t.look_ahead)
+        timing_of(t.send_period, t.look_ahead, "timing")
     }
+}
+
+/// The timing `send_period/look_ahead` of the C struct `name`, refused with
+/// both numbers and the rule when it breaks S1.
+fn timing_of(send_period: u8, look_ahead: u8, name: &str) -> Result<Timing> {
+    Timing::new(send_period, look_ahead).map_err(|_| {
+        Error::InvalidValue(format!(
+            "{name} is send_period {send_period}, look_ahead {look_ahead}; expected \
+             send_period 1 to 10 and look_ahead a multiple of send_period from \
+             send_period to 250"
+        ))
+    })
+}
+
+/// Read the C timing `name` from behind `ptr` and check it (S1).
+///
+/// # Safety
+/// `ptr` is NULL or valid for reads.
+pub(crate) unsafe fn read_timing(ptr: *const rungs_timing, name: &'static str) -> Result<Timing> {
+    // SAFETY: forwarded contract.
+    let t = unsafe { read_in(ptr, name) }?;
+    timing_of(t.send_period, t.look_ahead, name)
 }
 
 /// A TIMING event's content (S4): the target timing and the frame rate
@@ -54,14 +136,11 @@ pub struct rungs_timing_event {
 impl TryFrom<rungs_timing_event> for TimingEvent {
     type Error = Error;
 
-    /// `InvalidArgument` for a timing that breaks S1 or a frame rate of 0.
+    /// `InvalidValue` for a timing that breaks S1 or a frame rate of 0.
     fn try_from(event: rungs_timing_event) -> Result<TimingEvent> {
-        if event.fps == 0 {
-            return Err(Error::InvalidArgument("frame rate must be 1..=255"));
-        }
         Ok(TimingEvent {
-            target: Timing::new(event.send_period, event.look_ahead)?,
-            fps: event.fps,
+            target: timing_of(event.send_period, event.look_ahead, "event")?,
+            fps: in_range(event.fps, 1, 255, "event->fps")?,
         })
     }
 }
@@ -96,9 +175,9 @@ pub struct rungs_report {
 impl TryFrom<rungs_report> for Report {
     type Error = Error;
 
-    /// `InvalidArgument` when `has_worst_rtt` is neither 0 nor 1.
+    /// `InvalidValue` when `has_worst_rtt` is neither 0 nor 1.
     fn try_from(report: rungs_report) -> Result<Report> {
-        let has_worst_rtt = flag(report.has_worst_rtt, "has_worst_rtt must be 0 or 1")?;
+        let has_worst_rtt = flag(report.has_worst_rtt, "report->has_worst_rtt")?;
         Ok(Report {
             process_us: report.process_us,
             max_wait_ms: report.max_wait_ms,
@@ -118,26 +197,20 @@ impl From<Report> for rungs_report {
     }
 }
 
-/// A C yes/no flag: 0 or 1, anything else refused with `rule` (CONVENTIONS:
-/// no `bool` across the boundary, every enum-like input validated).
-pub(crate) fn flag(value: u8, rule: &'static str) -> Result<bool> {
-    match value {
-        0 => Ok(false),
-        1 => Ok(true),
-        _ => Err(Error::InvalidArgument(rule)),
-    }
-}
-
 /// The human flag of every seat, from a config's `seat_count` (1–16) and
-/// `human_seat_mask` (bit `i`: seat `i` is human; no bits beyond the count).
+/// `human_seat_mask` (bit `i`: seat `i` is human; at least one; no bits
+/// beyond the count). Messages name the fields of the C config.
 pub(crate) fn human_seats(seat_count: u8, human_seat_mask: u32) -> Result<Vec<bool>> {
-    let seats = usize::from(seat_count);
-    if seats == 0 || seats > crate::report::record::MAX_SEATS {
-        return Err(Error::InvalidArgument("seat_count must be 1..=16"));
-    }
+    let seats = in_range(usize::from(seat_count), 1, MAX_SEATS, "config->seat_count")?;
     if human_seat_mask >> seats != 0 {
+        return Err(Error::InvalidValue(format!(
+            "config->human_seat_mask is {human_seat_mask:#x}; expected bits only below bit \
+             {seats}, one per seat (config->seat_count is {seats})"
+        )));
+    }
+    if human_seat_mask == 0 {
         return Err(Error::InvalidArgument(
-            "human_seat_mask has bits beyond seat_count",
+            "config->human_seat_mask is 0; expected at least one human seat",
         ));
     }
     Ok((0..seats)
@@ -145,34 +218,33 @@ pub(crate) fn human_seats(seat_count: u8, human_seat_mask: u32) -> Result<Vec<bo
         .collect())
 }
 
-/// Copy a config struct whose first field is `uint32_t struct_size` out from
-/// behind `ptr`. The size is checked before the rest is read: a caller built
-/// against an older, smaller struct is refused instead of read past its end;
-/// a newer, larger one is accepted and its extra fields are ignored.
-///
-/// # Safety
-/// `ptr` is NULL or valid for reads of `struct_size` bytes.
-pub(crate) unsafe fn read_config<T: Copy>(ptr: *const T, name: &'static str) -> Result<T> {
-    require(ptr, name)?;
-    // SAFETY: every config struct starts with a u32 struct_size; ptr is readable.
-    let struct_size = unsafe { ptr.cast::<u32>().read_unaligned() };
-    if (struct_size as usize) < std::mem::size_of::<T>() {
-        return Err(Error::InvalidArgument(
-            "struct_size is smaller than this library's config struct",
-        ));
+/// A config's `local_seat`: a human seat, or `RUNGS_NO_SEAT` (`None`) where
+/// `observer_allowed`. Messages name the fields of the C config.
+pub(crate) fn local_seat(
+    local_seat: u8,
+    humans: &[bool],
+    observer_allowed: bool,
+) -> Result<Option<u8>> {
+    if local_seat == RUNGS_NO_SEAT && observer_allowed {
+        return Ok(None);
     }
-    // SAFETY: the caller vouches for struct_size >= size_of::<T>() readable bytes.
-    Ok(unsafe { ptr.read() })
-}
-
-/// Copy a C input struct out from behind a pointer, refusing NULL with `name`.
-///
-/// # Safety
-/// `ptr` is NULL or valid for reads of `T`.
-pub(crate) unsafe fn read_in<T: Copy>(ptr: *const T, name: &'static str) -> Result<T> {
-    require(ptr, name)?;
-    // SAFETY: non-NULL (checked) and valid for reads by the caller's contract.
-    Ok(unsafe { ptr.read() })
+    if humans.get(usize::from(local_seat)) == Some(&true) {
+        return Ok(Some(local_seat));
+    }
+    let human_list: Vec<String> = (0..humans.len())
+        .filter(|&s| humans[s])
+        .map(|s| s.to_string())
+        .collect();
+    let or_observer = if observer_allowed {
+        " or RUNGS_NO_SEAT"
+    } else {
+        ""
+    };
+    Err(Error::InvalidValue(format!(
+        "config->local_seat is {local_seat}; expected a human seat (set in \
+         config->human_seat_mask: {}){or_observer}",
+        human_list.join(", ")
+    )))
 }
 
 #[cfg(test)]
@@ -201,7 +273,7 @@ mod tests {
         ] {
             assert!(matches!(
                 TimingEvent::try_from(broken),
-                Err(Error::InvalidArgument(_))
+                Err(Error::InvalidValue(_))
             ));
         }
     }
@@ -226,9 +298,39 @@ mod tests {
             has_worst_rtt: 2,
             ..c
         };
-        assert!(matches!(
-            Report::try_from(bad),
-            Err(Error::InvalidArgument(_))
-        ));
+        assert!(matches!(Report::try_from(bad), Err(Error::InvalidValue(_))));
+    }
+
+    #[test]
+    fn seat_fields_are_refused_with_got_and_expected() {
+        assert_eq!(human_seats(3, 0b101).unwrap(), vec![true, false, true]);
+        let message = |e: Error| e.to_string();
+        assert_eq!(
+            message(human_seats(17, 1).unwrap_err()),
+            "config->seat_count is 17; expected 1 to 16"
+        );
+        assert!(message(human_seats(5, 0x20).unwrap_err())
+            .starts_with("config->human_seat_mask is 0x20; expected bits only below bit 5"));
+        assert!(human_seats(4, 0).is_err());
+        let humans = [true, false, true];
+        assert_eq!(local_seat(2, &humans, false), Ok(Some(2)));
+        assert_eq!(local_seat(RUNGS_NO_SEAT, &humans, true), Ok(None));
+        assert_eq!(
+            message(local_seat(1, &humans, true).unwrap_err()),
+            "config->local_seat is 1; expected a human seat (set in \
+             config->human_seat_mask: 0, 2) or RUNGS_NO_SEAT"
+        );
+        assert!(local_seat(RUNGS_NO_SEAT, &humans, false).is_err());
+        assert_eq!(
+            message(
+                Timing::try_from(rungs_timing {
+                    send_period: 3,
+                    look_ahead: 10
+                })
+                .unwrap_err()
+            ),
+            "timing is send_period 3, look_ahead 10; expected send_period 1 to 10 and \
+             look_ahead a multiple of send_period from send_period to 250"
+        );
     }
 }

@@ -82,17 +82,17 @@ impl Measurements {
     pub fn new() -> Measurements {
         Measurements {
             frame_work: Bracket::new(
-                "frame_work_begin called twice without frame_work_end",
-                "frame_work_end without frame_work_begin",
-                "frame_work_end earlier than frame_work_begin",
+                "a frame's work is already open (begun, not yet ended)",
+                "no frame's work is open (begin it first)",
+                "the frame's work would end before it began",
             ),
             work_us_this_interval: 0,
             frames_this_interval: 0,
             previous_process_us: 0,
             wait: Bracket::new(
-                "wait_begin called twice without wait_end",
-                "wait_end without wait_begin",
-                "wait_end earlier than wait_begin",
+                "a wait is already open (begun, not yet ended)",
+                "no wait is open (begin it first)",
+                "the wait would end before it began",
             ),
             longest_wait_us_this_interval: 0,
             longest_wait_us_previous_interval: 0,
@@ -278,9 +278,12 @@ impl Bracket {
     /// The duration of the open bracket; it stays open on error.
     fn end(&mut self, now_us: u64) -> Result<u64> {
         let began = self.open_since_us.ok_or(Error::State(self.not_open))?;
-        let duration = now_us
-            .checked_sub(began)
-            .ok_or(Error::InvalidArgument(self.ends_before_begin))?;
+        let duration = now_us.checked_sub(began).ok_or_else(|| {
+            Error::InvalidArgument(self.ends_before_begin).detailed(format!(
+                "{}: now_us is {now_us}; expected {began} (the begin) or later",
+                self.ends_before_begin
+            ))
+        })?;
         self.open_since_us = None;
         Ok(duration)
     }
@@ -463,8 +466,8 @@ mod tests {
         m.frame_work_begin(100).unwrap();
         assert!(matches!(m.frame_work_begin(150), Err(Error::State(_))));
         assert!(matches!(
-            m.frame_work_end(99),
-            Err(Error::InvalidArgument(_))
+            m.frame_work_end(99).unwrap_err().kind(),
+            Error::InvalidArgument(_)
         ));
         m.frame_work_end(400).unwrap(); // still open from 100
         assert_eq!(m.take_report().process_us, 300);
@@ -472,7 +475,11 @@ mod tests {
         assert!(matches!(m.wait_end(5), Err(Error::State(_))));
         m.wait_begin(10_000).unwrap();
         assert!(matches!(m.wait_begin(10_500), Err(Error::State(_))));
-        assert!(matches!(m.wait_end(9_999), Err(Error::InvalidArgument(_))));
+        let early = m.wait_end(9_999).unwrap_err();
+        assert!(matches!(early.kind(), Error::InvalidArgument(_)));
+        assert!(early
+            .to_string()
+            .ends_with("now_us is 9999; expected 10000 (the begin) or later"));
         m.wait_end(15_000).unwrap();
         assert_eq!(m.take_report().max_wait_ms, 5);
     }

@@ -47,11 +47,11 @@ impl Timing {
     /// `send_period <= look_ahead <= 250`, `look_ahead % send_period == 0`.
     pub fn new(send_period: u8, look_ahead: u8) -> Result<Timing> {
         if send_period == 0 || send_period > MAX_SEND_PERIOD {
-            return Err(Error::InvalidArgument("send period must be 1..=10"));
+            return Err(Error::InvalidArgument("send period must be 1 to 10"));
         }
         if look_ahead < send_period || look_ahead > MAX_LOOK_AHEAD {
             return Err(Error::InvalidArgument(
-                "look-ahead must be send_period..=250",
+                "look-ahead must be from the send period to 250",
             ));
         }
         if look_ahead % send_period != 0 {
@@ -76,7 +76,7 @@ impl Timing {
                 send_period: rung,
                 look_ahead: 3 * rung,
             }),
-            _ => Err(Error::InvalidArgument("rung must be 1..=10")),
+            _ => Err(Error::InvalidArgument("rung must be 1 to 10")),
         }
     }
 

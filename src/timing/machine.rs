@@ -230,11 +230,11 @@ impl TimingMachine {
     /// A machine on the eve of frame 0.
     pub fn new(config: &MachineConfig) -> Result<TimingMachine> {
         if config.speed_fps == 0 {
-            return Err(Error::InvalidArgument("speed_fps must be 1..=255"));
+            return Err(Error::InvalidArgument("speed_fps must be 1 to 255"));
         }
         let seat_count = config.human_seats.len();
         if seat_count == 0 || seat_count > MAX_SEATS {
-            return Err(Error::InvalidArgument("a game has 1..=16 seats"));
+            return Err(Error::InvalidArgument("a game has 1 to 16 seats"));
         }
         let mut human = [false; MAX_SEATS];
         human[..seat_count].copy_from_slice(&config.human_seats);
@@ -279,16 +279,20 @@ impl TimingMachine {
             Phase::Ended(previous) => previous
                 .checked_add(1)
                 .ok_or(Error::State("frame counter exhausted"))?,
-            Phase::InFrame(_) => {
-                return Err(Error::State(
-                    "end_frame was not called for the previous frame",
-                ))
+            Phase::InFrame(open) => {
+                return Err(
+                    Error::State("the previous frame is still open").detailed(format!(
+                        "frame {open} is still open; end it before beginning frame {frame}"
+                    )),
+                )
             }
         };
         if frame != expected {
-            return Err(Error::State(
-                "frames must run in order without gaps, starting at 0",
-            ));
+            return Err(
+                Error::State("frames must run in order without gaps").detailed(format!(
+                    "frame is {frame}; expected {expected} (frames run 0, 1, 2, ... without gaps)"
+                )),
+            );
         }
         self.phase = Phase::InFrame(frame);
         let changed = if frame == 0 {
@@ -311,7 +315,7 @@ impl TimingMachine {
         match self.phase {
             Phase::InFrame(frame) => Ok(frame),
             _ => Err(Error::State(
-                "events execute between begin_frame and end_frame",
+                "events execute while a frame is open (after beginning it, before ending it)",
             )),
         }
     }
@@ -330,9 +334,11 @@ impl TimingMachine {
             Phase::InFrame(f) | Phase::Ended(f) => f.saturating_add(1),
         };
         if tag < earliest_allowed {
-            return Err(Error::State(
-                "command tagged for a frame that already executed its commands",
-            ));
+            let late = Error::State("command tagged for a frame that already executed");
+            return Err(late.detailed(format!(
+                "tag is {tag}; expected {earliest_allowed} or later \
+                 (frame {tag} already executed its commands)"
+            )));
         }
         self.queue.push(tag, seat, item);
         Ok(())
@@ -362,7 +368,7 @@ impl TimingMachine {
         }
         if event.fps == 0 {
             return Err(Error::InvalidArgument(
-                "a timing event's frame rate must be 1..=255",
+                "a timing event's fps must be 1 to 255",
             ));
         }
         if event.target.tier() != self.executed_target.tier() {
@@ -410,7 +416,7 @@ impl TimingMachine {
     /// executes; the master's next evaluation with fresh reports applies it.
     pub fn set_speed_fps(&mut self, speed_fps: u8) -> Result<()> {
         if speed_fps == 0 {
-            return Err(Error::InvalidArgument("speed_fps must be 1..=255"));
+            return Err(Error::InvalidArgument("speed_fps must be 1 to 255"));
         }
         self.policy.set_speed_fps(speed_fps);
         Ok(())

@@ -129,7 +129,7 @@ impl TimingLayout {
     /// On error nothing is written.
     pub fn encode(self, event: &TimingEvent, buf: &mut [u8]) -> Result<usize> {
         if event.fps == 0 {
-            return Err(Error::InvalidArgument("frame rate must be 1..=255"));
+            return Err(Error::InvalidArgument("the event's fps must be 1 to 255"));
         }
         let look_ahead = u16::from(event.target.look_ahead());
         let (max_ahead, frame_send_rate) = match self {
@@ -174,7 +174,7 @@ impl TimingLayout {
         let fps = u8::try_from(read_u16(bytes, 0))
             .ok()
             .filter(|&fps| fps != 0)
-            .ok_or(Error::Malformed("TIMING frame rate must be 1..=255"))?;
+            .ok_or(Error::Malformed("TIMING frame rate must be 1 to 255"))?;
         let max_ahead = read_u16(bytes, 2);
         let (look_ahead, send_period) = match self {
             TimingLayout::TiberianSun { fog_bias } => {
@@ -284,7 +284,7 @@ fn check_session_send_period(send_period: u8) -> Result<()> {
         Ok(())
     } else {
         Err(Error::InvalidArgument(
-            "Red Alert layout's send period must be 1..=10",
+            "the Red Alert layout's send_period must be 1 to 10",
         ))
     }
 }

@@ -1,0 +1,203 @@
+//! Reading C arguments and writing C outputs: NULL checks, config structs,
+//! pointer+length buffers, yes/no flags and ranges, each refused with a
+//! message that names the argument or field and says what was got and what
+//! was expected. Every file in `src/ffi` uses these instead of raw pointer
+//! code of its own.
+
+use std::fmt::Display;
+
+use crate::error::{Error, Result};
+
+/// Refuse a NULL pointer argument, naming it.
+pub fn require<T>(ptr: *const T, name: &'static str) -> Result<()> {
+    if ptr.is_null() {
+        Err(Error::NullPointer(name))
+    } else {
+        Ok(())
+    }
+}
+
+/// Write `value` through an out-pointer that was checked non-NULL.
+///
+/// # Safety
+/// `out` is valid for writes of `T`.
+pub unsafe fn write_out<T>(out: *mut T, value: T) {
+    // SAFETY: by contract.
+    unsafe { out.write(value) }
+}
+
+/// Write `value` through the out-pointer `name`, refusing NULL.
+///
+/// # Safety
+/// `out` is NULL or valid for writes of `T`.
+pub unsafe fn write_to<T>(out: *mut T, name: &'static str, value: T) -> Result<()> {
+    require(out, name)?;
+    // SAFETY: non-NULL (checked), valid for writes by contract.
+    unsafe { out.write(value) };
+    Ok(())
+}
+
+/// Write `value` through an optional out-pointer: NULL means the caller
+/// does not want it.
+///
+/// # Safety
+/// `out` is NULL or valid for writes of `T`.
+pub unsafe fn write_optional<T>(out: *mut T, value: T) {
+    if !out.is_null() {
+        // SAFETY: non-NULL, valid for writes by contract.
+        unsafe { out.write(value) }
+    }
+}
+
+/// Copy a C input struct out from behind a pointer, refusing NULL with `name`.
+///
+/// # Safety
+/// `ptr` is NULL or valid for reads of `T`.
+pub unsafe fn read_in<T: Copy>(ptr: *const T, name: &'static str) -> Result<T> {
+    require(ptr, name)?;
+    // SAFETY: non-NULL (checked) and valid for reads by the caller's contract.
+    Ok(unsafe { ptr.read() })
+}
+
+/// Copy a config struct whose first field is `uint32_t struct_size` out from
+/// behind `ptr`. The size is checked before the rest is read: a caller built
+/// against an older, smaller struct is refused instead of read past its end;
+/// a newer, larger one is accepted and its extra fields are ignored.
+///
+/// # Safety
+/// `ptr` is NULL or valid for reads of `struct_size` bytes.
+pub unsafe fn read_config<T: Copy>(ptr: *const T, name: &'static str) -> Result<T> {
+    require(ptr, name)?;
+    // SAFETY: every config struct starts with a u32 struct_size; ptr is readable.
+    let struct_size = unsafe { ptr.cast::<u32>().read_unaligned() };
+    let needed = std::mem::size_of::<T>();
+    if (struct_size as usize) < needed {
+        return Err(Error::InvalidValue(format!(
+            "{name}->struct_size is {struct_size}; expected at least {needed}, the size of \
+             the config struct in this library's rungs.h (set it to sizeof the struct)"
+        )));
+    }
+    // SAFETY: the caller vouches for struct_size >= size_of::<T>() readable bytes.
+    Ok(unsafe { ptr.read() })
+}
+
+/// The C buffer `ptr` of `len` elements as a slice. NULL is accepted for an
+/// empty buffer (`len` 0, giving `&[]`); NULL with `len > 0` is refused,
+/// naming `name`.
+///
+/// # Safety
+/// `ptr` is NULL or valid for reads of `len` elements for `'a`.
+pub unsafe fn slice_in<'a, T>(ptr: *const T, len: usize, name: &'static str) -> Result<&'a [T]> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if ptr.is_null() {
+        return Err(Error::NullWithLength { name, len });
+    }
+    // SAFETY: non-NULL, `len` readable elements by contract.
+    Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
+}
+
+/// The writable C buffer `ptr` of `len` elements as a slice, with the same
+/// NULL rule as [`slice_in`].
+///
+/// # Safety
+/// `ptr` is NULL or valid for writes of `len` elements for `'a`, not aliased.
+pub unsafe fn slice_out<'a, T>(ptr: *mut T, len: usize, name: &'static str) -> Result<&'a mut [T]> {
+    if len == 0 {
+        return Ok(&mut []);
+    }
+    if ptr.is_null() {
+        return Err(Error::NullWithLength { name, len });
+    }
+    // SAFETY: non-NULL, `len` writable elements by contract.
+    Ok(unsafe { std::slice::from_raw_parts_mut(ptr, len) })
+}
+
+/// A C yes/no flag: 0 or 1, anything else refused naming `name`
+/// (CONVENTIONS: no `bool` across the boundary, every enum-like input
+/// validated).
+pub fn flag(value: u8, name: &'static str) -> Result<bool> {
+    match value {
+        0 => Ok(false),
+        1 => Ok(true),
+        _ => Err(Error::InvalidValue(format!(
+            "{name} is {value}; expected 0 or 1"
+        ))),
+    }
+}
+
+/// Refuse `value` of the argument or field `name` unless it lies in
+/// `low..=high`, saying what was got and what was expected.
+pub fn in_range<T: PartialOrd + Display>(value: T, low: T, high: T, name: &str) -> Result<T> {
+    if value < low || value > high {
+        return Err(Error::InvalidValue(format!(
+            "{name} is {value}; expected {low} to {high}"
+        )));
+    }
+    Ok(value)
+}
+
+/// Refuse a reserved field that is not 0.
+pub fn reserved_zero(value: u8, name: &str) -> Result<()> {
+    if value != 0 {
+        return Err(Error::InvalidValue(format!(
+            "{name} is {value}; expected 0"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slices_accept_null_only_when_empty() {
+        let bytes = [1u8, 2, 3];
+        // SAFETY: a live array of 3 bytes, or NULL.
+        unsafe {
+            assert_eq!(slice_in(bytes.as_ptr(), 3, "bytes").unwrap(), &bytes);
+            assert!(slice_in(std::ptr::null::<u8>(), 0, "bytes")
+                .unwrap()
+                .is_empty());
+            let refused = slice_in(std::ptr::null::<u8>(), 4, "bytes").unwrap_err();
+            assert_eq!(
+                refused,
+                Error::NullWithLength {
+                    name: "bytes",
+                    len: 4
+                }
+            );
+            assert!(refused
+                .to_string()
+                .starts_with("bytes is NULL but its length is 4"));
+            assert!(slice_out(std::ptr::null_mut::<u8>(), 0, "buf")
+                .unwrap()
+                .is_empty());
+            assert!(slice_out(std::ptr::null_mut::<u8>(), 1, "buf").is_err());
+        }
+    }
+
+    #[test]
+    fn ranges_and_flags_say_what_was_got_and_expected() {
+        assert_eq!(in_range(5u8, 1, 16, "config->seat_count"), Ok(5));
+        assert_eq!(
+            in_range(0u8, 1, 16, "config->seat_count")
+                .unwrap_err()
+                .to_string(),
+            "config->seat_count is 0; expected 1 to 16"
+        );
+        assert_eq!(flag(1, "clean"), Ok(true));
+        assert_eq!(
+            flag(2, "clean").unwrap_err().to_string(),
+            "clean is 2; expected 0 or 1"
+        );
+        assert_eq!(
+            reserved_zero(3, "config->reserved")
+                .unwrap_err()
+                .to_string(),
+            "config->reserved is 3; expected 0"
+        );
+    }
+}
