@@ -259,7 +259,7 @@ static void test_frame_loop(void) {
     CHECK_EQ(rungs_session_frame_begin(s, 65, NULL), RUNGS_OK);
     CHECK_EQ(rungs_session_set_speed(s, 0), RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_EQ(rungs_session_set_speed(s, 20), RUNGS_OK);
-    CHECK_EQ(rungs_session_player_removed(s, 2), RUNGS_ERR_UNKNOWN_SEAT);
+    CHECK_EQ(rungs_session_player_removed(s, 2), RUNGS_ERR_UNKNOWN_SEAT); /* AI: never human */
     CHECK_EQ(rungs_session_player_removed(s, 0), RUNGS_OK);
     CHECK_EQ(seen.masters, 1);
     CHECK_EQ(seen.last_master, 1);
@@ -356,11 +356,64 @@ static void test_round_trips_from_the_transport(void) {
     CHECK_EQ(rungs_endpoint_free(b), RUNGS_OK);
 }
 
+/* Late events are normal play (S3): a report that executes after its
+ * sender's removal and a second removal of the same seat are accepted and
+ * change nothing; only a seat that never was a human seat is an error. */
+static void test_late_events_are_no_ops(void) {
+    seen_t seen;
+    rungs_session_config c;
+    rungs_session *s = NULL;
+    rungs_timing_status before, after;
+    uint8_t report_payload[6];
+    uint32_t frame;
+    memset(&seen, 0, sizeof seen);
+    c = config_for(&seen, 1); /* seats 0 and 1 human, 2 AI; we are seat 1 */
+    CHECK_EQ(rungs_session_new(&c, &s), RUNGS_OK);
+    if (!s) return;
+    for (frame = 0; frame <= 32; frame++) plain_frame(s, frame);
+    CHECK_EQ(seen.last_type, 36); /* our report of frame 32 */
+    memcpy(report_payload, seen.last_payload, sizeof report_payload);
+
+    CHECK_EQ(rungs_session_frame_begin(s, 33, NULL), RUNGS_OK);
+    CHECK_EQ(rungs_session_player_removed(s, 0), RUNGS_OK); /* the master leaves */
+    CHECK_EQ(seen.masters, 1);
+    CHECK_EQ(seen.last_master, 1);
+    CHECK_EQ(rungs_session_status(s, &before), RUNGS_OK);
+
+    /* The same removal, issued by another machine: accepted, nothing happens. */
+    CHECK_EQ(rungs_session_player_removed(s, 0), RUNGS_OK);
+    CHECK_EQ(seen.masters, 1);
+    CHECK(strstr(seen.last_log, "already removed") != NULL);
+    /* Seat 0's report was in flight when the removal was issued: accepted, ignored. */
+    CHECK_EQ(rungs_session_event_executed(s, 36, 0, 33, report_payload, 6), RUNGS_OK);
+    CHECK(strstr(seen.last_log, "ignored") != NULL);
+    CHECK_EQ(rungs_session_status(s, &after), RUNGS_OK);
+    CHECK_EQ(after.master_seat, before.master_seat);
+    CHECK_EQ(after.send_period, before.send_period);
+    CHECK_EQ(after.look_ahead, before.look_ahead);
+    CHECK_EQ(after.qualifying_in_a_row, before.qualifying_in_a_row);
+
+    /* Seat 2 is an AI seat and seat 9 does not exist: never human, an error. */
+    CHECK_EQ(rungs_session_player_removed(s, 2), RUNGS_ERR_UNKNOWN_SEAT);
+    CHECK_EQ(rungs_session_event_executed(s, 36, 2, 33, report_payload, 6), RUNGS_ERR_UNKNOWN_SEAT);
+    CHECK_EQ(rungs_session_player_removed(s, 9), RUNGS_ERR_UNKNOWN_SEAT);
+    CHECK_EQ(rungs_session_frame_end(s), RUNGS_OK);
+
+    /* Later frames: still no-ops, and the game goes on. */
+    CHECK_EQ(rungs_session_frame_begin(s, 34, NULL), RUNGS_OK);
+    CHECK_EQ(rungs_session_player_removed(s, 0), RUNGS_OK);
+    CHECK_EQ(rungs_session_event_executed(s, 36, 0, 34, report_payload, 6), RUNGS_OK);
+    CHECK_EQ(rungs_session_frame_end(s), RUNGS_OK);
+    CHECK_EQ(seen.masters, 1);
+    CHECK_EQ(rungs_session_free(s), RUNGS_OK);
+}
+
 int main(void) {
     test_setup();
     test_null_handles();
     test_frame_loop();
     test_reentry_and_poison();
+    test_late_events_are_no_ops();
     test_round_trips_from_the_transport();
     return harness_report("session");
 }

@@ -24,7 +24,7 @@ use std::collections::VecDeque;
 use std::fmt::Write as _;
 
 use crate::error::{Error, Result};
-use crate::report::{is_report_frame, Measurements};
+use crate::report::{is_report_frame, Effect, Measurements};
 use crate::timing::{MachineConfig, Output, TimingMachine, Verdict};
 use crate::wire::events::{ReportLayout, TimingLayout, TS_EVENT_DATA_LEN};
 
@@ -232,9 +232,11 @@ impl EngineSession {
 
     /// One of rungs' events executed on `frame` (the current frame), sent by
     /// `seat`. TIMING and NETWORK_REPORT are decoded and applied; an executed
-    /// LATENCYFUDGE is accepted and ignored (S7). Any other ID is refused with
-    /// `UnregisteredEvent`; a bad payload with `Malformed`; an unknown seat
-    /// with `UnknownSeat` — each changes nothing.
+    /// LATENCYFUDGE is accepted and ignored (S7). A report from a player
+    /// already removed is accepted and changes nothing (S3: it was in flight
+    /// when the removal was issued). Any other ID is refused with
+    /// `UnregisteredEvent`; a bad payload with `Malformed`; a seat that never
+    /// was a human player with `UnknownSeat` — each changes nothing.
     pub fn event_executed(
         &mut self,
         type_id: u8,
@@ -248,9 +250,23 @@ impl EngineSession {
                 .decode(payload)
                 .and_then(|event| self.machine.execute_timing_event(seat, event).map(|_| ()))
         } else if type_id == self.ids.network_report {
-            self.report_layout
+            match self
+                .report_layout
                 .decode(payload)
                 .and_then(|report| self.machine.execute_report(seat, report))
+            {
+                Ok(Effect::LateNoOp) => {
+                    self.log(
+                        LogLevel::Info,
+                        format_args!(
+                            "frame {frame}: report from removed seat {seat} ignored (late, S3)"
+                        ),
+                    );
+                    Ok(())
+                }
+                Ok(Effect::Applied) => Ok(()),
+                Err(e) => Err(e),
+            }
         } else if Some(type_id) == self.ids.latency_fudge {
             Ok(())
         } else {
@@ -267,14 +283,24 @@ impl EngineSession {
     }
 
     /// The engine's removal of `seat` executed on the current frame (S3);
-    /// removing the master hands over the role (S4.6).
+    /// removing the master hands over the role (S4.6). A second removal of a
+    /// seat already removed (every machine may issue one for the same lost
+    /// player) is accepted and changes nothing; only a seat that never was a
+    /// human player is refused with `UnknownSeat`.
     pub fn player_removed(&mut self, seat: u8) -> Result<()> {
         let Phase::Running(frame) = self.phase else {
             return Err(Error::State(
                 "removals execute between frame_begin and frame_end",
             ));
         };
-        self.machine.execute_removal(seat)?;
+        if self.machine.execute_removal(seat)? == Effect::LateNoOp {
+            self.log(
+                LogLevel::Info,
+                format_args!("frame {frame}: seat {seat} already removed; ignored (S3)"),
+            );
+            self.collect_machine_outputs();
+            return Ok(());
+        }
         // The removed player's round trips no longer count (it may be a peer or not).
         let _ = self.measurements.remove_peer(seat);
         self.log(
@@ -520,6 +546,42 @@ mod tests {
         assert_eq!(session.machine().status(), before);
         session.event_executed(36, 0, 0, &report).unwrap();
         assert!(session.machine().record().latest(0).is_some());
+    }
+
+    #[test]
+    fn late_reports_and_repeated_removals_are_accepted_no_ops() {
+        let mut session = EngineSession::new(&config(1)).unwrap();
+        session.frame_begin(0).unwrap();
+        let mut report = [0u8; 6];
+        ReportLayout::Compact
+            .encode(
+                &Report {
+                    process_us: 8000,
+                    max_wait_ms: 0,
+                    worst_rtt_ms: Some(900),
+                },
+                &mut report,
+            )
+            .unwrap();
+        session.player_removed(0).unwrap();
+        assert_eq!(session.machine().master(), Some(1));
+        drain(&mut session);
+        let before = session.machine().status();
+        // S3: the same removal from another machine, and a report in flight.
+        assert_eq!(session.player_removed(0), Ok(()));
+        assert_eq!(session.event_executed(36, 0, 0, &report), Ok(()));
+        assert_eq!(session.machine().status(), before);
+        assert!(session.machine().record().latest(0).is_none());
+        let outputs = drain(&mut session);
+        assert!(outputs
+            .iter()
+            .all(|o| matches!(o, SessionOutput::Log { .. })));
+        // Only a seat that never was a human player is an error.
+        assert_eq!(session.player_removed(2), Err(Error::UnknownSeat(2)));
+        assert_eq!(
+            session.event_executed(36, 7, 0, &report),
+            Err(Error::UnknownSeat(7))
+        );
     }
 
     #[test]

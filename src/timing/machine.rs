@@ -5,7 +5,7 @@
 //! force (S5) and the player feedback (S6). All of it is integer-only and
 //! fed only executed events, so every machine holds the same state.
 //!
-//! A frame, in order (the vector replay order of `vectors/README.md`):
+//! A frame, in order (the vector replay order of `tests/vectors/README.md`):
 //! 1. [`TimingMachine::begin_frame`] — a staged decrease activates or steps
 //!    down; the answer says whether this frame executes commands;
 //! 2. on such a send frame, [`TimingMachine::pop_due`] yields the queued
@@ -31,6 +31,7 @@ use super::schedule::{Applied, Changed, Schedule};
 use super::TimingEvent;
 use crate::error::{Error, Result};
 use crate::report::record::MAX_SEATS;
+use crate::report::record::Effect;
 use crate::report::{Record, Report};
 
 /// Room reserved for queued commands and outputs, so a game in steady state
@@ -382,16 +383,22 @@ impl TimingMachine {
         Ok(applied)
     }
 
-    /// A player's report executes on the current frame (S3).
-    pub fn execute_report(&mut self, seat: u8, report: Report) -> Result<()> {
+    /// A player's report executes on the current frame (S3). A report from
+    /// a player already removed is a late no-op ([`Effect::LateNoOp`]); only
+    /// a seat that never was a human player is refused (`UnknownSeat`).
+    pub fn execute_report(&mut self, seat: u8, report: Report) -> Result<Effect> {
         let frame = self.current_frame()?;
         self.record.apply_report(seat, frame, report)
     }
 
-    /// A player's removal executes on the current frame (S3, S4.6).
-    pub fn execute_removal(&mut self, seat: u8) -> Result<()> {
+    /// A player's removal executes on the current frame (S3, S4.6). A second
+    /// removal of the same seat is a late no-op ([`Effect::LateNoOp`]); only
+    /// a seat that never was a human player is refused (`UnknownSeat`).
+    pub fn execute_removal(&mut self, seat: u8) -> Result<Effect> {
         let frame = self.current_frame()?;
-        self.record.remove(seat)?;
+        if self.record.remove(seat)? == Effect::LateNoOp {
+            return Ok(Effect::LateNoOp);
+        }
         if self.master == Some(seat) {
             self.master = self.record.seats().next();
             if let Some(policy) = self.policy.adaptive_mut() {
@@ -402,7 +409,7 @@ impl TimingMachine {
                 seat: self.master,
             });
         }
-        Ok(())
+        Ok(Effect::Applied)
     }
 
     /// Change the rate the game speed allows (S6 Speed slider). Call it on
