@@ -118,7 +118,7 @@ impl From<Report> for rungs_report {
     }
 }
 
-/// A C yes/no flag: 0 or 1, anything else refused with `rule` (CONVENTIONS:
+/// A C yes/no flag: 0 or 1, anything else refused with `rule` (README, "ABI rules":
 /// no `bool` across the boundary, every enum-like input validated).
 pub(crate) fn flag(value: u8, rule: &'static str) -> Result<bool> {
     match value {
