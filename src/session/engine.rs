@@ -19,6 +19,15 @@
 //!
 //! Everything the engine should hear comes out as [`SessionOutput`]s
 //! (callbacks in the C API).
+//!
+//! **Frame readiness.** Before executing frame `F` the engine must hold, from
+//! every peer, the packet of the last send frame whose tag is at or before
+//! `F` ([`EngineSession::required_send_frame`], or
+//! [`EngineSession::frame_ready`] with the latest send frame it holds per
+//! peer). "A packet tagged at or after `F` from every peer" is not enough:
+//! during a staged decrease two consecutive send frames carry the same tag
+//! (S5, `timing::readiness`), so the engine tells its packets apart by the
+//! send frame number [`SessionOutput::SendFrame`] gives it.
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
@@ -151,8 +160,10 @@ pub enum SessionOutput {
         type_id: u8,
         payload: Payload,
     },
-    /// Send frame: flush your packet now, stamping every event collected
-    /// since the previous send frame with `tag` (S5).
+    /// Send frame `frame`: flush your packet now, stamping every event
+    /// collected since the previous send frame with `tag` (S5). Put `frame`
+    /// in the packet too: frame readiness counts packets by send frame,
+    /// because two consecutive send frames can share a tag.
     SendFrame { frame: u32, tag: u32 },
     /// The timing machine's notices: timing in force changed, pace at a new
     /// frame rate (S4.2), a player message (S6), a new master (S4.6).
@@ -161,11 +172,26 @@ pub enum SessionOutput {
     Log { level: LogLevel, text: LogText },
 }
 
+/// Where a session is in its frame loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
+pub enum Phase {
+    /// Before frame 0's `frame_begin`.
     NotStarted,
+    /// Between `frame_begin(f)` and `frame_end`.
     Running(u32),
+    /// After `frame_end` of frame `f`; `f + 1` begins next.
     Ended(u32),
+}
+
+impl Phase {
+    /// The frame `frame_begin` expects next; `None` while one is running.
+    pub fn next_frame(self) -> Option<u32> {
+        match self {
+            Phase::NotStarted => Some(0),
+            Phase::Running(_) => None,
+            Phase::Ended(f) => f.checked_add(1),
+        }
+    }
 }
 
 /// One machine's adaptive timing inside an engine's frame loop.
@@ -369,6 +395,37 @@ impl EngineSession {
         }
     }
 
+    /// Frame readiness (S5): the send frame whose packet the engine must
+    /// hold from every peer before `frame` executes — the last send frame
+    /// tagged at or before `frame` — or `None` when nothing is needed yet.
+    /// The answer is the same for every peer, and on an in-order link
+    /// holding that packet means holding every earlier one. Ask for the next
+    /// frame (after `frame_end` of the previous one) or the current one;
+    /// frames further ahead are `State` (their send frames are not final),
+    /// and so are frames more than 256 back.
+    pub fn required_send_frame(&self, frame: u32) -> Result<Option<u32>> {
+        self.machine.required_send_frame(frame)
+    }
+
+    /// Whether `frame` may execute, given `held(seat)`: the latest send frame
+    /// the engine holds from `seat` (`None`: nothing yet). Only
+    /// [`peers`](Self::peers) are asked. Same window as
+    /// [`required_send_frame`](Self::required_send_frame).
+    pub fn frame_ready(&self, frame: u32, held: impl Fn(u8) -> Option<u32>) -> Result<bool> {
+        let history = self.machine.send_history();
+        crate::timing::readiness::answer(history.frame_ready(frame, self.peers().map(held)))
+    }
+
+    /// The players whose packets frame readiness waits for: every human
+    /// player still in the game except this machine's own seat.
+    pub fn peers(&self) -> impl Iterator<Item = u8> + '_ {
+        let local = self.local_seat;
+        self.machine
+            .record()
+            .seats()
+            .filter(move |&seat| Some(seat) != local)
+    }
+
     /// This machine's measurements (S3): frame work, waits, round trips.
     pub fn measurements(&mut self) -> &mut Measurements {
         &mut self.measurements
@@ -402,6 +459,26 @@ impl EngineSession {
     /// Change the game speed's cap (call on every machine on the same frame).
     pub fn set_speed_fps(&mut self, speed_fps: u8) -> Result<()> {
         self.machine.set_speed_fps(speed_fps)
+    }
+
+    /// Where the session is in its frame loop.
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    /// The engine's event IDs and the payload layouts the session was made with.
+    pub fn event_ids(&self) -> EventIds {
+        self.ids
+    }
+
+    /// The TIMING payload layout.
+    pub fn timing_layout(&self) -> TimingLayout {
+        self.timing_layout
+    }
+
+    /// The NETWORK_REPORT payload layout.
+    pub fn report_layout(&self) -> ReportLayout {
+        self.report_layout
     }
 
     /// The timing machine (read-only): timing in force, target, status.

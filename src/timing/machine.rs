@@ -18,6 +18,10 @@
 //! 5. if [`TimingMachine::is_send_frame`] (under the timing now in force),
 //!    the engine sends its commands, tagged [`TimingMachine::command_tag`].
 //!
+//! Before executing a frame, an engine with its own queue asks
+//! [`TimingMachine::required_send_frame`] which packet it must hold from
+//! every peer (S5, frame readiness).
+//!
 //! Outputs for callbacks (timing or rate changed, player message, master
 //! changed) queue up and are drained with [`TimingMachine::poll_output`].
 
@@ -27,11 +31,12 @@ use super::baselines::{PolicyKind, Protocol0Policy, RedAlertPolicy};
 use super::ladder::{Tier, Timing};
 use super::policy::{MasterPolicy, Verdict};
 use super::queue::{CommandQueue, Queued};
+use super::readiness::{answer, SendHistory};
 use super::schedule::{Applied, Changed, Schedule};
 use super::TimingEvent;
 use crate::error::{Error, Result};
-use crate::report::record::MAX_SEATS;
 use crate::report::record::Effect;
+use crate::report::record::MAX_SEATS;
 use crate::report::{Record, Report};
 
 /// Room reserved for queued commands and outputs, so a game in steady state
@@ -224,6 +229,8 @@ pub struct TimingMachine {
     executes_commands: bool,
     last_verdict: Verdict,
     queue: CommandQueue<u64>,
+    /// Ended send frames and their tags, for frame readiness.
+    sends: SendHistory,
     outputs: VecDeque<Output>,
 }
 
@@ -269,6 +276,7 @@ impl TimingMachine {
             executes_commands: false,
             last_verdict: Verdict::NoEvaluation,
             queue: CommandQueue::with_capacity(QUEUE_CAPACITY),
+            sends: SendHistory::new(),
             outputs: VecDeque::with_capacity(OUTPUT_CAPACITY),
         })
     }
@@ -433,7 +441,30 @@ impl TimingMachine {
             self.last_verdict = verdict;
         }
         self.phase = Phase::Ended(frame);
+        // The schedule cannot change again on this frame: its send (if any)
+        // and tag are final.
+        let send = self.is_send_frame().then(|| self.command_tag());
+        self.sends.frame_ended(frame, send);
         Ok(event.filter(|_| self.is_master()))
+    }
+
+    /// Frame readiness (S5, [`super::readiness`]): the send frame whose
+    /// packet, from every peer, `frame` needs before it executes — the last
+    /// send frame tagged at or before `frame` — or `None` when nothing is
+    /// needed. Answerable once `frame - 1` has ended, and for 256 frames
+    /// back from there; otherwise `State`.
+    pub fn required_send_frame(&self, frame: u32) -> Result<Option<u32>> {
+        answer(self.sends.required_send_frame(frame))
+    }
+
+    /// The send frames and tags of the recent past.
+    pub fn send_history(&self) -> &SendHistory {
+        &self.sends
+    }
+
+    /// Seats in house order, human and AI.
+    pub fn seat_count(&self) -> u8 {
+        self.seat_count
     }
 
     /// Whether this machine is the master.
