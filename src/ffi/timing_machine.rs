@@ -363,7 +363,11 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_removal(
     m: *mut rungs_timing_machine,
     seat: u8,
 ) -> rungs_result {
-    unsafe { with_machine(m, |o| o.machine.execute_removal(seat).map(|_late_or_applied| ())) }
+    unsafe {
+        with_machine(m, |o| {
+            o.machine.execute_removal(seat).map(|_late_or_applied| ())
+        })
+    }
 }
 
 /// End the current frame with the master's evaluation (S4). On the master's
