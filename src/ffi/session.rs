@@ -229,20 +229,35 @@ unsafe fn call(
     function: &'static str,
     f: impl FnOnce(&mut EngineSession) -> Result<(), Refused>,
 ) -> rungs_result {
-    let mut detail = None;
+    let mut kept = None;
     // SAFETY: NULL or a live session (caller contract); the guard checks NULL.
     let code = unsafe {
         with_object(s, |object| {
             let result = f(&mut object.session);
             object.deliver();
-            result.map_err(|refusal| {
-                detail = Some(message(function, &refusal));
-                refusal.error
-            })
+            keep_message(function, result, &mut kept)
         })
     };
-    if let Some(detail) = detail {
-        set_last_error(&detail);
+    leave_message(code, kept)
+}
+
+/// Hand a refusal's error to the guard (which turns it into the code) and
+/// keep its message, which [`leave_message`] records once the guard is done.
+fn keep_message(
+    function: &str,
+    result: Result<(), Refused>,
+    kept: &mut Option<String>,
+) -> crate::Result<()> {
+    result.map_err(|refusal| {
+        *kept = Some(message(function, &refusal));
+        refusal.error
+    })
+}
+
+/// Record the kept message in place of the guard's bare one.
+fn leave_message(code: rungs_result, kept: Option<String>) -> rungs_result {
+    if let Some(message) = kept {
+        set_last_error(&message);
     }
     code
 }
@@ -423,8 +438,7 @@ pub unsafe extern "C" fn rungs_session_new(
     cfg: *const rungs_session_config,
     out: *mut *mut rungs_session,
 ) -> rungs_result {
-    const FUNCTION: &str = "rungs_session_new";
-    let mut detail = None;
+    let mut kept = None;
     let code = catch(|| {
         let made = (|| -> Result<(), Refused> {
             require(out, "out").map_err(|e| refused(e, "out is NULL".to_string()))?;
@@ -453,15 +467,9 @@ pub unsafe extern "C" fn rungs_session_new(
             unsafe { hand_out(out, rungs_session(Guarded::new(object))) }?;
             Ok(())
         })();
-        made.map_err(|refusal| {
-            detail = Some(message(FUNCTION, &refusal));
-            refusal.error
-        })
+        keep_message("rungs_session_new", made, &mut kept)
     });
-    if let Some(detail) = detail {
-        set_last_error(&detail);
-    }
-    code
+    leave_message(code, kept)
 }
 
 /// Release a session. NULL is accepted.

@@ -544,6 +544,18 @@ mod tests {
         }
     }
 
+    /// A compact NETWORK_REPORT payload with round trip `rtt_ms`.
+    fn compact_report(rtt_ms: u32) -> [u8; 6] {
+        let mut payload = [0u8; 6];
+        let report = Report {
+            process_us: 8000,
+            max_wait_ms: 0,
+            worst_rtt_ms: Some(rtt_ms),
+        };
+        ReportLayout::Compact.encode(&report, &mut payload).unwrap();
+        payload
+    }
+
     fn drain(session: &mut EngineSession) -> Vec<SessionOutput> {
         std::iter::from_fn(|| session.poll_output()).collect()
     }
@@ -597,17 +609,7 @@ mod tests {
             session.event_executed(36, 0, 0, &[0; 7]),
             Err(Error::Malformed(_))
         ));
-        let mut report = [0u8; 6];
-        ReportLayout::Compact
-            .encode(
-                &Report {
-                    process_us: 8000,
-                    max_wait_ms: 0,
-                    worst_rtt_ms: Some(20),
-                },
-                &mut report,
-            )
-            .unwrap();
+        let report = compact_report(20);
         assert_eq!(
             session.event_executed(36, 2, 0, &report),
             Err(Error::UnknownSeat(2))
@@ -629,17 +631,7 @@ mod tests {
     fn late_reports_and_repeated_removals_are_accepted_no_ops() {
         let mut session = EngineSession::new(&config(1)).unwrap();
         session.frame_begin(0).unwrap();
-        let mut report = [0u8; 6];
-        ReportLayout::Compact
-            .encode(
-                &Report {
-                    process_us: 8000,
-                    max_wait_ms: 0,
-                    worst_rtt_ms: Some(900),
-                },
-                &mut report,
-            )
-            .unwrap();
+        let report = compact_report(900);
         session.player_removed(0).unwrap();
         assert_eq!(session.machine().master(), Some(1));
         drain(&mut session);
