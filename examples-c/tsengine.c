@@ -280,7 +280,8 @@ static int by_tag_house_seq(const void *a, const void *b) {
 /* Execute every queued event due by `frame`, in (tag, house, issue order). */
 static void execute_due(machine_t *m, uint32_t frame) {
     size_t i, kept = 0;
-    qsort(m->do_list.items, m->do_list.len, sizeof(event_t), by_tag_house_seq);
+    if (m->do_list.len > 1) /* qsort must not see the NULL of an empty list */
+        qsort(m->do_list.items, m->do_list.len, sizeof(event_t), by_tag_house_seq);
     for (i = 0; i < m->do_list.len; i++) {
         event_t e = m->do_list.items[i];
         if (e.frame > frame) {

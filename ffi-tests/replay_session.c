@@ -152,7 +152,8 @@ static int run_vector_through_sessions(const vector_t *v, lines_t *sends, lines_
             TRY(rungs_session_frame_begin(sessions[i], frame, &executes));
         }
         if (executes) {
-            qsort(queue.items, queue.len, sizeof(event_t), by_tag_house_seq);
+            if (queue.len > 1) /* qsort must not see the NULL of an empty list */
+                qsort(queue.items, queue.len, sizeof(event_t), by_tag_house_seq);
             for (k = 0; k < queue.len; k++) {
                 if (queue.items[k].frame > frame) {
                     queue.items[kept++] = queue.items[k];
