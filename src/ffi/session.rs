@@ -262,12 +262,13 @@ fn leave_message(code: rungs_result, kept: Option<String>) -> rungs_result {
     code
 }
 
-/// "call rungs_session_frame_begin(s, N) first" or "frame N is running".
-fn frame_loop_detail(session: &EngineSession, what: &str) -> String {
+/// For a call made outside a frame: "no frame is running (RULE); call
+/// rungs_session_frame_begin(s, N) first", with the frame it expects next.
+fn frame_loop_detail(session: &EngineSession, rule: &str) -> String {
     match session.phase() {
-        Phase::Running(frame) => format!("{what}; frame {frame} is running"),
+        Phase::Running(frame) => format!("frame {frame} is running ({rule})"),
         phase => format!(
-            "{what}, but no frame is running; call rungs_session_frame_begin(s, {}) first",
+            "no frame is running ({rule}); call rungs_session_frame_begin(s, {}) first",
             phase.next_frame().unwrap_or(u32::MAX)
         ),
     }
@@ -667,7 +668,7 @@ fn event_detail(
             Phase::Running(current) => {
                 format!("got frame {frame}; expected the current frame {current}")
             }
-            _ => frame_loop_detail(session, "an event executes during a frame"),
+            _ => frame_loop_detail(session, "events execute during a frame"),
         },
         Error::UnregisteredEvent(_) => format!(
             "type_id {type_id} is not registered; expected cfg->timing_event_id {}, \
@@ -713,7 +714,7 @@ pub unsafe extern "C" fn rungs_session_player_removed(
             session.player_removed(seat).map_err(|e| {
                 let detail = match e {
                     Error::UnknownSeat(_) => unknown_seat_detail(session, seat),
-                    _ => frame_loop_detail(session, "a removal executes during a frame"),
+                    _ => frame_loop_detail(session, "removals execute during a frame"),
                 };
                 refused(e, detail)
             })
@@ -733,7 +734,7 @@ pub unsafe extern "C" fn rungs_session_frame_end(s: *mut rungs_session) -> rungs
     unsafe {
         call(s, "rungs_session_frame_end", |session| {
             session.frame_end().map_err(|e| {
-                let detail = frame_loop_detail(session, "a frame ends after it began");
+                let detail = frame_loop_detail(session, "a frame ends after it begins");
                 refused(e, detail)
             })
         })
