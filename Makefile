@@ -4,6 +4,7 @@
 #   make demo                 build and run the main demo (installs what it needs)
 #   make test                 every test: cargo, clippy, rustfmt, header, C harness, examples
 #   make lib                  build the release library and target/pkgconfig/rungs.pc
+#                             (CARGO_TARGET_DIR, when set, replaces target/ everywhere)
 #   make install PREFIX=DIR   install header, libraries and rungs.pc under DIR
 #   make pkgconfig-check      compile a C program through pkg-config, shared and static
 #   make windows              rungs.dll for i686 and x86_64 Windows (mk/windows.mk, docs/windows.md)
@@ -12,8 +13,9 @@
 PREFIX  ?= /usr/local
 ROOT    := $(CURDIR)
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
-RELEASE := $(ROOT)/target/release
-PCDIR   := $(ROOT)/target/pkgconfig
+include $(ROOT)/mk/target.mk
+RELEASE := $(TARGET_DIR)/release
+PCDIR   := $(TARGET_DIR)/pkgconfig
 
 .PHONY: setup demo test lib pc install pkgconfig-check header-check clean
 
@@ -26,7 +28,8 @@ lib:
 	cargo build --release --quiet
 	@$(MAKE) --no-print-directory pc
 
-# rungs.pc for the build tree (PKG_CONFIG_PATH=target/pkgconfig).
+# rungs.pc for the build tree (PKG_CONFIG_PATH=target/pkgconfig, or
+# $CARGO_TARGET_DIR/pkgconfig): libdir is where cargo put the library.
 pc:
 	@mkdir -p $(PCDIR)
 	@./scripts/write-pc.sh "$(PCDIR)/rungs.pc" "$(ROOT)/include" "$(RELEASE)" "$(VERSION)"

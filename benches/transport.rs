@@ -4,7 +4,7 @@
 //! carrying one message.
 //!
 //! `cargo bench --bench transport` (add `-- --quick` for a short run). Timing
-//! figures live here, never in pass/fail tests (CONVENTIONS).
+//! figures live here, never in pass/fail tests: these machines are noisy.
 
 use std::hint::black_box;
 use std::net::SocketAddr;

@@ -4,7 +4,7 @@
  *   ./ladder RTT_MS FPS      also what that round trip needs at that rate
  *
  * Example: `./ladder 250 30` needs `2/6 Fast (rung 2)` raw and
- * `3/9 Normal (rung 3)` with a quarter of headroom (SPEC S2).
+ * `3/9 Normal (rung 3)` with a quarter of headroom (docs/model.md S2).
  *
  * A timing "2/6" means: send a packet every 2 frames, schedule commands
  * 6 frames ahead. Build: make -C examples-c (links against librungs). */

@@ -1,8 +1,7 @@
 /* tsengine — a miniature Tiberian Sun-style lockstep engine using rungs.
  *
- *   ./tsengine                  four players in one process over an in-memory
+ *   ./tsengine [--verbose]      four players in one process over an in-memory
  *                               network; one player's link spikes and recovers
- *   ./tsengine --vectors DIR    replay timing vectors through rungs_session
  *
  * The engine is what a source port or an injected DLL already has: its own
  * event enum with Tiberian Sun's IDs, its own event queue (TS's OutList and
@@ -12,8 +11,10 @@
  * TIMING) and what to show the player. Everything else stays the engine's.
  *
  * Each simulated machine runs at the frame rate in force and executes frame F
- * only when every peer's packets that may hold events due by F have arrived
- * (lockstep); a machine that has to wait measures the wait for its reports.
+ * only when rungs_session_frame_ready says so: it holds, from every peer, the
+ * packet of the last send frame tagged at or before F (a staged decrease can
+ * give two consecutive send frames one tag, so "a packet tagged F or later"
+ * is not enough). A machine that has to wait measures the wait for its reports.
  * At the end the program checks that every machine executed the same events
  * on the same frames, and exits 1 if not. */
 #include <stdint.h>
@@ -22,7 +23,6 @@
 #include <string.h>
 
 #include "rungs.h"
-#include "vector_file.h"
 
 /* ---- the engine's own event IDs: Tiberian Sun's, plus OpenTS's report ---- */
 enum event_type {
@@ -88,9 +88,7 @@ typedef struct {
     event_list_t executed; /* every event executed, in order */
     uint32_t *exec_frames; /* the frame each of them executed on */
     size_t exec_frames_cap;
-    uint32_t *send_frames, *send_tags;
-    size_t sends, sends_cap;
-    int64_t received_through[PLAYERS]; /* latest send frame received per house */
+    uint32_t received_through[PLAYERS]; /* latest send frame held per house (RUNGS_NO_FRAME: none) */
     int removed[PLAYERS];
     int gone; /* this machine's own removal executed */
     int waiting;
@@ -158,7 +156,7 @@ static void on_queue_event(void *user, uint32_t frame, uint8_t type_id, const ui
 }
 
 /* Send frame: stamp the OutList with the tag, keep our own copy, and send one
- * packet to every other player still in the game. */
+ * packet, numbered with its send frame, to every other player still in the game. */
 static void on_send_frame(void *user, uint32_t frame, uint32_t tag) {
     machine_t *m = user;
     world_t *w = m->world;
@@ -169,15 +167,6 @@ static void on_send_frame(void *user, uint32_t frame, uint32_t tag) {
         m->out_list.items[i].seq = ++m->next_seq;
         list_push(&m->do_list, &m->out_list.items[i]);
     }
-    if (m->sends == m->sends_cap) {
-        m->sends_cap = m->sends_cap ? m->sends_cap * 2 : 256;
-        m->send_frames = realloc(m->send_frames, m->sends_cap * sizeof *m->send_frames);
-        m->send_tags = realloc(m->send_tags, m->sends_cap * sizeof *m->send_tags);
-        if (!m->send_frames || !m->send_tags) exit(2);
-    }
-    m->send_frames[m->sends] = frame;
-    m->send_tags[m->sends] = tag;
-    m->sends++;
     for (to = 0; to < PLAYERS; to++) {
         packet_t *p, **tail;
         uint64_t arrive, last = 0;
@@ -250,7 +239,7 @@ static void machine_init(world_t *w, machine_t *m, uint8_t house) {
     m->world = w;
     m->house = house;
     m->fps = 30;
-    for (i = 0; i < PLAYERS; i++) m->received_through[i] = -1;
+    for (i = 0; i < PLAYERS; i++) m->received_through[i] = RUNGS_NO_FRAME;
     memset(&c, 0, sizeof c);
     c.struct_size = sizeof c;
     c.speed_fps = 30;
@@ -273,21 +262,12 @@ static void machine_init(world_t *w, machine_t *m, uint8_t house) {
     CALL(rungs_session_new(&c, &m->session));
 }
 
-/* Lockstep: may frame F run? Every packet a peer sent on a send frame whose
- * tag is at or before F may hold events due now; the send frames and tags
- * are the same on every machine, so our own history says which we need. */
+/* Lockstep: may frame F run? rungs knows which send frame's packet every
+ * peer must have delivered (the same on every machine); we say which we hold. */
 static int ready(const machine_t *m, uint32_t frame) {
-    size_t i = m->sends;
-    int house;
-    uint32_t needed;
-    while (i > 0 && m->send_tags[i - 1] > frame) i--;
-    if (i == 0) return 1;
-    needed = m->send_frames[i - 1];
-    for (house = 0; house < PLAYERS; house++) {
-        if (house == m->house || m->removed[house]) continue;
-        if (m->received_through[house] < (int64_t)needed) return 0;
-    }
-    return 1;
+    int32_t ready = 0;
+    CALL(rungs_session_frame_ready(m->session, frame, m->received_through, PLAYERS, &ready));
+    return ready;
 }
 
 static int by_tag_house_seq(const void *a, const void *b) {
@@ -300,7 +280,8 @@ static int by_tag_house_seq(const void *a, const void *b) {
 /* Execute every queued event due by `frame`, in (tag, house, issue order). */
 static void execute_due(machine_t *m, uint32_t frame) {
     size_t i, kept = 0;
-    qsort(m->do_list.items, m->do_list.len, sizeof(event_t), by_tag_house_seq);
+    if (m->do_list.len > 1) /* qsort must not see the NULL of an empty list */
+        qsort(m->do_list.items, m->do_list.len, sizeof(event_t), by_tag_house_seq);
     for (i = 0; i < m->do_list.len; i++) {
         event_t e = m->do_list.items[i];
         if (e.frame > frame) {
@@ -398,8 +379,6 @@ static void machine_free(machine_t *m) {
     free(m->do_list.items);
     free(m->executed.items);
     free(m->exec_frames);
-    free(m->send_frames);
-    free(m->send_tags);
 }
 
 /* Every machine executed the same events on the same frames (up to where
@@ -475,178 +454,9 @@ static int run_demo(int verbose) {
     return ok ? 0 : 1;
 }
 
-/* ---- vectors through sessions ---- */
-
-typedef struct {
-    lines_t *messages;
-    event_list_t *out_list;
-    uint8_t house;
-    uint32_t tag;
-    int sent;
-} vector_engine_t;
-
-static void vec_queue(void *user, uint32_t frame, uint8_t type_id, const uint8_t *payload, size_t len) {
-    vector_engine_t *v = user;
-    event_t e;
-    (void)frame;
-    if (type_id != EV_TIMING) return; /* vectors give every report as executed */
-    memset(&e, 0, sizeof e);
-    e.house = v->house;
-    e.type = type_id;
-    e.len = (uint8_t)len;
-    memcpy(e.data, payload, len);
-    list_push(v->out_list, &e);
-}
-
-static void vec_send(void *user, uint32_t frame, uint32_t tag) {
-    vector_engine_t *v = user;
-    (void)frame;
-    v->tag = tag;
-    v->sent = 1;
-}
-
-static void vec_message(void *user, uint32_t frame, uint8_t tier, const char *text) {
-    vector_engine_t *v = user;
-    line_t l;
-    (void)tier;
-    if (!v->messages) return;
-    memset(&l, 0, sizeof l);
-    l.kind = 'm';
-    l.frame = frame;
-    snprintf(l.text, sizeof l.text, "%s", text);
-    push_line(v->messages, &l);
-}
-
-/* One session per player; the vector's reports enter as NETWORK_REPORT
- * payloads executed on the vector's frames; the master's TIMING events go
- * through the engine's queue, stamped with the send frame's tag. */
-static int run_vector_through_sessions(const vector_t *v, lines_t *sends, lines_t *forces, lines_t *messages,
-                                       char *err, size_t errcap) {
-    rungs_session *sessions[16] = {0};
-    vector_engine_t engines[16];
-    event_list_t queue = {0}, out_list = {0};
-    uint32_t mask = 0, seat_count = 0, frame, seq = 0;
-    uint8_t last_sp = 0, last_la = 0, last_fps = 0;
-    int i, status = -1;
-    for (i = 0; i < v->player_count; i++) {
-        mask |= 1u << v->players[i];
-        if (v->players[i] + 1u > seat_count) seat_count = v->players[i] + 1u;
-    }
-    for (i = 0; i < v->player_count; i++) {
-        rungs_session_config c;
-        memset(&c, 0, sizeof c);
-        memset(&engines[i], 0, sizeof engines[i]);
-        engines[i].messages = i == 0 ? messages : NULL;
-        engines[i].out_list = &out_list;
-        engines[i].house = v->players[i];
-        c.struct_size = sizeof c;
-        c.speed_fps = (uint8_t)v->speed;
-        c.seat_count = (uint8_t)seat_count;
-        c.local_seat = v->players[i];
-        c.human_seat_mask = mask;
-        c.report_layout = RUNGS_REPORT_LAYOUT_EXTENDED;
-        c.timing_event_id = EV_TIMING;
-        c.network_report_event_id = EV_NETWORK_REPORT;
-        c.latency_fudge_event_id = EV_LATENCYFUDGE;
-        c.callbacks.user = &engines[i];
-        c.callbacks.queue_event = vec_queue;
-        c.callbacks.send_frame = vec_send;
-        c.callbacks.player_message = vec_message;
-        if (rungs_session_new(&c, &sessions[i]) != RUNGS_OK) {
-            snprintf(err, errcap, "rungs_session_new failed");
-            goto done;
-        }
-    }
-    for (frame = 0; frame <= v->until; frame++) {
-        int32_t executes = 0;
-        size_t k, kept = 0, n;
-        rungs_timing_status st;
-        for (i = 0; i < v->player_count; i++) {
-            engines[i].sent = 0;
-            if (rungs_session_frame_begin(sessions[i], frame, &executes) != RUNGS_OK) goto fail;
-        }
-        if (executes) {
-            qsort(queue.items, queue.len, sizeof(event_t), by_tag_house_seq);
-            for (k = 0; k < queue.len; k++) {
-                if (queue.items[k].frame > frame) {
-                    queue.items[kept++] = queue.items[k];
-                    continue;
-                }
-                for (i = 0; i < v->player_count; i++)
-                    if (rungs_session_event_executed(sessions[i], queue.items[k].type, queue.items[k].house, frame,
-                                                     queue.items[k].data, queue.items[k].len) != RUNGS_OK)
-                        goto fail;
-            }
-            queue.len = kept;
-        }
-        for (n = 0; n < v->input_count; n++) {
-            const input_t *in = &v->inputs[n];
-            if (in->frame != frame) continue;
-            for (i = 0; i < v->player_count; i++) {
-                if (in->kind == 'r') {
-                    uint8_t payload[RUNGS_REPORT_EXTENDED_PAYLOAD_LEN];
-                    size_t len = 0;
-                    if (rungs_report_payload_encode(&in->report, RUNGS_REPORT_LAYOUT_EXTENDED, payload,
-                                                    sizeof payload, &len) != RUNGS_OK ||
-                        rungs_session_event_executed(sessions[i], EV_NETWORK_REPORT, in->seat, frame, payload,
-                                                     len) != RUNGS_OK)
-                        goto fail;
-                } else if (rungs_session_player_removed(sessions[i], in->seat) != RUNGS_OK) {
-                    goto fail;
-                }
-            }
-        }
-        if (rungs_session_status(sessions[0], &st) != RUNGS_OK) goto fail;
-        if (frame == 0 || st.send_period != last_sp || st.look_ahead != last_la || st.fps != last_fps) {
-            line_t l;
-            memset(&l, 0, sizeof l);
-            l.kind = 'f';
-            l.frame = frame;
-            l.send_period = last_sp = st.send_period;
-            l.look_ahead = last_la = st.look_ahead;
-            l.fps = last_fps = st.fps;
-            push_line(forces, &l);
-        }
-        for (i = 0; i < v->player_count; i++) {
-            size_t before = out_list.len;
-            if (rungs_session_frame_end(sessions[i]) != RUNGS_OK) goto fail;
-            for (k = before; k < out_list.len; k++) {
-                line_t l;
-                memset(&l, 0, sizeof l);
-                l.kind = 's';
-                l.frame = frame;
-                l.fps = out_list.items[k].data[0] | (out_list.items[k].data[1] << 8);
-                l.look_ahead = out_list.items[k].data[2] | (out_list.items[k].data[3] << 8);
-                l.send_period = out_list.items[k].data[4];
-                push_line(sends, &l);
-            }
-        }
-        /* Everything issued up to a send frame goes out on it, stamped with its tag. */
-        if (engines[0].sent) {
-            for (k = 0; k < out_list.len; k++) {
-                out_list.items[k].frame = engines[0].tag;
-                out_list.items[k].seq = ++seq;
-                list_push(&queue, &out_list.items[k]);
-            }
-            out_list.len = 0;
-        }
-    }
-    status = 0;
-    goto done;
-fail:
-    snprintf(err, errcap, "frame %u: a session call failed", (unsigned)frame);
-done:
-    for (i = 0; i < v->player_count; i++) rungs_session_free(sessions[i]);
-    free(queue.items);
-    free(out_list.items);
-    return status;
-}
-
 int main(int argc, char **argv) {
-    if (argc == 3 && strcmp(argv[1], "--vectors") == 0)
-        return replay_directory(argv[2], "vectors through sessions", run_vector_through_sessions);
     if (argc == 1) return run_demo(0);
     if (argc == 2 && strcmp(argv[1], "--verbose") == 0) return run_demo(1);
-    fprintf(stderr, "usage: %s [--verbose] | --vectors DIR\n", argv[0]);
+    fprintf(stderr, "usage: %s [--verbose]\n", argv[0]);
     return 2;
 }

@@ -70,6 +70,22 @@ static int harness_failed;
         CHECK_STR(harness_m, (expected));                                              \
     } while (0)
 
+/* The calling thread's latest rungs error message must contain `needle`. */
+#define CHECK_MESSAGE_HAS(needle)                                                      \
+    do {                                                                               \
+        char harness_m[512];                                                           \
+        const char *harness_n = (needle);                                              \
+        harness_m[0] = '\0';                                                           \
+        rungs_last_error_message(harness_m, sizeof harness_m, NULL);                   \
+        if (strstr(harness_m, harness_n) != NULL) {                                    \
+            harness_passed++;                                                          \
+        } else {                                                                       \
+            harness_failed++;                                                          \
+            fprintf(stderr, "FAIL %s:%d: message \"%s\" does not contain \"%s\"\n",    \
+                    __FILE__, __LINE__, harness_m, harness_n);                         \
+        }                                                                              \
+    } while (0)
+
 /* The calling thread's latest rungs error message must start with `prefix`. */
 #define CHECK_MESSAGE_STARTS(prefix)                                                   \
     do {                                                                               \

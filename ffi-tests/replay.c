@@ -2,7 +2,7 @@
  *
  *   replay DIR      replays every *.vec file in DIR
  *
- * Each vector (see vectors/README.md) is one game: executed reports and
+ * Each vector (see tests/vectors/README.md) is one game: executed reports and
  * removals go in; every timing event the master sends, every change of the
  * timing in force and every player message must come out exactly as listed.
  * The replay drives one rungs_timing_machine per human seat plus an observer,
@@ -189,5 +189,5 @@ done:
 }
 
 int main(int argc, char **argv) {
-    return replay_directory(argc > 1 ? argv[1] : "../shared/vectors", "vectors", run_vector);
+    return replay_directory(argc > 1 ? argv[1] : "../tests/vectors", "vectors", run_vector);
 }

@@ -1,7 +1,9 @@
 /* rungs_session through the C API: setup validation (IDs, seats, layouts),
  * the frame loop with callbacks, executed events, measurements, and misuse:
  * NULL handles and pointers, unregistered IDs, bad payloads, unknown seats,
- * re-entry from a callback, a poisoned object. */
+ * re-entry from a callback, a poisoned object; late events; every refused
+ * configuration with its message; frame readiness through a staged decrease
+ * where two consecutive send frames share a tag. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdlib.h>
@@ -259,7 +261,7 @@ static void test_frame_loop(void) {
     CHECK_EQ(rungs_session_frame_begin(s, 65, NULL), RUNGS_OK);
     CHECK_EQ(rungs_session_set_speed(s, 0), RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_EQ(rungs_session_set_speed(s, 20), RUNGS_OK);
-    CHECK_EQ(rungs_session_player_removed(s, 2), RUNGS_ERR_UNKNOWN_SEAT);
+    CHECK_EQ(rungs_session_player_removed(s, 2), RUNGS_ERR_UNKNOWN_SEAT); /* AI: never human */
     CHECK_EQ(rungs_session_player_removed(s, 0), RUNGS_OK);
     CHECK_EQ(seen.masters, 1);
     CHECK_EQ(seen.last_master, 1);
@@ -356,11 +358,486 @@ static void test_round_trips_from_the_transport(void) {
     CHECK_EQ(rungs_endpoint_free(b), RUNGS_OK);
 }
 
+/* Late events are normal play (S3): a report that executes after its
+ * sender's removal and a second removal of the same seat are accepted and
+ * change nothing; only a seat that never was a human seat is an error. */
+static void test_late_events_are_no_ops(void) {
+    seen_t seen;
+    rungs_session_config c;
+    rungs_session *s = NULL;
+    rungs_timing_status before, after;
+    uint8_t report_payload[6];
+    uint32_t frame;
+    memset(&seen, 0, sizeof seen);
+    c = config_for(&seen, 1); /* seats 0 and 1 human, 2 AI; we are seat 1 */
+    CHECK_EQ(rungs_session_new(&c, &s), RUNGS_OK);
+    if (!s) return;
+    for (frame = 0; frame <= 32; frame++) plain_frame(s, frame);
+    CHECK_EQ(seen.last_type, 36); /* our report of frame 32 */
+    memcpy(report_payload, seen.last_payload, sizeof report_payload);
+
+    CHECK_EQ(rungs_session_frame_begin(s, 33, NULL), RUNGS_OK);
+    CHECK_EQ(rungs_session_player_removed(s, 0), RUNGS_OK); /* the master leaves */
+    CHECK_EQ(seen.masters, 1);
+    CHECK_EQ(seen.last_master, 1);
+    CHECK_EQ(rungs_session_status(s, &before), RUNGS_OK);
+
+    /* The same removal, issued by another machine: accepted, nothing happens. */
+    CHECK_EQ(rungs_session_player_removed(s, 0), RUNGS_OK);
+    CHECK_EQ(seen.masters, 1);
+    CHECK(strstr(seen.last_log, "already removed") != NULL);
+    /* Seat 0's report was in flight when the removal was issued: accepted, ignored. */
+    CHECK_EQ(rungs_session_event_executed(s, 36, 0, 33, report_payload, 6), RUNGS_OK);
+    CHECK(strstr(seen.last_log, "ignored") != NULL);
+    CHECK_EQ(rungs_session_status(s, &after), RUNGS_OK);
+    CHECK_EQ(after.master_seat, before.master_seat);
+    CHECK_EQ(after.send_period, before.send_period);
+    CHECK_EQ(after.look_ahead, before.look_ahead);
+    CHECK_EQ(after.qualifying_in_a_row, before.qualifying_in_a_row);
+
+    /* Seat 2 is an AI seat and seat 9 does not exist: never human, an error. */
+    CHECK_EQ(rungs_session_player_removed(s, 2), RUNGS_ERR_UNKNOWN_SEAT);
+    CHECK_EQ(rungs_session_event_executed(s, 36, 2, 33, report_payload, 6), RUNGS_ERR_UNKNOWN_SEAT);
+    CHECK_EQ(rungs_session_player_removed(s, 9), RUNGS_ERR_UNKNOWN_SEAT);
+    CHECK_EQ(rungs_session_frame_end(s), RUNGS_OK);
+
+    /* Later frames: still no-ops, and the game goes on. */
+    CHECK_EQ(rungs_session_frame_begin(s, 34, NULL), RUNGS_OK);
+    CHECK_EQ(rungs_session_player_removed(s, 0), RUNGS_OK);
+    CHECK_EQ(rungs_session_event_executed(s, 36, 0, 34, report_payload, 6), RUNGS_OK);
+    CHECK_EQ(rungs_session_frame_end(s), RUNGS_OK);
+    CHECK_EQ(seen.masters, 1);
+    CHECK_EQ(rungs_session_free(s), RUNGS_OK);
+}
+
+/* Every configuration that can never work is refused at rungs_session_new,
+ * with a message naming the field, what it got and what was expected. */
+static void test_refused_configurations(void) {
+    seen_t seen;
+    rungs_session_config c;
+    rungs_session *s = NULL;
+    memset(&seen, 0, sizeof seen);
+
+    c = config_for(&seen, 0);
+    c.callbacks.queue_event = NULL;
+    CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("rungs_session_new: config->callbacks.queue_event is NULL; the session cannot queue reports");
+    c = config_for(&seen, 0);
+    c.callbacks.send_frame = NULL;
+    CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("rungs_session_new: config->callbacks.send_frame is NULL; the session cannot send reports or "
+                  "timing events without it");
+    c = config_for(&seen, 0);
+    c.seat_count = 0;
+    CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("rungs_session_new: config->seat_count is 0; expected 1 to 16");
+    c = config_for(&seen, 0);
+    c.seat_count = 17;
+    CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("config->seat_count is 17; expected 1 to 16");
+    c = config_for(&seen, 0);
+    c.human_seat_mask = 0x9; /* seat 3 of 3 */
+    CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("config->human_seat_mask is 0x9; expected bits only below bit 3, one per seat (config->seat_count is 3)");
+    c = config_for(&seen, 0);
+    c.human_seat_mask = 0;
+    c.local_seat = RUNGS_NO_SEAT;
+    CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("config->human_seat_mask is 0; expected at least one human seat");
+    c = config_for(&seen, 2); /* an AI seat */
+    CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("config->local_seat is 2; expected a seat in config->human_seat_mask 0x3");
+    c = config_for(&seen, 0);
+    c.speed_fps = 0;
+    CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("config->speed_fps is 0; expected 1 to 255");
+    c = config_for(&seen, 0);
+    c.report_layout = 2;
+    CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("config->report_layout is 2; expected RUNGS_REPORT_LAYOUT_COMPACT (0)");
+    c = config_for(&seen, 0);
+    c.timing_event_id = 300;
+    CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("config->timing_event_id is 300; expected 0 to 255");
+    c = config_for(&seen, 0);
+    c.network_report_event_id = 256;
+    CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("config->network_report_event_id is 256; expected 0 to 255");
+    c = config_for(&seen, 0);
+    c.latency_fudge_event_id = 1000;
+    CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("config->latency_fudge_event_id is 1000; expected 0 to 255 or RUNGS_NO_EVENT_ID");
+    c = config_for(&seen, 0);
+    c.network_report_event_id = 31;
+    CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("config->timing_event_id and config->network_report_event_id are both 31");
+    c = config_for(&seen, 0);
+    c.latency_fudge_event_id = 36;
+    CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("config->network_report_event_id and config->latency_fudge_event_id are both 36");
+    c = config_for(&seen, 0);
+    c.reserved = 1;
+    CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("config->reserved is 1; expected 0");
+    c = config_for(&seen, 0);
+    c.struct_size = 8;
+    CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("config->struct_size is 8; expected at least sizeof(rungs_session_config)");
+    CHECK_EQ(rungs_session_new(NULL, &s), RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE_HAS("rungs_session_new: config is NULL");
+    c = config_for(&seen, 0);
+    CHECK_EQ(rungs_session_new(&c, NULL), RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE_HAS("rungs_session_new: out is NULL");
+    CHECK(s == NULL);
+
+    /* An observer follows a recording: it never queues or sends, so it may
+     * go without those two callbacks. */
+    c = config_for(&seen, 0);
+    c.local_seat = RUNGS_NO_SEAT;
+    c.callbacks.queue_event = NULL;
+    c.callbacks.send_frame = NULL;
+    CHECK_EQ(rungs_session_new(&c, &s), RUNGS_OK);
+    CHECK_EQ(rungs_session_free(s), RUNGS_OK);
+}
+
+/* Refusals after setup name the C function and say what was got and
+ * what was expected. */
+static void test_messages_name_c_functions(void) {
+    seen_t seen;
+    rungs_session_config c;
+    rungs_session *s = NULL;
+    uint8_t payload[6] = {0};
+    uint32_t f = 0;
+    memset(&seen, 0, sizeof seen);
+    c = config_for(&seen, 0);
+    CHECK_EQ(rungs_session_new(&c, &s), RUNGS_OK);
+    if (!s) return;
+    CHECK_EQ(rungs_session_frame_end(s), RUNGS_ERR_STATE);
+    CHECK_MESSAGE_HAS("rungs_session_frame_end: ");
+    CHECK_MESSAGE_HAS("call rungs_session_frame_begin(s, 0) first");
+    CHECK_EQ(rungs_session_frame_begin(s, 3, NULL), RUNGS_ERR_STATE);
+    CHECK_MESSAGE_HAS("rungs_session_frame_begin: got frame 3; expected frame 0");
+    CHECK_EQ(rungs_session_frame_begin(s, 0, NULL), RUNGS_OK);
+    CHECK_EQ(rungs_session_frame_begin(s, 1, NULL), RUNGS_ERR_STATE);
+    CHECK_MESSAGE_HAS("got frame 1, but frame 0 is still running; call rungs_session_frame_end first");
+    CHECK_EQ(rungs_session_event_executed(s, 36, 0, 7, payload, 6), RUNGS_ERR_STATE);
+    CHECK_MESSAGE_HAS("rungs_session_event_executed: got frame 7; expected the current frame 0");
+    CHECK_EQ(rungs_session_event_executed(s, 99, 0, 0, payload, 6), RUNGS_ERR_UNREGISTERED_EVENT);
+    CHECK_MESSAGE_HAS("type_id 99 is not registered; expected config->timing_event_id 31, config->network_report_event_id "
+                  "36 or config->latency_fudge_event_id 35");
+    CHECK_EQ(rungs_session_event_executed(s, 36, 0, 0, payload, 4), RUNGS_ERR_MALFORMED);
+    CHECK_MESSAGE_HAS("NETWORK_REPORT payload of 4 bytes from seat 0 is malformed");
+    CHECK_MESSAGE_HAS("expected 6 bytes");
+    CHECK_EQ(rungs_session_event_executed(s, 36, 2, 0, payload, 6), RUNGS_ERR_UNKNOWN_SEAT);
+    CHECK_MESSAGE_HAS("seat 2 never was a human seat of this game; expected a seat in config->human_seat_mask 0x3");
+    CHECK_EQ(rungs_session_player_removed(s, 5), RUNGS_ERR_UNKNOWN_SEAT);
+    CHECK_MESSAGE_HAS("rungs_session_player_removed: seat 5 never was a human seat");
+    CHECK_EQ(rungs_session_rtt_sample(s, 0, 10, 1), RUNGS_ERR_UNKNOWN_SEAT);
+    CHECK_MESSAGE_HAS("rungs_session_rtt_sample: peer 0 is not measured; expected another human player still in the "
+                  "game: 1");
+    CHECK_EQ(rungs_session_rtt_sample(s, 1, 10, 7), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("clean is 7; expected 0 or 1");
+    CHECK_EQ(rungs_session_wait_end(s, 10), RUNGS_ERR_STATE);
+    CHECK_MESSAGE_HAS("rungs_session_wait_end: no wait is open; call rungs_session_wait_begin first");
+    CHECK_EQ(rungs_session_frame_work_begin(s, 10), RUNGS_OK);
+    CHECK_EQ(rungs_session_frame_work_begin(s, 10), RUNGS_ERR_STATE);
+    CHECK_MESSAGE_HAS("the frame's work is already open; call rungs_session_frame_work_end first");
+    CHECK_EQ(rungs_session_frame_work_end(s, 5), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("now_us is 5; expected 10 (the begin) or later");
+    CHECK_EQ(rungs_session_set_speed(s, 0), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("rungs_session_set_speed: speed_fps is 0; expected 1 to 255");
+    CHECK_EQ(rungs_session_submit_command(s, NULL), RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE_HAS("rungs_session_submit_command: ");
+    CHECK_EQ(rungs_session_required_send_frame(s, 5, &f), RUNGS_ERR_STATE);
+    CHECK_MESSAGE_HAS("rungs_session_required_send_frame: got frame 5; expected 0 to 0");
+    CHECK_EQ(rungs_session_frame_end(s), RUNGS_OK);
+    CHECK_EQ(rungs_session_free(s), RUNGS_OK);
+}
+
+/* ---- frame readiness: a staged decrease gives two send frames one tag ----
+ *
+ * Three engines with their own queues and packets run rungs_session. Seat
+ * 0's engine drives the timing to 3/9 (frame 10) and then to 2/6 (frame 30):
+ * 2/6 executes on 39 under 3/9, W = 48 = A, and send frames 45 (3/9) and 48
+ * (2/6) are both tagged 54. Seat 0's order of frame 47 rides in send frame
+ * 48's packet, which reaches seat 1 late. With "a packet tagged >= F from
+ * every peer", seat 1 runs frame 54 without it and executes the order on 56
+ * while the others do on 54; with rungs_session_frame_ready every machine
+ * executes it on 54. */
+
+#define RP 3
+#define R_FRAMES 100u
+#define R_ORDER 1
+#define R_MARK 0xAA
+
+typedef struct {
+    uint32_t tag, seq;
+    uint8_t seat, type, len, data[8];
+} r_event_t;
+
+typedef struct {
+    uint8_t from, to;
+    uint32_t send_frame, tag;
+    uint64_t arrives;
+    int n;
+    r_event_t ev[16];
+} r_packet_t;
+
+typedef struct r_world r_world_t;
+
+typedef struct {
+    r_world_t *w;
+    uint8_t seat;
+    rungs_session *s;
+    uint32_t next_frame, seq;
+    r_event_t out[16], todo[256];
+    int n_out, n_todo;
+    uint32_t held_sf[RP], held_tag[RP];
+    uint32_t sent_frames[128], sent_tags[128];
+    int n_sends;
+    uint32_t log[512][5]; /* frame, seat, seq, type, mark */
+    int n_log;
+} r_machine_t;
+
+struct r_world {
+    r_machine_t m[RP];
+    r_packet_t net[256];
+    int n_net;
+    uint64_t tick;
+};
+
+static void r_issue(r_machine_t *m, uint8_t type, const uint8_t *data, uint8_t len) {
+    r_event_t *e = &m->out[m->n_out++];
+    memset(e, 0, sizeof *e);
+    e->seat = m->seat;
+    e->seq = ++m->seq;
+    e->type = type;
+    e->len = len;
+    memcpy(e->data, data, len);
+}
+
+static void r_on_queue(void *user, uint32_t frame, uint8_t type_id, const uint8_t *payload, size_t len) {
+    (void)frame;
+    r_issue(user, type_id, payload, (uint8_t)len);
+}
+
+static void r_on_send(void *user, uint32_t send_frame, uint32_t tag) {
+    r_machine_t *m = user;
+    r_world_t *w = m->w;
+    int i, to;
+    for (i = 0; i < m->n_out; i++) {
+        m->out[i].tag = tag;
+        m->todo[m->n_todo++] = m->out[i];
+    }
+    m->sent_frames[m->n_sends] = send_frame;
+    m->sent_tags[m->n_sends++] = tag;
+    for (to = 0; to < RP; to++) {
+        r_packet_t *p;
+        uint64_t behind = 0;
+        int k;
+        if (to == m->seat) continue;
+        for (k = 0; k < w->n_net; k++)
+            if (w->net[k].from == m->seat && w->net[k].to == to && w->net[k].arrives > behind)
+                behind = w->net[k].arrives; /* links deliver in order */
+        p = &w->net[w->n_net++];
+        p->from = m->seat;
+        p->to = (uint8_t)to;
+        p->send_frame = send_frame;
+        p->tag = tag;
+        p->arrives = w->tick + (m->seat == 0 && to == 1 && send_frame == 48 ? 20 : 1);
+        if (p->arrives < behind) p->arrives = behind;
+        p->n = m->n_out;
+        memcpy(p->ev, m->out, sizeof(r_event_t) * (size_t)m->n_out);
+    }
+    m->n_out = 0;
+}
+
+static int r_ready(r_machine_t *m, int session_rule, uint32_t frame) {
+    int p;
+    if (session_rule) {
+        int32_t ready = -1;
+        CHECK_EQ(rungs_session_frame_ready(m->s, frame, m->held_sf, RP, &ready), RUNGS_OK);
+        return ready == 1;
+    }
+    if (frame < 6) return 1; /* the first packet is tagged 6 */
+    for (p = 0; p < RP; p++)
+        if (p != m->seat && (m->held_tag[p] == RUNGS_NO_FRAME || m->held_tag[p] < frame)) return 0;
+    return 1;
+}
+
+static void r_step(r_machine_t *m, int session_rule) {
+    static const uint8_t to_3_9[5] = {30, 0, 9, 0, 3}, to_2_6[5] = {30, 0, 6, 0, 2}, mark = R_MARK;
+    uint32_t frame = m->next_frame;
+    int32_t executes = 0;
+    if (frame > R_FRAMES || !r_ready(m, session_rule, frame)) return;
+    CHECK_EQ(rungs_session_frame_begin(m->s, frame, &executes), RUNGS_OK);
+    while (executes) { /* due events in (tag, seat, issue order) */
+        int i, best = -1;
+        for (i = 0; i < m->n_todo; i++) {
+            const r_event_t *e = &m->todo[i], *b = best < 0 ? NULL : &m->todo[best];
+            if (e->tag > frame) continue;
+            if (!b || e->tag < b->tag || (e->tag == b->tag && (e->seat < b->seat || (e->seat == b->seat && e->seq < b->seq))))
+                best = i;
+        }
+        if (best < 0) break;
+        {
+            r_event_t e = m->todo[best];
+            uint32_t *row = m->log[m->n_log++];
+            m->todo[best] = m->todo[--m->n_todo];
+            if (e.type != R_ORDER)
+                CHECK_EQ(rungs_session_event_executed(m->s, e.type, e.seat, frame, e.data, e.len), RUNGS_OK);
+            row[0] = frame;
+            row[1] = e.seat;
+            row[2] = e.seq;
+            row[3] = e.type;
+            row[4] = e.data[0];
+        }
+    }
+    if (m->seat == 0 && frame == 10) r_issue(m, 31, to_3_9, 5);
+    if (m->seat == 0 && frame == 30) r_issue(m, 31, to_2_6, 5);
+    if (m->seat == 0 && frame == 47) r_issue(m, R_ORDER, &mark, 1);
+    if (frame % 5 == m->seat) r_issue(m, R_ORDER, &m->seat, 1);
+    CHECK_EQ(rungs_session_frame_end(m->s), RUNGS_OK);
+    m->next_frame++;
+}
+
+/* Play the game; returns 0 when every machine reached R_FRAMES. */
+static int r_play(r_world_t *w, int session_rule) {
+    int i;
+    memset(w, 0, sizeof *w);
+    for (i = 0; i < RP; i++) {
+        r_machine_t *m = &w->m[i];
+        rungs_session_config c;
+        int p;
+        m->w = w;
+        m->seat = (uint8_t)i;
+        for (p = 0; p < RP; p++) m->held_sf[p] = m->held_tag[p] = RUNGS_NO_FRAME;
+        memset(&c, 0, sizeof c);
+        c.struct_size = sizeof c;
+        c.speed_fps = 30;
+        c.seat_count = RP;
+        c.local_seat = (uint8_t)i;
+        c.human_seat_mask = (1u << RP) - 1;
+        c.report_layout = RUNGS_REPORT_LAYOUT_COMPACT;
+        c.timing_event_id = 31;
+        c.network_report_event_id = 36;
+        c.latency_fudge_event_id = RUNGS_NO_EVENT_ID;
+        c.callbacks.user = m;
+        c.callbacks.queue_event = r_on_queue;
+        c.callbacks.send_frame = r_on_send;
+        CHECK_EQ(rungs_session_new(&c, &m->s), RUNGS_OK);
+        if (!m->s) return -1;
+    }
+    for (w->tick = 0; w->tick < 2000; w->tick++) {
+        int k = 0, done = 1;
+        while (k < w->n_net) {
+            r_packet_t *p = &w->net[k];
+            if (p->arrives <= w->tick) {
+                r_machine_t *to = &w->m[p->to];
+                int e;
+                for (e = 0; e < p->n; e++) to->todo[to->n_todo++] = p->ev[e];
+                to->held_sf[p->from] = p->send_frame;
+                to->held_tag[p->from] = p->tag;
+                w->net[k] = w->net[--w->n_net];
+            } else {
+                k++;
+            }
+        }
+        for (i = 0; i < RP; i++) r_step(&w->m[i], session_rule);
+        for (i = 0; i < RP; i++) done &= w->m[i].next_frame > R_FRAMES;
+        if (done) break;
+    }
+    for (i = 0; i < RP; i++) rungs_session_free(w->m[i].s);
+    return w->tick < 2000 ? 0 : -1;
+}
+
+static uint32_t r_marked_order_frame(const r_machine_t *m) {
+    int i;
+    for (i = 0; i < m->n_log; i++)
+        if (m->log[i][1] == 0 && m->log[i][3] == R_ORDER && m->log[i][4] == R_MARK) return m->log[i][0];
+    return RUNGS_NO_FRAME;
+}
+
+static int r_same_log(const r_machine_t *a, const r_machine_t *b) {
+    return a->n_log == b->n_log && memcmp(a->log, b->log, sizeof a->log[0] * (size_t)a->n_log) == 0;
+}
+
+static void test_frame_readiness_through_a_staged_decrease(void) {
+    static r_world_t w;
+    int i, k, shared = 0;
+    uint32_t needed = 0;
+
+    /* The naive rule: seat 1 runs the marked order two frames late. */
+    CHECK_EQ(r_play(&w, 0), 0);
+    for (k = 1; k < w.m[0].n_sends; k++)
+        if (w.m[0].sent_frames[k - 1] == 45 && w.m[0].sent_frames[k] == 48)
+            shared = w.m[0].sent_tags[k - 1] == 54 && w.m[0].sent_tags[k] == 54;
+    CHECK(shared); /* two consecutive send frames, one tag */
+    CHECK_EQ(r_marked_order_frame(&w.m[0]), 54);
+    CHECK_EQ(r_marked_order_frame(&w.m[2]), 54);
+    CHECK_EQ(r_marked_order_frame(&w.m[1]), 56);
+    CHECK(!r_same_log(&w.m[0], &w.m[1])); /* a desync */
+
+    /* The session's rule: everyone runs it on 54, and every log matches. */
+    CHECK_EQ(r_play(&w, 1), 0);
+    for (i = 0; i < RP; i++) CHECK_EQ(r_marked_order_frame(&w.m[i]), 54);
+    CHECK(r_same_log(&w.m[0], &w.m[1]));
+    CHECK(r_same_log(&w.m[0], &w.m[2]));
+    CHECK(w.m[0].n_log > 40);
+
+    /* The call answers the frame directly too: frame 54 needs send frame 48. */
+    {
+        seen_t seen;
+        rungs_session_config c;
+        rungs_session *s = NULL;
+        static const uint8_t to_3_9[5] = {30, 0, 9, 0, 3}, to_2_6[5] = {30, 0, 6, 0, 2};
+        uint32_t frame;
+        memset(&seen, 0, sizeof seen);
+        c = config_for(&seen, 1);
+        CHECK_EQ(rungs_session_new(&c, &s), RUNGS_OK);
+        if (!s) return;
+        CHECK_EQ(rungs_session_required_send_frame(s, 0, &needed), RUNGS_OK);
+        CHECK_EQ(needed, RUNGS_NO_FRAME);
+        CHECK_EQ(rungs_session_required_send_frame(s, 0, NULL), RUNGS_ERR_NULL_POINTER);
+        for (frame = 0; frame <= 53; frame++) {
+            CHECK_EQ(rungs_session_frame_begin(s, frame, NULL), RUNGS_OK);
+            if (frame == 16) CHECK_EQ(rungs_session_event_executed(s, 31, 0, frame, to_3_9, 5), RUNGS_OK);
+            if (frame == 39) CHECK_EQ(rungs_session_event_executed(s, 31, 0, frame, to_2_6, 5), RUNGS_OK);
+            CHECK_EQ(rungs_session_frame_end(s), RUNGS_OK);
+        }
+        CHECK_EQ(rungs_session_required_send_frame(s, 53, &needed), RUNGS_OK);
+        CHECK_EQ(needed, 42); /* 42 + 9 = 51 <= 53 < 45 + 9 */
+        CHECK_EQ(rungs_session_required_send_frame(s, 54, &needed), RUNGS_OK);
+        CHECK_EQ(needed, 48); /* not 45: 45 and 48 are both tagged 54 */
+        {
+            uint32_t held[3] = {RUNGS_NO_FRAME, RUNGS_NO_FRAME, 45};
+            int32_t ready = -1;
+            held[0] = 45; /* seat 0 (a peer) sent 45's packet; 48's is missing */
+            CHECK_EQ(rungs_session_frame_ready(s, 54, held, 3, &ready), RUNGS_OK);
+            CHECK_EQ(ready, 0);
+            held[0] = 48; /* seat 2 is an AI seat: ignored */
+            CHECK_EQ(rungs_session_frame_ready(s, 54, held, 3, &ready), RUNGS_OK);
+            CHECK_EQ(ready, 1);
+            CHECK_EQ(rungs_session_frame_ready(s, 54, held, 2, &ready), RUNGS_ERR_INVALID_ARGUMENT);
+            CHECK_MESSAGE_HAS("rungs_session_frame_ready: count is 2; expected config->seat_count 3");
+            CHECK_EQ(rungs_session_frame_ready(s, 55, held, 3, &ready), RUNGS_ERR_STATE);
+            CHECK_MESSAGE_HAS("got frame 55; expected 0 to 54");
+            CHECK_EQ(rungs_session_frame_ready(s, 54, NULL, 3, &ready), RUNGS_ERR_NULL_POINTER);
+        }
+        CHECK_EQ(rungs_session_free(s), RUNGS_OK);
+    }
+}
+
 int main(void) {
+
     test_setup();
     test_null_handles();
     test_frame_loop();
     test_reentry_and_poison();
+    test_late_events_are_no_ops();
+    test_refused_configurations();
+    test_messages_name_c_functions();
+    test_frame_readiness_through_a_staged_decrease();
     test_round_trips_from_the_transport();
     return harness_report("session");
 }

@@ -423,8 +423,13 @@ static void test_machine_game(void) {
     CHECK_EQ(rungs_timing_machine_execute_removal(m, 0), RUNGS_OK);
     CHECK_EQ(o.master_changes, 1);
     CHECK_EQ(o.last_master, 1);
-    CHECK_EQ(rungs_timing_machine_execute_removal(m, 0), RUNGS_ERR_UNKNOWN_SEAT);
-    CHECK_EQ(rungs_timing_machine_execute_report(m, 0, &r), RUNGS_ERR_UNKNOWN_SEAT);
+    /* Late events are normal play (S3): the same removal issued by another
+     * machine, and a report that was in flight, change nothing. */
+    CHECK_EQ(rungs_timing_machine_execute_removal(m, 0), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_execute_report(m, 0, &r), RUNGS_OK);
+    CHECK_EQ(o.master_changes, 1); /* no second handoff */
+    CHECK_EQ(rungs_timing_machine_execute_removal(m, 2), RUNGS_ERR_UNKNOWN_SEAT); /* still never seated */
+    CHECK_EQ(rungs_timing_machine_execute_report(m, 2, &r), RUNGS_ERR_UNKNOWN_SEAT);
     CHECK_EQ(rungs_timing_machine_status(m, &s), RUNGS_OK);
     CHECK_EQ(s.master_seat, 1);
     CHECK_EQ(s.is_master, 0);

@@ -161,6 +161,12 @@
 #define RUNGS_NO_EVENT_ID 65535
 
 /**
+ * No frame: "nothing needed yet" from `rungs_session_required_send_frame`,
+ * "nothing held yet" in `rungs_session_frame_ready`'s array.
+ */
+#define RUNGS_NO_FRAME 4294967295
+
+/**
  * Log level of an error.
  */
 #define RUNGS_LOG_ERROR 0
@@ -803,10 +809,13 @@ typedef void (RUNGS_CALL *rungs_queue_event_fn)(void *user,
                                      size_t len);
 
 /**
- * Send frame: flush your packet now, stamping every event collected since
- * the previous send frame (yours and the queued ones) with `tag` (S5).
+ * Send frame `send_frame`: flush your packet now, stamping every event
+ * collected since the previous send frame (yours and the queued ones) with
+ * `tag` (S5), and put `send_frame` in the packet: frame readiness
+ * (`rungs_session_frame_ready`) counts packets by send frame, because two
+ * consecutive send frames can carry the same tag.
  */
-typedef void (RUNGS_CALL *rungs_send_frame_fn)(void *user, uint32_t frame, uint32_t tag);
+typedef void (RUNGS_CALL *rungs_send_frame_fn)(void *user, uint32_t send_frame, uint32_t tag);
 
 /**
  * A log line (`RUNGS_LOG_*`); `text` lives until the callback returns.
@@ -814,9 +823,12 @@ typedef void (RUNGS_CALL *rungs_send_frame_fn)(void *user, uint32_t frame, uint3
 typedef void (RUNGS_CALL *rungs_log_fn)(void *user, uint8_t level, const char *text);
 
 /**
- * The session's callbacks, each optional (NULL). They run synchronously on
- * the calling thread inside the call that caused them; calling back into
- * the same session from one returns `RUNGS_ERR_REENTRANT`.
+ * The session's callbacks. `queue_event` and `send_frame` are required for a
+ * playing machine (`rungs_session_new` refuses NULL ones); an observer
+ * (`local_seat = RUNGS_NO_SEAT`) may leave them NULL; the others are
+ * optional. They run synchronously on the calling thread inside the call
+ * that caused them; calling back into the same session from one returns
+ * `RUNGS_ERR_REENTRANT`.
  */
 typedef struct rungs_session_callbacks {
     /**
@@ -1831,16 +1843,31 @@ RUNGS_API const char *RUNGS_CALL rungs_result_str(rungs_result code);
 RUNGS_API rungs_result RUNGS_CALL rungs_last_error_message(char *buf, size_t cap, size_t *out_len);
 
 /**
- * Make a session for the eve of frame 0. Refused with
- * `RUNGS_ERR_INVALID_ARGUMENT` when two roles share an event ID, an ID is
- * above 255, or the seats are invalid. `*out` is written only on success.
+ * Make a session for the eve of frame 0; `*out` is written only on success.
+ *
+ * A configuration that can never work is refused, and the message
+ * (`rungs_last_error_message`) names the field: a playing machine
+ * (`local_seat` a human seat) needs `callbacks.queue_event` and
+ * `callbacks.send_frame`; an observer (`RUNGS_NO_SEAT`) may leave them NULL.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `config` or `out` is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if `config->struct_size` is smaller than this
+ * library's struct, `config->reserved` is not 0, `speed_fps` is 0, `seat_count`
+ * is not 1–16, `human_seat_mask` is 0 or has bits at or above `seat_count`,
+ * `local_seat` is not a human seat nor `RUNGS_NO_SEAT`, `report_layout` is
+ * not a `RUNGS_REPORT_LAYOUT_*`, an event ID is above 255, two roles share
+ * an event ID, or a playing machine lacks `queue_event` or `send_frame`;
+ * RUNGS_ERR_PANIC.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_new(const struct rungs_session_config *config,
                                struct rungs_session **out);
 
 /**
- * Release a session. NULL is accepted; refused from inside its callbacks.
+ * Release a session. NULL is accepted.
+ *
+ * Returns: RUNGS_OK (also for NULL); RUNGS_ERR_REENTRANT if called from
+ * inside one of the session's own callbacks; RUNGS_ERR_PANIC.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_free(struct rungs_session *s);
 
@@ -1848,7 +1875,13 @@ RUNGS_API rungs_result RUNGS_CALL rungs_session_free(struct rungs_session *s);
  * Start `frame` (0, 1, 2, ... without gaps). `*out_executes_commands` (may
  * be NULL) is 1 when this frame executes commands: execute every queued
  * event tagged at or before it, in (tag, seat, issue order), handing rungs'
- * events to `rungs_session_event_executed`.
+ * events to `rungs_session_event_executed`. Before executing, make sure the
+ * frame is ready (`rungs_session_frame_ready`).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
+ * RUNGS_ERR_STATE if the previous frame is still running (call
+ * `rungs_session_frame_end`) or `frame` is not the next frame;
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_frame_begin(struct rungs_session *s,
@@ -1856,11 +1889,61 @@ rungs_result RUNGS_CALL rungs_session_frame_begin(struct rungs_session *s,
                                        int32_t *out_executes_commands);
 
 /**
+ * Frame readiness (S5): `*out_send_frame` is the send frame whose packet
+ * you must hold from every peer (every other human player still in the
+ * game) before `frame` executes, or `RUNGS_NO_FRAME` when nothing is
+ * needed yet. It is the last send frame whose tag is at or before `frame`:
+ * a command executes on the first send frame at or after its tag, and
+ * during a staged decrease two consecutive send frames can carry the same
+ * tag, so "a packet tagged at or after `frame` from every peer" is not
+ * enough. Count packets by the send frame number `send_frame` gave you.
+ * Ask after `rungs_session_frame_end` of `frame - 1` (or during `frame`);
+ * the answer is the same on every machine.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_send_frame` is
+ * NULL; RUNGS_ERR_STATE if `frame - 1` has not ended (its send frames are not
+ * final yet) or `frame` is more than 256 frames before that;
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_session_required_send_frame(struct rungs_session *s,
+                                               uint32_t frame,
+                                               uint32_t *out_send_frame);
+
+/**
+ * Frame readiness (S5) from what you hold: `held_send_frames[seat]` is the
+ * latest send frame you hold from `seat` (`RUNGS_NO_FRAME` for none yet),
+ * for every seat `0 .. seat_count - 1` (`count` must be `seat_count`).
+ * Only peers are read: entries of your own seat, AI seats and removed
+ * players are ignored. `*out_ready` is 1 when `frame` may execute, i.e.
+ * every peer's entry is at or after `rungs_session_required_send_frame`.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s`, `held_send_frames` or
+ * `out_ready` is NULL; RUNGS_ERR_INVALID_ARGUMENT if `count` is not the
+ * session's `seat_count`; RUNGS_ERR_STATE as for
+ * `rungs_session_required_send_frame`; RUNGS_ERR_POISONED,
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_session_frame_ready(struct rungs_session *s,
+                                       uint32_t frame,
+                                       const uint32_t *held_send_frames,
+                                       size_t count,
+                                       int32_t *out_ready);
+
+/**
  * One of rungs' events executed on `frame` (the current frame), sent by
- * `seat`: TIMING and NETWORK_REPORT are applied, LATENCYFUDGE is ignored.
- * Refused, changing nothing: an unregistered ID
- * (`RUNGS_ERR_UNREGISTERED_EVENT`), a payload of the wrong size or content
- * (`RUNGS_ERR_MALFORMED`), an unknown seat (`RUNGS_ERR_UNKNOWN_SEAT`).
+ * `seat`: TIMING and NETWORK_REPORT are applied, LATENCYFUDGE is ignored. A
+ * report from a player already removed is a late event of normal play: it
+ * is accepted and changes nothing (S3). A refused event changes nothing.
+ *
+ * Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if `s`
+ * or `payload` is NULL; RUNGS_ERR_STATE if no frame is running or `frame` is
+ * not the current frame; RUNGS_ERR_UNREGISTERED_EVENT if `type_id` is none
+ * of the configured event IDs; RUNGS_ERR_MALFORMED if the payload has the
+ * wrong size or content for its layout; RUNGS_ERR_UNKNOWN_SEAT if `seat`
+ * never was a human seat of the game; RUNGS_ERR_POISONED,
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_event_executed(struct rungs_session *s,
@@ -1872,7 +1955,14 @@ rungs_result RUNGS_CALL rungs_session_event_executed(struct rungs_session *s,
 
 /**
  * Your removal of `seat` executed on the current frame (S3); removing the
- * master hands the role to the next human in house order (S4.6).
+ * master hands the role to the next human in house order (S4.6). A second
+ * removal of a seat already removed (every machine may issue one for the
+ * same lost player) is accepted and changes nothing.
+ *
+ * Returns: RUNGS_OK (also for a repeated removal); RUNGS_ERR_NULL_POINTER
+ * if `s` is NULL; RUNGS_ERR_STATE if no frame is running;
+ * RUNGS_ERR_UNKNOWN_SEAT if `seat` never was a human seat of the game;
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_player_removed(struct rungs_session *s, uint8_t seat);
 
@@ -1880,6 +1970,10 @@ RUNGS_API rungs_result RUNGS_CALL rungs_session_player_removed(struct rungs_sess
  * End the current frame: your report on report frames (32, 64, then every
  * 128), the master's evaluation, and on a send frame the `send_frame`
  * callback. Events to queue arrive through `queue_event` before it.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
+ * RUNGS_ERR_STATE if no frame is running (call `rungs_session_frame_begin`);
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_frame_end(struct rungs_session *s);
 
@@ -1887,21 +1981,36 @@ RUNGS_API rungs_result RUNGS_CALL rungs_session_frame_end(struct rungs_session *
  * The frame a command you issue now will execute on or after (S5): exact on
  * a send frame before `frame_end`, else a forecast for the next send frame;
  * the tag given to `send_frame` is the final one.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_frame` is NULL;
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_submit_command(struct rungs_session *s, uint32_t *out_frame);
 
 /**
  * This frame's work starts at `now_us` (any monotonic µs clock) (S3).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE
+ * if a frame's work is already open (call `rungs_session_frame_work_end`);
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_frame_work_begin(struct rungs_session *s, uint64_t now_us);
 
 /**
  * This frame's work ends at `now_us`.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE
+ * if no frame's work is open (call `rungs_session_frame_work_begin`);
+ * RUNGS_ERR_INVALID_ARGUMENT if `now_us` is before the begin;
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_frame_work_end(struct rungs_session *s, uint64_t now_us);
 
 /**
  * One frame's work took `duration_us` (instead of begin/end).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_add_frame_work_us(struct rungs_session *s,
@@ -1909,16 +2018,28 @@ rungs_result RUNGS_CALL rungs_session_add_frame_work_us(struct rungs_session *s,
 
 /**
  * You start waiting for other players at `now_us` (S3).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE
+ * if a wait is already open (call `rungs_session_wait_end`);
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_wait_begin(struct rungs_session *s, uint64_t now_us);
 
 /**
  * The wait ends at `now_us`.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE
+ * if no wait is open (call `rungs_session_wait_begin`);
+ * RUNGS_ERR_INVALID_ARGUMENT if `now_us` is before the begin;
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_wait_end(struct rungs_session *s, uint64_t now_us);
 
 /**
  * One wait lasted `duration_us` (instead of begin/end).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_add_wait_us(struct rungs_session *s, uint64_t duration_us);
 
@@ -1926,6 +2047,12 @@ RUNGS_API rungs_result RUNGS_CALL rungs_session_add_wait_us(struct rungs_session
  * A round trip to `peer` in ms; `clean` is 1 when it was measured on a
  * packet sent once, 0 for a retransmitted one (it then never replaces a
  * measured value, S3/S8). Only other human players are peers.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if `clean` is not 0 or 1;
+ * RUNGS_ERR_UNKNOWN_SEAT if `peer` is not another human player (your own
+ * seat, an AI seat, a removed player or no seat);
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_rtt_sample(struct rungs_session *s,
@@ -1940,6 +2067,10 @@ rungs_result RUNGS_CALL rungs_session_rtt_sample(struct rungs_session *s,
  * A link with no clean measurement yet makes the report say "none"; a
  * retransmitting one keeps its last measured round trip (S3). Links to
  * seats that are not this session's peers are ignored.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `endpoint` is NULL;
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object
+ * call, for either object).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_sample_links(struct rungs_session *s,
@@ -1948,11 +2079,18 @@ rungs_result RUNGS_CALL rungs_session_sample_links(struct rungs_session *s,
 
 /**
  * Change the game speed's cap, 1–255 (call on every machine on the same frame).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if `speed_fps` is 0;
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_set_speed(struct rungs_session *s, uint8_t speed_fps);
 
 /**
  * Timing, target, tier, master and evaluation state, for a UI or log.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out` is NULL;
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_status(struct rungs_session *s,

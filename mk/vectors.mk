@@ -1,9 +1,9 @@
 # Resolve VECTORS (a directory of .vec files) for the sub-makes.
 # Absolute as given; a relative path is taken from the directory make was
 # started in ($(PWD) is the invoking shell's, unchanged by -C), else from the
-# project root, else from the current directory. Default: ../shared/vectors
-# from the project root. Needs ROOT (the project root) set first.
-VECTORS ?= ../shared/vectors
+# project root, else from the current directory. Default: the repository's
+# own tests/vectors. Needs ROOT (the project root) set first.
+VECTORS ?= $(ROOT)/tests/vectors
 VECTORS_START := $(if $(PWD),$(PWD),$(ROOT))
 VECTORS_DIR := $(strip $(if $(filter /%,$(VECTORS)),$(VECTORS),\
     $(firstword $(wildcard $(VECTORS_START)/$(VECTORS) $(ROOT)/$(VECTORS) $(CURDIR)/$(VECTORS)) \

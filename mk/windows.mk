@@ -16,7 +16,7 @@
 #                       on a dev-profile DLL, which keeps std's reference
 #   make windows-test   all of the above, and what ships lacks the test hook
 
-WINDOWS_OUT := $(ROOT)/target/windows
+WINDOWS_OUT := $(TARGET_DIR)/windows
 WIN_HEADER_TEST := $(ROOT)/ffi-tests/header_win.c
 WIN_WARN := -Wall -Wextra -Werror -pedantic
 LAYOUT_TARGETS := i686-pc-windows-gnu x86_64-pc-windows-gnu i686-unknown-linux-gnu

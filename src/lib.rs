@@ -7,11 +7,14 @@
 //! moves the whole game up and down a ladder of ten timing rungs,
 //! deterministically, with the frame rate to match.
 //!
-//! The crate is a set of sans-IO state machines (see `CONVENTIONS.md`): they
-//! take `now` and inputs and return outputs. Sockets and threads live only in
-//! [`net`]. The C ABI in [`ffi`] is a thin wrapper over the public Rust API.
+//! **Section numbers.** Comments and docs throughout the crate cite `S0`–`S10`
+//! (and `S4.1`–`S4.7`): they are the sections of `docs/model.md` in the
+//! repository, the model rungs implements in its own words. Points the model
+//! leaves open are decided in `docs/decisions.md`.
 //!
-//! Section references (S1–S10) point into the project's `SPEC.md`.
+//! The crate is a set of sans-IO state machines: they take `now` and inputs
+//! and return outputs. Sockets and threads live only in [`net`]. The C ABI in
+//! [`ffi`] is a thin wrapper over the public Rust API.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 

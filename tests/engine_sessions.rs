@@ -387,7 +387,7 @@ fn sessions_agree_on_every_event_through_a_spike_and_a_master_removal() {
 }
 
 fn vectors_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/vectors")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/vectors")
 }
 
 /// Replay one vector through sessions: reports from the vector enter as

@@ -387,6 +387,7 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_report(
         with_machine(m, |o| {
             o.machine
                 .execute_report(seat, Report::try_from(read_in(report, "report")?)?)
+                .map(|_late_or_applied| ())
         })
     }
 }
@@ -403,7 +404,11 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_removal(
     m: *mut rungs_timing_machine,
     seat: u8,
 ) -> rungs_result {
-    unsafe { with_machine(m, |o| o.machine.execute_removal(seat)) }
+    unsafe {
+        with_machine(m, |o| {
+            o.machine.execute_removal(seat).map(|_late_or_applied| ())
+        })
+    }
 }
 
 /// End the current frame with the master's evaluation (S4). On the master's

@@ -4,7 +4,7 @@
 //! ([`is_report_frame`]) it calls [`Measurements::take_report`], queues the
 //! [`Report`] as a NETWORK_REPORT event, and a new report interval begins.
 //! Everything is integer arithmetic on local inputs; the values enter shared
-//! state only through the executed report event (CONVENTIONS, Determinism).
+//! state only through the executed report event (docs/model.md S1, determinism).
 //!
 //! The rules, each from S3:
 //! - **Processing time**: the average per frame since the previous report

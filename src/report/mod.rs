@@ -19,4 +19,4 @@ pub struct Report {
 
 pub mod record;
 
-pub use record::Record;
+pub use record::{Effect, Record};

@@ -3,6 +3,12 @@
 //! Every machine builds the same record from executed events only, so every
 //! machine reaches the same timing decisions. Players are the *human* seats:
 //! AI seats have no machine and never report.
+//!
+//! Late events are normal play (S3): a report that executes after its
+//! sender's removal (it was in flight when the removal was issued) and a
+//! second removal of a seat already removed (several machines issued one for
+//! the same lost player) change nothing and are accepted. Only a seat that
+//! never was a human seat of the game is refused (`UnknownSeat`).
 
 use super::Report;
 use crate::error::{Error, Result};
@@ -22,10 +28,22 @@ struct PlayerEntry {
     ever_reported_rtt: bool,
 }
 
+/// What executing an event did to the record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// The record changed.
+    Applied,
+    /// The seat was a player of the game but has been removed: a late report
+    /// or a repeated removal, accepted and changing nothing (S3).
+    LateNoOp,
+}
+
 /// The record of the players' latest reports (S3).
 #[derive(Debug, Clone)]
 pub struct Record {
     start_frame: u32,
+    /// Bit `i`: seat `i` was a human player at the start (present or removed).
+    seated_at_start: u32,
     /// Present players in house order. Removal drops the entry.
     players: Vec<PlayerEntry>,
 }
@@ -39,8 +57,13 @@ impl Record {
             latest: None,
             ever_reported_rtt: false,
         }));
+        let seated_at_start = players
+            .iter()
+            .filter(|p| usize::from(p.seat) < MAX_SEATS)
+            .fold(0u32, |mask, p| mask | 1 << p.seat);
         Record {
             start_frame,
+            seated_at_start,
             players,
         }
     }
@@ -60,30 +83,43 @@ impl Record {
         self.players.iter().any(|p| p.seat == seat)
     }
 
-    fn entry_mut(&mut self, seat: u8) -> Result<&mut PlayerEntry> {
-        self.players
-            .iter_mut()
-            .find(|p| p.seat == seat)
-            .ok_or(Error::UnknownSeat(seat))
+    /// Whether `seat` was a human player when the record started (it may
+    /// have been removed since).
+    pub fn was_seated(&self, seat: u8) -> bool {
+        usize::from(seat) < MAX_SEATS && self.seated_at_start & (1 << seat) != 0
     }
 
-    /// A player's report executed on `frame`: it replaces that player's latest (S3).
-    pub fn apply_report(&mut self, seat: u8, frame: u32, report: Report) -> Result<()> {
-        let entry = self.entry_mut(seat)?;
+    /// Where `seat`'s entry is: `Ok(Some(index))` for a present player,
+    /// `Ok(None)` for a removed one (late events are no-ops), `UnknownSeat`
+    /// for a seat that never was a human player of the game.
+    fn position(&self, seat: u8) -> Result<Option<usize>> {
+        match self.players.iter().position(|p| p.seat == seat) {
+            Some(index) => Ok(Some(index)),
+            None if self.was_seated(seat) => Ok(None),
+            None => Err(Error::UnknownSeat(seat)),
+        }
+    }
+
+    /// A player's report executed on `frame`: it replaces that player's
+    /// latest (S3). A report from a removed player is a late no-op.
+    pub fn apply_report(&mut self, seat: u8, frame: u32, report: Report) -> Result<Effect> {
+        let Some(index) = self.position(seat)? else {
+            return Ok(Effect::LateNoOp);
+        };
+        let entry = &mut self.players[index];
         entry.latest = Some((report, frame));
         entry.ever_reported_rtt |= report.worst_rtt_ms.is_some();
-        Ok(())
+        Ok(Effect::Applied)
     }
 
-    /// A player's removal executed: drop the player and its report (S3).
-    pub fn remove(&mut self, seat: u8) -> Result<()> {
-        let index = self
-            .players
-            .iter()
-            .position(|p| p.seat == seat)
-            .ok_or(Error::UnknownSeat(seat))?;
+    /// A player's removal executed: drop the player and its report (S3). A
+    /// second removal of the same seat is a late no-op.
+    pub fn remove(&mut self, seat: u8) -> Result<Effect> {
+        let Some(index) = self.position(seat)? else {
+            return Ok(Effect::LateNoOp);
+        };
         self.players.remove(index);
-        Ok(())
+        Ok(Effect::Applied)
     }
 
     /// The player's latest report with the frame it executed on, fresh or not.
@@ -199,22 +235,30 @@ mod tests {
     }
 
     #[test]
-    fn removal_drops_the_player_and_unknown_seats_are_refused() {
+    fn removal_drops_the_player_and_late_events_change_nothing() {
         let mut record = Record::new(0, [0, 2]);
         record.apply_report(0, 5, report(Some(40))).unwrap();
         record.apply_report(2, 5, report(None)).unwrap();
         assert!(record.any_silent());
-        record.remove(2).unwrap();
+        assert_eq!(record.remove(2), Ok(Effect::Applied));
         assert!(!record.any_silent());
+        // S3: a report in flight when its sender was removed, and a second
+        // removal of the same seat, are accepted and change nothing.
         assert_eq!(
             record.apply_report(2, 6, report(Some(1))),
-            Err(Error::UnknownSeat(2))
+            Ok(Effect::LateNoOp)
         );
+        assert_eq!(record.remove(2), Ok(Effect::LateNoOp));
+        assert_eq!(record.seats().collect::<Vec<_>>(), vec![0]);
+        assert!(record.latest(2).is_none());
+        assert!(!record.any_silent());
+        // Only a seat that never was a human player is an error.
         assert_eq!(
             record.apply_report(1, 6, report(Some(1))),
             Err(Error::UnknownSeat(1))
         );
-        assert_eq!(record.remove(2), Err(Error::UnknownSeat(2)));
+        assert_eq!(record.remove(1), Err(Error::UnknownSeat(1)));
+        assert_eq!(record.remove(200), Err(Error::UnknownSeat(200)));
         assert_eq!(record.seats().collect::<Vec<_>>(), vec![0]);
     }
 }

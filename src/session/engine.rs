@@ -19,12 +19,21 @@
 //!
 //! Everything the engine should hear comes out as [`SessionOutput`]s
 //! (callbacks in the C API).
+//!
+//! **Frame readiness.** Before executing frame `F` the engine must hold, from
+//! every peer, the packet of the last send frame whose tag is at or before
+//! `F` ([`EngineSession::required_send_frame`], or
+//! [`EngineSession::frame_ready`] with the latest send frame it holds per
+//! peer). "A packet tagged at or after `F` from every peer" is not enough:
+//! during a staged decrease two consecutive send frames carry the same tag
+//! (S5, `timing::readiness`), so the engine tells its packets apart by the
+//! send frame number [`SessionOutput::SendFrame`] gives it.
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 
 use crate::error::{Error, Result};
-use crate::report::{is_report_frame, Measurements};
+use crate::report::{is_report_frame, Effect, Measurements};
 use crate::timing::{MachineConfig, Output, TimingMachine, Verdict};
 use crate::wire::events::{ReportLayout, TimingLayout, TS_EVENT_DATA_LEN};
 
@@ -151,8 +160,10 @@ pub enum SessionOutput {
         type_id: u8,
         payload: Payload,
     },
-    /// Send frame: flush your packet now, stamping every event collected
-    /// since the previous send frame with `tag` (S5).
+    /// Send frame `frame`: flush your packet now, stamping every event
+    /// collected since the previous send frame with `tag` (S5). Put `frame`
+    /// in the packet too: frame readiness counts packets by send frame,
+    /// because two consecutive send frames can share a tag.
     SendFrame { frame: u32, tag: u32 },
     /// The timing machine's notices: timing in force changed, pace at a new
     /// frame rate (S4.2), a player message (S6), a new master (S4.6).
@@ -161,11 +172,26 @@ pub enum SessionOutput {
     Log { level: LogLevel, text: LogText },
 }
 
+/// Where a session is in its frame loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
+pub enum Phase {
+    /// Before frame 0's `frame_begin`.
     NotStarted,
+    /// Between `frame_begin(f)` and `frame_end`.
     Running(u32),
+    /// After `frame_end` of frame `f`; `f + 1` begins next.
     Ended(u32),
+}
+
+impl Phase {
+    /// The frame `frame_begin` expects next; `None` while one is running.
+    pub fn next_frame(self) -> Option<u32> {
+        match self {
+            Phase::NotStarted => Some(0),
+            Phase::Running(_) => None,
+            Phase::Ended(f) => f.checked_add(1),
+        }
+    }
 }
 
 /// One machine's adaptive timing inside an engine's frame loop.
@@ -232,9 +258,11 @@ impl EngineSession {
 
     /// One of rungs' events executed on `frame` (the current frame), sent by
     /// `seat`. TIMING and NETWORK_REPORT are decoded and applied; an executed
-    /// LATENCYFUDGE is accepted and ignored (S7). Any other ID is refused with
-    /// `UnregisteredEvent`; a bad payload with `Malformed`; an unknown seat
-    /// with `UnknownSeat` — each changes nothing.
+    /// LATENCYFUDGE is accepted and ignored (S7). A report from a player
+    /// already removed is accepted and changes nothing (S3: it was in flight
+    /// when the removal was issued). Any other ID is refused with
+    /// `UnregisteredEvent`; a bad payload with `Malformed`; a seat that never
+    /// was a human player with `UnknownSeat` — each changes nothing.
     pub fn event_executed(
         &mut self,
         type_id: u8,
@@ -248,9 +276,23 @@ impl EngineSession {
                 .decode(payload)
                 .and_then(|event| self.machine.execute_timing_event(seat, event).map(|_| ()))
         } else if type_id == self.ids.network_report {
-            self.report_layout
+            match self
+                .report_layout
                 .decode(payload)
                 .and_then(|report| self.machine.execute_report(seat, report))
+            {
+                Ok(Effect::LateNoOp) => {
+                    self.log(
+                        LogLevel::Info,
+                        format_args!(
+                            "frame {frame}: report from removed seat {seat} ignored (late, S3)"
+                        ),
+                    );
+                    Ok(())
+                }
+                Ok(Effect::Applied) => Ok(()),
+                Err(e) => Err(e),
+            }
         } else if Some(type_id) == self.ids.latency_fudge {
             Ok(())
         } else {
@@ -267,14 +309,24 @@ impl EngineSession {
     }
 
     /// The engine's removal of `seat` executed on the current frame (S3);
-    /// removing the master hands over the role (S4.6).
+    /// removing the master hands over the role (S4.6). A second removal of a
+    /// seat already removed (every machine may issue one for the same lost
+    /// player) is accepted and changes nothing; only a seat that never was a
+    /// human player is refused with `UnknownSeat`.
     pub fn player_removed(&mut self, seat: u8) -> Result<()> {
         let Phase::Running(frame) = self.phase else {
             return Err(Error::State(
                 "removals execute between frame_begin and frame_end",
             ));
         };
-        self.machine.execute_removal(seat)?;
+        if self.machine.execute_removal(seat)? == Effect::LateNoOp {
+            self.log(
+                LogLevel::Info,
+                format_args!("frame {frame}: seat {seat} already removed; ignored (S3)"),
+            );
+            self.collect_machine_outputs();
+            return Ok(());
+        }
         // The removed player's round trips no longer count (it may be a peer or not).
         let _ = self.measurements.remove_peer(seat);
         self.log(
@@ -343,6 +395,37 @@ impl EngineSession {
         }
     }
 
+    /// Frame readiness (S5): the send frame whose packet the engine must
+    /// hold from every peer before `frame` executes — the last send frame
+    /// tagged at or before `frame` — or `None` when nothing is needed yet.
+    /// The answer is the same for every peer, and on an in-order link
+    /// holding that packet means holding every earlier one. Ask for the next
+    /// frame (after `frame_end` of the previous one) or the current one;
+    /// frames further ahead are `State` (their send frames are not final),
+    /// and so are frames more than 256 back.
+    pub fn required_send_frame(&self, frame: u32) -> Result<Option<u32>> {
+        self.machine.required_send_frame(frame)
+    }
+
+    /// Whether `frame` may execute, given `held(seat)`: the latest send frame
+    /// the engine holds from `seat` (`None`: nothing yet). Only
+    /// [`peers`](Self::peers) are asked. Same window as
+    /// [`required_send_frame`](Self::required_send_frame).
+    pub fn frame_ready(&self, frame: u32, held: impl Fn(u8) -> Option<u32>) -> Result<bool> {
+        let history = self.machine.send_history();
+        crate::timing::readiness::answer(history.frame_ready(frame, self.peers().map(held)))
+    }
+
+    /// The players whose packets frame readiness waits for: every human
+    /// player still in the game except this machine's own seat.
+    pub fn peers(&self) -> impl Iterator<Item = u8> + '_ {
+        let local = self.local_seat;
+        self.machine
+            .record()
+            .seats()
+            .filter(move |&seat| Some(seat) != local)
+    }
+
     /// This machine's measurements (S3): frame work, waits, round trips.
     pub fn measurements(&mut self) -> &mut Measurements {
         &mut self.measurements
@@ -376,6 +459,26 @@ impl EngineSession {
     /// Change the game speed's cap (call on every machine on the same frame).
     pub fn set_speed_fps(&mut self, speed_fps: u8) -> Result<()> {
         self.machine.set_speed_fps(speed_fps)
+    }
+
+    /// Where the session is in its frame loop.
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    /// The engine's event IDs and the payload layouts the session was made with.
+    pub fn event_ids(&self) -> EventIds {
+        self.ids
+    }
+
+    /// The TIMING payload layout.
+    pub fn timing_layout(&self) -> TimingLayout {
+        self.timing_layout
+    }
+
+    /// The NETWORK_REPORT payload layout.
+    pub fn report_layout(&self) -> ReportLayout {
+        self.report_layout
     }
 
     /// The timing machine (read-only): timing in force, target, status.
@@ -441,6 +544,18 @@ mod tests {
         }
     }
 
+    /// A compact NETWORK_REPORT payload with round trip `rtt_ms`.
+    fn compact_report(rtt_ms: u32) -> [u8; 6] {
+        let mut payload = [0u8; 6];
+        let report = Report {
+            process_us: 8000,
+            max_wait_ms: 0,
+            worst_rtt_ms: Some(rtt_ms),
+        };
+        ReportLayout::Compact.encode(&report, &mut payload).unwrap();
+        payload
+    }
+
     fn drain(session: &mut EngineSession) -> Vec<SessionOutput> {
         std::iter::from_fn(|| session.poll_output()).collect()
     }
@@ -494,17 +609,7 @@ mod tests {
             session.event_executed(36, 0, 0, &[0; 7]),
             Err(Error::Malformed(_))
         ));
-        let mut report = [0u8; 6];
-        ReportLayout::Compact
-            .encode(
-                &Report {
-                    process_us: 8000,
-                    max_wait_ms: 0,
-                    worst_rtt_ms: Some(20),
-                },
-                &mut report,
-            )
-            .unwrap();
+        let report = compact_report(20);
         assert_eq!(
             session.event_executed(36, 2, 0, &report),
             Err(Error::UnknownSeat(2))
@@ -520,6 +625,32 @@ mod tests {
         assert_eq!(session.machine().status(), before);
         session.event_executed(36, 0, 0, &report).unwrap();
         assert!(session.machine().record().latest(0).is_some());
+    }
+
+    #[test]
+    fn late_reports_and_repeated_removals_are_accepted_no_ops() {
+        let mut session = EngineSession::new(&config(1)).unwrap();
+        session.frame_begin(0).unwrap();
+        let report = compact_report(900);
+        session.player_removed(0).unwrap();
+        assert_eq!(session.machine().master(), Some(1));
+        drain(&mut session);
+        let before = session.machine().status();
+        // S3: the same removal from another machine, and a report in flight.
+        assert_eq!(session.player_removed(0), Ok(()));
+        assert_eq!(session.event_executed(36, 0, 0, &report), Ok(()));
+        assert_eq!(session.machine().status(), before);
+        assert!(session.machine().record().latest(0).is_none());
+        let outputs = drain(&mut session);
+        assert!(outputs
+            .iter()
+            .all(|o| matches!(o, SessionOutput::Log { .. })));
+        // Only a seat that never was a human player is an error.
+        assert_eq!(session.player_removed(2), Err(Error::UnknownSeat(2)));
+        assert_eq!(
+            session.event_executed(36, 7, 0, &report),
+            Err(Error::UnknownSeat(7))
+        );
     }
 
     #[test]

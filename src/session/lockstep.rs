@@ -1039,7 +1039,8 @@ impl LockstepSession {
     }
 
     fn execute_removal(&mut self, frame: u32, seat: u8) {
-        if self.machine.execute_removal(seat).is_err() {
+        // A repeated removal is a late no-op (S3): nothing to tear down twice.
+        if self.machine.execute_removal(seat) != Ok(crate::report::Effect::Applied) {
             return;
         }
         self.removed[usize::from(seat)] = true;

@@ -1,5 +1,6 @@
 //! The timing rules players use today, for comparison with rungs' adaptive
-//! policy (issue 5, `rungs-sim --policy`). Facts from `ANCHORS.md`.
+//! policy (issue 5, `rungs-sim --policy`). The facts come from the original
+//! games' public sources (EA's GPL release of Red Alert, CnCNet's protocol 0).
 //!
 //! Each baseline only chooses targets; the targets are applied by the same
 //! schedule (S5) as rungs' own, so no baseline can make a command due before

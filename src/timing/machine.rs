@@ -5,7 +5,7 @@
 //! force (S5) and the player feedback (S6). All of it is integer-only and
 //! fed only executed events, so every machine holds the same state.
 //!
-//! A frame, in order (the vector replay order of `vectors/README.md`):
+//! A frame, in order (the vector replay order of `tests/vectors/README.md`):
 //! 1. [`TimingMachine::begin_frame`] — a staged decrease activates or steps
 //!    down; the answer says whether this frame executes commands;
 //! 2. on such a send frame, [`TimingMachine::pop_due`] yields the queued
@@ -18,6 +18,10 @@
 //! 5. if [`TimingMachine::is_send_frame`] (under the timing now in force),
 //!    the engine sends its commands, tagged [`TimingMachine::command_tag`].
 //!
+//! Before executing a frame, an engine with its own queue asks
+//! [`TimingMachine::required_send_frame`] which packet it must hold from
+//! every peer (S5, frame readiness).
+//!
 //! Outputs for callbacks (timing or rate changed, player message, master
 //! changed) queue up and are drained with [`TimingMachine::poll_output`].
 
@@ -27,9 +31,11 @@ use super::baselines::{PolicyKind, Protocol0Policy, RedAlertPolicy};
 use super::ladder::{Tier, Timing};
 use super::policy::{MasterPolicy, Verdict};
 use super::queue::{CommandQueue, Queued};
+use super::readiness::{answer, SendHistory};
 use super::schedule::{Applied, Changed, Schedule};
 use super::TimingEvent;
 use crate::error::{Error, Result};
+use crate::report::record::Effect;
 use crate::report::record::MAX_SEATS;
 use crate::report::{Record, Report};
 
@@ -223,6 +229,8 @@ pub struct TimingMachine {
     executes_commands: bool,
     last_verdict: Verdict,
     queue: CommandQueue<u64>,
+    /// Ended send frames and their tags, for frame readiness.
+    sends: SendHistory,
     outputs: VecDeque<Output>,
 }
 
@@ -268,6 +276,7 @@ impl TimingMachine {
             executes_commands: false,
             last_verdict: Verdict::NoEvaluation,
             queue: CommandQueue::with_capacity(QUEUE_CAPACITY),
+            sends: SendHistory::new(),
             outputs: VecDeque::with_capacity(OUTPUT_CAPACITY),
         })
     }
@@ -388,16 +397,22 @@ impl TimingMachine {
         Ok(applied)
     }
 
-    /// A player's report executes on the current frame (S3).
-    pub fn execute_report(&mut self, seat: u8, report: Report) -> Result<()> {
+    /// A player's report executes on the current frame (S3). A report from
+    /// a player already removed is a late no-op ([`Effect::LateNoOp`]); only
+    /// a seat that never was a human player is refused (`UnknownSeat`).
+    pub fn execute_report(&mut self, seat: u8, report: Report) -> Result<Effect> {
         let frame = self.current_frame()?;
         self.record.apply_report(seat, frame, report)
     }
 
-    /// A player's removal executes on the current frame (S3, S4.6).
-    pub fn execute_removal(&mut self, seat: u8) -> Result<()> {
+    /// A player's removal executes on the current frame (S3, S4.6). A second
+    /// removal of the same seat is a late no-op ([`Effect::LateNoOp`]); only
+    /// a seat that never was a human player is refused (`UnknownSeat`).
+    pub fn execute_removal(&mut self, seat: u8) -> Result<Effect> {
         let frame = self.current_frame()?;
-        self.record.remove(seat)?;
+        if self.record.remove(seat)? == Effect::LateNoOp {
+            return Ok(Effect::LateNoOp);
+        }
         if self.master == Some(seat) {
             self.master = self.record.seats().next();
             if let Some(policy) = self.policy.adaptive_mut() {
@@ -408,7 +423,7 @@ impl TimingMachine {
                 seat: self.master,
             });
         }
-        Ok(())
+        Ok(Effect::Applied)
     }
 
     /// Change the rate the game speed allows (S6 Speed slider). Call it on
@@ -432,7 +447,30 @@ impl TimingMachine {
             self.last_verdict = verdict;
         }
         self.phase = Phase::Ended(frame);
+        // The schedule cannot change again on this frame: its send (if any)
+        // and tag are final.
+        let send = self.is_send_frame().then(|| self.command_tag());
+        self.sends.frame_ended(frame, send);
         Ok(event.filter(|_| self.is_master()))
+    }
+
+    /// Frame readiness (S5, [`super::readiness`]): the send frame whose
+    /// packet, from every peer, `frame` needs before it executes — the last
+    /// send frame tagged at or before `frame` — or `None` when nothing is
+    /// needed. Answerable once `frame - 1` has ended, and for 256 frames
+    /// back from there; otherwise `State`.
+    pub fn required_send_frame(&self, frame: u32) -> Result<Option<u32>> {
+        answer(self.sends.required_send_frame(frame))
+    }
+
+    /// The send frames and tags of the recent past.
+    pub fn send_history(&self) -> &SendHistory {
+        &self.sends
+    }
+
+    /// Seats in house order, human and AI.
+    pub fn seat_count(&self) -> u8 {
+        self.seat_count
     }
 
     /// Whether this machine is the master.

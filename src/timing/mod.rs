@@ -1,6 +1,7 @@
 //! Adaptive timing: the ladder (S2), the master's policy (S4), the schedule in
-//! force on every machine (S5), what the player sees (S6), and the timing
-//! machine that composes them for one machine of a game.
+//! force on every machine (S5) with the frame readiness rule it implies, what
+//! the player sees (S6), and the timing machine that composes them for one
+//! machine of a game.
 
 pub mod baselines;
 pub mod event;
@@ -8,6 +9,7 @@ pub mod ladder;
 pub mod machine;
 pub mod policy;
 pub mod queue;
+pub mod readiness;
 pub mod replay;
 pub mod schedule;
 
@@ -16,6 +18,7 @@ pub use event::TimingEvent;
 pub use machine::{player_message_text, FrameStart, MachineConfig, Output, Status, TimingMachine};
 pub use policy::{is_evaluation_frame, MasterPolicy, Verdict};
 pub use queue::{CommandQueue, Queued};
+pub use readiness::{NotAnswerable, SendHistory};
 pub use schedule::{Applied, Changed, Schedule};
 
 pub use ladder::{

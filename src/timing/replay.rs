@@ -1,4 +1,4 @@
-//! Timing vectors (`vectors/README.md`): the parser and the replay.
+//! Timing vectors (`tests/vectors/README.md`): the parser and the replay.
 //!
 //! A vector is one game replayed through the adaptive timing: executed
 //! reports and removals go in; every timing event the master sends, every
@@ -240,13 +240,15 @@ pub fn replay(vector: &Vector) -> Result<Vec<Expect>> {
                 machine.execute_timing_event(seat, event)?;
             }
         }
-        // 3. The vector's inputs for this frame, in file order.
+        // 3. The vector's inputs for this frame, in file order. A report from a
+        // removed player and a repeated removal are late no-ops (S3), accepted
+        // like any other; only a seat that never was a player is an error.
         while next_input < inputs.len() && inputs[next_input].frame() == frame {
             for machine in std::iter::once(&mut observer).chain(players.iter_mut()) {
-                match inputs[next_input] {
+                let _applied_or_late = match inputs[next_input] {
                     Input::Report { seat, report, .. } => machine.execute_report(seat, report)?,
                     Input::Remove { seat, .. } => machine.execute_removal(seat)?,
-                }
+                };
             }
             next_input += 1;
         }

@@ -1,7 +1,8 @@
-/* vector_file.h - read timing vector files (.vec, see vectors/README.md).
+/* vector_file.h - read timing vector files (.vec, see tests/vectors/README.md).
  *
  * Header-only, plain C99 + POSIX dirent, no other dependency; shared by
- * ffi-tests/replay.c and examples-c/tsengine.c. A vector is one game: the
+ * the two C replays, replay.c (timing machines) and replay_session.c
+ * (engine sessions). A vector is one game: the
  * executed reports and removals, and the expected timing events sent,
  * changes of the timing in force and player messages.
  *
