@@ -6,7 +6,7 @@
 //! Like `transport_fuzz.rs`: a seeded SplitMix64 mutates a corpus of genuine
 //! datagrams and messages (bit flips, byte overwrites, boundary values,
 //! insertions, deletions, truncation, splices). Input counts:
-//! `RUNGS_FUZZ_ITERATIONS` if set, otherwise 2,000,000 per target in release
+//! `RUNGS_FUZZ_ITERATIONS` if set, otherwise 10,000,000 per target in release
 //! builds and 2,000,000 in debug builds. Run
 //! `cargo test --release --test relay_fuzz -- --nocapture` for the
 //! execs/second figure.
@@ -23,7 +23,7 @@ fn iterations() -> u64 {
     if cfg!(debug_assertions) {
         2_000_000
     } else {
-        2_000_000
+        10_000_000
     }
 }
 
