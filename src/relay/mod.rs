@@ -9,4 +9,5 @@
 //! The byte layouts are in [`crate::wire::relay`]; `docs/relay.md` describes
 //! the whole protocol and how relays scale.
 
+pub mod sequencer;
 pub mod ticket;
