@@ -5,9 +5,56 @@
 //!
 //! * [`ticket`]: seat admission (keyed MAC over match, seat, expiry, nonce)
 //!   and the per-ticket and per-connection keys derived from it.
+//! * [`sequencer`]: one match's state machine (barrier, clock, tick
+//!   assignment, turn log, bundle streams, presence, grace, checksums).
+//! * [`server`]: many matches behind one port: Hellos, tickets, one
+//!   transport link per connection, routing.
+//! * [`client`]: a player's side: Hello/Welcome, exactly-once order
+//!   submission across reconnects, bundles in order, clock offset.
 //!
-//! The byte layouts are in [`crate::wire::relay`]; `docs/relay.md` describes
-//! the whole protocol and how relays scale.
+//! Messages travel over rungs' own transport links (S8, [`crate::link`]):
+//! numbered, acknowledged, resent until acked, authenticated with a key
+//! that belongs to one connection of one ticket. The byte layouts are in
+//! [`crate::wire::relay`]; `docs/relay.md` describes the whole protocol and
+//! how relays scale.
 
+pub mod client;
 pub mod sequencer;
+pub mod server;
 pub mod ticket;
+
+pub use client::{ClientConfig, ClientEvent, RelayClient, SeatTurn, Turn};
+pub use sequencer::{DesyncNotice, LogEntry, MatchEvent, MatchSetup, Sequencer};
+pub use server::{Relay, RelayConfig, RelayCounters, RelayEvent};
+
+use crate::link::{DropReason, Link};
+use crate::wire::packet::{decode, verify_tag, SessionKey};
+
+/// The relay's seat number on every connection's link (clients use their
+/// own seat, 0–15).
+pub const RELAY_LINK_SEAT: u8 = 0xFF;
+
+/// Check a transport packet's tag under `key` for `local_seat` and its
+/// structure, and hand it to `link`. The caller has already routed it (by
+/// session id) and checked the sender seat.
+fn receive_link_packet(
+    link: &mut Link,
+    key: &SessionKey,
+    local_seat: u8,
+    now_us: u64,
+    bytes: &[u8],
+) -> Result<(), DropReason> {
+    if !verify_tag(bytes, key, local_seat) {
+        link.count_drop(DropReason::BadTag);
+        return Err(DropReason::BadTag);
+    }
+    let packet = match decode(bytes) {
+        Ok(p) => p,
+        Err(e) => {
+            let reason = e.into();
+            link.count_drop(reason);
+            return Err(reason);
+        }
+    };
+    link.handle_packet(now_us, &packet, bytes.len())
+}

@@ -41,6 +41,10 @@ pub const DEFAULT_RECONNECT_GRACE_US: u64 = 60_000_000;
 /// Checksum reports older than this many ticks behind the horizon are
 /// decided with whatever arrived, then forgotten (bounds the memory).
 pub const CHECKSUM_WINDOW_TICKS: u32 = 900;
+/// A checksum round still missing reports this many ticks behind the
+/// horizon is decided with the reports it has (a seat that stays away must
+/// not hide a desync of the others); later reports are checked against it.
+pub const CHECKSUM_DECIDE_TICKS: u32 = 150;
 /// Most desync notices a match keeps (later ones are counted only).
 pub const MAX_DESYNC_NOTICES: usize = 256;
 
@@ -801,18 +805,19 @@ impl Sequencer {
             }
             self.checksums.remove(&tick);
         }
-        // Rounds that were waiting on a seat that has now left.
-        if left_changed {
-            let expected = self.expected_reporters();
-            let ready: Vec<u32> = self
-                .checksums
-                .iter()
-                .filter(|(_, r)| r.decided.is_none() && r.reported & expected == expected)
-                .map(|(t, _)| *t)
-                .collect();
-            for tick in ready {
-                self.decide(tick);
-            }
+        // Rounds waiting on a seat that has now left, or for too long.
+        let expected = self.expected_reporters();
+        let overdue = to.saturating_sub(CHECKSUM_DECIDE_TICKS);
+        let ready: Vec<u32> = self
+            .checksums
+            .iter()
+            .filter(|(t, r)| {
+                r.decided.is_none() && (r.reported & expected == expected || **t < overdue)
+            })
+            .map(|(t, _)| *t)
+            .collect();
+        for tick in ready {
+            self.decide(tick);
         }
         if self
             .seats
@@ -905,6 +910,20 @@ impl Sequencer {
             }
         }
         None
+    }
+
+    /// Fault injection for tests: move `seat`'s bundle stream `ticks` ticks
+    /// forward without sending them, so its next bundle starts past its
+    /// horizon (a gap the client must notice and resync).
+    pub fn inject_bundle_gap(&mut self, seat: u8, ticks: u32) {
+        if let Some(st) = self
+            .seats
+            .get_mut(usize::from(seat))
+            .and_then(|s| s.stream.as_mut())
+        {
+            st.tick = st.tick.saturating_add(ticks);
+            st.skip = 0;
+        }
     }
 
     /// Whether `seat` has left the match and has been sent everything up to
