@@ -71,10 +71,7 @@ impl ClientConfig {
             relay,
             have_horizon: 0,
             nonce_seed,
-            link: LinkConfig {
-                liveness_timeout_us: Some(5_000_000),
-                ..LinkConfig::default()
-            },
+            link: super::relay_link_config(),
             hello_interval_us: 250_000,
             ping_interval_us: 500_000,
             max_unconfirmed: 256,

@@ -27,12 +27,30 @@ pub use client::{ClientConfig, ClientEvent, RelayClient, SeatTurn, Turn};
 pub use sequencer::{DesyncNotice, LogEntry, MatchEvent, MatchSetup, Sequencer};
 pub use server::{Relay, RelayConfig, RelayCounters, RelayEvent};
 
-use crate::link::{DropReason, Link};
+use crate::link::{DropReason, Link, LinkConfig};
 use crate::wire::packet::{decode, verify_tag, SessionKey};
 
 /// The relay's seat number on every connection's link (clients use their
 /// own seat, 0–15).
 pub const RELAY_LINK_SEAT: u8 = 0xFF;
+
+/// The link settings relay connections use by default: a 5 s liveness
+/// timeout, and a piggyback budget of a whole packet.
+///
+/// Why the budget: a link re-sends an unacknowledged message on the RTO, but
+/// its RTO timer restarts whenever newer data is acknowledged (RFC 6298
+/// 5.3), so under a steady stream of small messages a lost message larger
+/// than the piggyback budget is never re-sent and the stream stalls behind
+/// it (found by the relay soak: a 896-byte catch-up bundle lost once). With
+/// a budget of a whole packet every unacknowledged message rides on the next
+/// packet that carries new data, oldest first. To be fixed in `link` itself.
+pub fn relay_link_config() -> LinkConfig {
+    LinkConfig {
+        liveness_timeout_us: Some(5_000_000),
+        piggyback_budget_bytes: crate::wire::packet::MAX_PACKET_BYTES,
+        ..LinkConfig::default()
+    }
+}
 
 /// Check a transport packet's tag under `key` for `local_seat` and its
 /// structure, and hand it to `link`. The caller has already routed it (by

@@ -77,10 +77,7 @@ impl RelayConfig {
     pub fn new(lobby_secret: LobbySecret) -> RelayConfig {
         RelayConfig {
             lobby_secret,
-            link: LinkConfig {
-                liveness_timeout_us: Some(5_000_000),
-                ..LinkConfig::default()
-            },
+            link: super::relay_link_config(),
             max_connections: 65_536,
             close_linger_us: 2_000_000,
             over_linger_us: 30_000_000,
