@@ -290,6 +290,11 @@ impl Relay {
         }
     }
 
+    /// Ids of the matches held.
+    pub fn match_ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.slots.iter().flatten().map(|s| s.id)
+    }
+
     /// Matches held (running, loading or finished and lingering).
     pub fn match_count(&self) -> usize {
         self.by_id.len()
