@@ -684,11 +684,7 @@ fn a_desync_names_the_seat_and_the_tick() {
     g.run_until(3_000 * MS);
     for p in &g.players {
         let first = p.events.iter().find_map(|e| match e {
-            ClientEvent::Desync {
-                tick,
-                disagreeing_mask,
-                ..
-            } => Some((*tick, *disagreeing_mask)),
+            ClientEvent::Desync(d) => Some((d.tick, d.disagreeing_mask)),
             _ => None,
         });
         assert_eq!(first, Some((30, 0b010)), "seat {}", p.seat);

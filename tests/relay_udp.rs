@@ -140,7 +140,7 @@ fn relay_binary_serves_a_match_over_loopback_and_stops_on_sigterm() {
     assert_eq!(a, b, "both clients executed the same turns");
     assert!(players
         .iter()
-        .all(|p| !p.3.iter().any(|e| matches!(e, ClientEvent::Desync { .. }))));
+        .all(|p| !p.3.iter().any(|e| matches!(e, ClientEvent::Desync(_)))));
 
     unsafe {
         libc::kill(relay.id() as libc::pid_t, libc::SIGTERM);

@@ -24,7 +24,7 @@
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 
-use super::sequencer::tick_at;
+use super::sequencer::{tick_at, DesyncNotice};
 use super::ticket::Credentials;
 use super::{receive_link_packet, RELAY_LINK_SEAT};
 use crate::clock::{ClockSample, OffsetEstimator};
@@ -131,15 +131,8 @@ pub enum ClientEvent {
         /// States of seats `0..seat_count`.
         states: [SeatPresence; MAX_SEATS],
     },
-    /// Clients disagree about the state at `tick`.
-    Desync {
-        /// Tick.
-        tick: u32,
-        /// Seats compared.
-        reported_mask: u16,
-        /// Seats that disagree.
-        disagreeing_mask: u16,
-    },
+    /// Clients disagree about the state at a tick.
+    Desync(DesyncNotice),
     /// The match is over: no more ticks after `final_tick`.
     MatchOver {
         /// Final horizon.
@@ -557,11 +550,11 @@ impl RelayClient {
                 tick,
                 reported_mask,
                 disagreeing_mask,
-            } => self.events.push_back(ClientEvent::Desync {
+            } => self.events.push_back(ClientEvent::Desync(DesyncNotice {
                 tick,
                 reported_mask,
                 disagreeing_mask,
-            }),
+            })),
             ServerMessage::MatchOver { final_tick, reason } => {
                 self.over = true;
                 self.events

@@ -46,7 +46,7 @@ use crate::link::{canonical_address, Link, LinkConfig, LinkEvent, LinkIdentity};
 use crate::wire::packet::{self, SessionKey};
 use crate::wire::relay::{
     peek_datagram, read_client_message, read_hello, verify_hello_tag, write_reject, DatagramPeek,
-    Reject, RejectReason, KIND_HELLO, MAX_MESSAGE_BYTES, MAX_SEATS, REJECT_BYTES,
+    Reject, RejectReason, KIND_HELLO, MAX_MESSAGE_BYTES, REJECT_BYTES,
 };
 
 /// Most Rejects waiting to be sent; beyond it they are counted, not queued.
@@ -185,6 +185,33 @@ struct MatchSlot {
     connections: Vec<Option<Connection>>,
     retired: Vec<VecDeque<u64>>,
     over_since: Option<u64>,
+    /// The earliest timer of the slot, as of the last time it was drained
+    /// (valid while not `dirty`).
+    deadline: Option<u64>,
+    /// In the relay's dirty queue: its state changed, it may have something
+    /// to send, and its deadline must be recomputed.
+    dirty: bool,
+    /// Entries in the dirty queue (2 when it changed again while being
+    /// drained, past the seats already drained).
+    queued: u8,
+}
+
+impl MatchSlot {
+    fn next_deadline(&self, config: &RelayConfig) -> Option<u64> {
+        let mut earliest: Option<u64> = None;
+        let mut consider = |t: Option<u64>| {
+            if let Some(t) = t {
+                earliest = Some(earliest.map_or(t, |e| e.min(t)));
+            }
+        };
+        consider(self.sequencer.poll_timeout());
+        consider(self.over_since.map(|t| t + config.over_linger_us));
+        for conn in self.connections.iter().flatten() {
+            consider(conn.link.poll_timeout());
+            consider(conn.finished_since.map(|t| t + config.close_linger_us));
+        }
+        earliest
+    }
 }
 
 /// A relay: matches, connections, tickets. See the module docs.
@@ -198,8 +225,10 @@ pub struct Relay {
     rejects: VecDeque<(SocketAddr, [u8; REJECT_BYTES])>,
     events: VecDeque<RelayEvent>,
     counters: RelayCounters,
-    cursor: usize,
-    scanned: usize,
+    /// Slots whose state changed since they were last drained, in order.
+    dirty: VecDeque<usize>,
+    /// Next seat to drain of `dirty.front()`.
+    seat_cursor: usize,
     message_buf: Vec<u8>,
 }
 
@@ -220,8 +249,8 @@ impl Relay {
             rejects: VecDeque::new(),
             events: VecDeque::new(),
             counters: RelayCounters::default(),
-            cursor: 0,
-            scanned: 0,
+            dirty: VecDeque::new(),
+            seat_cursor: 0,
             message_buf: vec![0; MAX_MESSAGE_BYTES],
         })
     }
@@ -248,6 +277,9 @@ impl Relay {
             connections: (0..setup.seat_count).map(|_| None).collect(),
             retired: (0..setup.seat_count).map(|_| VecDeque::new()).collect(),
             over_since: None,
+            deadline: None,
+            dirty: false,
+            queued: 0,
         };
         let at = match self.slots.iter().position(Option::is_none) {
             Some(at) => {
@@ -260,6 +292,7 @@ impl Relay {
             }
         };
         self.by_id.insert(setup.match_id, at);
+        self.mark_dirty(at);
         Ok(())
     }
 
@@ -272,6 +305,7 @@ impl Relay {
         if let Some(slot) = self.slots[at].as_mut() {
             slot.sequencer.end(now_us);
         }
+        self.mark_dirty(at);
         Ok(())
     }
 
@@ -308,6 +342,17 @@ impl Relay {
     /// The next event worth a log line.
     pub fn poll_event(&mut self) -> Option<RelayEvent> {
         self.events.pop_front()
+    }
+
+    fn mark_dirty(&mut self, at: usize) {
+        let draining = self.dirty.front() == Some(&at) && self.seat_cursor > 0;
+        if let Some(slot) = self.slots.get_mut(at).and_then(Option::as_mut) {
+            if slot.queued == 0 || (slot.queued == 1 && draining) {
+                slot.dirty = true;
+                slot.queued += 1;
+                self.dirty.push_back(at);
+            }
+        }
     }
 
     fn event(&mut self, event: RelayEvent) {
@@ -430,6 +475,7 @@ impl Relay {
         let match_id = slot.id;
         self.routes.insert(conn_id, (at, seat));
         self.counters.connections_opened += 1;
+        self.mark_dirty(at);
         self.drain_match_events(at);
         self.event(RelayEvent::Opened {
             match_id,
@@ -477,6 +523,7 @@ impl Relay {
         }
         let match_id = slot.id;
         self.counters.bad_messages += bad;
+        self.mark_dirty(at);
         if rebound {
             self.counters.rebinds += 1;
             self.event(RelayEvent::Rebound {
@@ -497,22 +544,20 @@ impl Relay {
     }
 
     /// The earliest time [`handle_timeout`](Self::handle_timeout) has work.
+    /// Costs one comparison per match (timers are cached per match and
+    /// recomputed only for matches whose state changed).
     pub fn poll_timeout(&self) -> Option<u64> {
-        let mut earliest: Option<u64> = None;
-        let mut consider = |t: Option<u64>| {
-            if let Some(t) = t {
-                earliest = Some(earliest.map_or(t, |e| e.min(t)));
-            }
-        };
-        for slot in self.slots.iter().flatten() {
-            consider(slot.sequencer.poll_timeout());
-            consider(slot.over_since.map(|t| t + self.config.over_linger_us));
-            for conn in slot.connections.iter().flatten() {
-                consider(conn.link.poll_timeout());
-                consider(conn.finished_since.map(|t| t + self.config.close_linger_us));
-            }
-        }
-        earliest
+        self.slots
+            .iter()
+            .flatten()
+            .filter_map(|slot| {
+                if slot.dirty {
+                    slot.next_deadline(&self.config)
+                } else {
+                    slot.deadline
+                }
+            })
+            .min()
     }
 
     /// Run every due timer: match clocks, links, closing and removal.
@@ -521,6 +566,14 @@ impl Relay {
             let Some(slot) = self.slots[at].as_mut() else {
                 continue;
             };
+            let deadline = if slot.dirty {
+                slot.next_deadline(&self.config)
+            } else {
+                slot.deadline
+            };
+            if deadline.map_or(true, |t| t > now_us) {
+                continue;
+            }
             if slot.sequencer.poll_timeout().is_some_and(|t| t <= now_us) {
                 slot.sequencer.handle_timeout(now_us);
             }
@@ -581,6 +634,8 @@ impl Relay {
                 self.slots[at] = None;
                 self.by_id.remove(&match_id);
                 self.event(RelayEvent::Removed { match_id });
+            } else {
+                self.mark_dirty(at);
             }
         }
     }
@@ -625,30 +680,37 @@ impl Relay {
             out.copy_from_slice(&bytes);
             return Some((to, REJECT_BYTES));
         }
-        let positions = self.slots.len() * MAX_SEATS;
-        while self.scanned < positions {
-            let (at, seat) = (self.cursor / MAX_SEATS, self.cursor % MAX_SEATS);
-            let has = self
-                .slots
-                .get(at)
-                .and_then(Option::as_ref)
-                .is_some_and(|s| s.connections.get(seat).is_some_and(Option::is_some));
-            if has {
+        // Only matches whose state changed since they were last drained can
+        // have something to send: the cost follows the traffic, not the
+        // number of matches.
+        while let Some(&at) = self.dirty.front() {
+            let seats = match self.slots[at].as_ref() {
+                Some(slot) if slot.dirty => slot.connections.len(),
+                _ => 0,
+            };
+            while self.seat_cursor < seats {
+                let seat = self.seat_cursor;
                 self.pump(at, seat, now_us);
                 let conn = self.slots[at]
                     .as_mut()
                     .and_then(|s| s.connections[seat].as_mut());
                 if let Some(conn) = conn {
                     if let Some(len) = conn.link.poll_transmit(now_us, buf) {
-                        self.scanned = 0;
                         return Some((conn.address, len));
                     }
                 }
+                self.seat_cursor += 1;
             }
-            self.cursor = (self.cursor + 1) % positions;
-            self.scanned += 1;
+            self.dirty.pop_front();
+            self.seat_cursor = 0;
+            if let Some(slot) = self.slots[at].as_mut() {
+                slot.queued = slot.queued.saturating_sub(1);
+                if slot.queued == 0 && slot.dirty {
+                    slot.dirty = false;
+                    slot.deadline = slot.next_deadline(&self.config);
+                }
+            }
         }
-        self.scanned = 0;
         None
     }
 }
