@@ -7,7 +7,8 @@
 //! ```
 //!
 //! Keys: `tick_rate_millihz`, `bundle_interval`, `checksum_interval`,
-//! `ai_order_delay`, `max_ticks`, `load_wait_seconds`, `grace_seconds`.
+//! `ai_order_delay` (0 when absent, S10), `max_ticks`, `load_wait_seconds`,
+//! `grace_seconds`.
 //! Blank lines and `#` comments are ignored. The relay re-reads the file when
 //! it changes and adds matches it has not seen (a lobby creates a match by
 //! appending a line); a line it cannot parse is reported and skipped.
@@ -69,6 +70,10 @@ pub fn parse_line(line: &str, defaults: &Defaults) -> Result<Option<MatchSetup>,
     let seats = seats.ok_or("missing `seats N`")?;
     let humans = humans.ok_or("missing `humans LIST`")?;
     let mut setup = MatchSetup::new(id, seats, humans);
+    // S10: a match setup without `ai_order_delay` means 0 (the behaviour of
+    // setups written before the field existed); lobbies creating new
+    // matches write `ai_order_delay 8`.
+    setup.ai_order_delay = 0;
     setup.start_barrier_us = defaults.load_wait_seconds.saturating_mul(1_000_000);
     setup.reconnect_grace_us = defaults.grace_seconds.saturating_mul(1_000_000);
     for (key, value) in extra {
@@ -115,6 +120,7 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(s.start_barrier_us, 5_000_000);
+        assert_eq!(s.ai_order_delay, 0, "absent means 0 (S10)");
         assert!(parse_line("game 7", &D).unwrap_err().contains("match"));
         assert!(parse_line("match 7 seats 4", &D)
             .unwrap_err()
