@@ -859,3 +859,69 @@ fn soak_many_seeded_games() {
     }
     eprintln!("soak: {games} games, {orders} log entries, {desyncs} desync notices (all injected), 0 lost, 0 doubled");
 }
+
+#[test]
+fn ticks_larger_than_a_message_are_chunked_and_reassembled() {
+    let conditions = Conditions {
+        loss_ppm: 50_000,
+        ..lan()
+    };
+    let mut g = Game::new(10, conditions, setup(16, 0xFFFF));
+    for s in 0..16 {
+        g.join(s, 0);
+    }
+    g.run_until(1_000 * MS);
+    // Sixteen 500-byte orders on one tick: eight messages' worth, sent as a
+    // series of MORE chunks.
+    for s in 0..16u8 {
+        let p = g.player(s);
+        let order = [
+            &[s][..],
+            &[0, 0, 0, 0],
+            &p.generation.to_le_bytes()[..],
+            &[0xAB; 491],
+        ]
+        .concat();
+        p.client.as_mut().unwrap().submit_order(&order).unwrap();
+        p.submitted.push(order);
+    }
+    g.run_until(3_000 * MS);
+    let log = g.log();
+    assert_eq!(log.len(), 16);
+    let tick = log[0].0;
+    assert!(log.iter().all(|e| e.0 == tick), "same tick for all");
+    for p in &g.players {
+        let turn = p.executed.iter().find(|t| t.tick == tick).unwrap();
+        assert!(turn
+            .seats
+            .iter()
+            .all(|s| matches!(s, SeatTurn::Order(o) if o.len() == 500)));
+    }
+    // A late joiner gets the big tick in its catch-up.
+    g.crash(3);
+    g.join(3, 0);
+    g.run_until(4_000 * MS);
+    assert_eq!(g.player(3).executed[0].tick, 0);
+    g.check_invariants();
+}
+
+#[test]
+fn a_client_behind_a_new_nat_mapping_keeps_its_connection() {
+    let mut g = Game::new(11, lan(), setup(2, 0b11));
+    g.join(0, 0);
+    g.join(1, 0);
+    g.run_until(1_000 * MS);
+    // The NAT gives player 1 a new public port: same client, new address.
+    g.player(1).address = player_addr(1, 77);
+    g.submit(1, 3);
+    g.run_until(2_000 * MS);
+    assert!(g.relay.counters().rebinds >= 1);
+    assert!(g
+        .relay_events
+        .iter()
+        .any(|e| matches!(e, RelayEvent::Rebound { seat: 1, .. })));
+    let p = g.player(1);
+    assert!(!p.events.contains(&ClientEvent::ConnectionLost));
+    assert_eq!(g.log().iter().filter(|e| e.1 == 1).count(), 3);
+    g.check_invariants();
+}
