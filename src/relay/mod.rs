@@ -40,9 +40,10 @@ pub const RELAY_LINK_SEAT: u8 = 0xFF;
 /// Why the budget: a link re-sends an unacknowledged message on the RTO, but
 /// its RTO timer restarts whenever newer data is acknowledged (RFC 6298
 /// 5.3), so under a steady stream of small messages a lost message larger
-/// than the piggyback budget is never re-sent and the stream stalls behind
-/// it (found by the relay soak: a 896-byte catch-up bundle lost once). With
-/// a budget of a whole packet every unacknowledged message rides on the next
+/// than the piggyback budget is not re-sent while the stream flows, and the
+/// in-order stream stalls behind it (found by the relay soak: a 896-byte
+/// catch-up bundle lost once; `tests/relay_link_stall.rs` shows it). With a
+/// budget of a whole packet every unacknowledged message rides on the next
 /// packet that carries new data, oldest first. To be fixed in `link` itself.
 pub fn relay_link_config() -> LinkConfig {
     LinkConfig {
