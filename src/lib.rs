@@ -23,6 +23,7 @@ pub mod error;
 pub mod clock;
 pub mod link;
 pub mod net;
+pub mod relay;
 pub mod report;
 pub mod session;
 pub mod sim;

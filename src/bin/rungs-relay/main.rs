@@ -1,0 +1,513 @@
+//! `rungs-relay`: relay-sequenced lockstep matches (S10) on one UDP port.
+//!
+//! A thin edge around [`rungs::relay::Relay`]: one socket, the wall clock,
+//! a setup file of matches, a log line per event worth knowing, and a clean
+//! shutdown on SIGINT/SIGTERM (every match is ended, so clients hear
+//! MatchOver, then the process exits 0). See `docs/relay.md`.
+//!
+//! Exit codes: 0 fine; 1 the socket or a file failed; 2 bad usage.
+
+mod setup;
+
+use std::net::{SocketAddr, UdpSocket};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rungs::relay::sequencer::MatchEvent;
+use rungs::relay::ticket::{issue, LobbySecret, TicketFields};
+use rungs::relay::{Relay, RelayConfig, RelayEvent};
+use socket2::{Domain, Protocol, Socket, Type};
+
+use setup::{parse_line, Defaults};
+
+const HELP: &str = "\
+rungs-relay: relay-sequenced lockstep matches on one UDP port
+
+USAGE
+  rungs-relay serve [FLAGS]     serve the matches of a setup file
+  rungs-relay ticket [FLAGS]    issue a ticket (for testing; lobbies do this)
+
+SERVE FLAGS (environment variable; default)
+  --listen ADDR               RUNGS_RELAY_LISTEN; 0.0.0.0:7000
+  --secret HEX                RUNGS_RELAY_SECRET: the lobby secret, 32 hex digits
+  --secret-file PATH          RUNGS_RELAY_SECRET_FILE: a file holding it
+  --matches PATH              RUNGS_RELAY_MATCHES: the setup file, re-read when
+                              it changes (one `match ID seats N humans 0,1,..`
+                              line per match; see docs/relay.md)
+  --load-wait-seconds N       RUNGS_RELAY_LOAD_WAIT_SECONDS; 60: start a match
+                              this long after it was created even if some
+                              players have not joined
+  --grace-seconds N           RUNGS_RELAY_GRACE_SECONDS; 60: reconnect grace
+  --max-connections N         RUNGS_RELAY_MAX_CONNECTIONS; 65536
+
+TICKET FLAGS
+  --secret HEX | --secret-file PATH   as above (or the same variables)
+  --match ID --seat N         required
+  --expires-in SECONDS        default 21600 (6 hours)
+  --nonce N                   default: from the clock
+  Prints `<ticket hex>:<link secret hex>` on stdout.
+";
+
+static SHUTDOWN: AtomicBool = AtomicBool::new(false);
+
+#[cfg(unix)]
+extern "C" fn on_signal(_signal: libc::c_int) {
+    SHUTDOWN.store(true, Ordering::SeqCst);
+}
+
+#[cfg(unix)]
+fn install_signal_handlers() {
+    let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, handler);
+        libc::signal(libc::SIGTERM, handler);
+    }
+}
+
+#[cfg(not(unix))]
+fn install_signal_handlers() {}
+
+/// Flags, each with its environment variable as the fallback.
+struct Args {
+    pairs: Vec<(String, String)>,
+}
+
+impl Args {
+    fn parse(raw: &[String]) -> Result<Args, String> {
+        let mut pairs = Vec::new();
+        let mut it = raw.iter();
+        while let Some(flag) = it.next() {
+            if flag == "--help" || flag == "-h" {
+                return Err(String::new());
+            }
+            let Some(name) = flag.strip_prefix("--") else {
+                return Err(format!("unexpected argument `{flag}`"));
+            };
+            let value = it.next().ok_or(format!("`{flag}` needs a value"))?;
+            pairs.push((name.to_string(), value.clone()));
+        }
+        Ok(Args { pairs })
+    }
+
+    fn get(&self, name: &str, env: Option<&str>) -> Option<String> {
+        self.pairs
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+            .or_else(|| env.and_then(|e| std::env::var(e).ok()))
+    }
+
+    fn number<T: std::str::FromStr>(
+        &self,
+        name: &str,
+        env: Option<&str>,
+        default: Option<T>,
+    ) -> Result<T, String> {
+        match self.get(name, env) {
+            Some(text) => text
+                .trim()
+                .parse()
+                .map_err(|_| format!("--{name}: `{text}` is not a valid number")),
+            None => default.ok_or(format!("--{name} is required")),
+        }
+    }
+
+    fn check_known(&self, known: &[&str]) -> Result<(), String> {
+        match self
+            .pairs
+            .iter()
+            .find(|(n, _)| !known.contains(&n.as_str()))
+        {
+            Some((n, _)) => Err(format!("unknown flag --{n}")),
+            None => Ok(()),
+        }
+    }
+
+    fn secret(&self) -> Result<LobbySecret, String> {
+        let text = match self.get("secret", Some("RUNGS_RELAY_SECRET")) {
+            Some(t) => t,
+            None => {
+                let path = self
+                    .get("secret-file", Some("RUNGS_RELAY_SECRET_FILE"))
+                    .ok_or("a lobby secret is required: --secret HEX or --secret-file PATH")?;
+                std::fs::read_to_string(&path).map_err(|e| format!("--secret-file {path}: {e}"))?
+            }
+        };
+        LobbySecret::from_hex(&text).map_err(|e| format!("lobby secret: {e}"))
+    }
+}
+
+fn unix_now() -> Duration {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+}
+
+fn log(line: &str) {
+    let t = unix_now();
+    eprintln!("[{}.{:03}] {line}", t.as_secs(), t.subsec_millis());
+}
+
+fn main() -> ExitCode {
+    let raw: Vec<String> = std::env::args().skip(1).collect();
+    let (command, rest) = match raw.split_first() {
+        Some((c, rest)) => (c.as_str(), rest),
+        None => ("--help", &raw[..]),
+    };
+    let result = match command {
+        "serve" => Args::parse(rest).and_then(|a| serve(&a)),
+        "ticket" => Args::parse(rest).and_then(|a| ticket(&a)),
+        _ => Err(String::new()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) if message.is_empty() => {
+            print!("{HELP}");
+            ExitCode::from(if command == "--help" || command == "-h" {
+                0
+            } else {
+                2
+            })
+        }
+        Err(message) if message.starts_with("io:") => {
+            eprintln!("rungs-relay: {}", &message[3..]);
+            ExitCode::from(1)
+        }
+        Err(message) => {
+            eprintln!("rungs-relay: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn ticket(args: &Args) -> Result<(), String> {
+    args.check_known(&[
+        "secret",
+        "secret-file",
+        "match",
+        "seat",
+        "expires-in",
+        "nonce",
+    ])?;
+    let secret = args.secret()?;
+    let now = unix_now();
+    let fields = TicketFields {
+        match_id: args.number("match", None, None)?,
+        seat: args.number("seat", None, None)?,
+        expires_unix_s: now.as_secs() + args.number::<u64>("expires-in", None, Some(21_600))?,
+        nonce: args.number("nonce", None, Some(now.as_nanos() as u64))?,
+    };
+    let credentials = issue(&secret, &fields).map_err(|e| format!("--seat: {e}"))?;
+    println!("{}", credentials.to_text());
+    Ok(())
+}
+
+fn bind(address: SocketAddr) -> std::io::Result<UdpSocket> {
+    let socket = Socket::new(
+        Domain::for_address(address),
+        Type::DGRAM,
+        Some(Protocol::UDP),
+    )?;
+    if address.is_ipv6() {
+        // One socket for IPv4 and IPv6 clients where the OS allows it.
+        let _ = socket.set_only_v6(false);
+    }
+    let _ = socket.set_recv_buffer_size(4 << 20);
+    let _ = socket.set_send_buffer_size(4 << 20);
+    socket.bind(&address.into())?;
+    Ok(socket.into())
+}
+
+/// The setup file and when it was last read.
+struct SetupFile {
+    path: String,
+    modified: Option<SystemTime>,
+    checked: Option<Instant>,
+    defaults: Defaults,
+}
+
+impl SetupFile {
+    /// Add the matches of the file not yet seen, when it changed.
+    fn refresh(&mut self, relay: &mut Relay, now_us: u64) -> Result<(), String> {
+        if self
+            .checked
+            .is_some_and(|t| t.elapsed() < Duration::from_secs(1))
+        {
+            return Ok(());
+        }
+        self.checked = Some(Instant::now());
+        let modified = std::fs::metadata(&self.path)
+            .and_then(|m| m.modified())
+            .map_err(|e| format!("io:--matches {}: {e}", self.path))?;
+        if self.modified == Some(modified) {
+            return Ok(());
+        }
+        self.modified = Some(modified);
+        let text = std::fs::read_to_string(&self.path)
+            .map_err(|e| format!("io:--matches {}: {e}", self.path))?;
+        for (number, line) in text.lines().enumerate() {
+            match parse_line(line, &self.defaults) {
+                Ok(Some(setup)) => {
+                    if relay.sequencer(setup.match_id).is_some() {
+                        continue;
+                    }
+                    match relay.add_match(setup, now_us) {
+                        Ok(()) => log(&format!(
+                            "match {} created: {} seats, humans {:#06x}, {} mHz, bundle every {} tick(s), ai_order_delay {}",
+                            setup.match_id,
+                            setup.seat_count,
+                            setup.human_mask,
+                            setup.tick_rate_millihz,
+                            setup.bundle_interval,
+                            setup.ai_order_delay
+                        )),
+                        Err(e) => log(&format!("{}:{}: {e}", self.path, number + 1)),
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => log(&format!("{}:{}: {e}", self.path, number + 1)),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Rejects are logged one per line up to this many per second; the rest
+/// are summed (a flood must not flood the log).
+const REJECT_LINES_PER_SECOND: u32 = 20;
+
+struct Logger {
+    second: u64,
+    reject_lines: u32,
+    suppressed: u64,
+}
+
+impl Logger {
+    fn event(&mut self, event: RelayEvent) {
+        let line = match event {
+            RelayEvent::Rejected { source, reason } => {
+                let second = unix_now().as_secs();
+                if second != self.second {
+                    if self.suppressed > 0 {
+                        log(&format!(
+                            "{} more rejected Hellos not logged",
+                            self.suppressed
+                        ));
+                    }
+                    self.second = second;
+                    self.reject_lines = 0;
+                    self.suppressed = 0;
+                }
+                if self.reject_lines >= REJECT_LINES_PER_SECOND {
+                    self.suppressed += 1;
+                    return;
+                }
+                self.reject_lines += 1;
+                format!("rejected Hello from {source}: {reason:?}")
+            }
+            RelayEvent::Opened {
+                match_id,
+                seat,
+                source,
+                replaced,
+            } => format!(
+                "match {match_id} seat {seat} connected from {source}{}",
+                if replaced {
+                    " (replacing its connection)"
+                } else {
+                    ""
+                }
+            ),
+            RelayEvent::Rebound {
+                match_id,
+                seat,
+                source,
+            } => format!("match {match_id} seat {seat} moved to {source}"),
+            RelayEvent::Closed {
+                match_id,
+                seat,
+                lost,
+            } => format!(
+                "match {match_id} seat {seat} {}",
+                if lost { "connection lost" } else { "closed" }
+            ),
+            RelayEvent::Removed { match_id } => format!("match {match_id} removed"),
+            RelayEvent::Match { match_id, event } => match event {
+                MatchEvent::Started { all_present } => format!(
+                    "match {match_id} started ({})",
+                    if all_present {
+                        "everyone joined"
+                    } else {
+                        "load wait over"
+                    }
+                ),
+                MatchEvent::Connected {
+                    seat,
+                    resume_from_tick,
+                } => format!("match {match_id} seat {seat} resumes from tick {resume_from_tick}"),
+                MatchEvent::Disconnected { seat } => {
+                    format!("match {match_id} seat {seat} disconnected; grace running")
+                }
+                MatchEvent::SeatLeft { seat, tick, kind } => {
+                    format!("match {match_id} seat {seat} left at tick {tick} ({kind:?})")
+                }
+                MatchEvent::Desync(d) => format!(
+                    "match {match_id} DESYNC at tick {}: seats {:#06x} disagree (reported {:#06x})",
+                    d.tick, d.disagreeing_mask, d.reported_mask
+                ),
+                MatchEvent::Over { final_tick, reason } => {
+                    format!("match {match_id} over at tick {final_tick}: {reason:?}")
+                }
+            },
+        };
+        log(&line);
+    }
+}
+
+fn serve(args: &Args) -> Result<(), String> {
+    args.check_known(&[
+        "listen",
+        "secret",
+        "secret-file",
+        "matches",
+        "load-wait-seconds",
+        "grace-seconds",
+        "max-connections",
+    ])?;
+    let secret = args.secret()?;
+    let listen: SocketAddr = args
+        .get("listen", Some("RUNGS_RELAY_LISTEN"))
+        .unwrap_or_else(|| "0.0.0.0:7000".into())
+        .parse()
+        .map_err(|_| "--listen: not an address like 0.0.0.0:7000".to_string())?;
+    let defaults = Defaults {
+        load_wait_seconds: args.number(
+            "load-wait-seconds",
+            Some("RUNGS_RELAY_LOAD_WAIT_SECONDS"),
+            Some(60),
+        )?,
+        grace_seconds: args.number("grace-seconds", Some("RUNGS_RELAY_GRACE_SECONDS"), Some(60))?,
+    };
+    let mut config = RelayConfig::new(secret);
+    config.max_connections = args.number(
+        "max-connections",
+        Some("RUNGS_RELAY_MAX_CONNECTIONS"),
+        Some(config.max_connections),
+    )?;
+    let matches = args
+        .get("matches", Some("RUNGS_RELAY_MATCHES"))
+        .ok_or("--matches PATH is required (the setup file)")?;
+    let mut relay = Relay::new(config).map_err(|e| e.to_string())?;
+    let mut setup_file = SetupFile {
+        path: matches,
+        modified: None,
+        checked: None,
+        defaults,
+    };
+    let socket = bind(listen).map_err(|e| format!("io:bind {listen}: {e}"))?;
+    let local = socket
+        .local_addr()
+        .map_err(|e| format!("io:local address: {e}"))?;
+    install_signal_handlers();
+    log(&format!("listening on {local}"));
+
+    let start = Instant::now();
+    let now_us = || start.elapsed().as_micros() as u64;
+    setup_file.refresh(&mut relay, now_us())?;
+    let mut logger = Logger {
+        second: 0,
+        reject_lines: 0,
+        suppressed: 0,
+    };
+    let mut buf = vec![0u8; 2048];
+    let mut out = vec![0u8; 1500];
+    let mut shutdown_deadline: Option<Instant> = None;
+    let mut io_errors = 0u64;
+    loop {
+        if SHUTDOWN.load(Ordering::SeqCst) && shutdown_deadline.is_none() {
+            log("shutting down: ending every match");
+            let ids: Vec<u64> = relay.match_ids().collect();
+            for id in ids {
+                let _ = relay.end_match(id, now_us());
+            }
+            shutdown_deadline = Some(Instant::now() + Duration::from_secs(1));
+        }
+        if shutdown_deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
+        if shutdown_deadline.is_none() {
+            if let Err(e) = setup_file.refresh(&mut relay, now_us()) {
+                log(&e[3..]);
+            }
+        }
+        let now = now_us();
+        let wait_us = relay
+            .poll_timeout()
+            .map_or(50_000, |t| t.saturating_sub(now))
+            .clamp(500, 50_000);
+        let _ = socket.set_read_timeout(Some(Duration::from_micros(wait_us)));
+        let mut received = 0;
+        loop {
+            match socket.recv_from(&mut buf) {
+                Ok((len, source)) => {
+                    relay.handle_datagram(now_us(), unix_now().as_secs(), source, &buf[..len]);
+                    received += 1;
+                    if received == 1 {
+                        let _ = socket.set_nonblocking(true);
+                    }
+                    if received >= 1024 {
+                        break;
+                    }
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock
+                            | std::io::ErrorKind::TimedOut
+                            | std::io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    break
+                }
+                Err(e) => {
+                    // ICMP errors from a client that went away show up here.
+                    io_errors += 1;
+                    if io_errors.is_power_of_two() {
+                        log(&format!("receive error ({io_errors} so far): {e}"));
+                    }
+                    break;
+                }
+            }
+        }
+        if received > 0 {
+            let _ = socket.set_nonblocking(false);
+        }
+        let now = now_us();
+        if relay.poll_timeout().is_some_and(|t| t <= now) {
+            relay.handle_timeout(now);
+        }
+        while let Some((to, len)) = relay.poll_transmit(now, &mut out) {
+            if let Err(e) = socket.send_to(&out[..len], to) {
+                io_errors += 1;
+                if io_errors.is_power_of_two() {
+                    log(&format!("send error ({io_errors} so far): {e}"));
+                }
+            }
+        }
+        while let Some(event) = relay.poll_event() {
+            logger.event(event);
+        }
+    }
+    let c = relay.counters();
+    log(&format!(
+        "stopped: {} datagrams, {} connections opened, {} Hellos rejected, {} dropped",
+        c.datagrams,
+        c.connections_opened,
+        c.rejected.iter().sum::<u64>(),
+        c.not_relay + c.malformed_hellos + c.unknown_connection + c.link_drops
+    ));
+    Ok(())
+}

@@ -1,0 +1,136 @@
+//! The match setup file: one match per line.
+//!
+//! ```text
+//! # id       seats humans  optional key value pairs
+//! match 1001 seats 4 humans 0,1,2 ai_order_delay 8 checksum_interval 30
+//! match 1002 seats 2 humans 0,1 tick_rate_millihz 15000 bundle_interval 2
+//! ```
+//!
+//! Keys: `tick_rate_millihz`, `bundle_interval`, `checksum_interval`,
+//! `ai_order_delay` (0 when absent, S10), `max_ticks`, `load_wait_seconds`,
+//! `grace_seconds`.
+//! Blank lines and `#` comments are ignored. The relay re-reads the file when
+//! it changes and adds matches it has not seen (a lobby creates a match by
+//! appending a line); a line it cannot parse is reported and skipped.
+
+use rungs::relay::MatchSetup;
+
+/// Defaults the command line and environment give every match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Defaults {
+    /// Load barrier, seconds.
+    pub load_wait_seconds: u64,
+    /// Reconnect grace, seconds.
+    pub grace_seconds: u64,
+}
+
+fn number<T: std::str::FromStr>(key: &str, value: Option<&str>) -> Result<T, String> {
+    let value = value.ok_or_else(|| format!("`{key}` needs a value"))?;
+    value
+        .parse()
+        .map_err(|_| format!("`{key}` value `{value}` is not a valid number"))
+}
+
+/// Parse one line: `Ok(None)` for a blank or comment line.
+pub fn parse_line(line: &str, defaults: &Defaults) -> Result<Option<MatchSetup>, String> {
+    let line = line.split('#').next().unwrap_or("").trim();
+    if line.is_empty() {
+        return Ok(None);
+    }
+    let mut words = line.split_whitespace();
+    if words.next() != Some("match") {
+        return Err("a line starts with `match <id>`".into());
+    }
+    let id: u64 = number("match", words.next())?;
+    let mut seats: Option<u8> = None;
+    let mut humans: Option<u16> = None;
+    let mut extra: Vec<(String, String)> = Vec::new();
+    while let Some(key) = words.next() {
+        let value = words.next();
+        match key {
+            "seats" => seats = Some(number(key, value)?),
+            "humans" => {
+                let list = value.ok_or("`humans` needs a list like 0,1,2")?;
+                let mut mask = 0u16;
+                for seat in list.split(',') {
+                    let s: u8 = number("humans", Some(seat))?;
+                    if s >= 16 {
+                        return Err(format!("human seat {s} is not 0..=15"));
+                    }
+                    mask |= 1 << s;
+                }
+                humans = Some(mask);
+            }
+            _ => extra.push((
+                key.to_string(),
+                value.ok_or(format!("`{key}` needs a value"))?.to_string(),
+            )),
+        }
+    }
+    let seats = seats.ok_or("missing `seats N`")?;
+    let humans = humans.ok_or("missing `humans LIST`")?;
+    let mut setup = MatchSetup::new(id, seats, humans);
+    // S10: a match setup without `ai_order_delay` means 0 (the behaviour of
+    // setups written before the field existed); lobbies creating new
+    // matches write `ai_order_delay 8`.
+    setup.ai_order_delay = 0;
+    setup.start_barrier_us = defaults.load_wait_seconds.saturating_mul(1_000_000);
+    setup.reconnect_grace_us = defaults.grace_seconds.saturating_mul(1_000_000);
+    for (key, value) in extra {
+        let v = Some(value.as_str());
+        match key.as_str() {
+            "tick_rate_millihz" => setup.tick_rate_millihz = number(&key, v)?,
+            "bundle_interval" => setup.bundle_interval = number(&key, v)?,
+            "checksum_interval" => setup.checksum_interval = number(&key, v)?,
+            "ai_order_delay" => setup.ai_order_delay = number(&key, v)?,
+            "max_ticks" => setup.max_ticks = number(&key, v)?,
+            "load_wait_seconds" => {
+                setup.start_barrier_us = number::<u64>(&key, v)?.saturating_mul(1_000_000)
+            }
+            "grace_seconds" => {
+                setup.reconnect_grace_us = number::<u64>(&key, v)?.saturating_mul(1_000_000)
+            }
+            _ => return Err(format!("unknown key `{key}`")),
+        }
+    }
+    setup.validate().map_err(|e| e.to_string())?;
+    Ok(Some(setup))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const D: Defaults = Defaults {
+        load_wait_seconds: 60,
+        grace_seconds: 30,
+    };
+
+    #[test]
+    fn parses_matches_and_reports_mistakes() {
+        assert_eq!(parse_line("  # nothing", &D), Ok(None));
+        let s = parse_line("match 7 seats 4 humans 0,2 ai_order_delay 0 # x", &D)
+            .unwrap()
+            .unwrap();
+        assert_eq!((s.match_id, s.seat_count, s.human_mask), (7, 4, 0b101));
+        assert_eq!(s.ai_order_delay, 0);
+        assert_eq!(s.start_barrier_us, 60_000_000);
+        assert_eq!(s.reconnect_grace_us, 30_000_000);
+        let s = parse_line("match 8 seats 2 humans 0 load_wait_seconds 5", &D)
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.start_barrier_us, 5_000_000);
+        assert_eq!(s.ai_order_delay, 0, "absent means 0 (S10)");
+        assert!(parse_line("game 7", &D).unwrap_err().contains("match"));
+        assert!(parse_line("match 7 seats 4", &D)
+            .unwrap_err()
+            .contains("humans"));
+        assert!(parse_line("match 7 seats 2 humans 0,5", &D)
+            .unwrap_err()
+            .contains("human_mask"));
+        assert!(parse_line("match 7 seats 2 humans 0 colour blue", &D)
+            .unwrap_err()
+            .contains("colour"));
+        assert!(parse_line("match x seats 2 humans 0", &D).is_err());
+    }
+}

@@ -1,0 +1,776 @@
+//! A player's side of a relayed match (S10), sans-IO.
+//!
+//! Fed datagrams and time, it says what to send, like a link. It
+//!
+//! * says Hello (every `hello_interval_us` until a Welcome comes) and opens a
+//!   transport link with the connection key derived from its ticket;
+//! * keeps every order the relay has not confirmed and resends them, in
+//!   order, after each Welcome, so nothing is lost or executed twice across
+//!   reconnects (the relay ignores sequences it already accepted);
+//! * hands out ticks in order, below the relay's horizon, with one
+//!   [`SeatTurn`] per seat: the order, a null order, a quit, or an AI seat;
+//! * asks for a resend (ResyncRequest) when a bundle does not start at its
+//!   horizon;
+//! * pings every `ping_interval_us` and keeps an estimate of the relay's
+//!   match clock ([`crate::clock::OffsetEstimator`]);
+//! * reports checksums the engine computes;
+//! * reconnects by itself (fresh nonce, `have_horizon` = its horizon) when
+//!   the link is lost, and tells the engine to reload and fast-forward when
+//!   the relay cannot resume where it stopped.
+//!
+//! Randomness (connection nonces) comes from `nonce_seed`: give each client
+//! process a different, unpredictable seed.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+
+use super::sequencer::{tick_at, DesyncNotice};
+use super::ticket::Credentials;
+use super::{receive_link_packet, RELAY_LINK_SEAT};
+use crate::clock::{ClockSample, OffsetEstimator};
+use crate::error::{Error, Result};
+use crate::link::{canonical_address, Link, LinkConfig, LinkEvent, LinkIdentity};
+use crate::sim::SplitMix64;
+use crate::wire::packet::{self, SessionKey};
+use crate::wire::relay::{
+    read_reject, read_server_message, write_hello, ClientMessage, EntryKind, Hello,
+    MatchOverReason, RejectReason, SeatPresence, ServerMessage, TurnBundle, Welcome, HELLO_BYTES,
+    MAX_ORDER_BYTES, MAX_SEATS,
+};
+
+/// Checksum reports a client keeps to send again after a reconnect.
+pub const KEPT_CHECKSUMS: usize = 64;
+
+/// Settings of a relay client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientConfig {
+    /// Ticket and link secret from the lobby.
+    pub credentials: Credentials,
+    /// The relay's address (from the lobby, with the ticket).
+    pub relay: SocketAddr,
+    /// Every tick below it is already held (0 for a fresh start).
+    pub have_horizon: u32,
+    /// Seed for connection nonces: different and unpredictable per process.
+    pub nonce_seed: u64,
+    /// Link settings.
+    pub link: LinkConfig,
+    /// Resend the Hello this often until a Welcome arrives.
+    pub hello_interval_us: u64,
+    /// Ping the relay this often (S10: 500 ms).
+    pub ping_interval_us: u64,
+    /// Most orders submitted and not yet confirmed by the relay.
+    pub max_unconfirmed: usize,
+}
+
+impl ClientConfig {
+    /// Defaults: 250 ms Hello interval, 500 ms pings, 256 unconfirmed
+    /// orders, links with a 5 s liveness timeout.
+    pub fn new(credentials: Credentials, relay: SocketAddr, nonce_seed: u64) -> ClientConfig {
+        ClientConfig {
+            credentials,
+            relay,
+            have_horizon: 0,
+            nonce_seed,
+            link: super::relay_link_config(),
+            hello_interval_us: 250_000,
+            ping_interval_us: 500_000,
+            max_unconfirmed: 256,
+        }
+    }
+}
+
+/// What one seat does at one tick.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SeatTurn {
+    /// An AI seat: the engine computes it locally.
+    Ai,
+    /// A human seat with no order: a null order.
+    Null,
+    /// A human order.
+    Order(Vec<u8>),
+    /// The seat quits at this tick.
+    Quit,
+    /// The seat is dropped at this tick (its reconnect grace ran out).
+    Dropped,
+    /// The seat left at an earlier tick.
+    Gone,
+}
+
+/// One tick to execute.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Turn {
+    /// The tick.
+    pub tick: u32,
+    /// One entry per seat.
+    pub seats: Vec<SeatTurn>,
+}
+
+/// Something the engine should know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientEvent {
+    /// The relay accepted this connection.
+    Welcomed {
+        /// The setup and where the bundles resume.
+        welcome: Welcome,
+        /// The relay could not resume at our horizon: drop the game state,
+        /// reload, and execute from `resume_from_tick` (0).
+        reload: bool,
+        /// Ticks below it follow at once: execute them as fast as possible.
+        fast_forward_until: u32,
+    },
+    /// The relay refused the Hello for good.
+    Rejected(RejectReason),
+    /// The relay refused the Hello for a reason worth retrying; retrying.
+    Retrying(RejectReason),
+    /// The link was lost; reconnecting.
+    ConnectionLost,
+    /// Seat states changed.
+    Presence {
+        /// Seats.
+        seat_count: u8,
+        /// States of seats `0..seat_count`.
+        states: [SeatPresence; MAX_SEATS],
+    },
+    /// Clients disagree about the state at a tick.
+    Desync(DesyncNotice),
+    /// The match is over: no more ticks after `final_tick`.
+    MatchOver {
+        /// Final horizon.
+        final_tick: u32,
+        /// Why.
+        reason: MatchOverReason,
+    },
+}
+
+/// Counters of a client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ClientCounters {
+    /// Hellos sent.
+    pub hellos: u64,
+    /// Welcomes received.
+    pub welcomes: u64,
+    /// Orders resent after a Welcome.
+    pub orders_resent: u64,
+    /// Bundle chunks wholly below the horizon (duplicates after a resync).
+    pub stale_bundles: u64,
+    /// Bundle gaps seen.
+    pub gaps: u64,
+    /// ResyncRequests sent.
+    pub resync_requests: u64,
+    /// Datagrams dropped (wrong source, other connection, link checks).
+    pub dropped: u64,
+    /// Messages or entries that did not decode or fit the setup.
+    pub bad_messages: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Connecting { last_hello_us: Option<u64> },
+    Connected,
+    Closed,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Unconfirmed {
+    sequence: u32,
+    quit: bool,
+    payload: Vec<u8>,
+}
+
+/// A received bundle entry: tick, seat, kind, order.
+type HeldEntry = (u32, u8, EntryKind, Vec<u8>);
+
+#[derive(Debug)]
+struct Connection {
+    nonce: u64,
+    key: SessionKey,
+    link: Link,
+    have_horizon: u32,
+}
+
+/// A player's connection to a relayed match. See the module docs.
+#[derive(Debug)]
+pub struct RelayClient {
+    config: ClientConfig,
+    seat: u8,
+    rng: SplitMix64,
+    phase: Phase,
+    conn: Connection,
+    welcome: Option<Welcome>,
+    ever_welcomed: bool,
+    /// Ticks below it are authorised.
+    horizon: u32,
+    /// Next tick to hand out.
+    next_tick: u32,
+    /// Entries at or above `next_tick` and below `horizon`, by (tick, seat).
+    ready: VecDeque<HeldEntry>,
+    /// Entries of a `MORE` chunk series, and its range.
+    partial: Option<(u32, u32, Vec<HeldEntry>)>,
+    left_mask: u16,
+    unconfirmed: VecDeque<Unconfirmed>,
+    next_sequence: u32,
+    outbox: VecDeque<Vec<u8>>,
+    resync_asked: Option<u32>,
+    checksums: VecDeque<(u32, u64)>,
+    last_ping_us: Option<u64>,
+    offset: OffsetEstimator,
+    over: bool,
+    events: VecDeque<ClientEvent>,
+    counters: ClientCounters,
+}
+
+impl RelayClient {
+    /// A client that starts saying Hello at `now_us`.
+    pub fn new(config: ClientConfig, now_us: u64) -> Result<RelayClient> {
+        config.link.validate()?;
+        let fields = config.credentials.fields()?;
+        let mut rng = SplitMix64::new(config.nonce_seed);
+        let conn = Self::open(&config, fields.seat, &mut rng, config.have_horizon, now_us)?;
+        Ok(RelayClient {
+            config,
+            seat: fields.seat,
+            rng,
+            phase: Phase::Connecting {
+                last_hello_us: None,
+            },
+            conn,
+            welcome: None,
+            ever_welcomed: false,
+            horizon: config.have_horizon,
+            next_tick: config.have_horizon,
+            ready: VecDeque::new(),
+            partial: None,
+            left_mask: 0,
+            unconfirmed: VecDeque::new(),
+            next_sequence: 1,
+            outbox: VecDeque::new(),
+            resync_asked: None,
+            checksums: VecDeque::new(),
+            last_ping_us: None,
+            offset: OffsetEstimator::new(crate::clock::offset::DEFAULT_SAMPLE_WINDOW)?,
+            over: false,
+            events: VecDeque::new(),
+            counters: ClientCounters::default(),
+        })
+    }
+
+    fn open(
+        config: &ClientConfig,
+        seat: u8,
+        rng: &mut SplitMix64,
+        have_horizon: u32,
+        now_us: u64,
+    ) -> Result<Connection> {
+        let mut nonce = 0;
+        while nonce == 0 {
+            nonce = rng.next_u64();
+        }
+        let key = SessionKey(config.credentials.link_secret.connection_key(nonce));
+        let link = Link::new(
+            config.link,
+            LinkIdentity {
+                session_id: nonce as u32,
+                key,
+                local_seat: seat,
+                peer_seat: RELAY_LINK_SEAT,
+            },
+            now_us,
+        )?;
+        Ok(Connection {
+            nonce,
+            key,
+            link,
+            have_horizon,
+        })
+    }
+
+    fn reconnect(&mut self, now_us: u64) {
+        if let Ok(conn) = Self::open(&self.config, self.seat, &mut self.rng, self.horizon, now_us) {
+            self.conn = conn;
+            self.phase = Phase::Connecting {
+                last_hello_us: None,
+            };
+            self.outbox.clear();
+            self.partial = None;
+            self.resync_asked = None;
+        }
+    }
+
+    /// This client's seat.
+    pub fn seat(&self) -> u8 {
+        self.seat
+    }
+
+    /// The match setup, once welcomed.
+    pub fn welcome(&self) -> Option<&Welcome> {
+        self.welcome.as_ref()
+    }
+
+    /// Whether a connection is up.
+    pub fn is_connected(&self) -> bool {
+        self.phase == Phase::Connected
+    }
+
+    /// Whether the client is done (refused for good, quit and closed, or match over).
+    pub fn is_closed(&self) -> bool {
+        self.phase == Phase::Closed
+    }
+
+    /// Ticks below it are authorised for execution.
+    pub fn horizon(&self) -> u32 {
+        self.horizon
+    }
+
+    /// The next tick [`next_turn`](Self::next_turn) hands out.
+    pub fn next_tick(&self) -> u32 {
+        self.next_tick
+    }
+
+    /// Orders not yet confirmed by the relay.
+    pub fn unconfirmed(&self) -> usize {
+        self.unconfirmed.len()
+    }
+
+    /// Counters.
+    pub fn counters(&self) -> &ClientCounters {
+        &self.counters
+    }
+
+    /// The link of the current connection (round trip, stats).
+    pub fn link(&self) -> &Link {
+        &self.conn.link
+    }
+
+    /// The relay's match clock minus the local clock (µs), once pongs came.
+    pub fn clock_offset_us(&self) -> Option<i64> {
+        self.offset.estimate().map(|e| e.offset_us)
+    }
+
+    /// The relay tick estimated at local time `now_us`, once welcomed and pinged.
+    pub fn estimated_relay_tick(&self, now_us: u64) -> Option<u32> {
+        let rate = self.welcome?.tick_rate_millihz;
+        let elapsed = now_us as i64 + self.clock_offset_us()?;
+        Some(tick_at(u64::try_from(elapsed).unwrap_or(0), rate))
+    }
+
+    /// The next event.
+    pub fn poll_event(&mut self) -> Option<ClientEvent> {
+        self.events.pop_front()
+    }
+
+    /// Submit an order; it is sent now if connected, and kept until the
+    /// relay confirms it. `Error::Full` when `max_unconfirmed` are waiting.
+    pub fn submit_order(&mut self, payload: &[u8]) -> Result<()> {
+        if payload.len() > MAX_ORDER_BYTES {
+            return Err(Error::InvalidArgument("order longer than 512 bytes"));
+        }
+        self.submit(false, payload)
+    }
+
+    /// Leave the match: the quit is sequenced like an order.
+    pub fn quit(&mut self) -> Result<()> {
+        self.submit(true, &[])
+    }
+
+    fn submit(&mut self, quit: bool, payload: &[u8]) -> Result<()> {
+        if self.over || self.phase == Phase::Closed {
+            return Err(Error::State("the match is over for this client"));
+        }
+        if self.unconfirmed.len() >= self.config.max_unconfirmed {
+            return Err(Error::Full("unconfirmed orders"));
+        }
+        if self.unconfirmed.back().is_some_and(|u| u.quit) {
+            return Err(Error::State("already quitting"));
+        }
+        let entry = Unconfirmed {
+            sequence: self.next_sequence,
+            quit,
+            payload: payload.to_vec(),
+        };
+        self.next_sequence += 1;
+        if self.phase == Phase::Connected {
+            self.outbox.push_back(Self::encode(&entry));
+        }
+        self.unconfirmed.push_back(entry);
+        Ok(())
+    }
+
+    fn encode(u: &Unconfirmed) -> Vec<u8> {
+        if u.quit {
+            ClientMessage::Quit {
+                sequence: u.sequence,
+            }
+            .to_vec()
+        } else {
+            ClientMessage::OrderSubmit {
+                sequence: u.sequence,
+                payload: &u.payload,
+            }
+            .to_vec()
+        }
+    }
+
+    /// Report the state checksum after executing `tick` (every
+    /// `checksum_interval` ticks). The latest [`KEPT_CHECKSUMS`] reports are
+    /// kept and sent again after each Welcome, so a report made while
+    /// disconnected still reaches the relay (which ignores repeats).
+    pub fn report_checksum(&mut self, tick: u32, checksum: u64) {
+        if self.checksums.len() >= KEPT_CHECKSUMS {
+            self.checksums.pop_front();
+        }
+        self.checksums.push_back((tick, checksum));
+        if self.phase == Phase::Connected {
+            self.outbox
+                .push_back(ClientMessage::ChecksumReport { tick, checksum }.to_vec());
+        }
+    }
+
+    /// The next tick to execute, if the relay has authorised it.
+    pub fn next_turn(&mut self) -> Option<Turn> {
+        let w = self.welcome?;
+        if self.next_tick >= self.horizon {
+            return None;
+        }
+        let tick = self.next_tick;
+        let mut seats: Vec<SeatTurn> = (0..w.seat_count)
+            .map(|s| {
+                if w.human_mask & (1 << s) == 0 {
+                    SeatTurn::Ai
+                } else if self.left_mask & (1 << s) != 0 {
+                    SeatTurn::Gone
+                } else {
+                    SeatTurn::Null
+                }
+            })
+            .collect();
+        while self.ready.front().is_some_and(|e| e.0 == tick) {
+            let Some((_, seat, kind, payload)) = self.ready.pop_front() else {
+                break;
+            };
+            let Some(slot) = seats.get_mut(usize::from(seat)) else {
+                continue;
+            };
+            if *slot != SeatTurn::Null {
+                continue; // validated on receipt; a Gone seat cannot act
+            }
+            *slot = match kind {
+                EntryKind::Order => SeatTurn::Order(payload),
+                EntryKind::Quit => SeatTurn::Quit,
+                EntryKind::Dropped => SeatTurn::Dropped,
+            };
+            if kind != EntryKind::Order {
+                self.left_mask |= 1 << seat;
+            }
+        }
+        self.next_tick += 1;
+        Some(Turn { tick, seats })
+    }
+
+    /// Validate and act on a datagram from `source`.
+    pub fn handle_datagram(&mut self, now_us: u64, source: SocketAddr, bytes: &[u8]) {
+        if canonical_address(source) != canonical_address(self.config.relay)
+            || self.phase == Phase::Closed
+        {
+            self.counters.dropped += 1;
+            return;
+        }
+        match bytes.first() {
+            Some(&crate::wire::relay::MAGIC) => self.handle_reject(now_us, bytes),
+            Some(&packet::MAGIC) => self.handle_packet(now_us, bytes),
+            _ => self.counters.dropped += 1,
+        }
+    }
+
+    fn handle_reject(&mut self, now_us: u64, bytes: &[u8]) {
+        let Ok(reject) = read_reject(bytes) else {
+            self.counters.dropped += 1;
+            return;
+        };
+        if reject.nonce != self.conn.nonce || self.phase == Phase::Connected {
+            self.counters.dropped += 1; // not ours, or stale
+            return;
+        }
+        if reject.reason.is_retryable() {
+            self.events.push_back(ClientEvent::Retrying(reject.reason));
+            self.reconnect(now_us);
+        } else {
+            self.events.push_back(ClientEvent::Rejected(reject.reason));
+            self.phase = Phase::Closed;
+        }
+    }
+
+    fn handle_packet(&mut self, now_us: u64, bytes: &[u8]) {
+        let valid_prefix = packet::peek(bytes)
+            .is_ok_and(|p| p.session_id == self.conn.nonce as u32 && p.sender == RELAY_LINK_SEAT);
+        if !valid_prefix
+            || receive_link_packet(
+                &mut self.conn.link,
+                &self.conn.key,
+                self.seat,
+                now_us,
+                bytes,
+            )
+            .is_err()
+        {
+            self.counters.dropped += 1;
+            return;
+        }
+        while let Some(message) = self.conn.link.recv() {
+            match read_server_message(&message) {
+                Ok(m) => self.handle_message(now_us, m),
+                Err(_) => self.counters.bad_messages += 1,
+            }
+        }
+    }
+
+    fn handle_message(&mut self, now_us: u64, message: ServerMessage<'_>) {
+        match message {
+            ServerMessage::Welcome(w) => self.on_welcome(w),
+            ServerMessage::Presence {
+                seat_count, states, ..
+            } => self
+                .events
+                .push_back(ClientEvent::Presence { seat_count, states }),
+            ServerMessage::TurnBundle(b) => self.on_bundle(&b),
+            ServerMessage::Pong {
+                t0_us,
+                t1_us,
+                t2_us,
+                highest_accepted_sequence,
+                ..
+            } => {
+                self.confirm(highest_accepted_sequence);
+                if t1_us >= 0 {
+                    if let Ok(sample) = ClockSample::new(t0_us, t1_us, t2_us, now_us as i64) {
+                        self.offset.add(sample);
+                    }
+                }
+            }
+            ServerMessage::Desync {
+                tick,
+                reported_mask,
+                disagreeing_mask,
+            } => self.events.push_back(ClientEvent::Desync(DesyncNotice {
+                tick,
+                reported_mask,
+                disagreeing_mask,
+            })),
+            ServerMessage::MatchOver { final_tick, reason } => {
+                self.over = true;
+                self.events
+                    .push_back(ClientEvent::MatchOver { final_tick, reason });
+            }
+        }
+    }
+
+    fn on_welcome(&mut self, w: Welcome) {
+        if w.seat != self.seat {
+            self.counters.bad_messages += 1;
+            return;
+        }
+        self.counters.welcomes += 1;
+        let reload = w.resume_from_tick < self.conn.have_horizon;
+        if reload || w.resume_from_tick != self.horizon {
+            // Start over from where the relay resumes.
+            self.horizon = w.resume_from_tick;
+            self.next_tick = w.resume_from_tick;
+            self.ready.clear();
+            self.left_mask = 0;
+        }
+        self.partial = None;
+        if !self.ever_welcomed {
+            // A fresh process numbers its orders after what the relay has.
+            let mut sequence = w.highest_accepted_sequence;
+            for u in &mut self.unconfirmed {
+                sequence += 1;
+                u.sequence = sequence;
+            }
+            self.next_sequence = sequence + 1;
+            self.ever_welcomed = true;
+        }
+        self.confirm(w.highest_accepted_sequence);
+        self.next_sequence = self
+            .next_sequence
+            .max(w.highest_accepted_sequence.saturating_add(1));
+        self.outbox.clear();
+        for u in &self.unconfirmed {
+            self.outbox.push_back(Self::encode(u));
+            self.counters.orders_resent += 1;
+        }
+        if reload {
+            self.checksums.clear(); // they describe a state being replaced
+        }
+        for &(tick, checksum) in &self.checksums {
+            self.outbox
+                .push_back(ClientMessage::ChecksumReport { tick, checksum }.to_vec());
+        }
+        self.welcome = Some(w);
+        self.phase = Phase::Connected;
+        self.events.push_back(ClientEvent::Welcomed {
+            welcome: w,
+            reload,
+            fast_forward_until: w.horizon_tick,
+        });
+    }
+
+    fn confirm(&mut self, highest: u32) {
+        while self
+            .unconfirmed
+            .front()
+            .is_some_and(|u| u.sequence <= highest)
+        {
+            self.unconfirmed.pop_front();
+        }
+    }
+
+    fn entry_fits_setup(&self, seat: u8) -> bool {
+        self.welcome
+            .is_some_and(|w| seat < w.seat_count && w.human_mask & (1 << seat) != 0)
+    }
+
+    fn on_bundle(&mut self, b: &TurnBundle<'_>) {
+        if b.horizon_tick <= self.horizon {
+            self.counters.stale_bundles += 1;
+            return;
+        }
+        let continuing = self
+            .partial
+            .as_ref()
+            .is_some_and(|p| (p.0, p.1) == (b.from_tick, b.horizon_tick));
+        if b.from_tick > self.horizon && !continuing {
+            self.counters.gaps += 1;
+            self.partial = None;
+            if self.resync_asked != Some(self.horizon) {
+                self.resync_asked = Some(self.horizon);
+                self.counters.resync_requests += 1;
+                self.outbox.push_back(
+                    ClientMessage::ResyncRequest {
+                        horizon: self.horizon,
+                    }
+                    .to_vec(),
+                );
+            }
+            return;
+        }
+        if !continuing {
+            self.partial = Some((b.from_tick, b.horizon_tick, Vec::new()));
+        }
+        let horizon = self.horizon;
+        let mut entries = Vec::new();
+        for e in b.entries() {
+            if e.tick < horizon {
+                continue; // already held (overlap after a resync)
+            }
+            if !self.entry_fits_setup(e.seat) {
+                self.counters.bad_messages += 1;
+                continue;
+            }
+            entries.push((e.tick, e.seat, e.kind, e.payload.to_vec()));
+        }
+        let Some(partial) = self.partial.as_mut() else {
+            return;
+        };
+        for e in entries {
+            if partial.2.last().map_or(true, |l| (l.0, l.1) < (e.0, e.1)) {
+                partial.2.push(e);
+            }
+        }
+        if b.more {
+            return;
+        }
+        if let Some((_, to, entries)) = self.partial.take() {
+            self.ready.extend(entries);
+            self.horizon = to;
+            self.resync_asked = None;
+        }
+    }
+
+    /// Fire due timers: the link's, pings.
+    pub fn handle_timeout(&mut self, now_us: u64) {
+        if self.phase == Phase::Closed {
+            return;
+        }
+        if self.conn.link.poll_timeout().is_some_and(|t| t <= now_us) {
+            self.conn.link.handle_timeout(now_us);
+        }
+        let mut lost = false;
+        while let Some(event) = self.conn.link.poll_event() {
+            lost |= event == LinkEvent::Lost;
+        }
+        if lost && !self.over {
+            self.events.push_back(ClientEvent::ConnectionLost);
+            self.reconnect(now_us);
+            return;
+        }
+        if self.phase == Phase::Connected
+            && self
+                .last_ping_us
+                .map_or(true, |t| now_us >= t + self.config.ping_interval_us)
+        {
+            self.last_ping_us = Some(now_us);
+            self.outbox.push_back(
+                ClientMessage::Ping {
+                    t0_us: now_us as i64,
+                }
+                .to_vec(),
+            );
+        }
+    }
+
+    /// The earliest time [`handle_timeout`](Self::handle_timeout) or
+    /// [`poll_transmit`](Self::poll_transmit) has work.
+    pub fn poll_timeout(&self) -> Option<u64> {
+        if self.phase == Phase::Closed {
+            return None;
+        }
+        let link = self.conn.link.poll_timeout();
+        let other = match self.phase {
+            Phase::Connecting { last_hello_us } => {
+                Some(last_hello_us.map_or(0, |t| t + self.config.hello_interval_us))
+            }
+            Phase::Connected => Some(
+                self.last_ping_us
+                    .map_or(0, |t| t + self.config.ping_interval_us),
+            ),
+            Phase::Closed => None,
+        };
+        match (link, other) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Write the next datagram into `buf` (at least 1200 bytes): where to and
+    /// its length. Call until `None`.
+    pub fn poll_transmit(&mut self, now_us: u64, buf: &mut [u8]) -> Option<(SocketAddr, usize)> {
+        if self.phase == Phase::Closed {
+            return None;
+        }
+        if let Phase::Connecting { last_hello_us } = self.phase {
+            let due = last_hello_us.map_or(true, |t| now_us >= t + self.config.hello_interval_us);
+            if due && buf.len() >= HELLO_BYTES {
+                let hello = Hello {
+                    nonce: self.conn.nonce,
+                    have_horizon: self.conn.have_horizon,
+                    ticket: self.config.credentials.ticket,
+                };
+                let len = write_hello(&hello, &self.config.credentials.link_secret.0, buf)?;
+                self.phase = Phase::Connecting {
+                    last_hello_us: Some(now_us),
+                };
+                self.counters.hellos += 1;
+                return Some((self.config.relay, len));
+            }
+        }
+        while let Some(message) = self.outbox.pop_front() {
+            if let Err(e) = self.conn.link.send(&message) {
+                if matches!(e, Error::Full(_)) {
+                    self.outbox.push_front(message);
+                }
+                break;
+            }
+        }
+        let len = self.conn.link.poll_transmit(now_us, buf)?;
+        Some((self.config.relay, len))
+    }
+}

@@ -1,0 +1,79 @@
+//! Relay-sequenced lockstep (S10), sans-IO.
+//!
+//! A relay owns the match clock and gives every human order its execution
+//! tick; clients execute the turn bundles it streams. The pieces:
+//!
+//! * [`ticket`]: seat admission (keyed MAC over match, seat, expiry, nonce)
+//!   and the per-ticket and per-connection keys derived from it.
+//! * [`sequencer`]: one match's state machine (barrier, clock, tick
+//!   assignment, turn log, bundle streams, presence, grace, checksums).
+//! * [`server`]: many matches behind one port: Hellos, tickets, one
+//!   transport link per connection, routing.
+//! * [`client`]: a player's side: Hello/Welcome, exactly-once order
+//!   submission across reconnects, bundles in order, clock offset.
+//!
+//! Messages travel over rungs' own transport links (S8, [`crate::link`]):
+//! numbered, acknowledged, resent until acked, authenticated with a key
+//! that belongs to one connection of one ticket. The byte layouts are in
+//! [`crate::wire::relay`]; `docs/relay.md` describes the whole protocol and
+//! how relays scale.
+
+pub mod client;
+pub mod sequencer;
+pub mod server;
+pub mod ticket;
+
+pub use client::{ClientConfig, ClientEvent, RelayClient, SeatTurn, Turn};
+pub use sequencer::{DesyncNotice, LogEntry, MatchEvent, MatchSetup, Sequencer};
+pub use server::{Relay, RelayConfig, RelayCounters, RelayEvent};
+
+use crate::link::{DropReason, Link, LinkConfig};
+use crate::wire::packet::{decode, verify_tag, SessionKey};
+
+/// The relay's seat number on every connection's link (clients use their
+/// own seat, 0–15).
+pub const RELAY_LINK_SEAT: u8 = 0xFF;
+
+/// The link settings relay connections use by default: a 5 s liveness
+/// timeout, and a piggyback budget of a whole packet.
+///
+/// Why the budget: a link re-sends an unacknowledged message on the RTO, but
+/// its RTO timer restarts whenever newer data is acknowledged (RFC 6298
+/// 5.3), so under a steady stream of small messages a lost message larger
+/// than the piggyback budget is not re-sent while the stream flows, and the
+/// in-order stream stalls behind it (found by the relay soak: a 896-byte
+/// catch-up bundle lost once; `tests/relay_link_stall.rs` shows it). With a
+/// budget of a whole packet every unacknowledged message rides on the next
+/// packet that carries new data, oldest first. To be fixed in `link` itself.
+pub fn relay_link_config() -> LinkConfig {
+    LinkConfig {
+        liveness_timeout_us: Some(5_000_000),
+        piggyback_budget_bytes: crate::wire::packet::MAX_PACKET_BYTES,
+        ..LinkConfig::default()
+    }
+}
+
+/// Check a transport packet's tag under `key` for `local_seat` and its
+/// structure, and hand it to `link`. The caller has already routed it (by
+/// session id) and checked the sender seat.
+fn receive_link_packet(
+    link: &mut Link,
+    key: &SessionKey,
+    local_seat: u8,
+    now_us: u64,
+    bytes: &[u8],
+) -> Result<(), DropReason> {
+    if !verify_tag(bytes, key, local_seat) {
+        link.count_drop(DropReason::BadTag);
+        return Err(DropReason::BadTag);
+    }
+    let packet = match decode(bytes) {
+        Ok(p) => p,
+        Err(e) => {
+            let reason = e.into();
+            link.count_drop(reason);
+            return Err(reason);
+        }
+    };
+    link.handle_packet(now_us, &packet, bytes.len())
+}

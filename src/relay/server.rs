@@ -1,0 +1,716 @@
+//! The relay server, sans-IO: many matches behind one UDP port (S10).
+//!
+//! It owns the tickets check, one transport link (S8) per connection, and
+//! one [`Sequencer`] per match. Fed datagrams and time, it says what to send.
+//! The `rungs-relay` binary drives it over a socket; tests drive it over the
+//! simulator.
+//!
+//! # Receiving
+//!
+//! * A relay datagram (`0xB8`): only a Hello is valid. It is checked in this
+//!   order, each failure counted, and answered with a Reject naming the
+//!   reason when the Hello was well-formed: version, structure, ticket MAC
+//!   and expiry, the Hello's tag under the ticket's link secret, the match,
+//!   then the connection rules (a replayed nonce, a connection id in use,
+//!   the relay full) and the match's own (seat left, match over). **Nothing
+//!   is allocated for a source before all of that passes**: a flood of
+//!   forged Hellos costs two SipHash computations each.
+//! * A transport packet (`0xB7`): routed by its session id (the connection
+//!   id, the low 32 bits of the Hello's nonce) to one connection, then the
+//!   sender seat, the tag under that connection's key, the structure and the
+//!   link's own checks. Only a packet that passes everything may move the
+//!   connection to a new source address (NAT rebinding).
+//! * Anything else is counted and dropped.
+//!
+//! One match's input only ever reaches that match's sequencer and its own
+//! connections, so a misbehaving client cannot disturb another match.
+//!
+//! # Connections
+//!
+//! A valid Hello for a seat that has a connection replaces it (a reconnect):
+//! the old connection id stops routing at once. A repeated Hello (same nonce,
+//! same address: the Welcome was slow) is ignored; the same nonce from
+//! another address, or the nonce of a replaced connection, is refused as
+//! `Replayed`. A link reported lost is closed and the seat's reconnect grace
+//! starts. A seat that left, and every seat once the match is over, is
+//! closed after `close_linger_us` so the link can deliver its last bundles.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+
+use super::sequencer::{MatchEvent, MatchSetup, Sequencer};
+use super::ticket::{verify, LobbySecret};
+use super::{receive_link_packet, RELAY_LINK_SEAT};
+use crate::error::{Error, Result};
+use crate::link::{canonical_address, Link, LinkConfig, LinkEvent, LinkIdentity};
+use crate::wire::packet::{self, SessionKey};
+use crate::wire::relay::{
+    peek_datagram, read_client_message, read_hello, verify_hello_tag, write_reject, DatagramPeek,
+    Reject, RejectReason, KIND_HELLO, MAX_MESSAGE_BYTES, REJECT_BYTES,
+};
+
+/// Most Rejects waiting to be sent; beyond it they are counted, not queued.
+pub const MAX_QUEUED_REJECTS: usize = 1024;
+/// Most log events held; beyond it the oldest are dropped and counted.
+pub const MAX_QUEUED_EVENTS: usize = 4096;
+/// Nonces of replaced connections remembered per seat (refused as replays).
+pub const RETIRED_NONCES_PER_SEAT: usize = 8;
+
+/// Settings of a relay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RelayConfig {
+    /// The secret shared with the lobby.
+    pub lobby_secret: LobbySecret,
+    /// Settings of every connection's link.
+    pub link: LinkConfig,
+    /// Most live connections over all matches.
+    pub max_connections: usize,
+    /// How long a finished seat's connection stays, so its last bundles arrive.
+    pub close_linger_us: u64,
+    /// How long a finished match stays before it is removed.
+    pub over_linger_us: u64,
+}
+
+impl RelayConfig {
+    /// Defaults: links with a 5 s liveness timeout, 65536 connections, 2 s
+    /// close linger, 30 s linger for finished matches.
+    pub fn new(lobby_secret: LobbySecret) -> RelayConfig {
+        RelayConfig {
+            lobby_secret,
+            link: super::relay_link_config(),
+            max_connections: 65_536,
+            close_linger_us: 2_000_000,
+            over_linger_us: 30_000_000,
+        }
+    }
+}
+
+/// What the relay counted (bad input by cause, and work done).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RelayCounters {
+    /// Datagrams received.
+    pub datagrams: u64,
+    /// Neither a relay datagram nor a transport packet.
+    pub not_relay: u64,
+    /// Relay datagrams that are not a well-formed Hello.
+    pub malformed_hellos: u64,
+    /// Hellos refused, by reason (index: reason value − 1).
+    pub rejected: [u64; 9],
+    /// Rejects not sent because the queue was full.
+    pub rejects_not_queued: u64,
+    /// Repeats of an accepted Hello (ignored).
+    pub duplicate_hellos: u64,
+    /// Connections opened.
+    pub connections_opened: u64,
+    /// Transport packets with no connection for their session id.
+    pub unknown_connection: u64,
+    /// Transport packets dropped by a connection (seat, tag, structure, link checks).
+    pub link_drops: u64,
+    /// Link messages that are not a valid client message.
+    pub bad_messages: u64,
+    /// Connections moved to a new source address.
+    pub rebinds: u64,
+    /// Log events dropped because nobody read them.
+    pub events_dropped: u64,
+}
+
+/// An event worth a log line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RelayEvent {
+    /// A Hello was refused.
+    Rejected {
+        /// From.
+        source: SocketAddr,
+        /// Why.
+        reason: RejectReason,
+    },
+    /// A connection was opened for a seat.
+    Opened {
+        /// Match.
+        match_id: u64,
+        /// Seat.
+        seat: u8,
+        /// From.
+        source: SocketAddr,
+        /// Whether it replaced a live connection.
+        replaced: bool,
+    },
+    /// A connection moved to a new address.
+    Rebound {
+        /// Match.
+        match_id: u64,
+        /// Seat.
+        seat: u8,
+        /// New address.
+        source: SocketAddr,
+    },
+    /// A connection was closed.
+    Closed {
+        /// Match.
+        match_id: u64,
+        /// Seat.
+        seat: u8,
+        /// Its link was lost (else: the seat finished).
+        lost: bool,
+    },
+    /// Something happened in a match.
+    Match {
+        /// Match.
+        match_id: u64,
+        /// What.
+        event: MatchEvent,
+    },
+    /// A finished match was removed.
+    Removed {
+        /// Match.
+        match_id: u64,
+    },
+}
+
+#[derive(Debug)]
+struct Connection {
+    nonce: u64,
+    address: SocketAddr,
+    key: SessionKey,
+    link: Link,
+    /// A message the link had no room for yet.
+    pending: Option<Vec<u8>>,
+    finished_since: Option<u64>,
+}
+
+#[derive(Debug)]
+struct MatchSlot {
+    id: u64,
+    sequencer: Sequencer,
+    connections: Vec<Option<Connection>>,
+    retired: Vec<VecDeque<u64>>,
+    over_since: Option<u64>,
+    /// The earliest timer of the slot, as of the last time it was drained
+    /// (valid while not `dirty`).
+    deadline: Option<u64>,
+    /// In the relay's dirty queue: its state changed, it may have something
+    /// to send, and its deadline must be recomputed.
+    dirty: bool,
+    /// Entries in the dirty queue (2 when it changed again while being
+    /// drained, past the seats already drained).
+    queued: u8,
+}
+
+impl MatchSlot {
+    fn next_deadline(&self, config: &RelayConfig) -> Option<u64> {
+        let mut earliest: Option<u64> = None;
+        let mut consider = |t: Option<u64>| {
+            if let Some(t) = t {
+                earliest = Some(earliest.map_or(t, |e| e.min(t)));
+            }
+        };
+        consider(self.sequencer.poll_timeout());
+        consider(self.over_since.map(|t| t + config.over_linger_us));
+        for conn in self.connections.iter().flatten() {
+            consider(conn.link.poll_timeout());
+            consider(conn.finished_since.map(|t| t + config.close_linger_us));
+        }
+        earliest
+    }
+}
+
+/// A relay: matches, connections, tickets. See the module docs.
+#[derive(Debug)]
+pub struct Relay {
+    config: RelayConfig,
+    slots: Vec<Option<MatchSlot>>,
+    by_id: HashMap<u64, usize>,
+    /// Connection id → (slot, seat).
+    routes: HashMap<u32, (usize, u8)>,
+    rejects: VecDeque<(SocketAddr, [u8; REJECT_BYTES])>,
+    events: VecDeque<RelayEvent>,
+    counters: RelayCounters,
+    /// Slots whose state changed since they were last drained, in order.
+    dirty: VecDeque<usize>,
+    /// Next seat to drain of `dirty.front()`.
+    seat_cursor: usize,
+    message_buf: Vec<u8>,
+}
+
+impl Relay {
+    /// A relay with no matches.
+    pub fn new(config: RelayConfig) -> Result<Relay> {
+        config.link.validate()?;
+        if config.link.max_message_bytes() < 600 {
+            return Err(Error::InvalidArgument(
+                "relay links need max_packet_bytes of at least 632",
+            ));
+        }
+        Ok(Relay {
+            config,
+            slots: Vec::new(),
+            by_id: HashMap::new(),
+            routes: HashMap::new(),
+            rejects: VecDeque::new(),
+            events: VecDeque::new(),
+            counters: RelayCounters::default(),
+            dirty: VecDeque::new(),
+            seat_cursor: 0,
+            message_buf: vec![0; MAX_MESSAGE_BYTES],
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &RelayConfig {
+        &self.config
+    }
+
+    /// Counters.
+    pub fn counters(&self) -> &RelayCounters {
+        &self.counters
+    }
+
+    /// Add a match created at `now_us`.
+    pub fn add_match(&mut self, setup: MatchSetup, now_us: u64) -> Result<()> {
+        if self.by_id.contains_key(&setup.match_id) {
+            return Err(Error::State("a match with that id exists"));
+        }
+        let sequencer = Sequencer::new(setup, now_us)?;
+        let slot = MatchSlot {
+            id: setup.match_id,
+            sequencer,
+            connections: (0..setup.seat_count).map(|_| None).collect(),
+            retired: (0..setup.seat_count).map(|_| VecDeque::new()).collect(),
+            over_since: None,
+            deadline: None,
+            dirty: false,
+            queued: 0,
+        };
+        let at = match self.slots.iter().position(Option::is_none) {
+            Some(at) => {
+                self.slots[at] = Some(slot);
+                at
+            }
+            None => {
+                self.slots.push(Some(slot));
+                self.slots.len() - 1
+            }
+        };
+        self.by_id.insert(setup.match_id, at);
+        self.mark_dirty(at);
+        Ok(())
+    }
+
+    /// End a match now.
+    pub fn end_match(&mut self, match_id: u64, now_us: u64) -> Result<()> {
+        let at = *self
+            .by_id
+            .get(&match_id)
+            .ok_or(Error::InvalidArgument("no match with that id"))?;
+        if let Some(slot) = self.slots[at].as_mut() {
+            slot.sequencer.end(now_us);
+        }
+        self.mark_dirty(at);
+        Ok(())
+    }
+
+    /// The sequencer of a match.
+    pub fn sequencer(&self, match_id: u64) -> Option<&Sequencer> {
+        let at = *self.by_id.get(&match_id)?;
+        self.slots[at].as_ref().map(|s| &s.sequencer)
+    }
+
+    /// Fault injection for tests: see [`Sequencer::inject_bundle_gap`].
+    pub fn inject_bundle_gap(&mut self, match_id: u64, seat: u8, ticks: u32) {
+        if let Some(&at) = self.by_id.get(&match_id) {
+            if let Some(slot) = self.slots[at].as_mut() {
+                slot.sequencer.inject_bundle_gap(seat, ticks);
+            }
+        }
+    }
+
+    /// Ids of the matches held.
+    pub fn match_ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.slots.iter().flatten().map(|s| s.id)
+    }
+
+    /// Matches held (running, loading or finished and lingering).
+    pub fn match_count(&self) -> usize {
+        self.by_id.len()
+    }
+
+    /// Live connections.
+    pub fn connection_count(&self) -> usize {
+        self.routes.len()
+    }
+
+    /// The next event worth a log line.
+    pub fn poll_event(&mut self) -> Option<RelayEvent> {
+        self.events.pop_front()
+    }
+
+    fn mark_dirty(&mut self, at: usize) {
+        let draining = self.dirty.front() == Some(&at) && self.seat_cursor > 0;
+        if let Some(slot) = self.slots.get_mut(at).and_then(Option::as_mut) {
+            if slot.queued == 0 || (slot.queued == 1 && draining) {
+                slot.dirty = true;
+                slot.queued += 1;
+                self.dirty.push_back(at);
+            }
+        }
+    }
+
+    fn event(&mut self, event: RelayEvent) {
+        if self.events.len() >= MAX_QUEUED_EVENTS {
+            self.events.pop_front();
+            self.counters.events_dropped += 1;
+        }
+        self.events.push_back(event);
+    }
+
+    fn reject(&mut self, source: SocketAddr, reason: RejectReason, nonce: u64) {
+        self.counters.rejected[reason as usize - 1] += 1;
+        self.event(RelayEvent::Rejected { source, reason });
+        if self.rejects.len() >= MAX_QUEUED_REJECTS {
+            self.counters.rejects_not_queued += 1;
+            return;
+        }
+        let mut bytes = [0u8; REJECT_BYTES];
+        if write_reject(&Reject { reason, nonce }, &mut bytes).is_some() {
+            self.rejects.push_back((canonical_address(source), bytes));
+        }
+    }
+
+    /// Validate and act on one datagram from `source` at `now_us`
+    /// (`unix_s`: the wall clock, for ticket expiry).
+    pub fn handle_datagram(&mut self, now_us: u64, unix_s: u64, source: SocketAddr, bytes: &[u8]) {
+        self.counters.datagrams += 1;
+        match bytes.first() {
+            Some(&crate::wire::relay::MAGIC) => self.handle_hello(now_us, unix_s, source, bytes),
+            Some(&packet::MAGIC) => self.handle_packet(now_us, source, bytes),
+            _ => self.counters.not_relay += 1,
+        }
+    }
+
+    fn handle_hello(&mut self, now_us: u64, unix_s: u64, source: SocketAddr, bytes: &[u8]) {
+        match peek_datagram(bytes) {
+            Ok(DatagramPeek::Current(KIND_HELLO)) => {}
+            Ok(DatagramPeek::OtherVersion(Some(nonce))) => {
+                return self.reject(source, RejectReason::WrongVersion, nonce);
+            }
+            _ => {
+                self.counters.malformed_hellos += 1;
+                return;
+            }
+        }
+        let Ok(hello) = read_hello(bytes) else {
+            self.counters.malformed_hellos += 1;
+            return;
+        };
+        let ticket = match verify(&self.config.lobby_secret, &hello.ticket, unix_s) {
+            Ok(t) => t,
+            Err(reason) => return self.reject(source, reason, hello.nonce),
+        };
+        if !verify_hello_tag(bytes, &ticket.link_secret.0) {
+            return self.reject(source, RejectReason::BadTicket, hello.nonce);
+        }
+        let Some(&at) = self.by_id.get(&ticket.fields.match_id) else {
+            return self.reject(source, RejectReason::UnknownMatch, hello.nonce);
+        };
+        let seat = ticket.fields.seat;
+        let source = canonical_address(source);
+        let conn_id = hello.nonce as u32;
+        let live = self.routes.len();
+        let Some(slot) = self.slots[at].as_mut() else {
+            return self.reject(source, RejectReason::UnknownMatch, hello.nonce);
+        };
+        let Some(current) = slot.connections.get(usize::from(seat)) else {
+            return self.reject(source, RejectReason::BadTicket, hello.nonce);
+        };
+        if let Some(c) = current {
+            if c.nonce == hello.nonce {
+                if c.address == source {
+                    self.counters.duplicate_hellos += 1;
+                    return;
+                }
+                return self.reject(source, RejectReason::Replayed, hello.nonce);
+            }
+        }
+        if slot.retired[usize::from(seat)].contains(&hello.nonce) {
+            return self.reject(source, RejectReason::Replayed, hello.nonce);
+        }
+        let replacing = current.is_some();
+        if self.routes.contains_key(&conn_id) {
+            return self.reject(source, RejectReason::ConnectionIdTaken, hello.nonce);
+        }
+        if !replacing && live >= self.config.max_connections {
+            return self.reject(source, RejectReason::RelayFull, hello.nonce);
+        }
+        let key = SessionKey(ticket.link_secret.connection_key(hello.nonce));
+        let identity = LinkIdentity {
+            session_id: conn_id,
+            key,
+            local_seat: RELAY_LINK_SEAT,
+            peer_seat: seat,
+        };
+        let Ok(link) = Link::new(self.config.link, identity, now_us) else {
+            return;
+        };
+        // The match decides last (seat left, match over): nothing changes
+        // before every check has passed.
+        if let Err(reason) = slot.sequencer.connect(seat, hello.have_horizon, now_us) {
+            return self.reject(source, reason, hello.nonce);
+        }
+        let old = slot.connections[usize::from(seat)].replace(Connection {
+            nonce: hello.nonce,
+            address: source,
+            key,
+            link,
+            pending: None,
+            finished_since: None,
+        });
+        if let Some(old) = old {
+            self.routes.remove(&(old.nonce as u32));
+            let retired = &mut slot.retired[usize::from(seat)];
+            if retired.len() >= RETIRED_NONCES_PER_SEAT {
+                retired.pop_front();
+            }
+            retired.push_back(old.nonce);
+        }
+        let match_id = slot.id;
+        self.routes.insert(conn_id, (at, seat));
+        self.counters.connections_opened += 1;
+        self.mark_dirty(at);
+        self.drain_match_events(at);
+        self.event(RelayEvent::Opened {
+            match_id,
+            seat,
+            source,
+            replaced: replacing,
+        });
+    }
+
+    fn handle_packet(&mut self, now_us: u64, source: SocketAddr, bytes: &[u8]) {
+        let Ok(prefix) = packet::peek(bytes) else {
+            self.counters.not_relay += 1;
+            return;
+        };
+        let Some(&(at, seat)) = self.routes.get(&prefix.session_id) else {
+            self.counters.unknown_connection += 1;
+            return;
+        };
+        let Some(slot) = self.slots[at].as_mut() else {
+            self.counters.unknown_connection += 1;
+            return;
+        };
+        let Some(conn) = slot.connections[usize::from(seat)].as_mut() else {
+            self.counters.unknown_connection += 1;
+            return;
+        };
+        if prefix.sender != seat {
+            conn.link.count_drop(crate::link::DropReason::UnknownSender);
+            self.counters.link_drops += 1;
+            return;
+        }
+        if receive_link_packet(&mut conn.link, &conn.key, RELAY_LINK_SEAT, now_us, bytes).is_err() {
+            self.counters.link_drops += 1;
+            return;
+        }
+        let source = canonical_address(source);
+        let rebound = conn.address != source;
+        conn.address = source;
+        let mut bad = 0;
+        while let Some(message) = conn.link.recv() {
+            match read_client_message(&message) {
+                Ok(m) => slot.sequencer.handle_message(seat, now_us, &m),
+                Err(_) => bad += 1,
+            }
+        }
+        let match_id = slot.id;
+        self.counters.bad_messages += bad;
+        self.mark_dirty(at);
+        if rebound {
+            self.counters.rebinds += 1;
+            self.event(RelayEvent::Rebound {
+                match_id,
+                seat,
+                source,
+            });
+        }
+    }
+
+    fn drain_match_events(&mut self, at: usize) {
+        while let Some((match_id, event)) = self.slots[at]
+            .as_mut()
+            .and_then(|s| s.sequencer.poll_event().map(|e| (s.id, e)))
+        {
+            self.event(RelayEvent::Match { match_id, event });
+        }
+    }
+
+    /// The earliest time [`handle_timeout`](Self::handle_timeout) has work.
+    /// Costs one comparison per match (timers are cached per match and
+    /// recomputed only for matches whose state changed).
+    pub fn poll_timeout(&self) -> Option<u64> {
+        self.slots
+            .iter()
+            .flatten()
+            .filter_map(|slot| {
+                if slot.dirty {
+                    slot.next_deadline(&self.config)
+                } else {
+                    slot.deadline
+                }
+            })
+            .min()
+    }
+
+    /// Run every due timer: match clocks, links, closing and removal.
+    pub fn handle_timeout(&mut self, now_us: u64) {
+        for at in 0..self.slots.len() {
+            let Some(slot) = self.slots[at].as_mut() else {
+                continue;
+            };
+            let deadline = if slot.dirty {
+                slot.next_deadline(&self.config)
+            } else {
+                slot.deadline
+            };
+            if deadline.map_or(true, |t| t > now_us) {
+                continue;
+            }
+            if slot.sequencer.poll_timeout().is_some_and(|t| t <= now_us) {
+                slot.sequencer.handle_timeout(now_us);
+            }
+            let mut closed: Vec<(u8, bool)> = Vec::new();
+            for seat in 0..slot.connections.len() {
+                let Some(conn) = slot.connections[seat].as_mut() else {
+                    continue;
+                };
+                if conn.link.poll_timeout().is_some_and(|t| t <= now_us) {
+                    conn.link.handle_timeout(now_us);
+                }
+                let mut lost = false;
+                while let Some(event) = conn.link.poll_event() {
+                    lost |= event == LinkEvent::Lost;
+                }
+                let seat = seat as u8;
+                if conn.finished_since.is_none()
+                    && conn.pending.is_none()
+                    && slot.sequencer.is_finished_for(seat)
+                {
+                    conn.finished_since = Some(now_us);
+                }
+                let linger_done = conn
+                    .finished_since
+                    .is_some_and(|t| now_us >= t + self.config.close_linger_us);
+                if lost || linger_done {
+                    closed.push((seat, lost));
+                }
+            }
+            let match_id = slot.id;
+            for &(seat, _) in &closed {
+                if let Some(conn) = slot.connections[usize::from(seat)].take() {
+                    self.routes.remove(&(conn.nonce as u32));
+                    let retired = &mut slot.retired[usize::from(seat)];
+                    if retired.len() >= RETIRED_NONCES_PER_SEAT {
+                        retired.pop_front();
+                    }
+                    retired.push_back(conn.nonce);
+                }
+                slot.sequencer.disconnect(seat, now_us);
+            }
+            if slot.sequencer.is_over() && slot.over_since.is_none() {
+                slot.over_since = Some(now_us);
+            }
+            let remove = slot
+                .over_since
+                .is_some_and(|t| now_us >= t + self.config.over_linger_us)
+                && slot.connections.iter().all(Option::is_none);
+            for (seat, lost) in closed {
+                self.event(RelayEvent::Closed {
+                    match_id,
+                    seat,
+                    lost,
+                });
+            }
+            self.drain_match_events(at);
+            if remove {
+                self.slots[at] = None;
+                self.by_id.remove(&match_id);
+                self.event(RelayEvent::Removed { match_id });
+            } else {
+                self.mark_dirty(at);
+            }
+        }
+    }
+
+    /// Move a connection's due messages from its sequencer into its link.
+    fn pump(&mut self, at: usize, seat: usize, now_us: u64) {
+        let Some(slot) = self.slots[at].as_mut() else {
+            return;
+        };
+        let Some(conn) = slot.connections[seat].as_mut() else {
+            return;
+        };
+        let limit = conn
+            .link
+            .config()
+            .max_message_bytes()
+            .min(MAX_MESSAGE_BYTES);
+        loop {
+            if let Some(message) = conn.pending.take() {
+                match conn.link.send(&message) {
+                    Ok(_) => {}
+                    Err(Error::Full(_)) => {
+                        conn.pending = Some(message);
+                        return;
+                    }
+                    Err(_) => {} // larger than a packet: cannot happen (limit)
+                }
+            }
+            let buf = &mut self.message_buf[..limit];
+            match slot.sequencer.poll_message(seat as u8, now_us, buf) {
+                Some(len) => conn.pending = Some(buf[..len].to_vec()),
+                None => return,
+            }
+        }
+    }
+
+    /// Write the next datagram to send into `buf` (at least 1200 bytes):
+    /// where to and its length. Call until `None`.
+    pub fn poll_transmit(&mut self, now_us: u64, buf: &mut [u8]) -> Option<(SocketAddr, usize)> {
+        if let Some((to, bytes)) = self.rejects.pop_front() {
+            let out = buf.get_mut(..REJECT_BYTES)?;
+            out.copy_from_slice(&bytes);
+            return Some((to, REJECT_BYTES));
+        }
+        // Only matches whose state changed since they were last drained can
+        // have something to send: the cost follows the traffic, not the
+        // number of matches.
+        while let Some(&at) = self.dirty.front() {
+            let seats = match self.slots[at].as_ref() {
+                Some(slot) if slot.dirty => slot.connections.len(),
+                _ => 0,
+            };
+            while self.seat_cursor < seats {
+                let seat = self.seat_cursor;
+                self.pump(at, seat, now_us);
+                let conn = self.slots[at]
+                    .as_mut()
+                    .and_then(|s| s.connections[seat].as_mut());
+                if let Some(conn) = conn {
+                    if let Some(len) = conn.link.poll_transmit(now_us, buf) {
+                        return Some((conn.address, len));
+                    }
+                }
+                self.seat_cursor += 1;
+            }
+            self.dirty.pop_front();
+            self.seat_cursor = 0;
+            if let Some(slot) = self.slots[at].as_mut() {
+                slot.queued = slot.queued.saturating_sub(1);
+                if slot.queued == 0 && slot.dirty {
+                    slot.dirty = false;
+                    slot.deadline = slot.next_deadline(&self.config);
+                }
+            }
+        }
+        None
+    }
+}

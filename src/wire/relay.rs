@@ -1,0 +1,1379 @@
+//! The relay protocol (S10), version 1: byte layouts, writers into caller
+//! buffers, and validating decoders that never panic and never allocate.
+//!
+//! Two layers:
+//!
+//! * **Datagrams** that travel outside any link, because no link exists yet:
+//!   the client's Hello (which carries the ticket) and the relay's Reject.
+//!   Their first byte is [`MAGIC`] (`0xB8`), so one UDP port can carry them
+//!   next to transport packets (`0xB7`, [`crate::wire::packet`]).
+//! * **Messages** carried as payloads of a transport link (S8: numbered,
+//!   acknowledged, resent until acked, authenticated with the per-connection
+//!   key). Their first byte is the message kind.
+//!
+//! All multi-byte integers are little-endian. Times are signed microseconds
+//! (`i64`), ticks `u32`, client sequences `u32` (first order is 1).
+//!
+//! # Hello datagram (client → relay), 66 bytes
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 1 | magic `0xB8` |
+//! | 1 | 1 | relay protocol version, `1` |
+//! | 2 | 1 | kind `0x01` |
+//! | 3 | 1 | reserved, `0` |
+//! | 4 | 8 | connection nonce (`u64`, fresh per connection attempt; its low 32 bits are the link's session id; never 0) |
+//! | 12 | 4 | `have_horizon` (`u32`): every tick below it is already held by the client |
+//! | 16 | 42 | ticket (see [`crate::relay::ticket`]) |
+//! | 58 | 8 | tag: SipHash-2-4 (`u64`) keyed with the ticket's link secret over bytes 0..58 |
+//!
+//! The nonce sits at offset 4 in every version, so a relay can echo it in a
+//! Reject for a version it does not speak.
+//!
+//! # Reject datagram (relay → client), 12 bytes
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 1 | magic `0xB8` |
+//! | 1 | 1 | version `1` |
+//! | 2 | 1 | kind `0x02` |
+//! | 3 | 1 | reason ([`RejectReason`]) |
+//! | 4 | 8 | the Hello's connection nonce, echoed |
+//!
+//! A Reject is not authenticated (the relay may not know the key: the ticket
+//! may be forged); the echoed nonce stops an off-path attacker, who would
+//! have to guess 64 bits. It is smaller than the Hello that caused it, so the
+//! relay cannot be used to amplify a reflection attack.
+//!
+//! # Messages (inside link messages)
+//!
+//! Byte 0 is the kind; the fields follow at the offsets given. A message must
+//! be exactly as long as its layout says (no trailing bytes).
+//!
+//! Relay → client:
+//!
+//! | kind | name | fields after the kind byte (offset: size field) | total |
+//! |---|---|---|---|
+//! | `0x01` | Welcome | 1: 1 seat, 2: 1 seat count, 3: 2 human seat mask, 5: 4 `tick_rate_millihz`, 9: 1 `bundle_interval`, 10: 1 `ai_order_delay`, 11: 2 `checksum_interval`, 13: 4 relay tick, 17: 4 `resume_from_tick`, 21: 4 horizon tick, 25: 4 highest accepted client sequence, 29: 1 flags (bit 0 match started) | 30 |
+//! | `0x02` | Presence | 1: 4 relay tick, 5: 1 seat count `n`, 6: `n` seat states ([`SeatPresence`]) | 6 + n |
+//! | `0x03` | TurnBundle | 1: 1 flags (bit 0 `MORE`: another chunk of the same range follows), 2: 4 `from_tick`, 6: 4 `horizon_tick`, 10: 2 entry count, 12: entries | 12 + entries |
+//! | `0x04` | Pong | 1: 8 echoed client send time `t0`, 9: 8 relay receive time `t1`, 17: 8 relay send time `t2` (relay match clock: µs since the match started, negative before), 25: 4 relay tick, 29: 4 highest accepted client sequence | 33 |
+//! | `0x05` | Desync | 1: 4 tick, 5: 2 mask of seats that reported, 7: 2 mask of seats that disagree | 9 |
+//! | `0x06` | MatchOver | 1: 4 final tick (the last horizon), 5: 1 reason ([`MatchOverReason`]) | 6 |
+//!
+//! A TurnBundle entry is 8 bytes of header and the order:
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 4 | execution tick (`u32`), `from_tick <= tick < horizon_tick` |
+//! | 4 | 1 | seat |
+//! | 5 | 1 | entry kind ([`EntryKind`]): 0 order, 1 quit, 2 dropped (left after the reconnect grace) |
+//! | 6 | 2 | payload length `L` (`u16`), at most [`MAX_ORDER_BYTES`]; 0 for quit and dropped |
+//! | 8 | `L` | the order, opaque to rungs |
+//!
+//! Entries are sorted by (tick, seat), with at most one entry per seat and
+//! tick. A bundle authorises its receiver to execute every tick below
+//! `horizon_tick` once the final chunk (no `MORE`) has arrived; a seat with
+//! no entry at a tick executes a null order there.
+//!
+//! Client → relay:
+//!
+//! | kind | name | fields after the kind byte | total |
+//! |---|---|---|---|
+//! | `0x11` | OrderSubmit | 1: 4 client sequence (from 1), 5: 2 length `L`, 7: `L` order | 7 + L |
+//! | `0x12` | ChecksumReport | 1: 4 tick, 5: 8 checksum (`u64`) | 13 |
+//! | `0x13` | Ping | 1: 8 client send time `t0` (client clock, µs) | 9 |
+//! | `0x14` | Quit | 1: 4 client sequence (sequenced like an order) | 5 |
+//! | `0x15` | ResyncRequest | 1: 4 the client's horizon | 5 |
+
+use siphasher::sip::SipHasher24;
+use std::hash::Hasher;
+
+/// First byte of a relay datagram (Hello, Reject).
+pub const MAGIC: u8 = 0xB8;
+/// The relay protocol version this code speaks.
+pub const VERSION: u8 = 1;
+/// Datagram kind: Hello.
+pub const KIND_HELLO: u8 = 0x01;
+/// Datagram kind: Reject.
+pub const KIND_REJECT: u8 = 0x02;
+
+/// Bytes of a ticket inside a Hello.
+pub const TICKET_BYTES: usize = 42;
+/// Bytes of a Hello datagram.
+pub const HELLO_BYTES: usize = 16 + TICKET_BYTES + 8;
+/// Bytes of a Reject datagram.
+pub const REJECT_BYTES: usize = 12;
+/// Most seats a relayed match has (the seat masks are 16 bits).
+pub const MAX_SEATS: usize = 16;
+/// Largest order payload.
+pub const MAX_ORDER_BYTES: usize = 512;
+/// Bytes of a bundle entry before its payload.
+pub const ENTRY_HEADER_BYTES: usize = 8;
+/// Bytes of a TurnBundle before its entries.
+pub const BUNDLE_HEADER_BYTES: usize = 12;
+/// Largest message this module writes or accepts (a transport message).
+pub const MAX_MESSAGE_BYTES: usize = crate::wire::packet::MAX_MESSAGE_BYTES;
+/// TurnBundle flag: another chunk of the same range follows.
+pub const BUNDLE_MORE: u8 = 0x01;
+
+// A Hello and a Reject fit in one datagram; a bundle holds one maximal order.
+const _: () = assert!(HELLO_BYTES == 66);
+const _: () = assert!(REJECT_BYTES < HELLO_BYTES);
+const _: () = assert!(BUNDLE_HEADER_BYTES + ENTRY_HEADER_BYTES + MAX_ORDER_BYTES <= 600);
+const _: () = assert!(7 + MAX_ORDER_BYTES <= 600);
+
+/// Relay → client message kinds.
+pub const MSG_WELCOME: u8 = 0x01;
+/// Presence.
+pub const MSG_PRESENCE: u8 = 0x02;
+/// TurnBundle.
+pub const MSG_TURN_BUNDLE: u8 = 0x03;
+/// Pong.
+pub const MSG_PONG: u8 = 0x04;
+/// Desync notice.
+pub const MSG_DESYNC: u8 = 0x05;
+/// Match over.
+pub const MSG_MATCH_OVER: u8 = 0x06;
+/// Client → relay: OrderSubmit.
+pub const MSG_ORDER_SUBMIT: u8 = 0x11;
+/// ChecksumReport.
+pub const MSG_CHECKSUM_REPORT: u8 = 0x12;
+/// Ping.
+pub const MSG_PING: u8 = 0x13;
+/// Quit.
+pub const MSG_QUIT: u8 = 0x14;
+/// ResyncRequest.
+pub const MSG_RESYNC_REQUEST: u8 = 0x15;
+
+/// Why bytes are not a valid relay datagram or message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RelayDecodeError {
+    /// Not a relay datagram (first byte is not [`MAGIC`]).
+    BadMagic,
+    /// A relay protocol version this build does not speak.
+    BadVersion,
+    /// Unknown kind.
+    UnknownKind,
+    /// Wrong length for its kind.
+    BadLength,
+    /// A field out of range or a broken invariant.
+    Malformed,
+}
+
+/// Why the relay refused a Hello.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum RejectReason {
+    /// The ticket's MAC or the Hello's tag does not verify, or its fields are invalid.
+    BadTicket = 1,
+    /// The ticket's expiry has passed.
+    Expired = 2,
+    /// The Hello speaks another relay protocol version.
+    WrongVersion = 3,
+    /// The seat has left the match (quit or dropped after the grace).
+    SeatLeft = 4,
+    /// The match is over.
+    MatchOver = 5,
+    /// No match with the ticket's id on this relay.
+    UnknownMatch = 6,
+    /// This Hello (its nonce) was already used from another address, or
+    /// belongs to an older connection: a replay. A genuine client retries
+    /// with a fresh nonce.
+    Replayed = 7,
+    /// Another connection uses the nonce's low 32 bits; retry with a fresh nonce.
+    ConnectionIdTaken = 8,
+    /// The relay holds as many connections as it may.
+    RelayFull = 9,
+}
+
+impl RejectReason {
+    /// Every reason.
+    pub const ALL: [RejectReason; 9] = [
+        RejectReason::BadTicket,
+        RejectReason::Expired,
+        RejectReason::WrongVersion,
+        RejectReason::SeatLeft,
+        RejectReason::MatchOver,
+        RejectReason::UnknownMatch,
+        RejectReason::Replayed,
+        RejectReason::ConnectionIdTaken,
+        RejectReason::RelayFull,
+    ];
+
+    /// The reason with wire value `v`.
+    pub fn from_u8(v: u8) -> Option<RejectReason> {
+        RejectReason::ALL.iter().copied().find(|r| *r as u8 == v)
+    }
+
+    /// Whether a client may retry the same ticket with a fresh nonce.
+    pub fn is_retryable(self) -> bool {
+        matches!(
+            self,
+            RejectReason::Replayed | RejectReason::ConnectionIdTaken | RejectReason::RelayFull
+        )
+    }
+}
+
+/// What a seat is doing, as the relay sees it (Presence; informational: the
+/// deterministic seat-left events are bundle entries).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum SeatPresence {
+    /// An AI (or empty) seat: computed locally by every client.
+    Ai = 0,
+    /// A human seat that has not said Hello yet.
+    Loading = 1,
+    /// A human seat with a live connection.
+    Connected = 2,
+    /// A human seat whose connection was lost; inside the reconnect grace.
+    Reconnecting = 3,
+    /// A human seat that quit or was dropped.
+    Left = 4,
+}
+
+impl SeatPresence {
+    /// The state with wire value `v`.
+    pub fn from_u8(v: u8) -> Option<SeatPresence> {
+        Some(match v {
+            0 => SeatPresence::Ai,
+            1 => SeatPresence::Loading,
+            2 => SeatPresence::Connected,
+            3 => SeatPresence::Reconnecting,
+            4 => SeatPresence::Left,
+            _ => return None,
+        })
+    }
+}
+
+/// What a bundle entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum EntryKind {
+    /// A human order.
+    Order = 0,
+    /// The seat quit (sequenced like an order).
+    Quit = 1,
+    /// The seat was dropped after its reconnect grace ran out.
+    Dropped = 2,
+}
+
+impl EntryKind {
+    /// The kind with wire value `v`.
+    pub fn from_u8(v: u8) -> Option<EntryKind> {
+        Some(match v {
+            0 => EntryKind::Order,
+            1 => EntryKind::Quit,
+            2 => EntryKind::Dropped,
+            _ => return None,
+        })
+    }
+}
+
+/// Why a match ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum MatchOverReason {
+    /// Every human seat left.
+    AllLeft = 0,
+    /// The match reached its tick limit.
+    TickLimit = 1,
+    /// The relay's operator ended it (or the relay shut down).
+    Ended = 2,
+}
+
+impl MatchOverReason {
+    /// The reason with wire value `v`.
+    pub fn from_u8(v: u8) -> Option<MatchOverReason> {
+        Some(match v {
+            0 => MatchOverReason::AllLeft,
+            1 => MatchOverReason::TickLimit,
+            2 => MatchOverReason::Ended,
+            _ => return None,
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Datagrams
+
+/// A Hello, decoded (the tag is checked separately with [`verify_hello_tag`],
+/// because the key comes from the ticket).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hello {
+    /// Fresh per connection attempt; low 32 bits are the link's session id.
+    pub nonce: u64,
+    /// Every tick below it is already held by the client.
+    pub have_horizon: u32,
+    /// The ticket bytes.
+    pub ticket: [u8; TICKET_BYTES],
+}
+
+/// A Reject, decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reject {
+    /// Why.
+    pub reason: RejectReason,
+    /// The Hello's nonce.
+    pub nonce: u64,
+}
+
+/// The datagram's relay kind after checking magic, and — for a version this
+/// build does not speak — the nonce to echo in a `WrongVersion` Reject.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DatagramPeek {
+    /// Version 1, kind as given (not yet validated further).
+    Current(u8),
+    /// Another version; the nonce (when the datagram is long enough to hold one).
+    OtherVersion(Option<u64>),
+}
+
+/// Check the magic and read version and kind.
+pub fn peek_datagram(bytes: &[u8]) -> Result<DatagramPeek, RelayDecodeError> {
+    if bytes.first() != Some(&MAGIC) {
+        return Err(RelayDecodeError::BadMagic);
+    }
+    if bytes.len() < 3 {
+        return Err(RelayDecodeError::BadLength);
+    }
+    if bytes[1] != VERSION {
+        let nonce = bytes.get(4..12).map(|b| read_u64(b, 0));
+        return Ok(DatagramPeek::OtherVersion(nonce));
+    }
+    Ok(DatagramPeek::Current(bytes[2]))
+}
+
+fn hello_tag(key: &[u8; 16], body: &[u8]) -> u64 {
+    let mut h = SipHasher24::new_with_keys(read_u64(key, 0), read_u64(key, 8));
+    h.write(body);
+    h.finish()
+}
+
+/// Write a Hello tagged with `link_secret` into `buf`; its length, or `None`
+/// when `buf` is shorter than [`HELLO_BYTES`].
+pub fn write_hello(hello: &Hello, link_secret: &[u8; 16], buf: &mut [u8]) -> Option<usize> {
+    let out = buf.get_mut(..HELLO_BYTES)?;
+    out[0] = MAGIC;
+    out[1] = VERSION;
+    out[2] = KIND_HELLO;
+    out[3] = 0;
+    out[4..12].copy_from_slice(&hello.nonce.to_le_bytes());
+    out[12..16].copy_from_slice(&hello.have_horizon.to_le_bytes());
+    out[16..58].copy_from_slice(&hello.ticket);
+    let tag = hello_tag(link_secret, &out[..58]);
+    out[58..66].copy_from_slice(&tag.to_le_bytes());
+    Some(HELLO_BYTES)
+}
+
+/// Decode a version-1 Hello (the tag is not checked here).
+pub fn read_hello(bytes: &[u8]) -> Result<Hello, RelayDecodeError> {
+    match peek_datagram(bytes)? {
+        DatagramPeek::Current(KIND_HELLO) => {}
+        DatagramPeek::Current(_) => return Err(RelayDecodeError::UnknownKind),
+        DatagramPeek::OtherVersion(_) => return Err(RelayDecodeError::BadVersion),
+    }
+    if bytes.len() != HELLO_BYTES {
+        return Err(RelayDecodeError::BadLength);
+    }
+    let nonce = read_u64(bytes, 4);
+    if bytes[3] != 0 || nonce == 0 {
+        return Err(RelayDecodeError::Malformed);
+    }
+    let mut ticket = [0u8; TICKET_BYTES];
+    ticket.copy_from_slice(&bytes[16..58]);
+    Ok(Hello {
+        nonce,
+        have_horizon: read_u32(bytes, 12),
+        ticket,
+    })
+}
+
+/// Whether a Hello's tag is right for `link_secret` (one 64-bit comparison).
+pub fn verify_hello_tag(bytes: &[u8], link_secret: &[u8; 16]) -> bool {
+    bytes.len() == HELLO_BYTES && hello_tag(link_secret, &bytes[..58]) == read_u64(bytes, 58)
+}
+
+/// Write a Reject into `buf`; its length, or `None` when `buf` is too short.
+pub fn write_reject(reject: &Reject, buf: &mut [u8]) -> Option<usize> {
+    let out = buf.get_mut(..REJECT_BYTES)?;
+    out[0] = MAGIC;
+    out[1] = VERSION;
+    out[2] = KIND_REJECT;
+    out[3] = reject.reason as u8;
+    out[4..12].copy_from_slice(&reject.nonce.to_le_bytes());
+    Some(REJECT_BYTES)
+}
+
+/// Decode a Reject.
+pub fn read_reject(bytes: &[u8]) -> Result<Reject, RelayDecodeError> {
+    match peek_datagram(bytes)? {
+        DatagramPeek::Current(KIND_REJECT) => {}
+        DatagramPeek::Current(_) => return Err(RelayDecodeError::UnknownKind),
+        DatagramPeek::OtherVersion(_) => return Err(RelayDecodeError::BadVersion),
+    }
+    if bytes.len() != REJECT_BYTES {
+        return Err(RelayDecodeError::BadLength);
+    }
+    let reason = RejectReason::from_u8(bytes[3]).ok_or(RelayDecodeError::Malformed)?;
+    Ok(Reject {
+        reason,
+        nonce: read_u64(bytes, 4),
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Messages
+
+/// The match setup and the client's place in it, sent on every Welcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Welcome {
+    /// The client's seat.
+    pub seat: u8,
+    /// Seats in the match (1–16).
+    pub seat_count: u8,
+    /// Bit `s`: seat `s` is human (else AI, computed by every client).
+    pub human_mask: u16,
+    /// Relay ticks per 1000 s (30000 = 30 ticks/s).
+    pub tick_rate_millihz: u32,
+    /// Ticks per bundle (1–255).
+    pub bundle_interval: u8,
+    /// An AI decision at tick `t` yields an order for `t + ai_order_delay` (0–8).
+    pub ai_order_delay: u8,
+    /// Clients report a checksum every this many ticks (0: never).
+    pub checksum_interval: u16,
+    /// The relay's tick now (0 until the match starts).
+    pub relay_tick: u32,
+    /// The first tick of the bundles that follow.
+    pub resume_from_tick: u32,
+    /// The relay's horizon now: bundles up to it follow at once.
+    pub horizon_tick: u32,
+    /// The highest client sequence the relay accepted from this seat.
+    pub highest_accepted_sequence: u32,
+    /// Whether the match clock has started.
+    pub match_started: bool,
+}
+
+/// One entry of a TurnBundle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BundleEntry<'a> {
+    /// Execution tick.
+    pub tick: u32,
+    /// Seat.
+    pub seat: u8,
+    /// What it is.
+    pub kind: EntryKind,
+    /// The order (empty for quit and dropped).
+    pub payload: &'a [u8],
+}
+
+/// A TurnBundle chunk, validated, borrowing the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TurnBundle<'a> {
+    /// Another chunk of the same range follows.
+    pub more: bool,
+    /// First tick covered.
+    pub from_tick: u32,
+    /// Ticks below it are authorised once the final chunk arrives.
+    pub horizon_tick: u32,
+    entry_count: u16,
+    entries: &'a [u8],
+}
+
+impl<'a> TurnBundle<'a> {
+    /// Number of entries.
+    pub fn entry_count(&self) -> usize {
+        usize::from(self.entry_count)
+    }
+
+    /// The entries in order.
+    pub fn entries(&self) -> BundleEntries<'a> {
+        BundleEntries {
+            rest: self.entries,
+            left: self.entry_count,
+        }
+    }
+}
+
+/// Iterator over validated bundle entries.
+#[derive(Debug, Clone)]
+pub struct BundleEntries<'a> {
+    rest: &'a [u8],
+    left: u16,
+}
+
+impl<'a> Iterator for BundleEntries<'a> {
+    type Item = BundleEntry<'a>;
+
+    fn next(&mut self) -> Option<BundleEntry<'a>> {
+        if self.left == 0 {
+            return None;
+        }
+        // Validated by `read_server_message`; a failure ends the iteration.
+        let (entry, used) = split_entry(self.rest).ok()?;
+        self.rest = self.rest.get(used..)?;
+        self.left -= 1;
+        Some(entry)
+    }
+}
+
+fn split_entry(bytes: &[u8]) -> Result<(BundleEntry<'_>, usize), RelayDecodeError> {
+    let header = bytes
+        .get(..ENTRY_HEADER_BYTES)
+        .ok_or(RelayDecodeError::BadLength)?;
+    let kind = EntryKind::from_u8(header[5]).ok_or(RelayDecodeError::Malformed)?;
+    let len = usize::from(read_u16(header, 6));
+    if len > MAX_ORDER_BYTES || (kind != EntryKind::Order && len != 0) {
+        return Err(RelayDecodeError::Malformed);
+    }
+    let payload = bytes
+        .get(ENTRY_HEADER_BYTES..ENTRY_HEADER_BYTES + len)
+        .ok_or(RelayDecodeError::BadLength)?;
+    Ok((
+        BundleEntry {
+            tick: read_u32(header, 0),
+            seat: header[4],
+            kind,
+            payload,
+        },
+        ENTRY_HEADER_BYTES + len,
+    ))
+}
+
+/// A relay → client message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerMessage<'a> {
+    /// Accepted; the setup and where the bundles resume.
+    Welcome(Welcome),
+    /// Seat states at a relay tick; `states[..seat_count]` are valid.
+    Presence {
+        /// Relay tick.
+        tick: u32,
+        /// Seats.
+        seat_count: u8,
+        /// Per seat.
+        states: [SeatPresence; MAX_SEATS],
+    },
+    /// Ticks authorised for execution.
+    TurnBundle(TurnBundle<'a>),
+    /// Answer to a Ping.
+    Pong {
+        /// The Ping's client send time.
+        t0_us: i64,
+        /// Relay receive time (match clock).
+        t1_us: i64,
+        /// Relay send time (match clock).
+        t2_us: i64,
+        /// Relay tick at `t2`.
+        relay_tick: u32,
+        /// Highest client sequence accepted from this seat.
+        highest_accepted_sequence: u32,
+    },
+    /// Clients disagree about the state at `tick`.
+    Desync {
+        /// The tick.
+        tick: u32,
+        /// Seats whose checksums were compared.
+        reported_mask: u16,
+        /// Seats outside the largest agreeing group (all of them on a tie).
+        disagreeing_mask: u16,
+    },
+    /// The match ended; no more bundles.
+    MatchOver {
+        /// The last horizon.
+        final_tick: u32,
+        /// Why.
+        reason: MatchOverReason,
+    },
+}
+
+/// A client → relay message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientMessage<'a> {
+    /// An order to sequence.
+    OrderSubmit {
+        /// Client sequence, from 1.
+        sequence: u32,
+        /// The order.
+        payload: &'a [u8],
+    },
+    /// A state checksum after executing `tick`.
+    ChecksumReport {
+        /// Tick.
+        tick: u32,
+        /// Checksum.
+        checksum: u64,
+    },
+    /// A clock sample request.
+    Ping {
+        /// Client send time, µs.
+        t0_us: i64,
+    },
+    /// Leave the match (sequenced like an order).
+    Quit {
+        /// Client sequence.
+        sequence: u32,
+    },
+    /// The client saw a bundle gap: resend from `horizon`.
+    ResyncRequest {
+        /// The client's horizon.
+        horizon: u32,
+    },
+}
+
+fn exact(bytes: &[u8], len: usize) -> Result<(), RelayDecodeError> {
+    if bytes.len() == len {
+        Ok(())
+    } else {
+        Err(RelayDecodeError::BadLength)
+    }
+}
+
+/// Decode and validate a relay → client message.
+pub fn read_server_message(bytes: &[u8]) -> Result<ServerMessage<'_>, RelayDecodeError> {
+    let kind = *bytes.first().ok_or(RelayDecodeError::BadLength)?;
+    if bytes.len() > MAX_MESSAGE_BYTES {
+        return Err(RelayDecodeError::BadLength);
+    }
+    match kind {
+        MSG_WELCOME => {
+            exact(bytes, 30)?;
+            let w = Welcome {
+                seat: bytes[1],
+                seat_count: bytes[2],
+                human_mask: read_u16(bytes, 3),
+                tick_rate_millihz: read_u32(bytes, 5),
+                bundle_interval: bytes[9],
+                ai_order_delay: bytes[10],
+                checksum_interval: read_u16(bytes, 11),
+                relay_tick: read_u32(bytes, 13),
+                resume_from_tick: read_u32(bytes, 17),
+                horizon_tick: read_u32(bytes, 21),
+                highest_accepted_sequence: read_u32(bytes, 25),
+                match_started: bytes[29] & 1 != 0,
+            };
+            let seats = usize::from(w.seat_count);
+            let valid = (1..=MAX_SEATS).contains(&seats)
+                && w.seat < w.seat_count
+                && (seats == MAX_SEATS || w.human_mask >> seats == 0)
+                && w.human_mask & (1 << w.seat) != 0
+                && w.tick_rate_millihz > 0
+                && w.bundle_interval > 0
+                && w.ai_order_delay <= 8
+                && w.resume_from_tick <= w.horizon_tick
+                && bytes[29] & !1 == 0;
+            if !valid {
+                return Err(RelayDecodeError::Malformed);
+            }
+            Ok(ServerMessage::Welcome(w))
+        }
+        MSG_PRESENCE => {
+            let seat_count = *bytes.get(5).ok_or(RelayDecodeError::BadLength)?;
+            let n = usize::from(seat_count);
+            if !(1..=MAX_SEATS).contains(&n) {
+                return Err(RelayDecodeError::Malformed);
+            }
+            exact(bytes, 6 + n)?;
+            let mut states = [SeatPresence::Ai; MAX_SEATS];
+            for (state, &b) in states.iter_mut().zip(&bytes[6..]) {
+                *state = SeatPresence::from_u8(b).ok_or(RelayDecodeError::Malformed)?;
+            }
+            Ok(ServerMessage::Presence {
+                tick: read_u32(bytes, 1),
+                seat_count,
+                states,
+            })
+        }
+        MSG_TURN_BUNDLE => {
+            if bytes.len() < BUNDLE_HEADER_BYTES {
+                return Err(RelayDecodeError::BadLength);
+            }
+            let flags = bytes[1];
+            let from_tick = read_u32(bytes, 2);
+            let horizon_tick = read_u32(bytes, 6);
+            let entry_count = read_u16(bytes, 10);
+            if flags & !BUNDLE_MORE != 0 || from_tick >= horizon_tick {
+                return Err(RelayDecodeError::Malformed);
+            }
+            let entries = &bytes[BUNDLE_HEADER_BYTES..];
+            let mut rest = entries;
+            let mut previous: Option<(u32, u8)> = None;
+            for _ in 0..entry_count {
+                let (e, used) = split_entry(rest)?;
+                if e.tick < from_tick
+                    || e.tick >= horizon_tick
+                    || usize::from(e.seat) >= MAX_SEATS
+                    || previous.is_some_and(|p| p >= (e.tick, e.seat))
+                {
+                    return Err(RelayDecodeError::Malformed);
+                }
+                previous = Some((e.tick, e.seat));
+                rest = &rest[used..];
+            }
+            if !rest.is_empty() {
+                return Err(RelayDecodeError::BadLength);
+            }
+            Ok(ServerMessage::TurnBundle(TurnBundle {
+                more: flags & BUNDLE_MORE != 0,
+                from_tick,
+                horizon_tick,
+                entry_count,
+                entries,
+            }))
+        }
+        MSG_PONG => {
+            exact(bytes, 33)?;
+            Ok(ServerMessage::Pong {
+                t0_us: read_u64(bytes, 1) as i64,
+                t1_us: read_u64(bytes, 9) as i64,
+                t2_us: read_u64(bytes, 17) as i64,
+                relay_tick: read_u32(bytes, 25),
+                highest_accepted_sequence: read_u32(bytes, 29),
+            })
+        }
+        MSG_DESYNC => {
+            exact(bytes, 9)?;
+            let reported_mask = read_u16(bytes, 5);
+            let disagreeing_mask = read_u16(bytes, 7);
+            if disagreeing_mask & !reported_mask != 0 || disagreeing_mask == 0 {
+                return Err(RelayDecodeError::Malformed);
+            }
+            Ok(ServerMessage::Desync {
+                tick: read_u32(bytes, 1),
+                reported_mask,
+                disagreeing_mask,
+            })
+        }
+        MSG_MATCH_OVER => {
+            exact(bytes, 6)?;
+            Ok(ServerMessage::MatchOver {
+                final_tick: read_u32(bytes, 1),
+                reason: MatchOverReason::from_u8(bytes[5]).ok_or(RelayDecodeError::Malformed)?,
+            })
+        }
+        _ => Err(RelayDecodeError::UnknownKind),
+    }
+}
+
+/// Decode and validate a client → relay message.
+pub fn read_client_message(bytes: &[u8]) -> Result<ClientMessage<'_>, RelayDecodeError> {
+    let kind = *bytes.first().ok_or(RelayDecodeError::BadLength)?;
+    match kind {
+        MSG_ORDER_SUBMIT => {
+            if bytes.len() < 7 {
+                return Err(RelayDecodeError::BadLength);
+            }
+            let len = usize::from(read_u16(bytes, 5));
+            if len > MAX_ORDER_BYTES {
+                return Err(RelayDecodeError::Malformed);
+            }
+            exact(bytes, 7 + len)?;
+            let sequence = read_u32(bytes, 1);
+            if sequence == 0 {
+                return Err(RelayDecodeError::Malformed);
+            }
+            Ok(ClientMessage::OrderSubmit {
+                sequence,
+                payload: &bytes[7..],
+            })
+        }
+        MSG_CHECKSUM_REPORT => {
+            exact(bytes, 13)?;
+            Ok(ClientMessage::ChecksumReport {
+                tick: read_u32(bytes, 1),
+                checksum: read_u64(bytes, 5),
+            })
+        }
+        MSG_PING => {
+            exact(bytes, 9)?;
+            Ok(ClientMessage::Ping {
+                t0_us: read_u64(bytes, 1) as i64,
+            })
+        }
+        MSG_QUIT => {
+            exact(bytes, 5)?;
+            let sequence = read_u32(bytes, 1);
+            if sequence == 0 {
+                return Err(RelayDecodeError::Malformed);
+            }
+            Ok(ClientMessage::Quit { sequence })
+        }
+        MSG_RESYNC_REQUEST => {
+            exact(bytes, 5)?;
+            Ok(ClientMessage::ResyncRequest {
+                horizon: read_u32(bytes, 1),
+            })
+        }
+        _ => Err(RelayDecodeError::UnknownKind),
+    }
+}
+
+/// A bounds-checked writer into a caller buffer: every `put` either fits or
+/// marks the writer failed, so a message is either whole or not written.
+struct Out<'b> {
+    buf: &'b mut [u8],
+    len: usize,
+    ok: bool,
+}
+
+impl<'b> Out<'b> {
+    fn new(buf: &'b mut [u8]) -> Out<'b> {
+        let limit = buf.len().min(MAX_MESSAGE_BYTES);
+        Out {
+            buf: &mut buf[..limit],
+            len: 0,
+            ok: true,
+        }
+    }
+
+    fn put(&mut self, bytes: &[u8]) {
+        match self.buf.get_mut(self.len..self.len + bytes.len()) {
+            Some(dst) if self.ok => {
+                dst.copy_from_slice(bytes);
+                self.len += bytes.len();
+            }
+            _ => self.ok = false,
+        }
+    }
+
+    fn done(self) -> Option<usize> {
+        self.ok.then_some(self.len)
+    }
+}
+
+impl ServerMessage<'_> {
+    /// Write the message into `buf`: its length, or `None` when it does not
+    /// fit (or a field is out of range: an order longer than
+    /// [`MAX_ORDER_BYTES`], more than 16 seats).
+    pub fn write(&self, buf: &mut [u8]) -> Option<usize> {
+        let mut o = Out::new(buf);
+        match *self {
+            ServerMessage::Welcome(w) => {
+                o.put(&[MSG_WELCOME, w.seat, w.seat_count]);
+                o.put(&w.human_mask.to_le_bytes());
+                o.put(&w.tick_rate_millihz.to_le_bytes());
+                o.put(&[w.bundle_interval, w.ai_order_delay]);
+                o.put(&w.checksum_interval.to_le_bytes());
+                o.put(&w.relay_tick.to_le_bytes());
+                o.put(&w.resume_from_tick.to_le_bytes());
+                o.put(&w.horizon_tick.to_le_bytes());
+                o.put(&w.highest_accepted_sequence.to_le_bytes());
+                o.put(&[u8::from(w.match_started)]);
+            }
+            ServerMessage::Presence {
+                tick,
+                seat_count,
+                states,
+            } => {
+                let n = usize::from(seat_count);
+                if n > MAX_SEATS {
+                    return None;
+                }
+                o.put(&[MSG_PRESENCE]);
+                o.put(&tick.to_le_bytes());
+                o.put(&[seat_count]);
+                for s in &states[..n] {
+                    o.put(&[*s as u8]);
+                }
+            }
+            ServerMessage::TurnBundle(b) => {
+                o.put(&[MSG_TURN_BUNDLE, if b.more { BUNDLE_MORE } else { 0 }]);
+                o.put(&b.from_tick.to_le_bytes());
+                o.put(&b.horizon_tick.to_le_bytes());
+                o.put(&b.entry_count.to_le_bytes());
+                o.put(b.entries);
+            }
+            ServerMessage::Pong {
+                t0_us,
+                t1_us,
+                t2_us,
+                relay_tick,
+                highest_accepted_sequence,
+            } => {
+                o.put(&[MSG_PONG]);
+                o.put(&t0_us.to_le_bytes());
+                o.put(&t1_us.to_le_bytes());
+                o.put(&t2_us.to_le_bytes());
+                o.put(&relay_tick.to_le_bytes());
+                o.put(&highest_accepted_sequence.to_le_bytes());
+            }
+            ServerMessage::Desync {
+                tick,
+                reported_mask,
+                disagreeing_mask,
+            } => {
+                o.put(&[MSG_DESYNC]);
+                o.put(&tick.to_le_bytes());
+                o.put(&reported_mask.to_le_bytes());
+                o.put(&disagreeing_mask.to_le_bytes());
+            }
+            ServerMessage::MatchOver { final_tick, reason } => {
+                o.put(&[MSG_MATCH_OVER]);
+                o.put(&final_tick.to_le_bytes());
+                o.put(&[reason as u8]);
+            }
+        }
+        o.done()
+    }
+
+    /// The message as a new vector.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut buf = [0u8; MAX_MESSAGE_BYTES];
+        let len = self.write(&mut buf).unwrap_or(0);
+        buf[..len].to_vec()
+    }
+}
+
+impl ClientMessage<'_> {
+    /// Write the message into `buf`: its length, or `None` when it does not
+    /// fit or the order is longer than [`MAX_ORDER_BYTES`].
+    pub fn write(&self, buf: &mut [u8]) -> Option<usize> {
+        let mut o = Out::new(buf);
+        match *self {
+            ClientMessage::OrderSubmit { sequence, payload } => {
+                if payload.len() > MAX_ORDER_BYTES {
+                    return None;
+                }
+                o.put(&[MSG_ORDER_SUBMIT]);
+                o.put(&sequence.to_le_bytes());
+                o.put(&(payload.len() as u16).to_le_bytes());
+                o.put(payload);
+            }
+            ClientMessage::ChecksumReport { tick, checksum } => {
+                o.put(&[MSG_CHECKSUM_REPORT]);
+                o.put(&tick.to_le_bytes());
+                o.put(&checksum.to_le_bytes());
+            }
+            ClientMessage::Ping { t0_us } => {
+                o.put(&[MSG_PING]);
+                o.put(&t0_us.to_le_bytes());
+            }
+            ClientMessage::Quit { sequence } => {
+                o.put(&[MSG_QUIT]);
+                o.put(&sequence.to_le_bytes());
+            }
+            ClientMessage::ResyncRequest { horizon } => {
+                o.put(&[MSG_RESYNC_REQUEST]);
+                o.put(&horizon.to_le_bytes());
+            }
+        }
+        o.done()
+    }
+
+    /// The message as a new vector.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut buf = [0u8; MAX_MESSAGE_BYTES];
+        let len = self.write(&mut buf).unwrap_or(0);
+        buf[..len].to_vec()
+    }
+}
+
+/// Builds one TurnBundle chunk in a caller buffer: entries are pushed in
+/// (tick, seat) order while they fit, then [`finish`](Self::finish) writes
+/// the range and the count.
+#[derive(Debug)]
+pub struct BundleWriter<'b> {
+    buf: &'b mut [u8],
+    len: usize,
+    count: u16,
+    last: Option<(u32, u8)>,
+}
+
+impl<'b> BundleWriter<'b> {
+    /// Start a chunk in `buf` (at most [`MAX_MESSAGE_BYTES`] of it are used).
+    /// `None` when `buf` cannot hold the header.
+    pub fn new(buf: &'b mut [u8]) -> Option<BundleWriter<'b>> {
+        let limit = buf.len().min(MAX_MESSAGE_BYTES);
+        if limit < BUNDLE_HEADER_BYTES {
+            return None;
+        }
+        Some(BundleWriter {
+            buf: &mut buf[..limit],
+            len: BUNDLE_HEADER_BYTES,
+            count: 0,
+            last: None,
+        })
+    }
+
+    /// Whether an entry with a payload of `len` bytes fits now.
+    pub fn fits(&self, len: usize) -> bool {
+        len <= MAX_ORDER_BYTES
+            && self.count < u16::MAX
+            && self.len + ENTRY_HEADER_BYTES + len <= self.buf.len()
+    }
+
+    /// Entries pushed so far.
+    pub fn entry_count(&self) -> usize {
+        usize::from(self.count)
+    }
+
+    /// Append an entry; `false` (nothing written) when it does not fit, is
+    /// out of (tick, seat) order, or is malformed (payload on a quit).
+    pub fn push(&mut self, entry: &BundleEntry<'_>) -> bool {
+        let len = entry.payload.len();
+        if !self.fits(len)
+            || (entry.kind != EntryKind::Order && len != 0)
+            || usize::from(entry.seat) >= MAX_SEATS
+            || self.last.is_some_and(|l| l >= (entry.tick, entry.seat))
+        {
+            return false;
+        }
+        let at = self.len;
+        self.buf[at..at + 4].copy_from_slice(&entry.tick.to_le_bytes());
+        self.buf[at + 4] = entry.seat;
+        self.buf[at + 5] = entry.kind as u8;
+        self.buf[at + 6..at + 8].copy_from_slice(&(len as u16).to_le_bytes());
+        self.buf[at + 8..at + 8 + len].copy_from_slice(entry.payload);
+        self.len = at + 8 + len;
+        self.count += 1;
+        self.last = Some((entry.tick, entry.seat));
+        true
+    }
+
+    /// Write the header for `[from_tick, horizon_tick)` and return the
+    /// message length; `None` when the range is empty or an entry lies
+    /// outside it.
+    pub fn finish(self, from_tick: u32, horizon_tick: u32, more: bool) -> Option<usize> {
+        if from_tick >= horizon_tick {
+            return None;
+        }
+        let first_tick = self
+            .buf
+            .get(BUNDLE_HEADER_BYTES..BUNDLE_HEADER_BYTES + 4)
+            .map(|b| read_u32(b, 0));
+        if self.count > 0 {
+            let last = self.last.map_or(0, |l| l.0);
+            if first_tick.is_some_and(|t| t < from_tick) || last >= horizon_tick {
+                return None;
+            }
+        }
+        self.buf[0] = MSG_TURN_BUNDLE;
+        self.buf[1] = if more { BUNDLE_MORE } else { 0 };
+        self.buf[2..6].copy_from_slice(&from_tick.to_le_bytes());
+        self.buf[6..10].copy_from_slice(&horizon_tick.to_le_bytes());
+        self.buf[10..12].copy_from_slice(&self.count.to_le_bytes());
+        Some(self.len)
+    }
+}
+
+fn read_u16(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+
+fn read_u32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+fn read_u64(b: &[u8], at: usize) -> u64 {
+    let mut raw = [0u8; 8];
+    raw.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(raw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECRET: [u8; 16] = *b"link-secret-0001";
+
+    fn hello() -> Hello {
+        Hello {
+            nonce: 0x0102_0304_0506_0708,
+            have_horizon: 0x1122_3344,
+            ticket: [0x5A; TICKET_BYTES],
+        }
+    }
+
+    #[test]
+    fn hello_layout_is_byte_for_byte_as_documented() {
+        let mut buf = [0u8; 100];
+        assert_eq!(write_hello(&hello(), &SECRET, &mut buf), Some(66));
+        assert_eq!(
+            &buf[..16],
+            &[0xB8, 1, 1, 0, 8, 7, 6, 5, 4, 3, 2, 1, 0x44, 0x33, 0x22, 0x11]
+        );
+        assert_eq!(&buf[16..58], &[0x5A; 42][..]);
+        assert!(verify_hello_tag(&buf[..66], &SECRET));
+        assert!(!verify_hello_tag(&buf[..66], b"link-secret-0002"));
+        assert_eq!(read_hello(&buf[..66]), Ok(hello()));
+        for i in 0..66 {
+            let mut q = buf;
+            q[i] ^= 1;
+            assert!(!verify_hello_tag(&q[..66], &SECRET), "flip at {i}");
+        }
+        assert_eq!(write_hello(&hello(), &SECRET, &mut [0u8; 65]), None);
+    }
+
+    #[test]
+    fn hello_validation() {
+        let mut buf = [0u8; 66];
+        write_hello(&hello(), &SECRET, &mut buf).unwrap();
+        assert_eq!(read_hello(&buf[..65]), Err(RelayDecodeError::BadLength));
+        let mut q = buf;
+        q[0] = 0xB7;
+        assert_eq!(read_hello(&q), Err(RelayDecodeError::BadMagic));
+        let mut q = buf;
+        q[1] = 2;
+        assert_eq!(read_hello(&q), Err(RelayDecodeError::BadVersion));
+        assert_eq!(
+            peek_datagram(&q),
+            Ok(DatagramPeek::OtherVersion(Some(0x0102_0304_0506_0708)))
+        );
+        let mut q = buf;
+        q[3] = 1;
+        assert_eq!(read_hello(&q), Err(RelayDecodeError::Malformed));
+        let mut zero_nonce = hello();
+        zero_nonce.nonce = 0;
+        write_hello(&zero_nonce, &SECRET, &mut q).unwrap();
+        assert_eq!(read_hello(&q), Err(RelayDecodeError::Malformed));
+        assert_eq!(peek_datagram(&[0xB8, 1]), Err(RelayDecodeError::BadLength));
+        assert_eq!(peek_datagram(&[]), Err(RelayDecodeError::BadMagic));
+    }
+
+    #[test]
+    fn reject_layout_and_round_trip() {
+        let mut buf = [0u8; 12];
+        let r = Reject {
+            reason: RejectReason::Expired,
+            nonce: 0x0102_0304_0506_0708,
+        };
+        assert_eq!(write_reject(&r, &mut buf), Some(12));
+        assert_eq!(buf, [0xB8, 1, 2, 2, 8, 7, 6, 5, 4, 3, 2, 1]);
+        assert_eq!(read_reject(&buf), Ok(r));
+        for reason in RejectReason::ALL {
+            assert_eq!(RejectReason::from_u8(reason as u8), Some(reason));
+        }
+        buf[3] = 0;
+        assert_eq!(read_reject(&buf), Err(RelayDecodeError::Malformed));
+        assert_eq!(read_reject(&buf[..11]), Err(RelayDecodeError::BadLength));
+    }
+
+    fn welcome() -> Welcome {
+        Welcome {
+            seat: 2,
+            seat_count: 4,
+            human_mask: 0b0111,
+            tick_rate_millihz: 30_000,
+            bundle_interval: 1,
+            ai_order_delay: 8,
+            checksum_interval: 30,
+            relay_tick: 100,
+            resume_from_tick: 40,
+            horizon_tick: 100,
+            highest_accepted_sequence: 7,
+            match_started: true,
+        }
+    }
+
+    #[test]
+    fn welcome_layout_and_validation() {
+        let bytes = ServerMessage::Welcome(welcome()).to_vec();
+        assert_eq!(
+            bytes,
+            [
+                1, 2, 4, 0b0111, 0, 0x30, 0x75, 0, 0, 1, 8, 30, 0, 100, 0, 0, 0, 40, 0, 0, 0, 100,
+                0, 0, 0, 7, 0, 0, 0, 1
+            ]
+        );
+        assert_eq!(
+            read_server_message(&bytes),
+            Ok(ServerMessage::Welcome(welcome()))
+        );
+        let bad: [fn(&mut Welcome); 6] = [
+            |w| w.seat = 4,
+            |w| w.human_mask = 0b1_0111,
+            |w| w.seat = 3,
+            |w| w.ai_order_delay = 9,
+            |w| w.bundle_interval = 0,
+            |w| w.resume_from_tick = 101,
+        ];
+        for f in bad {
+            let mut w = welcome();
+            f(&mut w);
+            let bytes = ServerMessage::Welcome(w).to_vec();
+            assert_eq!(
+                read_server_message(&bytes),
+                Err(RelayDecodeError::Malformed)
+            );
+        }
+    }
+
+    fn entry(tick: u32, seat: u8, payload: &[u8]) -> BundleEntry<'_> {
+        BundleEntry {
+            tick,
+            seat,
+            kind: EntryKind::Order,
+            payload,
+        }
+    }
+
+    #[test]
+    fn bundle_layout_round_trip_and_order_rules() {
+        let mut buf = [0u8; MAX_MESSAGE_BYTES];
+        let mut w = BundleWriter::new(&mut buf).unwrap();
+        assert!(w.push(&entry(10, 1, b"ab")));
+        assert!(!w.push(&entry(10, 1, b"x")), "same seat and tick twice");
+        assert!(!w.push(&entry(9, 3, b"x")), "tick going back");
+        assert!(w.push(&BundleEntry {
+            tick: 11,
+            seat: 0,
+            kind: EntryKind::Quit,
+            payload: b""
+        }));
+        let len = w.finish(10, 12, false).unwrap();
+        assert_eq!(
+            &buf[..len],
+            &[
+                3, 0, 10, 0, 0, 0, 12, 0, 0, 0, 2, 0, // header
+                10, 0, 0, 0, 1, 0, 2, 0, b'a', b'b', // entry
+                11, 0, 0, 0, 0, 1, 0, 0, // quit
+            ]
+        );
+        let ServerMessage::TurnBundle(b) = read_server_message(&buf[..len]).unwrap() else {
+            panic!("not a bundle");
+        };
+        assert_eq!((b.from_tick, b.horizon_tick, b.more), (10, 12, false));
+        let entries: Vec<_> = b.entries().collect();
+        assert_eq!(entries.len(), 2);
+        assert_eq!(entries[0], entry(10, 1, b"ab"));
+        assert_eq!(entries[1].kind, EntryKind::Quit);
+        // Out of range entries and empty ranges are refused by the writer
+        // and by the reader.
+        let mut w = BundleWriter::new(&mut buf).unwrap();
+        assert!(w.push(&entry(12, 0, b"")));
+        assert_eq!(w.finish(10, 12, false), None);
+        let w = BundleWriter::new(&mut buf).unwrap();
+        assert_eq!(w.finish(5, 5, false), None);
+        let empty = BundleWriter::new(&mut buf)
+            .unwrap()
+            .finish(5, 6, true)
+            .unwrap();
+        let mut q = buf[..empty].to_vec();
+        q[6] = 5; // horizon 5 == from 5
+        assert_eq!(read_server_message(&q), Err(RelayDecodeError::Malformed));
+        q[6] = 6;
+        q[1] = 0x02; // unknown flag
+        assert_eq!(read_server_message(&q), Err(RelayDecodeError::Malformed));
+        q[1] = 0;
+        q[10] = 1; // count says one entry, none follows
+        assert_eq!(read_server_message(&q), Err(RelayDecodeError::BadLength));
+    }
+
+    #[test]
+    fn bundle_writer_stops_at_the_message_limit() {
+        let mut buf = [0u8; 4 * MAX_MESSAGE_BYTES];
+        let mut w = BundleWriter::new(&mut buf).unwrap();
+        let order = [7u8; MAX_ORDER_BYTES];
+        assert!(w.push(&entry(0, 0, &order)));
+        assert!(!w.push(&entry(0, 1, &order)), "second maximal order");
+        assert!(w.push(&entry(0, 1, &order[..200])));
+        let big = [0u8; MAX_ORDER_BYTES + 1];
+        assert!(!w.push(&entry(0, 2, &big)));
+        let len = w.finish(0, 1, false).unwrap();
+        assert!(len <= MAX_MESSAGE_BYTES);
+        assert!(matches!(
+            read_server_message(&buf[..len]),
+            Ok(ServerMessage::TurnBundle(_))
+        ));
+    }
+
+    #[test]
+    fn other_server_messages_round_trip() {
+        let mut states = [SeatPresence::Ai; MAX_SEATS];
+        states[0] = SeatPresence::Connected;
+        states[1] = SeatPresence::Reconnecting;
+        states[2] = SeatPresence::Left;
+        states[3] = SeatPresence::Loading;
+        let messages = [
+            ServerMessage::Presence {
+                tick: 5,
+                seat_count: 5,
+                states,
+            },
+            ServerMessage::Pong {
+                t0_us: -3,
+                t1_us: 1 << 40,
+                t2_us: (1 << 40) + 9,
+                relay_tick: 77,
+                highest_accepted_sequence: 12,
+            },
+            ServerMessage::Desync {
+                tick: 300,
+                reported_mask: 0b111,
+                disagreeing_mask: 0b100,
+            },
+            ServerMessage::MatchOver {
+                final_tick: 9000,
+                reason: MatchOverReason::AllLeft,
+            },
+        ];
+        let lengths = [11, 33, 9, 6];
+        for (m, len) in messages.iter().zip(lengths) {
+            let bytes = m.to_vec();
+            assert_eq!(bytes.len(), len);
+            assert_eq!(read_server_message(&bytes).as_ref(), Ok(m));
+            let mut longer = bytes.clone();
+            longer.push(0);
+            assert!(read_server_message(&longer).is_err());
+            assert!(read_server_message(&bytes[..len - 1]).is_err());
+        }
+        let desync_naming_a_silent_seat = [5, 0, 0, 0, 0, 0b011, 0, 0b100, 0];
+        assert_eq!(
+            read_server_message(&desync_naming_a_silent_seat),
+            Err(RelayDecodeError::Malformed)
+        );
+        assert_eq!(
+            read_server_message(&[0x7F]),
+            Err(RelayDecodeError::UnknownKind)
+        );
+        assert_eq!(read_server_message(&[]), Err(RelayDecodeError::BadLength));
+    }
+
+    #[test]
+    fn client_messages_round_trip_and_validate() {
+        let order = [9u8; 40];
+        let messages = [
+            ClientMessage::OrderSubmit {
+                sequence: 1,
+                payload: &order,
+            },
+            ClientMessage::ChecksumReport {
+                tick: 30,
+                checksum: u64::MAX - 1,
+            },
+            ClientMessage::Ping { t0_us: -1 },
+            ClientMessage::Quit { sequence: 9 },
+            ClientMessage::ResyncRequest { horizon: 44 },
+        ];
+        let lengths = [47, 13, 9, 5, 5];
+        for (m, len) in messages.iter().zip(lengths) {
+            let bytes = m.to_vec();
+            assert_eq!(bytes.len(), len);
+            assert_eq!(read_client_message(&bytes).as_ref(), Ok(m));
+            assert!(read_client_message(&bytes[..len - 1]).is_err());
+        }
+        assert_eq!(
+            ClientMessage::OrderSubmit {
+                sequence: 0x0403_0201,
+                payload: b"z"
+            }
+            .to_vec(),
+            [0x11, 1, 2, 3, 4, 1, 0, b'z']
+        );
+        let zero_sequence = [0x11, 0, 0, 0, 0, 0, 0];
+        assert_eq!(
+            read_client_message(&zero_sequence),
+            Err(RelayDecodeError::Malformed)
+        );
+        let too_long = [0u8; MAX_ORDER_BYTES + 1];
+        let m = ClientMessage::OrderSubmit {
+            sequence: 1,
+            payload: &too_long,
+        };
+        assert_eq!(m.write(&mut [0u8; 2000]), None);
+        assert_eq!(
+            ClientMessage::Ping { t0_us: 0 }.write(&mut [0u8; 8]),
+            None,
+            "buffer one byte short"
+        );
+    }
+}
