@@ -12,7 +12,8 @@ use crate::report::record::MAX_SEATS;
 use crate::report::Report;
 use crate::timing::{Timing, TimingEvent};
 
-/// For the C files not yet switched to `super::args`; remove when they are.
+/// For lockstep.rs and transport.rs, which import it from here until their
+/// rewrite (another branch) switches them to `super::args`; remove then.
 pub(crate) use super::args::read_config;
 
 /// Seat value meaning "no seat" (an observer's local seat, or no master).
