@@ -5,7 +5,8 @@
 use std::ffi::c_void;
 
 use super::args::{
-    flag, in_range, read_config, require, reserved_zero, slice_in, write_optional, write_to,
+    flag, in_range, read_config, require, reserved_zero, slice_in, write_optional, write_out,
+    write_to,
 };
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
 use super::last_error;
@@ -352,11 +353,8 @@ pub unsafe extern "C" fn rungs_session_required_send_frame(
         session_call("rungs_session_required_send_frame", s, |session| {
             require(out_send_frame, "out_send_frame")?;
             let needed = session.required_send_frame(frame)?;
-            write_to(
-                out_send_frame,
-                "out_send_frame",
-                needed.unwrap_or(RUNGS_NO_FRAME),
-            )
+            write_out(out_send_frame, needed.unwrap_or(RUNGS_NO_FRAME));
+            Ok(())
         })
     }
 }
@@ -396,7 +394,8 @@ pub unsafe extern "C" fn rungs_session_frame_ready(
                 let entry = held[usize::from(seat)];
                 (entry != RUNGS_NO_FRAME).then_some(entry)
             })?;
-            write_to(out_ready, "out_ready", i32::from(ready))
+            write_out(out_ready, i32::from(ready));
+            Ok(())
         })
     }
 }
@@ -480,7 +479,6 @@ pub unsafe extern "C" fn rungs_session_submit_command(
 ) -> rungs_result {
     unsafe {
         session_call("rungs_session_submit_command", s, |session| {
-            require(out_frame, "out_frame")?;
             write_to(out_frame, "out_frame", session.submit_command()?)
         })
     }
