@@ -79,8 +79,8 @@ static void test_message_content(void) {
     clock_config.struct_size = 8;
     CHECK_EQ(rungs_clock_new(&clock_config, &clock), RUNGS_ERR_INVALID_ARGUMENT);
     snprintf(expected, sizeof expected,
-             "rungs_clock_new: config->struct_size is 8; expected at least %u, the size of the "
-             "config struct in this library's rungs.h (set it to sizeof the struct)",
+             "rungs_clock_new: config->struct_size is 8; expected at least "
+             "sizeof(rungs_clock_config) = %u in this library's rungs.h (set it to sizeof the struct)",
              (unsigned)sizeof clock_config);
     CHECK_MESSAGE(expected);
 

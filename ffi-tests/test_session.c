@@ -145,6 +145,7 @@ static void test_null_handles(void) {
     CHECK_EQ(rungs_session_event_executed(NULL, 31, 0, 0, p, 5), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_session_player_removed(NULL, 0), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_session_frame_end(NULL), RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE("rungs_session_frame_end: the handle (first argument) is NULL");
     CHECK_EQ(rungs_session_submit_command(NULL, &f), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_session_frame_work_begin(NULL, 0), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_session_frame_work_end(NULL, 0), RUNGS_ERR_NULL_POINTER);
@@ -228,6 +229,12 @@ static void test_frame_loop(void) {
     CHECK_EQ(rungs_session_event_executed(s, 36, 0, 33, report_payload, 7), RUNGS_ERR_MALFORMED);
     CHECK_EQ(rungs_session_event_executed(s, 36, 2, 33, report_payload, 6), RUNGS_ERR_UNKNOWN_SEAT);
     CHECK_EQ(rungs_session_event_executed(s, 36, 0, 33, NULL, 6), RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE("rungs_session_event_executed: payload is NULL but its length is 6; expected a "
+                  "valid pointer, or a length of 0");
+    /* NULL with length 0 is an empty payload: no report is that short. */
+    CHECK_EQ(rungs_session_event_executed(s, 36, 0, 33, NULL, 0), RUNGS_ERR_MALFORMED);
+    CHECK_MESSAGE_STARTS("rungs_session_event_executed: NETWORK_REPORT payload of 0 bytes from seat 0 "
+                         "is malformed");
     CHECK_EQ(rungs_session_event_executed(s, 31, 0, 33, timing, 5), RUNGS_ERR_MALFORMED);
     CHECK_EQ(rungs_session_status(s, &st), RUNGS_OK);
     CHECK(st.send_period == 2 && st.look_ahead == 6);
@@ -304,6 +311,7 @@ static void test_round_trips_from_the_transport(void) {
     rungs_endpoint_config ec;
     rungs_endpoint *a = NULL, *b = NULL;
     rungs_link_stats stats;
+    rungs_timing_status st;
     uint16_t port_a = 0, port_b = 0;
     char address[32];
     uint32_t frame;
@@ -330,6 +338,7 @@ static void test_round_trips_from_the_transport(void) {
 
     CHECK_EQ(rungs_session_sample_links(NULL, a, now_us()), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_session_sample_links(s, NULL, now_us()), RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE("rungs_session_sample_links: endpoint is NULL");
     /* No measurement yet: the report on frame 32 says none (0xFFFF). */
     CHECK_EQ(rungs_session_sample_links(s, a, now_us()), RUNGS_OK);
     for (frame = 0; frame <= 32; frame++) plain_frame(s, frame);
@@ -353,6 +362,12 @@ static void test_round_trips_from_the_transport(void) {
     /* Frame 64's report carries the measured round trip (loopback: a few ms). */
     CHECK_EQ(seen.last_type, 36);
     CHECK((seen.last_payload[2] | (seen.last_payload[3] << 8)) < 1000);
+    /* The endpoint's refusal is this call's, naming the function and the argument. */
+    rungs_testing_panic_next_call();
+    CHECK_EQ(rungs_endpoint_local_port(a, &port_a), RUNGS_ERR_PANIC);
+    CHECK_EQ(rungs_session_sample_links(s, a, now_us()), RUNGS_ERR_POISONED);
+    CHECK_MESSAGE_STARTS("rungs_session_sample_links: endpoint: the object was poisoned");
+    CHECK_EQ(rungs_session_status(s, &st), RUNGS_OK); /* the session is not poisoned */
     CHECK_EQ(rungs_session_free(s), RUNGS_OK);
     CHECK_EQ(rungs_endpoint_free(a), RUNGS_OK);
     CHECK_EQ(rungs_endpoint_free(b), RUNGS_OK);
@@ -446,7 +461,8 @@ static void test_refused_configurations(void) {
     CHECK_MESSAGE_HAS("config->human_seat_mask is 0; expected at least one human seat");
     c = config_for(&seen, 2); /* an AI seat */
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("config->local_seat is 2; expected a seat in config->human_seat_mask 0x3");
+    CHECK_MESSAGE_HAS("rungs_session_new: config->local_seat is 2; expected a human seat (set in "
+                      "config->human_seat_mask: 0, 1) or RUNGS_NO_SEAT");
     c = config_for(&seen, 0);
     c.speed_fps = 0;
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
@@ -513,23 +529,25 @@ static void test_messages_name_c_functions(void) {
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_OK);
     if (!s) return;
     CHECK_EQ(rungs_session_frame_end(s), RUNGS_ERR_STATE);
-    CHECK_MESSAGE_HAS("rungs_session_frame_end: ");
-    CHECK_MESSAGE_HAS("call rungs_session_frame_begin(s, 0) first");
+    CHECK_MESSAGE("rungs_session_frame_end: no frame is running (a frame ends after it begins); "
+                  "begin frame 0 first");
     CHECK_EQ(rungs_session_frame_begin(s, 3, NULL), RUNGS_ERR_STATE);
-    CHECK_MESSAGE_HAS("rungs_session_frame_begin: got frame 3; expected frame 0");
+    CHECK_MESSAGE("rungs_session_frame_begin: frame is 3; expected 0 (frames run 0, 1, 2, ... "
+                  "without gaps)");
     CHECK_EQ(rungs_session_frame_begin(s, 0, NULL), RUNGS_OK);
     CHECK_EQ(rungs_session_frame_begin(s, 1, NULL), RUNGS_ERR_STATE);
-    CHECK_MESSAGE_HAS("got frame 1, but frame 0 is still running; call rungs_session_frame_end first");
+    CHECK_MESSAGE("rungs_session_frame_begin: frame 0 is still open; end it before beginning frame 1");
     CHECK_EQ(rungs_session_event_executed(s, 36, 0, 7, payload, 6), RUNGS_ERR_STATE);
     CHECK_MESSAGE_HAS("rungs_session_event_executed: got frame 7; expected the current frame 0");
     CHECK_EQ(rungs_session_event_executed(s, 99, 0, 0, payload, 6), RUNGS_ERR_UNREGISTERED_EVENT);
-    CHECK_MESSAGE_HAS("type_id 99 is not registered; expected config->timing_event_id 31, config->network_report_event_id "
-                  "36 or config->latency_fudge_event_id 35");
+    CHECK_MESSAGE("rungs_session_event_executed: type_id 99 is not one of the session's event IDs; "
+                  "expected TIMING 31, NETWORK_REPORT 36 or LATENCYFUDGE 35");
     CHECK_EQ(rungs_session_event_executed(s, 36, 0, 0, payload, 4), RUNGS_ERR_MALFORMED);
     CHECK_MESSAGE_HAS("NETWORK_REPORT payload of 4 bytes from seat 0 is malformed");
     CHECK_MESSAGE_HAS("expected 6 bytes");
     CHECK_EQ(rungs_session_event_executed(s, 36, 2, 0, payload, 6), RUNGS_ERR_UNKNOWN_SEAT);
-    CHECK_MESSAGE_HAS("seat 2 never was a human seat of this game; expected a seat in config->human_seat_mask 0x3");
+    CHECK_MESSAGE("rungs_session_event_executed: seat 2 never was a human seat of this game; expected "
+                  "one of the human seats 0, 1");
     CHECK_EQ(rungs_session_player_removed(s, 5), RUNGS_ERR_UNKNOWN_SEAT);
     CHECK_MESSAGE_HAS("rungs_session_player_removed: seat 5 never was a human seat");
     CHECK_EQ(rungs_session_rtt_sample(s, 0, 10, 1), RUNGS_ERR_UNKNOWN_SEAT);
@@ -538,10 +556,11 @@ static void test_messages_name_c_functions(void) {
     CHECK_EQ(rungs_session_rtt_sample(s, 1, 10, 7), RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_MESSAGE_HAS("clean is 7; expected 0 or 1");
     CHECK_EQ(rungs_session_wait_end(s, 10), RUNGS_ERR_STATE);
-    CHECK_MESSAGE_HAS("rungs_session_wait_end: no wait is open; call rungs_session_wait_begin first");
+    CHECK_MESSAGE("rungs_session_wait_end: not valid now: no wait is open (begin it first)");
     CHECK_EQ(rungs_session_frame_work_begin(s, 10), RUNGS_OK);
     CHECK_EQ(rungs_session_frame_work_begin(s, 10), RUNGS_ERR_STATE);
-    CHECK_MESSAGE_HAS("the frame's work is already open; call rungs_session_frame_work_end first");
+    CHECK_MESSAGE("rungs_session_frame_work_begin: not valid now: a frame's work is already open "
+                  "(begun, not yet ended)");
     CHECK_EQ(rungs_session_frame_work_end(s, 5), RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_MESSAGE_HAS("now_us is 5; expected 10 (the begin) or later");
     CHECK_EQ(rungs_session_set_speed(s, 0), RUNGS_ERR_INVALID_ARGUMENT);

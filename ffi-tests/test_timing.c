@@ -226,7 +226,8 @@ static void test_machine_config_validation(void) {
     c.struct_size = 4;
     CHECK_EQ(rungs_timing_machine_new(&c, &m), RUNGS_ERR_INVALID_ARGUMENT);
     snprintf(expected, sizeof expected,
-             "rungs_timing_machine_new: config->struct_size is 4; expected at least %u,",
+             "rungs_timing_machine_new: config->struct_size is 4; expected at least "
+             "sizeof(rungs_timing_machine_config) = %u in this library's rungs.h",
              (unsigned)sizeof c);
     CHECK_MESSAGE_STARTS(expected);
     c = config_for(&o, 0);
@@ -341,7 +342,8 @@ static void test_machine_game(void) {
             CHECK_EQ(rungs_timing_machine_execute_report(m, 2, &r), RUNGS_ERR_UNKNOWN_SEAT); /* AI */
             CHECK_EQ(rungs_timing_machine_execute_report(m, 9, &r), RUNGS_ERR_UNKNOWN_SEAT);
             CHECK_EQ(rungs_last_error_message(detail, sizeof detail, NULL), RUNGS_OK);
-            CHECK_STR(detail, "seat 9 is not a seat of this game, or it was removed");
+            CHECK_STR(detail, "rungs_timing_machine_execute_report: seat 9 never was a human seat of "
+                              "this game; expected one of the human seats 0, 1");
             CHECK_EQ(rungs_timing_machine_execute_report(m, 0, NULL), RUNGS_ERR_NULL_POINTER);
             bad.has_worst_rtt = 2; /* neither 0 nor 1 */
             CHECK_EQ(rungs_timing_machine_execute_report(m, 0, &bad), RUNGS_ERR_INVALID_ARGUMENT);

@@ -798,9 +798,9 @@ typedef struct rungs_timing_event {
 } rungs_timing_event;
 
 /**
- * Queue an event of `type_id` with `len` payload bytes into your own network
- * stream, from your seat; it goes out with your next packet. `payload` lives
- * until the callback returns.
+ * Engine session: queue an event of `type_id` with `len` payload bytes into
+ * your own network stream, from your seat; it goes out with your next
+ * packet. `payload` lives until the callback returns.
  */
 typedef void (RUNGS_CALL *rungs_queue_event_fn)(void *user,
                                      uint32_t frame,
@@ -809,16 +809,16 @@ typedef void (RUNGS_CALL *rungs_queue_event_fn)(void *user,
                                      size_t len);
 
 /**
- * Send frame `send_frame`: flush your packet now, stamping every event
- * collected since the previous send frame (yours and the queued ones) with
- * `tag` (S5), and put `send_frame` in the packet: frame readiness
+ * Engine session: send frame `send_frame`: flush your packet now, stamping
+ * every event collected since the previous send frame (yours and the queued
+ * ones) with `tag` (S5), and put `send_frame` in the packet: frame readiness
  * (`rungs_session_frame_ready`) counts packets by send frame, because two
  * consecutive send frames can carry the same tag.
  */
 typedef void (RUNGS_CALL *rungs_send_frame_fn)(void *user, uint32_t send_frame, uint32_t tag);
 
 /**
- * A log line (`RUNGS_LOG_*`); `text` lives until the callback returns.
+ * A log line at `level` (`RUNGS_LOG_*`); `text` lives until the callback returns.
  */
 typedef void (RUNGS_CALL *rungs_log_fn)(void *user, uint8_t level, const char *text);
 
@@ -1867,7 +1867,8 @@ rungs_result RUNGS_CALL rungs_session_new(const struct rungs_session_config *con
  * Release a session. NULL is accepted.
  *
  * Returns: RUNGS_OK (also for NULL); RUNGS_ERR_REENTRANT if called from
- * inside one of the session's own callbacks; RUNGS_ERR_PANIC.
+ * inside one of the session's own callbacks; RUNGS_ERR_BUSY while another
+ * thread is in a call on it (not freed); RUNGS_ERR_PANIC.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_free(struct rungs_session *s);
 
@@ -1881,7 +1882,8 @@ RUNGS_API rungs_result RUNGS_CALL rungs_session_free(struct rungs_session *s);
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
  * RUNGS_ERR_STATE if the previous frame is still running (call
  * `rungs_session_frame_end`) or `frame` is not the next frame;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_frame_begin(struct rungs_session *s,
@@ -1903,7 +1905,8 @@ rungs_result RUNGS_CALL rungs_session_frame_begin(struct rungs_session *s,
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_send_frame` is
  * NULL; RUNGS_ERR_STATE if `frame - 1` has not ended (its send frames are not
  * final yet) or `frame` is more than 256 frames before that;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_required_send_frame(struct rungs_session *s,
@@ -1918,11 +1921,12 @@ rungs_result RUNGS_CALL rungs_session_required_send_frame(struct rungs_session *
  * players are ignored. `*out_ready` is 1 when `frame` may execute, i.e.
  * every peer's entry is at or after `rungs_session_required_send_frame`.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s`, `held_send_frames` or
- * `out_ready` is NULL; RUNGS_ERR_INVALID_ARGUMENT if `count` is not the
- * session's `seat_count`; RUNGS_ERR_STATE as for
- * `rungs_session_required_send_frame`; RUNGS_ERR_POISONED,
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_ready` is NULL,
+ * or `held_send_frames` is NULL while `count` is not 0;
+ * RUNGS_ERR_INVALID_ARGUMENT if `count` is not the session's `seat_count`;
+ * RUNGS_ERR_STATE as for `rungs_session_required_send_frame`;
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_frame_ready(struct rungs_session *s,
@@ -1938,12 +1942,13 @@ rungs_result RUNGS_CALL rungs_session_frame_ready(struct rungs_session *s,
  * is accepted and changes nothing (S3). A refused event changes nothing.
  *
  * Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if `s`
- * or `payload` is NULL; RUNGS_ERR_STATE if no frame is running or `frame` is
- * not the current frame; RUNGS_ERR_UNREGISTERED_EVENT if `type_id` is none
- * of the configured event IDs; RUNGS_ERR_MALFORMED if the payload has the
- * wrong size or content for its layout; RUNGS_ERR_UNKNOWN_SEAT if `seat`
- * never was a human seat of the game; RUNGS_ERR_POISONED,
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+ * is NULL, or `payload` is NULL while `len` is not 0; RUNGS_ERR_STATE if no
+ * frame is running or `frame` is not the current frame;
+ * RUNGS_ERR_UNREGISTERED_EVENT if `type_id` is none of the configured event
+ * IDs; RUNGS_ERR_MALFORMED if the payload has the wrong size or content for
+ * its layout; RUNGS_ERR_UNKNOWN_SEAT if `seat` never was a human seat of the
+ * game; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
+ * RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_event_executed(struct rungs_session *s,
@@ -1962,7 +1967,8 @@ rungs_result RUNGS_CALL rungs_session_event_executed(struct rungs_session *s,
  * Returns: RUNGS_OK (also for a repeated removal); RUNGS_ERR_NULL_POINTER
  * if `s` is NULL; RUNGS_ERR_STATE if no frame is running;
  * RUNGS_ERR_UNKNOWN_SEAT if `seat` never was a human seat of the game;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_player_removed(struct rungs_session *s, uint8_t seat);
 
@@ -1973,7 +1979,8 @@ RUNGS_API rungs_result RUNGS_CALL rungs_session_player_removed(struct rungs_sess
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
  * RUNGS_ERR_STATE if no frame is running (call `rungs_session_frame_begin`);
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_frame_end(struct rungs_session *s);
 
@@ -1983,7 +1990,8 @@ RUNGS_API rungs_result RUNGS_CALL rungs_session_frame_end(struct rungs_session *
  * the tag given to `send_frame` is the final one.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_frame` is NULL;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_submit_command(struct rungs_session *s, uint32_t *out_frame);
 
@@ -1992,7 +2000,8 @@ RUNGS_API rungs_result RUNGS_CALL rungs_session_submit_command(struct rungs_sess
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE
  * if a frame's work is already open (call `rungs_session_frame_work_end`);
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_frame_work_begin(struct rungs_session *s, uint64_t now_us);
 
@@ -2001,8 +2010,9 @@ RUNGS_API rungs_result RUNGS_CALL rungs_session_frame_work_begin(struct rungs_se
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE
  * if no frame's work is open (call `rungs_session_frame_work_begin`);
- * RUNGS_ERR_INVALID_ARGUMENT if `now_us` is before the begin;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_INVALID_ARGUMENT if `now_us` is before the begin (the frame's
+ * work stays open); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
+ * RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_frame_work_end(struct rungs_session *s, uint64_t now_us);
 
@@ -2010,7 +2020,8 @@ RUNGS_API rungs_result RUNGS_CALL rungs_session_frame_work_end(struct rungs_sess
  * One frame's work took `duration_us` (instead of begin/end).
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_add_frame_work_us(struct rungs_session *s,
@@ -2021,7 +2032,8 @@ rungs_result RUNGS_CALL rungs_session_add_frame_work_us(struct rungs_session *s,
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE
  * if a wait is already open (call `rungs_session_wait_end`);
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_wait_begin(struct rungs_session *s, uint64_t now_us);
 
@@ -2030,8 +2042,9 @@ RUNGS_API rungs_result RUNGS_CALL rungs_session_wait_begin(struct rungs_session 
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE
  * if no wait is open (call `rungs_session_wait_begin`);
- * RUNGS_ERR_INVALID_ARGUMENT if `now_us` is before the begin;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_INVALID_ARGUMENT if `now_us` is before the begin (the wait stays
+ * open); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
+ * RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_wait_end(struct rungs_session *s, uint64_t now_us);
 
@@ -2039,7 +2052,8 @@ RUNGS_API rungs_result RUNGS_CALL rungs_session_wait_end(struct rungs_session *s
  * One wait lasted `duration_us` (instead of begin/end).
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_add_wait_us(struct rungs_session *s, uint64_t duration_us);
 
@@ -2052,7 +2066,8 @@ RUNGS_API rungs_result RUNGS_CALL rungs_session_add_wait_us(struct rungs_session
  * RUNGS_ERR_INVALID_ARGUMENT if `clean` is not 0 or 1;
  * RUNGS_ERR_UNKNOWN_SEAT if `peer` is not another human player (your own
  * seat, an AI seat, a removed player or no seat);
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_rtt_sample(struct rungs_session *s,
@@ -2069,8 +2084,9 @@ rungs_result RUNGS_CALL rungs_session_rtt_sample(struct rungs_session *s,
  * seats that are not this session's peers are ignored.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `endpoint` is NULL;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object
- * call, for either object).
+ * RUNGS_ERR_STATE if the endpoint's transport worker failed to stop;
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call, for either object).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_sample_links(struct rungs_session *s,
@@ -2082,7 +2098,8 @@ rungs_result RUNGS_CALL rungs_session_sample_links(struct rungs_session *s,
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if `speed_fps` is 0;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_set_speed(struct rungs_session *s, uint8_t speed_fps);
 
@@ -2090,7 +2107,8 @@ RUNGS_API rungs_result RUNGS_CALL rungs_session_set_speed(struct rungs_session *
  * Timing, target, tier, master and evaluation state, for a UI or log.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out` is NULL;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_status(struct rungs_session *s,
@@ -2170,11 +2188,13 @@ rungs_result RUNGS_CALL rungs_timing_machine_pop_due(struct rungs_timing_machine
 
 /**
  * A timing event sent by `seat` executes on the current frame (S5, S6).
+ * One from a player already removed (a removed master's last event) is
+ * applied like any other: every machine executes it alike.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or event is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if event breaks S1 (send_period 1 to 10,
  * look_ahead a multiple of it up to 250) or event->fps is 0;
- * RUNGS_ERR_UNKNOWN_SEAT if seat is not a human seat of the game;
+ * RUNGS_ERR_UNKNOWN_SEAT if seat never was a human seat of the game;
  * RUNGS_ERR_STATE if no frame is open (`rungs_timing_machine_begin_frame`);
  * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
  * (every object call).
@@ -2185,12 +2205,14 @@ rungs_result RUNGS_CALL rungs_timing_machine_execute_timing_event(struct rungs_t
                                                        const struct rungs_timing_event *event);
 
 /**
- * A report from `seat` executes on the current frame (S3).
+ * A report from `seat` executes on the current frame (S3). A report from
+ * a player already removed (it was in flight when the removal was issued)
+ * is a late event of normal play: accepted, and it changes nothing.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or report is NULL;
- * RUNGS_ERR_INVALID_ARGUMENT if report->has_worst_rtt is neither 0 nor 1;
- * RUNGS_ERR_UNKNOWN_SEAT if seat is not (or no longer) a human seat of the
- * game (nothing changes); RUNGS_ERR_STATE if no frame is open;
+ * Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if m
+ * or report is NULL; RUNGS_ERR_INVALID_ARGUMENT if report->has_worst_rtt is
+ * neither 0 nor 1; RUNGS_ERR_UNKNOWN_SEAT if seat never was a human seat of
+ * the game (nothing changes); RUNGS_ERR_STATE if no frame is open;
  * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
  * (every object call).
  */
@@ -2201,10 +2223,12 @@ rungs_result RUNGS_CALL rungs_timing_machine_execute_report(struct rungs_timing_
 
 /**
  * The removal of `seat` executes on the current frame (S3); removing the
- * master hands the role to the next human in house order (S4.6).
+ * master hands the role to the next human in house order (S4.6). A second
+ * removal of a seat already removed (every machine may issue one for the
+ * same lost player) is accepted and changes nothing.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_UNKNOWN_SEAT if seat is not (or no longer) a
- * human seat of the game; RUNGS_ERR_STATE if no frame is open;
+ * Returns: RUNGS_OK (also for a repeated removal); RUNGS_ERR_UNKNOWN_SEAT if
+ * seat never was a human seat of the game; RUNGS_ERR_STATE if no frame is open;
  * RUNGS_ERR_NULL_POINTER if m is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
  * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
  */

@@ -72,9 +72,12 @@ pub unsafe fn read_config<T: Copy>(ptr: *const T, name: &'static str) -> Result<
     let struct_size = unsafe { ptr.cast::<u32>().read_unaligned() };
     let needed = std::mem::size_of::<T>();
     if (struct_size as usize) < needed {
+        // The C struct's name: the last segment of the Rust path of `T`.
+        let type_name = std::any::type_name::<T>();
+        let c_name = type_name.rsplit("::").next().unwrap_or(type_name);
         return Err(Error::InvalidValue(format!(
-            "{name}->struct_size is {struct_size}; expected at least {needed}, the size of \
-             the config struct in this library's rungs.h (set it to sizeof the struct)"
+            "{name}->struct_size is {struct_size}; expected at least sizeof({c_name}) = \
+             {needed} in this library's rungs.h (set it to sizeof the struct)"
         )));
     }
     // SAFETY: the caller vouches for struct_size >= size_of::<T>() readable bytes.
@@ -117,13 +120,18 @@ pub unsafe fn slice_out<'a, T>(ptr: *mut T, len: usize, name: &'static str) -> R
 /// A C yes/no flag: 0 or 1, anything else refused naming `name`
 /// (CONVENTIONS: no `bool` across the boundary, every enum-like input
 /// validated).
-pub fn flag(value: u8, name: &'static str) -> Result<bool> {
-    match value {
-        0 => Ok(false),
-        1 => Ok(true),
-        _ => Err(Error::InvalidValue(format!(
+pub fn flag<T: Copy + PartialEq + From<u8> + Display>(
+    value: T,
+    name: &'static str,
+) -> Result<bool> {
+    if value == T::from(0) {
+        Ok(false)
+    } else if value == T::from(1) {
+        Ok(true)
+    } else {
+        Err(Error::InvalidValue(format!(
             "{name} is {value}; expected 0 or 1"
-        ))),
+        )))
     }
 }
 

@@ -91,12 +91,6 @@ pub(crate) fn finish(function: &str, outcome: crate::error::Result<()>) -> rungs
     }
 }
 
-/// Record `text` as the thread's latest error. For the C files not yet
-/// switched to [`finish`] (session.rs); remove when they are.
-pub(crate) fn set_last_error(text: &str) {
-    last_error::record("", &text);
-}
-
 /// The name of a result code, e.g. `"RUNGS_ERR_NULL_POINTER"`; `"RUNGS_ERR_UNKNOWN_CODE"`
 /// for a value no version of rungs has used. The string is static: never free it.
 #[no_mangle]

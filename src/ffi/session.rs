@@ -4,18 +4,26 @@
 
 use std::ffi::c_void;
 
-use super::guard::{
-    catch, free_object, hand_out, require, with_object, write_out, Guarded, Handle,
+use super::args::{
+    flag, in_range, read_config, require, reserved_zero, slice_in, write_optional, write_out,
+    write_to,
 };
+use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
+use super::last_error;
 use super::payload::report_layout;
-use super::result::{rungs_result, set_last_error, RUNGS_OK};
+use super::result::{
+    rungs_result, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_STATE,
+    RUNGS_OK,
+};
 use super::timing_machine::{
     deliver_output, fill_status, rungs_timing_callbacks, rungs_timing_status,
 };
-use super::types::{human_seats, read_config, RUNGS_NO_SEAT};
-use crate::error::Error;
-use crate::report::Measurements;
-use crate::session::{EngineSession, EventIds, Phase, SessionConfig, SessionOutput};
+use super::types::{
+    human_seats, local_seat, rungs_frame_rate_changed_fn, rungs_log_fn, rungs_player_message_fn,
+    rungs_queue_event_fn, rungs_seat_event_fn, rungs_send_frame_fn, rungs_timing_changed_fn,
+};
+use crate::error::{Error, Result};
+use crate::session::{EngineSession, EventIds, EventRole, SessionConfig, SessionOutput};
 use crate::timing::MachineConfig;
 use crate::wire::events::TimingLayout;
 
@@ -35,42 +43,6 @@ pub const RUNGS_LOG_INFO: u8 = 2;
 /// Log level of debugging detail.
 pub const RUNGS_LOG_DEBUG: u8 = 3;
 
-/// Queue an event of `type_id` with `len` payload bytes into your own network
-/// stream, from your seat; it goes out with your next packet. `payload` lives
-/// until the callback returns.
-pub type rungs_queue_event_fn = Option<
-    unsafe extern "C" fn(
-        user: *mut c_void,
-        frame: u32,
-        type_id: u8,
-        payload: *const u8,
-        len: usize,
-    ),
->;
-/// Send frame `send_frame`: flush your packet now, stamping every event
-/// collected since the previous send frame (yours and the queued ones) with
-/// `tag` (S5), and put `send_frame` in the packet: frame readiness
-/// (`rungs_session_frame_ready`) counts packets by send frame, because two
-/// consecutive send frames can carry the same tag.
-pub type rungs_send_frame_fn =
-    Option<unsafe extern "C" fn(user: *mut c_void, send_frame: u32, tag: u32)>;
-/// Pace at `fps` from `frame` (also on frame 0).
-pub type rungs_set_frame_rate_fn =
-    Option<unsafe extern "C" fn(user: *mut c_void, frame: u32, fps: u8)>;
-/// Show `text` in the message list (S6).
-pub type rungs_session_message_fn = Option<
-    unsafe extern "C" fn(user: *mut c_void, frame: u32, tier: u8, text: *const libc::c_char),
->;
-/// The master is now `seat` (`RUNGS_NO_SEAT` when no human is left).
-pub type rungs_session_master_fn =
-    Option<unsafe extern "C" fn(user: *mut c_void, frame: u32, seat: u8)>;
-/// The timing in force changed (also on frame 0).
-pub type rungs_session_timing_fn =
-    Option<unsafe extern "C" fn(user: *mut c_void, frame: u32, send_period: u8, look_ahead: u8)>;
-/// A log line (`RUNGS_LOG_*`); `text` lives until the callback returns.
-pub type rungs_log_fn =
-    Option<unsafe extern "C" fn(user: *mut c_void, level: u8, text: *const libc::c_char)>;
-
 /// The session's callbacks. `queue_event` and `send_frame` are required for a
 /// playing machine (`rungs_session_new` refuses NULL ones); an observer
 /// (`local_seat = RUNGS_NO_SEAT`) may leave them NULL; the others are
@@ -82,13 +54,13 @@ pub type rungs_log_fn =
 pub struct rungs_session_callbacks {
     /// Passed first to every callback.
     pub user: *mut c_void,
-    pub queue_event: super::types::rungs_queue_event_fn,
-    pub send_frame: super::types::rungs_send_frame_fn,
-    pub set_frame_rate: super::types::rungs_frame_rate_changed_fn,
-    pub player_message: super::types::rungs_player_message_fn,
-    pub master_changed: super::types::rungs_seat_event_fn,
-    pub timing_changed: super::types::rungs_timing_changed_fn,
-    pub log: super::types::rungs_log_fn,
+    pub queue_event: rungs_queue_event_fn,
+    pub send_frame: rungs_send_frame_fn,
+    pub set_frame_rate: rungs_frame_rate_changed_fn,
+    pub player_message: rungs_player_message_fn,
+    pub master_changed: rungs_seat_event_fn,
+    pub timing_changed: rungs_timing_changed_fn,
+    pub log: rungs_log_fn,
 }
 
 /// How to set up a session.
@@ -187,130 +159,46 @@ impl SessionObject {
     }
 }
 
-/// Why a `rungs_session_*` call was refused: the code's error and, when
-/// the call could say more, a message with what was got and what was
-/// expected (the function name is added by [`call`]).
-struct Refused {
-    error: Error,
-    detail: Option<String>,
-}
-
-impl From<Error> for Refused {
-    fn from(error: Error) -> Refused {
-        Refused {
-            error,
-            detail: None,
-        }
-    }
-}
-
-fn refused(error: Error, detail: String) -> Refused {
-    Refused {
-        error,
-        detail: Some(detail),
-    }
-}
-
-/// The message a refusal leaves for `rungs_last_error_message`:
-/// `function: detail`, or `function: <the error>` without a detail.
-fn message(function: &str, refusal: &Refused) -> String {
-    match &refusal.detail {
-        Some(detail) => format!("{function}: {detail}"),
-        None => format!("{function}: {}", refusal.error),
-    }
-}
-
-/// Run `f` on the session behind `s` (guarded: NULL, poisoned, re-entrant,
-/// panics), deliver its callbacks, and on refusal record a message that
-/// names `function`.
-unsafe fn call(
-    s: *const rungs_session,
+/// The C function `function`'s call on the session behind `s`: `f` runs
+/// inside the guard, then the session's outputs go to the callbacks.
+unsafe fn session_call(
     function: &'static str,
-    f: impl FnOnce(&mut EngineSession) -> Result<(), Refused>,
+    s: *const rungs_session,
+    f: impl FnOnce(&mut EngineSession) -> Result<()>,
 ) -> rungs_result {
-    let mut kept = None;
     // SAFETY: NULL or a live session (caller contract); the guard checks NULL.
-    let code = unsafe {
-        with_object(s, |object| {
+    unsafe {
+        object_call(function, s, |object| {
             let result = f(&mut object.session);
             object.deliver();
-            keep_message(function, result, &mut kept)
+            result
         })
-    };
-    leave_message(code, kept)
-}
-
-/// Hand a refusal's error to the guard (which turns it into the code) and
-/// keep its message, which [`leave_message`] records once the guard is done.
-fn keep_message(
-    function: &str,
-    result: Result<(), Refused>,
-    kept: &mut Option<String>,
-) -> crate::Result<()> {
-    result.map_err(|refusal| {
-        *kept = Some(message(function, &refusal));
-        refusal.error
-    })
-}
-
-/// Record the kept message in place of the guard's bare one.
-fn leave_message(code: rungs_result, kept: Option<String>) -> rungs_result {
-    if let Some(message) = kept {
-        set_last_error(&message);
-    }
-    code
-}
-
-/// For a call made outside a frame: "no frame is running (RULE); call
-/// rungs_session_frame_begin(s, N) first", with the frame it expects next.
-fn frame_loop_detail(session: &EngineSession, rule: &str) -> String {
-    match session.phase() {
-        Phase::Running(frame) => format!("frame {frame} is running ({rule})"),
-        phase => format!(
-            "no frame is running ({rule}); call rungs_session_frame_begin(s, {}) first",
-            phase.next_frame().unwrap_or(u32::MAX)
-        ),
     }
 }
 
-fn unknown_seat_detail(session: &EngineSession, seat: u8) -> String {
-    let mask = (0..crate::report::record::MAX_SEATS as u8)
-        .filter(|&s| session.machine().record().was_seated(s))
-        .fold(0u32, |m, s| m | 1 << s);
-    format!(
-        "seat {seat} never was a human seat of this game; expected a seat in config->human_seat_mask 0x{mask:X}"
-    )
-}
-
-fn event_id(value: u16, field: &str) -> Result<u8, Refused> {
-    u8::try_from(value).map_err(|_| {
-        refused(
-            Error::InvalidArgument("event ID above 255"),
-            format!("config->{field} is {value}; expected 0 to 255"),
-        )
-    })
-}
-
-/// Convert the C configuration, refusing what only the C side can get
-/// wrong (the reserved byte, IDs above 255, enum values, the required
-/// callbacks) with a message naming the field. The rules of the game itself
-/// are checked by `EngineSession::new` and explained by [`explain_refusal`].
-fn session_config(c: &rungs_session_config) -> Result<SessionConfig, Refused> {
-    if c.reserved != 0 {
-        return Err(refused(
-            Error::InvalidArgument("reserved must be 0"),
-            format!("config->reserved is {}; expected 0", c.reserved),
-        ));
+/// The C config field of an event role.
+fn event_id_field(role: EventRole) -> &'static str {
+    match role {
+        EventRole::Timing => "config->timing_event_id",
+        EventRole::NetworkReport => "config->network_report_event_id",
+        EventRole::LatencyFudge => "config->latency_fudge_event_id",
     }
+}
+
+/// Convert the C configuration, refusing with a message naming the field
+/// whatever `EngineSession::new` would refuse and what only C can get wrong
+/// (the reserved byte, IDs above 255, enum values, the required callbacks).
+fn session_config(c: &rungs_session_config) -> Result<SessionConfig> {
+    reserved_zero(c.reserved, "config->reserved")?;
+    let speed_fps = in_range(c.speed_fps, 1, 255, "config->speed_fps")?;
     let human_seats = human_seats(c.seat_count, c.human_seat_mask)?;
-    let local_seat = (c.local_seat != RUNGS_NO_SEAT).then_some(c.local_seat);
+    let local_seat = local_seat(c.local_seat, &human_seats, true)?;
     // A playing machine queues reports and, as master, timing events, and
     // sends them on send frames: without these callbacks it would run
     // forever and never adapt. An observer does neither.
     if local_seat.is_some() {
         if c.callbacks.queue_event.is_none() {
-            return Err(refused(
-                Error::InvalidArgument("callbacks.queue_event is NULL"),
+            return Err(Error::InvalidValue(
                 "config->callbacks.queue_event is NULL; the session cannot queue reports or \
                  timing events without it (only an observer, config->local_seat = RUNGS_NO_SEAT, \
                  may leave it NULL)"
@@ -318,8 +206,7 @@ fn session_config(c: &rungs_session_config) -> Result<SessionConfig, Refused> {
             ));
         }
         if c.callbacks.send_frame.is_none() {
-            return Err(refused(
-                Error::InvalidArgument("callbacks.send_frame is NULL"),
+            return Err(Error::InvalidValue(
                 "config->callbacks.send_frame is NULL; the session cannot send reports or timing \
                  events without it (only an observer, config->local_seat = RUNGS_NO_SEAT, may \
                  leave it NULL)"
@@ -327,82 +214,46 @@ fn session_config(c: &rungs_session_config) -> Result<SessionConfig, Refused> {
             ));
         }
     }
-    let report_layout = report_layout(c.report_layout).map_err(|e| {
-        refused(
-            e,
-            format!(
-                "config->report_layout is {}; expected RUNGS_REPORT_LAYOUT_COMPACT (0) or \
-                 RUNGS_REPORT_LAYOUT_EXTENDED (1)",
-                c.report_layout
-            ),
-        )
+    let report_layout = report_layout(c.report_layout).map_err(|_| {
+        Error::InvalidValue(format!(
+            "config->report_layout is {}; expected RUNGS_REPORT_LAYOUT_COMPACT (0) or \
+             RUNGS_REPORT_LAYOUT_EXTENDED (1)",
+            c.report_layout
+        ))
     })?;
+    let event_id = |value: u16, role| -> Result<u8> {
+        let id = in_range(value, 0, u16::from(u8::MAX), event_id_field(role))?;
+        Ok(id as u8)
+    };
     let latency_fudge = match c.latency_fudge_event_id {
         RUNGS_NO_EVENT_ID => None,
         id => Some(u8::try_from(id).map_err(|_| {
-            refused(
-                Error::InvalidArgument("event ID above 255"),
-                format!(
-                    "config->latency_fudge_event_id is {id}; expected 0 to 255 or RUNGS_NO_EVENT_ID"
-                ),
-            )
+            Error::InvalidValue(format!(
+                "config->latency_fudge_event_id is {id}; expected 0 to 255 or RUNGS_NO_EVENT_ID"
+            ))
         })?),
     };
+    let ids = EventIds {
+        timing: event_id(c.timing_event_id, EventRole::Timing)?,
+        network_report: event_id(c.network_report_event_id, EventRole::NetworkReport)?,
+        latency_fudge,
+    };
+    // The session's own rule, asked here to name the C fields.
+    if let Some((first, second, id)) = ids.clash() {
+        return Err(Error::InvalidValue(format!(
+            "{} and {} are both {id}; expected a distinct ID per role",
+            event_id_field(first),
+            event_id_field(second)
+        )));
+    }
     Ok(SessionConfig {
-        machine: MachineConfig::adaptive(c.speed_fps, human_seats, local_seat),
-        ids: EventIds {
-            timing: event_id(c.timing_event_id, "timing_event_id")?,
-            network_report: event_id(c.network_report_event_id, "network_report_event_id")?,
-            latency_fudge,
-        },
+        machine: MachineConfig::adaptive(speed_fps, human_seats, local_seat),
+        ids,
         timing_layout: TimingLayout::TiberianSun {
             fog_bias: c.timing_fog_bias,
         },
         report_layout,
     })
-}
-
-/// Which field `EngineSession::new` refused, in C terms, with what it got
-/// and what was expected.
-fn explain_refusal(c: &rungs_session_config, config: &SessionConfig, error: &Error) -> String {
-    let ids = config.ids;
-    let shared = [
-        (
-            "timing_event_id",
-            "network_report_event_id",
-            Some(ids.timing),
-            Some(ids.network_report),
-        ),
-        (
-            "timing_event_id",
-            "latency_fudge_event_id",
-            Some(ids.timing),
-            ids.latency_fudge,
-        ),
-        (
-            "network_report_event_id",
-            "latency_fudge_event_id",
-            Some(ids.network_report),
-            ids.latency_fudge,
-        ),
-    ]
-    .into_iter()
-    .find(|(_, _, a, b)| a.is_some() && a == b);
-    if c.speed_fps == 0 {
-        "config->speed_fps is 0; expected 1 to 255".to_string()
-    } else if c.human_seat_mask == 0 {
-        "config->human_seat_mask is 0; expected at least one human seat".to_string()
-    } else if let Some((a, b, Some(id), _)) = shared {
-        format!("config->{a} and config->{b} are both {id}; expected a distinct ID per role")
-    } else if c.local_seat != RUNGS_NO_SEAT {
-        format!(
-            "config->local_seat is {}; expected a seat in config->human_seat_mask 0x{:X}, or \
-             RUNGS_NO_SEAT to follow a recording",
-            c.local_seat, c.human_seat_mask
-        )
-    } else {
-        error.to_string()
-    }
 }
 
 /// Make a session for the eve of frame 0; `*out` is written only on success.
@@ -425,48 +276,29 @@ pub unsafe extern "C" fn rungs_session_new(
     config: *const rungs_session_config,
     out: *mut *mut rungs_session,
 ) -> rungs_result {
-    let mut kept = None;
-    let code = catch(|| {
-        let made = (|| -> Result<(), Refused> {
-            require(out, "out").map_err(|e| refused(e, "out is NULL".to_string()))?;
-            // SAFETY: read_config checks NULL and struct_size before reading the rest.
-            let c_config = unsafe { read_config(config, "config") }.map_err(|e| {
-                let detail = if config.is_null() {
-                    "config is NULL".to_string()
-                } else {
-                    // SAFETY: non-NULL; struct_size is the first field of every config.
-                    let got = unsafe { config.cast::<u32>().read_unaligned() };
-                    format!(
-                        "config->struct_size is {got}; expected at least sizeof(rungs_session_config) = {}",
-                        std::mem::size_of::<rungs_session_config>()
-                    )
-                };
-                refused(e, detail)
-            })?;
-            let session_config = session_config(&c_config)?;
-            let session = EngineSession::new(&session_config)
-                .map_err(|e| refused(e.clone(), explain_refusal(&c_config, &session_config, &e)))?;
-            let object = SessionObject {
-                session,
-                callbacks: c_config.callbacks,
-            };
-            // SAFETY: `out` is non-NULL (checked) and writable.
-            unsafe { hand_out(out, rungs_session(Guarded::new(object))) }?;
-            Ok(())
-        })();
-        keep_message("rungs_session_new", made, &mut kept)
-    });
-    leave_message(code, kept)
+    call("rungs_session_new", || {
+        require(out, "out")?;
+        // SAFETY: read_config checks NULL and struct_size before reading the rest.
+        let config = unsafe { read_config(config, "config") }?;
+        let session = EngineSession::new(&session_config(&config)?)?;
+        let object = SessionObject {
+            session,
+            callbacks: config.callbacks,
+        };
+        // SAFETY: `out` is non-NULL (checked) and writable.
+        unsafe { hand_out(out, rungs_session(Guarded::new(object))) }
+    })
 }
 
 /// Release a session. NULL is accepted.
 ///
 /// Returns: RUNGS_OK (also for NULL); RUNGS_ERR_REENTRANT if called from
-/// inside one of the session's own callbacks; RUNGS_ERR_PANIC.
+/// inside one of the session's own callbacks; RUNGS_ERR_BUSY while another
+/// thread is in a call on it (not freed); RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_free(s: *mut rungs_session) -> rungs_result {
     // SAFETY: NULL or a live session from `_new`.
-    unsafe { free_object(s) }
+    unsafe { free_call("rungs_session_free", s) }
 }
 
 /// Start `frame` (0, 1, 2, ... without gaps). `*out_executes_commands` (may
@@ -478,7 +310,8 @@ pub unsafe extern "C" fn rungs_session_free(s: *mut rungs_session) -> rungs_resu
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
 /// RUNGS_ERR_STATE if the previous frame is still running (call
 /// `rungs_session_frame_end`) or `frame` is not the next frame;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_frame_begin(
     s: *mut rungs_session,
@@ -486,24 +319,9 @@ pub unsafe extern "C" fn rungs_session_frame_begin(
     out_executes_commands: *mut i32,
 ) -> rungs_result {
     unsafe {
-        call(s, "rungs_session_frame_begin", |session| {
-            let phase = session.phase();
-            let executes = session.frame_begin(frame).map_err(|e| {
-                let detail = match phase {
-                    Phase::Running(running) => format!(
-                        "got frame {frame}, but frame {running} is still running; call \
-                         rungs_session_frame_end first"
-                    ),
-                    _ => format!(
-                        "got frame {frame}; expected frame {} (frames run 0, 1, 2, ... without gaps)",
-                        phase.next_frame().unwrap_or(u32::MAX)
-                    ),
-                };
-                refused(e, detail)
-            })?;
-            if !out_executes_commands.is_null() {
-                write_out(out_executes_commands, i32::from(executes));
-            }
+        session_call("rungs_session_frame_begin", s, |session| {
+            let executes = session.frame_begin(frame)?;
+            write_optional(out_executes_commands, i32::from(executes));
             Ok(())
         })
     }
@@ -523,7 +341,8 @@ pub unsafe extern "C" fn rungs_session_frame_begin(
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_send_frame` is
 /// NULL; RUNGS_ERR_STATE if `frame - 1` has not ended (its send frames are not
 /// final yet) or `frame` is more than 256 frames before that;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_required_send_frame(
     s: *mut rungs_session,
@@ -531,9 +350,9 @@ pub unsafe extern "C" fn rungs_session_required_send_frame(
     out_send_frame: *mut u32,
 ) -> rungs_result {
     unsafe {
-        call(s, "rungs_session_required_send_frame", |session| {
+        session_call("rungs_session_required_send_frame", s, |session| {
             require(out_send_frame, "out_send_frame")?;
-            let needed = readiness(session, frame)?;
+            let needed = session.required_send_frame(frame)?;
             write_out(out_send_frame, needed.unwrap_or(RUNGS_NO_FRAME));
             Ok(())
         })
@@ -547,11 +366,12 @@ pub unsafe extern "C" fn rungs_session_required_send_frame(
 /// players are ignored. `*out_ready` is 1 when `frame` may execute, i.e.
 /// every peer's entry is at or after `rungs_session_required_send_frame`.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s`, `held_send_frames` or
-/// `out_ready` is NULL; RUNGS_ERR_INVALID_ARGUMENT if `count` is not the
-/// session's `seat_count`; RUNGS_ERR_STATE as for
-/// `rungs_session_required_send_frame`; RUNGS_ERR_POISONED,
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_ready` is NULL,
+/// or `held_send_frames` is NULL while `count` is not 0;
+/// RUNGS_ERR_INVALID_ARGUMENT if `count` is not the session's `seat_count`;
+/// RUNGS_ERR_STATE as for `rungs_session_required_send_frame`;
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_frame_ready(
     s: *mut rungs_session,
@@ -561,48 +381,23 @@ pub unsafe extern "C" fn rungs_session_frame_ready(
     out_ready: *mut i32,
 ) -> rungs_result {
     unsafe {
-        call(s, "rungs_session_frame_ready", |session| {
-            require(held_send_frames, "held_send_frames")?;
+        session_call("rungs_session_frame_ready", s, |session| {
+            let held = slice_in(held_send_frames, count, "held_send_frames")?;
             require(out_ready, "out_ready")?;
             let seat_count = session.machine().seat_count();
             if count != usize::from(seat_count) {
-                return Err(refused(
-                    Error::InvalidArgument("count must be seat_count"),
-                    format!("count is {count}; expected config->seat_count {seat_count}"),
-                ));
+                return Err(Error::InvalidValue(format!(
+                    "count is {count}; expected config->seat_count {seat_count}"
+                )));
             }
-            // SAFETY: non-NULL and `count` readable entries (caller contract).
-            let held = std::slice::from_raw_parts(held_send_frames, count);
-            readiness(session, frame)?;
-            let ready = session
-                .frame_ready(frame, |seat| {
-                    let entry = held[usize::from(seat)];
-                    (entry != RUNGS_NO_FRAME).then_some(entry)
-                })
-                .map_err(Refused::from)?;
+            let ready = session.frame_ready(frame, |seat| {
+                let entry = held[usize::from(seat)];
+                (entry != RUNGS_NO_FRAME).then_some(entry)
+            })?;
             write_out(out_ready, i32::from(ready));
             Ok(())
         })
     }
-}
-
-/// The session's answer for `frame`, refused with the frames it can answer.
-fn readiness(session: &EngineSession, frame: u32) -> Result<Option<u32>, Refused> {
-    session.required_send_frame(frame).map_err(|e| {
-        let latest = match session.phase() {
-            Phase::NotStarted => 0,
-            Phase::Running(f) => f,
-            Phase::Ended(f) => f.saturating_add(1),
-        };
-        let oldest = latest.saturating_sub(crate::timing::SendHistory::WINDOW);
-        refused(
-            e,
-            format!(
-                "got frame {frame}; expected {oldest} to {latest} (a frame whose previous frame \
-                 has ended, at most 256 frames back)"
-            ),
-        )
-    })
 }
 
 /// One of rungs' events executed on `frame` (the current frame), sent by
@@ -611,12 +406,13 @@ fn readiness(session: &EngineSession, frame: u32) -> Result<Option<u32>, Refused
 /// is accepted and changes nothing (S3). A refused event changes nothing.
 ///
 /// Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if `s`
-/// or `payload` is NULL; RUNGS_ERR_STATE if no frame is running or `frame` is
-/// not the current frame; RUNGS_ERR_UNREGISTERED_EVENT if `type_id` is none
-/// of the configured event IDs; RUNGS_ERR_MALFORMED if the payload has the
-/// wrong size or content for its layout; RUNGS_ERR_UNKNOWN_SEAT if `seat`
-/// never was a human seat of the game; RUNGS_ERR_POISONED,
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+/// is NULL, or `payload` is NULL while `len` is not 0; RUNGS_ERR_STATE if no
+/// frame is running or `frame` is not the current frame;
+/// RUNGS_ERR_UNREGISTERED_EVENT if `type_id` is none of the configured event
+/// IDs; RUNGS_ERR_MALFORMED if the payload has the wrong size or content for
+/// its layout; RUNGS_ERR_UNKNOWN_SEAT if `seat` never was a human seat of the
+/// game; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
+/// RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_event_executed(
     s: *mut rungs_session,
@@ -627,57 +423,10 @@ pub unsafe extern "C" fn rungs_session_event_executed(
     len: usize,
 ) -> rungs_result {
     unsafe {
-        call(s, "rungs_session_event_executed", |session| {
-            require(payload, "payload")?;
-            let bytes = std::slice::from_raw_parts(payload, len);
-            session
-                .event_executed(type_id, seat, frame, bytes)
-                .map_err(|e| {
-                    let detail = event_detail(session, &e, type_id, seat, frame, len);
-                    refused(e, detail)
-                })
+        session_call("rungs_session_event_executed", s, |session| {
+            let payload = slice_in(payload, len, "payload")?;
+            session.event_executed(type_id, seat, frame, payload)
         })
-    }
-}
-
-fn event_detail(
-    session: &EngineSession,
-    error: &Error,
-    type_id: u8,
-    seat: u8,
-    frame: u32,
-    len: usize,
-) -> String {
-    let ids = session.event_ids();
-    match error {
-        Error::State(_) => match session.phase() {
-            Phase::Running(current) => {
-                format!("got frame {frame}; expected the current frame {current}")
-            }
-            _ => frame_loop_detail(session, "events execute during a frame"),
-        },
-        Error::UnregisteredEvent(_) => format!(
-            "type_id {type_id} is not registered; expected config->timing_event_id {}, \
-             config->network_report_event_id {}{}",
-            ids.timing,
-            ids.network_report,
-            ids.latency_fudge.map_or(String::new(), |f| format!(
-                " or config->latency_fudge_event_id {f}"
-            ))
-        ),
-        Error::Malformed(why) => {
-            let (name, expected) = if type_id == ids.timing {
-                ("TIMING", session.timing_layout().payload_len())
-            } else {
-                ("NETWORK_REPORT", session.report_layout().payload_len())
-            };
-            format!(
-                "{name} payload of {len} bytes from seat {seat} is malformed ({why}); expected \
-                 {expected} bytes in the configured layout"
-            )
-        }
-        Error::UnknownSeat(_) => unknown_seat_detail(session, seat),
-        other => other.to_string(),
     }
 }
 
@@ -689,21 +438,16 @@ fn event_detail(
 /// Returns: RUNGS_OK (also for a repeated removal); RUNGS_ERR_NULL_POINTER
 /// if `s` is NULL; RUNGS_ERR_STATE if no frame is running;
 /// RUNGS_ERR_UNKNOWN_SEAT if `seat` never was a human seat of the game;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_player_removed(
     s: *mut rungs_session,
     seat: u8,
 ) -> rungs_result {
     unsafe {
-        call(s, "rungs_session_player_removed", |session| {
-            session.player_removed(seat).map_err(|e| {
-                let detail = match e {
-                    Error::UnknownSeat(_) => unknown_seat_detail(session, seat),
-                    _ => frame_loop_detail(session, "removals execute during a frame"),
-                };
-                refused(e, detail)
-            })
+        session_call("rungs_session_player_removed", s, |session| {
+            session.player_removed(seat)
         })
     }
 }
@@ -714,17 +458,11 @@ pub unsafe extern "C" fn rungs_session_player_removed(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
 /// RUNGS_ERR_STATE if no frame is running (call `rungs_session_frame_begin`);
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_frame_end(s: *mut rungs_session) -> rungs_result {
-    unsafe {
-        call(s, "rungs_session_frame_end", |session| {
-            session.frame_end().map_err(|e| {
-                let detail = frame_loop_detail(session, "a frame ends after it begins");
-                refused(e, detail)
-            })
-        })
-    }
+    unsafe { session_call("rungs_session_frame_end", s, EngineSession::frame_end) }
 }
 
 /// The frame a command you issue now will execute on or after (S5): exact on
@@ -732,46 +470,16 @@ pub unsafe extern "C" fn rungs_session_frame_end(s: *mut rungs_session) -> rungs
 /// the tag given to `send_frame` is the final one.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_frame` is NULL;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_submit_command(
     s: *mut rungs_session,
     out_frame: *mut u32,
 ) -> rungs_result {
     unsafe {
-        call(s, "rungs_session_submit_command", |session| {
-            require(out_frame, "out_frame")?;
-            write_out(out_frame, session.submit_command()?);
-            Ok(())
-        })
-    }
-}
-
-/// A begin/end measurement call (`what`: "frame's work", "wait"), with
-/// messages in C names; `pair` is the other half.
-unsafe fn bracket(
-    s: *mut rungs_session,
-    function: &'static str,
-    (what, pair): (&'static str, &'static str),
-    now_us: u64,
-    f: impl FnOnce(&mut Measurements, u64) -> crate::Result<()>,
-) -> rungs_result {
-    let begins = function.ends_with("_begin");
-    unsafe {
-        call(s, function, |session| {
-            f(session.measurements(), now_us).map_err(|e| {
-                let detail = match (&e, begins) {
-                    (Error::State(_), true) => {
-                        format!("the {what} is already open; call {pair} first")
-                    }
-                    (Error::State(_), false) => format!("no {what} is open; call {pair} first"),
-                    (Error::InvalidArgument(_), _) => format!(
-                        "now_us is {now_us}; expected at or after the now_us given to {pair}"
-                    ),
-                    (other, _) => other.to_string(),
-                };
-                refused(e, detail)
-            })
+        session_call("rungs_session_submit_command", s, |session| {
+            write_to(out_frame, "out_frame", session.submit_command()?)
         })
     }
 }
@@ -780,20 +488,17 @@ unsafe fn bracket(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE
 /// if a frame's work is already open (call `rungs_session_frame_work_end`);
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_frame_work_begin(
     s: *mut rungs_session,
     now_us: u64,
 ) -> rungs_result {
     unsafe {
-        bracket(
-            s,
-            "rungs_session_frame_work_begin",
-            ("frame's work", "rungs_session_frame_work_end"),
-            now_us,
-            Measurements::frame_work_begin,
-        )
+        session_call("rungs_session_frame_work_begin", s, |session| {
+            session.measurements().frame_work_begin(now_us)
+        })
     }
 }
 
@@ -801,35 +506,33 @@ pub unsafe extern "C" fn rungs_session_frame_work_begin(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE
 /// if no frame's work is open (call `rungs_session_frame_work_begin`);
-/// RUNGS_ERR_INVALID_ARGUMENT if `now_us` is before the begin;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_INVALID_ARGUMENT if `now_us` is before the begin (the frame's
+/// work stays open); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
+/// RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_frame_work_end(
     s: *mut rungs_session,
     now_us: u64,
 ) -> rungs_result {
     unsafe {
-        bracket(
-            s,
-            "rungs_session_frame_work_end",
-            ("frame's work", "rungs_session_frame_work_begin"),
-            now_us,
-            Measurements::frame_work_end,
-        )
+        session_call("rungs_session_frame_work_end", s, |session| {
+            session.measurements().frame_work_end(now_us)
+        })
     }
 }
 
 /// One frame's work took `duration_us` (instead of begin/end).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_add_frame_work_us(
     s: *mut rungs_session,
     duration_us: u64,
 ) -> rungs_result {
     unsafe {
-        call(s, "rungs_session_add_frame_work_us", |session| {
+        session_call("rungs_session_add_frame_work_us", s, |session| {
             session.measurements().add_frame_work_us(duration_us);
             Ok(())
         })
@@ -840,20 +543,17 @@ pub unsafe extern "C" fn rungs_session_add_frame_work_us(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE
 /// if a wait is already open (call `rungs_session_wait_end`);
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_wait_begin(
     s: *mut rungs_session,
     now_us: u64,
 ) -> rungs_result {
     unsafe {
-        bracket(
-            s,
-            "rungs_session_wait_begin",
-            ("wait", "rungs_session_wait_end"),
-            now_us,
-            Measurements::wait_begin,
-        )
+        session_call("rungs_session_wait_begin", s, |session| {
+            session.measurements().wait_begin(now_us)
+        })
     }
 }
 
@@ -861,35 +561,33 @@ pub unsafe extern "C" fn rungs_session_wait_begin(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE
 /// if no wait is open (call `rungs_session_wait_begin`);
-/// RUNGS_ERR_INVALID_ARGUMENT if `now_us` is before the begin;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_INVALID_ARGUMENT if `now_us` is before the begin (the wait stays
+/// open); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
+/// RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_wait_end(
     s: *mut rungs_session,
     now_us: u64,
 ) -> rungs_result {
     unsafe {
-        bracket(
-            s,
-            "rungs_session_wait_end",
-            ("wait", "rungs_session_wait_begin"),
-            now_us,
-            Measurements::wait_end,
-        )
+        session_call("rungs_session_wait_end", s, |session| {
+            session.measurements().wait_end(now_us)
+        })
     }
 }
 
 /// One wait lasted `duration_us` (instead of begin/end).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_add_wait_us(
     s: *mut rungs_session,
     duration_us: u64,
 ) -> rungs_result {
     unsafe {
-        call(s, "rungs_session_add_wait_us", |session| {
+        session_call("rungs_session_add_wait_us", s, |session| {
             session.measurements().add_wait_us(duration_us);
             Ok(())
         })
@@ -904,7 +602,8 @@ pub unsafe extern "C" fn rungs_session_add_wait_us(
 /// RUNGS_ERR_INVALID_ARGUMENT if `clean` is not 0 or 1;
 /// RUNGS_ERR_UNKNOWN_SEAT if `peer` is not another human player (your own
 /// seat, an AI seat, a removed player or no seat);
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_rtt_sample(
     s: *mut rungs_session,
@@ -913,34 +612,26 @@ pub unsafe extern "C" fn rungs_session_rtt_sample(
     clean: i32,
 ) -> rungs_result {
     unsafe {
-        call(s, "rungs_session_rtt_sample", |session| {
-            let clean = match clean {
-                0 => false,
-                1 => true,
-                _ => {
-                    return Err(refused(
-                        Error::InvalidArgument("clean must be 0 or 1"),
-                        format!("clean is {clean}; expected 0 or 1"),
-                    ))
-                }
-            };
-            session.rtt_sample(peer, rtt_ms, clean).map_err(|e| {
-                let peers: Vec<String> = session.peers().map(|p| p.to_string()).collect();
-                refused(
-                    e,
-                    format!(
-                        "peer {peer} is not measured; expected another human player still in \
-                         the game: {}",
-                        if peers.is_empty() {
-                            "none".to_string()
-                        } else {
-                            peers.join(", ")
-                        }
-                    ),
-                )
-            })
+        session_call("rungs_session_rtt_sample", s, |session| {
+            session.rtt_sample(peer, rtt_ms, flag(clean, "clean")?)
         })
     }
+}
+
+/// The endpoint's refusal as this call's error, its message kept after
+/// `endpoint: `. `link_report_rtts` (transport.rs) still answers with a code
+/// and the thread's message; once it returns a typed outcome this goes.
+/// An endpoint read is refused only by its guard or a stopped worker.
+fn endpoint_refusal(code: rungs_result) -> Result<()> {
+    let kind = match code {
+        RUNGS_OK => return Ok(()),
+        RUNGS_ERR_POISONED => Error::Poisoned,
+        RUNGS_ERR_REENTRANT => Error::Reentrant,
+        RUNGS_ERR_BUSY => Error::Busy,
+        RUNGS_ERR_STATE => Error::State("the endpoint refused"),
+        _ => Error::Panic,
+    };
+    Err(kind.detailed(last_error::with(|message| format!("endpoint: {message}"))))
 }
 
 /// Take the round trips to every peer from rungs' own transport (S8): for an
@@ -951,26 +642,23 @@ pub unsafe extern "C" fn rungs_session_rtt_sample(
 /// seats that are not this session's peers are ignored.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `endpoint` is NULL;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object
-/// call, for either object).
+/// RUNGS_ERR_STATE if the endpoint's transport worker failed to stop;
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call, for either object).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_sample_links(
     s: *mut rungs_session,
     endpoint: *mut super::transport::rungs_endpoint,
     now_us: u64,
 ) -> rungs_result {
-    if s.is_null() {
-        set_last_error("rungs_session_sample_links: s is NULL");
-        return super::result::RUNGS_ERR_NULL_POINTER;
-    }
-    let mut links = Vec::new();
-    // SAFETY: NULL or live handles (caller contract); each guard checks its own.
-    let read = unsafe { super::transport::link_report_rtts(endpoint, now_us, &mut links) };
-    if read != RUNGS_OK {
-        return read;
-    }
     unsafe {
-        call(s, "rungs_session_sample_links", |session| {
+        session_call("rungs_session_sample_links", s, |session| {
+            require(endpoint, "endpoint")?;
+            let mut links = Vec::new();
+            // SAFETY: non-NULL and live by contract; the endpoint has its own guard.
+            endpoint_refusal(super::transport::link_report_rtts(
+                endpoint, now_us, &mut links,
+            ))?;
             for (seat, link) in links {
                 session.sample_link(seat, link);
             }
@@ -983,17 +671,16 @@ pub unsafe extern "C" fn rungs_session_sample_links(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if `speed_fps` is 0;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_set_speed(
     s: *mut rungs_session,
     speed_fps: u8,
 ) -> rungs_result {
     unsafe {
-        call(s, "rungs_session_set_speed", |session| {
-            session
-                .set_speed_fps(speed_fps)
-                .map_err(|e| refused(e, format!("speed_fps is {speed_fps}; expected 1 to 255")))
+        session_call("rungs_session_set_speed", s, |session| {
+            session.set_speed_fps(in_range(speed_fps, 1, 255, "speed_fps")?)
         })
     }
 }
@@ -1001,17 +688,16 @@ pub unsafe extern "C" fn rungs_session_set_speed(
 /// Timing, target, tier, master and evaluation state, for a UI or log.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out` is NULL;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_status(
     s: *mut rungs_session,
     out: *mut rungs_timing_status,
 ) -> rungs_result {
     unsafe {
-        call(s, "rungs_session_status", |session| {
-            require(out, "out")?;
-            write_out(out, fill_status(session.machine()));
-            Ok(())
+        session_call("rungs_session_status", s, |session| {
+            write_to(out, "out", fill_status(session.machine()))
         })
     }
 }

@@ -213,16 +213,6 @@ unsafe fn machine_call(
     }
 }
 
-/// [`machine_call`] without the function's name, kept for the bodies
-/// another change rewrites (late events); switch them to `machine_call`.
-unsafe fn with_machine(
-    m: *const rungs_timing_machine,
-    f: impl FnOnce(&mut TimingMachineObject) -> crate::Result<()>,
-) -> rungs_result {
-    // SAFETY: forwarded contract.
-    unsafe { machine_call("", m, f) }
-}
-
 fn machine_config(config: &rungs_timing_machine_config) -> crate::Result<MachineConfig> {
     reserved_zero(config.reserved, "config->reserved")?;
     let speed_fps = in_range(config.speed_fps, 1, 255, "config->speed_fps")?;
@@ -347,11 +337,13 @@ pub unsafe extern "C" fn rungs_timing_machine_pop_due(
 }
 
 /// A timing event sent by `seat` executes on the current frame (S5, S6).
+/// One from a player already removed (a removed master's last event) is
+/// applied like any other: every machine executes it alike.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or event is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if event breaks S1 (send_period 1 to 10,
 /// look_ahead a multiple of it up to 250) or event->fps is 0;
-/// RUNGS_ERR_UNKNOWN_SEAT if seat is not a human seat of the game;
+/// RUNGS_ERR_UNKNOWN_SEAT if seat never was a human seat of the game;
 /// RUNGS_ERR_STATE if no frame is open (`rungs_timing_machine_begin_frame`);
 /// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
 /// (every object call).
@@ -362,19 +354,21 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_timing_event(
     event: *const rungs_timing_event,
 ) -> rungs_result {
     unsafe {
-        with_machine(m, |o| {
+        machine_call("rungs_timing_machine_execute_timing_event", m, |o| {
             let event = TimingEvent::try_from(read_in(event, "event")?)?;
             o.machine.execute_timing_event(seat, event).map(|_| ())
         })
     }
 }
 
-/// A report from `seat` executes on the current frame (S3).
+/// A report from `seat` executes on the current frame (S3). A report from
+/// a player already removed (it was in flight when the removal was issued)
+/// is a late event of normal play: accepted, and it changes nothing.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or report is NULL;
-/// RUNGS_ERR_INVALID_ARGUMENT if report->has_worst_rtt is neither 0 nor 1;
-/// RUNGS_ERR_UNKNOWN_SEAT if seat is not (or no longer) a human seat of the
-/// game (nothing changes); RUNGS_ERR_STATE if no frame is open;
+/// Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if m
+/// or report is NULL; RUNGS_ERR_INVALID_ARGUMENT if report->has_worst_rtt is
+/// neither 0 nor 1; RUNGS_ERR_UNKNOWN_SEAT if seat never was a human seat of
+/// the game (nothing changes); RUNGS_ERR_STATE if no frame is open;
 /// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
 /// (every object call).
 #[no_mangle]
@@ -384,7 +378,7 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_report(
     report: *const rungs_report,
 ) -> rungs_result {
     unsafe {
-        with_machine(m, |o| {
+        machine_call("rungs_timing_machine_execute_report", m, |o| {
             o.machine
                 .execute_report(seat, Report::try_from(read_in(report, "report")?)?)
                 .map(|_late_or_applied| ())
@@ -393,10 +387,12 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_report(
 }
 
 /// The removal of `seat` executes on the current frame (S3); removing the
-/// master hands the role to the next human in house order (S4.6).
+/// master hands the role to the next human in house order (S4.6). A second
+/// removal of a seat already removed (every machine may issue one for the
+/// same lost player) is accepted and changes nothing.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_UNKNOWN_SEAT if seat is not (or no longer) a
-/// human seat of the game; RUNGS_ERR_STATE if no frame is open;
+/// Returns: RUNGS_OK (also for a repeated removal); RUNGS_ERR_UNKNOWN_SEAT if
+/// seat never was a human seat of the game; RUNGS_ERR_STATE if no frame is open;
 /// RUNGS_ERR_NULL_POINTER if m is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
 /// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
@@ -405,7 +401,7 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_removal(
     seat: u8,
 ) -> rungs_result {
     unsafe {
-        with_machine(m, |o| {
+        machine_call("rungs_timing_machine_execute_removal", m, |o| {
             o.machine.execute_removal(seat).map(|_late_or_applied| ())
         })
     }

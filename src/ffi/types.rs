@@ -12,7 +12,8 @@ use crate::report::record::MAX_SEATS;
 use crate::report::Report;
 use crate::timing::{Timing, TimingEvent};
 
-/// For the C files not yet switched to `super::args`; remove when they are.
+/// For lockstep.rs and transport.rs, which import it from here until their
+/// rewrite (another branch) switches them to `super::args`; remove then.
 pub(crate) use super::args::read_config;
 
 /// Seat value meaning "no seat" (an observer's local seat, or no master).
@@ -54,10 +55,13 @@ pub type rungs_queue_event_fn = Option<
         len: usize,
     ),
 >;
-/// Engine session: `frame` is a send frame; flush your packet now, stamping
-/// every event collected since the previous send frame with `tag` (S5).
+/// Engine session: send frame `send_frame`: flush your packet now, stamping
+/// every event collected since the previous send frame (yours and the queued
+/// ones) with `tag` (S5), and put `send_frame` in the packet: frame readiness
+/// (`rungs_session_frame_ready`) counts packets by send frame, because two
+/// consecutive send frames can carry the same tag.
 pub type rungs_send_frame_fn =
-    Option<unsafe extern "C" fn(user: *mut c_void, frame: u32, tag: u32)>;
+    Option<unsafe extern "C" fn(user: *mut c_void, send_frame: u32, tag: u32)>;
 /// A log line at `level` (`RUNGS_LOG_*`); `text` lives until the callback returns.
 pub type rungs_log_fn =
     Option<unsafe extern "C" fn(user: *mut c_void, level: u8, text: *const libc::c_char)>;

@@ -49,15 +49,70 @@ pub struct EventIds {
     pub latency_fudge: Option<u8>,
 }
 
+/// One of rungs' events, by what it does (S7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventRole {
+    Timing,
+    NetworkReport,
+    LatencyFudge,
+}
+
+impl std::fmt::Display for EventRole {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            EventRole::Timing => "TIMING",
+            EventRole::NetworkReport => "NETWORK_REPORT",
+            EventRole::LatencyFudge => "LATENCYFUDGE",
+        })
+    }
+}
+
 impl EventIds {
+    /// Each role with its ID, in this order: TIMING, NETWORK_REPORT,
+    /// LATENCYFUDGE (when the engine has one).
+    pub fn roles(&self) -> impl Iterator<Item = (EventRole, u8)> {
+        [
+            (EventRole::Timing, Some(self.timing)),
+            (EventRole::NetworkReport, Some(self.network_report)),
+            (EventRole::LatencyFudge, self.latency_fudge),
+        ]
+        .into_iter()
+        .filter_map(|(role, id)| Some((role, id?)))
+    }
+
+    /// The first two roles that share one ID, and the ID; `None` when every
+    /// role has its own.
+    pub fn clash(&self) -> Option<(EventRole, EventRole, u8)> {
+        let roles: Vec<(EventRole, u8)> = self.roles().collect();
+        roles.iter().enumerate().find_map(|(i, &(first, id))| {
+            roles[i + 1..]
+                .iter()
+                .find(|&&(_, other)| other == id)
+                .map(|&(second, _)| (first, second, id))
+        })
+    }
+
     fn check(&self) -> Result<()> {
-        let fudge_clash = self
-            .latency_fudge
-            .is_some_and(|f| f == self.timing || f == self.network_report);
-        if self.timing == self.network_report || fudge_clash {
-            return Err(Error::InvalidArgument("two event roles share one event ID"));
+        match self.clash() {
+            None => Ok(()),
+            Some((first, second, id)) => Err(Error::InvalidArgument(
+                "two event roles share one event ID",
+            )
+            .detailed(format!(
+                "the {first} and {second} event IDs are both {id}; expected a distinct ID per role"
+            ))),
         }
-        Ok(())
+    }
+
+    /// "TIMING 31, NETWORK_REPORT 36 or LATENCYFUDGE 35", for messages.
+    fn listed(&self) -> String {
+        let mut roles: Vec<String> = self.roles().map(|(r, id)| format!("{r} {id}")).collect();
+        let last = roles.pop().unwrap_or_default();
+        if roles.is_empty() {
+            last
+        } else {
+            format!("{} or {last}", roles.join(", "))
+        }
     }
 }
 
@@ -249,11 +304,20 @@ impl EngineSession {
     fn in_frame(&self, frame: u32) -> Result<()> {
         match self.phase {
             Phase::Running(current) if current == frame => Ok(()),
-            Phase::Running(_) => Err(Error::State("event frame is not the current frame")),
-            _ => Err(Error::State(
-                "events execute between frame_begin and frame_end",
-            )),
+            Phase::Running(current) => Err(Error::State("event frame is not the current frame")
+                .detailed(format!(
+                    "got frame {frame}; expected the current frame {current}"
+                ))),
+            _ => Err(self.no_frame_running("events execute during a frame")),
         }
+    }
+
+    /// `rule` broken outside a frame: the message says which frame begins next.
+    fn no_frame_running(&self, rule: &'static str) -> Error {
+        let next = self.phase.next_frame().unwrap_or(u32::MAX);
+        Error::State(rule).detailed(format!(
+            "no frame is running ({rule}); begin frame {next} first"
+        ))
     }
 
     /// One of rungs' events executed on `frame` (the current frame), sent by
@@ -271,14 +335,25 @@ impl EngineSession {
         payload: &[u8],
     ) -> Result<()> {
         self.in_frame(frame)?;
+        let malformed = |role: EventRole, expected: usize, e: Error| {
+            e.clone().detailed(format!(
+                "{role} payload of {} bytes from seat {seat} is malformed ({e}); expected \
+                 {expected} bytes in the session's layout",
+                payload.len()
+            ))
+        };
         let outcome = if type_id == self.ids.timing {
+            let expected = self.timing_layout.payload_len();
             self.timing_layout
                 .decode(payload)
+                .map_err(|e| malformed(EventRole::Timing, expected, e))
                 .and_then(|event| self.machine.execute_timing_event(seat, event).map(|_| ()))
         } else if type_id == self.ids.network_report {
+            let expected = self.report_layout.payload_len();
             match self
                 .report_layout
                 .decode(payload)
+                .map_err(|e| malformed(EventRole::NetworkReport, expected, e))
                 .and_then(|report| self.machine.execute_report(seat, report))
             {
                 Ok(Effect::LateNoOp) => {
@@ -296,7 +371,10 @@ impl EngineSession {
         } else if Some(type_id) == self.ids.latency_fudge {
             Ok(())
         } else {
-            Err(Error::UnregisteredEvent(type_id))
+            Err(Error::UnregisteredEvent(type_id).detailed(format!(
+                "type_id {type_id} is not one of the session's event IDs; expected {}",
+                self.ids.listed()
+            )))
         };
         if let Err(e) = &outcome {
             self.log(
@@ -315,9 +393,7 @@ impl EngineSession {
     /// human player is refused with `UnknownSeat`.
     pub fn player_removed(&mut self, seat: u8) -> Result<()> {
         let Phase::Running(frame) = self.phase else {
-            return Err(Error::State(
-                "removals execute between frame_begin and frame_end",
-            ));
+            return Err(self.no_frame_running("removals execute during a frame"));
         };
         if self.machine.execute_removal(seat)? == Effect::LateNoOp {
             self.log(
@@ -341,7 +417,7 @@ impl EngineSession {
     /// the master's evaluation (S4), and on a send frame the send (S5).
     pub fn frame_end(&mut self) -> Result<()> {
         let Phase::Running(frame) = self.phase else {
-            return Err(Error::State("frame_end without frame_begin"));
+            return Err(self.no_frame_running("a frame ends after it begins"));
         };
         let seated = self
             .local_seat
@@ -413,7 +489,7 @@ impl EngineSession {
     /// [`required_send_frame`](Self::required_send_frame).
     pub fn frame_ready(&self, frame: u32, held: impl Fn(u8) -> Option<u32>) -> Result<bool> {
         let history = self.machine.send_history();
-        crate::timing::readiness::answer(history.frame_ready(frame, self.peers().map(held)))
+        crate::timing::readiness::answer(history.frame_ready(frame, self.peers().map(held)), frame)
     }
 
     /// The players whose packets frame readiness waits for: every human
@@ -434,6 +510,18 @@ impl EngineSession {
     /// A round trip to `peer`: `clean` when taken from a packet sent once
     /// (S8). Only human players other than this one are peers.
     pub fn rtt_sample(&mut self, peer: u8, rtt_ms: u32, clean: bool) -> Result<()> {
+        if !self.peers().any(|p| p == peer) {
+            let peers: Vec<String> = self.peers().map(|p| p.to_string()).collect();
+            let peers = if peers.is_empty() {
+                "none".to_string()
+            } else {
+                peers.join(", ")
+            };
+            return Err(Error::UnknownSeat(peer).detailed(format!(
+                "peer {peer} is not measured; expected another human player still in the \
+                 game: {peers}"
+            )));
+        }
         self.measurements.add_rtt_sample(peer, rtt_ms, clean)
     }
 
@@ -564,10 +652,26 @@ mod tests {
     fn setup_refuses_shared_ids_and_red_alert_layout() {
         let mut c = config(0);
         c.ids.network_report = 31;
-        assert!(EngineSession::new(&c).is_err());
+        assert_eq!(
+            c.ids.clash(),
+            Some((EventRole::Timing, EventRole::NetworkReport, 31))
+        );
+        assert_eq!(
+            EngineSession::new(&c).err().map(|e| e.to_string()),
+            Some(
+                "the TIMING and NETWORK_REPORT event IDs are both 31; expected a distinct ID \
+                 per role"
+                    .to_string()
+            )
+        );
         let mut c = config(0);
         c.ids.latency_fudge = Some(36);
+        assert_eq!(
+            c.ids.clash(),
+            Some((EventRole::NetworkReport, EventRole::LatencyFudge, 36))
+        );
         assert!(EngineSession::new(&c).is_err());
+        assert_eq!(config(0).ids.clash(), None);
         let mut c = config(0);
         c.timing_layout = TimingLayout::RedAlert { send_period: 3 };
         assert!(EngineSession::new(&c).is_err());
@@ -597,26 +701,42 @@ mod tests {
         let mut session = EngineSession::new(&config(0)).unwrap();
         session.frame_begin(0).unwrap();
         let before = session.machine().status();
+        let refused = session.event_executed(99, 0, 0, &[0; 5]).unwrap_err();
+        assert_eq!(refused.kind(), &Error::UnregisteredEvent(99));
         assert_eq!(
-            session.event_executed(99, 0, 0, &[0; 5]),
-            Err(Error::UnregisteredEvent(99))
+            refused.to_string(),
+            "type_id 99 is not one of the session's event IDs; expected TIMING 31, \
+             NETWORK_REPORT 36 or LATENCYFUDGE 35"
         );
+        let short = session.event_executed(31, 0, 0, &[0; 4]).unwrap_err();
+        assert!(matches!(short.kind(), Error::Malformed(_)));
+        assert!(short
+            .to_string()
+            .starts_with("TIMING payload of 4 bytes from seat 0 is malformed"));
+        assert!(short
+            .to_string()
+            .ends_with("expected 5 bytes in the session's layout"));
         assert!(matches!(
-            session.event_executed(31, 0, 0, &[0; 4]),
-            Err(Error::Malformed(_))
-        ));
-        assert!(matches!(
-            session.event_executed(36, 0, 0, &[0; 7]),
+            session
+                .event_executed(36, 0, 0, &[0; 7])
+                .map_err(|e| e.kind().clone()),
             Err(Error::Malformed(_))
         ));
         let report = compact_report(20);
+        let seat = session.event_executed(36, 2, 0, &report).unwrap_err();
+        assert_eq!(seat.kind(), &Error::UnknownSeat(2));
         assert_eq!(
-            session.event_executed(36, 2, 0, &report),
-            Err(Error::UnknownSeat(2))
+            seat.to_string(),
+            "seat 2 never was a human seat of this game; expected one of the human seats 0, 1"
+        );
+        let late = session.event_executed(36, 0, 5, &report).unwrap_err();
+        assert_eq!(
+            late.kind(),
+            &Error::State("event frame is not the current frame")
         );
         assert_eq!(
-            session.event_executed(36, 0, 5, &report),
-            Err(Error::State("event frame is not the current frame"))
+            late.to_string(),
+            "got frame 5; expected the current frame 0"
         );
         assert_eq!(session.machine().status(), before);
         assert!(session.machine().record().latest(0).is_none());
@@ -646,9 +766,10 @@ mod tests {
             .iter()
             .all(|o| matches!(o, SessionOutput::Log { .. })));
         // Only a seat that never was a human player is an error.
-        assert_eq!(session.player_removed(2), Err(Error::UnknownSeat(2)));
+        let kind = |r: Result<()>| r.map_err(|e| e.kind().clone());
+        assert_eq!(kind(session.player_removed(2)), Err(Error::UnknownSeat(2)));
         assert_eq!(
-            session.event_executed(36, 7, 0, &report),
+            kind(session.event_executed(36, 7, 0, &report)),
             Err(Error::UnknownSeat(7))
         );
     }

@@ -3,7 +3,9 @@
 pub mod engine;
 pub mod lockstep;
 
-pub use engine::{EngineSession, EventIds, LogLevel, Payload, Phase, SessionConfig, SessionOutput};
+pub use engine::{
+    EngineSession, EventIds, EventRole, LogLevel, Payload, Phase, SessionConfig, SessionOutput,
+};
 pub use lockstep::{
     Advance, ExecutedCommand, LockstepConfig, LockstepSession, LockstepStats, SessionEvent,
 };

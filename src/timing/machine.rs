@@ -372,9 +372,7 @@ impl TimingMachine {
         let frame = self.current_frame()?;
         // A removed master's last event may still execute after its removal,
         // on every machine alike; so any human seat of the game is accepted.
-        if usize::from(seat) >= usize::from(self.seat_count) || !self.human[usize::from(seat)] {
-            return Err(Error::UnknownSeat(seat));
-        }
+        self.human_seat(seat)?;
         if event.fps == 0 {
             return Err(Error::InvalidArgument(
                 "a timing event's fps must be 1 to 255",
@@ -402,7 +400,24 @@ impl TimingMachine {
     /// a seat that never was a human player is refused (`UnknownSeat`).
     pub fn execute_report(&mut self, seat: u8, report: Report) -> Result<Effect> {
         let frame = self.current_frame()?;
+        self.human_seat(seat)?;
         self.record.apply_report(seat, frame, report)
+    }
+
+    /// Refuse a seat that never was a human player of the game (removed
+    /// ones still were), saying which seats were.
+    fn human_seat(&self, seat: u8) -> Result<()> {
+        if self.human.get(usize::from(seat)) == Some(&true) {
+            return Ok(());
+        }
+        let humans: Vec<String> = (0..self.human.len())
+            .filter(|&s| self.human[s])
+            .map(|s| s.to_string())
+            .collect();
+        Err(Error::UnknownSeat(seat).detailed(format!(
+            "seat {seat} never was a human seat of this game; expected one of the human seats {}",
+            humans.join(", ")
+        )))
     }
 
     /// A player's removal executes on the current frame (S3, S4.6). A second
@@ -410,6 +425,7 @@ impl TimingMachine {
     /// a seat that never was a human player is refused (`UnknownSeat`).
     pub fn execute_removal(&mut self, seat: u8) -> Result<Effect> {
         let frame = self.current_frame()?;
+        self.human_seat(seat)?;
         if self.record.remove(seat)? == Effect::LateNoOp {
             return Ok(Effect::LateNoOp);
         }
@@ -460,7 +476,7 @@ impl TimingMachine {
     /// needed. Answerable once `frame - 1` has ended, and for 256 frames
     /// back from there; otherwise `State`.
     pub fn required_send_frame(&self, frame: u32) -> Result<Option<u32>> {
-        answer(self.sends.required_send_frame(frame))
+        answer(self.sends.required_send_frame(frame), frame)
     }
 
     /// The send frames and tags of the recent past.

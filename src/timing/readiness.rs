@@ -117,22 +117,37 @@ impl Default for SendHistory {
 }
 
 impl NotAnswerable {
-    /// The error the sessions return, with a message in words.
-    pub fn into_error(self) -> Error {
-        match self {
-            NotAnswerable::Future { .. } => Error::State(
-                "frame readiness: the frame before it has not ended, so its send frames are not final",
+    /// The error the sessions return for a question about `frame`: what was
+    /// asked and which frames can be answered.
+    pub fn into_error(self, frame: u32) -> Error {
+        let (kind, latest) = match self {
+            NotAnswerable::Future { latest_answerable } => (
+                Error::State(
+                    "frame readiness: the frame before it has not ended, so its send frames \
+                     are not final",
+                ),
+                latest_answerable,
             ),
-            NotAnswerable::TooOld { .. } => Error::State(
-                "frame readiness: the frame is more than 256 frames back; the history no longer holds it",
+            NotAnswerable::TooOld { oldest_answerable } => (
+                Error::State(
+                    "frame readiness: the frame is more than 256 frames back; the history no \
+                     longer holds it",
+                ),
+                oldest_answerable.saturating_add(SendHistory::WINDOW),
             ),
-        }
+        };
+        let oldest = latest.saturating_sub(SendHistory::WINDOW);
+        kind.detailed(format!(
+            "got frame {frame}; expected {oldest} to {latest} (a frame whose previous frame \
+             has ended, at most {} frames back)",
+            SendHistory::WINDOW
+        ))
     }
 }
 
-/// Shorthand for the sessions.
-pub(crate) fn answer<T>(r: std::result::Result<T, NotAnswerable>) -> Result<T> {
-    r.map_err(NotAnswerable::into_error)
+/// Shorthand for the sessions: the answer for `frame`, or the error.
+pub(crate) fn answer<T>(r: std::result::Result<T, NotAnswerable>, frame: u32) -> Result<T> {
+    r.map_err(|e| e.into_error(frame))
 }
 
 #[cfg(test)]
