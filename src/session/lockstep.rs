@@ -58,29 +58,11 @@ use crate::clock::{ClockSample, ClockSync, ClockSyncConfig, FramePacer, PacerCon
 use crate::error::{Error, Result};
 use crate::link::{Endpoint, EndpointConfig, LinkConfig, LinkEvent, Transmit};
 use crate::report::record::MAX_SEATS;
-use crate::report::{is_report_frame, Measurements, Report};
-use crate::timing::{MachineConfig, Output, TimingEvent, TimingMachine};
-use crate::wire::events::{ReportLayout, TimingLayout};
+use crate::report::{is_report_frame, Measurements};
+use crate::timing::{MachineConfig, Output, TimingMachine};
 use crate::wire::packet::{SessionKey, MAX_MESSAGE_BYTES};
+use crate::wire::turn::{self, Item, Message, Record, ITEM_HEADER_BYTES, TURN_HEADER_BYTES};
 
-/// Link message types.
-const MSG_TURN: u8 = 1;
-const MSG_PING: u8 = 2;
-const MSG_PONG: u8 = 3;
-const MSG_DROP_VOTE: u8 = 4;
-const MSG_RELAY: u8 = 5;
-
-/// Turn item kinds: queued commands ...
-const ITEM_COMMAND: u8 = 0;
-const ITEM_REPORT: u8 = 1;
-const ITEM_TIMING: u8 = 2;
-const ITEM_REMOVAL: u8 = 3;
-/// ... and records acted on when the turn arrives.
-const ITEM_CHECKSUM: u8 = 10;
-const ITEM_ANCHOR: u8 = 11;
-
-const TURN_HEADER_BYTES: usize = 12;
-const ITEM_HEADER_BYTES: usize = 3;
 /// Turns kept per peer for relaying after a drop.
 const KEPT_TURNS: usize = 256;
 /// Checksum frames kept for comparison.
@@ -147,14 +129,6 @@ pub struct ExecutedCommand {
     pub bytes: Vec<u8>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Item {
-    Command(Vec<u8>),
-    Report(Report),
-    Timing(TimingEvent),
-    Removal(u8),
-}
-
 /// Drop bookkeeping for one player.
 #[derive(Debug, Clone, Default)]
 struct Drop {
@@ -182,7 +156,7 @@ pub struct LockstepSession {
     /// Issued since the previous send frame.
     outbox: Vec<Item>,
     /// Checksums and anchors for the next turn.
-    records: Vec<(u8, u32, i64)>,
+    records: Vec<Record>,
     /// Own send frames and their tags, oldest first (the same everywhere).
     send_history: VecDeque<(u32, u32)>,
     /// Per seat: the last complete turn received.
@@ -224,156 +198,6 @@ pub struct LockstepStats {
     pub malformed_messages: u64,
     /// Desyncs detected.
     pub desyncs: u64,
-}
-
-fn put_u16(out: &mut Vec<u8>, v: u16) {
-    out.extend_from_slice(&v.to_le_bytes());
-}
-fn put_u32(out: &mut Vec<u8>, v: u32) {
-    out.extend_from_slice(&v.to_le_bytes());
-}
-fn put_i64(out: &mut Vec<u8>, v: i64) {
-    out.extend_from_slice(&v.to_le_bytes());
-}
-
-/// A cursor over received bytes; every read checks the length.
-struct Reader<'a> {
-    bytes: &'a [u8],
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        if self.bytes.len() < n {
-            return Err(Error::Malformed("message too short"));
-        }
-        let (head, rest) = self.bytes.split_at(n);
-        self.bytes = rest;
-        Ok(head)
-    }
-    fn u8(&mut self) -> Result<u8> {
-        Ok(self.take(1)?[0])
-    }
-    fn u16(&mut self) -> Result<u16> {
-        let b = self.take(2)?;
-        Ok(u16::from_le_bytes([b[0], b[1]]))
-    }
-    fn u32(&mut self) -> Result<u32> {
-        let b = self.take(4)?;
-        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    }
-    fn i64(&mut self) -> Result<i64> {
-        let b = self.take(8)?;
-        let mut a = [0u8; 8];
-        a.copy_from_slice(b);
-        Ok(i64::from_le_bytes(a))
-    }
-    fn end(&self) -> Result<()> {
-        if self.bytes.is_empty() {
-            Ok(())
-        } else {
-            Err(Error::Malformed("trailing bytes"))
-        }
-    }
-}
-
-/// A decoded turn part.
-struct TurnPart {
-    last: bool,
-    send_frame: u32,
-    tag: u32,
-    items: Vec<Item>,
-    records: Vec<(u8, u32, i64)>,
-}
-
-fn decode_turn(bytes: &[u8]) -> Result<TurnPart> {
-    let mut r = Reader { bytes };
-    if r.u8()? != MSG_TURN {
-        return Err(Error::Malformed("not a turn"));
-    }
-    let flags = r.u8()?;
-    if flags > 1 {
-        return Err(Error::Malformed("unknown turn flags"));
-    }
-    let send_frame = r.u32()?;
-    let tag = r.u32()?;
-    let count = r.u16()?;
-    if tag <= send_frame {
-        return Err(Error::Malformed(
-            "a turn's tag must be after its send frame",
-        ));
-    }
-    let mut part = TurnPart {
-        last: flags == 1,
-        send_frame,
-        tag,
-        items: Vec::new(),
-        records: Vec::new(),
-    };
-    for _ in 0..count {
-        let kind = r.u8()?;
-        let len = usize::from(r.u16()?);
-        let body = r.take(len)?;
-        let mut b = Reader { bytes: body };
-        match kind {
-            ITEM_COMMAND => part.items.push(Item::Command(body.to_vec())),
-            ITEM_REPORT => part
-                .items
-                .push(Item::Report(ReportLayout::Extended.decode(body)?)),
-            ITEM_TIMING => part
-                .items
-                .push(Item::Timing(TimingLayout::TIBERIAN_SUN.decode(body)?)),
-            ITEM_REMOVAL => {
-                let seat = b.u8()?;
-                b.end()?;
-                part.items.push(Item::Removal(seat));
-            }
-            ITEM_CHECKSUM | ITEM_ANCHOR => {
-                let frame = b.u32()?;
-                let value = b.i64()?;
-                b.end()?;
-                part.records.push((kind, frame, value));
-            }
-            _ => return Err(Error::Malformed("unknown turn item")),
-        }
-    }
-    r.end()?;
-    Ok(part)
-}
-
-fn encode_item(out: &mut Vec<u8>, item: &Item) {
-    let mut body = [0u8; 16];
-    let (kind, bytes): (u8, &[u8]) = match item {
-        Item::Command(bytes) => (ITEM_COMMAND, bytes),
-        Item::Report(report) => {
-            let len = ReportLayout::Extended
-                .encode(report, &mut body)
-                .unwrap_or(0);
-            (ITEM_REPORT, &body[..len])
-        }
-        Item::Timing(event) => {
-            let len = TimingLayout::TIBERIAN_SUN
-                .encode(event, &mut body)
-                .unwrap_or(0);
-            (ITEM_TIMING, &body[..len])
-        }
-        Item::Removal(seat) => {
-            body[0] = *seat;
-            (ITEM_REMOVAL, &body[..1])
-        }
-    };
-    out.push(kind);
-    put_u16(out, bytes.len() as u16);
-    out.extend_from_slice(bytes);
-}
-
-fn item_len(item: &Item) -> usize {
-    ITEM_HEADER_BYTES
-        + match item {
-            Item::Command(bytes) => bytes.len(),
-            Item::Report(_) => crate::wire::events::REPORT_EXTENDED_LEN,
-            Item::Timing(_) => crate::wire::events::TIMING_LEN,
-            Item::Removal(_) => 1,
-        }
 }
 
 impl LockstepSession {
@@ -476,7 +300,7 @@ impl LockstepSession {
         if self.checksum_interval == 0 || frame % self.checksum_interval != 0 {
             return Err(Error::InvalidArgument("not a checksum frame"));
         }
-        self.records.push((ITEM_CHECKSUM, frame, checksum as i64));
+        self.records.push(Record::Checksum { frame, value: checksum });
         self.note_checksum(frame, self.local_seat, checksum);
         Ok(())
     }
@@ -513,13 +337,20 @@ impl LockstepSession {
         self.drops[s].voted = true;
         let have = self.received_through[s];
         self.drops[s].votes[usize::from(self.local_seat)] = Some(have);
-        let mut message = vec![MSG_DROP_VOTE, seat];
-        put_i64(&mut message, have.map_or(-1, i64::from));
+        let dropping = self.dropping_mask();
+        let message = turn::encode_drop_vote(seat, have, dropping);
         let peers: Vec<u8> = self.peers().filter(|p| *p != seat).collect();
         for peer in peers {
             let _ = self.endpoint.send(peer, &message);
         }
         self.check_drop(seat);
+    }
+
+    /// Every seat this machine is dropping, as a bit mask.
+    fn dropping_mask(&self) -> u32 {
+        (0..self.seat_count)
+            .filter(|s| self.drops[usize::from(*s)].voted)
+            .fold(0, |mask, s| mask | 1 << s)
     }
 
     /// Once every remaining human voted: fix the cut, relay missing turns.
@@ -556,8 +387,7 @@ impl LockstepSession {
                     .map(|(_, raw)| raw.clone())
                     .collect();
                 for raw in turns {
-                    let mut message = vec![MSG_RELAY, seat];
-                    message.extend_from_slice(&raw);
+                    let message = turn::encode_relay(seat, &raw);
                     let _ = self.endpoint.send(voter, &message);
                 }
             }
@@ -651,28 +481,14 @@ impl LockstepSession {
     }
 
     fn handle_message(&mut self, now_us: u64, seat: u8, message: &[u8]) -> Result<()> {
-        let kind = *message.first().ok_or(Error::Malformed("empty message"))?;
-        match kind {
-            MSG_TURN => self.handle_turn(seat, message),
-            MSG_PING => {
-                let mut r = Reader {
-                    bytes: &message[1..],
-                };
-                let t0 = r.i64()?;
-                r.end()?;
+        match turn::decode(message)? {
+            Message::Turn(part) => self.handle_turn(seat, part, message),
+            Message::Ping { t0 } => {
                 let now = self.reference_now(now_us);
-                let mut reply = vec![MSG_PONG];
-                put_i64(&mut reply, t0);
-                put_i64(&mut reply, now);
-                put_i64(&mut reply, now);
+                let reply = turn::encode_pong(t0, now, now);
                 self.endpoint.send(seat, &reply).map(|_| ())
             }
-            MSG_PONG => {
-                let mut r = Reader {
-                    bytes: &message[1..],
-                };
-                let (t0, t1, t2) = (r.i64()?, r.i64()?, r.i64()?);
-                r.end()?;
+            Message::Pong { t0, t1, t2 } => {
                 if self.machine.master() != Some(seat) {
                     return Ok(()); // an answer from a former master
                 }
@@ -680,37 +496,25 @@ impl LockstepSession {
                 let sample = ClockSample::new(t0, t1, t2, t3)?;
                 self.clock.add_sample(sample, t3).map(|_| ())
             }
-            MSG_DROP_VOTE => {
-                let mut r = Reader {
-                    bytes: &message[1..],
-                };
-                let dropped = r.u8()?;
-                let have = r.i64()?;
-                r.end()?;
+            Message::DropVote { dropped, holds, .. } => {
                 if usize::from(dropped) >= usize::from(self.seat_count) || dropped == seat {
                     return Err(Error::Malformed("bad drop vote"));
                 }
-                let have = if have < 0 {
-                    None
-                } else {
-                    Some(u32::try_from(have).map_err(|_| Error::Malformed("bad vote"))?)
-                };
                 if self.removed[usize::from(dropped)] || dropped == self.local_seat {
                     return Ok(());
                 }
-                self.drops[usize::from(dropped)].votes[usize::from(seat)] = Some(have);
+                self.drops[usize::from(dropped)].votes[usize::from(seat)] = Some(holds);
                 self.vote_drop(dropped);
                 self.check_drop(dropped);
                 Ok(())
             }
-            MSG_RELAY => {
+            Message::Relay { dropped, part } => {
                 // A turn of a player being dropped, relayed by the machine that
                 // holds the most of them. It may arrive before this machine has
                 // every vote: accept it anyway (it came over an authenticated
                 // link from a seated player); `handle_turn` voids anything past
                 // the cut once the cut is known, and the holder never relays
                 // past it.
-                let dropped = *message.get(1).ok_or(Error::Malformed("short relay"))?;
                 let valid = usize::from(dropped) < usize::from(self.seat_count)
                     && self.human[usize::from(dropped)]
                     && dropped != self.local_seat
@@ -721,15 +525,13 @@ impl LockstepSession {
                 if self.removed[usize::from(dropped)] {
                     return Ok(());
                 }
-                self.handle_turn(dropped, &message[2..])
+                self.handle_turn(dropped, part, &message[turn::RELAY_HEADER_BYTES..])
             }
-            _ => Err(Error::Malformed("unknown message")),
         }
     }
 
-    fn handle_turn(&mut self, seat: u8, raw: &[u8]) -> Result<()> {
+    fn handle_turn(&mut self, seat: u8, part: turn::TurnPart, raw: &[u8]) -> Result<()> {
         let s = usize::from(seat);
-        let part = decode_turn(raw)?;
         if self.received_through[s].is_some_and(|r| part.send_frame <= r) {
             return Ok(()); // already have it (a relay of a turn that arrived)
         }
@@ -748,13 +550,13 @@ impl LockstepSession {
         buffer.clear();
         buffer.extend_from_slice(raw);
         kept.push_back((part.send_frame, buffer));
-        for (kind, frame, value) in part.records {
-            match kind {
-                ITEM_CHECKSUM => self.note_checksum(frame, seat, value as u64),
-                _ => {
+        for record in part.records {
+            match record {
+                Record::Checksum { frame, value } => self.note_checksum(frame, seat, value),
+                Record::Anchor { frame, start_us } => {
                     if self.machine.master() == Some(seat) {
                         if let Some(pacer) = self.pacer.as_mut() {
-                            let _ = pacer.set_reference(frame, value);
+                            let _ = pacer.set_reference(frame, start_us);
                         }
                     }
                 }
@@ -768,7 +570,7 @@ impl LockstepSession {
             }
             _ => part.items,
         };
-        if !part.last {
+        if part.index + 1 < part.count {
             *slot = Some((part.send_frame, items));
             return Ok(());
         }
@@ -846,8 +648,7 @@ impl LockstepSession {
         }
         if !self.is_master() && now_us >= self.next_ping_us && !self.left {
             if let Some(master) = self.machine.master() {
-                let mut ping = vec![MSG_PING];
-                put_i64(&mut ping, now_us as i64);
+                let ping = turn::encode_ping(now_us as i64);
                 let _ = self.endpoint.send(master, &ping);
                 self.pings_sent += 1;
                 let interval = if self.pings_sent < FIRST_PINGS {
@@ -1079,57 +880,16 @@ impl LockstepSession {
         if self.is_master() {
             if let Some(pacer) = self.pacer.as_ref() {
                 self.records
-                    .push((ITEM_ANCHOR, frame, pacer.ideal_start_us(frame)));
+                    .push(Record::Anchor {
+                        frame,
+                        start_us: pacer.ideal_start_us(frame),
+                    });
             }
         }
         let items: Vec<Item> = std::mem::take(&mut self.outbox);
         let records = std::mem::take(&mut self.records);
         let max = self.endpoint.config().link.max_message_bytes();
-        let mut messages: Vec<Vec<u8>> = Vec::new();
-        let mut current = Vec::with_capacity(64);
-        let mut count = 0u16;
-        let start_turn = |out: &mut Vec<u8>| {
-            out.clear();
-            out.push(MSG_TURN);
-            out.push(0);
-            put_u32(out, frame);
-            put_u32(out, tag);
-            put_u16(out, 0);
-        };
-        start_turn(&mut current);
-        let record_items = records.iter().map(|(kind, f, v)| {
-            let mut body = Vec::with_capacity(12);
-            put_u32(&mut body, *f);
-            put_i64(&mut body, *v);
-            (*kind, body)
-        });
-        let mut encoded: Vec<(usize, Vec<u8>)> = items
-            .iter()
-            .map(|item| {
-                let mut out = Vec::with_capacity(item_len(item));
-                encode_item(&mut out, item);
-                (out.len(), out)
-            })
-            .collect();
-        for (kind, body) in record_items {
-            let mut out = vec![kind];
-            put_u16(&mut out, body.len() as u16);
-            out.extend_from_slice(&body);
-            encoded.push((out.len(), out));
-        }
-        for (len, bytes) in encoded {
-            if current.len() + len > max || count == u16::MAX {
-                current[10..12].copy_from_slice(&count.to_le_bytes());
-                messages.push(std::mem::take(&mut current));
-                start_turn(&mut current);
-                count = 0;
-            }
-            current.extend_from_slice(&bytes);
-            count += 1;
-        }
-        current[10..12].copy_from_slice(&count.to_le_bytes());
-        current[1] = 1; // the last part
-        messages.push(current);
+        let messages = turn::encode_turn(frame, tag, &items, &records, max)?;
         let peers: Vec<u8> = self.peers().collect();
         for peer in peers {
             for message in &messages {
