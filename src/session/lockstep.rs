@@ -198,6 +198,11 @@ pub struct LockstepStats {
     pub malformed_messages: u64,
     /// Desyncs detected.
     pub desyncs: u64,
+    /// Items refused by the authority checks (S4.7), identically on every
+    /// machine: a removal of another seat outside a drop, a timing event
+    /// from a seat that was not the master, a relay from anyone but the
+    /// drop's holder, a turn outside the schedule.
+    pub refused_items: u64,
 }
 
 impl LockstepSession {
@@ -943,5 +948,62 @@ impl LockstepSession {
     /// The clock offset applied to reach reference time, µs.
     pub fn clock_offset_us(&self) -> i64 {
         self.clock.applied_offset_us()
+    }
+
+    /// Bytes this session holds on behalf of remote input and the engine:
+    /// queued items, turns being assembled, turns kept for relaying, the
+    /// outbox. S8 requires it bounded whatever peers send.
+    pub fn held_bytes(&self) -> usize {
+        let item = |i: &Item| i.encoded_len() + 16;
+        let stored: usize = self.store.iter().flatten().map(item).sum();
+        let partial: usize = self
+            .partial
+            .iter()
+            .flatten()
+            .map(|(_, items)| items.iter().map(item).sum::<usize>())
+            .sum();
+        let kept: usize = self
+            .kept_turns
+            .iter()
+            .map(|k| k.iter().map(|(_, raw)| raw.len() + 8).sum::<usize>())
+            .sum();
+        let outbox: usize = self.outbox.iter().map(item).sum();
+        stored + partial + kept + outbox + self.store.len() * 8
+    }
+
+    /// What a *modified client* can do with its own key: put any item in
+    /// its own turns and send any message on its own links. The simulator's
+    /// fault injection drives attacks through this; an honest game never
+    /// calls it. Every other machine must refuse what it should not obey
+    /// (S4.7) and stay bounded (S8).
+    pub fn tamper(&mut self) -> Tamper<'_> {
+        Tamper { session: self }
+    }
+}
+
+/// See [`LockstepSession::tamper`].
+pub struct Tamper<'a> {
+    session: &'a mut LockstepSession,
+}
+
+impl Tamper<'_> {
+    /// Put `item` into this machine's next turn, unchecked.
+    pub fn queue_item(&mut self, item: Item) {
+        self.session.outbox.push(item);
+    }
+
+    /// Send raw `message` on the link to `seat`.
+    pub fn send(&mut self, seat: u8, message: &[u8]) -> Result<()> {
+        self.session.endpoint.send(seat, message).map(|_| ())
+    }
+
+    /// This machine's latest send frame and its tag.
+    pub fn last_turn(&self) -> Option<(u32, u32)> {
+        self.session.send_history.back().copied()
+    }
+
+    /// Largest link message.
+    pub fn max_message_bytes(&self) -> usize {
+        self.session.endpoint.config().link.max_message_bytes()
     }
 }
