@@ -321,6 +321,11 @@ impl Link {
         Ok(number)
     }
 
+    /// Messages [`send`](Self::send) accepts now before `Error::Full`.
+    pub fn send_capacity(&self) -> usize {
+        self.config.max_in_flight.saturating_sub(self.outgoing.len())
+    }
+
     /// Take the next message delivered in order, if any.
     pub fn recv(&mut self) -> Option<Vec<u8>> {
         let message = self.ready.pop_front()?;

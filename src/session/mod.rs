@@ -5,5 +5,5 @@ pub mod lockstep;
 
 pub use engine::{EngineSession, EventIds, LogLevel, Payload, SessionConfig, SessionOutput};
 pub use lockstep::{
-    Advance, ExecutedCommand, LockstepConfig, LockstepSession, LockstepStats, SessionEvent,
+    Advance, ExecutedCommand, LockstepConfig, LockstepSession, LockstepStats, SessionEvent, Tamper,
 };

@@ -69,7 +69,7 @@ pub enum Attack {
     ForgeRelay,
     /// A TIMING item (10/250 at 1 fps) from a seat that is not the master.
     Timing,
-    /// Endless parts of turns that never complete (1,000 parts per attack).
+    /// Endless parts of a turn that never completes (1,000 parts per attack).
     FloodParts,
     /// Complete turns for send frames far in the future.
     FarFutureTag,
@@ -147,15 +147,16 @@ pub fn attack(session: &mut LockstepSession, attacker: u8, players: u8, attack: 
             }
         }
         Attack::FloodParts => {
-            // Parts of turns that never complete: index 0 of MAX_TURN_PARTS,
-            // for the next send frame and frames after, 1 KB each.
+            // Parts of one turn that never completes (index 0..31 of 32,
+            // over and over), 1 KB each, for a send frame far ahead. (Parts
+            // for the attacker's *own next* turns would only stall the game
+            // on the attacker itself, as withholding turns does; the engine
+            // drops such a player.)
             let filler = Item::Command(vec![FORGED_MARK; max - turn::TURN_HEADER_BYTES - 3]);
-            let mut part = turn::encode_turn(last_send + period, last_tag + period, &[filler], &[], max)?.remove(0);
+            let frame = last_send + 10_000 * period;
+            let mut part = turn::encode_turn(frame, frame + (last_tag - last_send), &[filler], &[], max)?.remove(0);
             part[11] = MAX_TURN_PARTS;
             for n in 0..1000u32 {
-                let frame = last_send + period * (1 + n % 4);
-                part[2..6].copy_from_slice(&frame.to_le_bytes());
-                part[6..10].copy_from_slice(&(frame + (last_tag - last_send)).to_le_bytes());
                 part[10] = (n % u32::from(MAX_TURN_PARTS - 1)) as u8;
                 for peer in &others {
                     let _ = tamper.send(*peer, &part);

@@ -14,7 +14,7 @@
 //!
 //! | offset | size | field |
 //! |---|---|---|
-//! | 0 | 1 | kind: `1` turn, `2` ping, `3` pong, `4` drop vote, `5` relay |
+//! | 0 | 1 | kind: `1` turn, `2` ping, `3` pong, `4` drop vote, `5` relay, `6` relay request |
 //! | 1 | 1 | layout version, `2` ([`TURN_LAYOUT_VERSION`]) |
 //!
 //! **Turn** (kind 1), one *part* of the turn a seat sends on a send frame:
@@ -57,6 +57,11 @@
 //! **Relay** (kind 5): `dropped seat: u8` at offset 2, then one complete turn
 //! part message (kind 1, from offset 3) of that seat, unchanged.
 //!
+//! **Relay request** (kind 6): `dropped seat: u8` at offset 2, then the last
+//! send frame of its turns the asker holds whole (`u32`, `0xFFFF_FFFF` for
+//! none); the drop's holder answers with relays of every later turn up to
+//! the cut.
+//!
 //! Version 1 (rungs ≤ 0.1) had no version byte, no part index and no drop
 //! mask; its messages fail the version check.
 
@@ -74,6 +79,7 @@ pub const MSG_PING: u8 = 2;
 pub const MSG_PONG: u8 = 3;
 pub const MSG_DROP_VOTE: u8 = 4;
 pub const MSG_RELAY: u8 = 5;
+pub const MSG_RELAY_REQUEST: u8 = 6;
 
 /// Item kinds.
 pub const ITEM_COMMAND: u8 = 0;
@@ -160,6 +166,7 @@ pub enum Message {
     Pong { t0: i64, t1: i64, t2: i64 },
     DropVote { dropped: u8, holds: Holding, dropping: u32 },
     Relay { dropped: u8, part: TurnPart },
+    RelayRequest { dropped: u8, after: Holding },
 }
 
 fn put_u16(out: &mut Vec<u8>, v: u16) {
@@ -237,6 +244,14 @@ pub fn encode_drop_vote(dropped: u8, holds: Holding, dropping: u32) -> Vec<u8> {
     out.push(dropped);
     put_u32(&mut out, holds.unwrap_or(VOTE_NONE));
     put_u32(&mut out, dropping);
+    out
+}
+
+/// Ask the holder of a drop for `dropped`'s turns after `after`.
+pub fn encode_relay_request(dropped: u8, after: Holding) -> Vec<u8> {
+    let mut out = header(MSG_RELAY_REQUEST);
+    out.push(dropped);
+    put_u32(&mut out, after.unwrap_or(VOTE_NONE));
     out
 }
 
@@ -491,6 +506,14 @@ pub fn decode(bytes: &[u8]) -> Result<Message> {
                 dropping,
             }
         }
+        MSG_RELAY_REQUEST => {
+            let dropped = r.u8()?;
+            let after = r.u32()?;
+            Message::RelayRequest {
+                dropped,
+                after: (after != VOTE_NONE).then_some(after),
+            }
+        }
         MSG_RELAY => {
             let dropped = r.u8()?;
             return Ok(Message::Relay {
@@ -594,6 +617,14 @@ mod tests {
             Message::DropVote { dropped: 2, holds: None, dropping: 0b100 }
         );
         assert_eq!(decode(&encode_ping(-7)).unwrap(), Message::Ping { t0: -7 });
+        assert_eq!(
+            decode(&encode_relay_request(5, Some(9))).unwrap(),
+            Message::RelayRequest { dropped: 5, after: Some(9) }
+        );
+        assert_eq!(
+            decode(&encode_relay_request(5, None)).unwrap(),
+            Message::RelayRequest { dropped: 5, after: None }
+        );
         assert_eq!(
             decode(&encode_pong(1, 2, 3)).unwrap(),
             Message::Pong { t0: 1, t1: 2, t2: 3 }

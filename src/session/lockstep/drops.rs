@@ -1,0 +1,209 @@
+//! Dropping players whose machines vanished (S4.7, S8): votes, the cut, and
+//! who relays the turns up to it.
+//!
+//! Every machine that drops a seat votes with the last turn of that seat it
+//! holds whole, and names in its vote every seat it is dropping (a mask).
+//! Hearing a vote makes a machine join every drop the mask names, so two
+//! machines that vanish together are dropped together, and a vanished voter
+//! is never waited for: the voters for a drop are the present humans that
+//! this machine is not itself dropping, and a vote from a seat being dropped
+//! is ignored. Once every voter's vote is in, the *cut* is the highest vote
+//! and the *holder* the lowest voter holding it. A machine that lacks turns
+//! up to the cut asks the holder (a relay request); the holder answers with
+//! the raw turn parts it holds; relayed parts are accepted only from the
+//! holder, only inside a decided drop, only up to the cut, whole and
+//! de-duplicated by part index. Turns of the dropped seat after the cut are
+//! void, and its removal executes on the tag of the first send frame after
+//! the cut — a frame no machine can have run.
+
+use crate::report::record::MAX_SEATS;
+
+/// The decision of one drop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cut {
+    /// The dropped seat's last valid turn (send frame); `None`: no turn of
+    /// it counts at all.
+    pub through: Option<u32>,
+    /// Who relays turns up to the cut; `None` when `through` is `None`.
+    pub holder: Option<u8>,
+}
+
+/// A voter's vote: the last turn of the dropped seat it holds whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Vote {
+    pub holds: Option<u32>,
+}
+
+/// A relay request waiting for this machine's own decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RelayRequest {
+    pub from: u8,
+    pub after: Option<u32>,
+}
+
+/// One seat's drop, as this machine sees it.
+#[derive(Debug, Clone, Default)]
+pub struct DropState {
+    /// This machine is dropping the seat (it voted).
+    pub joined: bool,
+    votes: [Option<Vote>; MAX_SEATS],
+    pub cut: Option<Cut>,
+    /// The removal is queued (after the cut, with every turn up to it here).
+    pub removal_queued: bool,
+    /// Requests received before the cut was decided (at most one per seat).
+    pending_requests: Vec<RelayRequest>,
+}
+
+/// Every seat's drop.
+#[derive(Debug, Clone)]
+pub struct Drops {
+    seats: Vec<DropState>,
+}
+
+impl Default for Drops {
+    fn default() -> Self {
+        Drops {
+            seats: vec![DropState::default(); MAX_SEATS],
+        }
+    }
+}
+
+impl Drops {
+    pub fn get(&self, seat: u8) -> &DropState {
+        &self.seats[usize::from(seat)]
+    }
+
+    /// Whether this machine is dropping `seat`.
+    pub fn is_dropping(&self, seat: u8) -> bool {
+        self.seats[usize::from(seat)].joined
+    }
+
+    /// The decided cut for `seat`, if any.
+    pub fn cut(&self, seat: u8) -> Option<Cut> {
+        self.seats[usize::from(seat)].cut
+    }
+
+    /// `voter`'s vote on dropping `seat`, if heard.
+    pub fn vote_of(&self, seat: u8, voter: u8) -> Option<Vote> {
+        self.seats[usize::from(seat)].votes[usize::from(voter)]
+    }
+
+    /// Every seat this machine is dropping, as a bit mask.
+    pub fn mask(&self) -> u32 {
+        self.seats
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| d.joined)
+            .fold(0, |mask, (seat, _)| mask | 1 << seat)
+    }
+
+    /// Join the drop of `seat` with this machine's own vote; false if it
+    /// had already joined.
+    pub fn join(&mut self, seat: u8, local: u8, holds: Option<u32>) -> bool {
+        let state = &mut self.seats[usize::from(seat)];
+        if state.joined {
+            return false;
+        }
+        state.joined = true;
+        state.votes[usize::from(local)] = Some(Vote { holds });
+        true
+    }
+
+    /// Note `voter`'s vote on `seat` (the first vote of a voter stands).
+    pub fn record_vote(&mut self, seat: u8, voter: u8, vote: Vote) {
+        let slot = &mut self.seats[usize::from(seat)].votes[usize::from(voter)];
+        if slot.is_none() {
+            *slot = Some(vote);
+        }
+    }
+
+    /// Decide the drop of `seat` if every voter's vote is in. Returns the
+    /// cut when it is decided by this call.
+    pub fn try_decide(&mut self, seat: u8, voters: &[u8]) -> Option<Cut> {
+        let state = &mut self.seats[usize::from(seat)];
+        if state.cut.is_some() || !state.joined {
+            return None;
+        }
+        let mut votes = Vec::with_capacity(voters.len());
+        for voter in voters {
+            votes.push((*voter, state.votes[usize::from(*voter)]?));
+        }
+        let through = votes.iter().filter_map(|(_, v)| v.holds).max();
+        let holder = through.and_then(|t| {
+            votes
+                .iter()
+                .filter(|(_, v)| v.holds == Some(t))
+                .map(|(voter, _)| *voter)
+                .min()
+        });
+        let cut = Cut { through, holder };
+        state.cut = Some(cut);
+        Some(cut)
+    }
+
+    /// Remember a relay request until this machine's cut is decided.
+    pub fn defer_request(&mut self, seat: u8, request: RelayRequest) {
+        let pending = &mut self.seats[usize::from(seat)].pending_requests;
+        pending.retain(|r| r.from != request.from);
+        if pending.len() < MAX_SEATS {
+            pending.push(request);
+        }
+    }
+
+    /// The requests deferred for `seat`'s drop.
+    pub fn take_requests(&mut self, seat: u8) -> Vec<RelayRequest> {
+        std::mem::take(&mut self.seats[usize::from(seat)].pending_requests)
+    }
+
+    pub fn set_removal_queued(&mut self, seat: u8) {
+        self.seats[usize::from(seat)].removal_queued = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_drop_is_decided_by_the_voters_alone() {
+        let mut drops = Drops::default();
+        assert!(drops.join(2, 0, Some(10)));
+        assert!(drops.join(3, 0, Some(12)));
+        // Seat 3's vote on seat 2 would be its own business: it is not a voter.
+        drops.record_vote(2, 3, Vote { holds: Some(40) });
+        assert_eq!(drops.try_decide(2, &[0, 1]), None, "seat 1 has not voted");
+        drops.record_vote(2, 1, Vote { holds: Some(11) });
+        assert_eq!(
+            drops.try_decide(2, &[0, 1]),
+            Some(Cut {
+                through: Some(11),
+                holder: Some(1)
+            })
+        );
+        assert_eq!(drops.try_decide(2, &[0, 1]), None, "decided once");
+        assert_eq!(drops.mask(), 0b1100);
+    }
+
+    #[test]
+    fn nobody_holding_a_turn_cuts_before_the_first() {
+        let mut drops = Drops::default();
+        drops.join(1, 0, None);
+        drops.record_vote(1, 2, Vote { holds: None });
+        assert_eq!(
+            drops.try_decide(1, &[0, 2]),
+            Some(Cut {
+                through: None,
+                holder: None
+            })
+        );
+    }
+
+    #[test]
+    fn ties_go_to_the_lowest_voter() {
+        let mut drops = Drops::default();
+        drops.join(0, 3, Some(7));
+        drops.record_vote(0, 1, Vote { holds: Some(7) });
+        drops.record_vote(0, 2, Vote { holds: Some(5) });
+        assert_eq!(drops.try_decide(0, &[1, 2, 3]).unwrap().holder, Some(1));
+    }
+}
