@@ -252,6 +252,12 @@
 #define RUNGS_LINK_EVENT_RECOVERED 2
 
 /**
+ * Link event: the peer restarted (a new connection epoch): the link was
+ * reset and what either side had in flight is gone (S8).
+ */
+#define RUNGS_LINK_EVENT_RESTARTED 3
+
+/**
  * `rungs_link_stats.flags`: at least one clean round-trip sample (S8).
  */
 #define RUNGS_LINK_CLEAN_MEASUREMENT 1
@@ -328,9 +334,15 @@
 #define RUNGS_DROP_RECEIVER_FULL 11
 
 /**
+ * Drop reason: a packet of the peer's earlier connection, or addressed to
+ * this machine's earlier connection (S8 restarts).
+ */
+#define RUNGS_DROP_STALE_EPOCH 12
+
+/**
  * Number of drop reasons (length of `rungs_link_stats.dropped`).
  */
-#define RUNGS_DROP_REASON_COUNT 12
+#define RUNGS_DROP_REASON_COUNT 13
 
 /**
  * Seat value meaning "no seat" (an observer's local seat, or no master).
@@ -558,6 +570,25 @@ typedef struct rungs_lockstep_callbacks {
 } rungs_lockstep_callbacks;
 
 /**
+ * The key of the link between this machine and `seat` (S8 per-pair keys):
+ * game setup gives both machines of a pair the same key and nobody else.
+ */
+typedef struct rungs_link_key {
+    /**
+     * The other seat of the pair.
+     */
+    uint8_t seat;
+    /**
+     * Must be 0.
+     */
+    uint8_t reserved[3];
+    /**
+     * 16 secret bytes, not all zero.
+     */
+    uint8_t key[16];
+} rungs_link_key;
+
+/**
  * How to set up a lockstep game on this machine.
  */
 typedef struct rungs_lockstep_config {
@@ -599,6 +630,19 @@ typedef struct rungs_lockstep_config {
      */
     const char *bind_address;
     struct rungs_lockstep_callbacks callbacks;
+    /**
+     * Per-pair link keys (S8): `link_key_count` entries, one per other
+     * human seat that has its own key with this machine; NULL and 0 for
+     * none (every link then uses `key`). With a key per pair, no player can
+     * sign a packet as another; the single game `key` cannot prevent that.
+     */
+    const struct rungs_link_key *link_keys;
+    size_t link_key_count;
+    /**
+     * This run's connection epoch (S8); 0: taken from the wall clock
+     * (milliseconds modulo 2^32), which is what a restarted program needs.
+     */
+    uint32_t epoch;
 } rungs_lockstep_config;
 
 /**
@@ -1892,8 +1936,9 @@ rungs_result rungs_timing_machine_status(struct rungs_timing_machine *m,
 rungs_result rungs_timing_machine_set_speed(struct rungs_timing_machine *m, uint8_t speed_fps);
 
 /**
- * Fill `config` with defaults: `struct_size` set, session 0, zero key,
- * seat 0, default timers, bind `"0.0.0.0:0"`, no callback.
+ * Fill `config` with defaults: `struct_size` set, session 0, seat 0,
+ * default timers, bind `"0.0.0.0:0"`, no callback — and an all-zero key,
+ * which `rungs_endpoint_new` refuses: set `key` to the game's secret (S8).
  */
 rungs_result rungs_endpoint_config_init(struct rungs_endpoint_config *config);
 

@@ -153,3 +153,23 @@ fn a_replayed_datagram_is_not_acted_on() {
     let report = attacked(Attack::Replay, &[300, 600]);
     assert_sound(&report);
 }
+
+#[test]
+fn a_restarted_machine_is_seen_as_a_restart_and_dropped() {
+    let mut spec = GameSpec::new(4, 1500, 30, 40);
+    spec.faults = vec![Fault::Restart { seat: 2, frame: 300 }];
+    let report = run_game(&spec).expect("the others drop it and finish");
+    assert_sound(&report);
+}
+
+#[test]
+fn a_machine_whose_address_changes_keeps_playing() {
+    let mut spec = GameSpec::new(4, 1500, 30, 40);
+    spec.faults = vec![
+        Fault::Move { seat: 1, frame: 300 },
+        Fault::Move { seat: 3, frame: 700 },
+    ];
+    let report = run_game(&spec).expect("the game goes on");
+    assert_sound(&report);
+    assert_eq!(report.commands_executed, report.commands_issued, "nobody dropped");
+}

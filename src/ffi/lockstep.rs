@@ -18,7 +18,9 @@ use super::result::rungs_result;
 use super::timing_machine::{
     deliver_output, fill_status, rungs_timing_callbacks, rungs_timing_status,
 };
-use super::transport::{parse_address, RUNGS_LINK_EVENT_LOST, RUNGS_LINK_EVENT_RECOVERED};
+use super::transport::{
+    parse_address, RUNGS_LINK_EVENT_LOST, RUNGS_LINK_EVENT_RECOVERED, RUNGS_LINK_EVENT_RESTARTED,
+};
 use super::types::{human_seats, read_config};
 use crate::error::Error;
 use crate::link::LinkConfig;
@@ -105,6 +107,28 @@ pub struct rungs_lockstep_config {
     /// Local address to bind, `"ip:port"`; NULL for `"0.0.0.0:0"`.
     pub bind_address: *const libc::c_char,
     pub callbacks: rungs_lockstep_callbacks,
+    /// Per-pair link keys (S8): `link_key_count` entries, one per other
+    /// human seat that has its own key with this machine; NULL and 0 for
+    /// none (every link then uses `key`). With a key per pair, no player can
+    /// sign a packet as another; the single game `key` cannot prevent that.
+    pub link_keys: *const rungs_link_key,
+    pub link_key_count: usize,
+    /// This run's connection epoch (S8); 0: taken from the wall clock
+    /// (milliseconds modulo 2^32), which is what a restarted program needs.
+    pub epoch: u32,
+}
+
+/// The key of the link between this machine and `seat` (S8 per-pair keys):
+/// game setup gives both machines of a pair the same key and nobody else.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct rungs_link_key {
+    /// The other seat of the pair.
+    pub seat: u8,
+    /// Must be 0.
+    pub reserved: [u8; 3],
+    /// 16 secret bytes, not all zero.
+    pub key: [u8; 16],
 }
 
 /// What `rungs_lockstep_update` did.
@@ -196,6 +220,11 @@ impl LockstepObject {
                             f(cb.user, seat, RUNGS_LINK_EVENT_RECOVERED);
                         }
                     }
+                    SessionEvent::PeerRestarted { seat } => {
+                        if let Some(f) = cb.link_event {
+                            f(cb.user, seat, RUNGS_LINK_EVENT_RESTARTED);
+                        }
+                    }
                 }
             }
         }
@@ -210,15 +239,66 @@ unsafe fn with_lockstep(
     unsafe { with_object(ls, f) }
 }
 
-fn lockstep_config(c: &rungs_lockstep_config) -> crate::Result<LockstepConfig> {
+/// # Safety
+/// `c.link_keys` is NULL or points to `c.link_key_count` readable entries.
+unsafe fn lockstep_config(c: &rungs_lockstep_config) -> crate::Result<LockstepConfig> {
     if c.reserved != 0 {
-        return Err(Error::InvalidArgument("reserved must be 0"));
+        return Err(Error::InvalidArgument(
+            "rungs_lockstep_new: config->reserved is not 0; expected 0",
+        ));
+    }
+    if c.key == [0; 16] {
+        return Err(Error::InvalidArgument(
+            "rungs_lockstep_new: config->key is all zero; expected the game's 16-byte secret key",
+        ));
     }
     let human_seats = human_seats(c.seat_count, c.human_seat_mask)?;
+    let entries: &[rungs_link_key] = if c.link_key_count == 0 {
+        &[]
+    } else if c.link_keys.is_null() {
+        return Err(Error::NullPointer(
+            "rungs_lockstep_new: config->link_keys is NULL but config->link_key_count is not 0",
+        ));
+    } else if c.link_key_count > crate::report::record::MAX_SEATS {
+        return Err(Error::InvalidArgument(
+            "rungs_lockstep_new: config->link_key_count is above 16; expected one entry per other seat at most",
+        ));
+    } else {
+        // SAFETY: non-NULL, `link_key_count` (<= 16) entries by contract.
+        unsafe { std::slice::from_raw_parts(c.link_keys, c.link_key_count) }
+    };
+    let mut link_keys = Vec::with_capacity(entries.len());
+    for entry in entries {
+        if entry.reserved != [0; 3] {
+            return Err(Error::InvalidArgument(
+                "rungs_lockstep_new: config->link_keys[i].reserved is not 0; expected 0",
+            ));
+        }
+        if entry.key == [0; 16] {
+            return Err(Error::InvalidArgument(
+                "rungs_lockstep_new: config->link_keys[i].key is all zero; expected a secret key",
+            ));
+        }
+        if entry.seat >= c.seat_count
+            || c.human_seat_mask & (1 << entry.seat) == 0
+            || entry.seat == c.local_seat
+        {
+            return Err(Error::InvalidArgument(
+                "rungs_lockstep_new: config->link_keys[i].seat is not another human seat; expected a seat of human_seat_mask other than local_seat",
+            ));
+        }
+        link_keys.push((entry.seat, SessionKey(entry.key)));
+    }
     Ok(LockstepConfig {
         machine: MachineConfig::adaptive(c.speed_fps, human_seats, Some(c.local_seat)),
         session_id: c.session_id,
         key: SessionKey(c.key),
+        link_keys,
+        epoch: if c.epoch == 0 {
+            super::transport::wall_clock_epoch()
+        } else {
+            c.epoch
+        },
         link: LinkConfig::default(),
         checksum_interval: c.checksum_interval,
     })
@@ -244,7 +324,8 @@ pub unsafe extern "C" fn rungs_lockstep_new(
             // SAFETY: non-NULL, NUL-terminated by contract.
             unsafe { parse_address(config.bind_address)? }
         };
-        let session = LockstepSession::new(&lockstep_config(&config)?, now_us)?;
+        // SAFETY: the config's link_keys pointer by the caller's contract.
+        let session = LockstepSession::new(unsafe { &lockstep_config(&config)? }, now_us)?;
         let driver = UdpDriver::bind(bind, session)?;
         // SAFETY: `out` is NULL (refused) or writable.
         unsafe {

@@ -41,6 +41,9 @@ pub const RUNGS_LINK_EVENT_NONE: u32 = 0;
 pub const RUNGS_LINK_EVENT_LOST: u32 = 1;
 /// A valid packet arrived from a peer that was reported lost.
 pub const RUNGS_LINK_EVENT_RECOVERED: u32 = 2;
+/// Link event: the peer restarted (a new connection epoch): the link was
+/// reset and what either side had in flight is gone (S8).
+pub const RUNGS_LINK_EVENT_RESTARTED: u32 = 3;
 
 /// `rungs_link_stats.flags`: at least one clean round-trip sample (S8).
 pub const RUNGS_LINK_CLEAN_MEASUREMENT: u32 = 1;
@@ -74,8 +77,11 @@ pub const RUNGS_DROP_MALFORMED: u32 = 10;
 /// Drop reason: receiver holds too many undelivered messages (flow control;
 /// the peer resends later).
 pub const RUNGS_DROP_RECEIVER_FULL: u32 = 11;
+/// Drop reason: a packet of the peer's earlier connection, or addressed to
+/// this machine's earlier connection (S8 restarts).
+pub const RUNGS_DROP_STALE_EPOCH: u32 = 12;
 /// Number of drop reasons (length of `rungs_link_stats.dropped`).
-pub const RUNGS_DROP_REASON_COUNT: u32 = 12;
+pub const RUNGS_DROP_REASON_COUNT: u32 = 13;
 
 // Literals above, so the header gets numbers; kept equal to the Rust values.
 const _: () = assert!(DropReason::ALL.len() == RUNGS_DROP_REASON_COUNT as usize);
@@ -270,6 +276,7 @@ fn event_code(event: LinkEvent) -> u32 {
     match event {
         LinkEvent::Lost => RUNGS_LINK_EVENT_LOST,
         LinkEvent::Recovered => RUNGS_LINK_EVENT_RECOVERED,
+        LinkEvent::Restarted => RUNGS_LINK_EVENT_RESTARTED,
     }
 }
 
@@ -365,8 +372,9 @@ fn link_config(config: &rungs_endpoint_config) -> Result<LinkConfig> {
     Ok(link)
 }
 
-/// Fill `config` with defaults: `struct_size` set, session 0, zero key,
-/// seat 0, default timers, bind `"0.0.0.0:0"`, no callback.
+/// Fill `config` with defaults: `struct_size` set, session 0, seat 0,
+/// default timers, bind `"0.0.0.0:0"`, no callback — and an all-zero key,
+/// which `rungs_endpoint_new` refuses: set `key` to the game's secret (S8).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_config_init(
     config: *mut rungs_endpoint_config,
@@ -409,6 +417,11 @@ pub unsafe extern "C" fn rungs_endpoint_new(
         if config.reserved != [0; 3] {
             return Err(Error::InvalidArgument("config.reserved must be zero"));
         }
+        if config.key == [0; 16] {
+            return Err(Error::InvalidArgument(
+                "rungs_endpoint_new: config->key is all zero (rungs_endpoint_config_init leaves it so); expected the game's 16-byte secret key",
+            ));
+        }
         let link = link_config(&config)?;
         let bind = if config.bind_address.is_null() {
             SocketAddr::from(([0, 0, 0, 0], 0))
@@ -416,12 +429,13 @@ pub unsafe extern "C" fn rungs_endpoint_new(
             // SAFETY: non-NULL and NUL-terminated by the caller's contract.
             unsafe { parse_address(config.bind_address)? }
         };
-        let endpoint = Endpoint::new(EndpointConfig {
+        let mut endpoint = Endpoint::new(EndpointConfig {
             session_id: config.session_id,
             key: SessionKey(config.key),
             local_seat: config.local_seat,
             link,
         })?;
+        endpoint.set_epoch(wall_clock_epoch())?;
         let driver = UdpDriver::bind(bind, endpoint)?;
         let state = EndpointState {
             driving: Driving::Engine(Box::new(driver)),
@@ -433,6 +447,17 @@ pub unsafe extern "C" fn rungs_endpoint_new(
         // SAFETY: `out` is NULL (refused) or writable by contract.
         unsafe { hand_out(out, rungs_endpoint(Guarded::new(state))) }
     })
+}
+
+/// A connection epoch for this run (S8): wall-clock milliseconds modulo
+/// 2^32, so a restarted program's epoch is newer in serial order (for half
+/// the range, 24 days). Only the edge reads the wall clock; the core takes
+/// the epoch as a value.
+pub(crate) fn wall_clock_epoch() -> u32 {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_millis() as u64);
+    (ms as u32).max(1)
 }
 
 /// Free an endpoint: stops its worker thread if one runs, closes the socket.
@@ -753,7 +778,7 @@ pub unsafe extern "C" fn rungs_endpoint_stop_worker(endpoint: *mut rungs_endpoin
 /// any other value. Static storage: never free it.
 #[no_mangle]
 pub extern "C" fn rungs_drop_reason_str(reason: u32) -> *const c_char {
-    const NAMES: [&[u8]; 13] = [
+    const NAMES: [&[u8]; 14] = [
         b"too_short\0",
         b"too_long\0",
         b"bad_magic\0",
@@ -766,6 +791,7 @@ pub extern "C" fn rungs_drop_reason_str(reason: u32) -> *const c_char {
         b"outside_window\0",
         b"malformed\0",
         b"receiver_full\0",
+        b"stale_epoch\0",
         b"unknown\0",
     ];
     let index = (reason as usize).min(NAMES.len() - 1);

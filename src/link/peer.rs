@@ -250,6 +250,20 @@ pub struct Link {
     loss: LossWindow,
     counters: Counters,
     dropped: DropCounts,
+
+    // Connections (S8 restarts and moves).
+    /// This machine's connection epoch (never 0).
+    local_epoch: u32,
+    /// The peer's epoch, once heard.
+    peer_epoch: Option<u32>,
+    restarts: u64,
+    address_changes: u64,
+}
+
+/// Whether epoch `a` is newer than `b` (serial-number order, so epochs taken
+/// from a wrapping clock still compare right within half the range).
+pub fn epoch_is_newer(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) > 0
 }
 
 impl Link {
@@ -284,7 +298,55 @@ impl Link {
             loss: LossWindow::default(),
             counters: Counters::default(),
             dropped: DropCounts::default(),
+            local_epoch: 1,
+            peer_epoch: None,
+            restarts: 0,
+            address_changes: 0,
         })
+    }
+
+    /// Set this machine's connection epoch (before anything is sent).
+    pub fn set_local_epoch(&mut self, epoch: u32) -> Result<()> {
+        if epoch == 0 {
+            return Err(Error::InvalidArgument("a connection epoch must not be 0"));
+        }
+        self.local_epoch = epoch;
+        Ok(())
+    }
+
+    /// The peer's connection epoch, once heard.
+    pub fn peer_epoch(&self) -> Option<u32> {
+        self.peer_epoch
+    }
+
+    /// The peer restarted with `epoch`: start over as a fresh link (what
+    /// either side had in flight is gone; the session is told through
+    /// [`LinkEvent::Restarted`]), keeping the diagnostics.
+    pub fn reset_for_restart(&mut self, now_us: u64, epoch: u32) {
+        let fresh = Link::new(self.config, self.identity, now_us);
+        let Ok(mut fresh) = fresh else { return }; // same config: cannot fail
+        fresh.local_epoch = self.local_epoch;
+        fresh.peer_epoch = Some(epoch);
+        fresh.restarts = self.restarts + 1;
+        fresh.address_changes = self.address_changes;
+        fresh.dropped = self.dropped;
+        *self = fresh;
+        self.push_event(LinkEvent::Restarted);
+    }
+
+    /// The peer's address changed on an authenticated packet.
+    pub fn note_address_change(&mut self) {
+        self.address_changes += 1;
+    }
+
+    /// Whether packet number `pn` would be the newest yet from the peer.
+    pub fn is_newest(&self, pn: u32) -> bool {
+        self.replay.largest().map_or(true, |largest| pn > largest)
+    }
+
+    /// Use `key` for this link's tags from now on (per-pair keys, S8).
+    pub fn set_key(&mut self, key: crate::wire::packet::SessionKey) {
+        self.identity.key = key;
     }
 
     /// The link's configuration.
@@ -383,6 +445,13 @@ impl Link {
             // The endpoint routes by these; a mismatch is a caller bug, never acted on.
             return Err(DropReason::UnknownSender);
         }
+        if header.peer_epoch != 0 && header.peer_epoch != self.local_epoch {
+            return Err(DropReason::StaleEpoch); // meant for our earlier connection
+        }
+        match self.peer_epoch {
+            Some(known) if header.epoch != known => return Err(DropReason::StaleEpoch),
+            _ => {}
+        }
         let pn = header.packet_number;
         self.replay.check(pn)?;
         let is_newest = self.replay.largest().map_or(true, |largest| pn > largest);
@@ -441,6 +510,7 @@ impl Link {
     ) {
         let header = &packet.header;
         self.replay.accept(header.packet_number);
+        self.peer_epoch = Some(header.epoch);
         self.counters.packets_received += 1;
         self.counters.bytes_received += datagram_len as u64;
         self.last_heard_us = Some(now_us);
@@ -655,6 +725,8 @@ impl Link {
             sender: self.identity.local_seat,
             session_id: self.identity.session_id,
             packet_number: self.next_packet_number as u32,
+            epoch: self.local_epoch,
+            peer_epoch: self.peer_epoch.unwrap_or(0),
             ack: self.replay.largest().map(|largest| AckBlock {
                 largest,
                 bits: self.replay.ack_bits(),
@@ -827,6 +899,8 @@ impl Link {
             messages_in_flight: self.outgoing.iter().filter(|m| !m.acked).count() as u64,
             last_heard_us: self.last_heard_us,
             dropped: self.dropped,
+            restarts: self.restarts,
+            address_changes: self.address_changes,
         }
     }
 
@@ -1144,7 +1218,7 @@ mod tests {
             max_packet_bytes: 64,
             ..LinkConfig::default()
         };
-        assert_eq!(small.max_message_bytes(), 64 - 28 - 3);
+        assert_eq!(small.max_message_bytes(), 64 - 36 - 3);
         assert_eq!(LinkConfig::default().max_message_bytes(), MAX_MESSAGE_BYTES);
     }
 }

@@ -1,6 +1,6 @@
 //! Fault injection for simulated games: the faults real games meet —
 //! crashes (several at once, in the middle of a turn), quits, command
-//! bursts — and a *modified client* that tries
+//! bursts, restarts, address changes — and a *modified client* that tries
 //! every attack on the lockstep protocol (S4.7, S8). [`super::run_game`]
 //! applies them on the frames they name; the game report says whether the
 //! honest machines stayed sound.
@@ -27,6 +27,13 @@ pub enum Fault {
     /// The player issues `commands` commands of `bytes` bytes at once; the
     /// ones the session refuses (backpressure) are not counted as issued.
     Burst { seat: u8, frame: u32, commands: u32, bytes: u16 },
+    /// The machine restarts: a new session (a newer connection epoch) on
+    /// the same address. It cannot rejoin the running game; its peers must
+    /// see the restart (and drop it) rather than truncate its messages.
+    Restart { seat: u8, frame: u32 },
+    /// The machine's address changes (NAT rebinding) and stays changed; its
+    /// peers follow it on its next authenticated packet.
+    Move { seat: u8, frame: u32 },
     /// The machine is a modified client and tries `attack`.
     Attack { seat: u8, frame: u32, attack: Attack },
 }
@@ -38,6 +45,8 @@ impl Fault {
             Fault::Crash { seat, .. }
             | Fault::Quit { seat, .. }
             | Fault::Burst { seat, .. }
+            | Fault::Restart { seat, .. }
+            | Fault::Move { seat, .. }
             | Fault::Attack { seat, .. } => seat,
         }
     }
@@ -48,13 +57,15 @@ impl Fault {
             Fault::Crash { frame, .. }
             | Fault::Quit { frame, .. }
             | Fault::Burst { frame, .. }
+            | Fault::Restart { frame, .. }
+            | Fault::Move { frame, .. }
             | Fault::Attack { frame, .. } => frame,
         }
     }
 
     /// Whether the machine is gone from the game afterwards.
     pub fn ends_machine(&self) -> bool {
-        matches!(self, Fault::Crash { .. })
+        matches!(self, Fault::Crash { .. } | Fault::Restart { .. })
     }
 }
 

@@ -308,6 +308,8 @@ struct Machine {
     /// Datagrams this machine sent first, for a replay attack.
     captured: Vec<(SocketAddr, Vec<u8>)>,
     forged_executed: u64,
+    /// Restarted mid-game: a fresh session that cannot rejoin; not judged.
+    restarted: bool,
     removed_seen: [bool; MAX_SEATS],
     max_held_bytes: usize,
     commands_refused: u64,
@@ -419,20 +421,35 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
     let all_faults = spec.all_faults();
     let key = SessionKey([rng.next_u64() as u8 | 1; 16]);
     let session_id = rng.next_u64() as u32;
+    // Game setup gives every pair of players its own link key (S8).
+    let pair_key = |a: u8, b: u8| {
+        let (lo, hi) = (a.min(b), a.max(b));
+        let mut bytes = key.0;
+        for (i, byte) in bytes.iter_mut().enumerate() {
+            *byte ^= lo.wrapping_mul(17) ^ hi.wrapping_mul(29) ^ i as u8;
+        }
+        SessionKey(bytes)
+    };
+    let config_for = |seat: u8, epoch: u32| LockstepConfig {
+        machine: MachineConfig {
+            speed_fps: spec.fps,
+            human_seats: vec![true; usize::from(players)],
+            local_seat: Some(seat),
+            policy: spec.policy,
+        },
+        session_id,
+        key,
+        link_keys: (0..players)
+            .filter(|p| *p != seat)
+            .map(|p| (p, pair_key(seat, p)))
+            .collect(),
+        epoch,
+        link: LinkConfig::default(),
+        checksum_interval: CHECKSUM_INTERVAL,
+    };
     let mut machines = Vec::with_capacity(usize::from(players));
     for seat in 0..players {
-        let config = LockstepConfig {
-            machine: MachineConfig {
-                speed_fps: spec.fps,
-                human_seats: vec![true; usize::from(players)],
-                local_seat: Some(seat),
-                policy: spec.policy,
-            },
-            session_id,
-            key,
-            link: LinkConfig::default(),
-            checksum_interval: CHECKSUM_INTERVAL,
-        };
+        let config = config_for(seat, 1);
         // Clocks: up to 2000 s apart, drifting up to ±100 ppm.
         let clock_offset_us = rng.below_or_equal(2_000_000_000) as i64;
         let clock_drift_ppm = rng.below_or_equal(200) as i64 - 100;
@@ -470,6 +487,7 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
             crash_mid_turn: false,
             captured: Vec::new(),
             forged_executed: 0,
+            restarted: false,
             removed_seen: [false; MAX_SEATS],
             max_held_bytes: 0,
             commands_refused: 0,
@@ -503,6 +521,7 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
     loop {
         let active = machines.iter().any(|m| {
             !m.crashed
+                && !m.restarted
                 && !m.session.has_left()
                 && m.session.frame().map_or(true, |f| f + 1 < spec.frames)
         });
@@ -651,6 +670,30 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
                                         }
                                     }
                                 }
+                                Fault::Restart { .. } => {
+                                    let local = m.local(now);
+                                    let mut session = LockstepSession::new(&config_for(m.seat, 2), local)?;
+                                    for peer in (0..players).filter(|p| *p != m.seat) {
+                                        session.add_peer(peer, machines_addresses[usize::from(peer)], local)?;
+                                    }
+                                    m.session = session;
+                                    m.restarted = true;
+                                    m.next_command_us = u64::MAX;
+                                }
+                                Fault::Move { .. } => {
+                                    let moved = SocketAddr::from(([10, 0, 1, m.seat + 1], 4000));
+                                    for other in machines_addresses.iter().filter(|a| **a != m.address) {
+                                        for (from, to) in [(moved, *other), (*other, moved)] {
+                                            let conditions = net.conditions(
+                                                if from == moved { m.address } else { from },
+                                                if to == moved { m.address } else { to },
+                                                now,
+                                            );
+                                            net.set_conditions(from, to, now, conditions);
+                                        }
+                                    }
+                                    m.address = moved;
+                                }
                                 Fault::Attack { attack: Attack::Replay, .. } => {
                                     for (to, datagram) in &m.captured {
                                         net.send(now, m.address, *to, datagram);
@@ -692,6 +735,13 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
                             pending_drops.push_back((now, m.seat, seat));
                         }
                     }
+                    SessionEvent::PeerRestarted { seat } => {
+                        // A restarted machine cannot rejoin: the engine drops it.
+                        if !m.dropped[usize::from(seat)] {
+                            m.dropped[usize::from(seat)] = true;
+                            pending_drops.push_back((now, m.seat, seat));
+                        }
+                    }
                     SessionEvent::PlayerRemoved { seat, .. } => {
                         m.removed_seen[usize::from(seat)] = true;
                     }
@@ -710,7 +760,10 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
             }
         }
         while let Some((_, by, seat)) = pending_drops.pop_front() {
-            if let Some(m) = machines.iter_mut().find(|m| m.seat == by && !m.crashed) {
+            if let Some(m) = machines
+                .iter_mut()
+                .find(|m| m.seat == by && !m.crashed && !m.restarted)
+            {
                 let _ = m.session.drop_player(seat);
                 m.dirty = true;
             }
@@ -801,14 +854,21 @@ fn finish(
 ) -> Result<GameReport> {
     let stayed: Vec<&Machine> = machines
         .iter()
-        .filter(|m| !m.crashed && !m.session.has_left() && !m.modified)
+        .filter(|m| !m.crashed && !m.restarted && !m.session.has_left() && !m.modified)
         .collect();
-    let honest: Vec<&Machine> = machines.iter().filter(|m| !m.modified).collect();
+    let honest: Vec<&Machine> = machines
+        .iter()
+        .filter(|m| !m.modified && !m.restarted)
+        .collect();
     let faults = spec.all_faults();
-    let vanished: Vec<u8> = machines.iter().filter(|m| m.crashed).map(|m| m.seat).collect();
+    let vanished: Vec<u8> = machines
+        .iter()
+        .filter(|m| m.crashed || m.restarted)
+        .map(|m| m.seat)
+        .collect();
     let departed = |seat: u8| {
         faults.iter().any(|f| {
-            f.seat() == seat && matches!(f, Fault::Quit { .. } | Fault::Crash { .. })
+            f.seat() == seat && matches!(f, Fault::Quit { .. } | Fault::Crash { .. } | Fault::Restart { .. })
         })
     };
     let count = latencies.len().max(1) as f64;

@@ -100,6 +100,16 @@ pub struct LockstepConfig {
     /// The game's session id and key, the same on every machine (S8).
     pub session_id: u32,
     pub key: SessionKey,
+    /// Per-pair link keys: `(peer seat, key)` for the link between this
+    /// machine and that peer, used instead of `key` (S8). Game setup gives
+    /// both ends of each pair the same key and nobody else; then no player
+    /// can sign a packet as another, which the single game key (known to
+    /// every player) cannot prevent.
+    pub link_keys: Vec<(u8, SessionKey)>,
+    /// This run's connection epoch (S8, never 0): a machine that restarts
+    /// must use a newer one (serial order), e.g. milliseconds of wall-clock
+    /// time modulo 2^32.
+    pub epoch: u32,
     /// Link tunables.
     pub link: LinkConfig,
     /// Frames between state checksums; 0 for none.
@@ -122,6 +132,10 @@ pub enum SessionEvent {
     LinkLost { seat: u8 },
     /// `seat` is heard again.
     LinkRecovered { seat: u8 },
+    /// `seat`'s machine restarted (a new connection epoch, S8): its link was
+    /// reset, and what it had sent or was owed is gone; a restarted machine
+    /// cannot rejoin a running game, so the engine drops it.
+    PeerRestarted { seat: u8 },
 }
 
 /// What [`LockstepSession::advance`] did.
@@ -205,6 +219,8 @@ pub struct LockstepSession {
     receive_buffer: Vec<u8>,
     /// Per seat: the link's sample count last fed to the measurements.
     rtt_samples_seen: [u64; MAX_SEATS],
+    /// Per-pair keys, applied as each peer is added.
+    link_keys: Vec<(u8, SessionKey)>,
 }
 
 impl LockstepSession {
@@ -216,16 +232,28 @@ impl LockstepSession {
             "a lockstep session needs a local seat",
         ))?;
         let machine = TimingMachine::new(&config.machine)?;
-        let endpoint = Endpoint::new(EndpointConfig {
+        let mut endpoint = Endpoint::new(EndpointConfig {
             session_id: config.session_id,
             key: config.key,
             local_seat,
             link: config.link,
         })?;
+        endpoint.set_epoch(config.epoch)?;
         let seat_count = config.machine.human_seats.len() as u8;
         let mut human = [false; MAX_SEATS];
         for (seat, is_human) in config.machine.human_seats.iter().enumerate() {
             human[seat] = *is_human;
+        }
+        for (seat, key) in &config.link_keys {
+            let valid = *seat < seat_count && human[usize::from(*seat)] && *seat != local_seat;
+            if !valid {
+                return Err(Error::InvalidArgument(
+                    "link_keys names a seat that is not another human seat",
+                ));
+            }
+            if key.is_zero() {
+                return Err(Error::InvalidArgument("a link key is all zero"));
+            }
         }
         let mut measurements = Measurements::new();
         for seat in 0..seat_count {
@@ -262,6 +290,7 @@ impl LockstepSession {
             stats: LockstepStats::default(),
             receive_buffer: Vec::new(),
             rtt_samples_seen: [0; MAX_SEATS],
+            link_keys: config.link_keys.clone(),
         })
     }
 
@@ -270,7 +299,11 @@ impl LockstepSession {
         if !self.is_human(seat) || seat == self.local_seat {
             return Err(Error::UnknownSeat(seat));
         }
-        self.endpoint.add_peer(seat, address, now_us)
+        self.endpoint.add_peer(seat, address, now_us)?;
+        if let Some((_, key)) = self.link_keys.iter().find(|(s, _)| *s == seat) {
+            self.endpoint.set_link_key(seat, *key)?;
+        }
+        Ok(())
     }
 
     /// The human seats other than this one that have no address yet: what a
@@ -510,6 +543,7 @@ impl LockstepSession {
             self.events.push_back(match event {
                 LinkEvent::Lost => SessionEvent::LinkLost { seat },
                 LinkEvent::Recovered => SessionEvent::LinkRecovered { seat },
+                LinkEvent::Restarted => SessionEvent::PeerRestarted { seat },
             });
         }
     }
