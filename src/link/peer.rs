@@ -41,6 +41,10 @@ const LOSS_WINDOW: usize = 256;
 pub const MIN_CONFIG_PACKET_BYTES: usize = 64;
 /// Events kept for the caller before the oldest is dropped.
 const EVENT_QUEUE_LIMIT: usize = 16;
+/// Most messages one retransmission timeout (or one new acknowledgement
+/// after it) makes due again (S8: a lost peer is not flooded). The oldest
+/// go first; the peer's next acknowledgement releases the next batch.
+const RESEND_BATCH: usize = 16;
 
 // Message numbers travel as their low 16 bits and are widened against the
 // receiver's next expected message (or the sender's oldest unacknowledged).
@@ -537,6 +541,10 @@ impl Link {
             // RFC 6298 5.3: new data acknowledged restarts the timer.
             self.rtt.reset_backoff();
             self.rto_started_us = self.has_unacked_sent().then_some(now_us);
+            // The path works again: the next batch of what an earlier
+            // timeout left unsent goes now rather than one batch per RTO.
+            let stale_after = self.rtt.rto_us();
+            self.resend_oldest(stale_after, now_us);
         }
 
         for message in packet.messages() {
@@ -635,6 +643,26 @@ impl Link {
             .any(|m| !m.acked && m.transmissions > 0)
     }
 
+    /// Make due again at most [`RESEND_BATCH`] of the oldest sent,
+    /// unacknowledged messages last sent at least `older_than_us` ago;
+    /// whether any became due.
+    fn resend_oldest(&mut self, older_than_us: u64, now_us: u64) -> bool {
+        let mut batch = 0;
+        for message in self.outgoing.iter_mut() {
+            if batch == RESEND_BATCH {
+                break;
+            }
+            let stale = older_than_us == u64::MAX
+                || now_us.saturating_sub(message.last_sent_us) >= older_than_us;
+            if !message.acked && message.transmissions > 0 && !message.needs_send && stale {
+                message.needs_send = true;
+                self.messages_due += 1;
+                batch += 1;
+            }
+        }
+        batch > 0
+    }
+
     fn push_event(&mut self, event: LinkEvent) {
         if self.events.len() == EVENT_QUEUE_LIMIT {
             self.events.pop_front();
@@ -657,14 +685,7 @@ impl Link {
     pub fn handle_timeout(&mut self, now_us: u64) {
         if let Some(started) = self.rto_started_us {
             if now_us.saturating_sub(started) >= self.rtt.backed_off_rto_us() {
-                let mut resent = false;
-                for message in self.outgoing.iter_mut() {
-                    if !message.acked && message.transmissions > 0 && !message.needs_send {
-                        message.needs_send = true;
-                        self.messages_due += 1;
-                        resent = true;
-                    }
-                }
+                let resent = self.resend_oldest(u64::MAX, now_us);
                 self.rto_started_us = None;
                 if resent {
                     self.rtt.on_rto_expired();
