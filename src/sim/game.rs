@@ -264,6 +264,9 @@ pub struct GameReport {
     pub commands_refused: u64,
     /// Every crashed player was dropped by every survivor.
     pub vanished_dropped: bool,
+    /// Commands accepted from players whose machines did not vanish that
+    /// the surviving machines never executed.
+    pub commands_lost: u64,
 }
 
 struct Machine {
@@ -933,5 +936,15 @@ fn finish(
         vanished_dropped: stayed
             .iter()
             .all(|m| vanished.iter().all(|v| m.removed_seen[usize::from(*v)])),
+        commands_lost: match stayed.first() {
+            Some(reference) => (0..spec.players)
+                .filter(|s| !vanished.contains(s))
+                .map(|s| {
+                    let executed = u64::from(reference.next_expected[usize::from(s)]);
+                    (issued[usize::from(s)].len() as u64).saturating_sub(executed)
+                })
+                .sum(),
+            None => 0,
+        },
     })
 }

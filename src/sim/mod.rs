@@ -12,6 +12,7 @@ pub mod faults;
 pub mod game;
 mod network;
 mod rng;
+pub mod soak;
 
 pub use cluster::{Cluster, SimHost};
 pub use faults::{Attack, Fault};

@@ -206,6 +206,8 @@ pub struct LockstepSession {
     /// Control messages waiting for room on a full link.
     pending_control: VecDeque<(u8, Vec<u8>)>,
     left: bool,
+    /// `leave` was called: no more commands.
+    leaving: bool,
     checksums: Checksums,
     frame: Option<u32>,
     executed: Vec<ExecutedCommand>,
@@ -278,6 +280,7 @@ impl LockstepSession {
             drops: Drops::default(),
             pending_control: VecDeque::new(),
             left: false,
+            leaving: false,
             checksums: Checksums::default(),
             frame: None,
             executed: Vec::new(),
@@ -337,8 +340,8 @@ impl LockstepSession {
     /// machine's next turn cannot take it (S8 backpressure: run a frame, or
     /// send fewer or smaller commands).
     pub fn submit_command(&mut self, bytes: &[u8]) -> Result<u32> {
-        if self.left || self.removed[usize::from(self.local_seat)] {
-            return Err(Error::State("this player has left the game"));
+        if self.left || self.leaving {
+            return Err(Error::State("this player has left (or is leaving) the game"));
         }
         let room = self.endpoint.config().link.max_message_bytes()
             - turn::TURN_HEADER_BYTES
@@ -377,9 +380,10 @@ impl LockstepSession {
     /// Leave the game: the removal of this seat is a command like any other;
     /// keep calling `advance` until it returns [`Advance::Left`].
     pub fn leave(&mut self) -> Result<()> {
-        if self.left {
-            return Err(Error::State("already left"));
+        if self.left || self.leaving {
+            return Err(Error::State("already left or leaving"));
         }
+        self.leaving = true;
         self.outbox.push_own(Item::Removal(self.local_seat));
         Ok(())
     }
