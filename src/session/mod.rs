@@ -5,5 +5,6 @@ pub mod lockstep;
 
 pub use engine::{EngineSession, EventIds, LogLevel, Payload, SessionConfig, SessionOutput};
 pub use lockstep::{
-    Advance, ExecutedCommand, LockstepConfig, LockstepSession, LockstepStats, SessionEvent, Tamper,
+    Advance, ExecutedCommand, LockstepConfig, LockstepDriver, LockstepSession, LockstepStats,
+    SessionEvent, Tamper, Wake,
 };

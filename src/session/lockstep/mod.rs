@@ -67,6 +67,7 @@
 //! usually after [`SessionEvent::LinkLost`]); see [`drops`].
 
 mod checksums;
+mod driver;
 mod drops;
 mod pings;
 mod turns;
@@ -84,6 +85,7 @@ use crate::wire::packet::{SessionKey, MAX_MESSAGE_BYTES};
 use crate::wire::turn::{self, Item, Message, Record, TurnPart};
 
 use checksums::Checksums;
+pub use driver::{LockstepDriver, Wake, IDLE_WAKE_US};
 use drops::{Cut, Drops, RelayRequest, Vote};
 use pings::ClockPings;
 use turns::{Inbound, ItemStore, Origin, Outbox, Refusal, SendFrame, SendSchedule, Stored, Turn};
@@ -299,7 +301,7 @@ impl LockstepSession {
 
     /// Bind the human `seat` to `address` (before frame 0).
     pub fn add_peer(&mut self, seat: u8, address: SocketAddr, now_us: u64) -> Result<()> {
-        if !self.is_human(seat) || seat == self.local_seat {
+        if !self.is_human(seat) {
             return Err(Error::UnknownSeat(seat));
         }
         self.endpoint.add_peer(seat, address, now_us)?;
@@ -842,6 +844,11 @@ impl LockstepSession {
             return Ok(Advance::Left);
         }
         let next_frame = self.frame.map_or(0, |f| f + 1);
+        if next_frame == 0 && self.peers_without_address() != 0 {
+            return Err(Error::State(
+                "a human seat has no address: call add_peer (C: rungs_lockstep_add_peer) for every other human seat before the first update",
+            ));
+        }
         if next_frame == 0 && !self.is_master() && self.clock.estimate().is_none() {
             return Ok(Advance::Waiting);
         }
