@@ -52,6 +52,8 @@ pub struct DropState {
     pub removal_queued: bool,
     /// Requests received before the cut was decided (at most one per seat).
     pending_requests: Vec<RelayRequest>,
+    /// Another machine's vote named this seat as being dropped.
+    named: bool,
 }
 
 /// Every seat's drop.
@@ -86,6 +88,16 @@ impl Drops {
     /// `voter`'s vote on dropping `seat`, if heard.
     pub fn vote_of(&self, seat: u8, voter: u8) -> Option<Vote> {
         self.seats[usize::from(seat)].votes[usize::from(voter)]
+    }
+
+    /// Another machine's vote named `seat`.
+    pub fn note_named(&mut self, seat: u8) {
+        self.seats[usize::from(seat)].named = true;
+    }
+
+    /// Whether another machine's vote named `seat`.
+    pub fn is_named(&self, seat: u8) -> bool {
+        self.seats[usize::from(seat)].named
     }
 
     /// Every seat this machine is dropping, as a bit mask.

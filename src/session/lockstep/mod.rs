@@ -544,8 +544,18 @@ impl LockstepSession {
         self.flush_control();
     }
 
+    /// Whether this machine hears nothing from `seat` (its link is lost).
+    fn is_unheard(&self, seat: u8) -> bool {
+        self.endpoint.link(seat).map_or(true, |link| link.is_lost())
+    }
+
     fn collect_link_events(&mut self) {
         while let Some((seat, event)) = self.endpoint.poll_event() {
+            // Others already drop it, and now this machine lost it too.
+            if event == LinkEvent::Lost && self.drops.is_named(seat) && !self.removed[usize::from(seat)] {
+                self.join_drop(seat);
+                self.decide_drops();
+            }
             self.events.push_back(match event {
                 LinkEvent::Lost => SessionEvent::LinkLost { seat },
                 LinkEvent::Recovered => SessionEvent::LinkRecovered { seat },
@@ -578,19 +588,25 @@ impl LockstepSession {
                 holds,
                 dropping,
             } => {
-                if !self.is_human(dropped) || dropped == seat {
+                if !self.is_human(dropped) || dropped == seat || dropping & (1 << seat) != 0 {
                     return Err(Error::Malformed("a drop vote for no other human seat"));
                 }
                 if self.drops.is_dropping(seat) {
                     return Ok(()); // a vanished voter is not a voter
                 }
                 self.drops.record_vote(dropped, seat, Vote { holds });
-                // Join every drop the voter names (two machines that vanish
-                // together are dropped together).
+                // Join every drop the voter names whose seat this machine
+                // does not hear either (two machines that vanish together
+                // are dropped together); a seat this machine still hears is
+                // joined only once its link is lost too, so one player alone
+                // cannot drop another that is alive (S4.7).
                 for d in 0..self.seat_count {
                     let named = dropping & (1 << d) != 0;
                     if named && d != self.local_seat && self.is_human(d) && !self.removed[usize::from(d)] {
-                        self.join_drop(d);
+                        self.drops.note_named(d);
+                        if self.is_unheard(d) {
+                            self.join_drop(d);
+                        }
                     }
                 }
                 self.decide_drops();
@@ -613,11 +629,11 @@ impl LockstepSession {
             Message::Relay { dropped, part } => {
                 // Only inside a decided drop, only from the holder the votes
                 // name, only up to the cut (S4.7).
-                let from_holder = self
-                    .drops
-                    .cut(dropped)
-                    .is_some_and(|cut| cut.holder == Some(seat) && cut.holder != Some(self.local_seat));
-                if !from_holder || !self.is_human(dropped) {
+                let from_holder = self.is_human(dropped)
+                    && self.drops.cut(dropped).is_some_and(|cut| {
+                        cut.holder == Some(seat) && cut.holder != Some(self.local_seat)
+                    });
+                if !from_holder {
                     self.stats.refused_messages += 1;
                     return Ok(());
                 }

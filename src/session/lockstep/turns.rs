@@ -282,11 +282,23 @@ impl Inbound {
         raw: &[u8],
         limit: u32,
     ) -> Result<Option<Turn>, Refusal> {
-        if self.held_through().is_some_and(|h| part.send_frame <= h) {
+        if self.through.is_some_and(|t| part.send_frame <= t) {
             return Err(Refusal::Duplicate);
         }
         if part.send_frame > limit {
             return Err(Refusal::Refused);
+        }
+        // A turn at or before one held ahead: the sender restated its
+        // stream (an honest one never does: the link is ordered and relays
+        // start after what is held), and the latest word counts, so a
+        // broken sender cannot wedge its own stream.
+        while self
+            .ahead
+            .back()
+            .is_some_and(|t| t.send_frame >= part.send_frame)
+        {
+            let turn = self.ahead.pop_back().expect("checked");
+            self.ahead_bytes -= turn.bytes();
         }
         let assembly = match &mut self.assembly {
             Some(a) if a.send_frame == part.send_frame => a,
@@ -305,9 +317,14 @@ impl Inbound {
                 self.assembly.insert(Assembly::new(&part))
             }
         };
-        if assembly.tag != part.tag || assembly.parts.len() != usize::from(part.count) {
-            return Err(Refusal::Refused);
-        }
+        let assembly = if assembly.tag != part.tag || assembly.parts.len() != usize::from(part.count) {
+            // The same send frame with another shape: only the sender's own
+            // stream can say so (the link is authenticated), and the latest
+            // word counts, so a broken sender cannot wedge its own turn.
+            self.assembly.insert(Assembly::new(&part))
+        } else {
+            assembly
+        };
         let slot = &mut assembly.parts[usize::from(part.index)];
         if slot.is_some() {
             return Err(Refusal::Duplicate);
