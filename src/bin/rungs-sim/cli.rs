@@ -454,16 +454,7 @@ pub fn parse_decimal(name: &str, value: &str, decimals: u32) -> Result<u64, Usag
 
 /// A probability `0..=1` (`0.03`) or a percentage (`3%`), to parts per million.
 fn parse_loss(value: &str) -> Result<u32, UsageError> {
-    let ppm = match value.strip_suffix('%') {
-        Some(percent) => parse_decimal("--loss", percent, 4)?,
-        None => parse_decimal("--loss", value, 6)?,
-    };
-    if ppm > 1_000_000 {
-        return usage(format!(
-            "--loss is a probability 0..=1 (or 0%..=100%), not {value}"
-        ));
-    }
-    Ok(ppm as u32)
+    parse_probability("--loss", value)
 }
 
 /// `MS@SECONDS+SECONDS`, optionally `/SEAT` for one player's paths.
