@@ -10,6 +10,7 @@ pub mod policy;
 pub mod queue;
 pub mod replay;
 pub mod schedule;
+pub mod seats;
 
 pub use baselines::PolicyKind;
 pub use event::TimingEvent;
@@ -17,6 +18,7 @@ pub use machine::{player_message_text, FrameStart, MachineConfig, Output, Status
 pub use policy::{is_evaluation_frame, MasterPolicy, Verdict};
 pub use queue::{CommandQueue, Queued};
 pub use schedule::{Applied, Changed, Schedule};
+pub use seats::Seats;
 
 pub use ladder::{
     one_way_frames, one_way_frames_headroom, required, Tier, Timing, MAX_LOOK_AHEAD,

@@ -196,9 +196,6 @@ pub struct LockstepSession {
     endpoint: Endpoint,
     measurements: Measurements,
     local_seat: u8,
-    human: [bool; MAX_SEATS],
-    removed: [bool; MAX_SEATS],
-    seat_count: u8,
     checksum_interval: u32,
     store: ItemStore,
     outbox: Outbox,
@@ -243,13 +240,9 @@ impl LockstepSession {
             link: config.link,
         })?;
         endpoint.set_epoch(config.epoch)?;
-        let seat_count = config.machine.human_seats.len() as u8;
-        let mut human = [false; MAX_SEATS];
-        for (seat, is_human) in config.machine.human_seats.iter().enumerate() {
-            human[seat] = *is_human;
-        }
+        let seats = machine.seats().clone();
         for (seat, key) in &config.link_keys {
-            let valid = *seat < seat_count && human[usize::from(*seat)] && *seat != local_seat;
+            let valid = seats.is_human(*seat) && *seat != local_seat;
             if !valid {
                 return Err(Error::InvalidArgument(
                     "link_keys names a seat that is not another human seat",
@@ -260,10 +253,8 @@ impl LockstepSession {
             }
         }
         let mut measurements = Measurements::new();
-        for seat in 0..seat_count {
-            if human[usize::from(seat)] && seat != local_seat {
-                measurements.add_peer(seat)?;
-            }
+        for seat in seats.present().filter(|s| *s != local_seat) {
+            measurements.add_peer(seat)?;
         }
         let max_message_bytes = config.link.max_message_bytes();
         Ok(LockstepSession {
@@ -271,9 +262,6 @@ impl LockstepSession {
             endpoint,
             measurements,
             local_seat,
-            human,
-            removed: [false; MAX_SEATS],
-            seat_count,
             checksum_interval: config.checksum_interval,
             store: ItemStore::default(),
             outbox: Outbox::new(max_message_bytes),
@@ -314,7 +302,7 @@ impl LockstepSession {
     /// The human seats other than this one that have no address yet: what a
     /// forgotten [`add_peer`](Self::add_peer) leaves.
     pub fn peers_without_address(&self) -> u32 {
-        (0..self.seat_count)
+        (0..self.machine.seats().count())
             .filter(|s| {
                 *s != self.local_seat && self.is_human(*s) && self.endpoint.link(*s).is_none()
             })
@@ -322,12 +310,17 @@ impl LockstepSession {
     }
 
     fn is_human(&self, seat: u8) -> bool {
-        seat < self.seat_count && self.human[usize::from(seat)]
+        self.machine.seats().is_human(seat)
+    }
+
+    /// Whether `seat` is a human player still in the game.
+    fn is_present(&self, seat: u8) -> bool {
+        self.machine.seats().is_present(seat)
     }
 
     /// Seats present in the game (human, not removed), this one included.
     fn present(&self) -> impl Iterator<Item = u8> + '_ {
-        (0..self.seat_count).filter(|s| self.human[usize::from(*s)] && !self.removed[usize::from(*s)])
+        self.machine.seats().present()
     }
 
     /// Present peers this machine still plays with (not being dropped).
@@ -393,7 +386,7 @@ impl LockstepSession {
     /// Drop `seat`, whose machine no longer answers (see [`drops`]). Every
     /// remaining machine follows once it hears this machine's vote.
     pub fn drop_player(&mut self, seat: u8) -> Result<()> {
-        if seat == self.local_seat || !self.is_human(seat) || self.removed[usize::from(seat)] {
+        if seat == self.local_seat || !self.is_present(seat) {
             return Err(Error::UnknownSeat(seat));
         }
         self.join_drop(seat);
@@ -422,7 +415,7 @@ impl LockstepSession {
             .present()
             .filter(|s| !self.drops.is_dropping(*s))
             .collect();
-        for seat in 0..self.seat_count {
+        for seat in 0..self.machine.seats().count() {
             if let Some(cut) = self.drops.try_decide(seat, &voters) {
                 self.on_decided(seat, cut);
             }
@@ -499,7 +492,7 @@ impl LockstepSession {
 
     fn flush_control(&mut self) {
         while let Some((seat, message)) = self.pending_control.front() {
-            if self.removed[usize::from(*seat)] {
+            if !self.is_present(*seat) {
                 self.pending_control.pop_front();
                 continue;
             }
@@ -552,7 +545,7 @@ impl LockstepSession {
     fn collect_link_events(&mut self) {
         while let Some((seat, event)) = self.endpoint.poll_event() {
             // Others already drop it, and now this machine lost it too.
-            if event == LinkEvent::Lost && self.drops.is_named(seat) && !self.removed[usize::from(seat)] {
+            if event == LinkEvent::Lost && self.drops.is_named(seat) && self.is_present(seat) {
                 self.join_drop(seat);
                 self.decide_drops();
             }
@@ -600,9 +593,9 @@ impl LockstepSession {
                 // are dropped together); a seat this machine still hears is
                 // joined only once its link is lost too, so one player alone
                 // cannot drop another that is alive (S4.7).
-                for d in 0..self.seat_count {
+                for d in 0..self.machine.seats().count() {
                     let named = dropping & (1 << d) != 0;
-                    if named && d != self.local_seat && self.is_human(d) && !self.removed[usize::from(d)] {
+                    if named && d != self.local_seat && self.is_present(d) {
                         self.drops.note_named(d);
                         if self.is_unheard(d) {
                             self.join_drop(d);
@@ -646,7 +639,7 @@ impl LockstepSession {
     /// One part of `seat`'s turn, direct or relayed.
     fn receive_part(&mut self, seat: u8, part: TurnPart, raw: &[u8]) {
         let s = usize::from(seat);
-        if !self.is_human(seat) || seat == self.local_seat || self.removed[s] {
+        if !self.is_present(seat) || seat == self.local_seat {
             return;
         }
         // Inside a drop this machine holds only what it voted until the cut
@@ -687,7 +680,7 @@ impl LockstepSession {
 
     /// Turns held ahead whose send frame this machine's schedule reached.
     fn accept_reached_turns(&mut self) {
-        for seat in 0..self.seat_count {
+        for seat in 0..self.machine.seats().count() {
             while let Some(turn) = self.inbound[usize::from(seat)].take_reached(self.frame) {
                 self.accept_turn(seat, turn);
             }
@@ -982,7 +975,6 @@ impl LockstepSession {
         if self.machine.execute_removal(seat).is_err() {
             return;
         }
-        self.removed[usize::from(seat)] = true;
         let _ = self.measurements.remove_peer(seat);
         if seat == self.local_seat {
             self.left = true;
@@ -1051,7 +1043,7 @@ impl LockstepSession {
                 self.store.take(handle);
             }
         }
-        for seat in 0..self.seat_count {
+        for seat in 0..self.machine.seats().count() {
             if self.drops.cut(seat).is_some() {
                 self.maybe_queue_removal(seat);
             }
