@@ -28,6 +28,18 @@ pub struct Cut {
     pub holder: Option<u8>,
 }
 
+/// Which of a seat's turns this machine may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holdable {
+    /// Not being dropped: any the schedule allows.
+    All,
+    /// Being dropped: up to this send frame (this machine's own vote until
+    /// the cut is decided, then the cut).
+    Through(u32),
+    /// Being dropped and nothing of it counts.
+    Nothing,
+}
+
 /// A voter's vote: the last turn of the dropped seat it holds whole.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Vote {
@@ -85,10 +97,19 @@ impl Drops {
         self.seats[usize::from(seat)].cut
     }
 
-    /// `voter`'s vote on dropping `seat`, if heard.
-    pub fn vote_of(&self, seat: u8, voter: u8) -> Option<Vote> {
-        self.seats[usize::from(seat)].votes[usize::from(voter)]
+    /// Which of `seat`'s turns this machine (`local`) may take: a machine
+    /// holds no turn past its own vote until the cut is decided, and none
+    /// past the cut after.
+    pub fn holdable(&self, seat: u8, local: u8) -> Holdable {
+        let state = &self.seats[usize::from(seat)];
+        let through = match (state.cut, state.joined) {
+            (Some(cut), _) => cut.through,
+            (None, true) => state.votes[usize::from(local)].and_then(|v| v.holds),
+            (None, false) => return Holdable::All,
+        };
+        through.map_or(Holdable::Nothing, Holdable::Through)
     }
+
 
     /// Another machine's vote named `seat`.
     pub fn note_named(&mut self, seat: u8) {

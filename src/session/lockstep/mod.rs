@@ -86,7 +86,7 @@ use crate::wire::turn::{self, Item, Message, Record, TurnPart};
 
 use checksums::Checksums;
 pub use driver::{LockstepDriver, Wake, IDLE_WAKE_US};
-use drops::{Cut, Drops, RelayRequest, Vote};
+use drops::{Cut, Drops, Holdable, RelayRequest, Vote};
 use pings::ClockPings;
 use turns::{Inbound, ItemStore, Origin, Outbox, Refusal, SendFrame, SendSchedule, Stored, Turn};
 
@@ -642,24 +642,10 @@ impl LockstepSession {
         if !self.is_present(seat) || seat == self.local_seat {
             return;
         }
-        // Inside a drop this machine holds only what it voted until the cut
-        // is decided, then what the cut allows; later turns are void.
-        let drop_limit = match self.drops.cut(seat) {
-            Some(cut) => Some(cut.through),
-            None if self.drops.is_dropping(seat) => {
-                Some(self.drops.vote_of(seat, self.local_seat).and_then(|v| v.holds))
-            }
-            None => None,
-        };
-        let limit = match drop_limit {
-            Some(None) => return,
-            Some(Some(through)) => {
-                if part.send_frame > through {
-                    return;
-                }
-                through
-            }
-            None => self.schedule.horizon(),
+        let limit = match self.drops.holdable(seat, self.local_seat) {
+            Holdable::All => self.schedule.horizon(),
+            Holdable::Through(through) if part.send_frame <= through => through,
+            Holdable::Through(_) | Holdable::Nothing => return, // void
         };
         let turn = match self.inbound[s].add_part(part, raw, limit) {
             Ok(Some(turn)) => turn,
