@@ -17,7 +17,10 @@ fn assert_sound(report: &GameReport) {
     assert_eq!(report.desyncs, 0, "no desync");
     assert_eq!(report.forged_executed, 0, "no forged command obeyed");
     assert_eq!(report.unexpected_removals, 0, "nobody removed by another");
-    assert!(report.vanished_dropped, "every survivor dropped the vanished");
+    assert!(
+        report.vanished_dropped,
+        "every survivor dropped the vanished"
+    );
 }
 
 fn crash(seat: u8, frame: u32) -> Fault {
@@ -113,7 +116,10 @@ fn attacked(attack: Attack, frames: &[u32]) -> GameReport {
 fn a_modified_client_cannot_remove_another_player() {
     let report = attacked(Attack::RemoveOther, &[300]);
     assert_sound(&report);
-    assert!(report.refused_items >= 1, "the removal is refused and counted");
+    assert!(
+        report.refused_items >= 1,
+        "the removal is refused and counted"
+    );
 }
 
 #[test]
@@ -126,9 +132,15 @@ fn a_modified_client_cannot_forge_a_relayed_turn() {
 fn a_modified_client_that_is_not_the_master_cannot_set_the_timing() {
     let report = attacked(Attack::Timing, &[300]);
     assert_sound(&report);
-    assert!(report.refused_items >= 1, "the timing event is refused and counted");
     assert!(
-        report.timeline.iter().all(|(_, sp, _, fps)| *sp < 10 && *fps == 30),
+        report.refused_items >= 1,
+        "the timing event is refused and counted"
+    );
+    assert!(
+        report
+            .timeline
+            .iter()
+            .all(|(_, sp, _, fps)| *sp < 10 && *fps == 30),
         "{:?}",
         report.timeline
     );
@@ -157,7 +169,10 @@ fn a_replayed_datagram_is_not_acted_on() {
 #[test]
 fn a_restarted_machine_is_seen_as_a_restart_and_dropped() {
     let mut spec = GameSpec::new(4, 1500, 30, 40);
-    spec.faults = vec![Fault::Restart { seat: 2, frame: 300 }];
+    spec.faults = vec![Fault::Restart {
+        seat: 2,
+        frame: 300,
+    }];
     let report = run_game(&spec).expect("the others drop it and finish");
     assert_sound(&report);
 }
@@ -166,10 +181,19 @@ fn a_restarted_machine_is_seen_as_a_restart_and_dropped() {
 fn a_machine_whose_address_changes_keeps_playing() {
     let mut spec = GameSpec::new(4, 1500, 30, 40);
     spec.faults = vec![
-        Fault::Move { seat: 1, frame: 300 },
-        Fault::Move { seat: 3, frame: 700 },
+        Fault::Move {
+            seat: 1,
+            frame: 300,
+        },
+        Fault::Move {
+            seat: 3,
+            frame: 700,
+        },
     ];
     let report = run_game(&spec).expect("the game goes on");
     assert_sound(&report);
-    assert_eq!(report.commands_executed, report.commands_issued, "nobody dropped");
+    assert_eq!(
+        report.commands_executed, report.commands_issued,
+        "nobody dropped"
+    );
 }

@@ -16,7 +16,8 @@ fn a_lost_peer_is_not_sent_the_whole_queue_on_every_timeout() {
         link: LinkConfig::default(),
     })
     .unwrap();
-    e.add_peer(1, SocketAddr::from(([10, 0, 0, 2], 9)), 0).unwrap();
+    e.add_peer(1, SocketAddr::from(([10, 0, 0, 2], 9)), 0)
+        .unwrap();
     for _ in 0..1024 {
         e.send(1, &[0xAB; 1000]).unwrap();
     }

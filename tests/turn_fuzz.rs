@@ -72,7 +72,9 @@ fn corpus() -> Vec<Vec<u8>> {
     let mut rng = SplitMix64::new(3);
     let mut out = Vec::new();
     for n in 0..200u32 {
-        let items: Vec<Item> = (0..rng.below_or_equal(6)).map(|_| random_item(&mut rng, 4)).collect();
+        let items: Vec<Item> = (0..rng.below_or_equal(6))
+            .map(|_| random_item(&mut rng, 4))
+            .collect();
         let records = [
             Record::Checksum {
                 frame: n * 64,
@@ -90,8 +92,15 @@ fn corpus() -> Vec<Vec<u8>> {
                 out.push(part);
             }
         }
-        out.push(turn::encode_drop_vote((n % 4) as u8, (n % 3 != 0).then_some(n), 1 << (n % 4)));
-        out.push(turn::encode_relay_request((n % 4) as u8, (n % 2 == 0).then_some(n)));
+        out.push(turn::encode_drop_vote(
+            (n % 4) as u8,
+            (n % 3 != 0).then_some(n),
+            1 << (n % 4),
+        ));
+        out.push(turn::encode_relay_request(
+            (n % 4) as u8,
+            (n % 2 == 0).then_some(n),
+        ));
         out.push(turn::encode_ping(rng.next_u64() as i64));
         out.push(turn::encode_pong(1, 2, 3));
     }
@@ -169,7 +178,10 @@ fn fuzz_turn_decoder() {
     }
     report("turn decoder", count, started);
     eprintln!("  {decoded} inputs decoded");
-    assert!(decoded > count / 50, "mutations still reach the item decoders");
+    assert!(
+        decoded > count / 50,
+        "mutations still reach the item decoders"
+    );
 }
 
 fn addr(seat: u8) -> SocketAddr {
@@ -240,7 +252,9 @@ fn fuzz_session_receive_path() {
             // seat 1 (or near it), items of every kind.
             let base = session.frame().unwrap_or(0);
             let send_frame = base.saturating_sub(2) + rng.below_or_equal(6) as u32;
-            let items: Vec<Item> = (0..rng.below_or_equal(3)).map(|_| random_item(&mut rng, 3)).collect();
+            let items: Vec<Item> = (0..rng.below_or_equal(3))
+                .map(|_| random_item(&mut rng, 3))
+                .collect();
             let tag = send_frame + 1 + rng.below_or_equal(8) as u32;
             if let Ok(parts) = turn::encode_turn(send_frame, tag, &items, &[], 1024) {
                 input.extend_from_slice(&parts[0]);
@@ -285,5 +299,8 @@ fn fuzz_session_receive_path() {
         max_held / 1024
     );
     assert!(stats.malformed_messages > 0 && stats.refused_messages > 0);
-    assert!(ran > count / 40, "the forged input did not wedge the game: {ran} frames");
+    assert!(
+        ran > count / 40,
+        "the forged input did not wedge the game: {ran} frames"
+    );
 }

@@ -389,7 +389,9 @@ impl Link {
 
     /// Messages [`send`](Self::send) accepts now before `Error::Full`.
     pub fn send_capacity(&self) -> usize {
-        self.config.max_in_flight.saturating_sub(self.outgoing.len())
+        self.config
+            .max_in_flight
+            .saturating_sub(self.outgoing.len())
     }
 
     /// Take the next message delivered in order, if any.

@@ -179,8 +179,14 @@ mod tests {
 
     #[test]
     fn a_panic_on_the_worker_thread_is_caught_and_reported() {
-        let driver = UdpDriver::bind(SocketAddr::from(([127, 0, 0, 1], 0)), Faulty { polls: 0 }).unwrap();
-        let worker = Worker::start(driver, Duration::from_millis(1), MonotonicClock::starting_at(0)).unwrap();
+        let driver =
+            UdpDriver::bind(SocketAddr::from(([127, 0, 0, 1], 0)), Faulty { polls: 0 }).unwrap();
+        let worker = Worker::start(
+            driver,
+            Duration::from_millis(1),
+            MonotonicClock::starting_at(0),
+        )
+        .unwrap();
         let deadline = Instant::now() + Duration::from_secs(5);
         while worker.status() == WorkerStatus::Running && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(1));

@@ -21,12 +21,21 @@ pub enum Fault {
     /// turn of `frame` (which must be a send frame for that to bite): the
     /// k-th peer (in seat order) gets only the first k packets of it, so
     /// the peers hold different parts of a split turn.
-    Crash { seat: u8, frame: u32, mid_turn: bool },
+    Crash {
+        seat: u8,
+        frame: u32,
+        mid_turn: bool,
+    },
     /// The player quits (its removal is a command).
     Quit { seat: u8, frame: u32 },
     /// The player issues `commands` commands of `bytes` bytes at once; the
     /// ones the session refuses (backpressure) are not counted as issued.
-    Burst { seat: u8, frame: u32, commands: u32, bytes: u16 },
+    Burst {
+        seat: u8,
+        frame: u32,
+        commands: u32,
+        bytes: u16,
+    },
     /// The machine restarts: a new session (a newer connection epoch) on
     /// the same address. It cannot rejoin the running game; its peers must
     /// see the restart (and drop it) rather than truncate its messages.
@@ -35,7 +44,11 @@ pub enum Fault {
     /// peers follow it on its next authenticated packet.
     Move { seat: u8, frame: u32 },
     /// The machine is a modified client and tries `attack`.
-    Attack { seat: u8, frame: u32, attack: Attack },
+    Attack {
+        seat: u8,
+        frame: u32,
+        attack: Attack,
+    },
 }
 
 impl Fault {
@@ -126,7 +139,12 @@ fn forged_command(victim: u8) -> Vec<u8> {
 /// Carry out `attack` from `session` (seat `attacker`) against the game's
 /// other `players`. [`Attack::Replay`] needs the network and is done by the
 /// runner.
-pub fn attack(session: &mut LockstepSession, attacker: u8, players: u8, attack: Attack) -> Result<()> {
+pub fn attack(
+    session: &mut LockstepSession,
+    attacker: u8,
+    players: u8,
+    attack: Attack,
+) -> Result<()> {
     let victim = (attacker + 1) % players;
     let others: Vec<u8> = (0..players).filter(|p| *p != attacker).collect();
     let (last_send, last_tag) = session
@@ -165,7 +183,9 @@ pub fn attack(session: &mut LockstepSession, attacker: u8, players: u8, attack: 
             // drops such a player.)
             let filler = Item::Command(vec![FORGED_MARK; max - turn::TURN_HEADER_BYTES - 3]);
             let frame = last_send + 10_000 * period;
-            let mut part = turn::encode_turn(frame, frame + (last_tag - last_send), &[filler], &[], max)?.remove(0);
+            let mut part =
+                turn::encode_turn(frame, frame + (last_tag - last_send), &[filler], &[], max)?
+                    .remove(0);
             part[11] = MAX_TURN_PARTS;
             for n in 0..1000u32 {
                 part[10] = (n % u32::from(MAX_TURN_PARTS - 1)) as u8;

@@ -617,7 +617,9 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
                             m.state_hash = fnv(m.state_hash, &frame.to_le_bytes());
                             m.state_hash = fnv(m.state_hash, &command.bytes);
                             m.executed += 1;
-                            if command.bytes.first() == Some(&FORGED_MARK) || command.bytes.len() < 5 {
+                            if command.bytes.first() == Some(&FORGED_MARK)
+                                || command.bytes.len() < 5
+                            {
                                 m.forged_executed += 1;
                                 continue;
                             }
@@ -658,9 +660,13 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
                         {
                             match *fault {
                                 Fault::Quit { .. } => m.session.leave()?,
-                                Fault::Crash { mid_turn: false, .. } => m.crashed = true,
+                                Fault::Crash {
+                                    mid_turn: false, ..
+                                } => m.crashed = true,
                                 Fault::Crash { mid_turn: true, .. } => m.crash_mid_turn = true,
-                                Fault::Burst { commands, bytes, .. } => {
+                                Fault::Burst {
+                                    commands, bytes, ..
+                                } => {
                                     for _ in 0..commands {
                                         let mut command = vec![0u8; usize::from(bytes).max(5)];
                                         command[0] = m.seat;
@@ -675,9 +681,14 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
                                 }
                                 Fault::Restart { .. } => {
                                     let local = m.local(now);
-                                    let mut session = LockstepSession::new(&config_for(m.seat, 2), local)?;
+                                    let mut session =
+                                        LockstepSession::new(&config_for(m.seat, 2), local)?;
                                     for peer in (0..players).filter(|p| *p != m.seat) {
-                                        session.add_peer(peer, machines_addresses[usize::from(peer)], local)?;
+                                        session.add_peer(
+                                            peer,
+                                            machines_addresses[usize::from(peer)],
+                                            local,
+                                        )?;
                                     }
                                     m.session = session;
                                     m.restarted = true;
@@ -685,7 +696,9 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
                                 }
                                 Fault::Move { .. } => {
                                     let moved = SocketAddr::from(([10, 0, 1, m.seat + 1], 4000));
-                                    for other in machines_addresses.iter().filter(|a| **a != m.address) {
+                                    for other in
+                                        machines_addresses.iter().filter(|a| **a != m.address)
+                                    {
                                         for (from, to) in [(moved, *other), (*other, moved)] {
                                             let conditions = net.conditions(
                                                 if from == moved { m.address } else { from },
@@ -697,7 +710,10 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
                                     }
                                     m.address = moved;
                                 }
-                                Fault::Attack { attack: Attack::Replay, .. } => {
+                                Fault::Attack {
+                                    attack: Attack::Replay,
+                                    ..
+                                } => {
                                     for (to, datagram) in &m.captured {
                                         net.send(now, m.address, *to, datagram);
                                     }
@@ -738,12 +754,10 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
                             pending_drops.push_back((now, m.seat, seat));
                         }
                     }
-                    SessionEvent::PeerRestarted { seat } => {
-                        // A restarted machine cannot rejoin: the engine drops it.
-                        if !m.dropped[usize::from(seat)] {
-                            m.dropped[usize::from(seat)] = true;
-                            pending_drops.push_back((now, m.seat, seat));
-                        }
+                    // A restarted machine cannot rejoin: the engine drops it.
+                    SessionEvent::PeerRestarted { seat } if !m.dropped[usize::from(seat)] => {
+                        m.dropped[usize::from(seat)] = true;
+                        pending_drops.push_back((now, m.seat, seat));
                     }
                     SessionEvent::PlayerRemoved { seat, .. } => {
                         m.removed_seen[usize::from(seat)] = true;
@@ -871,7 +885,11 @@ fn finish(
         .collect();
     let departed = |seat: u8| {
         faults.iter().any(|f| {
-            f.seat() == seat && matches!(f, Fault::Quit { .. } | Fault::Crash { .. } | Fault::Restart { .. })
+            f.seat() == seat
+                && matches!(
+                    f,
+                    Fault::Quit { .. } | Fault::Crash { .. } | Fault::Restart { .. }
+                )
         })
     };
     let count = latencies.len().max(1) as f64;

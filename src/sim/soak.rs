@@ -38,13 +38,21 @@ pub fn soak_spec(seed: u64) -> GameSpec {
         _ => pick(300_000) as u32,
     };
     spec.duplicate_ppm = if pick(1) == 0 { pick(50_000) as u32 } else { 0 };
-    spec.reorder_ppm = if pick(1) == 0 { pick(100_000) as u32 } else { 0 };
+    spec.reorder_ppm = if pick(1) == 0 {
+        pick(100_000) as u32
+    } else {
+        0
+    };
     let game_ms = u64::from(frames) * 1000 / 30;
     if pick(9) < 3 {
         spec.outages.push(OutageSpec {
             start_ms: 5_000 + pick(game_ms / 2),
             duration_ms: 500 + pick(6_000),
-            player: if pick(1) == 0 { Some(pick(u64::from(players) - 1) as u8) } else { None },
+            player: if pick(1) == 0 {
+                Some(pick(u64::from(players) - 1) as u8)
+            } else {
+                None
+            },
         });
     }
     if pick(9) < 3 {
@@ -71,10 +79,19 @@ pub fn soak_spec(seed: u64) -> GameSpec {
             let s = seat(&mut pick);
             if leave(s, &mut leaving) {
                 let at = frame(&mut pick);
-                spec.faults.push(Fault::Crash { seat: s, frame: at, mid_turn: pick(1) == 0 });
+                spec.faults.push(Fault::Crash {
+                    seat: s,
+                    frame: at,
+                    mid_turn: pick(1) == 0,
+                });
                 if pick(1) == 0 {
                     // A burst just before, so the mid-turn crash splits a turn.
-                    spec.faults.push(Fault::Burst { seat: s, frame: at.saturating_sub(1), commands: 4, bytes: 900 });
+                    spec.faults.push(Fault::Burst {
+                        seat: s,
+                        frame: at.saturating_sub(1),
+                        commands: 4,
+                        bytes: 900,
+                    });
                 }
             }
         }
@@ -84,26 +101,39 @@ pub fn soak_spec(seed: u64) -> GameSpec {
             for _ in 0..2 {
                 let s = if pick(2) == 0 { 0 } else { seat(&mut pick) };
                 if leave(s, &mut leaving) {
-                    spec.faults.push(Fault::Crash { seat: s, frame: at, mid_turn: pick(2) == 0 });
+                    spec.faults.push(Fault::Crash {
+                        seat: s,
+                        frame: at,
+                        mid_turn: pick(2) == 0,
+                    });
                 }
             }
         }
         5 => {
             let s = seat(&mut pick);
             if leave(s, &mut leaving) {
-                spec.faults.push(Fault::Quit { seat: s, frame: frame(&mut pick) });
+                spec.faults.push(Fault::Quit {
+                    seat: s,
+                    frame: frame(&mut pick),
+                });
             }
         }
         6 => {
             let s = seat(&mut pick);
             if leave(s, &mut leaving) {
-                spec.faults.push(Fault::Restart { seat: s, frame: frame(&mut pick) });
+                spec.faults.push(Fault::Restart {
+                    seat: s,
+                    frame: frame(&mut pick),
+                });
             }
         }
         _ => {}
     }
     if pick(9) < 2 {
-        spec.faults.push(Fault::Move { seat: seat(&mut pick), frame: frame(&mut pick) });
+        spec.faults.push(Fault::Move {
+            seat: seat(&mut pick),
+            frame: frame(&mut pick),
+        });
     }
     if pick(3) == 0 {
         spec.faults.push(Fault::Burst {
@@ -119,7 +149,11 @@ pub fn soak_spec(seed: u64) -> GameSpec {
         if !leaving.contains(&s) {
             for _ in 0..1 + pick(2) {
                 let attack = Attack::ALL[pick(Attack::ALL.len() as u64 - 1) as usize];
-                spec.faults.push(Fault::Attack { seat: s, frame: frame(&mut pick), attack });
+                spec.faults.push(Fault::Attack {
+                    seat: s,
+                    frame: frame(&mut pick),
+                    attack,
+                });
             }
         }
     }
@@ -162,7 +196,10 @@ impl SoakGame {
             out.push(format!("{} forged commands obeyed", report.forged_executed));
         }
         if report.unexpected_removals > 0 {
-            out.push(format!("{} players removed by another", report.unexpected_removals));
+            out.push(format!(
+                "{} players removed by another",
+                report.unexpected_removals
+            ));
         }
         if !report.vanished_dropped {
             out.push("a vanished player was not dropped".into());
@@ -187,7 +224,10 @@ pub fn soak_game(seed: u64, index: u32) -> SoakGame {
             .iter()
             .filter(|f| matches!(f, Fault::Crash { .. }))
             .count(),
-        modified: spec.faults.iter().any(|f| matches!(f, Fault::Attack { .. })),
+        modified: spec
+            .faults
+            .iter()
+            .any(|f| matches!(f, Fault::Attack { .. })),
         report: run_game(&spec).map_err(|e| e.to_string()),
     }
 }
@@ -247,16 +287,15 @@ impl SoakSummary {
     /// The rows: by players, by faults, and the total.
     pub fn rows(&self) -> Vec<(String, SoakRow)> {
         let mut rows: Vec<(String, SoakRow)> = Vec::new();
-        let mut add = |name: String, game: &SoakGame| {
-            match rows.iter_mut().find(|(n, _)| *n == name) {
+        let mut add =
+            |name: String, game: &SoakGame| match rows.iter_mut().find(|(n, _)| *n == name) {
                 Some((_, row)) => row.add(game),
                 None => {
                     let mut row = SoakRow::default();
                     row.add(game);
                     rows.push((name, row));
                 }
-            }
-        };
+            };
         for players in 2..=8u8 {
             for g in self.games.iter().filter(|g| g.players == players) {
                 add(format!("{players} players"), g);

@@ -28,9 +28,9 @@ use super::ladder::{Tier, Timing};
 use super::policy::{MasterPolicy, Verdict};
 use super::queue::{CommandQueue, Queued};
 use super::schedule::{Applied, Changed, Schedule};
+use super::seats::Seats;
 use super::TimingEvent;
 use crate::error::{Error, Result};
-use super::seats::Seats;
 use crate::report::{Record, Report};
 
 /// Room reserved for queued commands and outputs, so a game in steady state

@@ -162,11 +162,27 @@ pub type Holding = Option<u32>;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Message {
     Turn(TurnPart),
-    Ping { t0: i64 },
-    Pong { t0: i64, t1: i64, t2: i64 },
-    DropVote { dropped: u8, holds: Holding, dropping: u32 },
-    Relay { dropped: u8, part: TurnPart },
-    RelayRequest { dropped: u8, after: Holding },
+    Ping {
+        t0: i64,
+    },
+    Pong {
+        t0: i64,
+        t1: i64,
+        t2: i64,
+    },
+    DropVote {
+        dropped: u8,
+        holds: Holding,
+        dropping: u32,
+    },
+    Relay {
+        dropped: u8,
+        part: TurnPart,
+    },
+    RelayRequest {
+        dropped: u8,
+        after: Holding,
+    },
 }
 
 fn put_u16(out: &mut Vec<u8>, v: u16) {
@@ -268,7 +284,9 @@ fn encode_item(out: &mut Vec<u8>, item: &Item) {
     let (kind, bytes): (u8, &[u8]) = match item {
         Item::Command(bytes) => (ITEM_COMMAND, bytes),
         Item::Report(report) => {
-            let len = ReportLayout::Extended.encode(report, &mut body).unwrap_or(0);
+            let len = ReportLayout::Extended
+                .encode(report, &mut body)
+                .unwrap_or(0);
             (ITEM_REPORT, &body[..len])
         }
         Item::Timing(event) => {
@@ -367,8 +385,9 @@ pub fn encode_turn(
     // First pass: which part each item goes to.
     let mut part_of = Vec::with_capacity(encoded.len());
     for bytes in &encoded {
-        plan.add(bytes.len())
-            .ok_or(Error::InvalidArgument("a turn item larger than one message"))?;
+        plan.add(bytes.len()).ok_or(Error::InvalidArgument(
+            "a turn item larger than one message",
+        ))?;
         part_of.push(plan.parts() - 1);
     }
     if plan.parts() > usize::from(MAX_TURN_PARTS) {
@@ -404,10 +423,14 @@ fn decode_turn_body(r: &mut Reader<'_>) -> Result<TurnPart> {
     let count = r.u8()?;
     let items_count = r.u16()?;
     if tag <= send_frame {
-        return Err(Error::Malformed("a turn's tag must be after its send frame"));
+        return Err(Error::Malformed(
+            "a turn's tag must be after its send frame",
+        ));
     }
     if count == 0 || count > MAX_TURN_PARTS || index >= count {
-        return Err(Error::Malformed("a turn's part index or count is out of range"));
+        return Err(Error::Malformed(
+            "a turn's part index or count is out of range",
+        ));
     }
     // Every item takes at least its header: the count cannot promise more
     // items than bytes remain (no allocation beyond the message's length).
@@ -498,7 +521,9 @@ pub fn decode(bytes: &[u8]) -> Result<Message> {
             let holds = r.u32()?;
             let dropping = r.u32()?;
             if dropped >= 32 || dropping & (1 << dropped) == 0 {
-                return Err(Error::Malformed("a drop vote must name its seat in its mask"));
+                return Err(Error::Malformed(
+                    "a drop vote must name its seat in its mask",
+                ));
             }
             Message::DropVote {
                 dropped,
@@ -546,8 +571,14 @@ mod tests {
     #[test]
     fn a_turn_round_trips_in_one_part() {
         let records = [
-            Record::Checksum { frame: 64, value: u64::MAX - 3 },
-            Record::Anchor { frame: 60, start_us: -5 },
+            Record::Checksum {
+                frame: 64,
+                value: u64::MAX - 3,
+            },
+            Record::Anchor {
+                frame: 60,
+                start_us: -5,
+            },
         ];
         let parts = encode_turn(60, 66, &items(), &records, 1024).unwrap();
         assert_eq!(parts.len(), 1);
@@ -570,7 +601,11 @@ mod tests {
     fn a_large_turn_splits_into_numbered_parts_in_issue_order() {
         let commands: Vec<Item> = (0..10u8).map(|i| Item::Command(vec![i; 300])).collect();
         let parts = encode_turn(8, 12, &commands, &[], 1024).unwrap();
-        assert_eq!(parts.len(), 4, "three 303-byte items per 1010 bytes of room");
+        assert_eq!(
+            parts.len(),
+            4,
+            "three 303-byte items per 1010 bytes of room"
+        );
         let mut all = Vec::new();
         for (i, raw) in parts.iter().enumerate() {
             assert!(raw.len() <= 1024);
@@ -609,25 +644,43 @@ mod tests {
         let vote = encode_drop_vote(3, Some(120), 0b1100);
         assert_eq!(
             decode(&vote).unwrap(),
-            Message::DropVote { dropped: 3, holds: Some(120), dropping: 0b1100 }
+            Message::DropVote {
+                dropped: 3,
+                holds: Some(120),
+                dropping: 0b1100
+            }
         );
         let none = encode_drop_vote(2, None, 0b100);
         assert_eq!(
             decode(&none).unwrap(),
-            Message::DropVote { dropped: 2, holds: None, dropping: 0b100 }
+            Message::DropVote {
+                dropped: 2,
+                holds: None,
+                dropping: 0b100
+            }
         );
         assert_eq!(decode(&encode_ping(-7)).unwrap(), Message::Ping { t0: -7 });
         assert_eq!(
             decode(&encode_relay_request(5, Some(9))).unwrap(),
-            Message::RelayRequest { dropped: 5, after: Some(9) }
+            Message::RelayRequest {
+                dropped: 5,
+                after: Some(9)
+            }
         );
         assert_eq!(
             decode(&encode_relay_request(5, None)).unwrap(),
-            Message::RelayRequest { dropped: 5, after: None }
+            Message::RelayRequest {
+                dropped: 5,
+                after: None
+            }
         );
         assert_eq!(
             decode(&encode_pong(1, 2, 3)).unwrap(),
-            Message::Pong { t0: 1, t1: 2, t2: 3 }
+            Message::Pong {
+                t0: 1,
+                t1: 2,
+                t2: 3
+            }
         );
         let turn = encode_turn(4, 10, &items(), &[], 1024).unwrap();
         let relay = encode_relay(1, &turn[0]);

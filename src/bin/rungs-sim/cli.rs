@@ -194,7 +194,11 @@ fn parse_soak(args: &[String]) -> Result<Command, UsageError> {
                     return usage("--jobs must be at least 1");
                 }
             }
-            _ => return usage(format!("unknown soak flag {name} (see rungs-sim soak --help)")),
+            _ => {
+                return usage(format!(
+                    "unknown soak flag {name} (see rungs-sim soak --help)"
+                ))
+            }
         }
     }
     Ok(Command::Soak(options))
@@ -517,7 +521,9 @@ fn parse_probability(name: &str, value: &str) -> Result<u32, UsageError> {
         None => parse_decimal(name, value, 6)?,
     };
     if ppm > 1_000_000 {
-        return usage(format!("{name} is a probability 0..=1 (or 0%..=100%), not {value}"));
+        return usage(format!(
+            "{name} is a probability 0..=1 (or 0%..=100%), not {value}"
+        ));
     }
     Ok(ppm as u32)
 }
@@ -558,8 +564,16 @@ fn parse_fault(name: &str, value: &str) -> Result<Fault, UsageError> {
     let seat: u8 = seat.parse().map_err(|_| bad())?;
     let frame: u32 = frame.parse().map_err(|_| bad())?;
     Ok(match (name, extra) {
-        ("--crash", None) => Fault::Crash { seat, frame, mid_turn: false },
-        ("--crash", Some("mid")) => Fault::Crash { seat, frame, mid_turn: true },
+        ("--crash", None) => Fault::Crash {
+            seat,
+            frame,
+            mid_turn: false,
+        },
+        ("--crash", Some("mid")) => Fault::Crash {
+            seat,
+            frame,
+            mid_turn: true,
+        },
         ("--quit", None) => Fault::Quit { seat, frame },
         ("--restart", None) => Fault::Restart { seat, frame },
         ("--move", None) => Fault::Move { seat, frame },
@@ -569,7 +583,12 @@ fn parse_fault(name: &str, value: &str) -> Result<Fault, UsageError> {
             if !(5..=1000).contains(&bytes) {
                 return usage(format!("{name}: commands are 5..=1000 bytes, not {bytes}"));
             }
-            Fault::Burst { seat, frame, commands: count.parse().map_err(|_| bad())?, bytes }
+            Fault::Burst {
+                seat,
+                frame,
+                commands: count.parse().map_err(|_| bad())?,
+                bytes,
+            }
         }
         ("--attack", Some(attack)) => Fault::Attack {
             seat,

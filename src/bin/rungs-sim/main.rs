@@ -12,8 +12,8 @@
 
 mod cli;
 mod figures;
-mod soak;
 mod json;
+mod soak;
 mod suite;
 mod summary;
 mod svg;

@@ -110,7 +110,6 @@ impl Drops {
         through.map_or(Holdable::Nothing, Holdable::Through)
     }
 
-
     /// Another machine's vote named `seat`.
     pub fn note_named(&mut self, seat: u8) {
         self.seats[usize::from(seat)].named = true;

@@ -336,7 +336,9 @@ impl LockstepSession {
     /// send fewer or smaller commands).
     pub fn submit_command(&mut self, bytes: &[u8]) -> Result<u32> {
         if self.left || self.leaving {
-            return Err(Error::State("this player has left (or is leaving) the game"));
+            return Err(Error::State(
+                "this player has left (or is leaving) the game",
+            ));
         }
         let room = self.endpoint.config().link.max_message_bytes()
             - turn::TURN_HEADER_BYTES
@@ -460,7 +462,9 @@ impl LockstepSession {
     /// removal on the tag of the first send frame after the cut.
     fn maybe_queue_removal(&mut self, seat: u8) {
         let s = usize::from(seat);
-        let Some(cut) = self.drops.cut(seat) else { return };
+        let Some(cut) = self.drops.cut(seat) else {
+            return;
+        };
         if self.drops.get(seat).removal_queued || self.inbound[s].through < cut.through {
             return;
         }
@@ -472,7 +476,11 @@ impl LockstepSession {
             item: Item::Removal(seat),
             origin: Origin::Drop,
         });
-        if self.machine.queue_command(first_void.tag, seat, handle).is_err() {
+        if self
+            .machine
+            .queue_command(first_void.tag, seat, handle)
+            .is_err()
+        {
             // Unreachable while readiness holds every machine before that tag.
             self.store.take(handle);
             return;
@@ -741,7 +749,9 @@ impl LockstepSession {
         self.flush_control();
         if !self.is_master() && self.pings.due(now_us) && !self.left {
             if let Some(master) = self.machine.master() {
-                let _ = self.endpoint.send(master, &turn::encode_ping(now_us as i64));
+                let _ = self
+                    .endpoint
+                    .send(master, &turn::encode_ping(now_us as i64));
                 self.pings.sent(now_us);
             }
         }
@@ -816,7 +826,8 @@ impl LockstepSession {
     /// arrived), as a bit mask: what a "waiting for players" screen shows.
     pub fn waiting_for(&self) -> u32 {
         let next = self.frame.map_or(0, |f| f + 1);
-        self.missing_for(next).fold(0, |mask, seat| mask | 1 << seat)
+        self.missing_for(next)
+            .fold(0, |mask, seat| mask | 1 << seat)
     }
 
     /// Whether every link this machine sends turns on can take the next
@@ -1025,7 +1036,11 @@ impl LockstepSession {
                 item,
                 origin: Origin::Turn { send_frame: frame },
             });
-            if self.machine.queue_command(tag, self.local_seat, handle).is_err() {
+            if self
+                .machine
+                .queue_command(tag, self.local_seat, handle)
+                .is_err()
+            {
                 self.store.take(handle);
             }
         }

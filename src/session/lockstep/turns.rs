@@ -317,14 +317,15 @@ impl Inbound {
                 self.assembly.insert(Assembly::new(&part))
             }
         };
-        let assembly = if assembly.tag != part.tag || assembly.parts.len() != usize::from(part.count) {
-            // The same send frame with another shape: only the sender's own
-            // stream can say so (the link is authenticated), and the latest
-            // word counts, so a broken sender cannot wedge its own turn.
-            self.assembly.insert(Assembly::new(&part))
-        } else {
-            assembly
-        };
+        let assembly =
+            if assembly.tag != part.tag || assembly.parts.len() != usize::from(part.count) {
+                // The same send frame with another shape: only the sender's own
+                // stream can say so (the link is authenticated), and the latest
+                // word counts, so a broken sender cannot wedge its own turn.
+                self.assembly.insert(Assembly::new(&part))
+            } else {
+                assembly
+            };
         let slot = &mut assembly.parts[usize::from(part.index)];
         if slot.is_some() {
             return Err(Refusal::Duplicate);
@@ -389,7 +390,9 @@ impl Inbound {
         self.kept_bytes += raw.iter().map(Vec::len).sum::<usize>();
         self.kept.push_back((send_frame, raw));
         while self.kept_bytes > KEPT_RELAY_BYTES || self.kept.len() > KEPT_SEND_FRAMES {
-            let Some((_, old)) = self.kept.pop_front() else { break };
+            let Some((_, old)) = self.kept.pop_front() else {
+                break;
+            };
             self.kept_bytes -= old.iter().map(Vec::len).sum::<usize>();
         }
     }
