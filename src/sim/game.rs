@@ -519,7 +519,7 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
     let horizon_us = GAME_START_US + (u64::from(spec.frames) * frame_us) * 40 + 600_000_000;
     let mut last_frame_time = 0f64;
     let mut pending_drops: VecDeque<(u64, u8, u8)> = VecDeque::new();
-    let machines_addresses: Vec<SocketAddr> = (0..players).map(address).collect();
+    let mut machines_addresses: Vec<SocketAddr> = (0..players).map(address).collect();
 
     loop {
         let active = machines.iter().any(|m| {
@@ -562,7 +562,8 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
                 }
             }
         }
-        let crashed: Vec<bool> = machines.iter().map(|m| m.crashed).collect();
+        // Machines that are gone: crashed, or restarted (their old session is).
+        let crashed: Vec<bool> = machines.iter().map(|m| m.crashed || m.restarted).collect();
         for m in machines.iter_mut().filter(|m| !m.crashed) {
             // Commands issued by the player now.
             let issuing = m.session.frame().map_or(true, |f| f < last_issue_frame);
@@ -709,6 +710,8 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
                                         }
                                     }
                                     m.address = moved;
+                                    // The lobby knows where everyone is now.
+                                    machines_addresses[usize::from(m.seat)] = moved;
                                 }
                                 Fault::Attack {
                                     attack: Attack::Replay,
