@@ -197,3 +197,66 @@ fn a_machine_whose_address_changes_keeps_playing() {
         "nobody dropped"
     );
 }
+
+#[test]
+fn a_session_that_left_never_asks_to_be_woken_in_the_past() {
+    // Issue 10: after leaving, the next wake-up stayed in the past forever,
+    // so callers spun.
+    use rungs::link::LinkConfig;
+    use rungs::session::{Advance, LockstepConfig, LockstepSession};
+    use rungs::timing::{MachineConfig, PolicyKind};
+    use rungs::wire::packet::SessionKey;
+    use std::net::SocketAddr;
+
+    let addr = |seat: u8| SocketAddr::from(([10, 0, 0, seat + 1], 5000));
+    let mut sessions: Vec<LockstepSession> = (0..2u8)
+        .map(|seat| {
+            let config = LockstepConfig {
+                machine: MachineConfig {
+                    speed_fps: 30,
+                    human_seats: vec![true; 2],
+                    local_seat: Some(seat),
+                    policy: PolicyKind::Adaptive,
+                },
+                session_id: 9,
+                key: SessionKey([9; 16]),
+                link_keys: Vec::new(),
+                epoch: 1,
+                link: LinkConfig::default(),
+                checksum_interval: 0,
+            };
+            let mut s = LockstepSession::new(&config, 0).unwrap();
+            s.add_peer(1 - seat, addr(1 - seat), 0).unwrap();
+            s
+        })
+        .collect();
+    let mut buf = [0u8; 1500];
+    let mut now = 0u64;
+    let mut left_at = None;
+    let mut wakes_after_leaving = 0;
+    while now < 20_000_000 {
+        now += 1_000;
+        for i in 0..2 {
+            let wake = sessions[i].update(now, |_, _| {}).unwrap();
+            if i == 1 && wake.frame == Some(100) && left_at.is_none() {
+                sessions[1].leave().unwrap();
+                left_at = Some(now);
+            }
+            if wake.advance == Advance::Left {
+                assert!(wake.next_us > now, "woken at {} at {now}", wake.next_us);
+                wakes_after_leaving += 1;
+            }
+            while let Some(t) = sessions[i].poll_transmit(now, &mut buf) {
+                let datagram = buf[..t.len].to_vec();
+                sessions[1 - i].handle_datagram(now, addr(i as u8), &datagram);
+            }
+        }
+    }
+    assert!(sessions[1].has_left(), "the leaver left");
+    assert!(wakes_after_leaving > 0);
+    let timeout = sessions[1].poll_timeout();
+    assert!(
+        timeout.map_or(true, |t| t > now - 1_000_000),
+        "{timeout:?} at {now}"
+    );
+}
