@@ -5,6 +5,8 @@ use std::collections::VecDeque;
 
 use crate::report::record::MAX_SEATS;
 
+use super::{LockstepSession, SessionEvent};
+
 /// Checksum frames kept for comparison.
 const KEPT_CHECKSUM_FRAMES: usize = 64;
 
@@ -51,6 +53,17 @@ impl Checksums {
             .fold(0u32, |mask, s| mask | 1 << s);
         self.frames.remove(index);
         (differ != 0).then_some(differ)
+    }
+}
+
+/// Desync checks, as the session runs them.
+impl LockstepSession {
+    pub(super) fn note_checksum(&mut self, frame: u32, seat: u8, value: u64) {
+        let present: Vec<u8> = self.present().collect();
+        if let Some(seats) = self.checksums.note(frame, seat, value, &present) {
+            self.stats.desyncs += 1;
+            self.events.push_back(SessionEvent::Desync { frame, seats });
+        }
     }
 }
 

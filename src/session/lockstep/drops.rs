@@ -16,7 +16,12 @@
 //! void, and its removal executes on the tag of the first send frame after
 //! the cut — a frame no machine can have run.
 
+use crate::error::{Error, Result};
 use crate::report::record::MAX_SEATS;
+use crate::wire::turn::{self, Item, TurnPart};
+
+use super::turns::{Origin, Stored};
+use super::LockstepSession;
 
 /// The decision of one drop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -189,6 +194,172 @@ impl Drops {
 
     pub fn set_removal_queued(&mut self, seat: u8) {
         self.seats[usize::from(seat)].removal_queued = true;
+    }
+}
+
+/// The drop procedure, as the session runs it.
+impl LockstepSession {
+    /// Join the drop of `seat`: vote with the last turn held whole, and tell
+    /// every peer still played with.
+    pub(super) fn join_drop(&mut self, seat: u8) {
+        let holds = self.inbound[usize::from(seat)].held_through();
+        if !self.drops.join(seat, self.local_seat, holds) {
+            return;
+        }
+        let message = turn::encode_drop_vote(seat, holds, self.drops.mask());
+        let peers: Vec<u8> = self.peers().collect();
+        for peer in peers {
+            self.send_control(peer, message.clone());
+        }
+    }
+
+    /// Decide every drop whose votes are all in (the voters are the present
+    /// humans this machine is not dropping).
+    pub(super) fn decide_drops(&mut self) {
+        let voters: Vec<u8> = self
+            .present()
+            .filter(|s| !self.drops.is_dropping(*s))
+            .collect();
+        for seat in 0..self.machine.seats().count() {
+            if let Some(cut) = self.drops.try_decide(seat, &voters) {
+                self.on_decided(seat, cut);
+            }
+        }
+    }
+
+    pub(super) fn on_decided(&mut self, seat: u8, cut: Cut) {
+        let s = usize::from(seat);
+        self.inbound[s].void_after(cut.through);
+        let holds = self.inbound[s].held_through();
+        if let (Some(through), Some(holder)) = (cut.through, cut.holder) {
+            if holds.map_or(true, |h| h < through) && holder != self.local_seat {
+                self.send_control(holder, turn::encode_relay_request(seat, holds));
+            }
+        }
+        if cut.holder == Some(self.local_seat) {
+            for request in self.drops.take_requests(seat) {
+                self.answer_relay_request(seat, request);
+            }
+        }
+        self.maybe_queue_removal(seat);
+    }
+
+    pub(super) fn answer_relay_request(&mut self, seat: u8, request: RelayRequest) {
+        let Some(Cut {
+            through: Some(through),
+            ..
+        }) = self.drops.cut(seat)
+        else {
+            return;
+        };
+        let relays: Vec<Vec<u8>> = self.inbound[usize::from(seat)]
+            .kept_between(request.after, through)
+            .map(|raw| turn::encode_relay(seat, raw))
+            .collect();
+        for relay in relays {
+            self.send_control(request.from, relay);
+        }
+    }
+
+    /// With the cut decided and every turn up to it queued, queue the
+    /// removal on the tag of the first send frame after the cut.
+    pub(super) fn maybe_queue_removal(&mut self, seat: u8) {
+        let s = usize::from(seat);
+        let Some(cut) = self.drops.cut(seat) else {
+            return;
+        };
+        if self.drops.get(seat).removal_queued || self.inbound[s].through < cut.through {
+            return;
+        }
+        // `None`: this machine has not reached that send frame yet.
+        let Some(first_void) = self.schedule.next_after(cut.through) else {
+            return;
+        };
+        let handle = self.store.put(Stored {
+            item: Item::Removal(seat),
+            origin: Origin::Drop,
+        });
+        if self
+            .machine
+            .queue_command(first_void.tag, seat, handle)
+            .is_err()
+        {
+            // Unreachable while readiness holds every machine before that tag.
+            self.store.take(handle);
+            return;
+        }
+        self.drops.set_removal_queued(seat);
+    }
+
+    /// A drop vote from `seat`: record it, join the drops it names whose
+    /// seat this machine does not hear either, decide what can be decided.
+    pub(super) fn on_drop_vote(
+        &mut self,
+        seat: u8,
+        dropped: u8,
+        holds: Option<u32>,
+        dropping: u32,
+    ) -> Result<()> {
+        if !self.is_human(dropped) || dropped == seat || dropping & (1 << seat) != 0 {
+            return Err(Error::Malformed("a drop vote for no other human seat"));
+        }
+        if self.drops.is_dropping(seat) {
+            return Ok(()); // a vanished voter is not a voter
+        }
+        self.drops.record_vote(dropped, seat, Vote { holds });
+        // Join every drop the voter names whose seat this machine does not
+        // hear either (two machines that vanish together are dropped
+        // together); a seat this machine still hears is joined only once its
+        // link is lost too, so one player alone cannot drop another that is
+        // alive (S4.7).
+        for d in 0..self.machine.seats().count() {
+            let named = dropping & (1 << d) != 0;
+            if named && d != self.local_seat && self.is_present(d) {
+                self.drops.note_named(d);
+                if self.is_unheard(d) {
+                    self.join_drop(d);
+                }
+            }
+        }
+        self.decide_drops();
+        Ok(())
+    }
+
+    /// `seat` asks for `dropped`'s turns after `after`: answer if this
+    /// machine is the holder, wait if it has not decided yet.
+    pub(super) fn on_relay_request(
+        &mut self,
+        seat: u8,
+        dropped: u8,
+        after: Option<u32>,
+    ) -> Result<()> {
+        if !self.is_human(dropped) || dropped == seat {
+            return Err(Error::Malformed("a relay request for no other human seat"));
+        }
+        let request = RelayRequest { from: seat, after };
+        match self.drops.cut(dropped) {
+            None => self.drops.defer_request(dropped, request),
+            Some(cut) if cut.holder == Some(self.local_seat) => {
+                self.answer_relay_request(dropped, request)
+            }
+            Some(_) => self.stats.refused_messages += 1,
+        }
+        Ok(())
+    }
+
+    /// A relayed part of `dropped`'s turn from `seat`: only inside a decided
+    /// drop, only from the holder the votes name, only up to the cut (S4.7).
+    pub(super) fn on_relay(&mut self, seat: u8, dropped: u8, part: TurnPart, raw: &[u8]) {
+        let from_holder = self.is_human(dropped)
+            && self
+                .drops
+                .cut(dropped)
+                .is_some_and(|cut| cut.holder == Some(seat) && cut.holder != Some(self.local_seat));
+        if !from_holder {
+            self.stats.refused_messages += 1;
+            return;
+        }
+        self.receive_part(dropped, part, raw);
     }
 }
 

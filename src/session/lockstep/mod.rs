@@ -75,20 +75,20 @@ mod turns;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 
-use crate::clock::{ClockSample, ClockSync, ClockSyncConfig, FramePacer, PacerConfig};
+use crate::clock::{ClockSync, ClockSyncConfig, FramePacer, PacerConfig};
 use crate::error::{Error, Result};
 use crate::link::{Endpoint, EndpointConfig, LinkConfig, LinkEvent, Transmit};
 use crate::report::record::MAX_SEATS;
 use crate::report::{is_report_frame, Measurements};
 use crate::timing::{MachineConfig, Output, TimingMachine};
 use crate::wire::packet::{SessionKey, MAX_MESSAGE_BYTES};
-use crate::wire::turn::{self, Item, Message, Record, TurnPart};
+use crate::wire::turn::{self, Item, Message, Record};
 
 use checksums::Checksums;
 pub use driver::{LockstepDriver, Wake, IDLE_WAKE_US};
-use drops::{Cut, Drops, Holdable, RelayRequest, Vote};
+use drops::Drops;
 use pings::ClockPings;
-use turns::{Inbound, ItemStore, Origin, Outbox, Refusal, SendFrame, SendSchedule, Stored, Turn};
+use turns::{Inbound, ItemStore, Origin, Outbox, SendSchedule, Stored};
 
 /// Control messages (votes, relay requests, relays, pongs) waiting for room
 /// on a full link, at most.
@@ -396,98 +396,6 @@ impl LockstepSession {
         Ok(())
     }
 
-    /// Join the drop of `seat`: vote with the last turn held whole, and tell
-    /// every peer still played with.
-    fn join_drop(&mut self, seat: u8) {
-        let holds = self.inbound[usize::from(seat)].held_through();
-        if !self.drops.join(seat, self.local_seat, holds) {
-            return;
-        }
-        let message = turn::encode_drop_vote(seat, holds, self.drops.mask());
-        let peers: Vec<u8> = self.peers().collect();
-        for peer in peers {
-            self.send_control(peer, message.clone());
-        }
-    }
-
-    /// Decide every drop whose votes are all in (the voters are the present
-    /// humans this machine is not dropping).
-    fn decide_drops(&mut self) {
-        let voters: Vec<u8> = self
-            .present()
-            .filter(|s| !self.drops.is_dropping(*s))
-            .collect();
-        for seat in 0..self.machine.seats().count() {
-            if let Some(cut) = self.drops.try_decide(seat, &voters) {
-                self.on_decided(seat, cut);
-            }
-        }
-    }
-
-    fn on_decided(&mut self, seat: u8, cut: Cut) {
-        let s = usize::from(seat);
-        self.inbound[s].void_after(cut.through);
-        let holds = self.inbound[s].held_through();
-        if let (Some(through), Some(holder)) = (cut.through, cut.holder) {
-            if holds.map_or(true, |h| h < through) && holder != self.local_seat {
-                self.send_control(holder, turn::encode_relay_request(seat, holds));
-            }
-        }
-        if cut.holder == Some(self.local_seat) {
-            for request in self.drops.take_requests(seat) {
-                self.answer_relay_request(seat, request);
-            }
-        }
-        self.maybe_queue_removal(seat);
-    }
-
-    fn answer_relay_request(&mut self, seat: u8, request: RelayRequest) {
-        let Some(Cut {
-            through: Some(through),
-            ..
-        }) = self.drops.cut(seat)
-        else {
-            return;
-        };
-        let relays: Vec<Vec<u8>> = self.inbound[usize::from(seat)]
-            .kept_between(request.after, through)
-            .map(|raw| turn::encode_relay(seat, raw))
-            .collect();
-        for relay in relays {
-            self.send_control(request.from, relay);
-        }
-    }
-
-    /// With the cut decided and every turn up to it queued, queue the
-    /// removal on the tag of the first send frame after the cut.
-    fn maybe_queue_removal(&mut self, seat: u8) {
-        let s = usize::from(seat);
-        let Some(cut) = self.drops.cut(seat) else {
-            return;
-        };
-        if self.drops.get(seat).removal_queued || self.inbound[s].through < cut.through {
-            return;
-        }
-        // `None`: this machine has not reached that send frame yet.
-        let Some(first_void) = self.schedule.next_after(cut.through) else {
-            return;
-        };
-        let handle = self.store.put(Stored {
-            item: Item::Removal(seat),
-            origin: Origin::Drop,
-        });
-        if self
-            .machine
-            .queue_command(first_void.tag, seat, handle)
-            .is_err()
-        {
-            // Unreachable while readiness holds every machine before that tag.
-            self.store.take(handle);
-            return;
-        }
-        self.drops.set_removal_queued(seat);
-    }
-
     /// Send a control message now, or once the link has room.
     fn send_control(&mut self, seat: u8, message: Vec<u8>) {
         if self.pending_control.is_empty() && self.endpoint.send(seat, &message).is_ok() {
@@ -572,157 +480,20 @@ impl LockstepSession {
                 Ok(())
             }
             Message::Ping { t0 } => {
-                let now = self.reference_now(now_us);
-                self.send_control(seat, turn::encode_pong(t0, now, now));
+                self.on_ping(now_us, seat, t0);
                 Ok(())
             }
-            Message::Pong { t0, t1, t2 } => {
-                if self.machine.master() != Some(seat) {
-                    return Ok(()); // an answer from a former master
-                }
-                let t3 = now_us as i64;
-                let sample = ClockSample::new(t0, t1, t2, t3)?;
-                self.clock.add_sample(sample, t3).map(|_| ())
-            }
+            Message::Pong { t0, t1, t2 } => self.on_pong(now_us, seat, t0, t1, t2),
             Message::DropVote {
                 dropped,
                 holds,
                 dropping,
-            } => {
-                if !self.is_human(dropped) || dropped == seat || dropping & (1 << seat) != 0 {
-                    return Err(Error::Malformed("a drop vote for no other human seat"));
-                }
-                if self.drops.is_dropping(seat) {
-                    return Ok(()); // a vanished voter is not a voter
-                }
-                self.drops.record_vote(dropped, seat, Vote { holds });
-                // Join every drop the voter names whose seat this machine
-                // does not hear either (two machines that vanish together
-                // are dropped together); a seat this machine still hears is
-                // joined only once its link is lost too, so one player alone
-                // cannot drop another that is alive (S4.7).
-                for d in 0..self.machine.seats().count() {
-                    let named = dropping & (1 << d) != 0;
-                    if named && d != self.local_seat && self.is_present(d) {
-                        self.drops.note_named(d);
-                        if self.is_unheard(d) {
-                            self.join_drop(d);
-                        }
-                    }
-                }
-                self.decide_drops();
-                Ok(())
-            }
-            Message::RelayRequest { dropped, after } => {
-                if !self.is_human(dropped) || dropped == seat {
-                    return Err(Error::Malformed("a relay request for no other human seat"));
-                }
-                let request = RelayRequest { from: seat, after };
-                match self.drops.cut(dropped) {
-                    None => self.drops.defer_request(dropped, request),
-                    Some(cut) if cut.holder == Some(self.local_seat) => {
-                        self.answer_relay_request(dropped, request)
-                    }
-                    Some(_) => self.stats.refused_messages += 1,
-                }
-                Ok(())
-            }
+            } => self.on_drop_vote(seat, dropped, holds, dropping),
+            Message::RelayRequest { dropped, after } => self.on_relay_request(seat, dropped, after),
             Message::Relay { dropped, part } => {
-                // Only inside a decided drop, only from the holder the votes
-                // name, only up to the cut (S4.7).
-                let from_holder = self.is_human(dropped)
-                    && self.drops.cut(dropped).is_some_and(|cut| {
-                        cut.holder == Some(seat) && cut.holder != Some(self.local_seat)
-                    });
-                if !from_holder {
-                    self.stats.refused_messages += 1;
-                    return Ok(());
-                }
-                self.receive_part(dropped, part, &message[turn::RELAY_HEADER_BYTES..]);
+                self.on_relay(seat, dropped, part, &message[turn::RELAY_HEADER_BYTES..]);
                 Ok(())
             }
-        }
-    }
-
-    /// One part of `seat`'s turn, direct or relayed.
-    fn receive_part(&mut self, seat: u8, part: TurnPart, raw: &[u8]) {
-        let s = usize::from(seat);
-        if !self.is_present(seat) || seat == self.local_seat {
-            return;
-        }
-        let limit = match self.drops.holdable(seat, self.local_seat) {
-            Holdable::All => self.schedule.horizon(),
-            Holdable::Through(through) if part.send_frame <= through => through,
-            Holdable::Through(_) | Holdable::Nothing => return, // void
-        };
-        let turn = match self.inbound[s].add_part(part, raw, limit) {
-            Ok(Some(turn)) => turn,
-            Ok(None) | Err(Refusal::Duplicate) => return,
-            Err(Refusal::Refused) => {
-                self.stats.refused_messages += 1;
-                return;
-            }
-        };
-        self.inbound[s].keep(turn.send_frame, turn.raw.clone());
-        if self.frame.is_some_and(|f| turn.send_frame <= f) {
-            self.accept_turn(seat, turn);
-        } else if self.inbound[s].hold_ahead(turn).is_err() {
-            self.stats.refused_messages += 1;
-        }
-        self.maybe_queue_removal(seat);
-    }
-
-    /// Turns held ahead whose send frame this machine's schedule reached.
-    fn accept_reached_turns(&mut self) {
-        for seat in 0..self.machine.seats().count() {
-            while let Some(turn) = self.inbound[usize::from(seat)].take_reached(self.frame) {
-                self.accept_turn(seat, turn);
-            }
-        }
-    }
-
-    /// Check a whole turn against the schedule and queue its items.
-    fn accept_turn(&mut self, seat: u8, turn: Turn) {
-        let s = usize::from(seat);
-        let expected = self.schedule.next_after(self.inbound[s].through);
-        let fits = expected.is_some_and(|e| e.frame == turn.send_frame && e.tag == turn.tag);
-        if !fits {
-            self.stats.refused_messages += 1;
-            return;
-        }
-        for record in &turn.records {
-            match *record {
-                Record::Checksum { frame, value } => self.note_checksum(frame, seat, value),
-                Record::Anchor { frame, start_us } => {
-                    if self.machine.master() == Some(seat) {
-                        if let Some(pacer) = self.pacer.as_mut() {
-                            let _ = pacer.set_reference(frame, start_us);
-                        }
-                    }
-                }
-            }
-        }
-        for item in turn.items {
-            let handle = self.store.put(Stored {
-                item,
-                origin: Origin::Turn {
-                    send_frame: turn.send_frame,
-                },
-            });
-            if self.machine.queue_command(turn.tag, seat, handle).is_err() {
-                // Unreachable: a turn within the schedule is tagged after
-                // this machine's frame (readiness waited for it).
-                self.store.take(handle);
-            }
-        }
-        self.inbound[s].through = Some(turn.send_frame);
-    }
-
-    fn note_checksum(&mut self, frame: u32, seat: u8, value: u64) {
-        let present: Vec<u8> = self.present().collect();
-        if let Some(seats) = self.checksums.note(frame, seat, value, &present) {
-            self.stats.desyncs += 1;
-            self.events.push_back(SessionEvent::Desync { frame, seats });
         }
     }
 
@@ -747,14 +518,7 @@ impl LockstepSession {
         self.endpoint.handle_timeout(now_us);
         self.collect_link_events();
         self.flush_control();
-        if !self.is_master() && self.pings.due(now_us) && !self.left {
-            if let Some(master) = self.machine.master() {
-                let _ = self
-                    .endpoint
-                    .send(master, &turn::encode_ping(now_us as i64));
-                self.pings.sent(now_us);
-            }
-        }
+        self.send_ping_if_due(now_us);
     }
 
     /// The earliest local time at which something is due: a transport timer,
@@ -802,44 +566,12 @@ impl LockstepSession {
         &self.executed
     }
 
-    /// The peers whose turns that may hold commands due by `frame` are not
-    /// all here yet.
-    fn missing_for(&self, frame: u32) -> impl Iterator<Item = u8> + '_ {
-        let needed = self.schedule.last_due_by(frame);
-        self.present()
-            .filter(|p| *p != self.local_seat)
-            .filter(move |p| {
-                let Some(needed) = needed else { return false };
-                let s = usize::from(*p);
-                let limit = match self.drops.cut(*p) {
-                    Some(Cut { through: None, .. }) => return false,
-                    Some(Cut {
-                        through: Some(cut), ..
-                    }) => needed.min(cut),
-                    None => needed,
-                };
-                !self.inbound[s].through.is_some_and(|r| r >= limit)
-            })
-    }
-
     /// The seats the next frame is waiting for (their turns have not all
     /// arrived), as a bit mask: what a "waiting for players" screen shows.
     pub fn waiting_for(&self) -> u32 {
         let next = self.frame.map_or(0, |f| f + 1);
         self.missing_for(next)
             .fold(0, |mask, seat| mask | 1 << seat)
-    }
-
-    /// Whether every link this machine sends turns on can take the next
-    /// turn whole (S8: a frame is never half run).
-    fn links_have_room(&self) -> bool {
-        // The turn as it stands, plus rungs' own items a frame may add.
-        let needed = self.outbox.parts() + 1;
-        self.peers().all(|p| {
-            self.endpoint
-                .link(p)
-                .map_or(true, |link| link.send_capacity() >= needed)
-        })
     }
 
     /// Run the next frame if it is due at local time `now_us` and ready.
@@ -994,60 +726,6 @@ impl LockstepSession {
                 }
             }
             self.events.push_back(SessionEvent::Timing(output));
-        }
-    }
-
-    /// Send this send frame's turn to every peer; keep our own items.
-    /// `advance` checked that every link has room, so it goes out whole.
-    fn send_turn(&mut self, frame: u32) {
-        let tag = self.machine.command_tag();
-        self.schedule.push(SendFrame {
-            frame,
-            tag,
-            master: self.machine.master(),
-        });
-        if self.is_master() {
-            if let Some(pacer) = self.pacer.as_ref() {
-                self.outbox.push_record(Record::Anchor {
-                    frame,
-                    start_us: pacer.ideal_start_us(frame),
-                });
-            }
-        }
-        let (items, records) = self.outbox.take();
-        let max = self.endpoint.config().link.max_message_bytes();
-        match turn::encode_turn(frame, tag, &items, &records, max) {
-            Ok(messages) => {
-                let peers: Vec<u8> = self.peers().collect();
-                for peer in peers {
-                    for message in &messages {
-                        if self.endpoint.send(peer, message).is_ok() {
-                            self.stats.turn_messages += 1;
-                        }
-                    }
-                }
-            }
-            // Unreachable: the outbox keeps a part free for rungs' own items.
-            Err(_) => debug_assert!(false, "a turn larger than the outbox allows"),
-        }
-        // Our own items execute here too, in issue order.
-        for item in items {
-            let handle = self.store.put(Stored {
-                item,
-                origin: Origin::Turn { send_frame: frame },
-            });
-            if self
-                .machine
-                .queue_command(tag, self.local_seat, handle)
-                .is_err()
-            {
-                self.store.take(handle);
-            }
-        }
-        for seat in 0..self.machine.seats().count() {
-            if self.drops.cut(seat).is_some() {
-                self.maybe_queue_removal(seat);
-            }
         }
     }
 
