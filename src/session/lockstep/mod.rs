@@ -398,7 +398,9 @@ impl LockstepSession {
 
     /// Send a control message now, or once the link has room.
     fn send_control(&mut self, seat: u8, message: Vec<u8>) {
-        if self.pending_control.is_empty() && self.endpoint.send(seat, &message).is_ok() {
+        // Behind a message already waiting for the same seat, to keep order.
+        let waiting = self.pending_control.iter().any(|(s, _)| *s == seat);
+        if !waiting && self.endpoint.send(seat, &message).is_ok() {
             return;
         }
         if self.pending_control.len() < MAX_PENDING_CONTROL {
@@ -406,19 +408,32 @@ impl LockstepSession {
         }
     }
 
+    /// Send what waits for room, per seat in order; a full link holds back
+    /// only its own messages (a vanished peer's full link must not hold the
+    /// votes that drop it).
     fn flush_control(&mut self) {
-        while let Some((seat, message)) = self.pending_control.front() {
-            if !self.is_present(*seat) {
-                self.pending_control.pop_front();
+        let mut blocked = 0u32;
+        let mut index = 0;
+        while index < self.pending_control.len() {
+            let (seat, message) = &self.pending_control[index];
+            let seat = *seat;
+            if blocked & (1 << seat) != 0 {
+                index += 1;
                 continue;
             }
-            match self.endpoint.send(*seat, message) {
-                Ok(_) => {
-                    self.pending_control.pop_front();
+            let gone = !self.is_present(seat) || self.drops.is_dropping(seat);
+            match if gone {
+                Ok(0)
+            } else {
+                self.endpoint.send(seat, message)
+            } {
+                Err(Error::Full(_)) => {
+                    blocked |= 1 << seat;
+                    index += 1;
                 }
-                Err(Error::Full(_)) => return,
-                Err(_) => {
-                    self.pending_control.pop_front();
+                // Sent, or for a seat that is gone: done with it.
+                Ok(_) | Err(_) => {
+                    self.pending_control.remove(index);
                 }
             }
         }
