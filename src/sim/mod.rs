@@ -8,11 +8,14 @@
 //! [`Endpoint`](crate::link::Endpoint)s to it and runs them event by event.
 
 mod cluster;
+pub mod faults;
 pub mod game;
 mod network;
 mod rng;
+pub mod soak;
 
 pub use cluster::{Cluster, SimHost};
-pub use game::{run_game, Departure, GameReport, GameSpec, Spike};
+pub use faults::{Attack, Fault};
+pub use game::{run_game, Departure, GameReport, GameSpec, OutageSpec, Spike};
 pub use network::{Conditions, Delivery, NetSim, NetStats, Outage};
 pub use rng::SplitMix64;
