@@ -16,7 +16,17 @@
  * (exit 1 if not). POSIX (poll); on Windows the same loop uses WSAPoll. */
 #define _POSIX_C_SOURCE 200809L
 
+#if defined(_WIN32)
+/* WSAPoll is Windows' poll() (Vista and later); the socket rungs hands out is
+ * a SOCKET there. */
+#define _WIN32_WINNT 0x0600
+#include <winsock2.h>
+#define poll WSAPoll
+typedef SOCKET socket_fd;
+#else
 #include <poll.h>
+typedef int socket_fd;
+#endif
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,7 +149,7 @@ int main(int argc, char **argv) {
         CALL(rungs_lockstep_new(&c, now_us(), &players[i].game));
         CALL(rungs_lockstep_local_port(players[i].game, &ports[i]));
         CALL(rungs_lockstep_socket(players[i].game, &handle));
-        sockets[i].fd = (int)handle;
+        sockets[i].fd = (socket_fd)handle;
         sockets[i].events = POLLIN;
     }
     for (i = 0; i < PLAYERS; i++)
