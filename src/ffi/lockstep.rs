@@ -328,6 +328,7 @@ unsafe fn lockstep_config(c: &rungs_lockstep_config) -> crate::Result<LockstepCo
         },
         link: LinkConfig::default(),
         checksum_interval: c.checksum_interval,
+        topology: crate::session::Topology::PeerToPeer,
     })
 }
 

@@ -449,6 +449,7 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
         epoch,
         link: LinkConfig::default(),
         checksum_interval: CHECKSUM_INTERVAL,
+        topology: crate::session::Topology::PeerToPeer,
     };
     let mut machines = Vec::with_capacity(usize::from(players));
     for seat in 0..players {
