@@ -10,12 +10,9 @@ use std::net::SocketAddr;
 
 use rungs::relay::ticket::{issue, Credentials, LobbySecret, TicketFields};
 use rungs::relay::{MatchSetup, Relay, RelayConfig, RELAY_LINK_SEAT};
-use rungs::session::{
-    Advance, LockstepConfig, LockstepSession, RelaySettings, SessionEvent, Topology,
-};
+use rungs::session::{Advance, LockstepConfig, LockstepSession, RelaySettings, SessionEvent};
 use rungs::sim::{Conditions, NetSim, Outage};
 use rungs::timing::MachineConfig;
-use rungs::wire::packet::SessionKey;
 use rungs::wire::relay::EntryKind;
 
 const MS: u64 = 1000;
@@ -83,24 +80,15 @@ impl Game {
             .unwrap();
         let machines = (0..seats)
             .map(|seat| {
-                let config = LockstepConfig {
-                    machine: MachineConfig::adaptive(
-                        30,
-                        vec![true; usize::from(seats)],
-                        Some(seat),
-                    ),
-                    session_id: 0,
-                    key: SessionKey([0; 16]),
-                    link_keys: Vec::new(),
-                    epoch: 1,
-                    link: Default::default(),
-                    checksum_interval: CHECKSUM_INTERVAL,
-                    topology: Topology::Relay(RelaySettings::new(
+                let config = LockstepConfig::relay(
+                    MachineConfig::adaptive(30, vec![true; usize::from(seats)], Some(seat)),
+                    CHECKSUM_INTERVAL,
+                    RelaySettings::new(
                         relay_addr(),
                         credentials(seat),
                         seed ^ u64::from(seat) << 40,
-                    )),
-                };
+                    ),
+                );
                 Machine {
                     seat,
                     address: SocketAddr::from(([10, 0, 1, seat], 9000)),
@@ -376,19 +364,12 @@ fn quitting_removes_the_player_everywhere_on_the_same_frame() {
 
 #[test]
 fn a_relay_session_has_no_peers_and_checks_its_ticket() {
-    let config = |seat: u8, ticket_seat: u8| LockstepConfig {
-        machine: MachineConfig::adaptive(30, vec![true; 3], Some(seat)),
-        session_id: 0,
-        key: SessionKey([0; 16]),
-        link_keys: Vec::new(),
-        epoch: 1,
-        link: Default::default(),
-        checksum_interval: CHECKSUM_INTERVAL,
-        topology: Topology::Relay(RelaySettings::new(
-            relay_addr(),
-            credentials(ticket_seat),
-            9,
-        )),
+    let config = |seat: u8, ticket_seat: u8| {
+        LockstepConfig::relay(
+            MachineConfig::adaptive(30, vec![true; 3], Some(seat)),
+            CHECKSUM_INTERVAL,
+            RelaySettings::new(relay_addr(), credentials(ticket_seat), 9),
+        )
     };
     assert!(LockstepSession::new(&config(0, 1), 0).is_err());
     let mut s = LockstepSession::new(&config(1, 1), 0).unwrap();

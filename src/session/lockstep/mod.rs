@@ -123,6 +123,29 @@ pub struct LockstepConfig {
     pub topology: Topology,
 }
 
+impl LockstepConfig {
+    /// A relay-topology session (S10) for `machine` (speed, seats, this
+    /// machine's seat: the ticket's), reporting checksums every
+    /// `checksum_interval` frames: the fields only peer-to-peer uses are
+    /// left at neutral values.
+    pub fn relay(
+        machine: MachineConfig,
+        checksum_interval: u32,
+        settings: RelaySettings,
+    ) -> LockstepConfig {
+        LockstepConfig {
+            machine,
+            session_id: 0,
+            key: SessionKey([0; 16]),
+            link_keys: Vec::new(),
+            epoch: 1,
+            link: LinkConfig::default(),
+            checksum_interval,
+            topology: Topology::Relay(settings),
+        }
+    }
+}
+
 /// How a session's commands travel: the same session API either way.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Topology {
