@@ -156,6 +156,16 @@
 #define RUNGS_REPORT_LAYOUT_EXTENDED 1
 
 /**
+ * Bytes of a relay ticket.
+ */
+#define RUNGS_RELAY_TICKET_BYTES 42
+
+/**
+ * Bytes of a lobby secret and of a ticket's link secret.
+ */
+#define RUNGS_RELAY_SECRET_BYTES 16
+
+/**
  * No event ID for an optional role (LATENCYFUDGE).
  */
 #define RUNGS_NO_EVENT_ID 65535
@@ -1952,6 +1962,52 @@ rungs_result RUNGS_CALL rungs_report_payload_decode(const uint8_t *bytes,
                                          size_t len,
                                          uint8_t layout,
                                          struct rungs_report *out);
+
+/**
+ * Issue a ticket admitting `seat` (0–15) to the match `match_id` until the
+ * Unix time `expires_unix_s` (seconds), as a lobby does: `lobby_secret`
+ * (16 bytes) is the secret the lobby shares with the relay, `nonce` is
+ * unique per ticket (the lobby's choice). Writes the ticket
+ * (`RUNGS_RELAY_TICKET_BYTES`) to `ticket_out` (`ticket_cap` bytes) and its
+ * length to `*ticket_len`, and the ticket's link secret (16 bytes) to
+ * `link_secret_out`. Hand the player all three with the relay's address;
+ * they go into `rungs_lockstep_config` (relay topology). The link secret
+ * must reach only that player.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if lobby_secret, ticket_out,
+ * ticket_len or link_secret_out is NULL; RUNGS_ERR_INVALID_ARGUMENT if
+ * seat is above 15 or lobby_secret is all zero; RUNGS_ERR_BUFFER_TOO_SMALL
+ * if ticket_cap is below RUNGS_RELAY_TICKET_BYTES; RUNGS_ERR_PANIC.
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_relay_ticket_issue(const uint8_t *lobby_secret,
+                                      uint64_t match_id,
+                                      uint8_t seat,
+                                      uint64_t expires_unix_s,
+                                      uint64_t nonce,
+                                      uint8_t *ticket_out,
+                                      size_t ticket_cap,
+                                      size_t *ticket_len,
+                                      uint8_t *link_secret_out);
+
+/**
+ * Read credentials in the text form `rungs-relay ticket` prints,
+ * `<84 hex digits of ticket>:<32 hex digits of link secret>` (surrounding
+ * white space ignored), into the ticket (`ticket_out`, `ticket_cap` bytes,
+ * its length in `*ticket_len`) and the link secret (`link_secret_out`, 16
+ * bytes).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if text, ticket_out,
+ * ticket_len or link_secret_out is NULL; RUNGS_ERR_INVALID_ARGUMENT if
+ * text is not in that form; RUNGS_ERR_BUFFER_TOO_SMALL if ticket_cap is
+ * below RUNGS_RELAY_TICKET_BYTES; RUNGS_ERR_PANIC.
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_relay_credentials_parse(const char *text,
+                                           uint8_t *ticket_out,
+                                           size_t ticket_cap,
+                                           size_t *ticket_len,
+                                           uint8_t *link_secret_out);
 
 /**
  * The name of a result code, e.g. `"RUNGS_ERR_NULL_POINTER"`; `"RUNGS_ERR_UNKNOWN_CODE"`
