@@ -22,6 +22,7 @@ static void test_issue_and_parse_round_trip(void) {
     uint8_t link[RUNGS_RELAY_SECRET_BYTES], link_again[RUNGS_RELAY_SECRET_BYTES];
     uint8_t other_link[RUNGS_RELAY_SECRET_BYTES];
     size_t len = 0, len_again = 0;
+    uint8_t seat;
     char text[2 * RUNGS_RELAY_TICKET_BYTES + 1 + 2 * RUNGS_RELAY_SECRET_BYTES + 4];
 
     CHECK_EQ(rungs_relay_ticket_issue(LOBBY_SECRET, 4242, 2, 1800000000u, 7, ticket,
@@ -50,8 +51,11 @@ static void test_issue_and_parse_round_trip(void) {
     strcat(text, "\n");
     memset(again, 0, sizeof again);
     memset(link_again, 0, sizeof link_again);
-    CHECK_EQ(rungs_relay_credentials_parse(text, again, sizeof again, &len_again, link_again),
+    seat = 99;
+    CHECK_EQ(rungs_relay_credentials_parse(text, again, sizeof again, &len_again, link_again,
+                                           &seat),
              RUNGS_OK);
+    CHECK_EQ(seat, 2);
     CHECK_EQ(len_again, RUNGS_RELAY_TICKET_BYTES);
     CHECK(memcmp(ticket, again, sizeof ticket) == 0);
     CHECK(memcmp(link, link_again, sizeof link) == 0);
@@ -89,13 +93,13 @@ static void test_misuse(void) {
              RUNGS_OK);
     CHECK_EQ(len, RUNGS_RELAY_TICKET_BYTES);
 
-    CHECK_EQ(rungs_relay_credentials_parse(NULL, ticket, sizeof ticket, &len, link),
+    CHECK_EQ(rungs_relay_credentials_parse(NULL, ticket, sizeof ticket, &len, link, NULL),
              RUNGS_ERR_NULL_POINTER);
     CHECK_MESSAGE("rungs_relay_credentials_parse: text is NULL");
-    CHECK_EQ(rungs_relay_credentials_parse("abc:def", ticket, sizeof ticket, &len, link),
+    CHECK_EQ(rungs_relay_credentials_parse("abc:def", ticket, sizeof ticket, &len, link, NULL),
              RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_MESSAGE_HAS("expected <84 hex digits>:<32 hex digits>");
-    CHECK_EQ(rungs_relay_credentials_parse("no colon", ticket, sizeof ticket, &len, link),
+    CHECK_EQ(rungs_relay_credentials_parse("no colon", ticket, sizeof ticket, &len, link, NULL),
              RUNGS_ERR_INVALID_ARGUMENT);
 }
 

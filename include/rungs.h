@@ -1995,7 +1995,9 @@ rungs_result RUNGS_CALL rungs_relay_ticket_issue(const uint8_t *lobby_secret,
  * `<84 hex digits of ticket>:<32 hex digits of link secret>` (surrounding
  * white space ignored), into the ticket (`ticket_out`, `ticket_cap` bytes,
  * its length in `*ticket_len`) and the link secret (`link_secret_out`, 16
- * bytes).
+ * bytes); `*out_seat` (may be NULL) receives the seat the ticket admits,
+ * the `local_seat` of `rungs_lockstep_config`. The ticket is not checked
+ * here (only the relay holds the secret that can).
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if text, ticket_out,
  * ticket_len or link_secret_out is NULL; RUNGS_ERR_INVALID_ARGUMENT if
@@ -2007,7 +2009,8 @@ rungs_result RUNGS_CALL rungs_relay_credentials_parse(const char *text,
                                            uint8_t *ticket_out,
                                            size_t ticket_cap,
                                            size_t *ticket_len,
-                                           uint8_t *link_secret_out);
+                                           uint8_t *link_secret_out,
+                                           uint8_t *out_seat);
 
 /**
  * The name of a result code, e.g. `"RUNGS_ERR_NULL_POINTER"`; `"RUNGS_ERR_UNKNOWN_CODE"`

@@ -6,7 +6,7 @@
 
 use std::ffi::CStr;
 
-use super::args::{in_range, require, slice_in, slice_out, write_out};
+use super::args::{in_range, require, slice_in, slice_out, write_optional, write_out};
 use super::guard::call;
 use super::result::rungs_result;
 use crate::error::Error;
@@ -114,7 +114,9 @@ pub unsafe extern "C" fn rungs_relay_ticket_issue(
 /// `<84 hex digits of ticket>:<32 hex digits of link secret>` (surrounding
 /// white space ignored), into the ticket (`ticket_out`, `ticket_cap` bytes,
 /// its length in `*ticket_len`) and the link secret (`link_secret_out`, 16
-/// bytes).
+/// bytes); `*out_seat` (may be NULL) receives the seat the ticket admits,
+/// the `local_seat` of `rungs_lockstep_config`. The ticket is not checked
+/// here (only the relay holds the secret that can).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if text, ticket_out,
 /// ticket_len or link_secret_out is NULL; RUNGS_ERR_INVALID_ARGUMENT if
@@ -127,6 +129,7 @@ pub unsafe extern "C" fn rungs_relay_credentials_parse(
     ticket_cap: usize,
     ticket_len: *mut usize,
     link_secret_out: *mut u8,
+    out_seat: *mut u8,
 ) -> rungs_result {
     call("rungs_relay_credentials_parse", || {
         require(text, "text")?;
@@ -135,12 +138,14 @@ pub unsafe extern "C" fn rungs_relay_credentials_parse(
         let text = text.to_str().map_err(|_| {
             Error::InvalidValue("text is not UTF-8; expected <ticket hex>:<link secret hex>".into())
         })?;
-        let credentials = Credentials::from_text(text).map_err(|e| {
+        let not_credentials = |e: Error| {
             Error::InvalidValue(format!(
                 "text is not credentials ({e}); expected <84 hex digits>:<32 hex digits>"
             ))
-        })?;
-        // SAFETY: the caller's buffers, checked inside.
+        };
+        let credentials = Credentials::from_text(text).map_err(not_credentials)?;
+        let seat = credentials.fields().map_err(not_credentials)?.seat;
+        // SAFETY: the caller's buffers, checked inside; `out_seat` NULL or writable.
         unsafe {
             write_credentials(
                 &credentials,
@@ -148,7 +153,9 @@ pub unsafe extern "C" fn rungs_relay_credentials_parse(
                 ticket_cap,
                 ticket_len,
                 link_secret_out,
-            )
+            )?;
+            write_optional(out_seat, seat);
         }
+        Ok(())
     })
 }
