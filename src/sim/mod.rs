@@ -11,6 +11,7 @@ mod cluster;
 pub mod faults;
 pub mod game;
 mod network;
+pub mod relay_game;
 mod rng;
 pub mod soak;
 
@@ -18,4 +19,5 @@ pub use cluster::{Cluster, SimHost};
 pub use faults::{Attack, Fault};
 pub use game::{run_game, Departure, GameReport, GameSpec, OutageSpec, Spike};
 pub use network::{Conditions, Delivery, NetSim, NetStats, Outage};
+pub use relay_game::{run_relay_game, RelayPlacement};
 pub use rng::SplitMix64;
