@@ -18,7 +18,11 @@ pub const RUNGS_NO_SEAT: u8 = 0xFF;
 // One typedef per callback signature: every config struct that takes a
 // callback of a shape names it with one of these. Each runs synchronously
 // on the thread that made the call that caused it, takes the config's
-// `user` pointer first, and may be NULL (not called).
+// `user` pointer first, and may be NULL (not called). Two pairs have the
+// same C shape but different meanings, so they stay separate names:
+// `rungs_frame_rate_changed_fn` / `rungs_seat_event_fn` (frame, then a u8)
+// and `rungs_desync_fn` / `rungs_send_frame_fn` (two u32s); a program can
+// tell from the field's type what its arguments mean.
 
 /// The timing in force became `send_period`/`look_ahead` on `frame` (also
 /// reported on frame 0).
