@@ -91,15 +91,18 @@ static void test_setup_and_misuse(void) {
     c = config_for(&seen, 0);
     c.reserved = 1;
     CHECK_EQ(rungs_lockstep_new(&c, 0, &ls), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_lockstep_new: config->reserved is 1; expected 0");
     CHECK(ls == NULL);
 
     CHECK_EQ(rungs_lockstep_update(NULL, 0, &r), RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE("rungs_lockstep_update: the handle (first argument) is NULL");
     CHECK_EQ(rungs_lockstep_local_port(NULL, &port), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_lockstep_add_peer(NULL, 1, "127.0.0.1:1", 0), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_lockstep_submit_command(NULL, (const uint8_t *)"x", 1, &frame), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_lockstep_submit_checksum(NULL, 16, 1), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_lockstep_add_frame_work_us(NULL, 1), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_lockstep_leave(NULL), RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE("rungs_lockstep_leave: the handle (first argument) is NULL");
     CHECK_EQ(rungs_lockstep_drop_player(NULL, 1), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_lockstep_status(NULL, &st), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_lockstep_get_stats(NULL, &stats), RUNGS_ERR_NULL_POINTER);
@@ -235,31 +238,37 @@ static void test_refused_configs_and_messages(void) {
     c = config_for(&seen, 0);
     memset(c.key, 0, sizeof c.key);
     CHECK_EQ(rungs_lockstep_new(&c, 0, &ls), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK(last_error_mentions("config->key is all zero"));
+    CHECK_MESSAGE_STARTS("rungs_lockstep_new: config->key is all zero");
     c = config_for(&seen, 0);
     c.human_seat_mask = 0x2; /* seat 0, this machine, is not human */
     CHECK_EQ(rungs_lockstep_new(&c, 0, &ls), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_lockstep_new: config->local_seat is 0; expected a human seat "
+                  "(set in config->human_seat_mask: 1)");
     c = config_for(&seen, 0);
     c.link_key_count = 1; /* and link_keys NULL */
     CHECK_EQ(rungs_lockstep_new(&c, 0, &ls), RUNGS_ERR_NULL_POINTER);
-    CHECK(last_error_mentions("config->link_keys is NULL"));
+    CHECK_MESSAGE("rungs_lockstep_new: config->link_keys is NULL but its length is 1; "
+                  "expected a valid pointer, or a length of 0");
     c = config_for(&seen, 0);
     c.link_keys = keys;
     c.link_key_count = 17;
     CHECK_EQ(rungs_lockstep_new(&c, 0, &ls), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_lockstep_new: config->link_key_count is 17; expected 0 to 16");
     c.link_key_count = 1;
     keys[0].seat = 1; /* all-zero key */
     CHECK_EQ(rungs_lockstep_new(&c, 0, &ls), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK(last_error_mentions("link_keys[i].key is all zero"));
+    CHECK_MESSAGE_STARTS("rungs_lockstep_new: config->link_keys[0].key is all zero");
     memcpy(keys[0].key, KEY, sizeof KEY);
     keys[0].seat = 0; /* this machine's own seat */
     CHECK_EQ(rungs_lockstep_new(&c, 0, &ls), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK(last_error_mentions("link_keys[i].seat"));
+    CHECK_MESSAGE("rungs_lockstep_new: config->link_keys[0].seat is 0; expected a human "
+                  "seat other than config->local_seat (0)");
     keys[0].seat = 5; /* no such seat */
     CHECK_EQ(rungs_lockstep_new(&c, 0, &ls), RUNGS_ERR_INVALID_ARGUMENT);
     keys[0].seat = 1;
     keys[0].reserved[1] = 1;
     CHECK_EQ(rungs_lockstep_new(&c, 0, &ls), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_lockstep_new: config->link_keys[0].reserved[1] is 1; expected 0");
     keys[0].reserved[1] = 0;
     CHECK(ls == NULL);
 
@@ -268,10 +277,19 @@ static void test_refused_configs_and_messages(void) {
     if (!ls) return;
     CHECK_EQ(rungs_lockstep_socket(ls, NULL), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_lockstep_socket(NULL, &socket_handle), RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE("rungs_lockstep_socket: the handle (first argument) is NULL");
     CHECK_EQ(rungs_lockstep_socket(ls, &socket_handle), RUNGS_OK);
     CHECK(socket_handle != UINT64_MAX && (int)socket_handle >= 0);
     CHECK_EQ(rungs_lockstep_update(ls, now_us(), &r), RUNGS_ERR_STATE);
     CHECK(last_error_mentions("rungs_lockstep_add_peer"));
+    CHECK_MESSAGE_STARTS("rungs_lockstep_update: ");
+    /* A command pointer+length pair: NULL only with length 0. */
+    CHECK_EQ(rungs_lockstep_submit_command(ls, NULL, 3, &frame), RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE("rungs_lockstep_submit_command: bytes is NULL but its length is 3; "
+                  "expected a valid pointer, or a length of 0");
+    CHECK_EQ(rungs_lockstep_add_peer(ls, 1, "nowhere", now_us()), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_lockstep_add_peer: address is \"nowhere\"; expected \"ip:port\", "
+                  "e.g. \"127.0.0.1:7000\" or \"[::1]:7000\"");
     /* Backpressure: about 30 KB of commands fit one turn, then FULL. */
     for (i = 0; i < 100; i++) {
         rungs_result res = rungs_lockstep_submit_command(ls, command, sizeof command, &frame);

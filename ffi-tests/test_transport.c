@@ -52,6 +52,7 @@ static void test_config_and_new(void) {
     rungs_endpoint_config c;
     rungs_endpoint *e = NULL;
     CHECK_EQ(rungs_endpoint_config_init(NULL), RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE("rungs_endpoint_config_init: config is NULL");
     CHECK_EQ(rungs_endpoint_config_init(&c), RUNGS_OK);
     CHECK_EQ(c.struct_size, sizeof(rungs_endpoint_config));
     CHECK(c.bind_address == NULL);
@@ -65,12 +66,16 @@ static void test_config_and_new(void) {
     c = config_for(0);
     c.reserved[1] = 1;
     CHECK_EQ(rungs_endpoint_new(&c, &e), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_endpoint_new: config->reserved[1] is 1; expected 0");
     c = config_for(0);
     c.max_in_flight = 9000;
     CHECK_EQ(rungs_endpoint_new(&c, &e), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_endpoint_new: config->max_in_flight is 9000; expected 1 to 8192");
     c = config_for(0);
     c.bind_address = "not an address";
     CHECK_EQ(rungs_endpoint_new(&c, &e), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_STARTS("rungs_endpoint_new: config->bind_address is \"not an address\"; "
+                         "expected \"ip:port\"");
     c = config_for(0);
     c.bind_address = "192.0.2.1:9"; /* not an address of this machine */
     if (NOT_UNDER_WINE("binding to another machine's address: Wine 8's bind() accepts it, "
@@ -103,6 +108,7 @@ static void test_null_handles(void) {
     CHECK_EQ(rungs_endpoint_add_peer(NULL, 1, "127.0.0.1:1"), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_endpoint_remove_peer(NULL, 1), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_endpoint_send(NULL, 1, buf, 1), RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE("rungs_endpoint_send: the handle (first argument) is NULL");
     CHECK_EQ(rungs_endpoint_poll(NULL, 0), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_endpoint_poll_event(NULL, &seat, &event), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_endpoint_recv(NULL, buf, sizeof buf, &got), RUNGS_ERR_NULL_POINTER);
@@ -110,6 +116,7 @@ static void test_null_handles(void) {
     CHECK_EQ(rungs_endpoint_dropped(NULL, RUNGS_DROP_BAD_TAG, &count), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_endpoint_start_worker(NULL, 1000), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_endpoint_stop_worker(NULL), RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE("rungs_endpoint_stop_worker: the handle (first argument) is NULL");
 }
 
 static void test_peers_and_argument_checks(void) {
@@ -132,12 +139,18 @@ static void test_peers_and_argument_checks(void) {
 
     CHECK_EQ(rungs_endpoint_send(e, 7, buf, 1), RUNGS_ERR_UNKNOWN_SEAT);
     CHECK_EQ(rungs_endpoint_send(e, 1, NULL, 1), RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE("rungs_endpoint_send: data is NULL but its length is 1; "
+                  "expected a valid pointer, or a length of 0");
     CHECK_EQ(rungs_endpoint_send(e, 1, NULL, 0), RUNGS_OK); /* empty message */
     CHECK_EQ(rungs_endpoint_send(e, 1, buf, RUNGS_MAX_MESSAGE_BYTES + 1),
              RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_endpoint_send: len is 1025; expected at most "
+                  "RUNGS_MAX_MESSAGE_BYTES (1024)");
 
     CHECK_EQ(rungs_endpoint_recv(e, buf, sizeof buf, NULL), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_endpoint_recv(e, NULL, 4, &got), RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE("rungs_endpoint_recv: buf is NULL but its length is 4; "
+                  "expected a valid pointer, or a length of 0");
     CHECK_EQ(rungs_endpoint_recv(e, NULL, 0, &got), RUNGS_OK);
     CHECK_EQ(got.received, 0);
 
@@ -149,6 +162,8 @@ static void test_peers_and_argument_checks(void) {
     CHECK_EQ(rungs_endpoint_link_stats(e, 1, 0, NULL), RUNGS_ERR_NULL_POINTER);
     stats.struct_size = 4;
     CHECK_EQ(rungs_endpoint_link_stats(e, 1, 0, &stats), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_STARTS("rungs_endpoint_link_stats: out->struct_size is 4; "
+                         "expected sizeof(rungs_link_stats) = ");
     stats.struct_size = sizeof stats;
     CHECK_EQ(rungs_endpoint_link_stats(e, 9, 0, &stats), RUNGS_ERR_UNKNOWN_SEAT);
     CHECK_EQ(rungs_endpoint_link_stats(e, 1, 0, &stats), RUNGS_OK);
@@ -159,12 +174,14 @@ static void test_peers_and_argument_checks(void) {
 
     /* Enum-like input out of range. */
     CHECK_EQ(rungs_endpoint_dropped(e, RUNGS_DROP_REASON_COUNT, &count), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_endpoint_dropped: reason is 13; expected a RUNGS_DROP_* value, 0 to 12");
     CHECK_EQ(rungs_endpoint_dropped(e, 0xFFFFFFFFu, &count), RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_EQ(rungs_endpoint_dropped(e, RUNGS_DROP_BAD_TAG, NULL), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_endpoint_dropped(e, RUNGS_DROP_BAD_TAG, &count), RUNGS_OK);
     CHECK_EQ(count, 0);
 
     CHECK_EQ(rungs_endpoint_start_worker(e, 0), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_endpoint_start_worker: tick_us is 0; expected 1000 to 1000000");
     CHECK_EQ(rungs_endpoint_start_worker(e, 2000000), RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_EQ(rungs_endpoint_stop_worker(e), RUNGS_ERR_STATE);
     CHECK_EQ(rungs_endpoint_free(e), RUNGS_OK);

@@ -602,10 +602,10 @@ typedef void (RUNGS_CALL *rungs_seat_event_fn)(void *user, uint32_t frame, uint8
 typedef void (RUNGS_CALL *rungs_desync_fn)(void *user, uint32_t frame, uint32_t seats);
 
 /**
- * Called with a link event: `user` from the config, the peer's seat, and a
- * `RUNGS_LINK_EVENT_*` value. Runs on the thread that called
- * `rungs_endpoint_poll`; calling back into the same endpoint from it returns
- * `RUNGS_ERR_REENTRANT`.
+ * The link to `seat` had a `RUNGS_LINK_EVENT_*` event: lost (nothing heard
+ * for the liveness timeout; the engine decides whether to remove the
+ * player), recovered, or the peer restarted. Runs on the thread that called
+ * `rungs_endpoint_poll` or `rungs_lockstep_update`.
  */
 typedef void (RUNGS_CALL *rungs_link_event_fn)(void *user, uint8_t seat, uint32_t event);
 
@@ -1082,7 +1082,9 @@ typedef struct rungs_endpoint_config {
     const char *bind_address;
     /**
      * Link event callback, or NULL to collect events with
-     * `rungs_endpoint_poll_event`.
+     * `rungs_endpoint_poll_event`. Runs on the thread that called
+     * `rungs_endpoint_poll`; calling back into the same endpoint from it
+     * returns `RUNGS_ERR_REENTRANT`.
      */
     rungs_link_event_fn on_link_event;
     /**
@@ -1565,7 +1567,8 @@ rungs_result RUNGS_CALL rungs_lockstep_new(const struct rungs_lockstep_config *c
  * Release a game (closes its socket). NULL accepted; refused from inside a callback.
  *
  * Returns: RUNGS_OK (also for NULL); RUNGS_ERR_REENTRANT from inside one
- * of its callbacks; RUNGS_ERR_PANIC.
+ * of its callbacks; RUNGS_ERR_BUSY while another thread is in a call on it
+ * (not freed); RUNGS_ERR_PANIC.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_free(struct rungs_lockstep *ls);
 
@@ -1574,7 +1577,7 @@ RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_free(struct rungs_lockstep *ls)
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out_port is NULL;
  * RUNGS_ERR_IO if the OS cannot say; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_local_port(struct rungs_lockstep *ls, uint16_t *out_port);
 
@@ -1586,7 +1589,7 @@ RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_local_port(struct rungs_lockste
  * RUNGS_ERR_UNKNOWN_SEAT if seat is this machine's, not a human seat, or
  * not below seat_count; RUNGS_ERR_INVALID_ARGUMENT if address does not
  * parse; RUNGS_ERR_STATE if seat already has an address; RUNGS_ERR_POISONED,
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_add_peer(struct rungs_lockstep *ls,
@@ -1606,7 +1609,7 @@ rungs_result RUNGS_CALL rungs_lockstep_add_peer(struct rungs_lockstep *ls,
  * with len > 0; RUNGS_ERR_INVALID_ARGUMENT if len is more than one packet
  * holds (1,007 bytes with the default link); RUNGS_ERR_FULL if the next
  * turn cannot take it; RUNGS_ERR_STATE after rungs_lockstep_leave;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_submit_command(struct rungs_lockstep *ls,
@@ -1620,7 +1623,7 @@ rungs_result RUNGS_CALL rungs_lockstep_submit_command(struct rungs_lockstep *ls,
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if checksum_interval is 0 or frame is not a
- * multiple of it; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC
+ * multiple of it; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
  * (every object call).
  */
 RUNGS_API
@@ -1632,7 +1635,7 @@ rungs_result RUNGS_CALL rungs_lockstep_submit_checksum(struct rungs_lockstep *ls
  * One frame's work took `duration_us` (for the reports, S3).
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_add_frame_work_us(struct rungs_lockstep *ls,
@@ -1645,7 +1648,7 @@ rungs_result RUNGS_CALL rungs_lockstep_add_frame_work_us(struct rungs_lockstep *
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL; RUNGS_ERR_STATE
  * if this player already left or is leaving; RUNGS_ERR_POISONED,
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_leave(struct rungs_lockstep *ls);
 
@@ -1657,7 +1660,7 @@ RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_leave(struct rungs_lockstep *ls
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
  * RUNGS_ERR_UNKNOWN_SEAT if seat is this machine's, not a human seat, or
- * already removed; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC
+ * already removed; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
  * (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_drop_player(struct rungs_lockstep *ls, uint8_t seat);
@@ -1674,7 +1677,7 @@ RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_drop_player(struct rungs_lockst
  * before frame 0 if a human seat has no address (call
  * rungs_lockstep_add_peer for every other human seat), or frames were
  * driven out of order; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_PANIC (every object call). An error never leaves a frame half
+ * RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call). An error never leaves a frame half
  * run: either the frame ran and its commands reached the callback, or it
  * did not start.
  */
@@ -1690,7 +1693,7 @@ rungs_result RUNGS_CALL rungs_lockstep_update(struct rungs_lockstep *ls,
  * take the game's datagrams. Valid until `rungs_lockstep_free`.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out_socket is NULL;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_socket(struct rungs_lockstep *ls, rungs_socket *out_socket);
 
@@ -1698,7 +1701,7 @@ RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_socket(struct rungs_lockstep *l
  * Timing, target, tier, master and evaluation state (as for a timing machine).
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_status(struct rungs_lockstep *ls,
@@ -1708,7 +1711,7 @@ rungs_result RUNGS_CALL rungs_lockstep_status(struct rungs_lockstep *ls,
  * Counters for a diagnostics screen.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_get_stats(struct rungs_lockstep *ls,
@@ -2553,7 +2556,8 @@ rungs_result RUNGS_CALL rungs_endpoint_new(const struct rungs_endpoint_config *c
  * endpoint's own callback.
  *
  * Returns: RUNGS_OK (also for NULL); RUNGS_ERR_REENTRANT from inside its own
- * callback; RUNGS_ERR_PANIC.
+ * callback; RUNGS_ERR_BUSY while another thread is in a call on it (not
+ * freed); RUNGS_ERR_PANIC.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_free(struct rungs_endpoint *endpoint);
 
@@ -2562,7 +2566,7 @@ RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_free(struct rungs_endpoint *end
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_port is NULL;
  * RUNGS_ERR_IO if the OS cannot say; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_local_port(struct rungs_endpoint *endpoint,
@@ -2578,7 +2582,7 @@ rungs_result RUNGS_CALL rungs_endpoint_local_port(struct rungs_endpoint *endpoin
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or address is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if address does not parse or seat is this
  * endpoint's own; RUNGS_ERR_STATE if seat already has a peer;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object
  * call).
  */
 RUNGS_API
@@ -2592,7 +2596,7 @@ rungs_result RUNGS_CALL rungs_endpoint_add_peer(struct rungs_endpoint *endpoint,
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL;
  * RUNGS_ERR_UNKNOWN_SEAT if seat has no peer; RUNGS_ERR_POISONED,
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_remove_peer(struct rungs_endpoint *endpoint, uint8_t seat);
 
@@ -2607,7 +2611,7 @@ RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_remove_peer(struct rungs_endpoi
  * NULL with len > 0; RUNGS_ERR_UNKNOWN_SEAT if seat has no peer;
  * RUNGS_ERR_INVALID_ARGUMENT if len is more than RUNGS_MAX_MESSAGE_BYTES;
  * RUNGS_ERR_FULL if max_in_flight messages are unacknowledged;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object
  * call).
  */
 RUNGS_API
@@ -2626,7 +2630,7 @@ rungs_result RUNGS_CALL rungs_endpoint_send(struct rungs_endpoint *endpoint,
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL;
  * RUNGS_ERR_STATE if the worker thread panicked and stopped (call
  * rungs_endpoint_stop_worker, then poll yourself); RUNGS_ERR_POISONED,
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_poll(struct rungs_endpoint *endpoint, uint64_t now_us);
 
@@ -2637,7 +2641,7 @@ RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_poll(struct rungs_endpoint *end
  *
  * Returns: RUNGS_OK (also when there is no event); RUNGS_ERR_NULL_POINTER if
  * endpoint, out_seat or out_event is NULL; RUNGS_ERR_POISONED,
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_poll_event(struct rungs_endpoint *endpoint,
@@ -2654,7 +2658,7 @@ rungs_result RUNGS_CALL rungs_endpoint_poll_event(struct rungs_endpoint *endpoin
  * Returns: RUNGS_OK (out->received 0 when nothing waits);
  * RUNGS_ERR_NULL_POINTER if endpoint or out is NULL, or buf is NULL with cap >
  * 0; RUNGS_ERR_BUFFER_TOO_SMALL if the next message is longer than cap (it
- * stays queued); RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC
+ * stays queued); RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
  * (every object call).
  */
 RUNGS_API
@@ -2670,7 +2674,7 @@ rungs_result RUNGS_CALL rungs_endpoint_recv(struct rungs_endpoint *endpoint,
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if out->struct_size is not
  * sizeof(rungs_link_stats); RUNGS_ERR_UNKNOWN_SEAT if seat has no peer;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object
  * call).
  */
 RUNGS_API
@@ -2686,7 +2690,7 @@ rungs_result RUNGS_CALL rungs_endpoint_link_stats(struct rungs_endpoint *endpoin
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_count is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if reason is not a RUNGS_DROP_* value;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object
  * call).
  */
 RUNGS_API
@@ -2702,9 +2706,9 @@ rungs_result RUNGS_CALL rungs_endpoint_dropped(struct rungs_endpoint *endpoint,
  * its own thread. `RUNGS_ERR_STATE` if a worker already runs.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL;
- * RUNGS_ERR_INVALID_ARGUMENT if tick_us is outside 1000..=1000000;
+ * RUNGS_ERR_INVALID_ARGUMENT if tick_us is outside 1000 to 1000000;
  * RUNGS_ERR_STATE if a worker already runs; RUNGS_ERR_IO if the OS refuses a
- * thread; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every
+ * thread; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every
  * object call).
  */
 RUNGS_API
@@ -2717,7 +2721,7 @@ rungs_result RUNGS_CALL rungs_endpoint_start_worker(struct rungs_endpoint *endpo
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL;
  * RUNGS_ERR_STATE if no worker runs; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_stop_worker(struct rungs_endpoint *endpoint);
 
@@ -2728,7 +2732,7 @@ RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_stop_worker(struct rungs_endpoi
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_socket is
  * NULL; RUNGS_ERR_STATE while a worker thread drives the socket;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_socket(struct rungs_endpoint *endpoint,
@@ -2743,7 +2747,7 @@ rungs_result RUNGS_CALL rungs_endpoint_socket(struct rungs_endpoint *endpoint,
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or key is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if the key is all zero; RUNGS_ERR_UNKNOWN_SEAT
  * if seat has no peer; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_set_link_key(struct rungs_endpoint *endpoint,
@@ -2756,7 +2760,7 @@ rungs_result RUNGS_CALL rungs_endpoint_set_link_key(struct rungs_endpoint *endpo
  * `rungs_endpoint_stop_worker`).
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_status is
- * NULL; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every
+ * NULL; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every
  * object call).
  */
 RUNGS_API

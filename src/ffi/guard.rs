@@ -24,10 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use super::result::{finish, rungs_result};
 use crate::error::{Error, Result};
 
-/// `write_out` is here for lockstep.rs and transport.rs, which import both
-/// from the guard until their rewrite (another branch) switches them to
-/// `super::args`; then only `require` stays, as a private import.
-pub use super::args::{require, write_out};
+use super::args::{require, write_out};
 
 /// The state behind an opaque C handle, plus the guard flags.
 pub struct Guarded<T> {
@@ -118,19 +115,6 @@ pub unsafe fn object_call<H: Handle>(
     finish(function, unsafe { enter(handle, f) })
 }
 
-/// [`object_call`] without a function name in the message. Only lockstep.rs
-/// and transport.rs still use it; remove when their rewrite switches them.
-///
-/// # Safety
-/// As [`object_call`].
-pub unsafe fn with_object<H: Handle>(
-    handle: *const H,
-    f: impl FnOnce(&mut H::State) -> Result<()>,
-) -> rungs_result {
-    // SAFETY: forwarded contract.
-    unsafe { object_call("", handle, f) }
-}
-
 /// Run `f` on the object behind `handle` inside the guard: the typed outcome.
 ///
 /// # Safety
@@ -216,16 +200,6 @@ pub unsafe fn free_call<H: Handle>(function: &'static str, handle: *mut H) -> ru
     finish(function, dropped.map_err(|_| Error::Panic))
 }
 
-/// [`free_call`] without a function name in the message. Only lockstep.rs
-/// and transport.rs still use it; remove when their rewrite switches them.
-///
-/// # Safety
-/// As [`free_call`].
-pub unsafe fn free_object<H: Handle>(handle: *mut H) -> rungs_result {
-    // SAFETY: forwarded contract.
-    unsafe { free_call("", handle) }
-}
-
 /// The C function `function`'s call, for functions that take no object:
 /// runs `f` catching panics and returns its code, recording its message.
 pub fn call(function: &'static str, f: impl FnOnce() -> Result<()>) -> rungs_result {
@@ -233,12 +207,6 @@ pub fn call(function: &'static str, f: impl FnOnce() -> Result<()>) -> rungs_res
         function,
         catch_unwind(AssertUnwindSafe(f)).unwrap_or(Err(Error::Panic)),
     )
-}
-
-/// [`call`] without a function name in the message. Only lockstep.rs and
-/// transport.rs still use it; remove when their rewrite switches them.
-pub fn catch(f: impl FnOnce() -> Result<()>) -> rungs_result {
-    call("", f)
 }
 
 #[cfg(test)]

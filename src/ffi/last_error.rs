@@ -13,19 +13,14 @@ thread_local! {
     static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
-/// Record `function: detail` (just `detail` when `function` is empty) as
-/// the calling thread's latest error.
+/// Record `function: detail` as the calling thread's latest error.
 pub(crate) fn record(function: &str, detail: &dyn std::fmt::Display) {
     use std::fmt::Write;
     LAST_ERROR.with(|slot| {
         let mut slot = slot.borrow_mut();
         slot.clear();
         // Writing into a String cannot fail.
-        let _ = if function.is_empty() {
-            write!(slot, "{detail}")
-        } else {
-            write!(slot, "{function}: {detail}")
-        };
+        let _ = write!(slot, "{function}: {detail}");
     });
 }
 

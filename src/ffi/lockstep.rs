@@ -12,15 +12,18 @@
 //! this file only converts.
 //!
 //! Every object call can also return `RUNGS_ERR_NULL_POINTER` (the handle),
-//! `RUNGS_ERR_REENTRANT` (from inside a callback), `RUNGS_ERR_POISONED` (a
-//! call panicked earlier) and `RUNGS_ERR_PANIC`.
+//! `RUNGS_ERR_REENTRANT` (from inside a callback), `RUNGS_ERR_BUSY` (another
+//! thread is inside a call on it), `RUNGS_ERR_POISONED` (a call panicked
+//! earlier) and `RUNGS_ERR_PANIC`; every message starts with the function's
+//! name.
 
 use std::ffi::c_void;
 use std::net::SocketAddr;
 
-use super::guard::{
-    catch, free_object, hand_out, require, with_object, write_out, Guarded, Handle,
+use super::args::{
+    in_range, read_config, require, reserved_zero, slice_in, write_optional, write_out, write_to,
 };
+use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
 use super::result::rungs_result;
 use super::timing_machine::{
     deliver_output, fill_status, rungs_timing_callbacks, rungs_timing_status,
@@ -28,10 +31,14 @@ use super::timing_machine::{
 use super::transport::{
     parse_address, RUNGS_LINK_EVENT_LOST, RUNGS_LINK_EVENT_RECOVERED, RUNGS_LINK_EVENT_RESTARTED,
 };
-use super::types::{human_seats, read_config};
-use crate::error::Error;
+use super::types::{
+    human_seats, local_seat, rungs_command_fn, rungs_desync_fn, rungs_frame_rate_changed_fn,
+    rungs_link_event_fn, rungs_player_message_fn, rungs_seat_event_fn, rungs_timing_changed_fn,
+};
+use crate::error::{Error, Result};
 use crate::link::LinkConfig;
 use crate::net::RawSocket;
+use crate::report::record::MAX_SEATS;
 use crate::session::{Advance, LockstepConfig, LockstepDriver, LockstepSession, SessionEvent};
 use crate::timing::MachineConfig;
 use crate::wire::packet::SessionKey;
@@ -52,49 +59,20 @@ pub type rungs_socket = u64;
 
 const _: () = assert!(std::mem::size_of::<rungs_socket>() == std::mem::size_of::<RawSocket>());
 
-/// A command executed on `frame`, issued by `seat`: apply it to your
-/// simulation now. `bytes` lives until the callback returns.
-pub type rungs_lockstep_command_fn = Option<
-    unsafe extern "C" fn(user: *mut c_void, frame: u32, seat: u8, bytes: *const u8, len: usize),
->;
-/// The timing in force changed (also on frame 0).
-pub type rungs_lockstep_timing_fn =
-    Option<unsafe extern "C" fn(user: *mut c_void, frame: u32, send_period: u8, look_ahead: u8)>;
-/// The frame rate changed (also on frame 0): the pacing follows it by itself.
-pub type rungs_lockstep_rate_fn =
-    Option<unsafe extern "C" fn(user: *mut c_void, frame: u32, fps: u8)>;
-/// Show `text` in the message list (S6).
-pub type rungs_lockstep_message_fn = Option<
-    unsafe extern "C" fn(user: *mut c_void, frame: u32, tier: u8, text: *const libc::c_char),
->;
-/// A seat event on `frame`: the master changed (`RUNGS_NO_SEAT`: no human
-/// left), or a player was removed.
-pub type rungs_lockstep_seat_fn =
-    Option<unsafe extern "C" fn(user: *mut c_void, frame: u32, seat: u8)>;
-/// State checksums for `frame` differ; bit `i` of `seats` for each seat
-/// whose value differs from the lowest seat's.
-pub type rungs_lockstep_desync_fn =
-    Option<unsafe extern "C" fn(user: *mut c_void, frame: u32, seats: u32)>;
-/// The link to `seat` was lost (`RUNGS_LINK_EVENT_LOST`: nothing heard for
-/// the liveness timeout; you decide whether to `rungs_lockstep_drop_player`)
-/// or recovered (`RUNGS_LINK_EVENT_RECOVERED`).
-pub type rungs_lockstep_link_fn =
-    Option<unsafe extern "C" fn(user: *mut c_void, seat: u8, event: u32)>;
-
 /// Callbacks, each optional (NULL), run inside `rungs_lockstep_update` on the
 /// calling thread; calling back into the same object returns `RUNGS_ERR_REENTRANT`.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct rungs_lockstep_callbacks {
     pub user: *mut c_void,
-    pub command: super::types::rungs_command_fn,
-    pub timing_changed: super::types::rungs_timing_changed_fn,
-    pub frame_rate_changed: super::types::rungs_frame_rate_changed_fn,
-    pub player_message: super::types::rungs_player_message_fn,
-    pub master_changed: super::types::rungs_seat_event_fn,
-    pub player_removed: super::types::rungs_seat_event_fn,
-    pub desync: super::types::rungs_desync_fn,
-    pub link_event: super::transport::rungs_link_event_fn,
+    pub command: rungs_command_fn,
+    pub timing_changed: rungs_timing_changed_fn,
+    pub frame_rate_changed: rungs_frame_rate_changed_fn,
+    pub player_message: rungs_player_message_fn,
+    pub master_changed: rungs_seat_event_fn,
+    pub player_removed: rungs_seat_event_fn,
+    pub desync: rungs_desync_fn,
+    pub link_event: rungs_link_event_fn,
 }
 
 /// How to set up a lockstep game on this machine.
@@ -253,71 +231,58 @@ impl LockstepObject {
     }
 }
 
-unsafe fn with_lockstep(
+/// The C function `function`'s call on the game behind `ls` (see
+/// [`object_call`]).
+///
+/// # Safety
+/// `ls` is NULL or a live game from `rungs_lockstep_new`.
+unsafe fn lockstep_call(
+    function: &'static str,
     ls: *const rungs_lockstep,
-    f: impl FnOnce(&mut LockstepObject) -> crate::Result<()>,
+    f: impl FnOnce(&mut LockstepObject) -> Result<()>,
 ) -> rungs_result {
-    // SAFETY: NULL or a live object (caller contract); the guard checks NULL.
-    unsafe { with_object(ls, f) }
+    // SAFETY: forwarded contract; the guard checks NULL.
+    unsafe { object_call(function, ls, f) }
 }
 
 /// # Safety
 /// `c.link_keys` is NULL or points to `c.link_key_count` readable entries.
-unsafe fn lockstep_config(c: &rungs_lockstep_config) -> crate::Result<LockstepConfig> {
-    if c.reserved != 0 {
-        return Err(Error::InvalidArgument(
-            "rungs_lockstep_new: config->reserved is not 0; expected 0",
-        ));
-    }
+unsafe fn lockstep_config(c: &rungs_lockstep_config) -> Result<LockstepConfig> {
+    reserved_zero(c.reserved, "config->reserved")?;
     if c.key == [0; 16] {
         return Err(Error::InvalidArgument(
-            "rungs_lockstep_new: config->key is all zero; expected the game's 16-byte secret key",
+            "config->key is all zero; expected the game's 16-byte secret key",
         ));
     }
-    let human_seats = human_seats(c.seat_count, c.human_seat_mask)?;
-    if c.local_seat >= c.seat_count || c.human_seat_mask & (1 << c.local_seat) == 0 {
-        return Err(Error::InvalidArgument(
-            "rungs_lockstep_new: config->local_seat is not a human seat; expected a seat set in human_seat_mask, below seat_count",
-        ));
-    }
-    let entries: &[rungs_link_key] = if c.link_key_count == 0 {
-        &[]
-    } else if c.link_keys.is_null() {
-        return Err(Error::NullPointer(
-            "rungs_lockstep_new: config->link_keys is NULL but config->link_key_count is not 0",
-        ));
-    } else if c.link_key_count > crate::report::record::MAX_SEATS {
-        return Err(Error::InvalidArgument(
-            "rungs_lockstep_new: config->link_key_count is above 16; expected one entry per other seat at most",
-        ));
-    } else {
-        // SAFETY: non-NULL, `link_key_count` (<= 16) entries by contract.
-        unsafe { std::slice::from_raw_parts(c.link_keys, c.link_key_count) }
-    };
+    let humans = human_seats(c.seat_count, c.human_seat_mask)?;
+    local_seat(c.local_seat, &humans, false)?;
+    // SAFETY: `link_key_count` readable entries by contract.
+    let entries = unsafe { slice_in(c.link_keys, c.link_key_count, "config->link_keys")? };
+    in_range(entries.len(), 0, MAX_SEATS, "config->link_key_count")?;
     let mut link_keys = Vec::with_capacity(entries.len());
-    for entry in entries {
-        if entry.reserved != [0; 3] {
-            return Err(Error::InvalidArgument(
-                "rungs_lockstep_new: config->link_keys[i].reserved is not 0; expected 0",
-            ));
+    for (i, entry) in entries.iter().enumerate() {
+        for (j, &byte) in entry.reserved.iter().enumerate() {
+            reserved_zero(byte, &format!("config->link_keys[{i}].reserved[{j}]"))?;
         }
         if entry.key == [0; 16] {
-            return Err(Error::InvalidArgument(
-                "rungs_lockstep_new: config->link_keys[i].key is all zero; expected a secret key",
-            ));
+            return Err(Error::InvalidValue(format!(
+                "config->link_keys[{i}].key is all zero; expected the secret key of the link \
+                 to seat {}",
+                entry.seat
+            )));
         }
-        if entry.seat >= c.seat_count
-            || c.human_seat_mask & (1 << entry.seat) == 0
-            || entry.seat == c.local_seat
-        {
-            return Err(Error::InvalidArgument(
-                "rungs_lockstep_new: config->link_keys[i].seat is not another human seat; expected a seat of human_seat_mask other than local_seat",
-            ));
+        let other_human = humans.get(usize::from(entry.seat)) == Some(&true);
+        if !other_human || entry.seat == c.local_seat {
+            return Err(Error::InvalidValue(format!(
+                "config->link_keys[{i}].seat is {}; expected a human seat other than \
+                 config->local_seat ({})",
+                entry.seat, c.local_seat
+            )));
         }
         link_keys.push((entry.seat, SessionKey(entry.key)));
     }
     Ok(LockstepConfig {
-        machine: MachineConfig::adaptive(c.speed_fps, human_seats, Some(c.local_seat)),
+        machine: MachineConfig::adaptive(c.speed_fps, humans, Some(c.local_seat)),
         session_id: c.session_id,
         key: SessionKey(c.key),
         link_keys,
@@ -350,7 +315,7 @@ pub unsafe extern "C" fn rungs_lockstep_new(
     now_us: u64,
     out: *mut *mut rungs_lockstep,
 ) -> rungs_result {
-    catch(|| {
+    call("rungs_lockstep_new", || {
         require(out, "out")?;
         // SAFETY: read_config checks NULL and struct_size before reading the rest.
         let config = unsafe { read_config(config, "config")? };
@@ -358,7 +323,7 @@ pub unsafe extern "C" fn rungs_lockstep_new(
             SocketAddr::from(([0, 0, 0, 0], 0))
         } else {
             // SAFETY: non-NULL, NUL-terminated by contract.
-            unsafe { parse_address(config.bind_address)? }
+            unsafe { parse_address(config.bind_address, "config->bind_address")? }
         };
         // SAFETY: the config's link_keys pointer by the caller's contract.
         let session = LockstepSession::new(unsafe { &lockstep_config(&config)? }, now_us)?;
@@ -379,25 +344,26 @@ pub unsafe extern "C" fn rungs_lockstep_new(
 /// Release a game (closes its socket). NULL accepted; refused from inside a callback.
 ///
 /// Returns: RUNGS_OK (also for NULL); RUNGS_ERR_REENTRANT from inside one
-/// of its callbacks; RUNGS_ERR_PANIC.
+/// of its callbacks; RUNGS_ERR_BUSY while another thread is in a call on it
+/// (not freed); RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_free(ls: *mut rungs_lockstep) -> rungs_result {
     // SAFETY: NULL or a live object from `_new`.
-    unsafe { free_object(ls) }
+    unsafe { free_call("rungs_lockstep_free", ls) }
 }
 
 /// The UDP port the socket is bound to (the one the OS picked for port 0).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out_port is NULL;
 /// RUNGS_ERR_IO if the OS cannot say; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_local_port(
     ls: *mut rungs_lockstep,
     out_port: *mut u16,
 ) -> rungs_result {
     unsafe {
-        with_lockstep(ls, |o| {
+        lockstep_call("rungs_lockstep_local_port", ls, |o| {
             require(out_port, "out_port")?;
             write_out(out_port, o.driver.local_addr()?.port());
             Ok(())
@@ -412,7 +378,7 @@ pub unsafe extern "C" fn rungs_lockstep_local_port(
 /// RUNGS_ERR_UNKNOWN_SEAT if seat is this machine's, not a human seat, or
 /// not below seat_count; RUNGS_ERR_INVALID_ARGUMENT if address does not
 /// parse; RUNGS_ERR_STATE if seat already has an address; RUNGS_ERR_POISONED,
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_add_peer(
     ls: *mut rungs_lockstep,
@@ -421,9 +387,9 @@ pub unsafe extern "C" fn rungs_lockstep_add_peer(
     now_us: u64,
 ) -> rungs_result {
     unsafe {
-        with_lockstep(ls, |o| {
+        lockstep_call("rungs_lockstep_add_peer", ls, |o| {
             require(address, "address")?;
-            let address = parse_address(address)?;
+            let address = parse_address(address, "address")?;
             o.session().add_peer(seat, address, now_us)
         })
     }
@@ -440,7 +406,7 @@ pub unsafe extern "C" fn rungs_lockstep_add_peer(
 /// with len > 0; RUNGS_ERR_INVALID_ARGUMENT if len is more than one packet
 /// holds (1,007 bytes with the default link); RUNGS_ERR_FULL if the next
 /// turn cannot take it; RUNGS_ERR_STATE after rungs_lockstep_leave;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_submit_command(
     ls: *mut rungs_lockstep,
@@ -449,19 +415,10 @@ pub unsafe extern "C" fn rungs_lockstep_submit_command(
     out_frame: *mut u32,
 ) -> rungs_result {
     unsafe {
-        with_lockstep(ls, |o| {
-            if bytes.is_null() && len > 0 {
-                return Err(Error::NullPointer("bytes"));
-            }
-            let command: &[u8] = if len == 0 {
-                &[]
-            } else {
-                std::slice::from_raw_parts(bytes, len)
-            };
+        lockstep_call("rungs_lockstep_submit_command", ls, |o| {
+            let command = slice_in(bytes, len, "bytes")?;
             let frame = o.session().submit_command(command)?;
-            if !out_frame.is_null() {
-                write_out(out_frame, frame);
-            }
+            write_optional(out_frame, frame);
             Ok(())
         })
     }
@@ -472,7 +429,7 @@ pub unsafe extern "C" fn rungs_lockstep_submit_command(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if checksum_interval is 0 or frame is not a
-/// multiple of it; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC
+/// multiple of it; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
 /// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_submit_checksum(
@@ -480,20 +437,24 @@ pub unsafe extern "C" fn rungs_lockstep_submit_checksum(
     frame: u32,
     checksum: u64,
 ) -> rungs_result {
-    unsafe { with_lockstep(ls, |o| o.session().submit_checksum(frame, checksum)) }
+    unsafe {
+        lockstep_call("rungs_lockstep_submit_checksum", ls, |o| {
+            o.session().submit_checksum(frame, checksum)
+        })
+    }
 }
 
 /// One frame's work took `duration_us` (for the reports, S3).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_add_frame_work_us(
     ls: *mut rungs_lockstep,
     duration_us: u64,
 ) -> rungs_result {
     unsafe {
-        with_lockstep(ls, |o| {
+        lockstep_call("rungs_lockstep_add_frame_work_us", ls, |o| {
             o.session().measurements().add_frame_work_us(duration_us);
             Ok(())
         })
@@ -506,10 +467,10 @@ pub unsafe extern "C" fn rungs_lockstep_add_frame_work_us(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL; RUNGS_ERR_STATE
 /// if this player already left or is leaving; RUNGS_ERR_POISONED,
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_leave(ls: *mut rungs_lockstep) -> rungs_result {
-    unsafe { with_lockstep(ls, |o| o.session().leave()) }
+    unsafe { lockstep_call("rungs_lockstep_leave", ls, |o| o.session().leave()) }
 }
 
 /// Drop `seat`, whose machine no longer answers (after `RUNGS_LINK_EVENT_LOST`
@@ -519,14 +480,18 @@ pub unsafe extern "C" fn rungs_lockstep_leave(ls: *mut rungs_lockstep) -> rungs_
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
 /// RUNGS_ERR_UNKNOWN_SEAT if seat is this machine's, not a human seat, or
-/// already removed; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC
+/// already removed; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
 /// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_drop_player(
     ls: *mut rungs_lockstep,
     seat: u8,
 ) -> rungs_result {
-    unsafe { with_lockstep(ls, |o| o.session().drop_player(seat)) }
+    unsafe {
+        lockstep_call("rungs_lockstep_drop_player", ls, |o| {
+            o.session().drop_player(seat)
+        })
+    }
 }
 
 /// Drive the game at `now_us` (your monotonic clock, µs): read the socket,
@@ -540,7 +505,7 @@ pub unsafe extern "C" fn rungs_lockstep_drop_player(
 /// before frame 0 if a human seat has no address (call
 /// rungs_lockstep_add_peer for every other human seat), or frames were
 /// driven out of order; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_PANIC (every object call). An error never leaves a frame half
+/// RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call). An error never leaves a frame half
 /// run: either the frame ran and its commands reached the callback, or it
 /// did not start.
 #[no_mangle]
@@ -550,7 +515,7 @@ pub unsafe extern "C" fn rungs_lockstep_update(
     out: *mut rungs_lockstep_update_result,
 ) -> rungs_result {
     unsafe {
-        with_lockstep(ls, |o| {
+        lockstep_call("rungs_lockstep_update", ls, |o| {
             let cb = o.callbacks;
             let wake = o.driver.update(now_us, |frame, command| {
                 if let Some(f) = cb.command {
@@ -565,23 +530,21 @@ pub unsafe extern "C" fn rungs_lockstep_update(
                 }
             })?;
             o.deliver_events();
-            if !out.is_null() {
-                let outcome = match wake.advance {
-                    Advance::Ran { .. } => RUNGS_LOCKSTEP_RAN,
-                    Advance::NotDue { .. } => RUNGS_LOCKSTEP_NOT_DUE,
-                    Advance::Waiting => RUNGS_LOCKSTEP_WAITING,
-                    Advance::Left => RUNGS_LOCKSTEP_LEFT,
-                };
-                write_out(
-                    out,
-                    rungs_lockstep_update_result {
-                        outcome,
-                        frame: wake.frame.unwrap_or(0),
-                        next_us: wake.next_us,
-                        waiting_for: wake.waiting_for,
-                    },
-                );
-            }
+            let outcome = match wake.advance {
+                Advance::Ran { .. } => RUNGS_LOCKSTEP_RAN,
+                Advance::NotDue { .. } => RUNGS_LOCKSTEP_NOT_DUE,
+                Advance::Waiting => RUNGS_LOCKSTEP_WAITING,
+                Advance::Left => RUNGS_LOCKSTEP_LEFT,
+            };
+            write_optional(
+                out,
+                rungs_lockstep_update_result {
+                    outcome,
+                    frame: wake.frame.unwrap_or(0),
+                    next_us: wake.next_us,
+                    waiting_for: wake.waiting_for,
+                },
+            );
             Ok(())
         })
     }
@@ -593,17 +556,15 @@ pub unsafe extern "C" fn rungs_lockstep_update(
 /// take the game's datagrams. Valid until `rungs_lockstep_free`.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out_socket is NULL;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_socket(
     ls: *mut rungs_lockstep,
     out_socket: *mut rungs_socket,
 ) -> rungs_result {
     unsafe {
-        with_lockstep(ls, |o| {
-            require(out_socket, "out_socket")?;
-            write_out(out_socket, o.driver.socket());
-            Ok(())
+        lockstep_call("rungs_lockstep_socket", ls, |o| {
+            write_to(out_socket, "out_socket", o.driver.socket())
         })
     }
 }
@@ -611,17 +572,15 @@ pub unsafe extern "C" fn rungs_lockstep_socket(
 /// Timing, target, tier, master and evaluation state (as for a timing machine).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_status(
     ls: *mut rungs_lockstep,
     out: *mut rungs_timing_status,
 ) -> rungs_result {
     unsafe {
-        with_lockstep(ls, |o| {
-            require(out, "out")?;
-            write_out(out, fill_status(o.session().machine()));
-            Ok(())
+        lockstep_call("rungs_lockstep_status", ls, |o| {
+            write_to(out, "out", fill_status(o.session().machine()))
         })
     }
 }
@@ -629,19 +588,19 @@ pub unsafe extern "C" fn rungs_lockstep_status(
 /// Counters for a diagnostics screen.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_get_stats(
     ls: *mut rungs_lockstep,
     out: *mut rungs_lockstep_stats,
 ) -> rungs_result {
     unsafe {
-        with_lockstep(ls, |o| {
-            require(out, "out")?;
+        lockstep_call("rungs_lockstep_get_stats", ls, |o| {
             let session = o.session();
             let stats = session.stats();
-            write_out(
+            write_to(
                 out,
+                "out",
                 rungs_lockstep_stats {
                     stalled_frames: stats.stalled_frames,
                     stall_us: stats.stall_us,
@@ -653,8 +612,7 @@ pub unsafe extern "C" fn rungs_lockstep_get_stats(
                     refused_messages: stats.refused_messages,
                     backpressure_waits: stats.backpressure_waits,
                 },
-            );
-            Ok(())
+            )
         })
     }
 }

@@ -9,12 +9,8 @@ use super::args::{
     write_to,
 };
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
-use super::last_error;
 use super::payload::report_layout;
-use super::result::{
-    rungs_result, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_STATE,
-    RUNGS_OK,
-};
+use super::result::rungs_result;
 use super::timing_machine::{
     deliver_output, fill_status, rungs_timing_callbacks, rungs_timing_status,
 };
@@ -618,22 +614,6 @@ pub unsafe extern "C" fn rungs_session_rtt_sample(
     }
 }
 
-/// The endpoint's refusal as this call's error, its message kept after
-/// `endpoint: `. `link_report_rtts` (transport.rs) still answers with a code
-/// and the thread's message; once it returns a typed outcome this goes.
-/// An endpoint read is refused only by its guard or a stopped worker.
-fn endpoint_refusal(code: rungs_result) -> Result<()> {
-    let kind = match code {
-        RUNGS_OK => return Ok(()),
-        RUNGS_ERR_POISONED => Error::Poisoned,
-        RUNGS_ERR_REENTRANT => Error::Reentrant,
-        RUNGS_ERR_BUSY => Error::Busy,
-        RUNGS_ERR_STATE => Error::State("the endpoint refused"),
-        _ => Error::Panic,
-    };
-    Err(kind.detailed(last_error::with(|message| format!("endpoint: {message}"))))
-}
-
 /// Take the round trips to every peer from rungs' own transport (S8): for an
 /// engine that sends its events through a `rungs_endpoint`. Call it each
 /// frame (at least before report frames) instead of `rungs_session_rtt_sample`.
@@ -654,12 +634,8 @@ pub unsafe extern "C" fn rungs_session_sample_links(
     unsafe {
         session_call("rungs_session_sample_links", s, |session| {
             require(endpoint, "endpoint")?;
-            let mut links = Vec::new();
             // SAFETY: non-NULL and live by contract; the endpoint has its own guard.
-            endpoint_refusal(super::transport::link_report_rtts(
-                endpoint, now_us, &mut links,
-            ))?;
-            for (seat, link) in links {
+            for (seat, link) in super::transport::link_report_rtts(endpoint, now_us)? {
                 session.sample_link(seat, link);
             }
             Ok(())

@@ -12,12 +12,14 @@ use std::ffi::{c_char, c_void, CStr};
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use super::guard::{
-    catch, free_object, hand_out, require, with_object, write_out, Guarded, Handle,
+use super::args::{
+    in_range, read_config, require, reserved_zero, slice_in, slice_out, write_out, write_to,
 };
+use super::guard::{call, enter, free_call, hand_out, object_call, Guarded, Handle};
 use super::result::rungs_result;
-use super::types::read_config;
+use super::types::rungs_link_event_fn;
 use crate::error::{Error, Result};
+use crate::link::MAX_IN_FLIGHT_LIMIT;
 use crate::link::{DropReason, Endpoint, EndpointConfig, LinkConfig, LinkEvent, LinkStats};
 use crate::net::{MonotonicClock, UdpDriver, Worker, WorkerStatus};
 use crate::wire::packet::{SessionKey, MAX_MESSAGE_BYTES, MAX_PACKET_BYTES};
@@ -88,13 +90,6 @@ const _: () = assert!(DropReason::ALL.len() == RUNGS_DROP_REASON_COUNT as usize)
 const _: () = assert!(RUNGS_MAX_MESSAGE_BYTES as usize == MAX_MESSAGE_BYTES);
 const _: () = assert!(RUNGS_MAX_PACKET_BYTES as usize == MAX_PACKET_BYTES);
 
-/// Called with a link event: `user` from the config, the peer's seat, and a
-/// `RUNGS_LINK_EVENT_*` value. Runs on the thread that called
-/// `rungs_endpoint_poll`; calling back into the same endpoint from it returns
-/// `RUNGS_ERR_REENTRANT`.
-pub type rungs_link_event_fn =
-    Option<unsafe extern "C" fn(user: *mut c_void, seat: u8, event: u32)>;
-
 /// Settings of a transport endpoint. Fill with `rungs_endpoint_config_init`,
 /// then set the session, key, seat and address.
 #[repr(C)]
@@ -124,7 +119,9 @@ pub struct rungs_endpoint_config {
     /// binds `"0.0.0.0:0"` (any IPv4 interface, a free port).
     pub bind_address: *const c_char,
     /// Link event callback, or NULL to collect events with
-    /// `rungs_endpoint_poll_event`.
+    /// `rungs_endpoint_poll_event`. Runs on the thread that called
+    /// `rungs_endpoint_poll`; calling back into the same endpoint from it
+    /// returns `RUNGS_ERR_REENTRANT`.
     pub on_link_event: rungs_link_event_fn,
     /// Passed to `on_link_event` unchanged.
     pub user: *mut c_void,
@@ -332,19 +329,23 @@ fn c_stats(stats: &LinkStats, now_us: u64) -> rungs_link_stats {
     }
 }
 
-/// Read a NUL-terminated address like `"127.0.0.1:7000"` or `"[::1]:7000"`.
+/// Read the NUL-terminated address argument or field `name`, like
+/// `"127.0.0.1:7000"` or `"[::1]:7000"`.
 ///
 /// # Safety
 /// `text` is a valid NUL-terminated string.
-pub(crate) unsafe fn parse_address(text: *const c_char) -> Result<SocketAddr> {
+pub(crate) unsafe fn parse_address(text: *const c_char, name: &str) -> Result<SocketAddr> {
     // SAFETY: by contract.
     let text = unsafe { CStr::from_ptr(text) };
     text.to_str()
         .ok()
         .and_then(|t| t.parse().ok())
-        .ok_or(Error::InvalidArgument(
-            "address must read \"ip:port\", e.g. \"127.0.0.1:7000\" or \"[::1]:7000\"",
-        ))
+        .ok_or_else(|| {
+            Error::InvalidValue(format!(
+                "{name} is {:?}; expected \"ip:port\", e.g. \"127.0.0.1:7000\" or \"[::1]:7000\"",
+                text.to_string_lossy()
+            ))
+        })
 }
 
 fn link_config(config: &rungs_endpoint_config) -> Result<LinkConfig> {
@@ -360,7 +361,7 @@ fn link_config(config: &rungs_endpoint_config) -> Result<LinkConfig> {
     };
     let max_in_flight = match config.max_in_flight {
         0 => defaults.max_in_flight,
-        n => usize::try_from(n).unwrap_or(usize::MAX),
+        n => in_range(n, 1, MAX_IN_FLIGHT_LIMIT as u32, "config->max_in_flight")? as usize,
     };
     let link = LinkConfig {
         keepalive_interval_us,
@@ -382,8 +383,7 @@ fn link_config(config: &rungs_endpoint_config) -> Result<LinkConfig> {
 pub unsafe extern "C" fn rungs_endpoint_config_init(
     config: *mut rungs_endpoint_config,
 ) -> rungs_result {
-    catch(|| {
-        require(config, "config")?;
+    call("rungs_endpoint_config_init", || {
         let defaults = rungs_endpoint_config {
             struct_size: std::mem::size_of::<rungs_endpoint_config>() as u32,
             session_id: 0,
@@ -397,9 +397,8 @@ pub unsafe extern "C" fn rungs_endpoint_config_init(
             on_link_event: None,
             user: std::ptr::null_mut(),
         };
-        // SAFETY: non-NULL, valid for writes by the caller's contract.
-        unsafe { write_out(config, defaults) };
-        Ok(())
+        // SAFETY: NULL (refused) or valid for writes by the caller's contract.
+        unsafe { write_to(config, "config", defaults) }
     })
 }
 
@@ -419,16 +418,17 @@ pub unsafe extern "C" fn rungs_endpoint_new(
     config: *const rungs_endpoint_config,
     out: *mut *mut rungs_endpoint,
 ) -> rungs_result {
-    catch(|| {
+    call("rungs_endpoint_new", || {
         require(out, "out")?;
         // SAFETY: read_config checks NULL and struct_size before reading the rest.
         let config = unsafe { read_config(config, "config")? };
-        if config.reserved != [0; 3] {
-            return Err(Error::InvalidArgument("config.reserved must be zero"));
+        for (i, &byte) in config.reserved.iter().enumerate() {
+            reserved_zero(byte, &format!("config->reserved[{i}]"))?;
         }
         if config.key == [0; 16] {
             return Err(Error::InvalidArgument(
-                "rungs_endpoint_new: config->key is all zero (rungs_endpoint_config_init leaves it so); expected the game's 16-byte secret key",
+                "config->key is all zero (rungs_endpoint_config_init leaves it so); expected \
+                 the game's 16-byte secret key",
             ));
         }
         let link = link_config(&config)?;
@@ -436,7 +436,7 @@ pub unsafe extern "C" fn rungs_endpoint_new(
             SocketAddr::from(([0, 0, 0, 0], 0))
         } else {
             // SAFETY: non-NULL and NUL-terminated by the caller's contract.
-            unsafe { parse_address(config.bind_address)? }
+            unsafe { parse_address(config.bind_address, "config->bind_address")? }
         };
         let mut endpoint = Endpoint::new(EndpointConfig {
             session_id: config.session_id,
@@ -474,18 +474,19 @@ pub(crate) fn wall_clock_epoch() -> u32 {
 /// endpoint's own callback.
 ///
 /// Returns: RUNGS_OK (also for NULL); RUNGS_ERR_REENTRANT from inside its own
-/// callback; RUNGS_ERR_PANIC.
+/// callback; RUNGS_ERR_BUSY while another thread is in a call on it (not
+/// freed); RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_free(endpoint: *mut rungs_endpoint) -> rungs_result {
     // SAFETY: NULL or a live handle from rungs_endpoint_new, not used after.
-    unsafe { free_object(endpoint) }
+    unsafe { free_call("rungs_endpoint_free", endpoint) }
 }
 
 /// The UDP port the endpoint is bound to (the one the OS picked for port 0).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_port is NULL;
 /// RUNGS_ERR_IO if the OS cannot say; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_local_port(
     endpoint: *mut rungs_endpoint,
@@ -493,7 +494,7 @@ pub unsafe extern "C" fn rungs_endpoint_local_port(
 ) -> rungs_result {
     // SAFETY: NULL or a live handle, by contract.
     unsafe {
-        with_object(endpoint, |state| {
+        object_call("rungs_endpoint_local_port", endpoint, |state| {
             require(out_port, "out_port")?;
             let address = state.with_driver(state.last_now_us, |d, _| d.local_addr())??;
             write_out(out_port, address.port());
@@ -511,7 +512,7 @@ pub unsafe extern "C" fn rungs_endpoint_local_port(
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or address is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if address does not parse or seat is this
 /// endpoint's own; RUNGS_ERR_STATE if seat already has a peer;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object
+/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object
 /// call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_add_peer(
@@ -521,9 +522,9 @@ pub unsafe extern "C" fn rungs_endpoint_add_peer(
 ) -> rungs_result {
     // SAFETY: NULL or a live handle, by contract.
     unsafe {
-        with_object(endpoint, |state| {
+        object_call("rungs_endpoint_add_peer", endpoint, |state| {
             require(address, "address")?;
-            let address = parse_address(address)?;
+            let address = parse_address(address, "address")?;
             state.with_driver(state.last_now_us, |d, now| {
                 d.endpoint_mut().add_peer(seat, address, now)
             })?
@@ -536,14 +537,18 @@ pub unsafe extern "C" fn rungs_endpoint_add_peer(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL;
 /// RUNGS_ERR_UNKNOWN_SEAT if seat has no peer; RUNGS_ERR_POISONED,
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_remove_peer(
     endpoint: *mut rungs_endpoint,
     seat: u8,
 ) -> rungs_result {
     // SAFETY: NULL or a live handle, by contract.
-    unsafe { with_object(endpoint, |state| state.endpoint(|e| e.remove_peer(seat))?) }
+    unsafe {
+        object_call("rungs_endpoint_remove_peer", endpoint, |state| {
+            state.endpoint(|e| e.remove_peer(seat))?
+        })
+    }
 }
 
 /// Queue `len` bytes for reliable, in-order delivery to `seat`; they go out
@@ -556,7 +561,7 @@ pub unsafe extern "C" fn rungs_endpoint_remove_peer(
 /// NULL with len > 0; RUNGS_ERR_UNKNOWN_SEAT if seat has no peer;
 /// RUNGS_ERR_INVALID_ARGUMENT if len is more than RUNGS_MAX_MESSAGE_BYTES;
 /// RUNGS_ERR_FULL if max_in_flight messages are unacknowledged;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object
+/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object
 /// call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_send(
@@ -567,19 +572,16 @@ pub unsafe extern "C" fn rungs_endpoint_send(
 ) -> rungs_result {
     // SAFETY: NULL or a live handle, by contract.
     unsafe {
-        with_object(endpoint, |state| {
-            let payload: &[u8] = if len == 0 {
-                &[]
-            } else {
-                require(data, "data")?;
-                if len > MAX_MESSAGE_BYTES {
-                    return Err(Error::InvalidArgument(
-                        "message longer than RUNGS_MAX_MESSAGE_BYTES",
-                    ));
-                }
-                // SAFETY: non-NULL, `len` readable bytes by contract.
-                std::slice::from_raw_parts(data, len)
-            };
+        object_call("rungs_endpoint_send", endpoint, |state| {
+            // The length first, so no slice is ever made of more bytes than
+            // a message can have.
+            if len > MAX_MESSAGE_BYTES {
+                return Err(Error::InvalidValue(format!(
+                    "len is {len}; expected at most RUNGS_MAX_MESSAGE_BYTES ({MAX_MESSAGE_BYTES})"
+                )));
+            }
+            // SAFETY: NULL or `len` readable bytes by contract.
+            let payload = slice_in(data, len, "data")?;
             state.endpoint(|e| e.send(seat, payload))?.map(|_| ())
         })
     }
@@ -594,7 +596,7 @@ pub unsafe extern "C" fn rungs_endpoint_send(
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL;
 /// RUNGS_ERR_STATE if the worker thread panicked and stopped (call
 /// rungs_endpoint_stop_worker, then poll yourself); RUNGS_ERR_POISONED,
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_poll(
     endpoint: *mut rungs_endpoint,
@@ -602,11 +604,12 @@ pub unsafe extern "C" fn rungs_endpoint_poll(
 ) -> rungs_result {
     // SAFETY: NULL or a live handle, by contract.
     unsafe {
-        with_object(endpoint, |state| {
+        object_call("rungs_endpoint_poll", endpoint, |state| {
             if let Driving::Worker(worker) = &state.driving {
                 if worker.status() == WorkerStatus::Panicked {
                     return Err(Error::State(
-                        "rungs_endpoint_poll: the transport worker thread panicked and stopped; call rungs_endpoint_stop_worker and poll yourself",
+                        "the transport worker thread panicked and stopped; call \
+                         rungs_endpoint_stop_worker and poll yourself",
                     ));
                 }
             }
@@ -631,7 +634,7 @@ pub unsafe extern "C" fn rungs_endpoint_poll(
 ///
 /// Returns: RUNGS_OK (also when there is no event); RUNGS_ERR_NULL_POINTER if
 /// endpoint, out_seat or out_event is NULL; RUNGS_ERR_POISONED,
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_poll_event(
     endpoint: *mut rungs_endpoint,
@@ -640,7 +643,7 @@ pub unsafe extern "C" fn rungs_endpoint_poll_event(
 ) -> rungs_result {
     // SAFETY: NULL or a live handle, by contract.
     unsafe {
-        with_object(endpoint, |state| {
+        object_call("rungs_endpoint_poll_event", endpoint, |state| {
             require(out_seat, "out_seat")?;
             require(out_event, "out_event")?;
             state.keep_events()?;
@@ -664,7 +667,7 @@ pub unsafe extern "C" fn rungs_endpoint_poll_event(
 /// Returns: RUNGS_OK (out->received 0 when nothing waits);
 /// RUNGS_ERR_NULL_POINTER if endpoint or out is NULL, or buf is NULL with cap >
 /// 0; RUNGS_ERR_BUFFER_TOO_SMALL if the next message is longer than cap (it
-/// stays queued); RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC
+/// stays queued); RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
 /// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_recv(
@@ -675,15 +678,10 @@ pub unsafe extern "C" fn rungs_endpoint_recv(
 ) -> rungs_result {
     // SAFETY: NULL or a live handle, by contract.
     unsafe {
-        with_object(endpoint, |state| {
+        object_call("rungs_endpoint_recv", endpoint, |state| {
             require(out, "out")?;
-            let buf: &mut [u8] = if cap == 0 {
-                &mut []
-            } else {
-                require(buf, "buf")?;
-                // SAFETY: non-NULL, `cap` writable bytes by contract.
-                std::slice::from_raw_parts_mut(buf, cap)
-            };
+            // SAFETY: NULL or `cap` writable bytes by contract.
+            let buf = slice_out(buf, cap, "buf")?;
             let got = state.endpoint(|e| e.recv_into(buf))??;
             let received = match got {
                 Some((seat, len)) => rungs_received {
@@ -706,7 +704,7 @@ pub unsafe extern "C" fn rungs_endpoint_recv(
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if out->struct_size is not
 /// sizeof(rungs_link_stats); RUNGS_ERR_UNKNOWN_SEAT if seat has no peer;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object
+/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object
 /// call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_link_stats(
@@ -717,12 +715,15 @@ pub unsafe extern "C" fn rungs_endpoint_link_stats(
 ) -> rungs_result {
     // SAFETY: NULL or a live handle, by contract.
     unsafe {
-        with_object(endpoint, |state| {
+        object_call("rungs_endpoint_link_stats", endpoint, |state| {
             require(out, "out")?;
-            if (*out).struct_size as usize != std::mem::size_of::<rungs_link_stats>() {
-                return Err(Error::InvalidArgument(
-                    "out->struct_size must be sizeof(rungs_link_stats)",
-                ));
+            let struct_size = (*out).struct_size;
+            let expected = std::mem::size_of::<rungs_link_stats>();
+            if struct_size as usize != expected {
+                return Err(Error::InvalidValue(format!(
+                    "out->struct_size is {struct_size}; expected sizeof(rungs_link_stats) = \
+                     {expected} (set it before the call)"
+                )));
             }
             let stats = state.with_driver(now_us, |d, now| {
                 d.endpoint()
@@ -737,23 +738,33 @@ pub unsafe extern "C" fn rungs_endpoint_link_stats(
 }
 
 /// The report figures (S3) of every link, by seat, at `now_us`: what a
-/// session takes its round trips from (`rungs_session_sample_links`).
+/// session takes its round trips from (`rungs_session_sample_links`). A
+/// refusal keeps its kind and says it was the endpoint's
+/// (`endpoint: the object was poisoned ...`).
+///
+/// # Safety
+/// `endpoint` is NULL or a live handle from `rungs_endpoint_new`.
 pub(crate) unsafe fn link_report_rtts(
-    endpoint: *mut rungs_endpoint,
+    endpoint: *const rungs_endpoint,
     now_us: u64,
-    out: &mut Vec<(u8, crate::link::ReportRtt)>,
-) -> rungs_result {
-    // SAFETY: NULL or a live handle, by contract; the guard checks NULL.
-    unsafe {
-        with_object(endpoint, |state| {
+) -> Result<Vec<(u8, crate::link::ReportRtt)>> {
+    let mut links = Vec::new();
+    // SAFETY: forwarded contract; the guard checks NULL and claims the endpoint.
+    let entered = unsafe {
+        enter(endpoint, |state| {
             state.with_driver(now_us, |d, now| {
                 let endpoint = d.endpoint();
-                out.extend(endpoint.peers().filter_map(|(seat, _)| {
+                links.extend(endpoint.peers().filter_map(|(seat, _)| {
                     endpoint.link(seat).map(|l| (seat, l.report_rtt(now)))
                 }));
             })
         })
-    }
+    };
+    entered.map_err(|e| {
+        let message = format!("endpoint: {e}");
+        e.detailed(message)
+    })?;
+    Ok(links)
 }
 
 /// Datagrams the endpoint dropped for `reason` (a `RUNGS_DROP_*` value),
@@ -762,7 +773,7 @@ pub(crate) unsafe fn link_report_rtts(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_count is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if reason is not a RUNGS_DROP_* value;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object
+/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object
 /// call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_dropped(
@@ -772,13 +783,14 @@ pub unsafe extern "C" fn rungs_endpoint_dropped(
 ) -> rungs_result {
     // SAFETY: NULL or a live handle, by contract.
     unsafe {
-        with_object(endpoint, |state| {
+        object_call("rungs_endpoint_dropped", endpoint, |state| {
             require(out_count, "out_count")?;
-            let reason = *DropReason::ALL
-                .get(reason as usize)
-                .ok_or(Error::InvalidArgument(
-                    "reason must be a RUNGS_DROP_* value",
-                ))?;
+            let reason = *DropReason::ALL.get(reason as usize).ok_or_else(|| {
+                Error::InvalidValue(format!(
+                    "reason is {reason}; expected a RUNGS_DROP_* value, 0 to {}",
+                    RUNGS_DROP_REASON_COUNT - 1
+                ))
+            })?;
             let count = state.endpoint(|e| e.total_drops().get(reason))?;
             write_out(out_count, count);
             Ok(())
@@ -793,9 +805,9 @@ pub unsafe extern "C" fn rungs_endpoint_dropped(
 /// its own thread. `RUNGS_ERR_STATE` if a worker already runs.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL;
-/// RUNGS_ERR_INVALID_ARGUMENT if tick_us is outside 1000..=1000000;
+/// RUNGS_ERR_INVALID_ARGUMENT if tick_us is outside 1000 to 1000000;
 /// RUNGS_ERR_STATE if a worker already runs; RUNGS_ERR_IO if the OS refuses a
-/// thread; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every
+/// thread; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every
 /// object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_start_worker(
@@ -804,16 +816,16 @@ pub unsafe extern "C" fn rungs_endpoint_start_worker(
 ) -> rungs_result {
     // SAFETY: NULL or a live handle, by contract.
     unsafe {
-        with_object(endpoint, |state| {
-            if !(1_000..=1_000_000).contains(&tick_us) {
-                return Err(Error::InvalidArgument("tick_us must be 1000..=1000000"));
-            }
+        object_call("rungs_endpoint_start_worker", endpoint, |state| {
+            in_range(tick_us, 1_000, 1_000_000, "tick_us")?;
+            const ALREADY: &str =
+                "a worker thread already runs; expected rungs_endpoint_stop_worker first";
             if !matches!(state.driving, Driving::Engine(_)) {
-                return Err(Error::State("a worker already runs"));
+                return Err(Error::State(ALREADY));
             }
             let Driving::Engine(driver) = std::mem::replace(&mut state.driving, Driving::Switching)
             else {
-                return Err(Error::State("a worker already runs"));
+                return Err(Error::State(ALREADY));
             };
             let clock = MonotonicClock::starting_at(state.last_now_us);
             // Worker::start only fails before taking the driver if the OS
@@ -830,18 +842,19 @@ pub unsafe extern "C" fn rungs_endpoint_start_worker(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL;
 /// RUNGS_ERR_STATE if no worker runs; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_stop_worker(endpoint: *mut rungs_endpoint) -> rungs_result {
     // SAFETY: NULL or a live handle, by contract.
     unsafe {
-        with_object(endpoint, |state| {
+        object_call("rungs_endpoint_stop_worker", endpoint, |state| {
+            const NONE: &str = "no worker thread runs; expected rungs_endpoint_start_worker first";
             if !matches!(state.driving, Driving::Worker(_)) {
-                return Err(Error::State("no worker runs"));
+                return Err(Error::State(NONE));
             }
             let Driving::Worker(worker) = std::mem::replace(&mut state.driving, Driving::Switching)
             else {
-                return Err(Error::State("no worker runs"));
+                return Err(Error::State(NONE));
             };
             state.last_now_us = worker.clock().now_us();
             state.driving = Driving::Engine(Box::new(worker.stop()?));
@@ -856,7 +869,7 @@ pub unsafe extern "C" fn rungs_endpoint_stop_worker(endpoint: *mut rungs_endpoin
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_socket is
 /// NULL; RUNGS_ERR_STATE while a worker thread drives the socket;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_socket(
     endpoint: *mut rungs_endpoint,
@@ -864,11 +877,11 @@ pub unsafe extern "C" fn rungs_endpoint_socket(
 ) -> rungs_result {
     // SAFETY: NULL or a live handle, by contract.
     unsafe {
-        with_object(endpoint, |state| {
+        object_call("rungs_endpoint_socket", endpoint, |state| {
             require(out_socket, "out_socket")?;
             let Driving::Engine(driver) = &state.driving else {
                 return Err(Error::State(
-                    "rungs_endpoint_socket: a worker thread drives the socket; expected rungs_endpoint_stop_worker first",
+                    "a worker thread drives the socket; expected rungs_endpoint_stop_worker first",
                 ));
             };
             write_out(out_socket, driver.raw_socket());
@@ -885,7 +898,7 @@ pub unsafe extern "C" fn rungs_endpoint_socket(
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or key is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if the key is all zero; RUNGS_ERR_UNKNOWN_SEAT
 /// if seat has no peer; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_set_link_key(
     endpoint: *mut rungs_endpoint,
@@ -894,7 +907,7 @@ pub unsafe extern "C" fn rungs_endpoint_set_link_key(
 ) -> rungs_result {
     // SAFETY: NULL or a live handle, by contract.
     unsafe {
-        with_object(endpoint, |state| {
+        object_call("rungs_endpoint_set_link_key", endpoint, |state| {
             require(key, "key")?;
             let key = SessionKey(*key);
             state.endpoint(|e| e.set_link_key(seat, key))?
@@ -907,7 +920,7 @@ pub unsafe extern "C" fn rungs_endpoint_set_link_key(
 /// `rungs_endpoint_stop_worker`).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_status is
-/// NULL; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every
+/// NULL; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every
 /// object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_worker_status(
@@ -916,8 +929,7 @@ pub unsafe extern "C" fn rungs_endpoint_worker_status(
 ) -> rungs_result {
     // SAFETY: NULL or a live handle, by contract.
     unsafe {
-        with_object(endpoint, |state| {
-            require(out_status, "out_status")?;
+        object_call("rungs_endpoint_worker_status", endpoint, |state| {
             let status = match &state.driving {
                 Driving::Worker(worker) => match worker.status() {
                     WorkerStatus::Panicked => 2,
@@ -925,8 +937,7 @@ pub unsafe extern "C" fn rungs_endpoint_worker_status(
                 },
                 _ => 0,
             };
-            write_out(out_status, status);
-            Ok(())
+            write_to(out_status, "out_status", status)
         })
     }
 }

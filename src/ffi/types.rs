@@ -12,17 +12,17 @@ use crate::report::record::MAX_SEATS;
 use crate::report::Report;
 use crate::timing::{Timing, TimingEvent};
 
-/// For lockstep.rs and transport.rs, which import it from here until their
-/// rewrite (another branch) switches them to `super::args`; remove then.
-pub(crate) use super::args::read_config;
-
 /// Seat value meaning "no seat" (an observer's local seat, or no master).
 pub const RUNGS_NO_SEAT: u8 = 0xFF;
 
 // One typedef per callback signature: every config struct that takes a
 // callback of a shape names it with one of these. Each runs synchronously
 // on the thread that made the call that caused it, takes the config's
-// `user` pointer first, and may be NULL (not called).
+// `user` pointer first, and may be NULL (not called). Two pairs have the
+// same C shape but different meanings, so they stay separate names:
+// `rungs_frame_rate_changed_fn` / `rungs_seat_event_fn` (frame, then a u8)
+// and `rungs_desync_fn` / `rungs_send_frame_fn` (two u32s); a program can
+// tell from the field's type what its arguments mean.
 
 /// The timing in force became `send_period`/`look_ahead` on `frame` (also
 /// reported on frame 0).
@@ -73,6 +73,12 @@ pub type rungs_command_fn = Option<
 /// Lockstep: state checksums for `frame` differ; bit `i` of `seats` is set
 /// for each seat whose value differs from the lowest seat's.
 pub type rungs_desync_fn = Option<unsafe extern "C" fn(user: *mut c_void, frame: u32, seats: u32)>;
+/// The link to `seat` had a `RUNGS_LINK_EVENT_*` event: lost (nothing heard
+/// for the liveness timeout; the engine decides whether to remove the
+/// player), recovered, or the peer restarted. Runs on the thread that called
+/// `rungs_endpoint_poll` or `rungs_lockstep_update`.
+pub type rungs_link_event_fn =
+    Option<unsafe extern "C" fn(user: *mut c_void, seat: u8, event: u32)>;
 
 /// A timing `send_period/look_ahead` (S1). Valid when
 /// `1 <= send_period <= 10`, `send_period <= look_ahead <= 250` and

@@ -110,13 +110,15 @@ impl LinkConfig {
             return Err(Error::InvalidArgument("liveness timeout must be positive"));
         }
         if !(1..=MAX_IN_FLIGHT_LIMIT).contains(&self.max_in_flight) {
-            return Err(Error::InvalidArgument("max_in_flight must be 1..=8192"));
+            return Err(Error::InvalidArgument("max_in_flight must be 1 to 8192"));
         }
         if !(1..=MAX_IN_FLIGHT_LIMIT).contains(&self.receive_capacity) {
-            return Err(Error::InvalidArgument("receive_capacity must be 1..=8192"));
+            return Err(Error::InvalidArgument("receive_capacity must be 1 to 8192"));
         }
         if !(MIN_CONFIG_PACKET_BYTES..=MAX_PACKET_BYTES).contains(&self.max_packet_bytes) {
-            return Err(Error::InvalidArgument("max_packet_bytes must be 64..=1200"));
+            return Err(Error::InvalidArgument(
+                "max_packet_bytes must be 64 to 1200",
+            ));
         }
         if self.piggyback_budget_bytes > MAX_PACKET_BYTES {
             return Err(Error::InvalidArgument(

@@ -102,7 +102,7 @@ impl MatchSetup {
     pub fn validate(&self) -> Result<()> {
         let n = usize::from(self.seat_count);
         if !(1..=MAX_SEATS).contains(&n) {
-            return Err(Error::InvalidArgument("seat_count must be 1..=16"));
+            return Err(Error::InvalidArgument("seat_count must be 1 to 16"));
         }
         if n < MAX_SEATS && self.human_mask >> n != 0 {
             return Err(Error::InvalidArgument(
@@ -114,14 +114,14 @@ impl MatchSetup {
         }
         if !(1..=1_000_000_000).contains(&self.tick_rate_millihz) {
             return Err(Error::InvalidArgument(
-                "tick_rate_millihz must be 1..=1000000000",
+                "tick_rate_millihz must be 1 to 1000000000",
             ));
         }
         if self.bundle_interval == 0 {
-            return Err(Error::InvalidArgument("bundle_interval must be 1..=255"));
+            return Err(Error::InvalidArgument("bundle_interval must be 1 to 255"));
         }
         if self.ai_order_delay > 8 {
-            return Err(Error::InvalidArgument("ai_order_delay must be 0..=8"));
+            return Err(Error::InvalidArgument("ai_order_delay must be 0 to 8"));
         }
         if self.max_ticks == 0 || self.max_queued_ticks == 0 {
             return Err(Error::InvalidArgument(

@@ -201,7 +201,7 @@ fn parse_fields(ticket: &[u8; TICKET_BYTES]) -> Result<TicketFields> {
 /// Issue a ticket (the lobby's side).
 pub fn issue(secret: &LobbySecret, fields: &TicketFields) -> Result<Credentials> {
     if usize::from(fields.seat) >= MAX_SEATS {
-        return Err(Error::InvalidArgument("ticket seat must be 0..=15"));
+        return Err(Error::InvalidArgument("ticket seat must be 0 to 15"));
     }
     let mut ticket = [0u8; TICKET_BYTES];
     ticket[0] = TICKET_VERSION;

@@ -179,10 +179,10 @@ impl GameSpec {
 
     fn validate(&self) -> Result<()> {
         if self.players == 0 || usize::from(self.players) > MAX_SEATS {
-            return Err(Error::InvalidArgument("players must be 1..=16"));
+            return Err(Error::InvalidArgument("players must be 1 to 16"));
         }
         if self.fps == 0 {
-            return Err(Error::InvalidArgument("fps must be 1..=255"));
+            return Err(Error::InvalidArgument("fps must be 1 to 255"));
         }
         if self.rtt_ms.is_empty() || self.proc_us.is_empty() {
             return Err(Error::InvalidArgument(
@@ -190,7 +190,7 @@ impl GameSpec {
             ));
         }
         if self.loss_ppm > 1_000_000 {
-            return Err(Error::InvalidArgument("loss must be 0..=1"));
+            return Err(Error::InvalidArgument("loss must be 0 to 1"));
         }
         if let Some((p, _, _)) = self.departure {
             if p >= self.players || self.players < 2 {
@@ -207,7 +207,7 @@ impl GameSpec {
             }
         }
         if self.duplicate_ppm > 1_000_000 || self.reorder_ppm > 1_000_000 {
-            return Err(Error::InvalidArgument("dup and reorder must be 0..=1"));
+            return Err(Error::InvalidArgument("dup and reorder must be 0 to 1"));
         }
         Ok(())
     }

@@ -55,7 +55,7 @@ pub fn parse_line(line: &str, defaults: &Defaults) -> Result<Option<MatchSetup>,
                 for seat in list.split(',') {
                     let s: u8 = number("humans", Some(seat))?;
                     if s >= 16 {
-                        return Err(format!("human seat {s} is not 0..=15"));
+                        return Err(format!("human seat {s} is not 0 to 15"));
                     }
                     mask |= 1 << s;
                 }

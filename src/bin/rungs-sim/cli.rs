@@ -290,14 +290,14 @@ pub fn apply_game_flag(spec: &mut GameSpec, name: &str, value: &str) -> Result<(
         "--players" => {
             spec.players = parse_number(name, value)?;
             if !(1..=MAX_PLAYERS).contains(&spec.players) {
-                return usage(format!("--players must be 1..={MAX_PLAYERS}, not {value}"));
+                return usage(format!("--players must be 1 to {MAX_PLAYERS}, not {value}"));
             }
         }
         "--frames" => spec.frames = parse_frames(value)?,
         "--fps" => {
             spec.fps = parse_number(name, value)?;
             if spec.fps == 0 {
-                return usage("--fps must be 1..=255");
+                return usage("--fps must be 1 to 255");
             }
         }
         "--rtt" => {
@@ -539,7 +539,7 @@ fn parse_probability(name: &str, value: &str) -> Result<u32, UsageError> {
     };
     if ppm > 1_000_000 {
         return usage(format!(
-            "{name} is a probability 0..=1 (or 0%..=100%), not {value}"
+            "{name} is a probability 0 to 1 (or 0% to 100%), not {value}"
         ));
     }
     Ok(ppm as u32)
@@ -598,7 +598,7 @@ fn parse_fault(name: &str, value: &str) -> Result<Fault, UsageError> {
             let (count, bytes) = extra.split_once('x').ok_or_else(bad)?;
             let bytes: u16 = bytes.parse().map_err(|_| bad())?;
             if !(5..=1000).contains(&bytes) {
-                return usage(format!("{name}: commands are 5..=1000 bytes, not {bytes}"));
+                return usage(format!("{name}: commands are 5 to 1000 bytes, not {bytes}"));
             }
             Fault::Burst {
                 seat,

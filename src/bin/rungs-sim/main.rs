@@ -52,15 +52,15 @@ USAGE
   rungs-sim soak [SOAK FLAGS]       many seeded games under every fault (soak --help)
 
 GAME FLAGS (default in brackets)
-  --players N             players, 1..=16 [4]
+  --players N             players, 1 to 16 [4]
   --frames N              frames to play [9000 = 5 min at 30 fps]
-  --fps N                 the rate the game speed allows, 1..=255 [30]
+  --fps N                 the rate the game speed allows, 1 to 255 [30]
   --rtt MS[,MS...]        base round trip per player in ms; the path between
                           players i and j has a round trip of (rtt_i + rtt_j)/2;
                           the last value applies to the remaining players [60]
-  --jitter MS             each datagram's one-way delay gains a uniform 0..=MS ms;
+  --jitter MS             each datagram's one-way delay gains a uniform 0 to MS ms;
                           so --rtt 50 --jitter 10 gives round trips of 60 +/- 10 [0]
-  --loss P                loss probability per datagram, 0..=1 or a percentage:
+  --loss P                loss probability per datagram, 0 to 1 or a percentage:
                           0.03 or 3% [0]
   --spike MS@S+D[/SEAT]   every path's round trip is MS from second S for D
                           seconds (decimals allowed); /SEAT only that seat's
@@ -108,7 +108,7 @@ POLICY AND OUTPUT
                                      4/16 by the worst round trip, rising only
                           fixed:SP/LA  one timing for the whole game, e.g.
                                      fixed:2/6 (must satisfy S1: LA a multiple
-                                     of SP, SP 1..=10, SP <= LA <= 250)
+                                     of SP, SP 1 to 10, SP <= LA <= 250)
   --json                  print one JSON object (deterministic: the same seed and
                           flags give the same bytes) instead of the summary
   --topology p2p|relay    play peer-to-peer, or through a relay (S10): every
