@@ -159,3 +159,19 @@ pub unsafe extern "C" fn rungs_relay_credentials_parse(
         Ok(())
     })
 }
+
+/// A connection-nonce seed for this process (relay topology of
+/// `rungs_lockstep`): the wall clock's nanoseconds, the process id and an
+/// address of this process, mixed; different per process and not guessable
+/// from outside, which is all the nonces need (S10).
+pub(crate) fn process_nonce_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let local = 0u8;
+    let address = &local as *const u8 as u64;
+    let mut rng = crate::sim::SplitMix64::new(
+        nanos ^ u64::from(std::process::id()).rotate_left(32) ^ address.rotate_left(17),
+    );
+    rng.next_u64()
+}
