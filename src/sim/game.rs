@@ -348,7 +348,7 @@ impl Machine {
     }
 }
 
-fn fnv(hash: u64, bytes: &[u8]) -> u64 {
+pub(super) fn fnv(hash: u64, bytes: &[u8]) -> u64 {
     let mut h = hash;
     for b in bytes {
         h ^= u64::from(*b);
@@ -855,7 +855,7 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
     )
 }
 
-fn next_gap(rng: &mut SplitMix64, per_minute: u32) -> u64 {
+pub(super) fn next_gap(rng: &mut SplitMix64, per_minute: u32) -> u64 {
     if per_minute == 0 {
         return u64::MAX / 4;
     }

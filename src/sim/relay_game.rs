@@ -27,7 +27,7 @@
 
 use std::net::SocketAddr;
 
-use super::game::GameSpec;
+use super::game::{fnv, next_gap, GameSpec};
 use super::{Conditions, GameReport, NetSim, Outage, SplitMix64};
 use crate::error::{Error, Result};
 use crate::relay::ticket::{issue, LobbySecret, TicketFields};
@@ -42,6 +42,11 @@ const MATCH_ID: u64 = 1;
 /// The Unix time the relay checks tickets against.
 const UNIX_NOW_S: u64 = 1_800_000_000;
 const STEP_US: u64 = 1000;
+/// The relay's address on the simulated network.
+const RELAY_ADDRESS: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
+    std::net::Ipv4Addr::new(10, 0, 0, 250),
+    7000,
+));
 
 /// Where the relay sits: one-way delay from each player, ms (one value
 /// applies to all); empty for the default (see the module docs).
@@ -83,20 +88,6 @@ struct Player {
     last_frame_us: u64,
 }
 
-fn fnv(hash: u64, bytes: &[u8]) -> u64 {
-    bytes.iter().fold(hash, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01B3)
-    })
-}
-
-fn next_gap(rng: &mut SplitMix64, per_minute: u32) -> u64 {
-    if per_minute == 0 {
-        return u64::MAX / 4;
-    }
-    let mean_us = 60_000_000 / u64::from(per_minute);
-    rng.below_or_equal(2 * mean_us)
-}
-
 /// Play `spec` through a relay placed by `placement`.
 pub fn run_relay_game(spec: &GameSpec, placement: &RelayPlacement) -> Result<GameReport> {
     if spec.players == 0 || usize::from(spec.players) > MAX_SEATS || spec.frames == 0 {
@@ -107,7 +98,7 @@ pub fn run_relay_game(spec: &GameSpec, placement: &RelayPlacement) -> Result<Gam
     let players = spec.players;
     let mut rng = SplitMix64::new(spec.seed);
     let mut net = NetSim::new(rng.next_u64(), Conditions::PERFECT);
-    let relay_address = SocketAddr::from(([10, 0, 0, 250], 7000));
+    let relay_address = RELAY_ADDRESS;
     let address = |p: u8| SocketAddr::from(([10, 0, 0, p + 1], 4000));
     let mut change_points: Vec<u64> = vec![0];
     for spike in &spec.spikes {
@@ -209,16 +200,7 @@ pub fn run_relay_game(spec: &GameSpec, placement: &RelayPlacement) -> Result<Gam
         if now > deadline_us {
             return Err(Error::State("the relay game did not finish in time"));
         }
-        while let Some((_, from, to)) = net.poll_delivery_into(now, &mut datagram) {
-            if to == relay_address {
-                relay.handle_datagram(now, UNIX_NOW_S, from, &datagram);
-            } else if let Some(m) = machines.iter_mut().find(|m| m.address == to) {
-                m.session.handle_datagram(now, from, &datagram);
-            }
-        }
-        if relay.poll_timeout().is_some_and(|t| t <= now) {
-            relay.handle_timeout(now);
-        }
+        deliver(&mut net, &mut relay, &mut machines, now, &mut datagram);
         while relay.poll_event().is_some() {}
         for m in machines.iter_mut().filter(|m| m.frames_run < spec.frames) {
             if now >= m.next_command_us && m.frames_run + u32::from(spec.fps) < spec.frames {
@@ -308,16 +290,7 @@ pub fn run_relay_game(spec: &GameSpec, placement: &RelayPlacement) -> Result<Gam
     // Let desync notices for the last checksums arrive.
     for _ in 0..2000 {
         now += STEP_US;
-        while let Some((_, from, to)) = net.poll_delivery_into(now, &mut datagram) {
-            if to == relay_address {
-                relay.handle_datagram(now, UNIX_NOW_S, from, &datagram);
-            } else if let Some(m) = machines.iter_mut().find(|m| m.address == to) {
-                m.session.handle_datagram(now, from, &datagram);
-            }
-        }
-        if relay.poll_timeout().is_some_and(|t| t <= now) {
-            relay.handle_timeout(now);
-        }
+        deliver(&mut net, &mut relay, &mut machines, now, &mut datagram);
         while let Some((to, len)) = relay.poll_transmit(now, &mut buf) {
             net.send(now, relay_address, to, &buf[..len]);
         }
@@ -334,6 +307,27 @@ pub fn run_relay_game(spec: &GameSpec, placement: &RelayPlacement) -> Result<Gam
         packets,
         bytes,
     ))
+}
+
+/// Hand every datagram due at `now` to the relay or its player, and fire
+/// the relay's timers.
+fn deliver(
+    net: &mut NetSim,
+    relay: &mut Relay,
+    machines: &mut [Player],
+    now: u64,
+    datagram: &mut Vec<u8>,
+) {
+    while let Some((_, from, to)) = net.poll_delivery_into(now, datagram) {
+        if to == RELAY_ADDRESS {
+            relay.handle_datagram(now, UNIX_NOW_S, from, datagram);
+        } else if let Some(m) = machines.iter_mut().find(|m| m.address == to) {
+            m.session.handle_datagram(now, from, datagram);
+        }
+    }
+    if relay.poll_timeout().is_some_and(|t| t <= now) {
+        relay.handle_timeout(now);
+    }
 }
 
 fn report(
