@@ -10,9 +10,11 @@
 mod cluster;
 pub mod game;
 mod network;
+pub mod oracle;
 mod rng;
 
 pub use cluster::{Cluster, SimHost};
 pub use game::{run_game, Departure, GameReport, GameSpec, Spike};
+pub use oracle::{find_oracle, stalls_within_oracle_bound, Oracle};
 pub use network::{Conditions, Delivery, NetSim, NetStats, Outage};
 pub use rng::SplitMix64;
