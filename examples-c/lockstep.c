@@ -7,11 +7,16 @@
  * trips, runs the adaptive timing, syncs the clocks, paces the frames and
  * hands every machine the same commands on the same frames through the
  * `command` callback. The engine only submits its commands, applies what
- * comes back, and calls rungs_lockstep_update. At the end the program checks
- * that all three executed the same commands on the same frames (exit 1 if
- * not). */
+ * comes back, and calls rungs_lockstep_update. Between updates the loop
+ * sleeps in poll() on the players' sockets (rungs_lockstep_socket) until a
+ * datagram arrives or the earliest next_us, whichever comes first: no
+ * spinning, no fixed sleep. Each pair of players has its own link key
+ * (S8), so no player could sign a packet as another. At the end the program
+ * checks that all three executed the same commands on the same frames
+ * (exit 1 if not). POSIX (poll); on Windows the same loop uses WSAPoll. */
 #define _POSIX_C_SOURCE 200809L
 
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,11 +99,25 @@ int main(int argc, char **argv) {
     uint32_t frames = argc > 1 ? (uint32_t)strtoul(argv[1], NULL, 10) : 240;
     static const uint8_t key[16] = {'l', 'o', 'c', 'k', 's', 't', 'e', 'p', ' ', 'e', 'x', 'a', 'm', 'p', 'l', 'e'};
     uint16_t ports[PLAYERS];
+    struct pollfd sockets[PLAYERS];
     int i, j, done = 0, ok = 1;
     uint64_t start = now_us();
 
     for (i = 0; i < PLAYERS; i++) {
         rungs_lockstep_config c;
+        rungs_link_key pair_keys[PLAYERS - 1];
+        rungs_socket handle;
+        int n = 0;
+        /* Game setup hands each pair a key of its own; here: the game key
+         * with the pair's seats mixed in (a real lobby draws random ones). */
+        for (j = 0; j < PLAYERS; j++)
+            if (j != i) {
+                memset(&pair_keys[n], 0, sizeof pair_keys[n]);
+                pair_keys[n].seat = (uint8_t)j;
+                memcpy(pair_keys[n].key, key, sizeof key);
+                pair_keys[n].key[0] ^= (uint8_t)(1u << i | 1u << j);
+                n++;
+            }
         memset(&c, 0, sizeof c);
         c.struct_size = sizeof c;
         c.speed_fps = 60;
@@ -114,9 +133,14 @@ int main(int argc, char **argv) {
         c.callbacks.timing_changed = on_timing;
         c.callbacks.player_message = on_message;
         c.callbacks.desync = on_desync;
+        c.link_keys = pair_keys;
+        c.link_key_count = (size_t)n;
         players[i].seat = i;
         CALL(rungs_lockstep_new(&c, now_us(), &players[i].game));
         CALL(rungs_lockstep_local_port(players[i].game, &ports[i]));
+        CALL(rungs_lockstep_socket(players[i].game, &handle));
+        sockets[i].fd = (int)handle;
+        sockets[i].events = POLLIN;
     }
     for (i = 0; i < PLAYERS; i++)
         for (j = 0; j < PLAYERS; j++)
@@ -152,9 +176,11 @@ int main(int argc, char **argv) {
                 wake = r.next_us;
             }
         }
-        while (!done && now_us() < wake) {
-            struct timespec ts = {0, 200000};
-            nanosleep(&ts, NULL);
+        /* Sleep until a datagram arrives or the earliest wake-up is due. */
+        if (!done) {
+            uint64_t now = now_us();
+            int timeout_ms = wake > now ? (int)((wake - now + 999u) / 1000u) : 0;
+            (void)poll(sockets, PLAYERS, timeout_ms);
         }
         if (now_us() - start > 60u * 1000000u) {
             printf("lockstep: the game did not finish in 60 s\n");

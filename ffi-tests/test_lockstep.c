@@ -207,8 +207,90 @@ static void test_two_player_game(void) {
     }
 }
 
+/* The last error message contains `needle`. */
+static int last_error_mentions(const char *needle) {
+    char message[512];
+    size_t len = 0;
+    if (rungs_last_error_message(message, sizeof message, &len) != RUNGS_OK) return 0;
+    return strstr(message, needle) != NULL;
+}
+
+/* Every config rungs_lockstep_new refuses, one by one, with messages that
+ * name the field; a forgotten rungs_lockstep_add_peer is named as such; the
+ * socket is handed out; a full turn pushes back with RUNGS_ERR_FULL. */
+static void test_refused_configs_and_messages(void) {
+    seen_t seen;
+    rungs_lockstep_config c;
+    rungs_lockstep *ls = NULL;
+    rungs_lockstep_update_result r;
+    rungs_link_key keys[2];
+    rungs_socket socket_handle = UINT64_MAX;
+    uint8_t command[1000];
+    uint32_t frame;
+    int i, full = 0;
+    memset(&seen, 0, sizeof seen);
+    memset(keys, 0, sizeof keys);
+    memset(command, 7, sizeof command);
+
+    c = config_for(&seen, 0);
+    memset(c.key, 0, sizeof c.key);
+    CHECK_EQ(rungs_lockstep_new(&c, 0, &ls), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK(last_error_mentions("config->key is all zero"));
+    c = config_for(&seen, 0);
+    c.human_seat_mask = 0x2; /* seat 0, this machine, is not human */
+    CHECK_EQ(rungs_lockstep_new(&c, 0, &ls), RUNGS_ERR_INVALID_ARGUMENT);
+    c = config_for(&seen, 0);
+    c.link_key_count = 1; /* and link_keys NULL */
+    CHECK_EQ(rungs_lockstep_new(&c, 0, &ls), RUNGS_ERR_NULL_POINTER);
+    CHECK(last_error_mentions("config->link_keys is NULL"));
+    c = config_for(&seen, 0);
+    c.link_keys = keys;
+    c.link_key_count = 17;
+    CHECK_EQ(rungs_lockstep_new(&c, 0, &ls), RUNGS_ERR_INVALID_ARGUMENT);
+    c.link_key_count = 1;
+    keys[0].seat = 1; /* all-zero key */
+    CHECK_EQ(rungs_lockstep_new(&c, 0, &ls), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK(last_error_mentions("link_keys[i].key is all zero"));
+    memcpy(keys[0].key, KEY, sizeof KEY);
+    keys[0].seat = 0; /* this machine's own seat */
+    CHECK_EQ(rungs_lockstep_new(&c, 0, &ls), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK(last_error_mentions("link_keys[i].seat"));
+    keys[0].seat = 5; /* no such seat */
+    CHECK_EQ(rungs_lockstep_new(&c, 0, &ls), RUNGS_ERR_INVALID_ARGUMENT);
+    keys[0].seat = 1;
+    keys[0].reserved[1] = 1;
+    CHECK_EQ(rungs_lockstep_new(&c, 0, &ls), RUNGS_ERR_INVALID_ARGUMENT);
+    keys[0].reserved[1] = 0;
+    CHECK(ls == NULL);
+
+    /* A good config with a per-pair key; the peer is never added. */
+    CHECK_EQ(rungs_lockstep_new(&c, now_us(), &ls), RUNGS_OK);
+    if (!ls) return;
+    CHECK_EQ(rungs_lockstep_socket(ls, NULL), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_lockstep_socket(NULL, &socket_handle), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_lockstep_socket(ls, &socket_handle), RUNGS_OK);
+    CHECK(socket_handle != UINT64_MAX && (int)socket_handle >= 0);
+    CHECK_EQ(rungs_lockstep_update(ls, now_us(), &r), RUNGS_ERR_STATE);
+    CHECK(last_error_mentions("rungs_lockstep_add_peer"));
+    /* Backpressure: about 30 KB of commands fit one turn, then FULL. */
+    for (i = 0; i < 100; i++) {
+        rungs_result res = rungs_lockstep_submit_command(ls, command, sizeof command, &frame);
+        if (res == RUNGS_ERR_FULL) {
+            full = 1;
+            break;
+        }
+        CHECK_EQ(res, RUNGS_OK);
+    }
+    CHECK(full && i > 20);
+    CHECK_EQ(rungs_lockstep_leave(ls), RUNGS_OK);
+    CHECK_EQ(rungs_lockstep_leave(ls), RUNGS_ERR_STATE);
+    CHECK_EQ(rungs_lockstep_submit_command(ls, command, 1, &frame), RUNGS_ERR_STATE);
+    CHECK_EQ(rungs_lockstep_free(ls), RUNGS_OK);
+}
+
 int main(void) {
     test_setup_and_misuse();
+    test_refused_configs_and_messages();
     test_two_player_game();
     return harness_report("lockstep");
 }

@@ -79,9 +79,12 @@ static void test_config_and_new(void) {
         CHECK(e == NULL); /* out-pointers are written only on success */
     }
 
-    /* Defaults (NULL bind address), keep-alives off. */
+    /* Defaults (NULL bind address), keep-alives off: the default key is
+     * all zero and refused (S8); with a key set it works. */
     rungs_endpoint_config_init(&c);
     c.keepalive_interval_ms = RUNGS_KEEPALIVE_OFF;
+    CHECK_EQ(rungs_endpoint_new(&c, &e), RUNGS_ERR_INVALID_ARGUMENT);
+    memcpy(c.key, KEY, sizeof KEY);
     CHECK_EQ(rungs_endpoint_new(&c, &e), RUNGS_OK);
     CHECK(e != NULL);
     CHECK_EQ(rungs_endpoint_free(e), RUNGS_OK);
@@ -248,8 +251,13 @@ static void test_spoofed_sender_is_counted(void) {
     uint8_t msg[1] = {'x'};
     rungs_received got;
     uint64_t start;
+    static const uint8_t pair_key[16] = {'s', 'e', 'a', 't', 's', ' ', '0', '+', '1', ' ', 'o', 'n', 'l', 'y', '!', '!'};
     make_pair(&a, &b);
-    /* Same key and session, claims seat 0, but from another port. */
+    /* Seats 0 and 1 share a per-pair key (S8). The impostor has the game
+     * key and session, claims seat 0 from another port: with only the game
+     * key it would be taken for seat 0 moving; the pair key stops it. */
+    CHECK_EQ(rungs_endpoint_set_link_key(a, 1, &pair_key), RUNGS_OK);
+    CHECK_EQ(rungs_endpoint_set_link_key(b, 0, &pair_key), RUNGS_OK);
     impostor = make(0);
     address_of(b, text, sizeof text);
     CHECK_EQ(rungs_endpoint_add_peer(impostor, 1, text), RUNGS_OK);
@@ -380,8 +388,48 @@ static void test_poisoned_after_panic(void) {
     CHECK_EQ(rungs_endpoint_free(e), RUNGS_OK);
 }
 
+/* S8 keys and the socket handle: the default (all-zero) key is refused with
+ * a message naming it, a per-pair key is set, the socket is handed out, and
+ * the worker status reads 0 without a worker. */
+static void test_keys_and_socket(void) {
+    rungs_endpoint_config c;
+    rungs_endpoint *e = NULL;
+    rungs_socket handle = UINT64_MAX;
+    uint32_t status = 9;
+    char message[512];
+    size_t len = 0;
+    static const uint8_t zero[16] = {0};
+    static const uint8_t pair[16] = {'p', 'a', 'i', 'r', '-', 'k', 'e', 'y', '-', '0', '-', '1', '!', '!', '!', '!'};
+    CHECK_EQ(rungs_endpoint_config_init(&c), RUNGS_OK);
+    c.bind_address = "127.0.0.1:0";
+    CHECK_EQ(rungs_endpoint_new(&c, &e), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(rungs_last_error_message(message, sizeof message, &len), RUNGS_OK);
+    CHECK(strstr(message, "config->key is all zero") != NULL);
+    CHECK(e == NULL);
+    e = make(0);
+    if (!e) return;
+    CHECK_EQ(rungs_endpoint_add_peer(e, 1, "127.0.0.1:9"), RUNGS_OK);
+    CHECK_EQ(rungs_endpoint_set_link_key(e, 1, NULL), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_endpoint_set_link_key(e, 1, &zero), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(rungs_endpoint_set_link_key(e, 2, &pair), RUNGS_ERR_UNKNOWN_SEAT);
+    CHECK_EQ(rungs_endpoint_set_link_key(e, 1, &pair), RUNGS_OK);
+    CHECK_EQ(rungs_endpoint_socket(e, NULL), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_endpoint_socket(e, &handle), RUNGS_OK);
+    CHECK(handle != UINT64_MAX && (int)handle >= 0);
+    CHECK_EQ(rungs_endpoint_worker_status(e, NULL), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_endpoint_worker_status(e, &status), RUNGS_OK);
+    CHECK_EQ(status, 0);
+    CHECK_EQ(rungs_endpoint_start_worker(e, 1000), RUNGS_OK);
+    CHECK_EQ(rungs_endpoint_worker_status(e, &status), RUNGS_OK);
+    CHECK_EQ(status, 1);
+    CHECK_EQ(rungs_endpoint_socket(e, &handle), RUNGS_ERR_STATE);
+    CHECK_EQ(rungs_endpoint_stop_worker(e), RUNGS_OK);
+    CHECK_EQ(rungs_endpoint_free(e), RUNGS_OK);
+}
+
 int main(void) {
     test_config_and_new();
+    test_keys_and_socket();
     test_null_handles();
     test_peers_and_argument_checks();
     test_drop_reason_names();

@@ -284,6 +284,12 @@
 #define RUNGS_LINK_EVENT_RECOVERED 2
 
 /**
+ * Link event: the peer restarted (a new connection epoch): the link was
+ * reset and what either side had in flight is gone (S8).
+ */
+#define RUNGS_LINK_EVENT_RESTARTED 3
+
+/**
  * `rungs_link_stats.flags`: at least one clean round-trip sample (S8).
  */
 #define RUNGS_LINK_CLEAN_MEASUREMENT 1
@@ -360,9 +366,15 @@
 #define RUNGS_DROP_RECEIVER_FULL 11
 
 /**
+ * Drop reason: a packet of the peer's earlier connection, or addressed to
+ * this machine's earlier connection (S8 restarts).
+ */
+#define RUNGS_DROP_STALE_EPOCH 12
+
+/**
  * Number of drop reasons (length of `rungs_link_stats.dropped`).
  */
-#define RUNGS_DROP_REASON_COUNT 12
+#define RUNGS_DROP_REASON_COUNT 13
 
 /**
  * Seat value meaning "no seat" (an observer's local seat, or no master).
@@ -604,6 +616,25 @@ typedef struct rungs_lockstep_callbacks {
 } rungs_lockstep_callbacks;
 
 /**
+ * The key of the link between this machine and `seat` (S8 per-pair keys):
+ * game setup gives both machines of a pair the same key and nobody else.
+ */
+typedef struct rungs_link_key {
+    /**
+     * The other seat of the pair.
+     */
+    uint8_t seat;
+    /**
+     * Must be 0.
+     */
+    uint8_t reserved[3];
+    /**
+     * 16 secret bytes, not all zero.
+     */
+    uint8_t key[16];
+} rungs_link_key;
+
+/**
  * How to set up a lockstep game on this machine.
  */
 typedef struct rungs_lockstep_config {
@@ -645,6 +676,19 @@ typedef struct rungs_lockstep_config {
      */
     const char *bind_address;
     struct rungs_lockstep_callbacks callbacks;
+    /**
+     * Per-pair link keys (S8): `link_key_count` entries, one per other
+     * human seat that has its own key with this machine; NULL and 0 for
+     * none (every link then uses `key`). With a key per pair, no player can
+     * sign a packet as another; the single game `key` cannot prevent that.
+     */
+    const struct rungs_link_key *link_keys;
+    size_t link_key_count;
+    /**
+     * This run's connection epoch (S8); 0: taken from the wall clock
+     * (milliseconds modulo 2^32), which is what a restarted program needs.
+     */
+    uint32_t epoch;
 } rungs_lockstep_config;
 
 /**
@@ -668,6 +712,13 @@ typedef struct rungs_lockstep_update_result {
      */
     uint32_t waiting_for;
 } rungs_lockstep_update_result;
+
+/**
+ * An OS socket handle, for waiting only: on Unix the file descriptor (cast
+ * it to `int`), on Windows the `SOCKET` (cast it to `SOCKET`). 64 bits wide
+ * on every platform, so the header is the same for 32- and 64-bit builds.
+ */
+typedef uint64_t rungs_socket;
 
 /**
  * What a UI or log shows about the timing.
@@ -750,6 +801,20 @@ typedef struct rungs_lockstep_stats {
      * The clock offset to the master applied now, µs (S9).
      */
     int64_t clock_offset_us;
+    /**
+     * Items refused by the authority checks (S4.7): a removal of another
+     * player, a timing event from a non-master.
+     */
+    uint64_t refused_items;
+    /**
+     * Messages refused on receipt: turns outside the schedule or the
+     * bounds, relays not from a drop's holder (S4.7, S8).
+     */
+    uint64_t refused_messages;
+    /**
+     * Frames that waited for room on a link (S8 backpressure).
+     */
+    uint64_t backpressure_waits;
 } rungs_lockstep_stats;
 
 /**
@@ -1132,7 +1197,7 @@ typedef struct rungs_link_stats {
      * Dropped datagrams claiming to come from this peer, indexed by
      * `RUNGS_DROP_*` (only the peer-attributable reasons can be non-zero).
      */
-    uint32_t dropped[12];
+    uint32_t dropped[RUNGS_DROP_REASON_COUNT];
 } rungs_link_stats;
 
 /**
@@ -1472,6 +1537,14 @@ RUNGS_API rungs_result RUNGS_CALL rungs_tier_name(uint8_t tier, const char **out
  * `bind_address`, for the eve of frame 0 at time `now_us` (your clock, µs).
  * Add every other human seat with `rungs_lockstep_add_peer` before the
  * first `rungs_lockstep_update`.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config or out is NULL, or
+ * config->link_keys is NULL with a non-zero count; RUNGS_ERR_INVALID_ARGUMENT
+ * if config->struct_size is too small, reserved is not 0, key (or a link
+ * key) is all zero, speed_fps is 0, seat_count/human_seat_mask/local_seat
+ * do not make a game with this machine's seat human, a link key names no
+ * other human seat, or bind_address does not parse; RUNGS_ERR_IO if the
+ * socket cannot be bound; RUNGS_ERR_PANIC.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_new(const struct rungs_lockstep_config *config,
@@ -1480,16 +1553,30 @@ rungs_result RUNGS_CALL rungs_lockstep_new(const struct rungs_lockstep_config *c
 
 /**
  * Release a game (closes its socket). NULL accepted; refused from inside a callback.
+ *
+ * Returns: RUNGS_OK (also for NULL); RUNGS_ERR_REENTRANT from inside one
+ * of its callbacks; RUNGS_ERR_PANIC.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_free(struct rungs_lockstep *ls);
 
 /**
  * The UDP port the socket is bound to (the one the OS picked for port 0).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out_port is NULL;
+ * RUNGS_ERR_IO if the OS cannot say; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
+ * RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_local_port(struct rungs_lockstep *ls, uint16_t *out_port);
 
 /**
- * Bind human `seat` to `address` (`"ip:port"`), before frame 0.
+ * Bind human `seat` to `address` (`"ip:port"`), before frame 0. Every other
+ * human seat needs one; `rungs_lockstep_update` says so if one is missing.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or address is NULL;
+ * RUNGS_ERR_UNKNOWN_SEAT if seat is this machine's, not a human seat, or
+ * not below seat_count; RUNGS_ERR_INVALID_ARGUMENT if address does not
+ * parse; RUNGS_ERR_STATE if seat already has an address; RUNGS_ERR_POISONED,
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_add_peer(struct rungs_lockstep *ls,
@@ -1501,7 +1588,15 @@ rungs_result RUNGS_CALL rungs_lockstep_add_peer(struct rungs_lockstep *ls,
  * Issue a command (your bytes, at most about 1 KB): it goes out with this
  * machine's next turn and comes back through the `command` callback on
  * every machine, on the same frame. `*out_frame` (may be NULL) receives
- * the frame it is forecast to execute on or after.
+ * the frame it is forecast to execute on or after. When this machine's
+ * next turn is full (about 30 KB of commands since the last send frame)
+ * nothing is queued and RUNGS_ERR_FULL says so: let a frame run first (S8).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
+ * with len > 0; RUNGS_ERR_INVALID_ARGUMENT if len is more than one packet
+ * holds (1,007 bytes with the default link); RUNGS_ERR_FULL if the next
+ * turn cannot take it; RUNGS_ERR_STATE after rungs_lockstep_leave;
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_submit_command(struct rungs_lockstep *ls,
@@ -1512,6 +1607,11 @@ rungs_result RUNGS_CALL rungs_lockstep_submit_command(struct rungs_lockstep *ls,
 /**
  * Your state checksum after `frame` ran (a multiple of `checksum_interval`);
  * machines compare them and report a mismatch through `desync`.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if checksum_interval is 0 or frame is not a
+ * multiple of it; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC
+ * (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_submit_checksum(struct rungs_lockstep *ls,
@@ -1520,6 +1620,9 @@ rungs_result RUNGS_CALL rungs_lockstep_submit_checksum(struct rungs_lockstep *ls
 
 /**
  * One frame's work took `duration_us` (for the reports, S3).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_add_frame_work_us(struct rungs_lockstep *ls,
@@ -1527,21 +1630,43 @@ rungs_result RUNGS_CALL rungs_lockstep_add_frame_work_us(struct rungs_lockstep *
 
 /**
  * Leave the game: your removal is a command like any other; keep calling
- * `rungs_lockstep_update` until it reports `RUNGS_LOCKSTEP_LEFT`.
+ * `rungs_lockstep_update` until it reports `RUNGS_LOCKSTEP_LEFT`. No
+ * command can be submitted after this call.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL; RUNGS_ERR_STATE
+ * if this player already left or is leaving; RUNGS_ERR_POISONED,
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_leave(struct rungs_lockstep *ls);
 
 /**
- * Drop `seat`, whose machine no longer answers (after `RUNGS_LINK_EVENT_LOST`):
- * every remaining machine agrees on the last of its commands to execute.
+ * Drop `seat`, whose machine no longer answers (after `RUNGS_LINK_EVENT_LOST`
+ * or `RUNGS_LINK_EVENT_RESTARTED`): every remaining machine agrees on the
+ * last of its commands to execute, even when several machines vanished at
+ * once or the master is among them.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
+ * RUNGS_ERR_UNKNOWN_SEAT if seat is this machine's, not a human seat, or
+ * already removed; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC
+ * (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_drop_player(struct rungs_lockstep *ls, uint8_t seat);
 
 /**
  * Drive the game at `now_us` (your monotonic clock, µs): read the socket,
  * fire timers, run the next frame if it is due and every needed turn is
- * here (its commands go to the `command` callback), send, and report
- * events. `*out` (may be NULL) says what happened and when to call again.
+ * here (every one of its commands goes to the `command` callback before
+ * this returns), send, and report events. `*out` (may be NULL) says what
+ * happened and when to call again (`next_us`, never in the past); in
+ * between, a loop may sleep in select/poll on `rungs_lockstep_socket`.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL; RUNGS_ERR_STATE
+ * before frame 0 if a human seat has no address (call
+ * rungs_lockstep_add_peer for every other human seat), or frames were
+ * driven out of order; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
+ * RUNGS_ERR_PANIC (every object call). An error never leaves a frame half
+ * run: either the frame ran and its commands reached the callback, or it
+ * did not start.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_update(struct rungs_lockstep *ls,
@@ -1549,7 +1674,21 @@ rungs_result RUNGS_CALL rungs_lockstep_update(struct rungs_lockstep *ls,
                                    struct rungs_lockstep_update_result *out);
 
 /**
+ * The game's OS socket (see `rungs_socket`), so your loop can wait in
+ * select/poll/WSAPoll for a datagram or `next_us`, whichever comes first,
+ * then call `rungs_lockstep_update`. Only wait on it: reading it would
+ * take the game's datagrams. Valid until `rungs_lockstep_free`.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out_socket is NULL;
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+ */
+RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_socket(struct rungs_lockstep *ls, rungs_socket *out_socket);
+
+/**
  * Timing, target, tier, master and evaluation state (as for a timing machine).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL;
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_status(struct rungs_lockstep *ls,
@@ -1557,6 +1696,9 @@ rungs_result RUNGS_CALL rungs_lockstep_status(struct rungs_lockstep *ls,
 
 /**
  * Counters for a diagnostics screen.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL;
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_get_stats(struct rungs_lockstep *ls,
@@ -2320,8 +2462,12 @@ rungs_result RUNGS_CALL rungs_timing_machine_set_speed(struct rungs_timing_machi
                                             uint8_t speed_fps);
 
 /**
- * Fill `config` with defaults: `struct_size` set, session 0, zero key,
- * seat 0, default timers, bind `"0.0.0.0:0"`, no callback.
+ * Fill `config` with defaults: `struct_size` set, session 0, seat 0,
+ * default timers, bind `"0.0.0.0:0"`, no callback — and an all-zero key,
+ * which `rungs_endpoint_new` refuses: set `key` to the game's secret (S8).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config is NULL;
+ * RUNGS_ERR_PANIC.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_config_init(struct rungs_endpoint_config *config);
 
@@ -2331,6 +2477,12 @@ RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_config_init(struct rungs_endpoi
  * and `rungs_endpoint_poll` runs; no thread is started.
  * Errors: `RUNGS_ERR_NULL_POINTER`, `RUNGS_ERR_INVALID_ARGUMENT` (struct_size,
  * reserved bytes, ranges, address text), `RUNGS_ERR_IO` (bind failed).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config or out is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if config->struct_size is too small, reserved is
+ * not zero, key is all zero (as rungs_endpoint_config_init leaves it), a timer
+ * or max_in_flight is out of range, or bind_address does not parse;
+ * RUNGS_ERR_IO if the socket cannot be bound; RUNGS_ERR_PANIC.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_new(const struct rungs_endpoint_config *config,
@@ -2340,11 +2492,18 @@ rungs_result RUNGS_CALL rungs_endpoint_new(const struct rungs_endpoint_config *c
  * Free an endpoint: stops its worker thread if one runs, closes the socket.
  * NULL is accepted. Refused with `RUNGS_ERR_REENTRANT` from inside the
  * endpoint's own callback.
+ *
+ * Returns: RUNGS_OK (also for NULL); RUNGS_ERR_REENTRANT from inside its own
+ * callback; RUNGS_ERR_PANIC.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_free(struct rungs_endpoint *endpoint);
 
 /**
  * The UDP port the endpoint is bound to (the one the OS picked for port 0).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_port is NULL;
+ * RUNGS_ERR_IO if the OS cannot say; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
+ * RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_local_port(struct rungs_endpoint *endpoint,
@@ -2356,6 +2515,12 @@ rungs_result RUNGS_CALL rungs_endpoint_local_port(struct rungs_endpoint *endpoin
  * from `seat` are accepted only from that address. Errors:
  * `RUNGS_ERR_INVALID_ARGUMENT` (bad text, our own seat), `RUNGS_ERR_STATE`
  * (seat already added).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or address is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if address does not parse or seat is this
+ * endpoint's own; RUNGS_ERR_STATE if seat already has a peer;
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object
+ * call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_add_peer(struct rungs_endpoint *endpoint,
@@ -2365,6 +2530,10 @@ rungs_result RUNGS_CALL rungs_endpoint_add_peer(struct rungs_endpoint *endpoint,
 /**
  * Remove the peer at `seat` and its link (the engine decides; the transport
  * never removes anyone). `RUNGS_ERR_UNKNOWN_SEAT` if there is none.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL;
+ * RUNGS_ERR_UNKNOWN_SEAT if seat has no peer; RUNGS_ERR_POISONED,
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_remove_peer(struct rungs_endpoint *endpoint, uint8_t seat);
 
@@ -2374,6 +2543,13 @@ RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_remove_peer(struct rungs_endpoi
  * Errors: `RUNGS_ERR_UNKNOWN_SEAT`, `RUNGS_ERR_INVALID_ARGUMENT` (longer
  * than `RUNGS_MAX_MESSAGE_BYTES`), `RUNGS_ERR_FULL` (too many messages
  * unacknowledged: the peer is not answering; try again later).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL, or data is
+ * NULL with len > 0; RUNGS_ERR_UNKNOWN_SEAT if seat has no peer;
+ * RUNGS_ERR_INVALID_ARGUMENT if len is more than RUNGS_MAX_MESSAGE_BYTES;
+ * RUNGS_ERR_FULL if max_in_flight messages are unacknowledged;
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object
+ * call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_send(struct rungs_endpoint *endpoint,
@@ -2387,6 +2563,11 @@ rungs_result RUNGS_CALL rungs_endpoint_send(struct rungs_endpoint *endpoint,
  * link events to the callback (or keep them for `rungs_endpoint_poll_event`).
  * Never blocks. Call it every frame, and right after `rungs_endpoint_send`
  * for the lowest latency. With a worker running, only events are reported.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL;
+ * RUNGS_ERR_STATE if the worker thread panicked and stopped (call
+ * rungs_endpoint_stop_worker, then poll yourself); RUNGS_ERR_POISONED,
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_poll(struct rungs_endpoint *endpoint, uint64_t now_us);
 
@@ -2394,6 +2575,10 @@ RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_poll(struct rungs_endpoint *end
  * Take the next kept link event: `*out_seat` and `*out_event`
  * (`RUNGS_LINK_EVENT_NONE` when there is none). Events are kept only when
  * no callback is configured; at most 64, the oldest dropped first.
+ *
+ * Returns: RUNGS_OK (also when there is no event); RUNGS_ERR_NULL_POINTER if
+ * endpoint, out_seat or out_event is NULL; RUNGS_ERR_POISONED,
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_poll_event(struct rungs_endpoint *endpoint,
@@ -2406,6 +2591,12 @@ rungs_result RUNGS_CALL rungs_endpoint_poll_event(struct rungs_endpoint *endpoin
  * none was waiting). `RUNGS_ERR_BUFFER_TOO_SMALL` leaves the message
  * queued; a buffer of `RUNGS_MAX_MESSAGE_BYTES` always suffices. `buf` may
  * be NULL only when `cap` is 0.
+ *
+ * Returns: RUNGS_OK (out->received 0 when nothing waits);
+ * RUNGS_ERR_NULL_POINTER if endpoint or out is NULL, or buf is NULL with cap >
+ * 0; RUNGS_ERR_BUFFER_TOO_SMALL if the next message is longer than cap (it
+ * stays queued); RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC
+ * (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_recv(struct rungs_endpoint *endpoint,
@@ -2416,6 +2607,12 @@ rungs_result RUNGS_CALL rungs_endpoint_recv(struct rungs_endpoint *endpoint,
 /**
  * Fill `*out` with the health and counters of the link to `seat` at
  * `now_us`. Set `out->struct_size = sizeof(rungs_link_stats)` first.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if out->struct_size is not
+ * sizeof(rungs_link_stats); RUNGS_ERR_UNKNOWN_SEAT if seat has no peer;
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object
+ * call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_link_stats(struct rungs_endpoint *endpoint,
@@ -2427,6 +2624,11 @@ rungs_result RUNGS_CALL rungs_endpoint_link_stats(struct rungs_endpoint *endpoin
  * Datagrams the endpoint dropped for `reason` (a `RUNGS_DROP_*` value),
  * over all peers and unattributable ones. `RUNGS_ERR_INVALID_ARGUMENT` for
  * an unknown reason.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_count is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if reason is not a RUNGS_DROP_* value;
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object
+ * call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_dropped(struct rungs_endpoint *endpoint,
@@ -2439,6 +2641,12 @@ rungs_result RUNGS_CALL rungs_endpoint_dropped(struct rungs_endpoint *endpoint,
  * the last `now_us` the engine passed. Only ever started by this call (S7).
  * Link events still reach the engine only through `rungs_endpoint_poll` on
  * its own thread. `RUNGS_ERR_STATE` if a worker already runs.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if tick_us is outside 1000..=1000000;
+ * RUNGS_ERR_STATE if a worker already runs; RUNGS_ERR_IO if the OS refuses a
+ * thread; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every
+ * object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_start_worker(struct rungs_endpoint *endpoint,
@@ -2447,8 +2655,54 @@ rungs_result RUNGS_CALL rungs_endpoint_start_worker(struct rungs_endpoint *endpo
 /**
  * Stop the worker thread (joined before returning) and hand polling back to
  * the engine. `RUNGS_ERR_STATE` if no worker runs.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL;
+ * RUNGS_ERR_STATE if no worker runs; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
+ * RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_stop_worker(struct rungs_endpoint *endpoint);
+
+/**
+ * The endpoint's OS socket (`rungs_socket`: the file descriptor on Unix,
+ * the `SOCKET` on Windows), so your loop can wait in select/poll for a
+ * datagram before calling `rungs_endpoint_poll`. Only wait on it.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_socket is
+ * NULL; RUNGS_ERR_STATE while a worker thread drives the socket;
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_endpoint_socket(struct rungs_endpoint *endpoint,
+                                   rungs_socket *out_socket);
+
+/**
+ * Give the link to `seat` its own 16-byte key (S8 per-pair keys): game
+ * setup hands both machines of each pair the same key and nobody else, so
+ * no player can sign a packet as another (the single session key cannot
+ * stop that). Call after `rungs_endpoint_add_peer`, before traffic.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or key is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if the key is all zero; RUNGS_ERR_UNKNOWN_SEAT
+ * if seat has no peer; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
+ * RUNGS_ERR_PANIC (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_endpoint_set_link_key(struct rungs_endpoint *endpoint,
+                                         uint8_t seat,
+                                         const uint8_t (*key)[16]);
+
+/**
+ * Whether the worker thread runs: `*out_status` is 0 (no worker), 1
+ * (polling) or 2 (it panicked, caught the panic and stopped polling: call
+ * `rungs_endpoint_stop_worker`).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_status is
+ * NULL; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every
+ * object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_endpoint_worker_status(struct rungs_endpoint *endpoint,
+                                          uint32_t *out_status);
 
 /**
  * The name of a `RUNGS_DROP_*` reason, e.g. `"bad_tag"`; `"unknown"` for

@@ -214,11 +214,11 @@ fn fuzz_endpoint_receive_path() {
         if !resign || rng.chance_ppm(700_000) {
             mutate(&mut rng, &corpus, &mut input);
         }
-        if resign && input.len() >= 20 {
+        if resign && input.len() >= 28 {
             // As a key holder would: right prefix, a packet number near the
             // window (mostly fresh, sometimes replayed or stale), right tag.
             input[0] = 0xB7;
-            input[1] = 1;
+            input[1] = rungs::wire::packet::VERSION;
             input[4..8].copy_from_slice(&SESSION.to_le_bytes());
             input[3] = 2;
             let pn = match rng.below_or_equal(19) {
@@ -227,6 +227,13 @@ fn fuzz_endpoint_receive_path() {
                 _ => u32::from_le_bytes(input[8..12].try_into().unwrap()), // as mutated
             };
             input[8..12].copy_from_slice(&pn.to_le_bytes());
+            // Mostly the peer's epoch and ours (1, the default); sometimes
+            // another epoch: a restart, or a packet of an earlier one.
+            if input.len() >= 28 && rng.chance_ppm(900_000) {
+                let epoch = target.link(2).and_then(|l| l.peer_epoch()).unwrap_or(1);
+                input[12..16].copy_from_slice(&epoch.to_le_bytes());
+                input[16..20].copy_from_slice(&1u32.to_le_bytes());
+            }
             input.truncate(MAX_PACKET_BYTES);
             write_tag(&mut input, &KEY, 1);
         }

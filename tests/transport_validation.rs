@@ -60,14 +60,17 @@ fn spoofed_source_address_is_dropped_and_counted() {
     let mut s = sender();
     let mut r = receiver();
     let d = datagram_from_seat0(&mut s, b"attack at dawn");
-    // Right key, right everything, wrong source: seat 0 is bound to addr(1).
+    // From another address, a packet that is not authentic is spoofed.
+    let mut forged = d.clone();
+    let last = forged.len() - 1;
+    forged[last] ^= 1;
     assert_eq!(
-        r.handle_datagram(2_000, addr(9), &d),
+        r.handle_datagram(2_000, addr(9), &forged),
         Err(DropReason::SpoofedAddress)
     );
-    // Seat 2's own address cannot speak for seat 0 either.
+    // Seat 2's own address cannot speak for seat 0 with it either.
     assert_eq!(
-        r.handle_datagram(2_000, addr(3), &d),
+        r.handle_datagram(2_000, addr(3), &forged),
         Err(DropReason::SpoofedAddress)
     );
     assert_eq!(
@@ -75,9 +78,15 @@ fn spoofed_source_address_is_dropped_and_counted() {
         2
     );
     nothing_acted_on(&mut r);
-    // The genuine datagram still goes through afterwards.
+    // The genuine datagram goes through from the bound address.
     assert_eq!(r.handle_datagram(2_000, addr(1), &d), Ok(0));
     assert_eq!(r.recv(), Some((0, b"attack at dawn".to_vec())));
+    // A copy of it from elsewhere is no move (not the newest packet).
+    assert_eq!(
+        r.handle_datagram(2_000, addr(9), &d),
+        Err(DropReason::SpoofedAddress)
+    );
+    assert_eq!(r.peers().next(), Some((0, addr(1))));
 }
 
 #[test]

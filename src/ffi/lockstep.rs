@@ -6,7 +6,14 @@
 //! The engine's loop: `rungs_lockstep_update(now)` as often as it likes (it
 //! reads the socket, fires timers, runs at most one due frame, sends); the
 //! executed commands arrive through the `command` callback during that call;
-//! `next_us` says when to call again at the latest.
+//! `next_us` says when to call again at the latest, and a loop that sleeps
+//! can wait on `rungs_lockstep_socket` for a datagram until then. The loop
+//! itself is `session::lockstep::LockstepDriver`, shared with Rust callers;
+//! this file only converts.
+//!
+//! Every object call can also return `RUNGS_ERR_NULL_POINTER` (the handle),
+//! `RUNGS_ERR_REENTRANT` (from inside a callback), `RUNGS_ERR_POISONED` (a
+//! call panicked earlier) and `RUNGS_ERR_PANIC`.
 
 use std::ffi::c_void;
 use std::net::SocketAddr;
@@ -18,12 +25,14 @@ use super::result::rungs_result;
 use super::timing_machine::{
     deliver_output, fill_status, rungs_timing_callbacks, rungs_timing_status,
 };
-use super::transport::{parse_address, RUNGS_LINK_EVENT_LOST, RUNGS_LINK_EVENT_RECOVERED};
+use super::transport::{
+    parse_address, RUNGS_LINK_EVENT_LOST, RUNGS_LINK_EVENT_RECOVERED, RUNGS_LINK_EVENT_RESTARTED,
+};
 use super::types::{human_seats, read_config};
 use crate::error::Error;
 use crate::link::LinkConfig;
-use crate::net::UdpDriver;
-use crate::session::{Advance, LockstepConfig, LockstepSession, SessionEvent};
+use crate::net::RawSocket;
+use crate::session::{Advance, LockstepConfig, LockstepDriver, LockstepSession, SessionEvent};
 use crate::timing::MachineConfig;
 use crate::wire::packet::SessionKey;
 
@@ -35,6 +44,13 @@ pub const RUNGS_LOCKSTEP_NOT_DUE: i32 = 1;
 pub const RUNGS_LOCKSTEP_WAITING: i32 = 2;
 /// This player has left the game.
 pub const RUNGS_LOCKSTEP_LEFT: i32 = 3;
+
+/// An OS socket handle, for waiting only: on Unix the file descriptor (cast
+/// it to `int`), on Windows the `SOCKET` (cast it to `SOCKET`). 64 bits wide
+/// on every platform, so the header is the same for 32- and 64-bit builds.
+pub type rungs_socket = u64;
+
+const _: () = assert!(std::mem::size_of::<rungs_socket>() == std::mem::size_of::<RawSocket>());
 
 /// A command executed on `frame`, issued by `seat`: apply it to your
 /// simulation now. `bytes` lives until the callback returns.
@@ -105,6 +121,28 @@ pub struct rungs_lockstep_config {
     /// Local address to bind, `"ip:port"`; NULL for `"0.0.0.0:0"`.
     pub bind_address: *const libc::c_char,
     pub callbacks: rungs_lockstep_callbacks,
+    /// Per-pair link keys (S8): `link_key_count` entries, one per other
+    /// human seat that has its own key with this machine; NULL and 0 for
+    /// none (every link then uses `key`). With a key per pair, no player can
+    /// sign a packet as another; the single game `key` cannot prevent that.
+    pub link_keys: *const rungs_link_key,
+    pub link_key_count: usize,
+    /// This run's connection epoch (S8); 0: taken from the wall clock
+    /// (milliseconds modulo 2^32), which is what a restarted program needs.
+    pub epoch: u32,
+}
+
+/// The key of the link between this machine and `seat` (S8 per-pair keys):
+/// game setup gives both machines of a pair the same key and nobody else.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct rungs_link_key {
+    /// The other seat of the pair.
+    pub seat: u8,
+    /// Must be 0.
+    pub reserved: [u8; 3],
+    /// 16 secret bytes, not all zero.
+    pub key: [u8; 16],
 }
 
 /// What `rungs_lockstep_update` did.
@@ -136,11 +174,19 @@ pub struct rungs_lockstep_stats {
     pub desyncs: u64,
     /// The clock offset to the master applied now, µs (S9).
     pub clock_offset_us: i64,
+    /// Items refused by the authority checks (S4.7): a removal of another
+    /// player, a timing event from a non-master.
+    pub refused_items: u64,
+    /// Messages refused on receipt: turns outside the schedule or the
+    /// bounds, relays not from a drop's holder (S4.7, S8).
+    pub refused_messages: u64,
+    /// Frames that waited for room on a link (S8 backpressure).
+    pub backpressure_waits: u64,
 }
 
 /// The session, its socket and the engine's callbacks.
 pub struct LockstepObject {
-    driver: UdpDriver<LockstepSession>,
+    driver: LockstepDriver,
     callbacks: rungs_lockstep_callbacks,
 }
 
@@ -156,7 +202,7 @@ impl Handle for rungs_lockstep {
 
 impl LockstepObject {
     fn session(&mut self) -> &mut LockstepSession {
-        self.driver.inner_mut()
+        self.driver.session_mut()
     }
 
     /// Hand every pending event to the engine's callbacks.
@@ -196,6 +242,11 @@ impl LockstepObject {
                             f(cb.user, seat, RUNGS_LINK_EVENT_RECOVERED);
                         }
                     }
+                    SessionEvent::PeerRestarted { seat } => {
+                        if let Some(f) = cb.link_event {
+                            f(cb.user, seat, RUNGS_LINK_EVENT_RESTARTED);
+                        }
+                    }
                 }
             }
         }
@@ -210,15 +261,71 @@ unsafe fn with_lockstep(
     unsafe { with_object(ls, f) }
 }
 
-fn lockstep_config(c: &rungs_lockstep_config) -> crate::Result<LockstepConfig> {
+/// # Safety
+/// `c.link_keys` is NULL or points to `c.link_key_count` readable entries.
+unsafe fn lockstep_config(c: &rungs_lockstep_config) -> crate::Result<LockstepConfig> {
     if c.reserved != 0 {
-        return Err(Error::InvalidArgument("reserved must be 0"));
+        return Err(Error::InvalidArgument(
+            "rungs_lockstep_new: config->reserved is not 0; expected 0",
+        ));
+    }
+    if c.key == [0; 16] {
+        return Err(Error::InvalidArgument(
+            "rungs_lockstep_new: config->key is all zero; expected the game's 16-byte secret key",
+        ));
     }
     let human_seats = human_seats(c.seat_count, c.human_seat_mask)?;
+    if c.local_seat >= c.seat_count || c.human_seat_mask & (1 << c.local_seat) == 0 {
+        return Err(Error::InvalidArgument(
+            "rungs_lockstep_new: config->local_seat is not a human seat; expected a seat set in human_seat_mask, below seat_count",
+        ));
+    }
+    let entries: &[rungs_link_key] = if c.link_key_count == 0 {
+        &[]
+    } else if c.link_keys.is_null() {
+        return Err(Error::NullPointer(
+            "rungs_lockstep_new: config->link_keys is NULL but config->link_key_count is not 0",
+        ));
+    } else if c.link_key_count > crate::report::record::MAX_SEATS {
+        return Err(Error::InvalidArgument(
+            "rungs_lockstep_new: config->link_key_count is above 16; expected one entry per other seat at most",
+        ));
+    } else {
+        // SAFETY: non-NULL, `link_key_count` (<= 16) entries by contract.
+        unsafe { std::slice::from_raw_parts(c.link_keys, c.link_key_count) }
+    };
+    let mut link_keys = Vec::with_capacity(entries.len());
+    for entry in entries {
+        if entry.reserved != [0; 3] {
+            return Err(Error::InvalidArgument(
+                "rungs_lockstep_new: config->link_keys[i].reserved is not 0; expected 0",
+            ));
+        }
+        if entry.key == [0; 16] {
+            return Err(Error::InvalidArgument(
+                "rungs_lockstep_new: config->link_keys[i].key is all zero; expected a secret key",
+            ));
+        }
+        if entry.seat >= c.seat_count
+            || c.human_seat_mask & (1 << entry.seat) == 0
+            || entry.seat == c.local_seat
+        {
+            return Err(Error::InvalidArgument(
+                "rungs_lockstep_new: config->link_keys[i].seat is not another human seat; expected a seat of human_seat_mask other than local_seat",
+            ));
+        }
+        link_keys.push((entry.seat, SessionKey(entry.key)));
+    }
     Ok(LockstepConfig {
         machine: MachineConfig::adaptive(c.speed_fps, human_seats, Some(c.local_seat)),
         session_id: c.session_id,
         key: SessionKey(c.key),
+        link_keys,
+        epoch: if c.epoch == 0 {
+            super::transport::wall_clock_epoch()
+        } else {
+            c.epoch
+        },
         link: LinkConfig::default(),
         checksum_interval: c.checksum_interval,
     })
@@ -228,6 +335,14 @@ fn lockstep_config(c: &rungs_lockstep_config) -> crate::Result<LockstepConfig> {
 /// `bind_address`, for the eve of frame 0 at time `now_us` (your clock, µs).
 /// Add every other human seat with `rungs_lockstep_add_peer` before the
 /// first `rungs_lockstep_update`.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config or out is NULL, or
+/// config->link_keys is NULL with a non-zero count; RUNGS_ERR_INVALID_ARGUMENT
+/// if config->struct_size is too small, reserved is not 0, key (or a link
+/// key) is all zero, speed_fps is 0, seat_count/human_seat_mask/local_seat
+/// do not make a game with this machine's seat human, a link key names no
+/// other human seat, or bind_address does not parse; RUNGS_ERR_IO if the
+/// socket cannot be bound; RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_new(
     config: *const rungs_lockstep_config,
@@ -244,8 +359,9 @@ pub unsafe extern "C" fn rungs_lockstep_new(
             // SAFETY: non-NULL, NUL-terminated by contract.
             unsafe { parse_address(config.bind_address)? }
         };
-        let session = LockstepSession::new(&lockstep_config(&config)?, now_us)?;
-        let driver = UdpDriver::bind(bind, session)?;
+        // SAFETY: the config's link_keys pointer by the caller's contract.
+        let session = LockstepSession::new(unsafe { &lockstep_config(&config)? }, now_us)?;
+        let driver = LockstepDriver::bind(bind, session)?;
         // SAFETY: `out` is NULL (refused) or writable.
         unsafe {
             hand_out(
@@ -260,6 +376,9 @@ pub unsafe extern "C" fn rungs_lockstep_new(
 }
 
 /// Release a game (closes its socket). NULL accepted; refused from inside a callback.
+///
+/// Returns: RUNGS_OK (also for NULL); RUNGS_ERR_REENTRANT from inside one
+/// of its callbacks; RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_free(ls: *mut rungs_lockstep) -> rungs_result {
     // SAFETY: NULL or a live object from `_new`.
@@ -267,6 +386,10 @@ pub unsafe extern "C" fn rungs_lockstep_free(ls: *mut rungs_lockstep) -> rungs_r
 }
 
 /// The UDP port the socket is bound to (the one the OS picked for port 0).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out_port is NULL;
+/// RUNGS_ERR_IO if the OS cannot say; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
+/// RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_local_port(
     ls: *mut rungs_lockstep,
@@ -281,7 +404,14 @@ pub unsafe extern "C" fn rungs_lockstep_local_port(
     }
 }
 
-/// Bind human `seat` to `address` (`"ip:port"`), before frame 0.
+/// Bind human `seat` to `address` (`"ip:port"`), before frame 0. Every other
+/// human seat needs one; `rungs_lockstep_update` says so if one is missing.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or address is NULL;
+/// RUNGS_ERR_UNKNOWN_SEAT if seat is this machine's, not a human seat, or
+/// not below seat_count; RUNGS_ERR_INVALID_ARGUMENT if address does not
+/// parse; RUNGS_ERR_STATE if seat already has an address; RUNGS_ERR_POISONED,
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_add_peer(
     ls: *mut rungs_lockstep,
@@ -301,7 +431,15 @@ pub unsafe extern "C" fn rungs_lockstep_add_peer(
 /// Issue a command (your bytes, at most about 1 KB): it goes out with this
 /// machine's next turn and comes back through the `command` callback on
 /// every machine, on the same frame. `*out_frame` (may be NULL) receives
-/// the frame it is forecast to execute on or after.
+/// the frame it is forecast to execute on or after. When this machine's
+/// next turn is full (about 30 KB of commands since the last send frame)
+/// nothing is queued and RUNGS_ERR_FULL says so: let a frame run first (S8).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
+/// with len > 0; RUNGS_ERR_INVALID_ARGUMENT if len is more than one packet
+/// holds (1,007 bytes with the default link); RUNGS_ERR_FULL if the next
+/// turn cannot take it; RUNGS_ERR_STATE after rungs_lockstep_leave;
+/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_submit_command(
     ls: *mut rungs_lockstep,
@@ -330,6 +468,11 @@ pub unsafe extern "C" fn rungs_lockstep_submit_command(
 
 /// Your state checksum after `frame` ran (a multiple of `checksum_interval`);
 /// machines compare them and report a mismatch through `desync`.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
+/// RUNGS_ERR_INVALID_ARGUMENT if checksum_interval is 0 or frame is not a
+/// multiple of it; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_submit_checksum(
     ls: *mut rungs_lockstep,
@@ -340,6 +483,9 @@ pub unsafe extern "C" fn rungs_lockstep_submit_checksum(
 }
 
 /// One frame's work took `duration_us` (for the reports, S3).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
+/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_add_frame_work_us(
     ls: *mut rungs_lockstep,
@@ -354,14 +500,26 @@ pub unsafe extern "C" fn rungs_lockstep_add_frame_work_us(
 }
 
 /// Leave the game: your removal is a command like any other; keep calling
-/// `rungs_lockstep_update` until it reports `RUNGS_LOCKSTEP_LEFT`.
+/// `rungs_lockstep_update` until it reports `RUNGS_LOCKSTEP_LEFT`. No
+/// command can be submitted after this call.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL; RUNGS_ERR_STATE
+/// if this player already left or is leaving; RUNGS_ERR_POISONED,
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_leave(ls: *mut rungs_lockstep) -> rungs_result {
     unsafe { with_lockstep(ls, |o| o.session().leave()) }
 }
 
-/// Drop `seat`, whose machine no longer answers (after `RUNGS_LINK_EVENT_LOST`):
-/// every remaining machine agrees on the last of its commands to execute.
+/// Drop `seat`, whose machine no longer answers (after `RUNGS_LINK_EVENT_LOST`
+/// or `RUNGS_LINK_EVENT_RESTARTED`): every remaining machine agrees on the
+/// last of its commands to execute, even when several machines vanished at
+/// once or the master is among them.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
+/// RUNGS_ERR_UNKNOWN_SEAT if seat is this machine's, not a human seat, or
+/// already removed; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_drop_player(
     ls: *mut rungs_lockstep,
@@ -372,8 +530,18 @@ pub unsafe extern "C" fn rungs_lockstep_drop_player(
 
 /// Drive the game at `now_us` (your monotonic clock, µs): read the socket,
 /// fire timers, run the next frame if it is due and every needed turn is
-/// here (its commands go to the `command` callback), send, and report
-/// events. `*out` (may be NULL) says what happened and when to call again.
+/// here (every one of its commands goes to the `command` callback before
+/// this returns), send, and report events. `*out` (may be NULL) says what
+/// happened and when to call again (`next_us`, never in the past); in
+/// between, a loop may sleep in select/poll on `rungs_lockstep_socket`.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL; RUNGS_ERR_STATE
+/// before frame 0 if a human seat has no address (call
+/// rungs_lockstep_add_peer for every other human seat), or frames were
+/// driven out of order; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
+/// RUNGS_ERR_PANIC (every object call). An error never leaves a frame half
+/// run: either the frame ran and its commands reached the callback, or it
+/// did not start.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_update(
     ls: *mut rungs_lockstep,
@@ -382,57 +550,67 @@ pub unsafe extern "C" fn rungs_lockstep_update(
 ) -> rungs_result {
     unsafe {
         with_lockstep(ls, |o| {
-            o.driver.poll(now_us);
-            let advance = o.session().advance(now_us)?;
-            if let Advance::Ran { frame } = advance {
-                let cb = o.callbacks;
+            let cb = o.callbacks;
+            let wake = o.driver.update(now_us, |frame, command| {
                 if let Some(f) = cb.command {
-                    for command in o.driver.inner().executed() {
-                        f(
-                            cb.user,
-                            frame,
-                            command.seat,
-                            command.bytes.as_ptr(),
-                            command.bytes.len(),
-                        );
-                    }
+                    // The engine's function and user pointer, for this use.
+                    f(
+                        cb.user,
+                        frame,
+                        command.seat,
+                        command.bytes.as_ptr(),
+                        command.bytes.len(),
+                    );
                 }
-            }
-            o.driver.poll(now_us); // the turn of a send frame goes out now
+            })?;
             o.deliver_events();
             if !out.is_null() {
-                let session = o.session();
-                let next_us = match advance {
-                    Advance::Ran { .. } => now_us,
-                    Advance::NotDue { at_us } => {
-                        session.poll_timeout().map_or(at_us, |t| t.min(at_us))
-                    }
-                    Advance::Waiting | Advance::Left => {
-                        session.poll_timeout().unwrap_or(now_us + 100_000)
-                    }
+                let outcome = match wake.advance {
+                    Advance::Ran { .. } => RUNGS_LOCKSTEP_RAN,
+                    Advance::NotDue { .. } => RUNGS_LOCKSTEP_NOT_DUE,
+                    Advance::Waiting => RUNGS_LOCKSTEP_WAITING,
+                    Advance::Left => RUNGS_LOCKSTEP_LEFT,
                 };
-                let (outcome, frame) = match advance {
-                    Advance::Ran { frame } => (RUNGS_LOCKSTEP_RAN, frame),
-                    Advance::NotDue { .. } => {
-                        (RUNGS_LOCKSTEP_NOT_DUE, session.frame().unwrap_or(0))
-                    }
-                    Advance::Waiting => (RUNGS_LOCKSTEP_WAITING, session.frame().unwrap_or(0)),
-                    Advance::Left => (RUNGS_LOCKSTEP_LEFT, session.frame().unwrap_or(0)),
-                };
-                let result = rungs_lockstep_update_result {
-                    outcome,
-                    frame,
-                    next_us: next_us.max(now_us),
-                    waiting_for: session.waiting_for(),
-                };
-                write_out(out, result);
+                write_out(
+                    out,
+                    rungs_lockstep_update_result {
+                        outcome,
+                        frame: wake.frame.unwrap_or(0),
+                        next_us: wake.next_us,
+                        waiting_for: wake.waiting_for,
+                    },
+                );
             }
             Ok(())
         })
     }
 }
 
+/// The game's OS socket (see `rungs_socket`), so your loop can wait in
+/// select/poll/WSAPoll for a datagram or `next_us`, whichever comes first,
+/// then call `rungs_lockstep_update`. Only wait on it: reading it would
+/// take the game's datagrams. Valid until `rungs_lockstep_free`.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out_socket is NULL;
+/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_lockstep_socket(
+    ls: *mut rungs_lockstep,
+    out_socket: *mut rungs_socket,
+) -> rungs_result {
+    unsafe {
+        with_lockstep(ls, |o| {
+            require(out_socket, "out_socket")?;
+            write_out(out_socket, o.driver.socket());
+            Ok(())
+        })
+    }
+}
+
 /// Timing, target, tier, master and evaluation state (as for a timing machine).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL;
+/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_status(
     ls: *mut rungs_lockstep,
@@ -448,6 +626,9 @@ pub unsafe extern "C" fn rungs_lockstep_status(
 }
 
 /// Counters for a diagnostics screen.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL;
+/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_get_stats(
     ls: *mut rungs_lockstep,
@@ -467,6 +648,9 @@ pub unsafe extern "C" fn rungs_lockstep_get_stats(
                     malformed_messages: stats.malformed_messages,
                     desyncs: stats.desyncs,
                     clock_offset_us: session.clock_offset_us(),
+                    refused_items: stats.refused_items,
+                    refused_messages: stats.refused_messages,
+                    backpressure_waits: stats.backpressure_waits,
                 },
             );
             Ok(())

@@ -19,7 +19,7 @@ use super::result::rungs_result;
 use super::types::read_config;
 use crate::error::{Error, Result};
 use crate::link::{DropReason, Endpoint, EndpointConfig, LinkConfig, LinkEvent, LinkStats};
-use crate::net::{MonotonicClock, UdpDriver, Worker};
+use crate::net::{MonotonicClock, UdpDriver, Worker, WorkerStatus};
 use crate::wire::packet::{SessionKey, MAX_MESSAGE_BYTES, MAX_PACKET_BYTES};
 
 /// Largest message payload `rungs_endpoint_send` accepts and
@@ -41,6 +41,9 @@ pub const RUNGS_LINK_EVENT_NONE: u32 = 0;
 pub const RUNGS_LINK_EVENT_LOST: u32 = 1;
 /// A valid packet arrived from a peer that was reported lost.
 pub const RUNGS_LINK_EVENT_RECOVERED: u32 = 2;
+/// Link event: the peer restarted (a new connection epoch): the link was
+/// reset and what either side had in flight is gone (S8).
+pub const RUNGS_LINK_EVENT_RESTARTED: u32 = 3;
 
 /// `rungs_link_stats.flags`: at least one clean round-trip sample (S8).
 pub const RUNGS_LINK_CLEAN_MEASUREMENT: u32 = 1;
@@ -74,8 +77,11 @@ pub const RUNGS_DROP_MALFORMED: u32 = 10;
 /// Drop reason: receiver holds too many undelivered messages (flow control;
 /// the peer resends later).
 pub const RUNGS_DROP_RECEIVER_FULL: u32 = 11;
+/// Drop reason: a packet of the peer's earlier connection, or addressed to
+/// this machine's earlier connection (S8 restarts).
+pub const RUNGS_DROP_STALE_EPOCH: u32 = 12;
 /// Number of drop reasons (length of `rungs_link_stats.dropped`).
-pub const RUNGS_DROP_REASON_COUNT: u32 = 12;
+pub const RUNGS_DROP_REASON_COUNT: u32 = 13;
 
 // Literals above, so the header gets numbers; kept equal to the Rust values.
 const _: () = assert!(DropReason::ALL.len() == RUNGS_DROP_REASON_COUNT as usize);
@@ -188,7 +194,7 @@ pub struct rungs_link_stats {
     pub last_heard_ms_ago: u32,
     /// Dropped datagrams claiming to come from this peer, indexed by
     /// `RUNGS_DROP_*` (only the peer-attributable reasons can be non-zero).
-    pub dropped: [u32; 12],
+    pub dropped: [u32; RUNGS_DROP_REASON_COUNT as usize],
 }
 
 /// A transport endpoint: one UDP socket, one link per peer seat. Opaque.
@@ -270,6 +276,7 @@ fn event_code(event: LinkEvent) -> u32 {
     match event {
         LinkEvent::Lost => RUNGS_LINK_EVENT_LOST,
         LinkEvent::Recovered => RUNGS_LINK_EVENT_RECOVERED,
+        LinkEvent::Restarted => RUNGS_LINK_EVENT_RESTARTED,
     }
 }
 
@@ -293,7 +300,7 @@ fn c_stats(stats: &LinkStats, now_us: u64) -> rungs_link_stats {
     if stats.lost {
         flags |= RUNGS_LINK_LOST;
     }
-    let mut dropped = [0u32; 12];
+    let mut dropped = [0u32; RUNGS_DROP_REASON_COUNT as usize];
     for reason in DropReason::ALL {
         dropped[reason.index()] = saturate(stats.dropped.get(reason));
     }
@@ -365,8 +372,12 @@ fn link_config(config: &rungs_endpoint_config) -> Result<LinkConfig> {
     Ok(link)
 }
 
-/// Fill `config` with defaults: `struct_size` set, session 0, zero key,
-/// seat 0, default timers, bind `"0.0.0.0:0"`, no callback.
+/// Fill `config` with defaults: `struct_size` set, session 0, seat 0,
+/// default timers, bind `"0.0.0.0:0"`, no callback — and an all-zero key,
+/// which `rungs_endpoint_new` refuses: set `key` to the game's secret (S8).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config is NULL;
+/// RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_config_init(
     config: *mut rungs_endpoint_config,
@@ -397,6 +408,12 @@ pub unsafe extern "C" fn rungs_endpoint_config_init(
 /// and `rungs_endpoint_poll` runs; no thread is started.
 /// Errors: `RUNGS_ERR_NULL_POINTER`, `RUNGS_ERR_INVALID_ARGUMENT` (struct_size,
 /// reserved bytes, ranges, address text), `RUNGS_ERR_IO` (bind failed).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config or out is NULL;
+/// RUNGS_ERR_INVALID_ARGUMENT if config->struct_size is too small, reserved is
+/// not zero, key is all zero (as rungs_endpoint_config_init leaves it), a timer
+/// or max_in_flight is out of range, or bind_address does not parse;
+/// RUNGS_ERR_IO if the socket cannot be bound; RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_new(
     config: *const rungs_endpoint_config,
@@ -409,6 +426,11 @@ pub unsafe extern "C" fn rungs_endpoint_new(
         if config.reserved != [0; 3] {
             return Err(Error::InvalidArgument("config.reserved must be zero"));
         }
+        if config.key == [0; 16] {
+            return Err(Error::InvalidArgument(
+                "rungs_endpoint_new: config->key is all zero (rungs_endpoint_config_init leaves it so); expected the game's 16-byte secret key",
+            ));
+        }
         let link = link_config(&config)?;
         let bind = if config.bind_address.is_null() {
             SocketAddr::from(([0, 0, 0, 0], 0))
@@ -416,12 +438,13 @@ pub unsafe extern "C" fn rungs_endpoint_new(
             // SAFETY: non-NULL and NUL-terminated by the caller's contract.
             unsafe { parse_address(config.bind_address)? }
         };
-        let endpoint = Endpoint::new(EndpointConfig {
+        let mut endpoint = Endpoint::new(EndpointConfig {
             session_id: config.session_id,
             key: SessionKey(config.key),
             local_seat: config.local_seat,
             link,
         })?;
+        endpoint.set_epoch(wall_clock_epoch())?;
         let driver = UdpDriver::bind(bind, endpoint)?;
         let state = EndpointState {
             driving: Driving::Engine(Box::new(driver)),
@@ -435,9 +458,23 @@ pub unsafe extern "C" fn rungs_endpoint_new(
     })
 }
 
+/// A connection epoch for this run (S8): wall-clock milliseconds modulo
+/// 2^32, so a restarted program's epoch is newer in serial order (for half
+/// the range, 24 days). Only the edge reads the wall clock; the core takes
+/// the epoch as a value.
+pub(crate) fn wall_clock_epoch() -> u32 {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_millis() as u64);
+    (ms as u32).max(1)
+}
+
 /// Free an endpoint: stops its worker thread if one runs, closes the socket.
 /// NULL is accepted. Refused with `RUNGS_ERR_REENTRANT` from inside the
 /// endpoint's own callback.
+///
+/// Returns: RUNGS_OK (also for NULL); RUNGS_ERR_REENTRANT from inside its own
+/// callback; RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_free(endpoint: *mut rungs_endpoint) -> rungs_result {
     // SAFETY: NULL or a live handle from rungs_endpoint_new, not used after.
@@ -445,6 +482,10 @@ pub unsafe extern "C" fn rungs_endpoint_free(endpoint: *mut rungs_endpoint) -> r
 }
 
 /// The UDP port the endpoint is bound to (the one the OS picked for port 0).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_port is NULL;
+/// RUNGS_ERR_IO if the OS cannot say; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
+/// RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_local_port(
     endpoint: *mut rungs_endpoint,
@@ -466,6 +507,12 @@ pub unsafe extern "C" fn rungs_endpoint_local_port(
 /// from `seat` are accepted only from that address. Errors:
 /// `RUNGS_ERR_INVALID_ARGUMENT` (bad text, our own seat), `RUNGS_ERR_STATE`
 /// (seat already added).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or address is NULL;
+/// RUNGS_ERR_INVALID_ARGUMENT if address does not parse or seat is this
+/// endpoint's own; RUNGS_ERR_STATE if seat already has a peer;
+/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object
+/// call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_add_peer(
     endpoint: *mut rungs_endpoint,
@@ -486,6 +533,10 @@ pub unsafe extern "C" fn rungs_endpoint_add_peer(
 
 /// Remove the peer at `seat` and its link (the engine decides; the transport
 /// never removes anyone). `RUNGS_ERR_UNKNOWN_SEAT` if there is none.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL;
+/// RUNGS_ERR_UNKNOWN_SEAT if seat has no peer; RUNGS_ERR_POISONED,
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_remove_peer(
     endpoint: *mut rungs_endpoint,
@@ -500,6 +551,13 @@ pub unsafe extern "C" fn rungs_endpoint_remove_peer(
 /// Errors: `RUNGS_ERR_UNKNOWN_SEAT`, `RUNGS_ERR_INVALID_ARGUMENT` (longer
 /// than `RUNGS_MAX_MESSAGE_BYTES`), `RUNGS_ERR_FULL` (too many messages
 /// unacknowledged: the peer is not answering; try again later).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL, or data is
+/// NULL with len > 0; RUNGS_ERR_UNKNOWN_SEAT if seat has no peer;
+/// RUNGS_ERR_INVALID_ARGUMENT if len is more than RUNGS_MAX_MESSAGE_BYTES;
+/// RUNGS_ERR_FULL if max_in_flight messages are unacknowledged;
+/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object
+/// call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_send(
     endpoint: *mut rungs_endpoint,
@@ -532,6 +590,11 @@ pub unsafe extern "C" fn rungs_endpoint_send(
 /// link events to the callback (or keep them for `rungs_endpoint_poll_event`).
 /// Never blocks. Call it every frame, and right after `rungs_endpoint_send`
 /// for the lowest latency. With a worker running, only events are reported.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL;
+/// RUNGS_ERR_STATE if the worker thread panicked and stopped (call
+/// rungs_endpoint_stop_worker, then poll yourself); RUNGS_ERR_POISONED,
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_poll(
     endpoint: *mut rungs_endpoint,
@@ -540,6 +603,13 @@ pub unsafe extern "C" fn rungs_endpoint_poll(
     // SAFETY: NULL or a live handle, by contract.
     unsafe {
         with_object(endpoint, |state| {
+            if let Driving::Worker(worker) = &state.driving {
+                if worker.status() == WorkerStatus::Panicked {
+                    return Err(Error::State(
+                        "rungs_endpoint_poll: the transport worker thread panicked and stopped; call rungs_endpoint_stop_worker and poll yourself",
+                    ));
+                }
+            }
             if matches!(state.driving, Driving::Engine(_)) {
                 state.with_driver(now_us, |d, now| d.poll(now))?;
             }
@@ -558,6 +628,10 @@ pub unsafe extern "C" fn rungs_endpoint_poll(
 /// Take the next kept link event: `*out_seat` and `*out_event`
 /// (`RUNGS_LINK_EVENT_NONE` when there is none). Events are kept only when
 /// no callback is configured; at most 64, the oldest dropped first.
+///
+/// Returns: RUNGS_OK (also when there is no event); RUNGS_ERR_NULL_POINTER if
+/// endpoint, out_seat or out_event is NULL; RUNGS_ERR_POISONED,
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_poll_event(
     endpoint: *mut rungs_endpoint,
@@ -586,6 +660,12 @@ pub unsafe extern "C" fn rungs_endpoint_poll_event(
 /// none was waiting). `RUNGS_ERR_BUFFER_TOO_SMALL` leaves the message
 /// queued; a buffer of `RUNGS_MAX_MESSAGE_BYTES` always suffices. `buf` may
 /// be NULL only when `cap` is 0.
+///
+/// Returns: RUNGS_OK (out->received 0 when nothing waits);
+/// RUNGS_ERR_NULL_POINTER if endpoint or out is NULL, or buf is NULL with cap >
+/// 0; RUNGS_ERR_BUFFER_TOO_SMALL if the next message is longer than cap (it
+/// stays queued); RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_recv(
     endpoint: *mut rungs_endpoint,
@@ -622,6 +702,12 @@ pub unsafe extern "C" fn rungs_endpoint_recv(
 
 /// Fill `*out` with the health and counters of the link to `seat` at
 /// `now_us`. Set `out->struct_size = sizeof(rungs_link_stats)` first.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out is NULL;
+/// RUNGS_ERR_INVALID_ARGUMENT if out->struct_size is not
+/// sizeof(rungs_link_stats); RUNGS_ERR_UNKNOWN_SEAT if seat has no peer;
+/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object
+/// call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_link_stats(
     endpoint: *mut rungs_endpoint,
@@ -673,6 +759,11 @@ pub(crate) unsafe fn link_report_rtts(
 /// Datagrams the endpoint dropped for `reason` (a `RUNGS_DROP_*` value),
 /// over all peers and unattributable ones. `RUNGS_ERR_INVALID_ARGUMENT` for
 /// an unknown reason.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_count is NULL;
+/// RUNGS_ERR_INVALID_ARGUMENT if reason is not a RUNGS_DROP_* value;
+/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object
+/// call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_dropped(
     endpoint: *mut rungs_endpoint,
@@ -700,6 +791,12 @@ pub unsafe extern "C" fn rungs_endpoint_dropped(
 /// the last `now_us` the engine passed. Only ever started by this call (S7).
 /// Link events still reach the engine only through `rungs_endpoint_poll` on
 /// its own thread. `RUNGS_ERR_STATE` if a worker already runs.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL;
+/// RUNGS_ERR_INVALID_ARGUMENT if tick_us is outside 1000..=1000000;
+/// RUNGS_ERR_STATE if a worker already runs; RUNGS_ERR_IO if the OS refuses a
+/// thread; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every
+/// object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_start_worker(
     endpoint: *mut rungs_endpoint,
@@ -730,6 +827,10 @@ pub unsafe extern "C" fn rungs_endpoint_start_worker(
 
 /// Stop the worker thread (joined before returning) and hand polling back to
 /// the engine. `RUNGS_ERR_STATE` if no worker runs.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL;
+/// RUNGS_ERR_STATE if no worker runs; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
+/// RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_stop_worker(endpoint: *mut rungs_endpoint) -> rungs_result {
     // SAFETY: NULL or a live handle, by contract.
@@ -749,11 +850,92 @@ pub unsafe extern "C" fn rungs_endpoint_stop_worker(endpoint: *mut rungs_endpoin
     }
 }
 
+/// The endpoint's OS socket (`rungs_socket`: the file descriptor on Unix,
+/// the `SOCKET` on Windows), so your loop can wait in select/poll for a
+/// datagram before calling `rungs_endpoint_poll`. Only wait on it.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_socket is
+/// NULL; RUNGS_ERR_STATE while a worker thread drives the socket;
+/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_endpoint_socket(
+    endpoint: *mut rungs_endpoint,
+    out_socket: *mut super::lockstep::rungs_socket,
+) -> rungs_result {
+    // SAFETY: NULL or a live handle, by contract.
+    unsafe {
+        with_object(endpoint, |state| {
+            require(out_socket, "out_socket")?;
+            let Driving::Engine(driver) = &state.driving else {
+                return Err(Error::State(
+                    "rungs_endpoint_socket: a worker thread drives the socket; expected rungs_endpoint_stop_worker first",
+                ));
+            };
+            write_out(out_socket, driver.raw_socket());
+            Ok(())
+        })
+    }
+}
+
+/// Give the link to `seat` its own 16-byte key (S8 per-pair keys): game
+/// setup hands both machines of each pair the same key and nobody else, so
+/// no player can sign a packet as another (the single session key cannot
+/// stop that). Call after `rungs_endpoint_add_peer`, before traffic.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or key is NULL;
+/// RUNGS_ERR_INVALID_ARGUMENT if the key is all zero; RUNGS_ERR_UNKNOWN_SEAT
+/// if seat has no peer; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
+/// RUNGS_ERR_PANIC (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_endpoint_set_link_key(
+    endpoint: *mut rungs_endpoint,
+    seat: u8,
+    key: *const [u8; 16],
+) -> rungs_result {
+    // SAFETY: NULL or a live handle, by contract.
+    unsafe {
+        with_object(endpoint, |state| {
+            require(key, "key")?;
+            let key = SessionKey(*key);
+            state.endpoint(|e| e.set_link_key(seat, key))?
+        })
+    }
+}
+
+/// Whether the worker thread runs: `*out_status` is 0 (no worker), 1
+/// (polling) or 2 (it panicked, caught the panic and stopped polling: call
+/// `rungs_endpoint_stop_worker`).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_status is
+/// NULL; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_PANIC (every
+/// object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_endpoint_worker_status(
+    endpoint: *mut rungs_endpoint,
+    out_status: *mut u32,
+) -> rungs_result {
+    // SAFETY: NULL or a live handle, by contract.
+    unsafe {
+        with_object(endpoint, |state| {
+            require(out_status, "out_status")?;
+            let status = match &state.driving {
+                Driving::Worker(worker) => match worker.status() {
+                    WorkerStatus::Panicked => 2,
+                    _ => 1,
+                },
+                _ => 0,
+            };
+            write_out(out_status, status);
+            Ok(())
+        })
+    }
+}
+
 /// The name of a `RUNGS_DROP_*` reason, e.g. `"bad_tag"`; `"unknown"` for
 /// any other value. Static storage: never free it.
 #[no_mangle]
 pub extern "C" fn rungs_drop_reason_str(reason: u32) -> *const c_char {
-    const NAMES: [&[u8]; 13] = [
+    const NAMES: [&[u8]; 14] = [
         b"too_short\0",
         b"too_long\0",
         b"bad_magic\0",
@@ -766,6 +948,7 @@ pub extern "C" fn rungs_drop_reason_str(reason: u32) -> *const c_char {
         b"outside_window\0",
         b"malformed\0",
         b"receiver_full\0",
+        b"stale_epoch\0",
         b"unknown\0",
     ];
     let index = (reason as usize).min(NAMES.len() - 1);

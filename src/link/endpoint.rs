@@ -9,7 +9,7 @@
 
 use std::net::SocketAddr;
 
-use super::peer::{Link, LinkConfig, LinkIdentity};
+use super::peer::{epoch_is_newer, Link, LinkConfig, LinkIdentity};
 use super::stats::{DropCounts, DropReason, LinkEvent};
 use crate::error::{Error, Result};
 use crate::wire::packet::{decode, peek, verify_tag, SessionKey};
@@ -42,6 +42,8 @@ pub struct Transmit {
 struct Peer {
     seat: u8,
     address: SocketAddr,
+    /// This pair's key: the session key unless game setup gave one (S8).
+    key: SessionKey,
     link: Link,
 }
 
@@ -60,6 +62,8 @@ pub struct Endpoint {
     /// skipped by `poll_transmit`, which otherwise asks every link for every
     /// datagram.
     may_transmit: u64,
+    /// This machine's connection epoch (S8 restarts).
+    epoch: u32,
 }
 
 /// The address as compared and sent to: an IPv4-mapped IPv6 address (what a
@@ -78,6 +82,11 @@ impl Endpoint {
     /// An endpoint with no peers yet.
     pub fn new(config: EndpointConfig) -> Result<Endpoint> {
         config.link.validate()?;
+        if config.key.is_zero() {
+            return Err(Error::InvalidArgument(
+                "the session key is all zero; set a secret key shared by the game's machines",
+            ));
+        }
         Ok(Endpoint {
             config,
             peers: Vec::new(),
@@ -85,7 +94,40 @@ impl Endpoint {
             next_transmit: 0,
             next_receive: 0,
             may_transmit: 0,
+            epoch: 1,
         })
+    }
+
+    /// Set this machine's connection epoch (S8): a machine that restarts
+    /// must use a newer one than before (serial order), so its peers reset
+    /// their links instead of truncating its messages. Set it before adding
+    /// peers; 0 is refused.
+    pub fn set_epoch(&mut self, epoch: u32) -> Result<()> {
+        if epoch == 0 {
+            return Err(Error::InvalidArgument("a connection epoch must not be 0"));
+        }
+        if !self.peers.is_empty() {
+            return Err(Error::State("set the epoch before adding peers"));
+        }
+        self.epoch = epoch;
+        Ok(())
+    }
+
+    /// This machine's connection epoch.
+    pub fn epoch(&self) -> u32 {
+        self.epoch
+    }
+
+    /// Give the link to `seat` its own key (S8 per-pair keys: both ends of
+    /// the pair use the same one, and no third player knows it).
+    pub fn set_link_key(&mut self, seat: u8, key: SessionKey) -> Result<()> {
+        if key.is_zero() {
+            return Err(Error::InvalidArgument("a link key is all zero"));
+        }
+        let at = self.index(seat)?;
+        self.peers[at].key = key;
+        self.peers[at].link.set_key(key);
+        Ok(())
     }
 
     /// The configuration.
@@ -119,13 +161,15 @@ impl Endpoint {
             local_seat: self.config.local_seat,
             peer_seat: seat,
         };
-        let link = Link::new(self.config.link, identity, now_us)?;
+        let mut link = Link::new(self.config.link, identity, now_us)?;
+        link.set_local_epoch(self.epoch)?;
         self.may_transmit = u64::MAX; // indices shift
         self.peers.insert(
             at,
             Peer {
                 seat,
                 address: canonical_address(address),
+                key: self.config.key,
                 link,
             },
         );
@@ -196,15 +240,19 @@ impl Endpoint {
             return Err(self.drop_unattributed(DropReason::UnknownSender));
         };
         let local_seat = self.config.local_seat;
-        let key = self.config.key;
         let peer = &mut self.peers[at];
-        if canonical_address(source) != peer.address {
-            peer.link.count_drop(DropReason::SpoofedAddress);
-            return Err(DropReason::SpoofedAddress);
-        }
-        if !verify_tag(datagram, &key, local_seat) {
-            peer.link.count_drop(DropReason::BadTag);
-            return Err(DropReason::BadTag);
+        // A packet from another address is a move (NAT rebinding) only if it
+        // is authentic and the newest from the peer; anything else from
+        // there is spoofed (S8).
+        let moved = canonical_address(source) != peer.address;
+        if !verify_tag(datagram, &peer.key, local_seat) {
+            let reason = if moved {
+                DropReason::SpoofedAddress
+            } else {
+                DropReason::BadTag
+            };
+            peer.link.count_drop(reason);
+            return Err(reason);
         }
         let packet = match decode(datagram) {
             Ok(packet) => packet,
@@ -214,7 +262,23 @@ impl Endpoint {
                 return Err(reason);
             }
         };
+        // A newer epoch: the peer restarted. Start the link over, then take
+        // the packet as the new connection's (S8).
+        let restarted = peer
+            .link
+            .peer_epoch()
+            .is_some_and(|known| epoch_is_newer(packet.header.epoch, known));
+        if restarted && (packet.header.peer_epoch == 0 || packet.header.peer_epoch == self.epoch) {
+            peer.link.reset_for_restart(now_us, packet.header.epoch);
+        } else if moved && !peer.link.is_newest(packet.header.packet_number) {
+            peer.link.count_drop(DropReason::SpoofedAddress);
+            return Err(DropReason::SpoofedAddress);
+        }
         peer.link.handle_packet(now_us, &packet, datagram.len())?;
+        if moved {
+            peer.address = canonical_address(source);
+            peer.link.note_address_change();
+        }
         let seat = peer.seat;
         self.mark(at);
         Ok(seat)

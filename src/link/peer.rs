@@ -41,6 +41,10 @@ const LOSS_WINDOW: usize = 256;
 pub const MIN_CONFIG_PACKET_BYTES: usize = 64;
 /// Events kept for the caller before the oldest is dropped.
 const EVENT_QUEUE_LIMIT: usize = 16;
+/// Most messages one retransmission timeout (or one new acknowledgement
+/// after it) makes due again (S8: a lost peer is not flooded). The oldest
+/// go first; the peer's next acknowledgement releases the next batch.
+const RESEND_BATCH: usize = 16;
 
 // Message numbers travel as their low 16 bits and are widened against the
 // receiver's next expected message (or the sender's oldest unacknowledged).
@@ -250,6 +254,20 @@ pub struct Link {
     loss: LossWindow,
     counters: Counters,
     dropped: DropCounts,
+
+    // Connections (S8 restarts and moves).
+    /// This machine's connection epoch (never 0).
+    local_epoch: u32,
+    /// The peer's epoch, once heard.
+    peer_epoch: Option<u32>,
+    restarts: u64,
+    address_changes: u64,
+}
+
+/// Whether epoch `a` is newer than `b` (serial-number order, so epochs taken
+/// from a wrapping clock still compare right within half the range).
+pub fn epoch_is_newer(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) > 0
 }
 
 impl Link {
@@ -284,7 +302,55 @@ impl Link {
             loss: LossWindow::default(),
             counters: Counters::default(),
             dropped: DropCounts::default(),
+            local_epoch: 1,
+            peer_epoch: None,
+            restarts: 0,
+            address_changes: 0,
         })
+    }
+
+    /// Set this machine's connection epoch (before anything is sent).
+    pub fn set_local_epoch(&mut self, epoch: u32) -> Result<()> {
+        if epoch == 0 {
+            return Err(Error::InvalidArgument("a connection epoch must not be 0"));
+        }
+        self.local_epoch = epoch;
+        Ok(())
+    }
+
+    /// The peer's connection epoch, once heard.
+    pub fn peer_epoch(&self) -> Option<u32> {
+        self.peer_epoch
+    }
+
+    /// The peer restarted with `epoch`: start over as a fresh link (what
+    /// either side had in flight is gone; the session is told through
+    /// [`LinkEvent::Restarted`]), keeping the diagnostics.
+    pub fn reset_for_restart(&mut self, now_us: u64, epoch: u32) {
+        let fresh = Link::new(self.config, self.identity, now_us);
+        let Ok(mut fresh) = fresh else { return }; // same config: cannot fail
+        fresh.local_epoch = self.local_epoch;
+        fresh.peer_epoch = Some(epoch);
+        fresh.restarts = self.restarts + 1;
+        fresh.address_changes = self.address_changes;
+        fresh.dropped = self.dropped;
+        *self = fresh;
+        self.push_event(LinkEvent::Restarted);
+    }
+
+    /// The peer's address changed on an authenticated packet.
+    pub fn note_address_change(&mut self) {
+        self.address_changes += 1;
+    }
+
+    /// Whether packet number `pn` would be the newest yet from the peer.
+    pub fn is_newest(&self, pn: u32) -> bool {
+        self.replay.largest().map_or(true, |largest| pn > largest)
+    }
+
+    /// Use `key` for this link's tags from now on (per-pair keys, S8).
+    pub fn set_key(&mut self, key: crate::wire::packet::SessionKey) {
+        self.identity.key = key;
     }
 
     /// The link's configuration.
@@ -319,6 +385,13 @@ impl Link {
         self.messages_due += 1;
         self.counters.messages_sent += 1;
         Ok(number)
+    }
+
+    /// Messages [`send`](Self::send) accepts now before `Error::Full`.
+    pub fn send_capacity(&self) -> usize {
+        self.config
+            .max_in_flight
+            .saturating_sub(self.outgoing.len())
     }
 
     /// Take the next message delivered in order, if any.
@@ -378,6 +451,13 @@ impl Link {
             // The endpoint routes by these; a mismatch is a caller bug, never acted on.
             return Err(DropReason::UnknownSender);
         }
+        if header.peer_epoch != 0 && header.peer_epoch != self.local_epoch {
+            return Err(DropReason::StaleEpoch); // meant for our earlier connection
+        }
+        match self.peer_epoch {
+            Some(known) if header.epoch != known => return Err(DropReason::StaleEpoch),
+            _ => {}
+        }
         let pn = header.packet_number;
         self.replay.check(pn)?;
         let is_newest = self.replay.largest().map_or(true, |largest| pn > largest);
@@ -436,6 +516,7 @@ impl Link {
     ) {
         let header = &packet.header;
         self.replay.accept(header.packet_number);
+        self.peer_epoch = Some(header.epoch);
         self.counters.packets_received += 1;
         self.counters.bytes_received += datagram_len as u64;
         self.last_heard_us = Some(now_us);
@@ -462,6 +543,10 @@ impl Link {
             // RFC 6298 5.3: new data acknowledged restarts the timer.
             self.rtt.reset_backoff();
             self.rto_started_us = self.has_unacked_sent().then_some(now_us);
+            // The path works again: the next batch of what an earlier
+            // timeout left unsent goes now rather than one batch per RTO.
+            let stale_after = self.rtt.rto_us();
+            self.resend_oldest(stale_after, now_us);
         }
 
         for message in packet.messages() {
@@ -560,6 +645,26 @@ impl Link {
             .any(|m| !m.acked && m.transmissions > 0)
     }
 
+    /// Make due again at most [`RESEND_BATCH`] of the oldest sent,
+    /// unacknowledged messages last sent at least `older_than_us` ago;
+    /// whether any became due.
+    fn resend_oldest(&mut self, older_than_us: u64, now_us: u64) -> bool {
+        let mut batch = 0;
+        for message in self.outgoing.iter_mut() {
+            if batch == RESEND_BATCH {
+                break;
+            }
+            let stale = older_than_us == u64::MAX
+                || now_us.saturating_sub(message.last_sent_us) >= older_than_us;
+            if !message.acked && message.transmissions > 0 && !message.needs_send && stale {
+                message.needs_send = true;
+                self.messages_due += 1;
+                batch += 1;
+            }
+        }
+        batch > 0
+    }
+
     fn push_event(&mut self, event: LinkEvent) {
         if self.events.len() == EVENT_QUEUE_LIMIT {
             self.events.pop_front();
@@ -582,14 +687,7 @@ impl Link {
     pub fn handle_timeout(&mut self, now_us: u64) {
         if let Some(started) = self.rto_started_us {
             if now_us.saturating_sub(started) >= self.rtt.backed_off_rto_us() {
-                let mut resent = false;
-                for message in self.outgoing.iter_mut() {
-                    if !message.acked && message.transmissions > 0 && !message.needs_send {
-                        message.needs_send = true;
-                        self.messages_due += 1;
-                        resent = true;
-                    }
-                }
+                let resent = self.resend_oldest(u64::MAX, now_us);
                 self.rto_started_us = None;
                 if resent {
                     self.rtt.on_rto_expired();
@@ -650,6 +748,8 @@ impl Link {
             sender: self.identity.local_seat,
             session_id: self.identity.session_id,
             packet_number: self.next_packet_number as u32,
+            epoch: self.local_epoch,
+            peer_epoch: self.peer_epoch.unwrap_or(0),
             ack: self.replay.largest().map(|largest| AckBlock {
                 largest,
                 bits: self.replay.ack_bits(),
@@ -822,6 +922,8 @@ impl Link {
             messages_in_flight: self.outgoing.iter().filter(|m| !m.acked).count() as u64,
             last_heard_us: self.last_heard_us,
             dropped: self.dropped,
+            restarts: self.restarts,
+            address_changes: self.address_changes,
         }
     }
 
@@ -1139,7 +1241,7 @@ mod tests {
             max_packet_bytes: 64,
             ..LinkConfig::default()
         };
-        assert_eq!(small.max_message_bytes(), 64 - 28 - 3);
+        assert_eq!(small.max_message_bytes(), 64 - 36 - 3);
         assert_eq!(LinkConfig::default().max_message_bytes(), MAX_MESSAGE_BYTES);
     }
 }

@@ -17,6 +17,9 @@ pub const WORST_BUCKET_US: u64 = 1_000_000;
 pub const WORST_BUCKETS: usize = 10;
 /// Most backoff doublings counted (beyond this the RTO is at its ceiling anyway).
 const MAX_BACKOFF: u32 = 16;
+/// The largest round trip a sample may claim: anything longer is a clock
+/// jump, not a path (every sum below stays far from overflow).
+pub const MAX_SAMPLE_US: u64 = 3_600_000_000;
 
 /// The RFC 6298 estimator of one link, in whole microseconds.
 ///
@@ -65,6 +68,7 @@ impl RttEstimator {
 
     /// Feed one round-trip sample measured at `now_us`.
     pub fn on_sample(&mut self, now_us: u64, rtt_us: u64) {
+        let rtt_us = rtt_us.min(MAX_SAMPLE_US);
         if self.samples == 0 {
             // RFC 6298 2.2: SRTT <- R, RTTVAR <- R/2.
             self.srtt_us = rtt_us;
@@ -80,7 +84,7 @@ impl RttEstimator {
         }
         self.latest_us = rtt_us;
         self.max_us = self.max_us.max(rtt_us);
-        self.samples += 1;
+        self.samples = self.samples.saturating_add(1);
         // A fresh sample means the path answers again: stop backing off (RFC 6298 5.7).
         self.backoff = 0;
 
@@ -156,7 +160,9 @@ impl RttEstimator {
         if !self.has_sample() {
             return INITIAL_RTO_US;
         }
-        let rto = self.srtt_us + GRANULARITY_US.max(4 * self.rttvar_us);
+        let rto = self
+            .srtt_us
+            .saturating_add(GRANULARITY_US.max(self.rttvar_us.saturating_mul(4)));
         rto.clamp(MIN_RTO_US, MAX_RTO_US)
     }
 
@@ -186,6 +192,18 @@ impl RttEstimator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_absurd_clock_jump_saturates_instead_of_overflowing() {
+        let mut e = RttEstimator::new();
+        e.on_sample(0, 200_000);
+        e.on_sample(u64::MAX, u64::MAX);
+        e.on_sample(u64::MAX, u64::MAX);
+        e.on_sample(u64::MAX, 1);
+        assert!(e.srtt_us().unwrap() <= MAX_SAMPLE_US);
+        assert!(e.rto_us() <= MAX_RTO_US);
+        assert_eq!(e.worst_recent_us(u64::MAX), Some(MAX_SAMPLE_US));
+    }
 
     #[test]
     fn first_sample_then_rfc6298_updates_variance_before_srtt() {

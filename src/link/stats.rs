@@ -33,12 +33,15 @@ pub enum DropReason {
     /// is dropped unacknowledged and the peer resends it later (flow control,
     /// not an attack).
     ReceiverFull,
+    /// A packet of the peer's earlier connection (an older sender epoch), or
+    /// one addressed to this machine's earlier connection (S8 restarts).
+    StaleEpoch,
 }
 
 impl DropReason {
     /// Every reason, in counter order (the C API numbers them 0, 1, ... in
     /// this order).
-    pub const ALL: [DropReason; 12] = [
+    pub const ALL: [DropReason; 13] = [
         DropReason::TooShort,
         DropReason::TooLong,
         DropReason::BadMagic,
@@ -51,6 +54,7 @@ impl DropReason {
         DropReason::OutsideWindow,
         DropReason::Malformed,
         DropReason::ReceiverFull,
+        DropReason::StaleEpoch,
     ];
 
     /// Position in [`ALL`](Self::ALL).
@@ -73,6 +77,7 @@ impl DropReason {
             DropReason::OutsideWindow => "outside_window",
             DropReason::Malformed => "malformed",
             DropReason::ReceiverFull => "receiver_full",
+            DropReason::StaleEpoch => "stale_epoch",
         }
     }
 }
@@ -127,6 +132,10 @@ pub enum LinkEvent {
     Lost,
     /// A valid packet arrived after the link was reported lost.
     Recovered,
+    /// The peer restarted (a newer connection epoch, S8): the link was reset
+    /// — messages in flight either way are gone — and continues with the
+    /// new connection.
+    Restarted,
 }
 
 /// A snapshot of one link's health and counters.
@@ -179,4 +188,8 @@ pub struct LinkStats {
     pub last_heard_us: Option<u64>,
     /// Datagrams claiming to come from this peer that were dropped, by reason.
     pub dropped: DropCounts,
+    /// Times the peer restarted (new connection epoch).
+    pub restarts: u64,
+    /// Times the peer's address changed on an authenticated packet.
+    pub address_changes: u64,
 }

@@ -9,5 +9,5 @@
 mod udp;
 mod worker;
 
-pub use udp::{Datagrams, IoCounters, PollOutcome, UdpDriver, MAX_DATAGRAMS_PER_POLL};
-pub use worker::{MonotonicClock, Worker};
+pub use udp::{Datagrams, IoCounters, PollOutcome, RawSocket, UdpDriver, MAX_DATAGRAMS_PER_POLL};
+pub use worker::{MonotonicClock, Worker, WorkerStatus};

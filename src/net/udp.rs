@@ -13,6 +13,10 @@ use crate::link::{canonical_address, Endpoint, Transmit};
 use crate::session::LockstepSession;
 use crate::wire::packet::MAX_PACKET_BYTES;
 
+/// An OS socket handle as a fixed-width integer: a Unix file descriptor
+/// (non-negative) or a Windows `SOCKET`, both fit 64 bits.
+pub type RawSocket = u64;
+
 /// Most datagrams one [`UdpDriver::poll`] reads, so a flood cannot hold the
 /// engine's frame loop.
 pub const MAX_DATAGRAMS_PER_POLL: usize = 1024;
@@ -129,6 +133,21 @@ impl<D: Datagrams> UdpDriver<D> {
     /// The address the socket is bound to (with the port the OS picked).
     pub fn local_addr(&self) -> Result<SocketAddr> {
         Ok(self.socket.local_addr()?)
+    }
+
+    /// The OS socket handle: the file descriptor on Unix, the `SOCKET` on
+    /// Windows, widened to 64 bits. For waiting (`select`/`poll`) only.
+    pub fn raw_socket(&self) -> RawSocket {
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsRawFd;
+            self.socket.as_raw_fd() as RawSocket
+        }
+        #[cfg(windows)]
+        {
+            use std::os::windows::io::AsRawSocket;
+            self.socket.as_raw_socket() as RawSocket
+        }
     }
 
     /// The state machine the socket serves.

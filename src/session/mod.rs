@@ -7,5 +7,6 @@ pub use engine::{
     EngineSession, EventIds, EventRole, LogLevel, Payload, Phase, SessionConfig, SessionOutput,
 };
 pub use lockstep::{
-    Advance, ExecutedCommand, LockstepConfig, LockstepSession, LockstepStats, SessionEvent,
+    Advance, ExecutedCommand, LockstepConfig, LockstepDriver, LockstepSession, LockstepStats,
+    SessionEvent, Tamper, Wake,
 };

@@ -34,11 +34,18 @@
 //!   exchanged as the state checksum every 64 frames and compared (S10's
 //!   checksum idea, carried by the turns). `--diverge SEAT@FRAME` corrupts
 //!   one machine's state on a frame, as an engine bug would.
+//! - **Faults** ([`super::faults`]): crashes (several at once, mid-turn),
+//!   quits, command bursts and a modified client's attacks on chosen
+//!   frames; `--dup`, `--reorder` and `--outage` add duplication, reordering
+//!   and outages to the network. A crashed player is dropped by every
+//!   survivor once its link is lost. The report's soundness fields judge the
+//!   honest machines only.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 
-use super::{Conditions, NetSim, SplitMix64};
+use super::faults::{self, Attack, Fault, FORGED_MARK};
+use super::{Conditions, NetSim, Outage, SplitMix64};
 use crate::error::{Error, Result};
 use crate::link::LinkConfig;
 use crate::report::record::MAX_SEATS;
@@ -91,6 +98,24 @@ pub struct GameSpec {
     /// A seat whose simulated state goes wrong from a frame on (its engine
     /// has a bug): the checksums must catch it as a desync.
     pub diverge: Option<(u8, u32)>,
+    /// Injected faults (see [`super::faults`]).
+    pub faults: Vec<Fault>,
+    /// Duplication and reordering probabilities, parts per million.
+    pub duplicate_ppm: u32,
+    pub reorder_ppm: u32,
+    /// Windows in which a player's paths (or every path) carry nothing.
+    pub outages: Vec<OutageSpec>,
+}
+
+/// A window in which nothing gets through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutageSpec {
+    /// When it starts, ms after the game starts.
+    pub start_ms: u64,
+    /// How long it lasts, ms.
+    pub duration_ms: u64,
+    /// Only this player's paths (both directions); `None` for every path.
+    pub player: Option<u8>,
 }
 
 impl GameSpec {
@@ -110,7 +135,27 @@ impl GameSpec {
             departure: None,
             commands_per_minute: 120,
             diverge: None,
+            faults: Vec::new(),
+            duplicate_ppm: 0,
+            reorder_ppm: 0,
+            outages: Vec::new(),
         }
+    }
+
+    /// The departure and the faults, as one list.
+    fn all_faults(&self) -> Vec<Fault> {
+        let mut all = self.faults.clone();
+        if let Some((seat, frame, how)) = self.departure {
+            all.push(match how {
+                Departure::Quit => Fault::Quit { seat, frame },
+                Departure::Crash => Fault::Crash {
+                    seat,
+                    frame,
+                    mid_turn: false,
+                },
+            });
+        }
+        all
     }
 
     fn per_player<T: Copy>(values: &[T], player: u8) -> Option<T> {
@@ -177,6 +222,16 @@ impl GameSpec {
                 ));
             }
         }
+        for fault in &self.faults {
+            if fault.seat() >= self.players || self.players < 2 {
+                return Err(Error::InvalidArgument(
+                    "a fault's player must be one of the players (and there must be two)",
+                ));
+            }
+        }
+        if self.duplicate_ppm > 1_000_000 || self.reorder_ppm > 1_000_000 {
+            return Err(Error::InvalidArgument("dup and reorder must be 0..=1"));
+        }
         Ok(())
     }
 }
@@ -222,6 +277,22 @@ pub struct GameReport {
     pub commands_in_order: bool,
     /// Link losses the engines saw.
     pub links_lost: u64,
+    /// Items the honest machines refused (S4.7), the most on any one.
+    pub refused_items: u64,
+    /// Commands forged in another's name that an honest machine executed.
+    pub forged_executed: u64,
+    /// Removals an honest machine executed of a player who neither quit
+    /// nor vanished.
+    pub unexpected_removals: u64,
+    /// The most bytes any honest session held at once (sampled every frame).
+    pub max_held_bytes: usize,
+    /// Commands the sessions refused on submission (backpressure).
+    pub commands_refused: u64,
+    /// Every crashed player was dropped by every survivor.
+    pub vanished_dropped: bool,
+    /// Commands accepted from players whose machines did not vanish that
+    /// the surviving machines never executed.
+    pub commands_lost: u64,
 }
 
 struct Machine {
@@ -258,6 +329,19 @@ struct Machine {
     /// Per seat: the next command id expected to execute (issue order).
     next_expected: [u32; MAX_SEATS],
     out_of_order: bool,
+    /// A modified client: not judged, only defended against.
+    modified: bool,
+    /// Crashing in the middle of its current turn: the transmit phase sends
+    /// part of it, then the machine is gone.
+    crash_mid_turn: bool,
+    /// Datagrams this machine sent first, for a replay attack.
+    captured: Vec<(SocketAddr, Vec<u8>)>,
+    forged_executed: u64,
+    /// Restarted mid-game: a fresh session that cannot rejoin; not judged.
+    restarted: bool,
+    removed_seen: [bool; MAX_SEATS],
+    max_held_bytes: usize,
+    commands_refused: u64,
     /// Own commands before this index have seen a frame start since their issue.
     unframed: usize,
 }
@@ -375,7 +459,9 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
                     delay_us: spec.one_way_us(a, b, *at_ms),
                     jitter_us: u64::from(spec.jitter_ms) * 1000,
                     loss_ppm: spec.loss_ppm,
-                    ..Conditions::PERFECT
+                    duplicate_ppm: spec.duplicate_ppm,
+                    reorder_ppm: spec.reorder_ppm,
+                    reorder_extra_us: if spec.reorder_ppm > 0 { 50_000 } else { 0 },
                 };
                 net.set_conditions(
                     address(a),
@@ -386,22 +472,60 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
             }
         }
     }
-    let key = SessionKey([rng.next_u64() as u8; 16]);
+    for outage in &spec.outages {
+        let start_us = GAME_START_US + outage.start_ms * 1000;
+        let end_us = start_us + outage.duration_ms * 1000;
+        match outage.player {
+            None => net.add_outage(Outage {
+                from: None,
+                to: None,
+                start_us,
+                end_us,
+            }),
+            Some(p) => {
+                for (from, to) in [(Some(address(p)), None), (None, Some(address(p)))] {
+                    net.add_outage(Outage {
+                        from,
+                        to,
+                        start_us,
+                        end_us,
+                    });
+                }
+            }
+        }
+    }
+    let all_faults = spec.all_faults();
+    let key = SessionKey([rng.next_u64() as u8 | 1; 16]);
     let session_id = rng.next_u64() as u32;
+    // Game setup gives every pair of players its own link key (S8).
+    let pair_key = |a: u8, b: u8| {
+        let (lo, hi) = (a.min(b), a.max(b));
+        let mut bytes = key.0;
+        for (i, byte) in bytes.iter_mut().enumerate() {
+            *byte ^= lo.wrapping_mul(17) ^ hi.wrapping_mul(29) ^ i as u8;
+        }
+        SessionKey(bytes)
+    };
+    let config_for = |seat: u8, epoch: u32| LockstepConfig {
+        machine: MachineConfig {
+            speed_fps: spec.fps,
+            human_seats: vec![true; usize::from(players)],
+            local_seat: Some(seat),
+            policy: spec.policy,
+        },
+        session_id,
+        key,
+        link_keys: (0..players)
+            .filter(|p| *p != seat)
+            .map(|p| (p, pair_key(seat, p)))
+            .collect(),
+        epoch,
+        link: LinkConfig::default(),
+        checksum_interval: CHECKSUM_INTERVAL,
+    };
     let mut machines = Vec::with_capacity(usize::from(players));
     for seat in 0..players {
-        let config = LockstepConfig {
-            machine: MachineConfig {
-                speed_fps: spec.fps,
-                human_seats: vec![true; usize::from(players)],
-                local_seat: Some(seat),
-                policy: spec.policy,
-            },
-            session_id,
-            key,
-            link: LinkConfig::default(),
-            checksum_interval: CHECKSUM_INTERVAL,
-        };
+        let config = config_for(seat, 1);
         // Clocks: up to 2000 s apart, drifting up to ±100 ppm.
         let clock_offset_us = rng.below_or_equal(2_000_000_000) as i64;
         let clock_drift_ppm = rng.below_or_equal(200) as i64 - 100;
@@ -434,6 +558,16 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
             next_expected: [0; MAX_SEATS],
             out_of_order: false,
             unframed: 0,
+            modified: all_faults
+                .iter()
+                .any(|f| f.seat() == seat && matches!(f, Fault::Attack { .. })),
+            crash_mid_turn: false,
+            captured: Vec::new(),
+            forged_executed: 0,
+            restarted: false,
+            removed_seen: [false; MAX_SEATS],
+            max_held_bytes: 0,
+            commands_refused: 0,
         };
         for peer in 0..players {
             if peer != seat {
@@ -457,10 +591,12 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
     let horizon_us = GAME_START_US + (u64::from(spec.frames) * frame_us) * 40 + 600_000_000;
     let mut last_frame_time = 0f64;
     let mut pending_drops: VecDeque<(u64, u8, u8)> = VecDeque::new();
+    let mut machines_addresses: Vec<SocketAddr> = (0..players).map(address).collect();
 
     loop {
         let active = machines.iter().any(|m| {
             !m.crashed
+                && !m.restarted
                 && !m.session.has_left()
                 && m.session.frame().map_or(true, |f| f + 1 < spec.frames)
         });
@@ -498,6 +634,8 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
                 }
             }
         }
+        // Machines that are gone: crashed, or restarted (their old session is).
+        let crashed: Vec<bool> = machines.iter().map(|m| m.crashed || m.restarted).collect();
         for m in machines.iter_mut().filter(|m| !m.crashed) {
             // Commands issued by the player now.
             let issuing = m.session.frame().map_or(true, |f| f < last_issue_frame);
@@ -505,7 +643,11 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
                 let mut command = [0u8; 5];
                 command[0] = m.seat;
                 command[1..5].copy_from_slice(&m.commands.to_le_bytes());
-                if m.session.submit_command(&command).is_ok() {
+                let submitted = m.session.submit_command(&command);
+                if submitted.is_err() {
+                    m.commands_refused += 1;
+                }
+                if submitted.is_ok() {
                     issued[usize::from(m.seat)].push(Issued {
                         at_us: now,
                         first_frame_us: None,
@@ -554,6 +696,12 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
                             m.state_hash = fnv(m.state_hash, &frame.to_le_bytes());
                             m.state_hash = fnv(m.state_hash, &command.bytes);
                             m.executed += 1;
+                            if command.bytes.first() == Some(&FORGED_MARK)
+                                || command.bytes.len() < 5
+                            {
+                                m.forged_executed += 1;
+                                continue;
+                            }
                             let id = u32::from_le_bytes([
                                 command.bytes[1],
                                 command.bytes[2],
@@ -565,7 +713,10 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
                                 m.out_of_order = true;
                             }
                             m.next_expected[from] = id.wrapping_add(1);
-                            if let Some(issue) = issued[from].get_mut(id as usize) {
+                            let judged = !m.modified && !m.restarted;
+                            if let Some(issue) =
+                                issued[from].get_mut(id as usize).filter(|_| judged)
+                            {
                                 issue.last_execution_us = issue.last_execution_us.max(now);
                                 issue.executed_by |= 1 << m.seat;
                             }
@@ -581,11 +732,80 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
                         }
                         last_frame_time =
                             last_frame_time.max((now - GAME_START_US) as f64 / 1000.0);
-                        if let Some((seat, at, departure)) = spec.departure {
-                            if seat == m.seat && frame == at {
-                                match departure {
-                                    Departure::Quit => m.session.leave()?,
-                                    Departure::Crash => m.crashed = true,
+                        m.max_held_bytes = m.max_held_bytes.max(m.session.held_bytes());
+                        for fault in all_faults
+                            .iter()
+                            .filter(|f| f.seat() == m.seat && f.frame() == frame)
+                        {
+                            match *fault {
+                                Fault::Quit { .. } => m.session.leave()?,
+                                Fault::Crash {
+                                    mid_turn: false, ..
+                                } => m.crashed = true,
+                                Fault::Crash { mid_turn: true, .. } => m.crash_mid_turn = true,
+                                Fault::Burst {
+                                    commands, bytes, ..
+                                } => {
+                                    for _ in 0..commands {
+                                        let mut command = vec![0u8; usize::from(bytes).max(5)];
+                                        command[0] = m.seat;
+                                        command[1..5].copy_from_slice(&m.commands.to_le_bytes());
+                                        if m.session.submit_command(&command).is_ok() {
+                                            issued[usize::from(m.seat)].push(Issued {
+                                                at_us: now,
+                                                first_frame_us: None,
+                                                last_execution_us: 0,
+                                                executed_by: 0,
+                                            });
+                                            m.commands += 1;
+                                        } else {
+                                            m.commands_refused += 1;
+                                        }
+                                    }
+                                }
+                                Fault::Restart { .. } => {
+                                    let local = m.local(now);
+                                    let mut session =
+                                        LockstepSession::new(&config_for(m.seat, 2), local)?;
+                                    for peer in (0..players).filter(|p| *p != m.seat) {
+                                        session.add_peer(
+                                            peer,
+                                            machines_addresses[usize::from(peer)],
+                                            local,
+                                        )?;
+                                    }
+                                    m.session = session;
+                                    m.restarted = true;
+                                    m.next_command_us = u64::MAX;
+                                }
+                                Fault::Move { .. } => {
+                                    let moved = SocketAddr::from(([10, 0, 1, m.seat + 1], 4000));
+                                    for other in
+                                        machines_addresses.iter().filter(|a| **a != m.address)
+                                    {
+                                        for (from, to) in [(moved, *other), (*other, moved)] {
+                                            let conditions = net.conditions(
+                                                if from == moved { m.address } else { from },
+                                                if to == moved { m.address } else { to },
+                                                now,
+                                            );
+                                            net.set_conditions(from, to, now, conditions);
+                                        }
+                                    }
+                                    m.address = moved;
+                                    // The lobby knows where everyone is now.
+                                    machines_addresses[usize::from(m.seat)] = moved;
+                                }
+                                Fault::Attack {
+                                    attack: Attack::Replay,
+                                    ..
+                                } => {
+                                    for (to, datagram) in &m.captured {
+                                        net.send(now, m.address, *to, datagram);
+                                    }
+                                }
+                                Fault::Attack { attack, .. } => {
+                                    faults::attack(&mut m.session, m.seat, players, attack)?;
                                 }
                             }
                         }
@@ -611,12 +831,22 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
                     }
                     SessionEvent::LinkLost { seat } => {
                         m.links_lost += 1;
-                        if let Some((gone, _, Departure::Crash)) = spec.departure {
-                            if seat == gone && !m.dropped[usize::from(seat)] {
-                                m.dropped[usize::from(seat)] = true;
-                                pending_drops.push_back((now, m.seat, seat));
-                            }
+                        // The engine drops a player whose machine is gone.
+                        let gone = all_faults
+                            .iter()
+                            .any(|f| f.seat() == seat && f.ends_machine());
+                        if gone && crashed[usize::from(seat)] && !m.dropped[usize::from(seat)] {
+                            m.dropped[usize::from(seat)] = true;
+                            pending_drops.push_back((now, m.seat, seat));
                         }
+                    }
+                    // A restarted machine cannot rejoin: the engine drops it.
+                    SessionEvent::PeerRestarted { seat } if !m.dropped[usize::from(seat)] => {
+                        m.dropped[usize::from(seat)] = true;
+                        pending_drops.push_back((now, m.seat, seat));
+                    }
+                    SessionEvent::PlayerRemoved { seat, .. } => {
+                        m.removed_seen[usize::from(seat)] = true;
                     }
                     _ => {}
                 }
@@ -633,7 +863,10 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
             }
         }
         while let Some((_, by, seat)) = pending_drops.pop_front() {
-            if let Some(m) = machines.iter_mut().find(|m| m.seat == by && !m.crashed) {
+            if let Some(m) = machines
+                .iter_mut()
+                .find(|m| m.seat == by && !m.crashed && !m.restarted)
+            {
                 let _ = m.session.drop_player(seat);
                 m.dirty = true;
             }
@@ -643,10 +876,40 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
         for m in machines.iter_mut().filter(|m| !m.crashed && m.dirty) {
             m.dirty = false;
             let local = m.local(now);
+            // Mid-turn crash: the k-th peer in seat order gets only the
+            // first k datagrams.
+            let mut sent_to: Vec<(SocketAddr, usize)> = Vec::new();
             while let Some(transmit) = m.session.poll_transmit(local, &mut buf) {
+                if m.crash_mid_turn {
+                    let rank = usize::from(
+                        machines_addresses
+                            .iter()
+                            .filter(|a| **a != m.address && **a <= transmit.destination)
+                            .count() as u8,
+                    );
+                    let entry = match sent_to.iter_mut().find(|(a, _)| *a == transmit.destination) {
+                        Some(e) => e,
+                        None => {
+                            sent_to.push((transmit.destination, 0));
+                            sent_to.last_mut().expect("just pushed")
+                        }
+                    };
+                    if entry.1 >= rank {
+                        continue;
+                    }
+                    entry.1 += 1;
+                }
                 packets += 1;
                 bytes += transmit.len as u64;
+                if m.captured.len() < 8 {
+                    m.captured
+                        .push((transmit.destination, buf[..transmit.len].to_vec()));
+                }
                 net.send(now, m.address, transmit.destination, &buf[..transmit.len]);
+            }
+            if m.crash_mid_turn {
+                m.crashed = true;
+                continue;
             }
             m.timer_us = m
                 .session
@@ -685,9 +948,28 @@ fn finish(
 ) -> Result<GameReport> {
     let stayed: Vec<&Machine> = machines
         .iter()
-        .filter(|m| !m.crashed && !m.session.has_left())
+        .filter(|m| !m.crashed && !m.restarted && !m.session.has_left() && !m.modified)
         .collect();
     let mut latencies = command_latencies(spec, issued);
+    let honest: Vec<&Machine> = machines
+        .iter()
+        .filter(|m| !m.modified && !m.restarted)
+        .collect();
+    let faults = spec.all_faults();
+    let vanished: Vec<u8> = machines
+        .iter()
+        .filter(|m| m.crashed || m.restarted)
+        .map(|m| m.seat)
+        .collect();
+    let departed = |seat: u8| {
+        faults.iter().any(|f| {
+            f.seat() == seat
+                && matches!(
+                    f,
+                    Fault::Quit { .. } | Fault::Crash { .. } | Fault::Restart { .. }
+                )
+        })
+    };
     let count = latencies.len().max(1) as f64;
     let latency_mean_ms = latencies.iter().map(|l| l.0).sum::<f64>() / count;
     let floor_mean_ms = latencies.iter().map(|l| l.1).sum::<f64>() / count;
@@ -731,6 +1013,35 @@ fn finish(
             .iter()
             .all(|m| m.log_hash == reference.log_hash && m.executed == reference.executed),
         links_lost: machines.iter().map(|m| m.links_lost).sum(),
-        commands_in_order: machines.iter().all(|m| !m.out_of_order),
+        commands_in_order: honest.iter().all(|m| !m.out_of_order),
+        refused_items: honest
+            .iter()
+            .map(|m| m.session.stats().refused_items)
+            .max()
+            .unwrap_or(0),
+        forged_executed: honest.iter().map(|m| m.forged_executed).sum(),
+        unexpected_removals: honest
+            .iter()
+            .map(|m| {
+                (0..spec.players)
+                    .filter(|s| m.removed_seen[usize::from(*s)] && !departed(*s))
+                    .count() as u64
+            })
+            .sum(),
+        max_held_bytes: honest.iter().map(|m| m.max_held_bytes).max().unwrap_or(0),
+        commands_refused: machines.iter().map(|m| m.commands_refused).sum(),
+        vanished_dropped: stayed
+            .iter()
+            .all(|m| vanished.iter().all(|v| m.removed_seen[usize::from(*v)])),
+        commands_lost: match stayed.first() {
+            Some(reference) => (0..spec.players)
+                .filter(|s| !vanished.contains(s))
+                .map(|s| {
+                    let executed = u64::from(reference.next_expected[usize::from(s)]);
+                    (issued[usize::from(s)].len() as u64).saturating_sub(executed)
+                })
+                .sum(),
+            None => 0,
+        },
     })
 }

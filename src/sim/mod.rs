@@ -8,13 +8,16 @@
 //! [`Endpoint`](crate::link::Endpoint)s to it and runs them event by event.
 
 mod cluster;
+pub mod faults;
 pub mod game;
 mod network;
 pub mod oracle;
 mod rng;
+pub mod soak;
 
 pub use cluster::{Cluster, SimHost};
-pub use game::{run_game, Departure, GameReport, GameSpec, Spike};
-pub use oracle::{find_oracle, stalls_within_oracle_bound, Oracle};
+pub use faults::{Attack, Fault};
+pub use game::{run_game, Departure, GameReport, GameSpec, OutageSpec, Spike};
 pub use network::{Conditions, Delivery, NetSim, NetStats, Outage};
+pub use oracle::{find_oracle, stalls_within_oracle_bound, Oracle};
 pub use rng::SplitMix64;

@@ -33,10 +33,10 @@ use super::policy::{MasterPolicy, Verdict};
 use super::queue::{CommandQueue, Queued};
 use super::readiness::{answer, SendHistory};
 use super::schedule::{Applied, Changed, Schedule};
+use super::seats::Seats;
 use super::TimingEvent;
 use crate::error::{Error, Result};
 use crate::report::record::Effect;
-use crate::report::record::MAX_SEATS;
 use crate::report::{Record, Report};
 
 /// Room reserved for queued commands and outputs, so a game in steady state
@@ -216,12 +216,10 @@ enum Phase {
 #[derive(Debug, Clone)]
 pub struct TimingMachine {
     local_seat: Option<u8>,
-    human: [bool; MAX_SEATS],
-    seat_count: u8,
+    seats: Seats,
     record: Record,
     policy: Policy,
     schedule: Schedule,
-    master: Option<u8>,
     /// Target of the latest executed timing event (`2/6` before any): the
     /// "previous target" of S6 messages and of S4.4 c's changes.
     executed_target: Timing,
@@ -240,22 +238,10 @@ impl TimingMachine {
         if config.speed_fps == 0 {
             return Err(Error::InvalidArgument("speed_fps must be 1 to 255"));
         }
-        let seat_count = config.human_seats.len();
-        if seat_count == 0 || seat_count > MAX_SEATS {
-            return Err(Error::InvalidArgument("a game has 1 to 16 seats"));
-        }
-        let mut human = [false; MAX_SEATS];
-        human[..seat_count].copy_from_slice(&config.human_seats);
-        let humans = (0..seat_count as u8).filter(|s| human[usize::from(*s)]);
-        let record = Record::new(0, humans);
-        let master = record.seats().next();
-        if master.is_none() {
-            return Err(Error::InvalidArgument(
-                "a game needs at least one human seat",
-            ));
-        }
+        let seats = Seats::new(&config.human_seats)?;
+        let record = Record::new(0, seats.present());
         if let Some(local) = config.local_seat {
-            if usize::from(local) >= seat_count || !human[usize::from(local)] {
+            if !seats.is_human(local) {
                 return Err(Error::InvalidArgument(
                     "local_seat must be a human seat of the game",
                 ));
@@ -265,12 +251,10 @@ impl TimingMachine {
         let start = policy.initial_timing();
         Ok(TimingMachine {
             local_seat: config.local_seat,
-            human,
-            seat_count: seat_count as u8,
+            seats,
             record,
             policy,
             schedule: Schedule::starting_at(start, config.speed_fps),
-            master,
             executed_target: start,
             phase: Phase::NotStarted,
             executes_commands: false,
@@ -334,7 +318,7 @@ impl TimingMachine {
     /// a frame already executed is refused: it would execute on one machine
     /// and not on another.
     pub fn queue_command(&mut self, tag: u32, seat: u8, item: u64) -> Result<()> {
-        if usize::from(seat) >= usize::from(self.seat_count) {
+        if !self.seats.is_seat(seat) {
             return Err(Error::UnknownSeat(seat));
         }
         let earliest_allowed = match self.phase {
@@ -407,11 +391,11 @@ impl TimingMachine {
     /// Refuse a seat that never was a human player of the game (removed
     /// ones still were), saying which seats were.
     fn human_seat(&self, seat: u8) -> Result<()> {
-        if self.human.get(usize::from(seat)) == Some(&true) {
+        if self.seats.is_human(seat) {
             return Ok(());
         }
-        let humans: Vec<String> = (0..self.human.len())
-            .filter(|&s| self.human[s])
+        let humans: Vec<String> = (0..self.seats.count())
+            .filter(|&s| self.seats.is_human(s))
             .map(|s| s.to_string())
             .collect();
         Err(Error::UnknownSeat(seat).detailed(format!(
@@ -429,14 +413,13 @@ impl TimingMachine {
         if self.record.remove(seat)? == Effect::LateNoOp {
             return Ok(Effect::LateNoOp);
         }
-        if self.master == Some(seat) {
-            self.master = self.record.seats().next();
+        if self.seats.remove(seat)? {
             if let Some(policy) = self.policy.adaptive_mut() {
                 policy.hand_off(frame);
             }
             self.push_output(Output::MasterChanged {
                 frame,
-                seat: self.master,
+                seat: self.seats.master(),
             });
         }
         Ok(Effect::Applied)
@@ -486,17 +469,22 @@ impl TimingMachine {
 
     /// Seats in house order, human and AI.
     pub fn seat_count(&self) -> u8 {
-        self.seat_count
+        self.seats.count()
     }
 
     /// Whether this machine is the master.
     pub fn is_master(&self) -> bool {
-        self.local_seat.is_some() && self.local_seat == self.master
+        self.local_seat.is_some() && self.local_seat == self.seats.master()
     }
 
     /// The master's seat, if any human is left.
     pub fn master(&self) -> Option<u8> {
-        self.master
+        self.seats.master()
+    }
+
+    /// Who is in the game: seats, humans, who is present, the master.
+    pub fn seats(&self) -> &Seats {
+        &self.seats
     }
 
     /// Whether the current frame is a send frame under the timing in force
@@ -566,7 +554,7 @@ impl TimingMachine {
             target_fps: self.policy.target().1,
             staged_target: self.schedule.staged_target(),
             tier: self.timing().tier(),
-            master: self.master,
+            master: self.seats.master(),
             calibrating: self
                 .policy
                 .adaptive()

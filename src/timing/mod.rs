@@ -12,6 +12,7 @@ pub mod queue;
 pub mod readiness;
 pub mod replay;
 pub mod schedule;
+pub mod seats;
 
 pub use baselines::PolicyKind;
 pub use event::TimingEvent;
@@ -20,6 +21,7 @@ pub use policy::{is_evaluation_frame, MasterPolicy, Verdict};
 pub use queue::{CommandQueue, Queued};
 pub use readiness::{NotAnswerable, SendHistory};
 pub use schedule::{Applied, Changed, Schedule};
+pub use seats::Seats;
 
 pub use ladder::{
     one_way_frames, one_way_frames_headroom, required, Tier, Timing, MAX_LOOK_AHEAD,

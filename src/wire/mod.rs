@@ -5,3 +5,4 @@
 pub mod events;
 pub mod packet;
 pub mod relay;
+pub mod turn;

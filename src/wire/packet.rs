@@ -1,7 +1,7 @@
 //! Transport packets (S8): byte layout, encoding into a caller buffer, and
 //! validating decoding that never panics and never allocates.
 //!
-//! # Layout, version 1
+//! # Layout, version 2
 //!
 //! All multi-byte integers are little-endian. Offsets are from the start of
 //! the UDP payload.
@@ -9,15 +9,17 @@
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 1 | magic, `0xB7` |
-//! | 1 | 1 | protocol version, `1` |
+//! | 1 | 1 | protocol version, `2` |
 //! | 2 | 1 | flags: bit 0 `ACK` (the ack block follows), bit 1 `PING` (keep-alive that asks for a prompt ack), bit 2 `FIRST_ACK` (with `ACK` only: the first packet to acknowledge the block's largest); bits 3–7 must be 0 |
 //! | 3 | 1 | sender seat |
 //! | 4 | 4 | session id (`u32`) |
 //! | 8 | 4 | packet number (`u32`), never reused within a link |
-//! | 12 | 4 | *ack block, when `ACK`:* largest packet number received from the addressee (`u32`) |
-//! | 16 | 2 | ack bits (`u16`): bit `i` set means packet `largest − 1 − i` was received too |
-//! | 18 | 2 | next message number expected from the addressee, low 16 bits: every message below it has been received (cumulative message ack) |
-//! | 12 or 20 | … | messages, back to back, until the tag |
+//! | 12 | 4 | sender's connection epoch (`u32`, never 0): a restarted machine uses a newer one (S8) |
+//! | 16 | 4 | the addressee's epoch as the sender last heard it (`u32`), 0 before it heard anything |
+//! | 20 | 4 | *ack block, when `ACK`:* largest packet number received from the addressee (`u32`) |
+//! | 24 | 2 | ack bits (`u16`): bit `i` set means packet `largest − 1 − i` was received too |
+//! | 26 | 2 | next message number expected from the addressee, low 16 bits: every message below it has been received (cumulative message ack) |
+//! | 20 or 28 | … | messages, back to back, until the tag |
 //! | len − 8 | 8 | tag: SipHash-2-4 (`u64`) keyed with the 128-bit session key over the addressee's seat (one byte, not sent) followed by bytes `0 .. len − 8` |
 //!
 //! Each message is
@@ -30,7 +32,7 @@
 //!
 //! Messages in one packet have strictly increasing numbers and there are at
 //! most [`MAX_MESSAGES_PER_PACKET`] of them. A packet of one short message
-//! with the ack block costs 20 + 3 + 8 = **31 bytes** of overhead
+//! with the ack block costs 28 + 3 + 8 = **39 bytes** of overhead
 //! ([`OVERHEAD_ONE_MESSAGE`]); ENet spends 10 on one reliable message plus 8
 //! for a separate ack command and authenticates nothing.
 //!
@@ -46,6 +48,14 @@
 //! seat 2 and redirected to seat 3 (same session, same key) fails the tag,
 //! for free.
 //!
+//! Why two epochs: a packet of a restarted peer carries a newer sender
+//! epoch, so the receiver resets the link instead of taking the new packet
+//! and message numbers for duplicates of the old ones (and acknowledging
+//! messages it dropped); a packet still addressed to *our* previous epoch
+//! (sent before the peer heard of our restart) is dropped, so nothing of
+//! the old connection leaks into the new one. Both are under the tag.
+//! Version 1 had neither.
+//!
 //! Validation order on receipt (S8): length bounds, magic, version — then the
 //! endpoint checks session, sender and source address — then the tag, then
 //! the body (flags, ack block, message framing). [`peek`] does the first part,
@@ -57,7 +67,7 @@ use std::hash::Hasher;
 /// First byte of every rungs transport packet.
 pub const MAGIC: u8 = 0xB7;
 /// The protocol version this code speaks.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 /// Flag bit: the ack block is present.
 pub const FLAG_ACK: u8 = 0x01;
 /// Flag bit: a keep-alive asking for a prompt acknowledgement.
@@ -70,7 +80,7 @@ pub const FLAG_FIRST_ACK: u8 = 0x04;
 const KNOWN_FLAGS: u8 = FLAG_ACK | FLAG_PING | FLAG_FIRST_ACK;
 
 /// Bytes before the ack block.
-pub const FIXED_HEADER_BYTES: usize = 12;
+pub const FIXED_HEADER_BYTES: usize = 20;
 /// Bytes of the ack block.
 pub const ACK_BLOCK_BYTES: usize = 8;
 /// Bytes of the authentication tag.
@@ -159,6 +169,12 @@ impl std::fmt::Debug for SessionKey {
 }
 
 impl SessionKey {
+    /// Whether every byte is 0: refused, since it is what an unset key
+    /// looks like (S8).
+    pub fn is_zero(&self) -> bool {
+        self.0 == [0; 16]
+    }
+
     fn tag(&self, addressee: u8, authenticated: &[u8]) -> u64 {
         let (k0, k1) = self.0.split_at(8);
         let mut hasher = SipHasher24::new_with_keys(
@@ -227,6 +243,10 @@ pub struct Header {
     pub session_id: u32,
     /// Packet number, never reused within a link.
     pub packet_number: u32,
+    /// The sender's connection epoch (never 0).
+    pub epoch: u32,
+    /// The addressee's epoch as the sender last heard it; 0: not heard yet.
+    pub peer_epoch: u32,
     /// The ack block, when the sender has received anything yet.
     pub ack: Option<AckBlock>,
 }
@@ -336,15 +356,18 @@ pub fn decode(packet: &[u8]) -> Result<Packet<'_>, DecodeError> {
     if flags & !KNOWN_FLAGS != 0 || (flags & FLAG_FIRST_ACK != 0 && flags & FLAG_ACK == 0) {
         return Err(DecodeError::Malformed);
     }
+    if read_u32(packet, 12) == 0 {
+        return Err(DecodeError::Malformed); // epochs start at 1
+    }
     let body_end = packet.len() - TAG_BYTES;
     let (ack, messages_start) = if flags & FLAG_ACK != 0 {
         if body_end < FIXED_HEADER_BYTES + ACK_BLOCK_BYTES {
             return Err(DecodeError::TooShort);
         }
         let ack = AckBlock {
-            largest: read_u32(packet, 12),
-            bits: read_u16(packet, 16),
-            next_message: read_u16(packet, 18),
+            largest: read_u32(packet, 20),
+            bits: read_u16(packet, 24),
+            next_message: read_u16(packet, 26),
         };
         (Some(ack), FIXED_HEADER_BYTES + ACK_BLOCK_BYTES)
     } else {
@@ -367,6 +390,8 @@ pub fn decode(packet: &[u8]) -> Result<Packet<'_>, DecodeError> {
             sender: prefix.sender,
             session_id: prefix.session_id,
             packet_number: read_u32(packet, 8),
+            epoch: read_u32(packet, 12),
+            peer_epoch: read_u32(packet, 16),
             ack,
         },
         messages,
@@ -403,10 +428,12 @@ impl<'b> PacketWriter<'b> {
         buf[3] = header.sender;
         buf[4..8].copy_from_slice(&header.session_id.to_le_bytes());
         buf[8..12].copy_from_slice(&header.packet_number.to_le_bytes());
+        buf[12..16].copy_from_slice(&header.epoch.to_le_bytes());
+        buf[16..20].copy_from_slice(&header.peer_epoch.to_le_bytes());
         if let Some(ack) = header.ack {
-            buf[12..16].copy_from_slice(&ack.largest.to_le_bytes());
-            buf[16..18].copy_from_slice(&ack.bits.to_le_bytes());
-            buf[18..20].copy_from_slice(&ack.next_message.to_le_bytes());
+            buf[20..24].copy_from_slice(&ack.largest.to_le_bytes());
+            buf[24..26].copy_from_slice(&ack.bits.to_le_bytes());
+            buf[26..28].copy_from_slice(&ack.next_message.to_le_bytes());
         }
         Some(PacketWriter {
             buf,
@@ -489,6 +516,8 @@ mod tests {
             sender: 3,
             session_id: 0xDEAD_BEEF,
             packet_number: 0x0102_0304,
+            epoch: 0x0A0B_0C0D,
+            peer_epoch: 0,
             ack,
         }
     }
@@ -512,20 +541,22 @@ mod tests {
         };
         let p = build(Some(ack), &[(0x0A0B, b"hi")]);
         assert_eq!(
-            &p[..25],
+            &p[..33],
             &[
-                0xB7, 1, FLAG_ACK, 3, // magic, version, flags, sender
+                0xB7, 2, FLAG_ACK, 3, // magic, version, flags, sender
                 0xEF, 0xBE, 0xAD, 0xDE, // session id
                 0x04, 0x03, 0x02, 0x01, // packet number
+                0x0D, 0x0C, 0x0B, 0x0A, // sender's epoch
+                0, 0, 0, 0, // addressee's epoch: not heard yet
                 0x44, 0x33, 0x22, 0x11, // largest acked
                 0x66, 0x55, // ack bits
                 0x88, 0x77, // next message expected
                 0x0B, 0x0A, 2, b'h', b'i', // message 0x0A0B, length 2
             ]
         );
-        assert_eq!(p.len(), 25 + TAG_BYTES);
+        assert_eq!(p.len(), 33 + TAG_BYTES);
         assert_eq!(p.len() - 2, OVERHEAD_ONE_MESSAGE);
-        assert_eq!(OVERHEAD_ONE_MESSAGE, 31);
+        assert_eq!(OVERHEAD_ONE_MESSAGE, 39);
     }
 
     #[test]
@@ -584,7 +615,7 @@ mod tests {
         q[0] = 0;
         assert_eq!(peek(&q), Err(DecodeError::BadMagic));
         let mut q = p.clone();
-        q[1] = 2;
+        q[1] = 1;
         assert_eq!(peek(&q), Err(DecodeError::BadVersion));
         assert_eq!(
             peek(&p),
@@ -598,28 +629,32 @@ mod tests {
     #[test]
     fn malformed_bodies_are_rejected() {
         let p = build(None, &[(1, b"abc")]);
+        // Epoch 0.
+        let mut q = p.clone();
+        q[12..16].copy_from_slice(&[0; 4]);
+        assert_eq!(decode(&q).err(), Some(DecodeError::Malformed));
         // Unknown flag.
         let mut q = p.clone();
         q[2] |= 0x80;
         assert_eq!(decode(&q).err(), Some(DecodeError::Malformed));
         // Length running past the tag.
         let mut q = p.clone();
-        q[14] = 100;
+        q[22] = 100;
         assert_eq!(decode(&q).err(), Some(DecodeError::Malformed));
         // Truncated message header.
         let mut q = build(None, &[]);
-        q.splice(12..12, [1u8]);
+        q.splice(20..20, [1u8]);
         assert_eq!(decode(&q).err(), Some(DecodeError::Malformed));
         // Non-canonical long length form.
         let mut q = build(None, &[]);
-        q.splice(12..12, [1u8, 0, 0x80, 0x01, b'x']);
+        q.splice(20..20, [1u8, 0, 0x80, 0x01, b'x']);
         assert_eq!(decode(&q).err(), Some(DecodeError::Malformed));
         // Over-long message.
         let mut q = build(None, &[]);
         let len = MAX_MESSAGE_BYTES + 1;
         let mut m = vec![1u8, 0, 0x80 | (len >> 8) as u8, len as u8];
         m.resize(4 + len, 0);
-        q.splice(12..12, m);
+        q.splice(20..20, m);
         assert_eq!(decode(&q).err(), Some(DecodeError::Malformed));
         // ACK flag without room for the block.
         let mut q = build(None, &[]);
@@ -630,7 +665,7 @@ mod tests {
         let many: Vec<u8> = (0..=MAX_MESSAGES_PER_PACKET as u16)
             .flat_map(|n| [n as u8, (n >> 8) as u8, 0])
             .collect();
-        q.splice(12..12, many);
+        q.splice(20..20, many);
         assert_eq!(decode(&q).err(), Some(DecodeError::Malformed));
     }
 

@@ -7,7 +7,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use rungs::sim::{Departure, GameSpec, Spike};
+use rungs::sim::{Attack, Departure, Fault, GameSpec, OutageSpec, Spike};
 use rungs::timing::{PolicyKind, Timing};
 
 /// Seats a game can have (the record's capacity).
@@ -59,12 +59,22 @@ pub struct SuiteOptions {
     pub svg_dir: Option<PathBuf>,
 }
 
+/// The soak: many seeded games under every fault at once.
+#[derive(Debug, Clone)]
+pub struct SoakOptions {
+    pub games: u32,
+    pub seed: u64,
+    pub jobs: usize,
+}
+
 #[derive(Debug, Clone)]
 pub enum Command {
     Help,
     SuiteHelp,
+    SoakHelp,
     Run(Box<RunOptions>),
     Suite(SuiteOptions),
+    Soak(SoakOptions),
 }
 
 /// The spec every run starts from before its flags apply.
@@ -110,6 +120,9 @@ fn flags<'a>(
 pub fn parse(args: &[String]) -> Result<Command, UsageError> {
     if args.first().map(String::as_str) == Some("suite") {
         return parse_suite(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some("soak") {
+        return parse_soak(&args[1..]);
     }
     let mut options = RunOptions {
         spec: default_spec(),
@@ -161,6 +174,34 @@ fn parse_suite(args: &[String]) -> Result<Command, UsageError> {
         }
     }
     Ok(Command::Suite(options))
+}
+
+fn parse_soak(args: &[String]) -> Result<Command, UsageError> {
+    let mut options = SoakOptions {
+        games: 1000,
+        seed: 1,
+        jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    for (name, value) in flags(args, &["--help", "-h"])? {
+        let value = value.unwrap_or("");
+        match name {
+            "--help" | "-h" => return Ok(Command::SoakHelp),
+            "--games" => options.games = parse_number(name, value)?,
+            "--seed" => options.seed = parse_number(name, value)?,
+            "--jobs" => {
+                options.jobs = parse_number(name, value)?;
+                if options.jobs == 0 {
+                    return usage("--jobs must be at least 1");
+                }
+            }
+            _ => {
+                return usage(format!(
+                    "unknown soak flag {name} (see rungs-sim soak --help)"
+                ))
+            }
+        }
+    }
+    Ok(Command::Soak(options))
 }
 
 /// `sim/scenarios` from the working directory, else the one in this crate.
@@ -269,6 +310,12 @@ pub fn apply_game_flag(spec: &mut GameSpec, name: &str, value: &str) -> Result<(
         "--depart" => spec.departure = Some(parse_departure(value)?),
         "--commands-per-minute" => spec.commands_per_minute = parse_number(name, value)?,
         "--diverge" => spec.diverge = Some(parse_divergence(value)?),
+        "--dup" => spec.duplicate_ppm = parse_probability(name, value)?,
+        "--reorder" => spec.reorder_ppm = parse_probability(name, value)?,
+        "--outage" => spec.outages.push(parse_outage(value)?),
+        "--crash" | "--quit" | "--burst" | "--restart" | "--move" | "--attack" => {
+            spec.faults.push(parse_fault(name, value)?)
+        }
         _ => return usage(format!("unknown flag {name} (see rungs-sim --help)")),
     }
     Ok(())
@@ -288,6 +335,26 @@ pub fn check_spec(spec: &GameSpec) -> Result<(), UsageError> {
             "--proc-ms lists {} processing times for {players} players",
             spec.proc_us.len()
         ));
+    }
+    for fault in &spec.faults {
+        if fault.seat() >= spec.players {
+            return usage(format!(
+                "a fault names seat {}: seats are 0..{} for {players} players",
+                fault.seat(),
+                spec.players.saturating_sub(1)
+            ));
+        }
+        if players < 2 {
+            return usage("faults need at least two players");
+        }
+    }
+    for outage in &spec.outages {
+        if outage.player.is_some_and(|p| p >= spec.players) {
+            return usage(format!(
+                "--outage .../SEAT: seats are 0..{} for {players} players",
+                spec.players.saturating_sub(1)
+            ));
+        }
     }
     for spike in &spec.spikes {
         if let Some(player) = spike.player {
@@ -391,16 +458,7 @@ pub fn parse_decimal(name: &str, value: &str, decimals: u32) -> Result<u64, Usag
 
 /// A probability `0..=1` (`0.03`) or a percentage (`3%`), to parts per million.
 fn parse_loss(value: &str) -> Result<u32, UsageError> {
-    let ppm = match value.strip_suffix('%') {
-        Some(percent) => parse_decimal("--loss", percent, 4)?,
-        None => parse_decimal("--loss", value, 6)?,
-    };
-    if ppm > 1_000_000 {
-        return usage(format!(
-            "--loss is a probability 0..=1 (or 0%..=100%), not {value}"
-        ));
-    }
-    Ok(ppm as u32)
+    parse_probability("--loss", value)
 }
 
 /// `MS@SECONDS+SECONDS`, optionally `/SEAT` for one player's paths.
@@ -454,6 +512,91 @@ fn parse_departure(value: &str) -> Result<(u8, u32, Departure), UsageError> {
         frame.parse().map_err(|_| bad())?,
         departure,
     ))
+}
+
+/// A probability as for `--loss`, in parts per million.
+fn parse_probability(name: &str, value: &str) -> Result<u32, UsageError> {
+    let ppm = match value.strip_suffix('%') {
+        Some(percent) => parse_decimal(name, percent, 4)?,
+        None => parse_decimal(name, value, 6)?,
+    };
+    if ppm > 1_000_000 {
+        return usage(format!(
+            "{name} is a probability 0..=1 (or 0%..=100%), not {value}"
+        ));
+    }
+    Ok(ppm as u32)
+}
+
+/// `START+DURATION` in seconds, optionally `/SEAT`.
+fn parse_outage(value: &str) -> Result<OutageSpec, UsageError> {
+    let bad = || {
+        UsageError(format!(
+            "--outage wants START+DURATION (seconds) with an optional /SEAT, e.g. 30+5/2; not '{value}'"
+        ))
+    };
+    let (body, player) = match value.split_once('/') {
+        Some((body, seat)) => (body, Some(seat.parse::<u8>().map_err(|_| bad())?)),
+        None => (value, None),
+    };
+    let (start, duration) = body.split_once('+').ok_or_else(bad)?;
+    Ok(OutageSpec {
+        start_ms: parse_decimal("--outage start", start, 3)?,
+        duration_ms: parse_decimal("--outage duration", duration, 3)?,
+        player,
+    })
+}
+
+/// The fault flags: `SEAT@FRAME` and what follows a colon.
+fn parse_fault(name: &str, value: &str) -> Result<Fault, UsageError> {
+    let forms = match name {
+        "--crash" => "SEAT@FRAME or SEAT@FRAME:mid (in the middle of its turn)",
+        "--burst" => "SEAT@FRAME:COUNTxBYTES, e.g. 1@600:1100x1000",
+        "--attack" => "SEAT@FRAME:remove|relay|timing|flood|future|replay",
+        _ => "SEAT@FRAME",
+    };
+    let bad = || UsageError(format!("{name} wants {forms}; not '{value}'"));
+    let (seat, rest) = value.split_once('@').ok_or_else(bad)?;
+    let (frame, extra) = match rest.split_once(':') {
+        Some((frame, extra)) => (frame, Some(extra)),
+        None => (rest, None),
+    };
+    let seat: u8 = seat.parse().map_err(|_| bad())?;
+    let frame: u32 = frame.parse().map_err(|_| bad())?;
+    Ok(match (name, extra) {
+        ("--crash", None) => Fault::Crash {
+            seat,
+            frame,
+            mid_turn: false,
+        },
+        ("--crash", Some("mid")) => Fault::Crash {
+            seat,
+            frame,
+            mid_turn: true,
+        },
+        ("--quit", None) => Fault::Quit { seat, frame },
+        ("--restart", None) => Fault::Restart { seat, frame },
+        ("--move", None) => Fault::Move { seat, frame },
+        ("--burst", Some(extra)) => {
+            let (count, bytes) = extra.split_once('x').ok_or_else(bad)?;
+            let bytes: u16 = bytes.parse().map_err(|_| bad())?;
+            if !(5..=1000).contains(&bytes) {
+                return usage(format!("{name}: commands are 5..=1000 bytes, not {bytes}"));
+            }
+            Fault::Burst {
+                seat,
+                frame,
+                commands: count.parse().map_err(|_| bad())?,
+                bytes,
+            }
+        }
+        ("--attack", Some(attack)) => Fault::Attack {
+            seat,
+            frame,
+            attack: Attack::from_name(attack).ok_or_else(bad)?,
+        },
+        _ => return Err(bad()),
+    })
 }
 
 /// `SEAT@FRAME`: that seat's simulated state goes wrong on that frame.

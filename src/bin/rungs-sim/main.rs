@@ -13,6 +13,7 @@
 mod cli;
 mod figures;
 mod json;
+mod soak;
 mod suite;
 mod summary;
 mod svg;
@@ -48,6 +49,7 @@ USAGE
   rungs-sim [FLAGS]                 run one game and print a summary
   rungs-sim [FLAGS] --json          ... print one JSON object instead
   rungs-sim suite [SUITE FLAGS]     every scenario for every policy (suite --help)
+  rungs-sim soak [SOAK FLAGS]       many seeded games under every fault (soak --help)
 
 GAME FLAGS (default in brackets)
   --players N             players, 1..=16 [4]
@@ -72,6 +74,27 @@ GAME FLAGS (default in brackets)
   --diverge SEAT@FRAME    that seat's simulated state goes wrong on that frame
                           (an engine bug): the checksums must report a desync
                           and rungs-sim exits 3
+  --dup P                 chance a datagram arrives twice, like --loss [0]
+  --reorder P             chance a datagram is held back up to 50 ms, so later
+                          ones overtake it, like --loss [0]
+  --outage S+D[/SEAT]     nothing gets through from second S for D seconds;
+                          /SEAT only that seat's paths. Repeatable [none]
+
+FAULTS (repeatable; FRAME is the frame after which it happens)
+  --crash SEAT@FRAME[:mid]  the machine vanishes; with :mid, while sending that
+                          frame's turn (peers get different parts of it); the
+                          others drop it once its link is lost
+  --quit SEAT@FRAME       the player quits (its removal is a command)
+  --burst SEAT@FRAME:NxB  the player issues N commands of B bytes at once;
+                          those the session refuses (backpressure) are counted
+  --restart SEAT@FRAME    the machine restarts (new connection epoch); the
+                          others see the restart and drop it
+  --move SEAT@FRAME       the machine's address changes (NAT rebinding)
+  --attack SEAT@FRAME:A   the machine is a modified client and tries attack A:
+                          remove (another player), relay (a forged turn),
+                          timing (TIMING from a non-master), flood (endless
+                          turn parts), future (far-future turns), replay
+
   --seed N                the seed of everything random: network, clocks,
                           commands; the same seed gives the same game [1]
   --scenario NAME|FILE    read game flags from a scenario file (sim/scenarios/
@@ -133,6 +156,11 @@ fn main() -> ExitCode {
             emit(suite::HELP);
             Status::Success
         }
+        Command::SoakHelp => {
+            emit(soak::HELP);
+            Status::Success
+        }
+        Command::Soak(options) => soak::run(&options),
         Command::Run(options) => run_one(&options),
         Command::Suite(options) => suite::run(&options),
     };

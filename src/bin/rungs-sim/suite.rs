@@ -430,6 +430,13 @@ mod tests {
             logs_identical: true,
             commands_in_order: true,
             links_lost: 0,
+            refused_items: 0,
+            forged_executed: 0,
+            unexpected_removals: 0,
+            max_held_bytes: 0,
+            commands_refused: 0,
+            vanished_dropped: true,
+            commands_lost: 0,
         }
     }
 

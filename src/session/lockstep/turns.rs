@@ -1,0 +1,591 @@
+//! Turns (S5): the schedule of send frames every machine shares, the
+//! outbox of what this machine sends next, the store of items waiting for
+//! their frame, and per peer the assembly of incoming turns — each bounded
+//! (S8) so that no peer and no engine burst can grow them without limit.
+
+use std::collections::VecDeque;
+
+use crate::timing::ladder::{MAX_LOOK_AHEAD, MAX_SEND_PERIOD};
+use crate::wire::turn::{Item, PartPlan, Record, TurnPart, MAX_TURN_PARTS};
+
+use super::drops::{Cut, Holdable};
+use super::LockstepSession;
+use crate::wire::turn;
+
+/// Send frames remembered: the schedule that validates peers' turns and
+/// finds the drop cut's tags. A peer is never more than a look-ahead and a
+/// send period away from us (it cannot run a frame our turns may still
+/// fill), so this covers every turn that can arrive.
+pub const KEPT_SEND_FRAMES: usize = 2 * (MAX_LOOK_AHEAD as usize + MAX_SEND_PERIOD as usize);
+/// How far past our latest send frame a peer's turn may be: a peer runs
+/// frame `F` only with our turns tagged up to `F`, so its send frames stay
+/// below our latest tag plus a send period.
+pub const MAX_FRAMES_AHEAD: u32 = MAX_LOOK_AHEAD as u32 + 2 * MAX_SEND_PERIOD as u32;
+/// Complete turns held per peer ahead of our schedule, and their bytes.
+pub const MAX_TURNS_AHEAD: usize = MAX_FRAMES_AHEAD as usize;
+pub const MAX_BYTES_AHEAD: usize = 1 << 20;
+/// Raw turn bytes kept per peer for relaying after a drop (most recent).
+pub const KEPT_RELAY_BYTES: usize = 512 * 1024;
+
+/// One of this machine's send frames: when, the tag its turn carried, and
+/// who was the master once that frame ran (S4.7: the master "when sent").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SendFrame {
+    pub frame: u32,
+    pub tag: u32,
+    pub master: Option<u8>,
+}
+
+/// The send frames this machine has run, oldest first. The same on every
+/// machine, because they follow from executed events only (S5).
+#[derive(Debug, Default)]
+pub struct SendSchedule {
+    frames: VecDeque<SendFrame>,
+}
+
+impl SendSchedule {
+    pub fn push(&mut self, send: SendFrame) {
+        if self.frames.len() >= KEPT_SEND_FRAMES {
+            self.frames.pop_front();
+        }
+        self.frames.push_back(send);
+    }
+
+    pub fn latest(&self) -> Option<SendFrame> {
+        self.frames.back().copied()
+    }
+
+    pub fn oldest(&self) -> Option<SendFrame> {
+        self.frames.front().copied()
+    }
+
+    pub fn get(&self, frame: u32) -> Option<SendFrame> {
+        // Frames increase: binary search.
+        let index = self.frames.binary_search_by_key(&frame, |s| s.frame).ok()?;
+        Some(self.frames[index])
+    }
+
+    /// The first send frame after `frame` (`None`: after nothing, the first).
+    pub fn next_after(&self, frame: Option<u32>) -> Option<SendFrame> {
+        match frame {
+            None => self.oldest(),
+            Some(f) => {
+                let index = self.frames.partition_point(|s| s.frame <= f);
+                self.frames.get(index).copied()
+            }
+        }
+    }
+
+    /// The last send frame whose turns may hold commands due by `frame`.
+    pub fn last_due_by(&self, frame: u32) -> Option<u32> {
+        self.frames
+            .iter()
+            .rev()
+            .find(|s| s.tag <= frame)
+            .map(|s| s.frame)
+    }
+
+    /// The highest frame a peer's turn may be for now.
+    pub fn horizon(&self) -> u32 {
+        self.latest()
+            .map_or(0, |s| s.tag)
+            .saturating_add(MAX_FRAMES_AHEAD)
+    }
+}
+
+/// What this machine sends with its next turn, with the part plan that
+/// tells before accepting a command whether the turn still fits.
+#[derive(Debug)]
+pub struct Outbox {
+    items: Vec<Item>,
+    records: Vec<Record>,
+    plan: PartPlan,
+    max_message_bytes: usize,
+}
+
+impl Outbox {
+    pub fn new(max_message_bytes: usize) -> Outbox {
+        Outbox {
+            items: Vec::new(),
+            records: Vec::new(),
+            plan: PartPlan::new(max_message_bytes),
+            max_message_bytes,
+        }
+    }
+
+    /// Room for `item` while leaving one part free for rungs' own items and
+    /// records (report, timing event, removal, checksums, anchor).
+    pub fn has_room_for(&self, item: &Item) -> bool {
+        let mut plan = self.plan;
+        plan.add(item.encoded_len()).is_some() && plan.parts() < usize::from(MAX_TURN_PARTS)
+    }
+
+    /// Queue an engine command; the caller checked [`has_room_for`](Self::has_room_for).
+    pub fn push_command(&mut self, item: Item) {
+        let _ = self.plan.add(item.encoded_len());
+        self.items.push(item);
+    }
+
+    /// Queue one of rungs' own items (few per turn; they use the reserved part).
+    pub fn push_own(&mut self, item: Item) {
+        let _ = self.plan.add(item.encoded_len());
+        self.items.push(item);
+    }
+
+    pub fn push_record(&mut self, record: Record) {
+        // At most one anchor and a checksum or two per turn; keep the newest.
+        if self.records.len() >= 8 {
+            self.records.remove(0);
+        }
+        let _ = self.plan.add(Record::ENCODED_LEN);
+        self.records.push(record);
+    }
+
+    /// Parts the turn would take if sent now.
+    pub fn parts(&self) -> usize {
+        self.plan.parts()
+    }
+
+    pub fn take(&mut self) -> (Vec<Item>, Vec<Record>) {
+        self.plan = PartPlan::new(self.max_message_bytes);
+        (
+            std::mem::take(&mut self.items),
+            std::mem::take(&mut self.records),
+        )
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.items.iter().map(Item::encoded_len).sum()
+    }
+
+    /// For a modified client only: no plan, no checks.
+    pub fn push_unchecked(&mut self, item: Item) {
+        self.items.push(item);
+    }
+}
+
+/// Where a queued item came from, which decides whether it may act (S4.7).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// In the turn its seat sent on `send_frame`.
+    Turn { send_frame: u32 },
+    /// The removal the agreed drop procedure queued.
+    Drop,
+}
+
+/// An item waiting in the timing machine's queue for its frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stored {
+    pub item: Item,
+    pub origin: Origin,
+}
+
+/// Items behind the queue's handles (handle `i + 1` is slot `i`).
+#[derive(Debug, Default)]
+pub struct ItemStore {
+    slots: Vec<Option<Stored>>,
+    free: Vec<usize>,
+}
+
+impl ItemStore {
+    pub fn put(&mut self, stored: Stored) -> u64 {
+        match self.free.pop() {
+            Some(index) => {
+                self.slots[index] = Some(stored);
+                index as u64 + 1
+            }
+            None => {
+                self.slots.push(Some(stored));
+                self.slots.len() as u64
+            }
+        }
+    }
+
+    pub fn take(&mut self, handle: u64) -> Option<Stored> {
+        let index = usize::try_from(handle.checked_sub(1)?).ok()?;
+        let stored = self.slots.get_mut(index)?.take();
+        if stored.is_some() {
+            self.free.push(index);
+        }
+        stored
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.slots
+            .iter()
+            .flatten()
+            .map(|s| s.item.encoded_len() + 16)
+            .sum::<usize>()
+            + self.slots.len() * 8
+    }
+}
+
+/// A whole turn of one seat.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Turn {
+    pub send_frame: u32,
+    pub tag: u32,
+    pub items: Vec<Item>,
+    pub records: Vec<Record>,
+    /// Its parts as received, for relaying.
+    pub raw: Vec<Vec<u8>>,
+}
+
+impl Turn {
+    fn bytes(&self) -> usize {
+        self.raw.iter().map(Vec::len).sum()
+    }
+}
+
+/// Why a part was not taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// A turn we already hold whole, or a part we already have: ignored,
+    /// not counted (duplicates are normal after a relay).
+    Duplicate,
+    /// Outside what the schedule or the bounds allow: ignored and counted.
+    Refused,
+}
+
+/// One turn being put together from its parts, de-duplicated by part index.
+#[derive(Debug, Default)]
+struct Assembly {
+    send_frame: u32,
+    tag: u32,
+    parts: Vec<Option<(TurnPart, Vec<u8>)>>,
+}
+
+/// Everything received from one seat: the last turn queued, the one being
+/// assembled, whole turns ahead of our schedule, and recent raw turns for
+/// relaying after a drop.
+#[derive(Debug, Default)]
+pub struct Inbound {
+    /// The last turn whose items are queued (validated against the schedule).
+    pub through: Option<u32>,
+    assembly: Option<Assembly>,
+    /// Whole turns not yet validated: our schedule has not reached them.
+    ahead: VecDeque<Turn>,
+    ahead_bytes: usize,
+    /// Raw parts of recent turns, for relaying.
+    kept: VecDeque<(u32, Vec<Vec<u8>>)>,
+    kept_bytes: usize,
+}
+
+impl Inbound {
+    /// The last send frame held whole (queued or waiting ahead).
+    pub fn held_through(&self) -> Option<u32> {
+        self.ahead.back().map(|t| t.send_frame).or(self.through)
+    }
+
+    /// Take one part. Returns the turn once all its parts are here.
+    /// `limit` is the highest send frame accepted (the drop cut, if any, or
+    /// the schedule's horizon).
+    pub fn add_part(
+        &mut self,
+        part: TurnPart,
+        raw: &[u8],
+        limit: u32,
+    ) -> Result<Option<Turn>, Refusal> {
+        if self.through.is_some_and(|t| part.send_frame <= t) {
+            return Err(Refusal::Duplicate);
+        }
+        if part.send_frame > limit {
+            return Err(Refusal::Refused);
+        }
+        // A turn at or before one held ahead: the sender restated its
+        // stream (an honest one never does: the link is ordered and relays
+        // start after what is held), and the latest word counts, so a
+        // broken sender cannot wedge its own stream.
+        while self
+            .ahead
+            .back()
+            .is_some_and(|t| t.send_frame >= part.send_frame)
+        {
+            let turn = self.ahead.pop_back().expect("checked");
+            self.ahead_bytes -= turn.bytes();
+        }
+        let assembly = match &mut self.assembly {
+            Some(a) if a.send_frame == part.send_frame => a,
+            Some(a) if a.send_frame > part.send_frame => {
+                // An earlier turn than the one assembling: only a relay can
+                // bring one (the link is ordered), and the earlier turn
+                // comes first: restart with it.
+                self.assembly = None;
+                self.assembly.insert(Assembly::new(&part))
+            }
+            Some(_) | None => {
+                // A later turn while one is incomplete means its sender
+                // broke the order; drop the incomplete one (bounded: one
+                // assembly per seat).
+                self.assembly = None;
+                self.assembly.insert(Assembly::new(&part))
+            }
+        };
+        let assembly =
+            if assembly.tag != part.tag || assembly.parts.len() != usize::from(part.count) {
+                // The same send frame with another shape: only the sender's own
+                // stream can say so (the link is authenticated), and the latest
+                // word counts, so a broken sender cannot wedge its own turn.
+                self.assembly.insert(Assembly::new(&part))
+            } else {
+                assembly
+            };
+        let slot = &mut assembly.parts[usize::from(part.index)];
+        if slot.is_some() {
+            return Err(Refusal::Duplicate);
+        }
+        *slot = Some((part, raw.to_vec()));
+        if assembly.parts.iter().any(Option::is_none) {
+            return Ok(None);
+        }
+        let assembly = self.assembly.take().expect("assembling");
+        let mut turn = Turn {
+            send_frame: assembly.send_frame,
+            tag: assembly.tag,
+            items: Vec::new(),
+            records: Vec::new(),
+            raw: Vec::with_capacity(assembly.parts.len()),
+        };
+        for (part, raw) in assembly.parts.into_iter().flatten() {
+            turn.items.extend(part.items);
+            turn.records.extend(part.records);
+            turn.raw.push(raw);
+        }
+        Ok(Some(turn))
+    }
+
+    /// Hold a whole turn until our schedule reaches its send frame.
+    pub fn hold_ahead(&mut self, turn: Turn) -> Result<(), Refusal> {
+        let bytes = turn.bytes();
+        if self.ahead.len() >= MAX_TURNS_AHEAD || self.ahead_bytes + bytes > MAX_BYTES_AHEAD {
+            return Err(Refusal::Refused);
+        }
+        self.ahead_bytes += bytes;
+        self.ahead.push_back(turn);
+        Ok(())
+    }
+
+    /// The oldest turn held ahead, once our schedule has reached it.
+    pub fn take_reached(&mut self, our_frame: Option<u32>) -> Option<Turn> {
+        let front = self.ahead.front()?.send_frame;
+        let reached = our_frame.is_some_and(|f| front <= f);
+        if !reached {
+            return None;
+        }
+        let turn = self.ahead.pop_front()?;
+        self.ahead_bytes -= turn.bytes();
+        Some(turn)
+    }
+
+    /// Forget turns after `cut` (a drop voids them) and any assembly.
+    pub fn void_after(&mut self, cut: Option<u32>) {
+        let keep = |f: u32| cut.is_some_and(|c| f <= c);
+        while self.ahead.back().is_some_and(|t| !keep(t.send_frame)) {
+            let turn = self.ahead.pop_back().expect("checked");
+            self.ahead_bytes -= turn.bytes();
+        }
+        if self.assembly.as_ref().is_some_and(|a| !keep(a.send_frame)) {
+            self.assembly = None;
+        }
+    }
+
+    /// Keep a queued turn's raw parts for relaying.
+    pub fn keep(&mut self, send_frame: u32, raw: Vec<Vec<u8>>) {
+        self.kept_bytes += raw.iter().map(Vec::len).sum::<usize>();
+        self.kept.push_back((send_frame, raw));
+        while self.kept_bytes > KEPT_RELAY_BYTES || self.kept.len() > KEPT_SEND_FRAMES {
+            let Some((_, old)) = self.kept.pop_front() else {
+                break;
+            };
+            self.kept_bytes -= old.iter().map(Vec::len).sum::<usize>();
+        }
+    }
+
+    /// Raw parts of kept turns in `(after, through]`.
+    pub fn kept_between(&self, after: Option<u32>, through: u32) -> impl Iterator<Item = &Vec<u8>> {
+        self.kept
+            .iter()
+            .filter(move |(f, _)| after.map_or(true, |a| *f > a) && *f <= through)
+            .flat_map(|(_, raw)| raw.iter())
+    }
+
+    pub fn bytes(&self) -> usize {
+        let assembling: usize = self.assembly.as_ref().map_or(0, |a| {
+            a.parts.iter().flatten().map(|(_, raw)| 2 * raw.len()).sum()
+        });
+        assembling + 2 * self.ahead_bytes + self.kept_bytes
+    }
+}
+
+impl Assembly {
+    fn new(part: &TurnPart) -> Assembly {
+        Assembly {
+            send_frame: part.send_frame,
+            tag: part.tag,
+            parts: vec![None; usize::from(part.count)],
+        }
+    }
+}
+
+/// Sending and receiving turns, as the session runs them.
+impl LockstepSession {
+    /// One part of `seat`'s turn, direct or relayed.
+    pub(super) fn receive_part(&mut self, seat: u8, part: TurnPart, raw: &[u8]) {
+        let s = usize::from(seat);
+        if !self.is_present(seat) || seat == self.local_seat {
+            return;
+        }
+        let limit = match self.drops.holdable(seat, self.local_seat) {
+            Holdable::All => self.schedule.horizon(),
+            Holdable::Through(through) if part.send_frame <= through => through,
+            Holdable::Through(_) | Holdable::Nothing => return, // void
+        };
+        let turn = match self.inbound[s].add_part(part, raw, limit) {
+            Ok(Some(turn)) => turn,
+            Ok(None) | Err(Refusal::Duplicate) => return,
+            Err(Refusal::Refused) => {
+                self.stats.refused_messages += 1;
+                return;
+            }
+        };
+        self.inbound[s].keep(turn.send_frame, turn.raw.clone());
+        if self.frame.is_some_and(|f| turn.send_frame <= f) {
+            self.accept_turn(seat, turn);
+        } else if self.inbound[s].hold_ahead(turn).is_err() {
+            self.stats.refused_messages += 1;
+        }
+        self.maybe_queue_removal(seat);
+    }
+
+    /// Turns held ahead whose send frame this machine's schedule reached.
+    pub(super) fn accept_reached_turns(&mut self) {
+        for seat in 0..self.machine.seats().count() {
+            while let Some(turn) = self.inbound[usize::from(seat)].take_reached(self.frame) {
+                self.accept_turn(seat, turn);
+            }
+        }
+    }
+
+    /// Check a whole turn against the schedule and queue its items.
+    pub(super) fn accept_turn(&mut self, seat: u8, turn: Turn) {
+        let s = usize::from(seat);
+        let expected = self.schedule.next_after(self.inbound[s].through);
+        let fits = expected.is_some_and(|e| e.frame == turn.send_frame && e.tag == turn.tag);
+        if !fits {
+            self.stats.refused_messages += 1;
+            return;
+        }
+        for record in &turn.records {
+            match *record {
+                Record::Checksum { frame, value } => self.note_checksum(frame, seat, value),
+                Record::Anchor { frame, start_us } => {
+                    if self.machine.master() == Some(seat) {
+                        if let Some(pacer) = self.pacer.as_mut() {
+                            let _ = pacer.set_reference(frame, start_us);
+                        }
+                    }
+                }
+            }
+        }
+        for item in turn.items {
+            let handle = self.store.put(Stored {
+                item,
+                origin: Origin::Turn {
+                    send_frame: turn.send_frame,
+                },
+            });
+            if self.machine.queue_command(turn.tag, seat, handle).is_err() {
+                // Unreachable: a turn within the schedule is tagged after
+                // this machine's frame (readiness waited for it).
+                self.store.take(handle);
+            }
+        }
+        self.inbound[s].through = Some(turn.send_frame);
+    }
+
+    /// The peers whose turns that may hold commands due by `frame` are not
+    /// all here yet.
+    pub(super) fn missing_for(&self, frame: u32) -> impl Iterator<Item = u8> + '_ {
+        let needed = self.schedule.last_due_by(frame);
+        self.present()
+            .filter(|p| *p != self.local_seat)
+            .filter(move |p| {
+                let Some(needed) = needed else { return false };
+                let s = usize::from(*p);
+                let limit = match self.drops.cut(*p) {
+                    Some(Cut { through: None, .. }) => return false,
+                    Some(Cut {
+                        through: Some(cut), ..
+                    }) => needed.min(cut),
+                    None => needed,
+                };
+                !self.inbound[s].through.is_some_and(|r| r >= limit)
+            })
+    }
+
+    /// Whether every link this machine sends turns on can take the next
+    /// turn whole (S8: a frame is never half run).
+    pub(super) fn links_have_room(&self) -> bool {
+        // The turn as it stands, plus rungs' own items a frame may add.
+        let needed = self.outbox.parts() + 1;
+        self.peers().all(|p| {
+            self.endpoint
+                .link(p)
+                .map_or(true, |link| link.send_capacity() >= needed)
+        })
+    }
+
+    /// Send this send frame's turn to every peer; keep our own items.
+    /// `advance` checked that every link has room, so it goes out whole.
+    pub(super) fn send_turn(&mut self, frame: u32) {
+        let tag = self.machine.command_tag();
+        self.schedule.push(SendFrame {
+            frame,
+            tag,
+            master: self.machine.master(),
+        });
+        if self.is_master() {
+            if let Some(pacer) = self.pacer.as_ref() {
+                self.outbox.push_record(Record::Anchor {
+                    frame,
+                    start_us: pacer.ideal_start_us(frame),
+                });
+            }
+        }
+        let (items, records) = self.outbox.take();
+        let max = self.endpoint.config().link.max_message_bytes();
+        match turn::encode_turn(frame, tag, &items, &records, max) {
+            Ok(messages) => {
+                let peers: Vec<u8> = self.peers().collect();
+                for peer in peers {
+                    for message in &messages {
+                        if self.endpoint.send(peer, message).is_ok() {
+                            self.stats.turn_messages += 1;
+                        }
+                    }
+                }
+            }
+            // Unreachable: the outbox keeps a part free for rungs' own items.
+            Err(_) => debug_assert!(false, "a turn larger than the outbox allows"),
+        }
+        // Our own items execute here too, in issue order.
+        for item in items {
+            let handle = self.store.put(Stored {
+                item,
+                origin: Origin::Turn { send_frame: frame },
+            });
+            if self
+                .machine
+                .queue_command(tag, self.local_seat, handle)
+                .is_err()
+            {
+                self.store.take(handle);
+            }
+        }
+        for seat in 0..self.machine.seats().count() {
+            if self.drops.cut(seat).is_some() {
+                self.maybe_queue_removal(seat);
+            }
+        }
+    }
+}

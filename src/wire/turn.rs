@@ -1,0 +1,729 @@
+//! The lockstep session's link messages (S5, S8, S9): turns and their items,
+//! clock pings, drop votes and relayed turns. Encoding into owned buffers and
+//! validating decoding that never panics and allocates at most the message's
+//! own length.
+//!
+//! These messages ride inside transport packets ([`super::packet`]), which
+//! authenticate the sender; everything here is about *what* a seated player
+//! says, and [`crate::session`] decides whether it may say it (S4.7).
+//!
+//! # Layout, version 2
+//!
+//! All multi-byte integers are little-endian. Every message starts with its
+//! kind and the layout version:
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 1 | kind: `1` turn, `2` ping, `3` pong, `4` drop vote, `5` relay, `6` relay request |
+//! | 1 | 1 | layout version, `2` ([`TURN_LAYOUT_VERSION`]) |
+//!
+//! **Turn** (kind 1), one *part* of the turn a seat sends on a send frame:
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 2 | 4 | send frame `s` (`u32`) |
+//! | 6 | 4 | tag `s + look_ahead(s)` (`u32`), must be `> s` |
+//! | 10 | 1 | part index, `< part count` |
+//! | 11 | 1 | part count, `1 ..= MAX_TURN_PARTS` |
+//! | 12 | 2 | item count (`u16`) |
+//! | 14 | … | items, back to back, exactly filling the message |
+//!
+//! Each item is `kind: u8`, `len: u16`, `len` bytes of body:
+//!
+//! | kind | body |
+//! |---|---|
+//! | `0` command | the engine's bytes |
+//! | `1` report | `ReportLayout::Extended` (9 bytes) |
+//! | `2` timing event | `TimingLayout::TIBERIAN_SUN` (5 bytes) |
+//! | `3` removal | seat (1 byte) |
+//! | `10` checksum | frame `u32`, state checksum `u64` |
+//! | `11` anchor | frame `u32`, ideal start in reference time `i64` µs |
+//!
+//! Kinds 0–3 are queued and execute on the turn's tag (S5); 10 and 11 are
+//! records acted on when the whole turn has arrived.
+//!
+//! **Ping** (kind 2): `t0: i64` (sender's local µs). **Pong** (kind 3): `t0`,
+//! `t1`, `t2: i64` (the ping's `t0`, then the master's reference time at
+//! receipt and at sending).
+//!
+//! **Drop vote** (kind 4):
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 2 | 1 | dropped seat |
+//! | 3 | 4 | last send frame of that seat's turns the voter holds whole (`u32`), or `0xFFFF_FFFF` for none |
+//! | 7 | 4 | every seat the voter is dropping, as a bit mask (`u32`); must include the dropped seat |
+//!
+//! **Relay** (kind 5): `dropped seat: u8` at offset 2, then one complete turn
+//! part message (kind 1, from offset 3) of that seat, unchanged.
+//!
+//! **Relay request** (kind 6): `dropped seat: u8` at offset 2, then the last
+//! send frame of its turns the asker holds whole (`u32`, `0xFFFF_FFFF` for
+//! none); the drop's holder answers with relays of every later turn up to
+//! the cut.
+//!
+//! Version 1 (rungs ≤ 0.1) had no version byte, no part index and no drop
+//! mask; its messages fail the version check.
+
+use crate::error::{Error, Result};
+use crate::report::Report;
+use crate::timing::TimingEvent;
+use crate::wire::events::{ReportLayout, TimingLayout, REPORT_EXTENDED_LEN, TIMING_LEN};
+
+/// The layout version this code speaks.
+pub const TURN_LAYOUT_VERSION: u8 = 2;
+
+/// Message kinds.
+pub const MSG_TURN: u8 = 1;
+pub const MSG_PING: u8 = 2;
+pub const MSG_PONG: u8 = 3;
+pub const MSG_DROP_VOTE: u8 = 4;
+pub const MSG_RELAY: u8 = 5;
+pub const MSG_RELAY_REQUEST: u8 = 6;
+
+/// Item kinds.
+pub const ITEM_COMMAND: u8 = 0;
+pub const ITEM_REPORT: u8 = 1;
+pub const ITEM_TIMING: u8 = 2;
+pub const ITEM_REMOVAL: u8 = 3;
+pub const ITEM_CHECKSUM: u8 = 10;
+pub const ITEM_ANCHOR: u8 = 11;
+
+/// Bytes before a turn part's items.
+pub const TURN_HEADER_BYTES: usize = 14;
+/// Bytes before an item's body.
+pub const ITEM_HEADER_BYTES: usize = 3;
+/// Bytes a relay adds in front of the turn part it carries.
+pub const RELAY_HEADER_BYTES: usize = 3;
+/// Most parts one turn may have (S8: bounded per turn).
+pub const MAX_TURN_PARTS: u8 = 32;
+/// A drop vote's "holds none" value.
+const VOTE_NONE: u32 = u32::MAX;
+
+const _: () = assert!(TURN_HEADER_BYTES == 2 + 4 + 4 + 1 + 1 + 2);
+const _: () = assert!(MAX_TURN_PARTS >= 2);
+
+/// Something a turn carries that executes on the turn's tag (S5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Item {
+    /// The engine's command bytes.
+    Command(Vec<u8>),
+    /// The sender's report (S3).
+    Report(Report),
+    /// The master's timing event (S4).
+    Timing(TimingEvent),
+    /// The removal of a seat (S4.7 decides whether it counts).
+    Removal(u8),
+}
+
+impl Item {
+    /// Bytes this item takes in a turn part, header included.
+    pub fn encoded_len(&self) -> usize {
+        ITEM_HEADER_BYTES
+            + match self {
+                Item::Command(bytes) => bytes.len(),
+                Item::Report(_) => REPORT_EXTENDED_LEN,
+                Item::Timing(_) => TIMING_LEN,
+                Item::Removal(_) => 1,
+            }
+    }
+}
+
+/// Something a turn carries that is acted on when the turn arrives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Record {
+    /// The sender's state checksum after `frame`.
+    Checksum { frame: u32, value: u64 },
+    /// The master's pacing anchor: `frame` ideally starts at `start_us`
+    /// reference time (S9).
+    Anchor { frame: u32, start_us: i64 },
+}
+
+impl Record {
+    /// Bytes this record takes in a turn part, header included.
+    pub const ENCODED_LEN: usize = ITEM_HEADER_BYTES + 12;
+}
+
+/// One decoded turn part.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnPart {
+    pub send_frame: u32,
+    pub tag: u32,
+    pub index: u8,
+    pub count: u8,
+    pub items: Vec<Item>,
+    pub records: Vec<Record>,
+}
+
+/// Whether a seat's drop vote holds some of the dropped seat's turns.
+pub type Holding = Option<u32>;
+
+/// A decoded link message of the lockstep session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Message {
+    Turn(TurnPart),
+    Ping {
+        t0: i64,
+    },
+    Pong {
+        t0: i64,
+        t1: i64,
+        t2: i64,
+    },
+    DropVote {
+        dropped: u8,
+        holds: Holding,
+        dropping: u32,
+    },
+    Relay {
+        dropped: u8,
+        part: TurnPart,
+    },
+    RelayRequest {
+        dropped: u8,
+        after: Holding,
+    },
+}
+
+fn put_u16(out: &mut Vec<u8>, v: u16) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+fn put_u32(out: &mut Vec<u8>, v: u32) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+fn put_i64(out: &mut Vec<u8>, v: i64) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+/// A cursor over received bytes; every read checks the length.
+struct Reader<'a> {
+    bytes: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        if self.bytes.len() < n {
+            return Err(Error::Malformed("turn message too short"));
+        }
+        let (head, rest) = self.bytes.split_at(n);
+        self.bytes = rest;
+        Ok(head)
+    }
+    fn u8(&mut self) -> Result<u8> {
+        Ok(self.take(1)?[0])
+    }
+    fn u16(&mut self) -> Result<u16> {
+        let b = self.take(2)?;
+        Ok(u16::from_le_bytes([b[0], b[1]]))
+    }
+    fn u32(&mut self) -> Result<u32> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    fn i64(&mut self) -> Result<i64> {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(self.take(8)?);
+        Ok(i64::from_le_bytes(a))
+    }
+    fn end(&self) -> Result<()> {
+        if self.bytes.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Malformed("trailing bytes in a turn message"))
+        }
+    }
+}
+
+fn header(kind: u8) -> Vec<u8> {
+    vec![kind, TURN_LAYOUT_VERSION]
+}
+
+/// A ping: `t0` is the sender's local time.
+pub fn encode_ping(t0: i64) -> Vec<u8> {
+    let mut out = header(MSG_PING);
+    put_i64(&mut out, t0);
+    out
+}
+
+/// The master's answer to a ping.
+pub fn encode_pong(t0: i64, t1: i64, t2: i64) -> Vec<u8> {
+    let mut out = header(MSG_PONG);
+    put_i64(&mut out, t0);
+    put_i64(&mut out, t1);
+    put_i64(&mut out, t2);
+    out
+}
+
+/// A drop vote: `dropping` is every seat the voter is dropping (bit mask).
+pub fn encode_drop_vote(dropped: u8, holds: Holding, dropping: u32) -> Vec<u8> {
+    let mut out = header(MSG_DROP_VOTE);
+    out.push(dropped);
+    put_u32(&mut out, holds.unwrap_or(VOTE_NONE));
+    put_u32(&mut out, dropping);
+    out
+}
+
+/// Ask the holder of a drop for `dropped`'s turns after `after`.
+pub fn encode_relay_request(dropped: u8, after: Holding) -> Vec<u8> {
+    let mut out = header(MSG_RELAY_REQUEST);
+    out.push(dropped);
+    put_u32(&mut out, after.unwrap_or(VOTE_NONE));
+    out
+}
+
+/// A relay of `dropped`'s turn part `raw` (a turn message as received).
+pub fn encode_relay(dropped: u8, raw: &[u8]) -> Vec<u8> {
+    let mut out = header(MSG_RELAY);
+    out.push(dropped);
+    out.extend_from_slice(raw);
+    out
+}
+
+fn encode_item(out: &mut Vec<u8>, item: &Item) {
+    let mut body = [0u8; 16];
+    let (kind, bytes): (u8, &[u8]) = match item {
+        Item::Command(bytes) => (ITEM_COMMAND, bytes),
+        Item::Report(report) => {
+            let len = ReportLayout::Extended
+                .encode(report, &mut body)
+                .unwrap_or(0);
+            (ITEM_REPORT, &body[..len])
+        }
+        Item::Timing(event) => {
+            let len = TimingLayout::TIBERIAN_SUN
+                .encode(event, &mut body)
+                .unwrap_or(0);
+            (ITEM_TIMING, &body[..len])
+        }
+        Item::Removal(seat) => {
+            body[0] = *seat;
+            (ITEM_REMOVAL, &body[..1])
+        }
+    };
+    out.push(kind);
+    put_u16(out, bytes.len() as u16);
+    out.extend_from_slice(bytes);
+}
+
+fn encode_record(out: &mut Vec<u8>, record: &Record) {
+    let (kind, frame, value) = match *record {
+        Record::Checksum { frame, value } => (ITEM_CHECKSUM, frame, value as i64),
+        Record::Anchor { frame, start_us } => (ITEM_ANCHOR, frame, start_us),
+    };
+    out.push(kind);
+    put_u16(out, 12);
+    put_u32(out, frame);
+    put_i64(out, value);
+}
+
+/// Greedy packing of item sizes into parts of `room` bytes each: the same
+/// rule [`encode_turn`] applies, kept incrementally so the session can tell
+/// before accepting a command whether the turn would still fit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartPlan {
+    room: usize,
+    parts: usize,
+    fill: usize,
+    items_in_part: usize,
+}
+
+impl PartPlan {
+    /// An empty turn (one empty part) for messages of `max_message_bytes`.
+    pub fn new(max_message_bytes: usize) -> PartPlan {
+        PartPlan {
+            room: max_message_bytes.saturating_sub(TURN_HEADER_BYTES),
+            parts: 1,
+            fill: 0,
+            items_in_part: 0,
+        }
+    }
+
+    /// Add an item of `len` encoded bytes; `None` if it can never fit a part.
+    pub fn add(&mut self, len: usize) -> Option<()> {
+        if len > self.room {
+            return None;
+        }
+        if self.fill + len > self.room || self.items_in_part == usize::from(u16::MAX) {
+            self.parts += 1;
+            self.fill = 0;
+            self.items_in_part = 0;
+        }
+        self.fill += len;
+        self.items_in_part += 1;
+        Some(())
+    }
+
+    /// Parts the turn takes so far.
+    pub fn parts(&self) -> usize {
+        self.parts
+    }
+}
+
+/// Encode the turn of send frame `send_frame`, tagged `tag`, as parts of at
+/// most `max_message_bytes` each: items first (issue order), then records.
+/// Fails if it would take more than [`MAX_TURN_PARTS`] parts or an item does
+/// not fit one part; the session checks both before it accepts anything.
+pub fn encode_turn(
+    send_frame: u32,
+    tag: u32,
+    items: &[Item],
+    records: &[Record],
+    max_message_bytes: usize,
+) -> Result<Vec<Vec<u8>>> {
+    let mut plan = PartPlan::new(max_message_bytes);
+    let mut encoded: Vec<Vec<u8>> = Vec::with_capacity(items.len() + records.len());
+    for item in items {
+        let mut out = Vec::with_capacity(item.encoded_len());
+        encode_item(&mut out, item);
+        encoded.push(out);
+    }
+    for record in records {
+        let mut out = Vec::with_capacity(Record::ENCODED_LEN);
+        encode_record(&mut out, record);
+        encoded.push(out);
+    }
+    // First pass: which part each item goes to.
+    let mut part_of = Vec::with_capacity(encoded.len());
+    for bytes in &encoded {
+        plan.add(bytes.len()).ok_or(Error::InvalidArgument(
+            "a turn item larger than one message",
+        ))?;
+        part_of.push(plan.parts() - 1);
+    }
+    if plan.parts() > usize::from(MAX_TURN_PARTS) {
+        return Err(Error::Full("a turn of more than MAX_TURN_PARTS parts"));
+    }
+    let count = plan.parts() as u8;
+    let mut parts: Vec<Vec<u8>> = (0..count)
+        .map(|index| {
+            let mut out = header(MSG_TURN);
+            put_u32(&mut out, send_frame);
+            put_u32(&mut out, tag);
+            out.push(index);
+            out.push(count);
+            put_u16(&mut out, 0);
+            out
+        })
+        .collect();
+    let mut counts = vec![0u16; usize::from(count)];
+    for (bytes, part) in encoded.iter().zip(part_of) {
+        parts[part].extend_from_slice(bytes);
+        counts[part] += 1;
+    }
+    for (part, n) in parts.iter_mut().zip(counts) {
+        part[12..14].copy_from_slice(&n.to_le_bytes());
+    }
+    Ok(parts)
+}
+
+fn decode_turn_body(r: &mut Reader<'_>) -> Result<TurnPart> {
+    let send_frame = r.u32()?;
+    let tag = r.u32()?;
+    let index = r.u8()?;
+    let count = r.u8()?;
+    let items_count = r.u16()?;
+    if tag <= send_frame {
+        return Err(Error::Malformed(
+            "a turn's tag must be after its send frame",
+        ));
+    }
+    if count == 0 || count > MAX_TURN_PARTS || index >= count {
+        return Err(Error::Malformed(
+            "a turn's part index or count is out of range",
+        ));
+    }
+    // Every item takes at least its header: the count cannot promise more
+    // items than bytes remain (no allocation beyond the message's length).
+    if usize::from(items_count) * ITEM_HEADER_BYTES > r.bytes.len() {
+        return Err(Error::Malformed("a turn's item count exceeds its length"));
+    }
+    let mut part = TurnPart {
+        send_frame,
+        tag,
+        index,
+        count,
+        items: Vec::with_capacity(usize::from(items_count)),
+        records: Vec::new(),
+    };
+    for _ in 0..items_count {
+        let kind = r.u8()?;
+        let len = usize::from(r.u16()?);
+        let body = r.take(len)?;
+        let mut b = Reader { bytes: body };
+        match kind {
+            ITEM_COMMAND => part.items.push(Item::Command(body.to_vec())),
+            ITEM_REPORT => part
+                .items
+                .push(Item::Report(ReportLayout::Extended.decode(body)?)),
+            ITEM_TIMING => part
+                .items
+                .push(Item::Timing(TimingLayout::TIBERIAN_SUN.decode(body)?)),
+            ITEM_REMOVAL => {
+                let seat = b.u8()?;
+                b.end()?;
+                part.items.push(Item::Removal(seat));
+            }
+            ITEM_CHECKSUM | ITEM_ANCHOR => {
+                let frame = b.u32()?;
+                let value = b.i64()?;
+                b.end()?;
+                part.records.push(if kind == ITEM_CHECKSUM {
+                    Record::Checksum {
+                        frame,
+                        value: value as u64,
+                    }
+                } else {
+                    Record::Anchor {
+                        frame,
+                        start_us: value,
+                    }
+                });
+            }
+            _ => return Err(Error::Malformed("unknown turn item")),
+        }
+    }
+    r.end()?;
+    Ok(part)
+}
+
+fn expect_header(r: &mut Reader<'_>, kind: u8) -> Result<()> {
+    if r.u8()? != kind {
+        return Err(Error::Malformed("unexpected message kind"));
+    }
+    if r.u8()? != TURN_LAYOUT_VERSION {
+        return Err(Error::Malformed("unknown turn layout version"));
+    }
+    Ok(())
+}
+
+/// Decode one turn part message (kind 1), as sent or as carried in a relay.
+pub fn decode_turn(bytes: &[u8]) -> Result<TurnPart> {
+    let mut r = Reader { bytes };
+    expect_header(&mut r, MSG_TURN)?;
+    decode_turn_body(&mut r)
+}
+
+/// Decode any lockstep link message, validating every field.
+pub fn decode(bytes: &[u8]) -> Result<Message> {
+    let kind = *bytes.first().ok_or(Error::Malformed("empty message"))?;
+    let mut r = Reader { bytes };
+    expect_header(&mut r, kind)?;
+    let message = match kind {
+        MSG_TURN => return Ok(Message::Turn(decode_turn_body(&mut r)?)),
+        MSG_PING => Message::Ping { t0: r.i64()? },
+        MSG_PONG => Message::Pong {
+            t0: r.i64()?,
+            t1: r.i64()?,
+            t2: r.i64()?,
+        },
+        MSG_DROP_VOTE => {
+            let dropped = r.u8()?;
+            let holds = r.u32()?;
+            let dropping = r.u32()?;
+            if dropped >= 32 || dropping & (1 << dropped) == 0 {
+                return Err(Error::Malformed(
+                    "a drop vote must name its seat in its mask",
+                ));
+            }
+            Message::DropVote {
+                dropped,
+                holds: (holds != VOTE_NONE).then_some(holds),
+                dropping,
+            }
+        }
+        MSG_RELAY_REQUEST => {
+            let dropped = r.u8()?;
+            let after = r.u32()?;
+            Message::RelayRequest {
+                dropped,
+                after: (after != VOTE_NONE).then_some(after),
+            }
+        }
+        MSG_RELAY => {
+            let dropped = r.u8()?;
+            return Ok(Message::Relay {
+                dropped,
+                part: decode_turn(r.bytes)?,
+            });
+        }
+        _ => return Err(Error::Malformed("unknown message kind")),
+    };
+    r.end()?;
+    Ok(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timing::Timing;
+
+    fn items() -> Vec<Item> {
+        vec![
+            Item::Command(vec![1, 2, 3]),
+            Item::Removal(2),
+            Item::Timing(TimingEvent {
+                target: Timing::new(2, 6).unwrap(),
+                fps: 30,
+            }),
+        ]
+    }
+
+    #[test]
+    fn a_turn_round_trips_in_one_part() {
+        let records = [
+            Record::Checksum {
+                frame: 64,
+                value: u64::MAX - 3,
+            },
+            Record::Anchor {
+                frame: 60,
+                start_us: -5,
+            },
+        ];
+        let parts = encode_turn(60, 66, &items(), &records, 1024).unwrap();
+        assert_eq!(parts.len(), 1);
+        assert_eq!(&parts[0][..2], &[MSG_TURN, TURN_LAYOUT_VERSION]);
+        let part = decode_turn(&parts[0]).unwrap();
+        assert_eq!(
+            part,
+            TurnPart {
+                send_frame: 60,
+                tag: 66,
+                index: 0,
+                count: 1,
+                items: items(),
+                records: records.to_vec(),
+            }
+        );
+    }
+
+    #[test]
+    fn a_large_turn_splits_into_numbered_parts_in_issue_order() {
+        let commands: Vec<Item> = (0..10u8).map(|i| Item::Command(vec![i; 300])).collect();
+        let parts = encode_turn(8, 12, &commands, &[], 1024).unwrap();
+        assert_eq!(
+            parts.len(),
+            4,
+            "three 303-byte items per 1010 bytes of room"
+        );
+        let mut all = Vec::new();
+        for (i, raw) in parts.iter().enumerate() {
+            assert!(raw.len() <= 1024);
+            let part = decode_turn(raw).unwrap();
+            assert_eq!((part.index, part.count), (i as u8, 4));
+            all.extend(part.items);
+        }
+        assert_eq!(all, commands);
+    }
+
+    #[test]
+    fn the_part_plan_predicts_the_encoder() {
+        let mut plan = PartPlan::new(200);
+        let commands: Vec<Item> = (0..40u8)
+            .map(|i| Item::Command(vec![i; usize::from(i) * 3 % 170]))
+            .collect();
+        for c in &commands {
+            plan.add(c.encoded_len()).unwrap();
+        }
+        let parts = encode_turn(1, 2, &commands, &[], 200).unwrap();
+        assert_eq!(plan.parts(), parts.len());
+    }
+
+    #[test]
+    fn too_many_parts_or_an_oversized_item_are_refused() {
+        let commands: Vec<Item> = (0..40).map(|_| Item::Command(vec![0; 900])).collect();
+        assert!(matches!(
+            encode_turn(1, 2, &commands, &[], 1024),
+            Err(Error::Full(_))
+        ));
+        assert!(encode_turn(1, 2, &[Item::Command(vec![0; 1020])], &[], 1024).is_err());
+    }
+
+    #[test]
+    fn votes_pings_and_relays_round_trip() {
+        let vote = encode_drop_vote(3, Some(120), 0b1100);
+        assert_eq!(
+            decode(&vote).unwrap(),
+            Message::DropVote {
+                dropped: 3,
+                holds: Some(120),
+                dropping: 0b1100
+            }
+        );
+        let none = encode_drop_vote(2, None, 0b100);
+        assert_eq!(
+            decode(&none).unwrap(),
+            Message::DropVote {
+                dropped: 2,
+                holds: None,
+                dropping: 0b100
+            }
+        );
+        assert_eq!(decode(&encode_ping(-7)).unwrap(), Message::Ping { t0: -7 });
+        assert_eq!(
+            decode(&encode_relay_request(5, Some(9))).unwrap(),
+            Message::RelayRequest {
+                dropped: 5,
+                after: Some(9)
+            }
+        );
+        assert_eq!(
+            decode(&encode_relay_request(5, None)).unwrap(),
+            Message::RelayRequest {
+                dropped: 5,
+                after: None
+            }
+        );
+        assert_eq!(
+            decode(&encode_pong(1, 2, 3)).unwrap(),
+            Message::Pong {
+                t0: 1,
+                t1: 2,
+                t2: 3
+            }
+        );
+        let turn = encode_turn(4, 10, &items(), &[], 1024).unwrap();
+        let relay = encode_relay(1, &turn[0]);
+        match decode(&relay).unwrap() {
+            Message::Relay { dropped, part } => {
+                assert_eq!(dropped, 1);
+                assert_eq!(part, decode_turn(&turn[0]).unwrap());
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn malformed_messages_are_refused() {
+        let good = encode_turn(4, 10, &items(), &[], 1024).unwrap().remove(0);
+        let mut cases: Vec<Vec<u8>> = vec![Vec::new(), vec![MSG_TURN], vec![9, 2]];
+        let mut old_version = good.clone();
+        old_version[1] = 1;
+        cases.push(old_version);
+        let mut tag_not_after = good.clone();
+        tag_not_after[6..10].copy_from_slice(&4u32.to_le_bytes());
+        cases.push(tag_not_after);
+        let mut index_past_count = good.clone();
+        index_past_count[10] = 1;
+        cases.push(index_past_count);
+        let mut too_many_parts = good.clone();
+        too_many_parts[11] = MAX_TURN_PARTS + 1;
+        cases.push(too_many_parts);
+        let mut huge_count = good.clone();
+        huge_count[12..14].copy_from_slice(&u16::MAX.to_le_bytes());
+        cases.push(huge_count);
+        let mut trailing = good.clone();
+        trailing.push(0);
+        cases.push(trailing);
+        cases.push(good[..good.len() - 1].to_vec());
+        let mut bad_item = good.clone();
+        bad_item[14] = 99;
+        cases.push(bad_item);
+        // A vote whose mask does not name its seat.
+        cases.push(encode_drop_vote(3, None, 0b1).to_vec());
+        for case in cases {
+            assert!(decode(&case).is_err(), "{case:?}");
+        }
+        assert!(decode(&good).is_ok());
+    }
+}
