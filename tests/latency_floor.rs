@@ -30,6 +30,7 @@ fn networks() -> Vec<GameSpec> {
 fn timings() -> Vec<PolicyKind> {
     let mut kinds = vec![
         PolicyKind::Adaptive,
+        PolicyKind::Tracking,
         PolicyKind::RedAlert,
         PolicyKind::Protocol0,
     ];

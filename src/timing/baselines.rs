@@ -21,6 +21,9 @@ use crate::report::Record;
 pub enum PolicyKind {
     /// rungs' adaptive ladder (S4).
     Adaptive,
+    /// Send period 1 and the shortest look-ahead the reports need
+    /// (`tracking`, `docs/tracking.md`).
+    Tracking,
     /// A fixed `SP/LA` for the whole game, as players set it by hand.
     Fixed(Timing),
     /// Red Alert's rule (`ra`).

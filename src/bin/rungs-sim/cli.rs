@@ -617,12 +617,13 @@ fn parse_divergence(value: &str) -> Result<(u8, u32), UsageError> {
 pub fn parse_policy(value: &str) -> Result<PolicyKind, UsageError> {
     match value {
         "adaptive" => Ok(PolicyKind::Adaptive),
+        "tracking" => Ok(PolicyKind::Tracking),
         "ra" => Ok(PolicyKind::RedAlert),
         "protocol0" => Ok(PolicyKind::Protocol0),
         _ => {
             let bad = || {
                 UsageError(format!(
-                    "--policy wants adaptive, ra, protocol0 or fixed:SP/LA (e.g. fixed:2/6), not '{value}'"
+                    "--policy wants adaptive, tracking, ra, protocol0 or fixed:SP/LA (e.g. fixed:2/6), not '{value}'"
                 ))
             };
             let timing = value.strip_prefix("fixed:").ok_or_else(bad)?;
@@ -640,6 +641,7 @@ pub fn parse_policy(value: &str) -> Result<PolicyKind, UsageError> {
 pub fn policy_name(policy: PolicyKind) -> String {
     match policy {
         PolicyKind::Adaptive => "adaptive".to_owned(),
+        PolicyKind::Tracking => "tracking".to_owned(),
         PolicyKind::Fixed(timing) => format!("fixed:{timing}"),
         PolicyKind::RedAlert => "ra".to_owned(),
         PolicyKind::Protocol0 => "protocol0".to_owned(),
