@@ -14,6 +14,7 @@ mod network;
 pub mod oracle;
 mod rng;
 pub mod soak;
+pub mod sweep;
 
 pub use cluster::{Cluster, SimHost};
 pub use faults::{Attack, Fault};

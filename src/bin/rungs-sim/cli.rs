@@ -75,6 +75,18 @@ pub enum Command {
     Run(Box<RunOptions>),
     Suite(SuiteOptions),
     Soak(SoakOptions),
+    SweepHelp,
+    Sweep(SweepOptions),
+}
+
+/// `rungs-sim sweep`: seeded random conditions, every policy on each.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SweepOptions {
+    pub count: u32,
+    pub frames: u32,
+    pub seed: u64,
+    pub jobs: usize,
+    pub json: bool,
 }
 
 /// The spec every run starts from before its flags apply.
@@ -123,6 +135,9 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
     }
     if args.first().map(String::as_str) == Some("soak") {
         return parse_soak(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some("sweep") {
+        return parse_sweep(&args[1..]);
     }
     let mut options = RunOptions {
         spec: default_spec(),
@@ -174,6 +189,38 @@ fn parse_suite(args: &[String]) -> Result<Command, UsageError> {
         }
     }
     Ok(Command::Suite(options))
+}
+
+fn parse_sweep(args: &[String]) -> Result<Command, UsageError> {
+    let mut options = SweepOptions {
+        count: 200,
+        frames: 1800,
+        seed: 1,
+        jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        json: false,
+    };
+    for (name, value) in flags(args, &["--json", "--help", "-h"])? {
+        let value = value.unwrap_or("");
+        match name {
+            "--help" | "-h" => return Ok(Command::SweepHelp),
+            "--json" => options.json = true,
+            "--count" => options.count = parse_number(name, value)?,
+            "--frames" => options.frames = parse_frames(value)?,
+            "--seed" => options.seed = parse_number(name, value)?,
+            "--jobs" => {
+                options.jobs = parse_number(name, value)?;
+                if options.jobs == 0 {
+                    return usage("--jobs must be at least 1");
+                }
+            }
+            _ => {
+                return usage(format!(
+                    "unknown sweep flag {name} (see rungs-sim sweep --help)"
+                ))
+            }
+        }
+    }
+    Ok(Command::Sweep(options))
 }
 
 fn parse_soak(args: &[String]) -> Result<Command, UsageError> {

@@ -17,6 +17,7 @@ mod soak;
 mod suite;
 mod summary;
 mod svg;
+mod sweep;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -163,6 +164,11 @@ fn main() -> ExitCode {
         Command::Soak(options) => soak::run(&options),
         Command::Run(options) => run_one(&options),
         Command::Suite(options) => suite::run(&options),
+        Command::SweepHelp => {
+            emit(sweep::HELP);
+            Status::Success
+        }
+        Command::Sweep(options) => sweep::run(&options),
     };
     status.into()
 }
