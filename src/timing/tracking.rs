@@ -16,6 +16,8 @@ use crate::report::Record;
 /// The policy looks at the record every this many frames (reports arrive
 /// every 128 frames after 64; 32 catches the first ones as they come).
 pub const TRACKING_PERIOD: u32 = 32;
+/// The look-ahead before any report (send period 1).
+pub const START_LOOK_AHEAD: u8 = 30;
 /// At most this many frames of stall margin.
 pub const MAX_STALL_MARGIN: u8 = 8;
 /// Evaluations without a reported stall before one frame of margin goes.
@@ -47,9 +49,12 @@ impl TrackingPolicy {
         }
     }
 
-    /// `2/6`, the adaptive ladder's start, until reports arrive.
+    /// `1/30` until the first reports arrive: a second of look-ahead at 30
+    /// fps covers the widest round trips players meet, so the opening frames
+    /// do not stall while nobody knows the network yet; few commands are
+    /// issued that early, and the first evaluation brings it down.
     pub fn start() -> Timing {
-        Timing::START
+        Timing::new(1, START_LOOK_AHEAD).unwrap_or(Timing::START)
     }
 
     pub fn target(&self) -> Timing {
