@@ -47,6 +47,8 @@ pub struct RunOptions {
     pub svg: Option<PathBuf>,
     /// The scenario the flags came from (`--scenario`), for titles.
     pub scenario: Option<String>,
+    /// `--policy oracle`: search the best fixed timing and show its game.
+    pub oracle: bool,
 }
 
 /// The whole suite: every scenario file for every policy.
@@ -144,6 +146,7 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
         json: false,
         svg: None,
         scenario: None,
+        oracle: false,
     };
     for (name, value) in flags(args, &["--json", "--help", "-h"])? {
         let value = value.unwrap_or("");
@@ -156,6 +159,7 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
                 apply_scenario(&mut options.spec, &path)?;
                 options.scenario = Some(scenario_name(&path));
             }
+            "--policy" if value == "oracle" => options.oracle = true,
             "--policy" => options.spec.policy = parse_policy(value)?,
             _ => apply_game_flag(&mut options.spec, name, value)?,
         }
