@@ -18,6 +18,7 @@
 use std::ffi::c_void;
 use std::net::SocketAddr;
 
+use super::args::timing_policy;
 use super::guard::{
     catch, free_object, hand_out, require, with_object, write_out, Guarded, Handle,
 };
@@ -109,8 +110,9 @@ pub struct rungs_lockstep_config {
     pub seat_count: u8,
     /// This machine's seat (a human seat).
     pub local_seat: u8,
-    /// Must be 0.
-    pub reserved: u8,
+    /// `RUNGS_POLICY_ADAPTIVE` (0) or `RUNGS_POLICY_TRACKING`; the same on
+    /// every machine of a game.
+    pub policy: u8,
     /// Bit `i` set: seat `i` is a human player (with a machine).
     pub human_seat_mask: u32,
     /// The game's session id and 128-bit key, the same on every machine (S8).
@@ -264,11 +266,7 @@ unsafe fn with_lockstep(
 /// # Safety
 /// `c.link_keys` is NULL or points to `c.link_key_count` readable entries.
 unsafe fn lockstep_config(c: &rungs_lockstep_config) -> crate::Result<LockstepConfig> {
-    if c.reserved != 0 {
-        return Err(Error::InvalidArgument(
-            "rungs_lockstep_new: config->reserved is not 0; expected 0",
-        ));
-    }
+    let policy = timing_policy(c.policy, "rungs_lockstep_new: config->policy")?;
     if c.key == [0; 16] {
         return Err(Error::InvalidArgument(
             "rungs_lockstep_new: config->key is all zero; expected the game's 16-byte secret key",
@@ -317,7 +315,10 @@ unsafe fn lockstep_config(c: &rungs_lockstep_config) -> crate::Result<LockstepCo
         link_keys.push((entry.seat, SessionKey(entry.key)));
     }
     Ok(LockstepConfig {
-        machine: MachineConfig::adaptive(c.speed_fps, human_seats, Some(c.local_seat)),
+        machine: MachineConfig {
+            policy,
+            ..MachineConfig::adaptive(c.speed_fps, human_seats, Some(c.local_seat))
+        },
         session_id: c.session_id,
         key: SessionKey(c.key),
         link_keys,
@@ -338,7 +339,7 @@ unsafe fn lockstep_config(c: &rungs_lockstep_config) -> crate::Result<LockstepCo
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config or out is NULL, or
 /// config->link_keys is NULL with a non-zero count; RUNGS_ERR_INVALID_ARGUMENT
-/// if config->struct_size is too small, reserved is not 0, key (or a link
+/// if config->struct_size is too small, policy is not a RUNGS_POLICY_*, key (or a link
 /// key) is all zero, speed_fps is 0, seat_count/human_seat_mask/local_seat
 /// do not make a game with this machine's seat human, a link key names no
 /// other human seat, or bind_address does not parse; RUNGS_ERR_IO if the
