@@ -89,9 +89,10 @@ static void test_setup_and_misuse(void) {
     c.speed_fps = 0;
     CHECK_EQ(rungs_lockstep_new(&c, 0, &ls), RUNGS_ERR_INVALID_ARGUMENT);
     c = config_for(&seen, 0);
-    c.reserved = 1;
+    c.policy = 2;
     CHECK_EQ(rungs_lockstep_new(&c, 0, &ls), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE("rungs_lockstep_new: config->reserved is 1; expected 0");
+    CHECK_MESSAGE("rungs_lockstep_new: config->policy is 2; expected RUNGS_POLICY_ADAPTIVE (0) or "
+                  "RUNGS_POLICY_TRACKING (1)");
     CHECK(ls == NULL);
 
     CHECK_EQ(rungs_lockstep_update(NULL, 0, &r), RUNGS_ERR_NULL_POINTER);

@@ -121,7 +121,7 @@ static void test_setup(void) {
     c.struct_size = 8;
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
     c = config_for(&seen, 0);
-    c.reserved = 7;
+    c.policy = 7;
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
     c = config_for(&seen, 2); /* AI seat */
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
@@ -492,9 +492,14 @@ static void test_refused_configurations(void) {
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_MESSAGE_HAS("config->network_report_event_id and config->latency_fudge_event_id are both 36");
     c = config_for(&seen, 0);
-    c.reserved = 1;
+    c.policy = 2;
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("config->reserved is 1; expected 0");
+    CHECK_MESSAGE_HAS("config->policy is 2; expected RUNGS_POLICY_ADAPTIVE (0) or RUNGS_POLICY_TRACKING (1)");
+    c = config_for(&seen, 0);
+    c.policy = RUNGS_POLICY_TRACKING;
+    CHECK_EQ(rungs_session_new(&c, &s), RUNGS_OK);
+    CHECK_EQ(rungs_session_free(s), RUNGS_OK);
+    s = NULL;
     c = config_for(&seen, 0);
     c.struct_size = 8;
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);

@@ -260,9 +260,9 @@ static void test_machine_config_validation(void) {
     CHECK_EQ(rungs_timing_machine_new(&c, &m), RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_MESSAGE_STARTS("rungs_timing_machine_new: config->local_seat is 3;");
     c = config_for(&o, 0);
-    c.reserved = 1;
+    c.policy = 2;
     CHECK_EQ(rungs_timing_machine_new(&c, &m), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE("rungs_timing_machine_new: config->reserved is 1; expected 0");
+    CHECK_MESSAGE("rungs_timing_machine_new: config->policy is 2; expected RUNGS_POLICY_ADAPTIVE (0) or RUNGS_POLICY_TRACKING (1)");
     CHECK(m == (rungs_timing_machine *)&o);
     CHECK_EQ(rungs_timing_machine_free(NULL), RUNGS_OK);
 }

@@ -43,6 +43,17 @@
 #endif
 
 /**
+ * Timing policy: rungs' adaptive ladder (S4), the default.
+ */
+#define RUNGS_POLICY_ADAPTIVE 0
+
+/**
+ * Timing policy: `tracking`, send period 1 and the look-ahead the reports
+ * need (`docs/tracking.md`). Every machine of a game must use the same.
+ */
+#define RUNGS_POLICY_TRACKING 1
+
+/**
  * Default `sample_window` of `rungs_clock_config`.
  */
 #define RUNGS_CLOCK_DEFAULT_SAMPLE_WINDOW 16
@@ -694,9 +705,10 @@ typedef struct rungs_lockstep_config {
      */
     uint8_t local_seat;
     /**
-     * Must be 0.
+     * `RUNGS_POLICY_ADAPTIVE` (0) or `RUNGS_POLICY_TRACKING`; the same on
+     * every machine of a game.
      */
-    uint8_t reserved;
+    uint8_t policy;
     /**
      * Bit `i` set: seat `i` is a human player (with a machine).
      */
@@ -1029,9 +1041,10 @@ typedef struct rungs_session_config {
      */
     uint8_t timing_fog_bias;
     /**
-     * Must be 0.
+     * `RUNGS_POLICY_ADAPTIVE` (0) or `RUNGS_POLICY_TRACKING`; the same on
+     * every machine of a game.
      */
-    uint8_t reserved;
+    uint8_t policy;
     struct rungs_session_callbacks callbacks;
 } rungs_session_config;
 
@@ -1085,9 +1098,10 @@ typedef struct rungs_timing_machine_config {
      */
     uint8_t local_seat;
     /**
-     * Must be 0.
+     * `RUNGS_POLICY_ADAPTIVE` (0) or `RUNGS_POLICY_TRACKING`; the same on
+     * every machine of a game.
      */
-    uint8_t reserved;
+    uint8_t policy;
     /**
      * Bit `i` set: seat `i` is a human player. At least one, and no bit at
      * or above `seat_count`.
@@ -1618,7 +1632,7 @@ RUNGS_API rungs_result RUNGS_CALL rungs_tier_name(uint8_t tier, const char **out
  * config->link_keys is NULL with a non-zero count, or (relay topology)
  * config->relay_address is NULL or config->relay_ticket is NULL with a
  * non-zero length; RUNGS_ERR_INVALID_ARGUMENT if config->struct_size is too
- * small, reserved is not 0, topology is neither RUNGS_TOPOLOGY_*, key (or a
+ * small, policy is not a RUNGS_POLICY_*, topology is neither RUNGS_TOPOLOGY_*, key (or a
  * link key; peer-to-peer) is all zero, speed_fps is 0,
  * seat_count/human_seat_mask/local_seat do not make a game with this
  * machine's seat human, a link key names no other human seat, bind_address
@@ -2127,7 +2141,7 @@ RUNGS_API rungs_result RUNGS_CALL rungs_last_error_message(char *buf, size_t cap
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `config` or `out` is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if `config->struct_size` is smaller than this
- * library's struct, `config->reserved` is not 0, `speed_fps` is 0, `seat_count`
+ * library's struct, `config->policy` is not a `RUNGS_POLICY_*`, `speed_fps` is 0, `seat_count`
  * is not 1–16, `human_seat_mask` is 0 or has bits at or above `seat_count`,
  * `local_seat` is not a human seat nor `RUNGS_NO_SEAT`, `report_layout` is
  * not a `RUNGS_REPORT_LAYOUT_*`, an event ID is above 255, two roles share
@@ -2394,7 +2408,7 @@ rungs_result RUNGS_CALL rungs_session_status(struct rungs_session *s,
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config or out is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if config->struct_size is smaller than
- * `sizeof(rungs_timing_machine_config)`, config->reserved is not 0,
+ * `sizeof(rungs_timing_machine_config)`, config->policy is not a RUNGS_POLICY_*,
  * config->speed_fps is 0, config->seat_count is not 1 to 16,
  * config->human_seat_mask is 0 or has a bit at or above seat_count, or
  * config->local_seat is neither a human seat nor `RUNGS_NO_SEAT`;

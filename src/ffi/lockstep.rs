@@ -21,7 +21,8 @@ use std::ffi::c_void;
 use std::net::SocketAddr;
 
 use super::args::{
-    in_range, read_config, require, reserved_zero, slice_in, write_optional, write_out, write_to,
+    in_range, read_config, require, reserved_zero, slice_in, timing_policy, write_optional,
+    write_out, write_to,
 };
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
 use super::result::rungs_result;
@@ -112,8 +113,9 @@ pub struct rungs_lockstep_config {
     pub seat_count: u8,
     /// This machine's seat (a human seat).
     pub local_seat: u8,
-    /// Must be 0.
-    pub reserved: u8,
+    /// `RUNGS_POLICY_ADAPTIVE` (0) or `RUNGS_POLICY_TRACKING`; the same on
+    /// every machine of a game.
+    pub policy: u8,
     /// Bit `i` set: seat `i` is a human player (with a machine).
     pub human_seat_mask: u32,
     /// The game's session id and 128-bit key, the same on every machine (S8).
@@ -294,7 +296,7 @@ unsafe fn lockstep_call(
 /// # Safety
 /// `c.link_keys` is NULL or points to `c.link_key_count` readable entries.
 unsafe fn lockstep_config(c: &rungs_lockstep_config) -> Result<LockstepConfig> {
-    reserved_zero(c.reserved, "config->reserved")?;
+    let policy = timing_policy(c.policy, "config->policy")?;
     let topology = match c.topology {
         RUNGS_TOPOLOGY_PEER_TO_PEER => Topology::PeerToPeer,
         // SAFETY: the config's relay pointers by the caller's contract.
@@ -339,7 +341,10 @@ unsafe fn lockstep_config(c: &rungs_lockstep_config) -> Result<LockstepConfig> {
         link_keys.push((entry.seat, SessionKey(entry.key)));
     }
     Ok(LockstepConfig {
-        machine: MachineConfig::adaptive(c.speed_fps, humans, Some(c.local_seat)),
+        machine: MachineConfig {
+            policy,
+            ..MachineConfig::adaptive(c.speed_fps, humans, Some(c.local_seat))
+        },
         session_id: c.session_id,
         key: SessionKey(c.key),
         link_keys,
@@ -410,7 +415,7 @@ unsafe fn relay_settings(c: &rungs_lockstep_config) -> Result<RelaySettings> {
 /// config->link_keys is NULL with a non-zero count, or (relay topology)
 /// config->relay_address is NULL or config->relay_ticket is NULL with a
 /// non-zero length; RUNGS_ERR_INVALID_ARGUMENT if config->struct_size is too
-/// small, reserved is not 0, topology is neither RUNGS_TOPOLOGY_*, key (or a
+/// small, policy is not a RUNGS_POLICY_*, topology is neither RUNGS_TOPOLOGY_*, key (or a
 /// link key; peer-to-peer) is all zero, speed_fps is 0,
 /// seat_count/human_seat_mask/local_seat do not make a game with this
 /// machine's seat human, a link key names no other human seat, bind_address

@@ -5,7 +5,7 @@
 use std::ffi::c_void;
 
 use super::args::{
-    flag, in_range, read_config, require, reserved_zero, slice_in, write_optional, write_out,
+    flag, in_range, read_config, require, slice_in, timing_policy, write_optional, write_out,
     write_to,
 };
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
@@ -86,8 +86,9 @@ pub struct rungs_session_config {
     /// `RUNGS_TS_FOG_BIAS` (10) for an engine keeping vanilla TS's fog-of-war
     /// quirk while fog is on, else 0 (`docs/payloads.md`).
     pub timing_fog_bias: u8,
-    /// Must be 0.
-    pub reserved: u8,
+    /// `RUNGS_POLICY_ADAPTIVE` (0) or `RUNGS_POLICY_TRACKING`; the same on
+    /// every machine of a game.
+    pub policy: u8,
     pub callbacks: rungs_session_callbacks,
 }
 
@@ -183,9 +184,9 @@ fn event_id_field(role: EventRole) -> &'static str {
 
 /// Convert the C configuration, refusing with a message naming the field
 /// whatever `EngineSession::new` would refuse and what only C can get wrong
-/// (the reserved byte, IDs above 255, enum values, the required callbacks).
+/// (the policy, IDs above 255, enum values, the required callbacks).
 fn session_config(c: &rungs_session_config) -> Result<SessionConfig> {
-    reserved_zero(c.reserved, "config->reserved")?;
+    let policy = timing_policy(c.policy, "config->policy")?;
     let speed_fps = in_range(c.speed_fps, 1, 255, "config->speed_fps")?;
     let human_seats = human_seats(c.seat_count, c.human_seat_mask)?;
     let local_seat = local_seat(c.local_seat, &human_seats, true)?;
@@ -243,7 +244,10 @@ fn session_config(c: &rungs_session_config) -> Result<SessionConfig> {
         )));
     }
     Ok(SessionConfig {
-        machine: MachineConfig::adaptive(speed_fps, human_seats, local_seat),
+        machine: MachineConfig {
+            policy,
+            ..MachineConfig::adaptive(speed_fps, human_seats, local_seat)
+        },
         ids,
         timing_layout: TimingLayout::TiberianSun {
             fog_bias: c.timing_fog_bias,
@@ -261,7 +265,7 @@ fn session_config(c: &rungs_session_config) -> Result<SessionConfig> {
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `config` or `out` is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if `config->struct_size` is smaller than this
-/// library's struct, `config->reserved` is not 0, `speed_fps` is 0, `seat_count`
+/// library's struct, `config->policy` is not a `RUNGS_POLICY_*`, `speed_fps` is 0, `seat_count`
 /// is not 1–16, `human_seat_mask` is 0 or has bits at or above `seat_count`,
 /// `local_seat` is not a human seat nor `RUNGS_NO_SEAT`, `report_layout` is
 /// not a `RUNGS_REPORT_LAYOUT_*`, an event ID is above 255, two roles share

@@ -4,7 +4,7 @@
 use std::ffi::c_void;
 
 use super::args::{
-    in_range, read_config, read_in, require, reserved_zero, write_optional, write_out, write_to,
+    in_range, read_config, read_in, require, timing_policy, write_optional, write_out, write_to,
 };
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
 use super::result::rungs_result;
@@ -47,8 +47,9 @@ pub struct rungs_timing_machine_config {
     pub seat_count: u8,
     /// This machine's seat (a human seat), or `RUNGS_NO_SEAT` for an observer.
     pub local_seat: u8,
-    /// Must be 0.
-    pub reserved: u8,
+    /// `RUNGS_POLICY_ADAPTIVE` (0) or `RUNGS_POLICY_TRACKING`; the same on
+    /// every machine of a game.
+    pub policy: u8,
     /// Bit `i` set: seat `i` is a human player. At least one, and no bit at
     /// or above `seat_count`.
     pub human_seat_mask: u32,
@@ -214,18 +215,21 @@ unsafe fn machine_call(
 }
 
 fn machine_config(config: &rungs_timing_machine_config) -> crate::Result<MachineConfig> {
-    reserved_zero(config.reserved, "config->reserved")?;
+    let policy = timing_policy(config.policy, "config->policy")?;
     let speed_fps = in_range(config.speed_fps, 1, 255, "config->speed_fps")?;
     let human_seats = human_seats(config.seat_count, config.human_seat_mask)?;
     let local_seat = local_seat(config.local_seat, &human_seats, true)?;
-    Ok(MachineConfig::adaptive(speed_fps, human_seats, local_seat))
+    Ok(MachineConfig {
+        policy,
+        ..MachineConfig::adaptive(speed_fps, human_seats, local_seat)
+    })
 }
 
 /// Make a timing machine for the eve of frame 0. `*out` is written only on success.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config or out is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if config->struct_size is smaller than
-/// `sizeof(rungs_timing_machine_config)`, config->reserved is not 0,
+/// `sizeof(rungs_timing_machine_config)`, config->policy is not a RUNGS_POLICY_*,
 /// config->speed_fps is 0, config->seat_count is not 1 to 16,
 /// config->human_seat_mask is 0 or has a bit at or above seat_count, or
 /// config->local_seat is neither a human seat nor `RUNGS_NO_SEAT`;

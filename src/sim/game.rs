@@ -17,10 +17,17 @@
 //!   has work to do.
 //! - **Commands.** Each player issues commands at random, two per second on
 //!   average (about 120 actions a minute); a command's latency is from its
-//!   issue to its execution on the issuing machine.
-//! - **Physical floor.** For each command, the worst one-way delay from the
-//!   issuer to any other player at issue time (base delay plus mean jitter)
-//!   plus one frame: no lockstep game can execute it sooner on every machine.
+//!   issue to its execution on the last machine that runs it (the issuer
+//!   may run it sooner when its peers' turns arrived early, but the game has
+//!   not acted on it until every machine has).
+//! - **Physical floor.** For each command, the larger of two waits no timing
+//!   can avoid: the base one-way delay (jitter only adds to it) from the
+//!   issuer to the farthest other player at issue time, since every machine
+//!   must hold the command before the frame that executes it; and the wait
+//!   from the issue to the issuer's first frame that starts at or after it,
+//!   since commands execute only on frames. It is a lower bound of the
+//!   measured latency on every run, whatever the timing
+//!   (`tests/latency_floor.rs` checks it).
 //! - **Stalls.** A frame stalls when it is due but a peer's turn has not
 //!   arrived. Reported for the worst machine: stalled frames and total ms.
 //! - **Desyncs.** Every machine hashes the commands it executed; the hash is
@@ -163,6 +170,22 @@ impl GameSpec {
         Self::per_player(&self.proc_us, player).unwrap_or(0)
     }
 
+    /// The least time a datagram from `a` can take to reach `b` when it may
+    /// leave at game time `at_us` or later, µs: the base delay then, or the
+    /// wait for a spike's end plus the delay after it, whichever is less.
+    /// (Jitter only adds.)
+    pub fn earliest_delivery_us(&self, a: u8, b: u8, at_us: u64) -> u64 {
+        let mut best = self.one_way_us(a, b, at_us / 1000);
+        for spike in &self.spikes {
+            let end_us = (spike.start_ms + spike.duration_ms) * 1000;
+            if end_us > at_us {
+                let later = end_us - at_us + self.one_way_us(a, b, end_us / 1000);
+                best = best.min(later);
+            }
+        }
+        best
+    }
+
     /// One-way base delay between two players at game time `at_ms`, µs.
     pub fn one_way_us(&self, a: u8, b: u8, at_ms: u64) -> u64 {
         let rtt = |p: u8| u64::from(self.rtt_of(p));
@@ -223,6 +246,9 @@ pub struct GameReport {
     pub latency_max_ms: f64,
     /// Mean physical floor, ms.
     pub floor_mean_ms: f64,
+    /// Commands whose latency was below their floor: 0 unless the floor is
+    /// wrong (`tests/latency_floor.rs`).
+    pub commands_below_floor: u64,
     /// The worst machine's stalled frames and total stall time.
     pub stall_frames: u64,
     pub stall_ms: f64,
@@ -316,6 +342,54 @@ struct Machine {
     removed_seen: [bool; MAX_SEATS],
     max_held_bytes: usize,
     commands_refused: u64,
+    /// Own commands before this index have seen a frame start since their issue.
+    unframed: usize,
+}
+
+/// One issued command, for the latency and the floor.
+#[derive(Debug, Clone, Copy)]
+struct Issued {
+    /// Issue time, global µs.
+    at_us: u64,
+    /// The first frame start at or after the issue on the issuer, global µs.
+    first_frame_us: Option<u64>,
+    /// When the last machine executed it so far, global µs.
+    last_execution_us: u64,
+    /// Bit per seat that executed it.
+    executed_by: u32,
+}
+
+/// Per command the issuer executed: (latency, floor, issue time), ms. The
+/// latency runs from the issue to its execution on the last machine that
+/// executed it: a lockstep command has taken effect in the game once every
+/// machine has run it. The floor is the larger of the wait for the issuer's
+/// next frame and the earliest the command could reach each machine that
+/// executed it.
+fn command_latencies(spec: &GameSpec, issued: &[Vec<Issued>]) -> Vec<(f64, f64, f64)> {
+    let mut latencies = Vec::new();
+    for (seat, commands) in issued.iter().enumerate() {
+        let seat = seat as u8;
+        for command in commands {
+            if command.executed_by & (1 << seat) == 0 {
+                continue;
+            }
+            let at_us = command.at_us - GAME_START_US;
+            let network_us = (0..spec.players)
+                .filter(|p| *p != seat && command.executed_by & (1 << p) != 0)
+                .map(|p| spec.earliest_delivery_us(seat, p, at_us))
+                .max()
+                .unwrap_or(0);
+            let frame_wait_us = command.first_frame_us.map_or(0, |f| f - command.at_us);
+            let floor_us = network_us.max(frame_wait_us);
+            latencies.push((
+                (command.last_execution_us - command.at_us) as f64 / 1000.0,
+                floor_us as f64 / 1000.0,
+                at_us as f64 / 1000.0,
+            ));
+        }
+    }
+    latencies.sort_by(|a, b| a.2.total_cmp(&b.2));
+    latencies
 }
 
 impl Machine {
@@ -367,7 +441,6 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
     let mut rng = SplitMix64::new(spec.seed);
     let mut net = NetSim::new(rng.next_u64(), Conditions::PERFECT);
     let address = |p: u8| SocketAddr::from(([10, 0, 0, p + 1], 4000));
-    let mean_jitter_us = u64::from(spec.jitter_ms) * 1000 / 2;
     // Path conditions, with every change at the spikes' edges.
     let mut change_points: Vec<u64> = vec![0];
     for spike in &spec.spikes {
@@ -485,6 +558,7 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
             dropped: [false; MAX_SEATS],
             next_expected: [0; MAX_SEATS],
             out_of_order: false,
+            unframed: 0,
             modified: all_faults
                 .iter()
                 .any(|f| f.seat() == seat && matches!(f, Fault::Attack { .. })),
@@ -505,10 +579,8 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
         machines.push(machine);
     }
 
-    // Per seat, per command id: issue time (global µs) and physical floor (ms).
-    let mut issued: Vec<Vec<(u64, f64)>> = vec![Vec::new(); usize::from(players)];
-    // Per executed own command: (latency ms, floor ms, issue ms).
-    let mut latencies: Vec<(f64, f64, f64)> = Vec::new();
+    // Per seat, per command id: issue time and what the floor needs.
+    let mut issued: Vec<Vec<Issued>> = vec![Vec::new(); usize::from(players)];
     // Commands stop some frames before the end so that all of them execute.
     let last_issue_frame = spec.frames.saturating_sub(300);
     let mut packets = 0u64;
@@ -577,14 +649,12 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
                     m.commands_refused += 1;
                 }
                 if submitted.is_ok() {
-                    let at_ms = (now.saturating_sub(GAME_START_US)) / 1000;
-                    let worst = (0..players)
-                        .filter(|p| *p != m.seat)
-                        .map(|p| spec.one_way_us(m.seat, p, at_ms) + mean_jitter_us)
-                        .max()
-                        .unwrap_or(0);
-                    let floor_ms = (worst + frame_us) as f64 / 1000.0;
-                    issued[usize::from(m.seat)].push((now, floor_ms));
+                    issued[usize::from(m.seat)].push(Issued {
+                        at_us: now,
+                        first_frame_us: None,
+                        last_execution_us: 0,
+                        executed_by: 0,
+                    });
                     m.commands += 1;
                     m.dirty = true;
                 }
@@ -613,6 +683,14 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
                         let work = u64::from(spec.proc_of(m.seat));
                         m.session.measurements().add_frame_work_us(work);
                         m.busy_until_us = now + work;
+                        let own = &mut issued[usize::from(m.seat)];
+                        while let Some(pending) = own.get_mut(m.unframed) {
+                            if pending.at_us > now {
+                                break;
+                            }
+                            pending.first_frame_us = Some(now);
+                            m.unframed += 1;
+                        }
                         for command in m.session.executed() {
                             m.log_hash = fnv(m.log_hash, &frame.to_le_bytes());
                             m.log_hash = fnv(m.log_hash, &command.bytes);
@@ -636,12 +714,12 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
                                 m.out_of_order = true;
                             }
                             m.next_expected[from] = id.wrapping_add(1);
-                            if command.seat == m.seat {
-                                if let Some((at, floor)) = issued[from].get(id as usize) {
-                                    let latency = (now - at) as f64 / 1000.0;
-                                    let issue_ms = (at - GAME_START_US) as f64 / 1000.0;
-                                    latencies.push((latency, *floor, issue_ms));
-                                }
+                            let judged = !m.modified && !m.restarted;
+                            if let Some(issue) =
+                                issued[from].get_mut(id as usize).filter(|_| judged)
+                            {
+                                issue.last_execution_us = issue.last_execution_us.max(now);
+                                issue.executed_by |= 1 << m.seat;
                             }
                         }
                         if spec
@@ -674,7 +752,12 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
                                         command[0] = m.seat;
                                         command[1..5].copy_from_slice(&m.commands.to_le_bytes());
                                         if m.session.submit_command(&command).is_ok() {
-                                            issued[usize::from(m.seat)].push((now, 0.0));
+                                            issued[usize::from(m.seat)].push(Issued {
+                                                at_us: now,
+                                                first_frame_us: None,
+                                                last_execution_us: 0,
+                                                executed_by: 0,
+                                            });
                                             m.commands += 1;
                                         } else {
                                             m.commands_refused += 1;
@@ -844,15 +927,7 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
         }
         now = next.max(now + 1);
     }
-    finish(
-        spec,
-        machines,
-        &issued,
-        latencies,
-        packets,
-        bytes,
-        last_frame_time,
-    )
+    finish(spec, machines, &issued, packets, bytes, last_frame_time)
 }
 
 pub(super) fn next_gap(rng: &mut SplitMix64, per_minute: u32) -> u64 {
@@ -867,8 +942,7 @@ pub(super) fn next_gap(rng: &mut SplitMix64, per_minute: u32) -> u64 {
 fn finish(
     spec: &GameSpec,
     machines: Vec<Machine>,
-    issued: &[Vec<(u64, f64)>],
-    mut latencies: Vec<(f64, f64, f64)>,
+    issued: &[Vec<Issued>],
     packets: u64,
     bytes: u64,
     duration_ms: f64,
@@ -877,6 +951,7 @@ fn finish(
         .iter()
         .filter(|m| !m.crashed && !m.restarted && !m.session.has_left() && !m.modified)
         .collect();
+    let mut latencies = command_latencies(spec, issued);
     let honest: Vec<&Machine> = machines
         .iter()
         .filter(|m| !m.modified && !m.restarted)
@@ -918,6 +993,7 @@ fn finish(
         latency_p95_ms: percentile(95),
         latency_max_ms: latencies.last().map_or(0.0, |l| l.0),
         floor_mean_ms,
+        commands_below_floor: latencies.iter().filter(|l| l.0 < l.1).count() as u64,
         stall_frames: machines.iter().map(|m| m.stalled_frames).max().unwrap_or(0),
         stall_ms: worst.stall_us as f64 / 1000.0,
         desyncs: machines

@@ -11,13 +11,16 @@ mod cluster;
 pub mod faults;
 pub mod game;
 mod network;
+pub mod oracle;
 pub mod relay_game;
 mod rng;
 pub mod soak;
+pub mod sweep;
 
 pub use cluster::{Cluster, SimHost};
 pub use faults::{Attack, Fault};
 pub use game::{run_game, Departure, GameReport, GameSpec, OutageSpec, Spike};
 pub use network::{Conditions, Delivery, NetSim, NetStats, Outage};
+pub use oracle::{find_oracle, stalls_within_oracle_bound, Oracle};
 pub use relay_game::{run_relay_game, RelayPlacement};
 pub use rng::SplitMix64;

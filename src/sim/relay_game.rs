@@ -359,6 +359,7 @@ fn report(
         latency_p95_ms: p95,
         latency_max_ms: latencies.last().map_or(0.0, |l| l.0),
         floor_mean_ms,
+        commands_below_floor: latencies.iter().filter(|l| l.0 < l.1).count() as u64,
         stall_frames: worst.session.stats().stalled_frames,
         stall_ms: worst.session.stats().stall_us as f64 / 1000.0,
         desyncs: machines

@@ -34,6 +34,7 @@ use super::queue::{CommandQueue, Queued};
 use super::readiness::{answer, SendHistory};
 use super::schedule::{Applied, Changed, Schedule};
 use super::seats::Seats;
+use super::tracking::TrackingPolicy;
 use super::TimingEvent;
 use crate::error::{Error, Result};
 use crate::report::record::Effect;
@@ -84,6 +85,7 @@ enum Policy {
     Fixed { timing: Timing, rate: u8 },
     RedAlert(RedAlertPolicy),
     Protocol0(Protocol0Policy),
+    Tracking(TrackingPolicy),
 }
 
 impl Policy {
@@ -96,6 +98,7 @@ impl Policy {
             },
             PolicyKind::RedAlert => Policy::RedAlert(RedAlertPolicy::new(speed_fps)),
             PolicyKind::Protocol0 => Policy::Protocol0(Protocol0Policy::new(speed_fps)),
+            PolicyKind::Tracking => Policy::Tracking(TrackingPolicy::new(speed_fps)),
         }
     }
 
@@ -106,6 +109,7 @@ impl Policy {
             Policy::Fixed { timing, .. } => *timing,
             Policy::RedAlert(_) => RedAlertPolicy::start(),
             Policy::Protocol0(_) => Protocol0Policy::start(),
+            Policy::Tracking(_) => TrackingPolicy::start(),
         }
     }
 
@@ -115,6 +119,7 @@ impl Policy {
             Policy::Fixed { .. } => (Verdict::NoEvaluation, None),
             Policy::RedAlert(p) => (Verdict::NoEvaluation, p.evaluate(record, frame)),
             Policy::Protocol0(p) => (Verdict::NoEvaluation, p.evaluate(record, frame)),
+            Policy::Tracking(p) => (Verdict::NoEvaluation, p.evaluate(record, frame)),
         }
     }
 
@@ -124,6 +129,7 @@ impl Policy {
             Policy::Fixed { timing, rate } => (*timing, *rate),
             Policy::RedAlert(p) => (p.target(), p.rate()),
             Policy::Protocol0(p) => (p.target(), p.rate()),
+            Policy::Tracking(p) => (p.target(), p.rate()),
         }
     }
 
@@ -145,6 +151,7 @@ impl Policy {
         match self {
             Policy::Adaptive(p) => p.set_speed_fps(speed_fps),
             Policy::RedAlert(p) => p.set_speed_fps(speed_fps),
+            Policy::Tracking(p) => p.set_speed_fps(speed_fps),
             Policy::Fixed { .. } | Policy::Protocol0(_) => {}
         }
     }

@@ -13,6 +13,7 @@ pub mod readiness;
 pub mod replay;
 pub mod schedule;
 pub mod seats;
+pub mod tracking;
 
 pub use baselines::PolicyKind;
 pub use event::TimingEvent;

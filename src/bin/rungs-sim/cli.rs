@@ -47,6 +47,8 @@ pub struct RunOptions {
     pub svg: Option<PathBuf>,
     /// The scenario the flags came from (`--scenario`), for titles.
     pub scenario: Option<String>,
+    /// `--policy oracle`: search the best fixed timing and show its game.
+    pub oracle: bool,
     /// `--topology relay`: play through a relay placed so; `None`: peer-to-peer.
     pub relay: Option<RelayPlacement>,
 }
@@ -77,6 +79,18 @@ pub enum Command {
     Run(Box<RunOptions>),
     Suite(SuiteOptions),
     Soak(SoakOptions),
+    SweepHelp,
+    Sweep(SweepOptions),
+}
+
+/// `rungs-sim sweep`: seeded random conditions, every policy on each.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SweepOptions {
+    pub count: u32,
+    pub frames: u32,
+    pub seed: u64,
+    pub jobs: usize,
+    pub json: bool,
 }
 
 /// The spec every run starts from before its flags apply.
@@ -126,11 +140,15 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
     if args.first().map(String::as_str) == Some("soak") {
         return parse_soak(&args[1..]);
     }
+    if args.first().map(String::as_str) == Some("sweep") {
+        return parse_sweep(&args[1..]);
+    }
     let mut options = RunOptions {
         spec: default_spec(),
         json: false,
         svg: None,
         scenario: None,
+        oracle: false,
         relay: None,
     };
     let mut relay_ms: Option<Vec<u32>> = None;
@@ -153,6 +171,7 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
                 apply_scenario(&mut options.spec, &path)?;
                 options.scenario = Some(scenario_name(&path));
             }
+            "--policy" if value == "oracle" => options.oracle = true,
             "--policy" => options.spec.policy = parse_policy(value)?,
             _ => apply_game_flag(&mut options.spec, name, value)?,
         }
@@ -191,6 +210,38 @@ fn parse_suite(args: &[String]) -> Result<Command, UsageError> {
         }
     }
     Ok(Command::Suite(options))
+}
+
+fn parse_sweep(args: &[String]) -> Result<Command, UsageError> {
+    let mut options = SweepOptions {
+        count: 200,
+        frames: 1800,
+        seed: 1,
+        jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        json: false,
+    };
+    for (name, value) in flags(args, &["--json", "--help", "-h"])? {
+        let value = value.unwrap_or("");
+        match name {
+            "--help" | "-h" => return Ok(Command::SweepHelp),
+            "--json" => options.json = true,
+            "--count" => options.count = parse_number(name, value)?,
+            "--frames" => options.frames = parse_frames(value)?,
+            "--seed" => options.seed = parse_number(name, value)?,
+            "--jobs" => {
+                options.jobs = parse_number(name, value)?;
+                if options.jobs == 0 {
+                    return usage("--jobs must be at least 1");
+                }
+            }
+            _ => {
+                return usage(format!(
+                    "unknown sweep flag {name} (see rungs-sim sweep --help)"
+                ))
+            }
+        }
+    }
+    Ok(Command::Sweep(options))
 }
 
 fn parse_soak(args: &[String]) -> Result<Command, UsageError> {
@@ -634,12 +685,13 @@ fn parse_divergence(value: &str) -> Result<(u8, u32), UsageError> {
 pub fn parse_policy(value: &str) -> Result<PolicyKind, UsageError> {
     match value {
         "adaptive" => Ok(PolicyKind::Adaptive),
+        "tracking" => Ok(PolicyKind::Tracking),
         "ra" => Ok(PolicyKind::RedAlert),
         "protocol0" => Ok(PolicyKind::Protocol0),
         _ => {
             let bad = || {
                 UsageError(format!(
-                    "--policy wants adaptive, ra, protocol0 or fixed:SP/LA (e.g. fixed:2/6), not '{value}'"
+                    "--policy wants adaptive, tracking, ra, protocol0 or fixed:SP/LA (e.g. fixed:2/6), not '{value}'"
                 ))
             };
             let timing = value.strip_prefix("fixed:").ok_or_else(bad)?;
@@ -657,6 +709,7 @@ pub fn parse_policy(value: &str) -> Result<PolicyKind, UsageError> {
 pub fn policy_name(policy: PolicyKind) -> String {
     match policy {
         PolicyKind::Adaptive => "adaptive".to_owned(),
+        PolicyKind::Tracking => "tracking".to_owned(),
         PolicyKind::Fixed(timing) => format!("fixed:{timing}"),
         PolicyKind::RedAlert => "ra".to_owned(),
         PolicyKind::Protocol0 => "protocol0".to_owned(),

@@ -17,6 +17,7 @@ mod soak;
 mod suite;
 mod summary;
 mod svg;
+mod sweep;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -49,6 +50,7 @@ USAGE
   rungs-sim [FLAGS]                 run one game and print a summary
   rungs-sim [FLAGS] --json          ... print one JSON object instead
   rungs-sim suite [SUITE FLAGS]     every scenario for every policy (suite --help)
+  rungs-sim sweep [SWEEP FLAGS]     every policy on random conditions (sweep --help)
   rungs-sim soak [SOAK FLAGS]       many seeded games under every fault (soak --help)
 
 GAME FLAGS (default in brackets)
@@ -103,9 +105,14 @@ FAULTS (repeatable; FRAME is the frame after which it happens)
 POLICY AND OUTPUT
   --policy P              adaptive   rungs' ladder (S4) [default]
                           ra         Red Alert: send period 3, look-ahead from the
-                                     worst round trip every 128 frames
-                          protocol0  CnCNet's Tiberian Sun spawner: 2/6, 3/12,
-                                     4/16 by the worst round trip, rising only
+                                     averaged round trip every 128 frames
+                          protocol0  CnCNet's spawner: 2/12, then levels 1/4 ...
+                                     9/36 by the averaged round trip, rising only
+                          tracking   send period 1, the look-ahead the reported
+                                     round trips and frame work need, a margin
+                                     earned by reported waits (docs/tracking.md)
+                          oracle     the best fixed timing in hindsight: played
+                                     over the candidates (src/sim/oracle.rs)
                           fixed:SP/LA  one timing for the whole game, e.g.
                                      fixed:2/6 (must satisfy S1: LA a multiple
                                      of SP, SP 1 to 10, SP <= LA <= 250)
@@ -123,9 +130,9 @@ POLICY AND OUTPUT
   --help, -h              this text
 
 MEASURES (defined in src/sim/game.rs)
-  latency   a command's issue to its execution on the issuing machine
-  floor     per command, the worst one-way delay from the issuer to any
-            player at issue time (base + mean jitter) plus one frame
+  latency   a command's issue to its execution on the last machine
+  floor     per command, the larger of the earliest it can reach every
+            machine that ran it and the wait for the issuer's next frame
   stalls    frames that were due while a peer's turn had not arrived, on the
             worst machine, and the total time they waited
 
@@ -170,6 +177,11 @@ fn main() -> ExitCode {
         Command::Soak(options) => soak::run(&options),
         Command::Run(options) => run_one(&options),
         Command::Suite(options) => suite::run(&options),
+        Command::SweepHelp => {
+            emit(sweep::HELP);
+            Status::Success
+        }
+        Command::Sweep(options) => sweep::run(&options),
     };
     status.into()
 }
@@ -213,14 +225,31 @@ pub fn write_svg(
 fn run_one(options: &RunOptions) -> Status {
     let scenario = options.scenario.as_deref();
     let started = Instant::now();
-    let result = match &options.relay {
-        Some(placement) => run_relay_game(&options.spec, placement),
-        None => run_game(&options.spec),
+    let mut options = options.clone();
+    let played = if let Some(placement) = &options.relay {
+        if !options.json {
+            emit_line(
+                "topology   relay (src/sim/relay_game.rs: no timing ladder, clocks or faults)",
+            );
+        }
+        run_relay_game(&options.spec, placement)
+    } else if options.oracle {
+        rungs::sim::find_oracle(&options.spec).and_then(|found| {
+            let found = found.ok_or(rungs::Error::State(
+                "no fixed timing keeps stalls at or below 0.5 % (no oracle)",
+            ))?;
+            eprintln!(
+                "rungs-sim: oracle fixed:{} found in {} games",
+                found.timing, found.games_played
+            );
+            options.spec.policy = rungs::timing::PolicyKind::Fixed(found.timing);
+            Ok(found.report)
+        })
+    } else {
+        run_game(&options.spec)
     };
-    if options.relay.is_some() && !options.json {
-        emit_line("topology   relay (src/sim/relay_game.rs: no timing ladder, clocks or faults)");
-    }
-    let report = match result {
+    let options = &options;
+    let report = match played {
         Ok(report) => report,
         Err(error) => {
             eprintln!("rungs-sim: the game failed: {error}");

@@ -414,6 +414,7 @@ mod tests {
             latency_p95_ms: latency_mean_ms,
             latency_max_ms: latency_mean_ms,
             floor_mean_ms: 50.0,
+            commands_below_floor: 0,
             stall_frames,
             stall_ms: stall_frames as f64 * 10.0,
             desyncs: 0,

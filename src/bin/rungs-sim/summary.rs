@@ -40,13 +40,13 @@ pub fn render(
     let _ = writeln!(w, "  network    {}", describe_conditions(spec));
     let _ = writeln!(
         w,
-        "  latency    mean {:.1} ms, p95 {:.1} ms, max {:.1} ms (issue to execution on the issuer)",
+        "  latency    mean {:.1} ms, p95 {:.1} ms, max {:.1} ms (issue to execution on every machine)",
         report.latency_mean_ms, report.latency_p95_ms, report.latency_max_ms
     );
     let ratio = ratio_to_floor(report).map_or("n/a".to_owned(), |r| format!("{r:.2}"));
     let _ = writeln!(
         w,
-        "  floor      mean {:.1} ms (worst one-way delay + one frame); latency / floor {ratio}",
+        "  floor      mean {:.1} ms (earliest arrival everywhere, on a frame); latency / floor {ratio}",
         report.floor_mean_ms
     );
     let _ = writeln!(
