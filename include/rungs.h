@@ -129,6 +129,35 @@
 #define RUNGS_LOCKSTEP_LEFT 3
 
 /**
+ * `rungs_lockstep_config.topology`: a link to every other human seat
+ * (`rungs_lockstep_add_peer`), turns and timing agreed between machines.
+ */
+#define RUNGS_TOPOLOGY_PEER_TO_PEER 0
+
+/**
+ * `rungs_lockstep_config.topology`: one link to a relay (S10) that gives
+ * every command its frame and owns the clock; a frame is one relay tick,
+ * so the relay's tick rate is the game's frame rate. Same callbacks,
+ * checksums, status, stats and update loop; no peers to add. The relay
+ * link shows in `link_event` as seat `RUNGS_RELAY_SEAT`.
+ */
+#define RUNGS_TOPOLOGY_RELAY 1
+
+/**
+ * The seat number of the relay in `link_event` (relay topology): LOST when
+ * the link to the relay is lost (rungs reconnects by itself and resends
+ * what the relay has not confirmed), RECOVERED when it is back, RESTARTED
+ * when the relay could not resume where this machine stopped (reload the
+ * game and run again from frame 0).
+ */
+#define RUNGS_RELAY_SEAT 255
+
+/**
+ * Default `relay_jitter_ticks`.
+ */
+#define RUNGS_RELAY_DEFAULT_JITTER_TICKS 2
+
+/**
  * Bytes of a TIMING payload in the Tiberian Sun layout.
  */
 #define RUNGS_TIMING_PAYLOAD_LEN 5
@@ -165,6 +194,16 @@
  * NETWORK_REPORT layout: 9 bytes, version 1, process time in µs.
  */
 #define RUNGS_REPORT_LAYOUT_EXTENDED 1
+
+/**
+ * Bytes of a relay ticket.
+ */
+#define RUNGS_RELAY_TICKET_BYTES 42
+
+/**
+ * Bytes of a lobby secret and of a ticket's link secret.
+ */
+#define RUNGS_RELAY_SECRET_BYTES 16
 
 /**
  * No event ID for an optional role (LATENCYFUDGE).
@@ -701,6 +740,39 @@ typedef struct rungs_lockstep_config {
      * (milliseconds modulo 2^32), which is what a restarted program needs.
      */
     uint32_t epoch;
+    /**
+     * `RUNGS_TOPOLOGY_PEER_TO_PEER` or `RUNGS_TOPOLOGY_RELAY`. In the relay
+     * topology `session_id`, `key`, `link_keys` and `epoch` are unused
+     * (`key` may be all zero), and the fields below say how to reach the
+     * relay, as the lobby handed them out (`rungs_relay_ticket_issue`,
+     * `rungs_relay_credentials_parse`).
+     */
+    uint32_t topology;
+    /**
+     * Relay: the relay's address, `"ip:port"`.
+     */
+    const char *relay_address;
+    /**
+     * Relay: the ticket, `relay_ticket_len` (`RUNGS_RELAY_TICKET_BYTES`)
+     * bytes, for `local_seat`.
+     */
+    const uint8_t *relay_ticket;
+    size_t relay_ticket_len;
+    /**
+     * Relay: the ticket's link secret.
+     */
+    uint8_t relay_link_secret[16];
+    /**
+     * Relay: every frame below it already ran on this machine (a restarted
+     * program that kept its game state); 0 for a fresh start.
+     */
+    uint32_t relay_have_horizon;
+    /**
+     * Relay: how many ticks behind the relay's clock frames run, beyond the
+     * bundle interval: one-way delay and jitter up to that much cost no
+     * stall (`RUNGS_RELAY_DEFAULT_JITTER_TICKS`: 67 ms at 30 ticks/s).
+     */
+    uint32_t relay_jitter_ticks;
 } rungs_lockstep_config;
 
 /**
@@ -1551,16 +1623,23 @@ RUNGS_API rungs_result RUNGS_CALL rungs_tier_name(uint8_t tier, const char **out
 /**
  * Make a lockstep game on this machine, its socket bound to
  * `bind_address`, for the eve of frame 0 at time `now_us` (your clock, µs).
- * Add every other human seat with `rungs_lockstep_add_peer` before the
- * first `rungs_lockstep_update`.
+ * Peer-to-peer, add every other human seat with `rungs_lockstep_add_peer`
+ * before the first `rungs_lockstep_update`; in the relay topology there is
+ * nothing to add: the session says Hello to the relay and runs frame 0 when
+ * the match starts.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config or out is NULL, or
- * config->link_keys is NULL with a non-zero count; RUNGS_ERR_INVALID_ARGUMENT
- * if config->struct_size is too small, policy is not a RUNGS_POLICY_*, key (or a link
- * key) is all zero, speed_fps is 0, seat_count/human_seat_mask/local_seat
- * do not make a game with this machine's seat human, a link key names no
- * other human seat, or bind_address does not parse; RUNGS_ERR_IO if the
- * socket cannot be bound; RUNGS_ERR_PANIC.
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config or out is NULL,
+ * config->link_keys is NULL with a non-zero count, or (relay topology)
+ * config->relay_address is NULL or config->relay_ticket is NULL with a
+ * non-zero length; RUNGS_ERR_INVALID_ARGUMENT if config->struct_size is too
+ * small, policy is not a RUNGS_POLICY_*, topology is neither RUNGS_TOPOLOGY_*, key (or a
+ * link key; peer-to-peer) is all zero, speed_fps is 0,
+ * seat_count/human_seat_mask/local_seat do not make a game with this
+ * machine's seat human, a link key names no other human seat, bind_address
+ * or relay_address does not parse, relay_ticket_len is not
+ * RUNGS_RELAY_TICKET_BYTES, relay_ticket is not a ticket for local_seat, or
+ * relay_link_secret is all zero; RUNGS_ERR_IO if the socket cannot be
+ * bound; RUNGS_ERR_PANIC.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_new(const struct rungs_lockstep_config *config,
@@ -1592,7 +1671,8 @@ RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_local_port(struct rungs_lockste
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or address is NULL;
  * RUNGS_ERR_UNKNOWN_SEAT if seat is this machine's, not a human seat, or
  * not below seat_count; RUNGS_ERR_INVALID_ARGUMENT if address does not
- * parse; RUNGS_ERR_STATE if seat already has an address; RUNGS_ERR_POISONED,
+ * parse; RUNGS_ERR_STATE if seat already has an address, or in the relay
+ * topology (no peers); RUNGS_ERR_POISONED,
  * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API
@@ -1664,8 +1744,9 @@ RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_leave(struct rungs_lockstep *ls
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
  * RUNGS_ERR_UNKNOWN_SEAT if seat is this machine's, not a human seat, or
- * already removed; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
- * (every object call).
+ * already removed; RUNGS_ERR_STATE in the relay topology (the relay drops
+ * a seat after its reconnect grace); RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
+ * RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_drop_player(struct rungs_lockstep *ls, uint8_t seat);
 
@@ -1969,6 +2050,55 @@ rungs_result RUNGS_CALL rungs_report_payload_decode(const uint8_t *bytes,
                                          size_t len,
                                          uint8_t layout,
                                          struct rungs_report *out);
+
+/**
+ * Issue a ticket admitting `seat` (0–15) to the match `match_id` until the
+ * Unix time `expires_unix_s` (seconds), as a lobby does: `lobby_secret`
+ * (16 bytes) is the secret the lobby shares with the relay, `nonce` is
+ * unique per ticket (the lobby's choice). Writes the ticket
+ * (`RUNGS_RELAY_TICKET_BYTES`) to `ticket_out` (`ticket_cap` bytes) and its
+ * length to `*ticket_len`, and the ticket's link secret (16 bytes) to
+ * `link_secret_out`. Hand the player all three with the relay's address;
+ * they go into `rungs_lockstep_config` (relay topology). The link secret
+ * must reach only that player.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if lobby_secret, ticket_out,
+ * ticket_len or link_secret_out is NULL; RUNGS_ERR_INVALID_ARGUMENT if
+ * seat is above 15 or lobby_secret is all zero; RUNGS_ERR_BUFFER_TOO_SMALL
+ * if ticket_cap is below RUNGS_RELAY_TICKET_BYTES; RUNGS_ERR_PANIC.
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_relay_ticket_issue(const uint8_t *lobby_secret,
+                                      uint64_t match_id,
+                                      uint8_t seat,
+                                      uint64_t expires_unix_s,
+                                      uint64_t nonce,
+                                      uint8_t *ticket_out,
+                                      size_t ticket_cap,
+                                      size_t *ticket_len,
+                                      uint8_t *link_secret_out);
+
+/**
+ * Read credentials in the text form `rungs-relay ticket` prints,
+ * `<84 hex digits of ticket>:<32 hex digits of link secret>` (surrounding
+ * white space ignored), into the ticket (`ticket_out`, `ticket_cap` bytes,
+ * its length in `*ticket_len`) and the link secret (`link_secret_out`, 16
+ * bytes); `*out_seat` (may be NULL) receives the seat the ticket admits,
+ * the `local_seat` of `rungs_lockstep_config`. The ticket is not checked
+ * here (only the relay holds the secret that can).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if text, ticket_out,
+ * ticket_len or link_secret_out is NULL; RUNGS_ERR_INVALID_ARGUMENT if
+ * text is not in that form; RUNGS_ERR_BUFFER_TOO_SMALL if ticket_cap is
+ * below RUNGS_RELAY_TICKET_BYTES; RUNGS_ERR_PANIC.
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_relay_credentials_parse(const char *text,
+                                           uint8_t *ticket_out,
+                                           size_t ticket_cap,
+                                           size_t *ticket_len,
+                                           uint8_t *link_secret_out,
+                                           uint8_t *out_seat);
 
 /**
  * The name of a result code, e.g. `"RUNGS_ERR_NULL_POINTER"`; `"RUNGS_ERR_UNKNOWN_CODE"`

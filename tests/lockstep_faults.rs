@@ -224,6 +224,7 @@ fn a_session_that_left_never_asks_to_be_woken_in_the_past() {
                 epoch: 1,
                 link: LinkConfig::default(),
                 checksum_interval: 0,
+                topology: rungs::session::Topology::PeerToPeer,
             };
             let mut s = LockstepSession::new(&config, 0).unwrap();
             s.add_peer(1 - seat, addr(1 - seat), 0).unwrap();

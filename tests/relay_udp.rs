@@ -5,55 +5,32 @@
 
 #![cfg(unix)]
 
-use std::io::{BufRead, BufReader};
-use std::net::{SocketAddr, UdpSocket};
-use std::process::{Command, Stdio};
+#[path = "common/relay_process.rs"]
+mod relay_process;
+
+use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 
 use rungs::relay::ticket::Credentials;
 use rungs::relay::{ClientConfig, ClientEvent, RelayClient, SeatTurn, Turn};
 use rungs::wire::relay::MatchOverReason;
 
+use relay_process::RelayProcess;
+
 const SECRET: &str = "00112233445566778899aabbccddeeff";
-const BIN: &str = env!("CARGO_BIN_EXE_rungs-relay");
 
 fn ticket(seat: u8) -> Credentials {
-    let out = Command::new(BIN)
-        .args(["ticket", "--secret", SECRET, "--match", "4242", "--seat"])
-        .arg(seat.to_string())
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    Credentials::from_text(&String::from_utf8(out.stdout).unwrap()).unwrap()
+    relay_process::ticket(SECRET, 4242, seat)
 }
 
 #[test]
 fn relay_binary_serves_a_match_over_loopback_and_stops_on_sigterm() {
-    let dir = std::env::temp_dir().join(format!("rungs-relay-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let matches = dir.join("matches.txt");
-    std::fs::write(
-        &matches,
+    let relay = RelayProcess::serve(
+        "relay-test",
+        SECRET,
         "# test match\nmatch 4242 seats 3 humans 0,1 checksum_interval 10\n",
-    )
-    .unwrap();
-    let mut relay = Command::new(BIN)
-        .args(["serve", "--listen", "127.0.0.1:0", "--matches"])
-        .arg(&matches)
-        .env("RUNGS_RELAY_SECRET", SECRET)
-        .env("RUNGS_RELAY_LOAD_WAIT_SECONDS", "5")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut log = BufReader::new(relay.stderr.take().unwrap());
-    let mut line = String::new();
-    log.read_line(&mut line).unwrap();
-    let address: SocketAddr = line
-        .trim()
-        .rsplit(' ')
-        .next()
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("no address in {line:?}"));
+    );
+    let address = relay.address;
 
     let start = Instant::now();
     let now_us = || start.elapsed().as_micros() as u64;
@@ -142,18 +119,12 @@ fn relay_binary_serves_a_match_over_loopback_and_stops_on_sigterm() {
         .iter()
         .all(|p| !p.3.iter().any(|e| matches!(e, ClientEvent::Desync(_)))));
 
-    unsafe {
-        libc::kill(relay.id() as libc::pid_t, libc::SIGTERM);
-    }
-    let status = relay.wait().unwrap();
-    let rest: Vec<String> = log.lines().map_while(Result::ok).collect();
-    let text = rest.join("\n");
-    assert!(status.success(), "exit {status:?}\n{text}");
+    let (clean, text) = relay.stop();
+    assert!(clean, "{text}");
     assert!(
         text.contains("match 4242 started (everyone joined)"),
         "{text}"
     );
     assert!(text.contains("match 4242 over"), "{text}");
     assert!(text.contains("stopped:"), "{text}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -210,6 +210,7 @@ fn fuzz_session_receive_path() {
         epoch: 1,
         link: LinkConfig::default(),
         checksum_interval: 64,
+        topology: rungs::session::Topology::PeerToPeer,
     };
     let mut session = LockstepSession::new(&config, 0).unwrap();
     session.add_peer(1, addr(1), 0).unwrap();

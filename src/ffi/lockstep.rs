@@ -39,8 +39,12 @@ use super::types::{
 use crate::error::{Error, Result};
 use crate::link::LinkConfig;
 use crate::net::RawSocket;
+use crate::relay::ticket::{Credentials, LinkSecret};
 use crate::report::record::MAX_SEATS;
-use crate::session::{Advance, LockstepConfig, LockstepDriver, LockstepSession, SessionEvent};
+use crate::session::{
+    Advance, LockstepConfig, LockstepDriver, LockstepSession, RelaySettings, SessionEvent,
+    Topology, DEFAULT_JITTER_TICKS,
+};
 use crate::timing::MachineConfig;
 use crate::wire::packet::SessionKey;
 
@@ -52,6 +56,27 @@ pub const RUNGS_LOCKSTEP_NOT_DUE: i32 = 1;
 pub const RUNGS_LOCKSTEP_WAITING: i32 = 2;
 /// This player has left the game.
 pub const RUNGS_LOCKSTEP_LEFT: i32 = 3;
+
+/// `rungs_lockstep_config.topology`: a link to every other human seat
+/// (`rungs_lockstep_add_peer`), turns and timing agreed between machines.
+pub const RUNGS_TOPOLOGY_PEER_TO_PEER: u32 = 0;
+/// `rungs_lockstep_config.topology`: one link to a relay (S10) that gives
+/// every command its frame and owns the clock; a frame is one relay tick,
+/// so the relay's tick rate is the game's frame rate. Same callbacks,
+/// checksums, status, stats and update loop; no peers to add. The relay
+/// link shows in `link_event` as seat `RUNGS_RELAY_SEAT`.
+pub const RUNGS_TOPOLOGY_RELAY: u32 = 1;
+/// The seat number of the relay in `link_event` (relay topology): LOST when
+/// the link to the relay is lost (rungs reconnects by itself and resends
+/// what the relay has not confirmed), RECOVERED when it is back, RESTARTED
+/// when the relay could not resume where this machine stopped (reload the
+/// game and run again from frame 0).
+pub const RUNGS_RELAY_SEAT: u8 = 0xFF;
+/// Default `relay_jitter_ticks`.
+pub const RUNGS_RELAY_DEFAULT_JITTER_TICKS: u32 = 2;
+
+const _: () = assert!(RUNGS_RELAY_SEAT == crate::relay::RELAY_LINK_SEAT);
+const _: () = assert!(RUNGS_RELAY_DEFAULT_JITTER_TICKS == DEFAULT_JITTER_TICKS);
 
 /// An OS socket handle, for waiting only: on Unix the file descriptor (cast
 /// it to `int`), on Windows the `SOCKET` (cast it to `SOCKET`). 64 bits wide
@@ -110,6 +135,27 @@ pub struct rungs_lockstep_config {
     /// This run's connection epoch (S8); 0: taken from the wall clock
     /// (milliseconds modulo 2^32), which is what a restarted program needs.
     pub epoch: u32,
+    /// `RUNGS_TOPOLOGY_PEER_TO_PEER` or `RUNGS_TOPOLOGY_RELAY`. In the relay
+    /// topology `session_id`, `key`, `link_keys` and `epoch` are unused
+    /// (`key` may be all zero), and the fields below say how to reach the
+    /// relay, as the lobby handed them out (`rungs_relay_ticket_issue`,
+    /// `rungs_relay_credentials_parse`).
+    pub topology: u32,
+    /// Relay: the relay's address, `"ip:port"`.
+    pub relay_address: *const libc::c_char,
+    /// Relay: the ticket, `relay_ticket_len` (`RUNGS_RELAY_TICKET_BYTES`)
+    /// bytes, for `local_seat`.
+    pub relay_ticket: *const u8,
+    pub relay_ticket_len: usize,
+    /// Relay: the ticket's link secret.
+    pub relay_link_secret: [u8; 16],
+    /// Relay: every frame below it already ran on this machine (a restarted
+    /// program that kept its game state); 0 for a fresh start.
+    pub relay_have_horizon: u32,
+    /// Relay: how many ticks behind the relay's clock frames run, beyond the
+    /// bundle interval: one-way delay and jitter up to that much cost no
+    /// stall (`RUNGS_RELAY_DEFAULT_JITTER_TICKS`: 67 ms at 30 ticks/s).
+    pub relay_jitter_ticks: u32,
 }
 
 /// The key of the link between this machine and `seat` (S8 per-pair keys):
@@ -251,7 +297,18 @@ unsafe fn lockstep_call(
 /// `c.link_keys` is NULL or points to `c.link_key_count` readable entries.
 unsafe fn lockstep_config(c: &rungs_lockstep_config) -> Result<LockstepConfig> {
     let policy = timing_policy(c.policy, "config->policy")?;
-    if c.key == [0; 16] {
+    let topology = match c.topology {
+        RUNGS_TOPOLOGY_PEER_TO_PEER => Topology::PeerToPeer,
+        // SAFETY: the config's relay pointers by the caller's contract.
+        RUNGS_TOPOLOGY_RELAY => Topology::Relay(unsafe { relay_settings(c)? }),
+        other => {
+            return Err(Error::InvalidValue(format!(
+                "config->topology is {other}; expected RUNGS_TOPOLOGY_PEER_TO_PEER (0) or \
+                 RUNGS_TOPOLOGY_RELAY (1)"
+            )))
+        }
+    };
+    if topology == Topology::PeerToPeer && c.key == [0; 16] {
         return Err(Error::InvalidArgument(
             "config->key is all zero; expected the game's 16-byte secret key",
         ));
@@ -298,21 +355,74 @@ unsafe fn lockstep_config(c: &rungs_lockstep_config) -> Result<LockstepConfig> {
         },
         link: LinkConfig::default(),
         checksum_interval: c.checksum_interval,
+        topology,
+    })
+}
+
+/// The relay fields of `c`, checked.
+///
+/// # Safety
+/// `c.relay_address` is NULL or NUL-terminated; `c.relay_ticket` is NULL or
+/// points to `c.relay_ticket_len` readable bytes.
+unsafe fn relay_settings(c: &rungs_lockstep_config) -> Result<RelaySettings> {
+    require(c.relay_address, "config->relay_address")?;
+    // SAFETY: non-NULL, NUL-terminated by contract.
+    let relay = unsafe { parse_address(c.relay_address, "config->relay_address")? };
+    // SAFETY: `relay_ticket_len` readable bytes by contract.
+    let ticket = unsafe { slice_in(c.relay_ticket, c.relay_ticket_len, "config->relay_ticket")? };
+    let ticket =
+        <[u8; super::relay::RUNGS_RELAY_TICKET_BYTES]>::try_from(ticket).map_err(|_| {
+            Error::InvalidValue(format!(
+                "config->relay_ticket_len is {}; expected RUNGS_RELAY_TICKET_BYTES ({})",
+                c.relay_ticket_len,
+                super::relay::RUNGS_RELAY_TICKET_BYTES
+            ))
+        })?;
+    if c.relay_link_secret == [0; 16] {
+        return Err(Error::InvalidArgument(
+            "config->relay_link_secret is all zero; expected the ticket's 16-byte link secret",
+        ));
+    }
+    let credentials = Credentials {
+        ticket,
+        link_secret: LinkSecret(c.relay_link_secret),
+    };
+    let seat = credentials
+        .fields()
+        .map_err(|e| Error::InvalidValue(format!("config->relay_ticket is not a ticket ({e})")))?
+        .seat;
+    if seat != c.local_seat {
+        return Err(Error::InvalidValue(format!(
+            "config->relay_ticket is for seat {seat}; expected config->local_seat ({})",
+            c.local_seat
+        )));
+    }
+    Ok(RelaySettings {
+        have_horizon: c.relay_have_horizon,
+        jitter_ticks: c.relay_jitter_ticks,
+        ..RelaySettings::new(relay, credentials, super::relay::process_nonce_seed())
     })
 }
 
 /// Make a lockstep game on this machine, its socket bound to
 /// `bind_address`, for the eve of frame 0 at time `now_us` (your clock, µs).
-/// Add every other human seat with `rungs_lockstep_add_peer` before the
-/// first `rungs_lockstep_update`.
+/// Peer-to-peer, add every other human seat with `rungs_lockstep_add_peer`
+/// before the first `rungs_lockstep_update`; in the relay topology there is
+/// nothing to add: the session says Hello to the relay and runs frame 0 when
+/// the match starts.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config or out is NULL, or
-/// config->link_keys is NULL with a non-zero count; RUNGS_ERR_INVALID_ARGUMENT
-/// if config->struct_size is too small, policy is not a RUNGS_POLICY_*, key (or a link
-/// key) is all zero, speed_fps is 0, seat_count/human_seat_mask/local_seat
-/// do not make a game with this machine's seat human, a link key names no
-/// other human seat, or bind_address does not parse; RUNGS_ERR_IO if the
-/// socket cannot be bound; RUNGS_ERR_PANIC.
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config or out is NULL,
+/// config->link_keys is NULL with a non-zero count, or (relay topology)
+/// config->relay_address is NULL or config->relay_ticket is NULL with a
+/// non-zero length; RUNGS_ERR_INVALID_ARGUMENT if config->struct_size is too
+/// small, policy is not a RUNGS_POLICY_*, topology is neither RUNGS_TOPOLOGY_*, key (or a
+/// link key; peer-to-peer) is all zero, speed_fps is 0,
+/// seat_count/human_seat_mask/local_seat do not make a game with this
+/// machine's seat human, a link key names no other human seat, bind_address
+/// or relay_address does not parse, relay_ticket_len is not
+/// RUNGS_RELAY_TICKET_BYTES, relay_ticket is not a ticket for local_seat, or
+/// relay_link_secret is all zero; RUNGS_ERR_IO if the socket cannot be
+/// bound; RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_new(
     config: *const rungs_lockstep_config,
@@ -381,7 +491,8 @@ pub unsafe extern "C" fn rungs_lockstep_local_port(
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or address is NULL;
 /// RUNGS_ERR_UNKNOWN_SEAT if seat is this machine's, not a human seat, or
 /// not below seat_count; RUNGS_ERR_INVALID_ARGUMENT if address does not
-/// parse; RUNGS_ERR_STATE if seat already has an address; RUNGS_ERR_POISONED,
+/// parse; RUNGS_ERR_STATE if seat already has an address, or in the relay
+/// topology (no peers); RUNGS_ERR_POISONED,
 /// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_add_peer(
@@ -484,8 +595,9 @@ pub unsafe extern "C" fn rungs_lockstep_leave(ls: *mut rungs_lockstep) -> rungs_
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
 /// RUNGS_ERR_UNKNOWN_SEAT if seat is this machine's, not a human seat, or
-/// already removed; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
-/// (every object call).
+/// already removed; RUNGS_ERR_STATE in the relay topology (the relay drops
+/// a seat after its reconnect grace); RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
+/// RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_drop_player(
     ls: *mut rungs_lockstep,

@@ -34,6 +34,7 @@ mod last_error;
 pub mod lockstep;
 pub mod measure;
 pub mod payload;
+pub mod relay;
 pub mod result;
 pub mod session;
 pub mod timing_machine;

@@ -10,6 +10,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::error::Result;
 use crate::link::{canonical_address, Endpoint, Transmit};
+use crate::relay::{RelayClient, RELAY_LINK_SEAT};
 use crate::session::LockstepSession;
 use crate::wire::packet::MAX_PACKET_BYTES;
 
@@ -75,6 +76,26 @@ impl Datagrams for LockstepSession {
     }
     fn poll_transmit(&mut self, now_us: u64, buf: &mut [u8]) -> Option<Transmit> {
         LockstepSession::poll_transmit(self, now_us, buf)
+    }
+}
+
+/// A bare relay client (S10) on its own socket: every datagram goes to the
+/// relay, seat [`RELAY_LINK_SEAT`]. (A relay-topology
+/// [`LockstepSession`] wraps its client and needs nothing of this.)
+impl Datagrams for RelayClient {
+    fn handle_datagram(&mut self, now_us: u64, source: SocketAddr, datagram: &[u8]) {
+        RelayClient::handle_datagram(self, now_us, source, datagram);
+    }
+    fn handle_timeout(&mut self, now_us: u64) {
+        RelayClient::handle_timeout(self, now_us);
+    }
+    fn poll_transmit(&mut self, now_us: u64, buf: &mut [u8]) -> Option<Transmit> {
+        let (destination, len) = RelayClient::poll_transmit(self, now_us, buf)?;
+        Some(Transmit {
+            seat: RELAY_LINK_SEAT,
+            destination,
+            len,
+        })
     }
 }
 

@@ -331,6 +331,27 @@ impl RelayClient {
         self.unconfirmed.len()
     }
 
+    /// Bytes held for the engine and the relay: ticks received and not yet
+    /// handed out, a bundle being assembled, unconfirmed orders, messages
+    /// waiting for the link, kept checksum reports (all bounded: the
+    /// horizon only moves forward by what the relay sends, orders by
+    /// `max_unconfirmed`).
+    pub fn held_bytes(&self) -> usize {
+        let entry = |e: &HeldEntry| e.3.len() + 8;
+        self.ready.iter().map(entry).sum::<usize>()
+            + self
+                .partial
+                .as_ref()
+                .map_or(0, |p| p.2.iter().map(entry).sum::<usize>())
+            + self
+                .unconfirmed
+                .iter()
+                .map(|u| u.payload.len() + 8)
+                .sum::<usize>()
+            + self.outbox.iter().map(Vec::len).sum::<usize>()
+            + self.checksums.len() * 12
+    }
+
     /// Counters.
     pub fn counters(&self) -> &ClientCounters {
         &self.counters

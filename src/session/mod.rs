@@ -8,5 +8,5 @@ pub use engine::{
 };
 pub use lockstep::{
     Advance, ExecutedCommand, LockstepConfig, LockstepDriver, LockstepSession, LockstepStats,
-    SessionEvent, Tamper, Wake,
+    RelaySettings, SessionEvent, Tamper, Topology, Wake, DEFAULT_JITTER_TICKS,
 };

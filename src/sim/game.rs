@@ -422,7 +422,7 @@ impl Machine {
     }
 }
 
-fn fnv(hash: u64, bytes: &[u8]) -> u64 {
+pub(super) fn fnv(hash: u64, bytes: &[u8]) -> u64 {
     let mut h = hash;
     for b in bytes {
         h ^= u64::from(*b);
@@ -522,6 +522,7 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
         epoch,
         link: LinkConfig::default(),
         checksum_interval: CHECKSUM_INTERVAL,
+        topology: crate::session::Topology::PeerToPeer,
     };
     let mut machines = Vec::with_capacity(usize::from(players));
     for seat in 0..players {
@@ -929,7 +930,7 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
     finish(spec, machines, &issued, packets, bytes, last_frame_time)
 }
 
-fn next_gap(rng: &mut SplitMix64, per_minute: u32) -> u64 {
+pub(super) fn next_gap(rng: &mut SplitMix64, per_minute: u32) -> u64 {
     if per_minute == 0 {
         return u64::MAX / 4;
     }

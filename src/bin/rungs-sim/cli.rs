@@ -7,7 +7,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use rungs::sim::{Attack, Departure, Fault, GameSpec, OutageSpec, Spike};
+use rungs::sim::{Attack, Departure, Fault, GameSpec, OutageSpec, RelayPlacement, Spike};
 use rungs::timing::{PolicyKind, Timing};
 
 /// Seats a game can have (the record's capacity).
@@ -49,6 +49,8 @@ pub struct RunOptions {
     pub scenario: Option<String>,
     /// `--policy oracle`: search the best fixed timing and show its game.
     pub oracle: bool,
+    /// `--topology relay`: play through a relay placed so; `None`: peer-to-peer.
+    pub relay: Option<RelayPlacement>,
 }
 
 /// The whole suite: every scenario file for every policy.
@@ -147,12 +149,22 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
         svg: None,
         scenario: None,
         oracle: false,
+        relay: None,
     };
+    let mut relay_ms: Option<Vec<u32>> = None;
     for (name, value) in flags(args, &["--json", "--help", "-h"])? {
         let value = value.unwrap_or("");
         match name {
             "--help" | "-h" => return Ok(Command::Help),
             "--json" => options.json = true,
+            "--topology" => {
+                options.relay = match value {
+                    "p2p" => None,
+                    "relay" => Some(RelayPlacement::default()),
+                    _ => return usage(format!("--topology wants p2p or relay, not '{value}'")),
+                }
+            }
+            "--relay-ms" => relay_ms = Some(parse_list(name, value, |v| parse_number(name, v))?),
             "--svg" => options.svg = Some(PathBuf::from(value)),
             "--scenario" => {
                 let path = scenario_path(value);
@@ -165,6 +177,11 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
         }
     }
     check_spec(&options.spec)?;
+    match (&mut options.relay, relay_ms) {
+        (Some(placement), Some(ms)) => placement.one_way_ms = ms,
+        (None, Some(_)) => return usage("--relay-ms needs --topology relay"),
+        _ => {}
+    }
     Ok(Command::Run(Box::new(options)))
 }
 

@@ -23,7 +23,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use rungs::sim::{run_game, GameReport, GameSpec};
+use rungs::sim::{run_game, run_relay_game, GameReport, GameSpec};
 
 use cli::{Command, RunOptions};
 use figures::{disagreement, machines_agree, Speed};
@@ -118,6 +118,13 @@ POLICY AND OUTPUT
                                      of SP, SP 1 to 10, SP <= LA <= 250)
   --json                  print one JSON object (deterministic: the same seed and
                           flags give the same bytes) instead of the summary
+  --topology p2p|relay    play peer-to-peer, or through a relay (S10): every
+                          command goes to the relay, which gives it its frame
+                          (one frame per relay tick) [p2p]
+  --relay-ms MS[,MS...]   with --topology relay: one-way delay from each player
+                          to the relay, ms (the last value applies to the
+                          remaining players) [rtt/4 per player: a relay in the
+                          middle, as far through it as the direct path]
   --svg FILE              also draw the timeline: look-ahead in ms, the physical
                           floor, the mean latency and the stalls over game time
   --help, -h              this text
@@ -219,7 +226,14 @@ fn run_one(options: &RunOptions) -> Status {
     let scenario = options.scenario.as_deref();
     let started = Instant::now();
     let mut options = options.clone();
-    let played = if options.oracle {
+    let played = if let Some(placement) = &options.relay {
+        if !options.json {
+            emit_line(
+                "topology   relay (src/sim/relay_game.rs: no timing ladder, clocks or faults)",
+            );
+        }
+        run_relay_game(&options.spec, placement)
+    } else if options.oracle {
         rungs::sim::find_oracle(&options.spec).and_then(|found| {
             let found = found.ok_or(rungs::Error::State(
                 "no fixed timing keeps stalls at or below 0.5 % (no oracle)",

@@ -43,7 +43,7 @@ impl LockstepSession {
         self.handle_timeout(now_us);
         let advance = self.advance(now_us)?;
         if let Advance::Ran { frame } = advance {
-            for command in &self.executed {
+            for command in self.executed() {
                 on_command(frame, command);
             }
         }

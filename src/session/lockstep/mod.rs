@@ -70,6 +70,7 @@ mod checksums;
 mod driver;
 mod drops;
 mod pings;
+mod relay;
 mod turns;
 
 use std::collections::VecDeque;
@@ -88,6 +89,8 @@ use checksums::Checksums;
 pub use driver::{LockstepDriver, Wake, IDLE_WAKE_US};
 use drops::Drops;
 use pings::ClockPings;
+use relay::RelayLockstep;
+pub use relay::{RelaySettings, DEFAULT_JITTER_TICKS};
 use turns::{Inbound, ItemStore, Origin, Outbox, SendSchedule, Stored};
 
 /// Control messages (votes, relay requests, relays, pongs) waiting for room
@@ -116,6 +119,47 @@ pub struct LockstepConfig {
     pub link: LinkConfig,
     /// Frames between state checksums; 0 for none.
     pub checksum_interval: u32,
+    /// Peer-to-peer links, or a relay (S10).
+    pub topology: Topology,
+}
+
+impl LockstepConfig {
+    /// A relay-topology session (S10) for `machine` (speed, seats, this
+    /// machine's seat: the ticket's), reporting checksums every
+    /// `checksum_interval` frames: the fields only peer-to-peer uses are
+    /// left at neutral values.
+    pub fn relay(
+        machine: MachineConfig,
+        checksum_interval: u32,
+        settings: RelaySettings,
+    ) -> LockstepConfig {
+        LockstepConfig {
+            machine,
+            session_id: 0,
+            key: SessionKey([0; 16]),
+            link_keys: Vec::new(),
+            epoch: 1,
+            link: LinkConfig::default(),
+            checksum_interval,
+            topology: Topology::Relay(settings),
+        }
+    }
+}
+
+/// How a session's commands travel: the same session API either way.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Topology {
+    /// A link to every other human seat ([`LockstepSession::add_peer`]),
+    /// turns and timing agreed between the machines (this module).
+    #[default]
+    PeerToPeer,
+    /// One link to a relay that sequences every order and owns the clock
+    /// (see [`relay`](self::relay)); `session_id`, `key`, `link_keys`,
+    /// `epoch`, `link` and the timing policy are unused (the relay link has
+    /// its own settings, [`crate::relay::relay_link_config`]), there are no
+    /// peers to add, and a frame is one relay tick: the relay's tick rate is
+    /// the game's frame rate.
+    Relay(RelaySettings),
 }
 
 /// What the engine should hear about.
@@ -222,6 +266,9 @@ pub struct LockstepSession {
     rtt_samples_seen: [u64; MAX_SEATS],
     /// Per-pair keys, applied as each peer is added.
     link_keys: Vec<(u8, SessionKey)>,
+    /// The relay topology, when chosen: it then answers every call of the
+    /// session API, and the peer-to-peer state above stays idle.
+    relay: Option<Box<RelayLockstep>>,
 }
 
 impl LockstepSession {
@@ -233,9 +280,26 @@ impl LockstepSession {
             "a lockstep session needs a local seat",
         ))?;
         let machine = TimingMachine::new(&config.machine)?;
+        let relay = match &config.topology {
+            Topology::PeerToPeer => None,
+            Topology::Relay(settings) => Some(Box::new(RelayLockstep::new(
+                settings,
+                local_seat,
+                &config.machine.human_seats,
+                config.checksum_interval,
+                now_us,
+            )?)),
+        };
+        // The idle peer-to-peer endpoint of a relay session needs some key.
+        let key = match &config.topology {
+            Topology::Relay(settings) if config.key.is_zero() => {
+                SessionKey(settings.credentials.link_secret.0)
+            }
+            _ => config.key,
+        };
         let mut endpoint = Endpoint::new(EndpointConfig {
             session_id: config.session_id,
-            key: config.key,
+            key,
             local_seat,
             link: config.link,
         })?;
@@ -284,11 +348,17 @@ impl LockstepSession {
             receive_buffer: Vec::new(),
             rtt_samples_seen: [0; MAX_SEATS],
             link_keys: config.link_keys.clone(),
+            relay,
         })
     }
 
     /// Bind the human `seat` to `address` (before frame 0).
     pub fn add_peer(&mut self, seat: u8, address: SocketAddr, now_us: u64) -> Result<()> {
+        if self.relay.is_some() {
+            return Err(Error::State(
+                "a relay-topology session has no peers to add: the relay connects the seats",
+            ));
+        }
         if !self.is_human(seat) {
             return Err(Error::UnknownSeat(seat));
         }
@@ -302,6 +372,9 @@ impl LockstepSession {
     /// The human seats other than this one that have no address yet: what a
     /// forgotten [`add_peer`](Self::add_peer) leaves.
     pub fn peers_without_address(&self) -> u32 {
+        if self.relay.is_some() {
+            return 0;
+        }
         (0..self.machine.seats().count())
             .filter(|s| {
                 *s != self.local_seat && self.is_human(*s) && self.endpoint.link(*s).is_none()
@@ -335,6 +408,9 @@ impl LockstepSession {
     /// machine's next turn cannot take it (S8 backpressure: run a frame, or
     /// send fewer or smaller commands).
     pub fn submit_command(&mut self, bytes: &[u8]) -> Result<u32> {
+        if let Some(relay) = self.relay.as_mut() {
+            return relay.submit_command(bytes);
+        }
         if self.left || self.leaving {
             return Err(Error::State(
                 "this player has left (or is leaving) the game",
@@ -363,6 +439,9 @@ impl LockstepSession {
     /// The engine's state checksum after `frame` executed. Only frames that
     /// are multiples of the checksum interval are compared.
     pub fn submit_checksum(&mut self, frame: u32, checksum: u64) -> Result<()> {
+        if let Some(relay) = self.relay.as_mut() {
+            return relay.submit_checksum(frame, checksum);
+        }
         if self.checksum_interval == 0 || frame % self.checksum_interval != 0 {
             return Err(Error::InvalidArgument("not a checksum frame"));
         }
@@ -377,6 +456,9 @@ impl LockstepSession {
     /// Leave the game: the removal of this seat is a command like any other;
     /// keep calling `advance` until it returns [`Advance::Left`].
     pub fn leave(&mut self) -> Result<()> {
+        if let Some(relay) = self.relay.as_mut() {
+            return relay.leave();
+        }
         if self.left || self.leaving {
             return Err(Error::State("already left or leaving"));
         }
@@ -388,6 +470,11 @@ impl LockstepSession {
     /// Drop `seat`, whose machine no longer answers (see [`drops`]). Every
     /// remaining machine follows once it hears this machine's vote.
     pub fn drop_player(&mut self, seat: u8) -> Result<()> {
+        if self.relay.is_some() {
+            return Err(Error::State(
+                "a relay-topology session drops no one: the relay drops a seat after its reconnect grace",
+            ));
+        }
         if seat == self.local_seat || !self.is_present(seat) {
             return Err(Error::UnknownSeat(seat));
         }
@@ -441,6 +528,9 @@ impl LockstepSession {
 
     /// Validate and act on one datagram from `source` at local time `now_us`.
     pub fn handle_datagram(&mut self, now_us: u64, source: SocketAddr, datagram: &[u8]) {
+        if let Some(relay) = self.relay.as_mut() {
+            return relay.handle_datagram(now_us, source, datagram);
+        }
         self.last_local_us = self.last_local_us.max(now_us);
         let Ok(from) = self.endpoint.handle_datagram(now_us, source, datagram) else {
             self.collect_link_events();
@@ -529,6 +619,9 @@ impl LockstepSession {
 
     /// Fire transport timers and send clock pings that are due.
     pub fn handle_timeout(&mut self, now_us: u64) {
+        if let Some(relay) = self.relay.as_mut() {
+            return relay.handle_timeout(now_us);
+        }
         self.last_local_us = self.last_local_us.max(now_us);
         self.endpoint.handle_timeout(now_us);
         self.collect_link_events();
@@ -541,6 +634,9 @@ impl LockstepSession {
     /// an arriving datagram is what can release it). After leaving only the
     /// transport's timers remain (its last acks), never a time in the past.
     pub fn poll_timeout(&mut self) -> Option<u64> {
+        if let Some(relay) = self.relay.as_ref() {
+            return relay.poll_timeout();
+        }
         let mut next = self.endpoint.poll_timeout();
         if self.left {
             return next;
@@ -567,23 +663,35 @@ impl LockstepSession {
 
     /// Write the next datagram to send into `buf`.
     pub fn poll_transmit(&mut self, now_us: u64, buf: &mut [u8]) -> Option<Transmit> {
+        if let Some(relay) = self.relay.as_mut() {
+            return relay.poll_transmit(now_us, buf);
+        }
         self.endpoint.poll_transmit(now_us, buf)
     }
 
     /// The next event for the engine.
     pub fn poll_event(&mut self) -> Option<SessionEvent> {
+        if let Some(relay) = self.relay.as_mut() {
+            return relay.poll_event();
+        }
         self.events.pop_front()
     }
 
     /// Commands executed by the latest frame [`advance`](Self::advance) ran,
     /// in execution order.
     pub fn executed(&self) -> &[ExecutedCommand] {
+        if let Some(relay) = self.relay.as_ref() {
+            return relay.executed();
+        }
         &self.executed
     }
 
     /// The seats the next frame is waiting for (their turns have not all
     /// arrived), as a bit mask: what a "waiting for players" screen shows.
     pub fn waiting_for(&self) -> u32 {
+        if let Some(relay) = self.relay.as_ref() {
+            return relay.waiting_for();
+        }
         let next = self.frame.map_or(0, |f| f + 1);
         self.missing_for(next)
             .fold(0, |mask, seat| mask | 1 << seat)
@@ -592,6 +700,9 @@ impl LockstepSession {
     /// Run the next frame if it is due at local time `now_us` and ready.
     /// Once a frame starts it runs whole: an error leaves no frame half run.
     pub fn advance(&mut self, now_us: u64) -> Result<Advance> {
+        if let Some(relay) = self.relay.as_mut() {
+            return relay.advance(now_us);
+        }
         self.last_local_us = self.last_local_us.max(now_us);
         if self.left {
             return Ok(Advance::Left);
@@ -758,7 +869,16 @@ impl LockstepSession {
     /// Re-bind `seat` to `address` (Rust callers that learn of a move out
     /// of band; a move is also followed on an authenticated packet, S8).
     pub fn set_peer_address(&mut self, seat: u8, address: SocketAddr) -> Result<()> {
+        if self.relay.is_some() {
+            return Err(Error::State("a relay-topology session has no peers"));
+        }
         self.endpoint.set_peer_address(seat, address)
+    }
+
+    /// The relay client, in the relay topology (connection, horizon,
+    /// counters); `None` peer-to-peer.
+    pub fn relay_client(&self) -> Option<&crate::relay::RelayClient> {
+        self.relay.as_deref().map(RelayLockstep::client)
     }
 
     /// This machine's measurements: the engine adds its frame work here.
@@ -768,21 +888,33 @@ impl LockstepSession {
 
     /// The latest frame run, if any.
     pub fn frame(&self) -> Option<u32> {
+        if let Some(relay) = self.relay.as_ref() {
+            return relay.frame();
+        }
         self.frame
     }
 
     /// Counters.
     pub fn stats(&self) -> LockstepStats {
+        if let Some(relay) = self.relay.as_ref() {
+            return relay.stats();
+        }
         self.stats
     }
 
     /// Whether this player has left (its removal executed).
     pub fn has_left(&self) -> bool {
+        if let Some(relay) = self.relay.as_ref() {
+            return relay.has_left();
+        }
         self.left
     }
 
     /// The clock offset applied to reach reference time, µs.
     pub fn clock_offset_us(&self) -> i64 {
+        if let Some(relay) = self.relay.as_ref() {
+            return relay.clock_offset_us();
+        }
         self.clock.applied_offset_us()
     }
 
@@ -791,6 +923,9 @@ impl LockstepSession {
     /// relaying, the outbox, waiting control messages. S8 requires it
     /// bounded whatever peers send.
     pub fn held_bytes(&self) -> usize {
+        if let Some(relay) = self.relay.as_ref() {
+            return relay.held_bytes();
+        }
         self.store.bytes()
             + self.inbound.iter().map(Inbound::bytes).sum::<usize>()
             + self.outbox.bytes()

@@ -1,0 +1,424 @@
+//! Relay games on the simulated network (`rungs-sim --topology relay`): the
+//! same [`GameSpec`] played by [`LockstepSession`]s in the relay topology
+//! (S10) through a [`Relay`], so peer-to-peer and relay can be compared on
+//! the same network.
+//!
+//! The model, where it differs from [`super::game`]:
+//! - **Placement.** Each player's path to the relay has a one-way delay
+//!   ([`RelayPlacement`]); by default a quarter of the player's round trip
+//!   (spikes included), so the way from one player through the relay to
+//!   another is as long as the direct path of the peer-to-peer game: a relay
+//!   "in the middle". `--relay-ms` places it elsewhere. Jitter, loss,
+//!   duplication and reordering apply to every relay path as to every
+//!   peer-to-peer path; outages to the named player's relay path.
+//! - **Frames** are relay ticks: the match runs at `--fps` ticks per second
+//!   with a bundle every tick, and each machine runs a tick
+//!   `jitter_ticks` (2) after the relay broadcast it.
+//! - **Physical floor** of a command: the worst one-way delay from its
+//!   issuer through the relay to any other player, plus mean jitter on both
+//!   legs, plus one frame.
+//! - **Not modelled here:** machine clocks' offsets and drift, per-frame
+//!   processing time, faults (crashes, quits, attacks), the timing ladder
+//!   (the relay's timing is fixed per match today): the report's timeline is
+//!   empty and its fault fields are zero.
+//!
+//! Stepped a millisecond at a time on a virtual clock, deterministic from
+//! the seed.
+
+use std::net::SocketAddr;
+
+use super::game::{fnv, next_gap, GameSpec};
+use super::{Conditions, GameReport, NetSim, Outage, SplitMix64};
+use crate::error::{Error, Result};
+use crate::relay::ticket::{issue, LobbySecret, TicketFields};
+use crate::relay::{MatchSetup, Relay, RelayConfig};
+use crate::report::record::MAX_SEATS;
+use crate::session::{Advance, LockstepConfig, LockstepSession, RelaySettings, SessionEvent};
+use crate::timing::MachineConfig;
+
+/// State checksums every this many frames, as in the peer-to-peer game.
+const CHECKSUM_INTERVAL: u32 = 64;
+const MATCH_ID: u64 = 1;
+/// The Unix time the relay checks tickets against.
+const UNIX_NOW_S: u64 = 1_800_000_000;
+const STEP_US: u64 = 1000;
+/// The relay's address on the simulated network.
+const RELAY_ADDRESS: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
+    std::net::Ipv4Addr::new(10, 0, 0, 250),
+    7000,
+));
+
+/// Where the relay sits: one-way delay from each player, ms (one value
+/// applies to all); empty for the default (see the module docs).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RelayPlacement {
+    pub one_way_ms: Vec<u32>,
+}
+
+impl RelayPlacement {
+    /// One-way delay between `player` and the relay at game time `at_ms`, µs.
+    pub fn one_way_us(&self, spec: &GameSpec, player: u8, at_ms: u64) -> u64 {
+        let given = self
+            .one_way_ms
+            .get(usize::from(player))
+            .or(self.one_way_ms.first());
+        match given {
+            Some(ms) => u64::from(*ms) * 1000,
+            // Half of the path a player would have to itself: rtt / 4.
+            None => spec.one_way_us(player, player, at_ms) / 2,
+        }
+    }
+}
+
+struct Player {
+    seat: u8,
+    address: SocketAddr,
+    session: LockstepSession,
+    frames_run: u32,
+    next_command_us: u64,
+    /// Issue time of each of its commands, by id.
+    issued_at: Vec<u64>,
+    log_hash: u64,
+    state_hash: u64,
+    executed: u64,
+    next_expected: [u32; MAX_SEATS],
+    out_of_order: bool,
+    links_lost: u64,
+    max_held_bytes: usize,
+    last_frame_us: u64,
+}
+
+/// Play `spec` through a relay placed by `placement`.
+pub fn run_relay_game(spec: &GameSpec, placement: &RelayPlacement) -> Result<GameReport> {
+    if spec.players == 0 || usize::from(spec.players) > MAX_SEATS || spec.frames == 0 {
+        return Err(Error::InvalidArgument(
+            "a relay game needs 1 to 16 players and at least one frame",
+        ));
+    }
+    let players = spec.players;
+    let mut rng = SplitMix64::new(spec.seed);
+    let mut net = NetSim::new(rng.next_u64(), Conditions::PERFECT);
+    let relay_address = RELAY_ADDRESS;
+    let address = |p: u8| SocketAddr::from(([10, 0, 0, p + 1], 4000));
+    let mut change_points: Vec<u64> = vec![0];
+    for spike in &spec.spikes {
+        change_points.extend([spike.start_ms, spike.start_ms + spike.duration_ms]);
+    }
+    change_points.sort_unstable();
+    change_points.dedup();
+    for p in 0..players {
+        for at_ms in &change_points {
+            let conditions = Conditions {
+                delay_us: placement.one_way_us(spec, p, *at_ms),
+                jitter_us: u64::from(spec.jitter_ms) * 1000,
+                loss_ppm: spec.loss_ppm,
+                duplicate_ppm: spec.duplicate_ppm,
+                reorder_ppm: spec.reorder_ppm,
+                reorder_extra_us: if spec.reorder_ppm > 0 { 50_000 } else { 0 },
+            };
+            let at_us = at_ms * 1000;
+            net.set_conditions(address(p), relay_address, at_us, conditions);
+            net.set_conditions(relay_address, address(p), at_us, conditions);
+        }
+    }
+    for outage in &spec.outages {
+        let start_us = outage.start_ms * 1000;
+        let end_us = start_us + outage.duration_ms * 1000;
+        let (from, to) = match outage.player {
+            Some(p) => (Some(address(p)), Some(address(p))),
+            None => (None, None),
+        };
+        net.add_outage(Outage {
+            from,
+            to: None,
+            start_us,
+            end_us,
+        });
+        net.add_outage(Outage {
+            from: None,
+            to,
+            start_us,
+            end_us,
+        });
+    }
+    let secret = LobbySecret::new([(rng.next_u64() as u8) | 1; 16])?;
+    let mut relay = Relay::new(RelayConfig::new(secret))?;
+    relay.add_match(
+        MatchSetup {
+            tick_rate_millihz: u32::from(spec.fps) * 1000,
+            checksum_interval: CHECKSUM_INTERVAL as u16,
+            max_ticks: spec.frames.saturating_add(u32::from(spec.fps) * 60),
+            ..MatchSetup::new(MATCH_ID, players, ((1u32 << players) - 1) as u16)
+        },
+        0,
+    )?;
+    let mut machines = Vec::with_capacity(usize::from(players));
+    for seat in 0..players {
+        let credentials = issue(
+            &secret,
+            &TicketFields {
+                match_id: MATCH_ID,
+                seat,
+                expires_unix_s: UNIX_NOW_S + 86_400,
+                nonce: u64::from(seat),
+            },
+        )?;
+        let config = LockstepConfig::relay(
+            MachineConfig::adaptive(spec.fps, vec![true; usize::from(players)], Some(seat)),
+            CHECKSUM_INTERVAL,
+            RelaySettings::new(relay_address, credentials, rng.next_u64()),
+        );
+        machines.push(Player {
+            seat,
+            address: address(seat),
+            session: LockstepSession::new(&config, 0)?,
+            frames_run: 0,
+            next_command_us: next_gap(&mut rng, spec.commands_per_minute),
+            issued_at: Vec::new(),
+            log_hash: 0xCBF2_9CE4_8422_2325,
+            state_hash: 0,
+            executed: 0,
+            next_expected: [0; MAX_SEATS],
+            out_of_order: false,
+            links_lost: 0,
+            max_held_bytes: 0,
+            last_frame_us: 0,
+        });
+    }
+    let frame_us = 1_000_000 / u64::from(spec.fps);
+    let mean_jitter_us = u64::from(spec.jitter_ms) * 1000 / 2;
+    // (latency ms, floor ms, game ms at issue) of every executed command.
+    let mut latencies: Vec<(f64, f64, f64)> = Vec::new();
+    let mut stall_events: Vec<Vec<(f64, f64)>> = vec![Vec::new(); usize::from(players)];
+    let (mut packets, mut bytes) = (0u64, 0u64);
+    let mut buf = vec![0u8; 1500];
+    let mut datagram = Vec::new();
+    let deadline_us = (u64::from(spec.frames) * frame_us).saturating_mul(4) + 120_000_000;
+    let mut now = 0u64;
+    while machines.iter().any(|m| m.frames_run < spec.frames) {
+        now += STEP_US;
+        if now > deadline_us {
+            return Err(Error::State("the relay game did not finish in time"));
+        }
+        deliver(&mut net, &mut relay, &mut machines, now, &mut datagram);
+        while relay.poll_event().is_some() {}
+        for m in machines.iter_mut().filter(|m| m.frames_run < spec.frames) {
+            if now >= m.next_command_us && m.frames_run + u32::from(spec.fps) < spec.frames {
+                let id = m.issued_at.len() as u32;
+                let command = [&[m.seat][..], &id.to_le_bytes()[..]].concat();
+                if m.session.submit_command(&command).is_ok() {
+                    m.issued_at.push(now);
+                }
+                m.next_command_us = now + next_gap(&mut rng, spec.commands_per_minute);
+            }
+            while m.frames_run < spec.frames {
+                let stall_before = m.session.stats().stall_us;
+                let mut ran = Vec::new();
+                let wake = m
+                    .session
+                    .update(now, |frame, c| ran.push((frame, c.seat, c.bytes.clone())))?;
+                for (frame, seat, bytes) in ran {
+                    m.log_hash = fnv(fnv(m.log_hash, &frame.to_le_bytes()), &bytes);
+                    m.executed += 1;
+                    let Some(id) = bytes
+                        .get(1..5)
+                        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                    else {
+                        continue;
+                    };
+                    let expected = &mut m.next_expected[usize::from(seat)];
+                    m.out_of_order |= id != *expected;
+                    *expected = id + 1;
+                    if seat == m.seat {
+                        let issued = m.issued_at.get(id as usize).copied().unwrap_or(now);
+                        let floor_us = (0..players)
+                            .filter(|p| *p != seat)
+                            .map(|p| {
+                                let at_ms = issued / 1000;
+                                placement.one_way_us(spec, seat, at_ms)
+                                    + placement.one_way_us(spec, p, at_ms)
+                                    + 2 * mean_jitter_us
+                            })
+                            .max()
+                            .unwrap_or(0)
+                            + frame_us;
+                        latencies.push((
+                            now.saturating_sub(issued) as f64 / 1000.0,
+                            floor_us as f64 / 1000.0,
+                            issued as f64 / 1000.0,
+                        ));
+                    }
+                }
+                let Advance::Ran { frame } = wake.advance else {
+                    break;
+                };
+                let stalled = m.session.stats().stall_us - stall_before;
+                if stalled > 0 {
+                    stall_events[usize::from(m.seat)]
+                        .push((now as f64 / 1000.0, stalled as f64 / 1000.0));
+                }
+                m.frames_run = frame + 1;
+                m.last_frame_us = now;
+                m.state_hash = match spec.diverge {
+                    Some((seat, from)) if seat == m.seat && frame >= from => m.log_hash ^ 1,
+                    _ => m.log_hash,
+                };
+                if frame % CHECKSUM_INTERVAL == 0 {
+                    m.session.submit_checksum(frame, m.state_hash)?;
+                }
+                m.max_held_bytes = m.max_held_bytes.max(m.session.held_bytes());
+            }
+            while let Some(event) = m.session.poll_event() {
+                if matches!(event, SessionEvent::LinkLost { .. }) {
+                    m.links_lost += 1;
+                }
+            }
+        }
+        while let Some((to, len)) = relay.poll_transmit(now, &mut buf) {
+            net.send(now, relay_address, to, &buf[..len]);
+            packets += 1;
+            bytes += len as u64;
+        }
+        for m in &mut machines {
+            while let Some(t) = m.session.poll_transmit(now, &mut buf) {
+                net.send(now, m.address, t.destination, &buf[..t.len]);
+                packets += 1;
+                bytes += t.len as u64;
+            }
+        }
+    }
+    // Let desync notices for the last checksums arrive.
+    for _ in 0..2000 {
+        now += STEP_US;
+        deliver(&mut net, &mut relay, &mut machines, now, &mut datagram);
+        while let Some((to, len)) = relay.poll_transmit(now, &mut buf) {
+            net.send(now, relay_address, to, &buf[..len]);
+        }
+        for m in &mut machines {
+            m.session.handle_timeout(now);
+            while m.session.poll_transmit(now, &mut buf).is_some() {}
+        }
+    }
+    Ok(report(
+        spec,
+        &machines,
+        stall_events,
+        latencies,
+        packets,
+        bytes,
+    ))
+}
+
+/// Hand every datagram due at `now` to the relay or its player, and fire
+/// the relay's timers.
+fn deliver(
+    net: &mut NetSim,
+    relay: &mut Relay,
+    machines: &mut [Player],
+    now: u64,
+    datagram: &mut Vec<u8>,
+) {
+    while let Some((_, from, to)) = net.poll_delivery_into(now, datagram) {
+        if to == RELAY_ADDRESS {
+            relay.handle_datagram(now, UNIX_NOW_S, from, datagram);
+        } else if let Some(m) = machines.iter_mut().find(|m| m.address == to) {
+            m.session.handle_datagram(now, from, datagram);
+        }
+    }
+    if relay.poll_timeout().is_some_and(|t| t <= now) {
+        relay.handle_timeout(now);
+    }
+}
+
+fn report(
+    spec: &GameSpec,
+    machines: &[Player],
+    stall_events: Vec<Vec<(f64, f64)>>,
+    mut latencies: Vec<(f64, f64, f64)>,
+    packets: u64,
+    bytes: u64,
+) -> GameReport {
+    let count = latencies.len().max(1) as f64;
+    let latency_mean_ms = latencies.iter().map(|l| l.0).sum::<f64>() / count;
+    let floor_mean_ms = latencies.iter().map(|l| l.1).sum::<f64>() / count;
+    let floor_samples = latencies.iter().map(|l| (l.2, l.1)).collect();
+    latencies.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let p95 = latencies
+        .get((latencies.len() * 95 / 100).min(latencies.len().saturating_sub(1)))
+        .map_or(0.0, |l| l.0);
+    let reference = &machines[0];
+    let worst = machines
+        .iter()
+        .max_by_key(|m| m.session.stats().stall_us)
+        .unwrap_or(reference);
+    let issued: u64 = machines.iter().map(|m| m.issued_at.len() as u64).sum();
+    let executed_per_seat = |seat: u8| u64::from(reference.next_expected[usize::from(seat)]);
+    GameReport {
+        frames: spec.frames,
+        latency_mean_ms,
+        latency_p95_ms: p95,
+        latency_max_ms: latencies.last().map_or(0.0, |l| l.0),
+        floor_mean_ms,
+        commands_below_floor: latencies.iter().filter(|l| l.0 < l.1).count() as u64,
+        stall_frames: worst.session.stats().stalled_frames,
+        stall_ms: worst.session.stats().stall_us as f64 / 1000.0,
+        desyncs: machines
+            .iter()
+            .map(|m| m.session.stats().desyncs)
+            .max()
+            .unwrap_or(0),
+        commands_issued: issued,
+        commands_executed: reference.executed,
+        packets,
+        bytes,
+        timeline: Vec::new(),
+        timeline_at_ms: Vec::new(),
+        stall_events: stall_events[usize::from(worst.seat)].clone(),
+        floor_samples,
+        duration_ms: machines.iter().map(|m| m.last_frame_us).max().unwrap_or(0) as f64 / 1000.0,
+        logs_identical: machines
+            .iter()
+            .all(|m| m.log_hash == reference.log_hash && m.executed == reference.executed),
+        commands_in_order: machines.iter().all(|m| !m.out_of_order),
+        links_lost: machines.iter().map(|m| m.links_lost).sum(),
+        refused_items: 0,
+        forged_executed: 0,
+        unexpected_removals: 0,
+        max_held_bytes: machines.iter().map(|m| m.max_held_bytes).max().unwrap_or(0),
+        commands_refused: 0,
+        vanished_dropped: true,
+        commands_lost: machines
+            .iter()
+            .map(|m| (m.issued_at.len() as u64).saturating_sub(executed_per_seat(m.seat)))
+            .sum(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_relay_game_executes_every_command_once_everywhere() {
+        let mut spec = GameSpec::new(4, 300, 30, 60);
+        spec.jitter_ms = 10;
+        spec.commands_per_minute = 240;
+        let report = run_relay_game(&spec, &RelayPlacement::default()).unwrap();
+        assert!(report.logs_identical);
+        assert!(report.commands_in_order);
+        assert_eq!(report.commands_lost, 0);
+        assert!(report.commands_issued > 20, "{}", report.commands_issued);
+        assert_eq!(report.commands_executed, report.commands_issued);
+        assert_eq!(report.desyncs, 0);
+        // Through the relay: at least the floor, never faster than physics.
+        assert!(report.latency_mean_ms >= report.floor_mean_ms - 1.0);
+    }
+
+    #[test]
+    fn a_diverging_machine_is_caught() {
+        let mut spec = GameSpec::new(3, 200, 30, 40);
+        spec.diverge = Some((1, 100));
+        let report = run_relay_game(&spec, &RelayPlacement::default()).unwrap();
+        assert!(report.desyncs > 0);
+    }
+}
