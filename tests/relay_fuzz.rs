@@ -14,6 +14,10 @@
 use std::time::Instant;
 
 use rungs::sim::SplitMix64;
+
+#[path = "common/mutate.rs"]
+mod common_mutate;
+use common_mutate::Format;
 use rungs::wire::relay::*;
 
 fn iterations() -> u64 {
@@ -149,48 +153,26 @@ fn corpus() -> Vec<Vec<u8>> {
     out
 }
 
-fn mutate(rng: &mut SplitMix64, corpus: &[Vec<u8>], input: &mut Vec<u8>) {
-    const INTERESTING: [u8; 10] = [0x00, 0x01, 0x02, 0x7F, 0x80, 0xFE, 0xFF, 0xB8, 0x03, 0x11];
-    for _ in 0..=rng.below_or_equal(3) {
-        let len = input.len() as u64;
-        let at = if len == 0 {
-            0
-        } else {
-            rng.below_or_equal(len - 1) as usize
-        };
-        match rng.below_or_equal(9) {
-            0 | 1 if len > 0 => input[at] ^= 1 << rng.below_or_equal(7),
-            2 if len > 0 => input[at] = rng.next_u64() as u8,
-            3 if len > 0 => input[at] = INTERESTING[rng.below_or_equal(9) as usize],
-            4 => {
-                let n = 1 + rng.below_or_equal(8) as usize;
-                let bytes: Vec<u8> = (0..n).map(|_| rng.next_u64() as u8).collect();
-                input.splice(at..at, bytes);
-            }
-            5 if len > 0 => {
-                let end = (at + 1 + rng.below_or_equal(8) as usize).min(input.len());
-                input.drain(at..end);
-            }
-            6 => input.truncate(rng.below_or_equal(len) as usize),
-            7 => {
-                let other = &corpus[rng.below_or_equal(corpus.len() as u64 - 1) as usize];
-                let from = rng.below_or_equal(other.len() as u64) as usize;
-                input.truncate(at);
-                input.extend_from_slice(&other[from..]);
-            }
-            8 if len >= 4 => {
-                // Lengths, counts and ticks are 16/32-bit fields.
-                let at = at.min(input.len() - 2);
-                let value = [0u16, 1, 0x7FFF, 0xFFFF, 512, 513][rng.below_or_equal(5) as usize];
-                input[at..at + 2].copy_from_slice(&value.to_le_bytes());
-            }
-            _ => {
-                let n = rng.below_or_equal(64) as usize;
-                input.extend((0..n).map(|_| rng.next_u64() as u8));
-            }
-        }
+/// What the relay messages find interesting (tests/common/mutate.rs).
+const RELAY: Format = Format {
+    interesting: &[0x00, 0x01, 0x02, 0x7F, 0x80, 0xFE, 0xFF, 0xB8, 0x03, 0x11],
+    max_len: 2 * MAX_MESSAGE_BYTES,
+    field: length_field,
+};
+
+/// Lengths, counts and ticks are 16/32-bit fields.
+fn length_field(rng: &mut SplitMix64, input: &mut Vec<u8>, at: usize) -> bool {
+    if input.len() < 4 {
+        return false;
     }
-    input.truncate(2 * MAX_MESSAGE_BYTES);
+    let at = at.min(input.len() - 2);
+    let value = [0u16, 1, 0x7FFF, 0xFFFF, 512, 513][rng.below_or_equal(5) as usize];
+    input[at..at + 2].copy_from_slice(&value.to_le_bytes());
+    true
+}
+
+fn mutate(rng: &mut SplitMix64, corpus: &[Vec<u8>], input: &mut Vec<u8>) {
+    common_mutate::mutate(rng, corpus, input, &RELAY);
 }
 
 fn report(name: &str, count: u64, accepted: u64, started: Instant) {

@@ -21,6 +21,10 @@ use std::time::Instant;
 
 use rungs::link::{Endpoint, EndpointConfig, LinkConfig};
 use rungs::sim::SplitMix64;
+
+#[path = "common/mutate.rs"]
+mod common_mutate;
+use common_mutate::Format;
 use rungs::wire::packet::{
     decode, write_tag, SessionKey, MAX_MESSAGE_BYTES, MAX_PACKET_BYTES, MIN_PACKET_BYTES,
 };
@@ -99,51 +103,26 @@ fn corpus() -> Vec<Vec<u8>> {
     out
 }
 
-/// Apply 1–4 random mutations.
+/// What the transport packet format finds interesting (tests/common/mutate.rs).
+const PACKET: Format = Format {
+    interesting: &[0x00, 0x01, 0x7F, 0x80, 0x81, 0xFE, 0xFF, 0xB7],
+    max_len: 2 * MAX_PACKET_BYTES,
+    field: header_field,
+};
+
+/// Hit the 16-bit fields of the header and ack block.
+fn header_field(rng: &mut SplitMix64, input: &mut Vec<u8>, _at: usize) -> bool {
+    if input.len() < 20 {
+        return false;
+    }
+    let field = [8usize, 12, 16, 18][rng.below_or_equal(3) as usize];
+    let value = rng.next_u64() as u16;
+    input[field..field + 2].copy_from_slice(&value.to_le_bytes());
+    true
+}
+
 fn mutate(rng: &mut SplitMix64, corpus: &[Vec<u8>], input: &mut Vec<u8>) {
-    const INTERESTING: [u8; 8] = [0x00, 0x01, 0x7F, 0x80, 0x81, 0xFE, 0xFF, 0xB7];
-    for _ in 0..=rng.below_or_equal(3) {
-        let len = input.len() as u64;
-        let at = if len == 0 {
-            0
-        } else {
-            rng.below_or_equal(len - 1) as usize
-        };
-        match rng.below_or_equal(9) {
-            0 | 1 if len > 0 => input[at] ^= 1 << rng.below_or_equal(7),
-            2 if len > 0 => input[at] = rng.next_u64() as u8,
-            3 if len > 0 => input[at] = INTERESTING[rng.below_or_equal(7) as usize],
-            4 => {
-                let n = 1 + rng.below_or_equal(8) as usize;
-                let bytes: Vec<u8> = (0..n).map(|_| rng.next_u64() as u8).collect();
-                input.splice(at..at, bytes);
-            }
-            5 if len > 0 => {
-                let end = (at + 1 + rng.below_or_equal(8) as usize).min(input.len());
-                input.drain(at..end);
-            }
-            6 => input.truncate(rng.below_or_equal(len) as usize),
-            7 => {
-                let other = &corpus[rng.below_or_equal(corpus.len() as u64 - 1) as usize];
-                let from = rng.below_or_equal(other.len() as u64) as usize;
-                input.truncate(at);
-                input.extend_from_slice(&other[from..]);
-            }
-            8 if len >= 20 => {
-                // Hit the 16-bit fields of the header and ack block.
-                let field = [8usize, 12, 16, 18][rng.below_or_equal(3) as usize];
-                let value = rng.next_u64() as u16;
-                input[field..field + 2].copy_from_slice(&value.to_le_bytes());
-            }
-            _ => {
-                let n = rng.below_or_equal(64) as usize;
-                input.extend((0..n).map(|_| rng.next_u64() as u8));
-            }
-        }
-    }
-    if input.len() > 2 * MAX_PACKET_BYTES {
-        input.truncate(2 * MAX_PACKET_BYTES);
-    }
+    common_mutate::mutate(rng, corpus, input, &PACKET);
 }
 
 fn report(name: &str, count: u64, started: Instant) {

@@ -22,6 +22,10 @@ use rungs::link::{Endpoint, EndpointConfig, LinkConfig};
 use rungs::report::Report;
 use rungs::session::{LockstepConfig, LockstepSession};
 use rungs::sim::SplitMix64;
+
+#[path = "common/mutate.rs"]
+mod common_mutate;
+use common_mutate::Format;
 use rungs::timing::{MachineConfig, PolicyKind, Timing, TimingEvent};
 use rungs::wire::packet::SessionKey;
 use rungs::wire::turn::{self, Item, Record, MAX_TURN_PARTS};
@@ -107,51 +111,32 @@ fn corpus() -> Vec<Vec<u8>> {
     out
 }
 
-const INTERESTING: [u8; 8] = [0x00, 0x01, 0x02, 0x7F, 0x80, 0xFE, 0xFF, MAX_TURN_PARTS];
+/// What the turn layout finds interesting (tests/common/mutate.rs).
+const TURN: Format = Format {
+    interesting: &[0x00, 0x01, 0x02, 0x7F, 0x80, 0xFE, 0xFF, MAX_TURN_PARTS],
+    max_len: 1100,
+    field: u32_field,
+};
+
+/// A u32 field near a boundary (frames, tags, counts).
+fn u32_field(rng: &mut SplitMix64, input: &mut Vec<u8>, _at: usize) -> bool {
+    let len = input.len();
+    if len <= 12 {
+        return false;
+    }
+    let i = rng.below_or_equal(len as u64 - 4) as usize;
+    let v = match rng.below_or_equal(3) {
+        0 => 0u32,
+        1 => u32::MAX,
+        2 => rng.below_or_equal(300) as u32,
+        _ => rng.next_u64() as u32,
+    };
+    input[i..i + 4].copy_from_slice(&v.to_le_bytes());
+    true
+}
 
 fn mutate(rng: &mut SplitMix64, corpus: &[Vec<u8>], input: &mut Vec<u8>) {
-    for _ in 0..1 + rng.below_or_equal(3) {
-        let len = input.len();
-        match rng.below_or_equal(6) {
-            0 if len > 0 => {
-                let i = rng.below_or_equal(len as u64 - 1) as usize;
-                input[i] ^= 1 << rng.below_or_equal(7);
-            }
-            1 if len > 0 => {
-                let i = rng.below_or_equal(len as u64 - 1) as usize;
-                input[i] = INTERESTING[rng.below_or_equal(7) as usize];
-            }
-            2 if len < 1100 => {
-                let i = rng.below_or_equal(len as u64) as usize;
-                input.insert(i, rng.next_u64() as u8);
-            }
-            3 if len > 0 => {
-                let i = rng.below_or_equal(len as u64 - 1) as usize;
-                input.remove(i);
-            }
-            4 => input.truncate(rng.below_or_equal(len as u64) as usize),
-            5 => {
-                let other = &corpus[rng.below_or_equal(corpus.len() as u64 - 1) as usize];
-                let at = rng.below_or_equal(len as u64) as usize;
-                let from = rng.below_or_equal(other.len() as u64) as usize;
-                input.truncate(at);
-                input.extend_from_slice(&other[from..]);
-                input.truncate(1100);
-            }
-            _ if len > 12 => {
-                // A u32 field near a boundary (frames, tags, counts).
-                let i = rng.below_or_equal(len as u64 - 4) as usize;
-                let v = match rng.below_or_equal(3) {
-                    0 => 0u32,
-                    1 => u32::MAX,
-                    2 => rng.below_or_equal(300) as u32,
-                    _ => rng.next_u64() as u32,
-                };
-                input[i..i + 4].copy_from_slice(&v.to_le_bytes());
-            }
-            _ => {}
-        }
-    }
+    common_mutate::mutate(rng, corpus, input, &TURN);
 }
 
 #[test]

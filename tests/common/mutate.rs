@@ -1,0 +1,59 @@
+//! The byte mutator behind the deterministic fuzz tests (transport packets,
+//! lockstep turns, relay messages): one set of generic mutations, with what
+//! each format finds interesting — byte values and a way to hit its wider
+//! fields — given by the caller.
+
+use rungs::sim::SplitMix64;
+
+/// What one wire format finds interesting.
+pub struct Format {
+    /// Byte values worth planting (bounds, magic numbers, limits).
+    pub interesting: &'static [u8],
+    /// Inputs are kept at most this long, so the corpus cannot grow without bound.
+    pub max_len: usize,
+    /// Overwrite one of the format's wider fields near `at`; false when the
+    /// input is too short for one (another mutation is made instead).
+    pub field: fn(&mut SplitMix64, &mut Vec<u8>, usize) -> bool,
+}
+
+/// Apply 1–4 random mutations to `input`, splicing from `corpus` at times.
+pub fn mutate(rng: &mut SplitMix64, corpus: &[Vec<u8>], input: &mut Vec<u8>, format: &Format) {
+    for _ in 0..=rng.below_or_equal(3) {
+        let len = input.len() as u64;
+        let at = if len == 0 {
+            0
+        } else {
+            rng.below_or_equal(len - 1) as usize
+        };
+        match rng.below_or_equal(9) {
+            0 | 1 if len > 0 => input[at] ^= 1 << rng.below_or_equal(7),
+            2 if len > 0 => input[at] = rng.next_u64() as u8,
+            3 if len > 0 => {
+                let pick = rng.below_or_equal(format.interesting.len() as u64 - 1) as usize;
+                input[at] = format.interesting[pick];
+            }
+            4 => {
+                let n = 1 + rng.below_or_equal(8) as usize;
+                let bytes: Vec<u8> = (0..n).map(|_| rng.next_u64() as u8).collect();
+                input.splice(at..at, bytes);
+            }
+            5 if len > 0 => {
+                let end = (at + 1 + rng.below_or_equal(8) as usize).min(input.len());
+                input.drain(at..end);
+            }
+            6 => input.truncate(rng.below_or_equal(len) as usize),
+            7 => {
+                let other = &corpus[rng.below_or_equal(corpus.len() as u64 - 1) as usize];
+                let from = rng.below_or_equal(other.len() as u64) as usize;
+                input.truncate(at);
+                input.extend_from_slice(&other[from..]);
+            }
+            8 if (format.field)(rng, input, at) => {}
+            _ => {
+                let n = rng.below_or_equal(64) as usize;
+                input.extend((0..n).map(|_| rng.next_u64() as u8));
+            }
+        }
+        input.truncate(format.max_len);
+    }
+}
