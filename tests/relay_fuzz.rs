@@ -161,7 +161,7 @@ const RELAY: Format = Format {
 };
 
 /// Lengths, counts and ticks are 16/32-bit fields.
-fn length_field(rng: &mut SplitMix64, input: &mut Vec<u8>, at: usize) -> bool {
+fn length_field(rng: &mut SplitMix64, input: &mut [u8], at: usize) -> bool {
     if input.len() < 4 {
         return false;
     }

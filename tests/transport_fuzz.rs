@@ -111,7 +111,7 @@ const PACKET: Format = Format {
 };
 
 /// Hit the 16-bit fields of the header and ack block.
-fn header_field(rng: &mut SplitMix64, input: &mut Vec<u8>, _at: usize) -> bool {
+fn header_field(rng: &mut SplitMix64, input: &mut [u8], _at: usize) -> bool {
     if input.len() < 20 {
         return false;
     }

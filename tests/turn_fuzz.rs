@@ -119,7 +119,7 @@ const TURN: Format = Format {
 };
 
 /// A u32 field near a boundary (frames, tags, counts).
-fn u32_field(rng: &mut SplitMix64, input: &mut Vec<u8>, _at: usize) -> bool {
+fn u32_field(rng: &mut SplitMix64, input: &mut [u8], _at: usize) -> bool {
     let len = input.len();
     if len <= 12 {
         return false;

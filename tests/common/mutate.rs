@@ -13,7 +13,7 @@ pub struct Format {
     pub max_len: usize,
     /// Overwrite one of the format's wider fields near `at`; false when the
     /// input is too short for one (another mutation is made instead).
-    pub field: fn(&mut SplitMix64, &mut Vec<u8>, usize) -> bool,
+    pub field: fn(&mut SplitMix64, &mut [u8], usize) -> bool,
 }
 
 /// Apply 1–4 random mutations to `input`, splicing from `corpus` at times.
