@@ -496,9 +496,11 @@ impl EngineSession {
     /// player still in the game except this machine's own seat.
     pub fn peers(&self) -> impl Iterator<Item = u8> + '_ {
         let local = self.local_seat;
+        // The one seat model (timing::Seats) the timing machine and the
+        // lockstep session also read.
         self.machine
-            .record()
             .seats()
+            .present()
             .filter(move |&seat| Some(seat) != local)
     }
 
