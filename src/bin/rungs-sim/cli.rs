@@ -217,7 +217,7 @@ fn parse_sweep(args: &[String]) -> Result<Command, UsageError> {
         count: 200,
         frames: 1800,
         seed: 1,
-        jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        jobs: default_jobs(),
         json: false,
     };
     for (name, value) in flags(args, &["--json", "--help", "-h"])? {
@@ -228,12 +228,7 @@ fn parse_sweep(args: &[String]) -> Result<Command, UsageError> {
             "--count" => options.count = parse_number(name, value)?,
             "--frames" => options.frames = parse_frames(value)?,
             "--seed" => options.seed = parse_number(name, value)?,
-            "--jobs" => {
-                options.jobs = parse_number(name, value)?;
-                if options.jobs == 0 {
-                    return usage("--jobs must be at least 1");
-                }
-            }
+            "--jobs" => options.jobs = parse_jobs(value)?,
             _ => {
                 return usage(format!(
                     "unknown sweep flag {name} (see rungs-sim sweep --help)"
@@ -244,11 +239,25 @@ fn parse_sweep(args: &[String]) -> Result<Command, UsageError> {
     Ok(Command::Sweep(options))
 }
 
+/// Worker threads for a batch of games: one per core unless `--jobs` says.
+fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// `--jobs N`, at least 1.
+fn parse_jobs(value: &str) -> Result<usize, UsageError> {
+    let jobs = parse_number("--jobs", value)?;
+    if jobs == 0 {
+        return usage("--jobs must be at least 1");
+    }
+    Ok(jobs)
+}
+
 fn parse_soak(args: &[String]) -> Result<Command, UsageError> {
     let mut options = SoakOptions {
         games: 1000,
         seed: 1,
-        jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        jobs: default_jobs(),
     };
     for (name, value) in flags(args, &["--help", "-h"])? {
         let value = value.unwrap_or("");
@@ -256,12 +265,7 @@ fn parse_soak(args: &[String]) -> Result<Command, UsageError> {
             "--help" | "-h" => return Ok(Command::SoakHelp),
             "--games" => options.games = parse_number(name, value)?,
             "--seed" => options.seed = parse_number(name, value)?,
-            "--jobs" => {
-                options.jobs = parse_number(name, value)?;
-                if options.jobs == 0 {
-                    return usage("--jobs must be at least 1");
-                }
-            }
+            "--jobs" => options.jobs = parse_jobs(value)?,
             _ => {
                 return usage(format!(
                     "unknown soak flag {name} (see rungs-sim soak --help)"
