@@ -15,21 +15,10 @@ use std::time::Instant;
 
 use rungs::sim::SplitMix64;
 
-#[path = "common/mutate.rs"]
-mod common_mutate;
-use common_mutate::Format;
+#[path = "common/fuzz.rs"]
+mod common_fuzz;
+use common_fuzz::{iterations, report, Format};
 use rungs::wire::relay::*;
-
-fn iterations() -> u64 {
-    if let Ok(text) = std::env::var("RUNGS_FUZZ_ITERATIONS") {
-        return text.parse().expect("RUNGS_FUZZ_ITERATIONS is a number");
-    }
-    if cfg!(debug_assertions) {
-        2_000_000
-    } else {
-        10_000_000
-    }
-}
 
 const SECRET: [u8; 16] = *b"fuzz-link-secret";
 
@@ -153,7 +142,7 @@ fn corpus() -> Vec<Vec<u8>> {
     out
 }
 
-/// What the relay messages find interesting (tests/common/mutate.rs).
+/// What the relay messages find interesting (tests/common/fuzz.rs).
 const RELAY: Format = Format {
     interesting: &[0x00, 0x01, 0x02, 0x7F, 0x80, 0xFE, 0xFF, 0xB8, 0x03, 0x11],
     max_len: 2 * MAX_MESSAGE_BYTES,
@@ -172,27 +161,14 @@ fn length_field(rng: &mut SplitMix64, input: &mut [u8], at: usize) -> bool {
 }
 
 fn mutate(rng: &mut SplitMix64, corpus: &[Vec<u8>], input: &mut Vec<u8>) {
-    common_mutate::mutate(rng, corpus, input, &RELAY);
-}
-
-fn report(name: &str, count: u64, accepted: u64, started: Instant) {
-    let seconds = started.elapsed().as_secs_f64();
-    eprintln!(
-        "{name}: {count} inputs in {seconds:.2} s, {:.0} execs/s, {accepted} accepted, 0 crashes ({} build)",
-        count as f64 / seconds,
-        if cfg!(debug_assertions) {
-            "debug"
-        } else {
-            "release"
-        }
-    );
+    common_fuzz::mutate(rng, corpus, input, &RELAY);
 }
 
 #[test]
 fn fuzz_relay_decoders_accept_only_canonical_input() {
     let corpus = corpus();
     let mut rng = SplitMix64::new(0x5E1A7);
-    let count = iterations();
+    let count = iterations(2_000_000, 10_000_000);
     let started = Instant::now();
     let mut accepted = 0u64;
     let mut input = Vec::with_capacity(2 * MAX_MESSAGE_BYTES + 64);
@@ -234,7 +210,7 @@ fn fuzz_relay_decoders_accept_only_canonical_input() {
             assert_eq!(&out[..len], &input[..], "reject not canonical");
         }
     }
-    report("relay decoders", count, accepted, started);
+    report("relay decoders", count, Some(accepted), started);
     assert!(accepted > count / 50, "only {accepted} accepted");
 }
 
@@ -340,7 +316,7 @@ fn fuzz_relay_and_client_receive_paths() {
         .collect();
     let mut rng = SplitMix64::new(0xF1A7);
     let mut next_pn = [vec![1000u32; keys.len()], vec![1000u32; keys.len()]];
-    let count = iterations() / 4;
+    let count = iterations(2_000_000, 10_000_000) / 4;
     let started = Instant::now();
     let mut input = Vec::new();
     let mut buf = [0u8; 1500];
@@ -406,7 +382,12 @@ fn fuzz_relay_and_client_receive_paths() {
         + c.duplicate_hellos
         + c.unknown_connection
         + c.link_drops;
-    report("relay receive path", count, c.datagrams - refused, started);
+    report(
+        "relay receive path",
+        count,
+        Some(c.datagrams - refused),
+        started,
+    );
     eprintln!("relay counters: {c:?}");
     assert!(c.link_drops > 0 && c.malformed_hellos + c.rejected.iter().sum::<u64>() > 0);
 }

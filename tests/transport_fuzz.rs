@@ -22,26 +22,15 @@ use std::time::Instant;
 use rungs::link::{Endpoint, EndpointConfig, LinkConfig};
 use rungs::sim::SplitMix64;
 
-#[path = "common/mutate.rs"]
-mod common_mutate;
-use common_mutate::Format;
+#[path = "common/fuzz.rs"]
+mod common_fuzz;
+use common_fuzz::{iterations, report, Format};
 use rungs::wire::packet::{
     decode, write_tag, SessionKey, MAX_MESSAGE_BYTES, MAX_PACKET_BYTES, MIN_PACKET_BYTES,
 };
 
 const KEY: SessionKey = SessionKey(*b"fuzzing-key-0001");
 const SESSION: u32 = 0xF022;
-
-fn iterations() -> u64 {
-    if let Ok(text) = std::env::var("RUNGS_FUZZ_ITERATIONS") {
-        return text.parse().expect("RUNGS_FUZZ_ITERATIONS is a number");
-    }
-    if cfg!(debug_assertions) {
-        1_000_000
-    } else {
-        5_000_000
-    }
-}
 
 fn addr(seat: u8) -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], 6000 + u16::from(seat)))
@@ -103,7 +92,7 @@ fn corpus() -> Vec<Vec<u8>> {
     out
 }
 
-/// What the transport packet format finds interesting (tests/common/mutate.rs).
+/// What the transport packet format finds interesting (tests/common/fuzz.rs).
 const PACKET: Format = Format {
     interesting: &[0x00, 0x01, 0x7F, 0x80, 0x81, 0xFE, 0xFF, 0xB7],
     max_len: 2 * MAX_PACKET_BYTES,
@@ -122,27 +111,14 @@ fn header_field(rng: &mut SplitMix64, input: &mut [u8], _at: usize) -> bool {
 }
 
 fn mutate(rng: &mut SplitMix64, corpus: &[Vec<u8>], input: &mut Vec<u8>) {
-    common_mutate::mutate(rng, corpus, input, &PACKET);
-}
-
-fn report(name: &str, count: u64, started: Instant) {
-    let seconds = started.elapsed().as_secs_f64();
-    eprintln!(
-        "{name}: {count} inputs in {seconds:.2} s, {:.0} execs/s ({} build)",
-        count as f64 / seconds,
-        if cfg!(debug_assertions) {
-            "debug"
-        } else {
-            "release"
-        }
-    );
+    common_fuzz::mutate(rng, corpus, input, &PACKET);
 }
 
 #[test]
 fn fuzz_packet_decoder() {
     let corpus = corpus();
     let mut rng = SplitMix64::new(0xDEC0DE);
-    let count = iterations();
+    let count = iterations(1_000_000, 5_000_000);
     let started = Instant::now();
     let mut accepted = 0u64;
     let mut input = Vec::with_capacity(2 * MAX_PACKET_BYTES + 64);
@@ -162,7 +138,7 @@ fn fuzz_packet_decoder() {
             assert_eq!(packet.messages().count(), packet.message_count());
         }
     }
-    report("decoder", count, started);
+    report("decoder", count, None, started);
     // The mutations keep some inputs valid, so the deep paths are reached.
     assert!(accepted > count / 20, "only {accepted} structurally valid");
 }
@@ -171,7 +147,7 @@ fn fuzz_packet_decoder() {
 fn fuzz_endpoint_receive_path() {
     let corpus = corpus();
     let mut rng = SplitMix64::new(0xF00D);
-    let count = iterations();
+    let count = iterations(1_000_000, 5_000_000);
     let link = LinkConfig {
         receive_capacity: 64,
         ..LinkConfig::default()
@@ -254,7 +230,7 @@ fn fuzz_endpoint_receive_path() {
             assert!(link.ready_messages() <= 64, "receive capacity holds");
         }
     }
-    report("endpoint receive path", count, started);
+    report("endpoint receive path", count, None, started);
     let drops = target.total_drops();
     eprintln!(
         "  accepted {accepted}, delivered {delivered}, dropped {} ({:?})",

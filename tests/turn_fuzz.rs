@@ -23,34 +23,15 @@ use rungs::report::Report;
 use rungs::session::{LockstepConfig, LockstepSession};
 use rungs::sim::SplitMix64;
 
-#[path = "common/mutate.rs"]
-mod common_mutate;
-use common_mutate::Format;
+#[path = "common/fuzz.rs"]
+mod common_fuzz;
+use common_fuzz::{iterations, report, Format};
 use rungs::timing::{MachineConfig, PolicyKind, Timing, TimingEvent};
 use rungs::wire::packet::SessionKey;
 use rungs::wire::turn::{self, Item, Record, MAX_TURN_PARTS};
 
 const KEY: SessionKey = SessionKey(*b"turn-fuzzing-key");
 const SESSION: u32 = 0x7E57;
-
-fn iterations(release: u64) -> u64 {
-    if let Ok(text) = std::env::var("RUNGS_FUZZ_ITERATIONS") {
-        return text.parse().expect("RUNGS_FUZZ_ITERATIONS is a number");
-    }
-    if cfg!(debug_assertions) {
-        release / 5
-    } else {
-        release
-    }
-}
-
-fn report(name: &str, count: u64, started: Instant) {
-    let seconds = started.elapsed().as_secs_f64().max(1e-9);
-    eprintln!(
-        "{name}: {count} executions, 0 crashes, {:.0} execs/s",
-        count as f64 / seconds
-    );
-}
 
 fn random_item(rng: &mut SplitMix64, seats: u8) -> Item {
     match rng.below_or_equal(4) {
@@ -111,7 +92,7 @@ fn corpus() -> Vec<Vec<u8>> {
     out
 }
 
-/// What the turn layout finds interesting (tests/common/mutate.rs).
+/// What the turn layout finds interesting (tests/common/fuzz.rs).
 const TURN: Format = Format {
     interesting: &[0x00, 0x01, 0x02, 0x7F, 0x80, 0xFE, 0xFF, MAX_TURN_PARTS],
     max_len: 1100,
@@ -136,13 +117,13 @@ fn u32_field(rng: &mut SplitMix64, input: &mut [u8], _at: usize) -> bool {
 }
 
 fn mutate(rng: &mut SplitMix64, corpus: &[Vec<u8>], input: &mut Vec<u8>) {
-    common_mutate::mutate(rng, corpus, input, &TURN);
+    common_fuzz::mutate(rng, corpus, input, &TURN);
 }
 
 #[test]
 fn fuzz_turn_decoder() {
     let corpus = corpus();
-    let count = iterations(2_000_000);
+    let count = iterations(400_000, 2_000_000);
     let mut rng = SplitMix64::new(0xD0);
     let mut input = Vec::with_capacity(1200);
     let mut decoded = 0u64;
@@ -161,7 +142,7 @@ fn fuzz_turn_decoder() {
             }
         }
     }
-    report("turn decoder", count, started);
+    report("turn decoder", count, None, started);
     eprintln!("  {decoded} inputs decoded");
     assert!(
         decoded > count / 50,
@@ -176,7 +157,7 @@ fn addr(seat: u8) -> SocketAddr {
 #[test]
 fn fuzz_session_receive_path() {
     let corpus = corpus();
-    let count = iterations(200_000);
+    let count = iterations(40_000, 200_000);
     let mut rng = SplitMix64::new(0x5E55);
     // The session under test is seat 0, the master, of three; seat 1 is the
     // attacker (it holds its link key) and also sends its genuine turns, so
@@ -275,7 +256,7 @@ fn fuzz_session_receive_path() {
         max_held = max_held.max(session.held_bytes());
         assert!(max_held < 16 << 20, "{max_held} bytes held");
     }
-    report("session receive path", count, started);
+    report("session receive path", count, None, started);
     let stats = session.stats();
     eprintln!(
         "  {ran} frames run, {} malformed, {} refused messages, {} refused items, {} KB held at most",

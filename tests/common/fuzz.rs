@@ -1,9 +1,41 @@
-//! The byte mutator behind the deterministic fuzz tests (transport packets,
-//! lockstep turns, relay messages): one set of generic mutations, with what
-//! each format finds interesting — byte values and a way to hit its wider
-//! fields — given by the caller.
+//! What the deterministic fuzz tests (transport packets, lockstep turns,
+//! relay messages) share: how many inputs to run, how a run reports its
+//! figures, and the byte mutator — one set of generic mutations, with what
+//! each format finds interesting (byte values and a way to hit its wider
+//! fields) given by the caller.
+
+use std::time::Instant;
 
 use rungs::sim::SplitMix64;
+
+/// Inputs for one fuzz target: `RUNGS_FUZZ_ITERATIONS` when set, else
+/// `debug` in a debug build and `release` in a release build.
+pub fn iterations(debug: u64, release: u64) -> u64 {
+    if let Ok(text) = std::env::var("RUNGS_FUZZ_ITERATIONS") {
+        return text.parse().expect("RUNGS_FUZZ_ITERATIONS is a number");
+    }
+    if cfg!(debug_assertions) {
+        debug
+    } else {
+        release
+    }
+}
+
+/// The figures of one fuzz run on stderr: inputs, rate, how many were
+/// accepted where the target counts that, and the build.
+pub fn report(name: &str, count: u64, accepted: Option<u64>, started: Instant) {
+    let seconds = started.elapsed().as_secs_f64().max(1e-9);
+    let accepted = accepted.map_or(String::new(), |n| format!(", {n} accepted"));
+    eprintln!(
+        "{name}: {count} inputs in {seconds:.2} s, {:.0} execs/s{accepted}, 0 crashes ({} build)",
+        count as f64 / seconds,
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        }
+    );
+}
 
 /// What one wire format finds interesting.
 pub struct Format {
