@@ -43,17 +43,6 @@
 #endif
 
 /**
- * Timing policy: rungs' adaptive ladder (S4), the default.
- */
-#define RUNGS_POLICY_ADAPTIVE 0
-
-/**
- * Timing policy: `tracking`, send period 1 and the look-ahead the reports
- * need (`docs/tracking.md`). Every machine of a game must use the same.
- */
-#define RUNGS_POLICY_TRACKING 1
-
-/**
  * Default `sample_window` of `rungs_clock_config`.
  */
 #define RUNGS_CLOCK_DEFAULT_SAMPLE_WINDOW 16
@@ -430,6 +419,17 @@
  * Seat value meaning "no seat" (an observer's local seat, or no master).
  */
 #define RUNGS_NO_SEAT 255
+
+/**
+ * Timing policy: rungs' adaptive ladder (S4), the default.
+ */
+#define RUNGS_POLICY_ADAPTIVE 0
+
+/**
+ * Timing policy: `tracking`, send period 1 and the look-ahead the reports
+ * need (`docs/tracking.md`). Every machine of a game must use the same.
+ */
+#define RUNGS_POLICY_TRACKING 1
 
 /**
  * The ABI version of this header. It changes only when an existing

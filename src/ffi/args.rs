@@ -146,23 +146,6 @@ pub fn in_range<T: PartialOrd + Display>(value: T, low: T, high: T, name: &str) 
     Ok(value)
 }
 
-/// A game's timing policy from its C value (`RUNGS_POLICY_*`).
-pub fn timing_policy(value: u8, name: &str) -> Result<crate::timing::PolicyKind> {
-    match value {
-        RUNGS_POLICY_ADAPTIVE => Ok(crate::timing::PolicyKind::Adaptive),
-        RUNGS_POLICY_TRACKING => Ok(crate::timing::PolicyKind::Tracking),
-        _ => Err(Error::InvalidValue(format!(
-            "{name} is {value}; expected RUNGS_POLICY_ADAPTIVE (0) or RUNGS_POLICY_TRACKING (1)"
-        ))),
-    }
-}
-
-/// Timing policy: rungs' adaptive ladder (S4), the default.
-pub const RUNGS_POLICY_ADAPTIVE: u8 = 0;
-/// Timing policy: `tracking`, send period 1 and the look-ahead the reports
-/// need (`docs/tracking.md`). Every machine of a game must use the same.
-pub const RUNGS_POLICY_TRACKING: u8 = 1;
-
 /// Refuse a reserved field that is not 0.
 pub fn reserved_zero(value: u8, name: &str) -> Result<()> {
     if value != 0 {

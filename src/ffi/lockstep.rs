@@ -21,8 +21,7 @@ use std::ffi::c_void;
 use std::net::SocketAddr;
 
 use super::args::{
-    in_range, read_config, require, reserved_zero, slice_in, timing_policy, write_optional,
-    write_out, write_to,
+    in_range, read_config, require, reserved_zero, slice_in, write_optional, write_out, write_to,
 };
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
 use super::result::rungs_result;
@@ -35,6 +34,7 @@ use super::transport::{
 use super::types::{
     human_seats, local_seat, rungs_command_fn, rungs_desync_fn, rungs_frame_rate_changed_fn,
     rungs_link_event_fn, rungs_player_message_fn, rungs_seat_event_fn, rungs_timing_changed_fn,
+    timing_policy,
 };
 use crate::error::{Error, Result};
 use crate::link::LinkConfig;

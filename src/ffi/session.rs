@@ -5,8 +5,7 @@
 use std::ffi::c_void;
 
 use super::args::{
-    flag, in_range, read_config, require, slice_in, timing_policy, write_optional, write_out,
-    write_to,
+    flag, in_range, read_config, require, slice_in, write_optional, write_out, write_to,
 };
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
 use super::payload::report_layout;
@@ -17,6 +16,7 @@ use super::timing_machine::{
 use super::types::{
     human_seats, local_seat, rungs_frame_rate_changed_fn, rungs_log_fn, rungs_player_message_fn,
     rungs_queue_event_fn, rungs_seat_event_fn, rungs_send_frame_fn, rungs_timing_changed_fn,
+    timing_policy,
 };
 use crate::error::{Error, Result};
 use crate::session::{EngineSession, EventIds, EventRole, SessionConfig, SessionOutput};

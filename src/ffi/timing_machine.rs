@@ -3,14 +3,13 @@
 
 use std::ffi::c_void;
 
-use super::args::{
-    in_range, read_config, read_in, require, timing_policy, write_optional, write_out, write_to,
-};
+use super::args::{in_range, read_config, read_in, require, write_optional, write_out, write_to};
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
 use super::result::rungs_result;
 use super::types::{
     human_seats, local_seat, rungs_frame_rate_changed_fn, rungs_player_message_fn, rungs_report,
-    rungs_seat_event_fn, rungs_timing, rungs_timing_changed_fn, rungs_timing_event, RUNGS_NO_SEAT,
+    rungs_seat_event_fn, rungs_timing, rungs_timing_changed_fn, rungs_timing_event, timing_policy,
+    RUNGS_NO_SEAT,
 };
 use crate::report::Report;
 use crate::timing::machine::player_message_c_text;

@@ -10,7 +10,7 @@ use super::args::{flag, in_range, read_in};
 use crate::error::{Error, Result};
 use crate::report::record::MAX_SEATS;
 use crate::report::Report;
-use crate::timing::{Timing, TimingEvent};
+use crate::timing::{PolicyKind, Timing, TimingEvent};
 
 /// Seat value meaning "no seat" (an observer's local seat, or no master).
 pub const RUNGS_NO_SEAT: u8 = 0xFF;
@@ -206,6 +206,23 @@ impl From<Report> for rungs_report {
         }
     }
 }
+
+/// A game's timing policy from its C value (`RUNGS_POLICY_*`).
+pub fn timing_policy(value: u8, name: &str) -> Result<PolicyKind> {
+    match value {
+        RUNGS_POLICY_ADAPTIVE => Ok(PolicyKind::Adaptive),
+        RUNGS_POLICY_TRACKING => Ok(PolicyKind::Tracking),
+        _ => Err(Error::InvalidValue(format!(
+            "{name} is {value}; expected RUNGS_POLICY_ADAPTIVE (0) or RUNGS_POLICY_TRACKING (1)"
+        ))),
+    }
+}
+
+/// Timing policy: rungs' adaptive ladder (S4), the default.
+pub const RUNGS_POLICY_ADAPTIVE: u8 = 0;
+/// Timing policy: `tracking`, send period 1 and the look-ahead the reports
+/// need (`docs/tracking.md`). Every machine of a game must use the same.
+pub const RUNGS_POLICY_TRACKING: u8 = 1;
 
 /// The human flag of every seat, from a config's `seat_count` (1–16) and
 /// `human_seat_mask` (bit `i`: seat `i` is human; at least one; no bits
