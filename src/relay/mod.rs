@@ -22,6 +22,7 @@ pub mod client;
 pub mod sequencer;
 pub mod server;
 pub mod ticket;
+pub mod timing;
 
 pub use client::{ClientConfig, ClientEvent, RelayClient, SeatTurn, Turn};
 pub use sequencer::{DesyncNotice, LogEntry, MatchEvent, MatchSetup, Sequencer};

@@ -317,8 +317,13 @@ impl LockstepSession {
             }
         }
         let mut measurements = Measurements::new();
-        for seat in seats.present().filter(|s| *s != local_seat) {
-            measurements.add_peer(seat)?;
+        if relay.is_some() {
+            // Behind a relay the one round trip that matters is to the relay.
+            measurements.add_peer(crate::relay::RELAY_LINK_SEAT)?;
+        } else {
+            for seat in seats.present().filter(|s| *s != local_seat) {
+                measurements.add_peer(seat)?;
+            }
         }
         let max_message_bytes = config.link.max_message_bytes();
         Ok(LockstepSession {
@@ -436,6 +441,23 @@ impl LockstepSession {
         Ok(self.machine.forecast_tag(issued_on))
     }
 
+    /// Behind a relay: an order the engine's AI decided for the AI `seat`
+    /// with the state after the last frame run, i.e. at tick `F + 1`. Every
+    /// machine computes the same AI, so the order stays local: it executes
+    /// with the commands of tick `F + 1 + ai_order_delay` (the match setup's,
+    /// 0–8, S10), delivered like a human order with that seat. Returns that
+    /// tick. `State` peer-to-peer (the engine runs its AI itself there) and
+    /// before the relay's Welcome; `InvalidArgument` for a seat that is not
+    /// an AI seat of the match; `Full` beyond 4096 orders waiting.
+    pub fn submit_ai_order(&mut self, seat: u8, bytes: &[u8]) -> Result<u32> {
+        match self.relay.as_mut() {
+            Some(relay) => relay.submit_ai_order(seat, bytes),
+            None => Err(Error::State(
+                "AI orders go through the session only behind a relay; peer-to-peer the engine runs its AI itself",
+            )),
+        }
+    }
+
     /// The engine's state checksum after `frame` executed. Only frames that
     /// are multiples of the checksum interval are compared.
     pub fn submit_checksum(&mut self, frame: u32, checksum: u64) -> Result<()> {
@@ -529,7 +551,7 @@ impl LockstepSession {
     /// Validate and act on one datagram from `source` at local time `now_us`.
     pub fn handle_datagram(&mut self, now_us: u64, source: SocketAddr, datagram: &[u8]) {
         if let Some(relay) = self.relay.as_mut() {
-            return relay.handle_datagram(now_us, source, datagram);
+            return relay.handle_datagram(now_us, source, datagram, &mut self.measurements);
         }
         self.last_local_us = self.last_local_us.max(now_us);
         let Ok(from) = self.endpoint.handle_datagram(now_us, source, datagram) else {
@@ -701,7 +723,7 @@ impl LockstepSession {
     /// Once a frame starts it runs whole: an error leaves no frame half run.
     pub fn advance(&mut self, now_us: u64) -> Result<Advance> {
         if let Some(relay) = self.relay.as_mut() {
-            return relay.advance(now_us);
+            return relay.advance(now_us, &mut self.measurements);
         }
         self.last_local_us = self.last_local_us.max(now_us);
         if self.left {
