@@ -1426,6 +1426,103 @@ mod tests {
         assert_eq!(s.counters().bad_checksum_reports, 1, "beyond the horizon");
     }
 
+    /// Run `s` tick by tick from `from` to `to` (30 ticks/s, started at 0),
+    /// both seats reporting `rtt(tick)` on every report tick (S3), and
+    /// return the look-ahead in force at each tick where it changed.
+    fn drive(
+        s: &mut Sequencer,
+        from: u32,
+        to: u32,
+        rtt: impl Fn(u32) -> u32,
+    ) -> Vec<(u32, u8, u8)> {
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 1024];
+        for tick in from..to {
+            let now = s.timing_plan().tick_start_ms(tick) * MS;
+            s.handle_timeout(now);
+            if crate::report::is_report_frame(tick) {
+                for seat in 0..2 {
+                    let report = Report {
+                        process_us: 5000,
+                        max_wait_ms: 0,
+                        worst_rtt_ms: Some(rtt(tick)),
+                    };
+                    s.handle_message(seat, now, &ClientMessage::TimingReport(report));
+                }
+            }
+            for seat in 0..2 {
+                while s.poll_message(seat, now, &mut buf).is_some() {}
+            }
+            let c = s.timing_plan().in_force(tick);
+            if seen.last().map(|l: &(u32, u8, u8)| (l.1, l.2))
+                != Some((c.bundle_interval, c.look_ahead))
+            {
+                seen.push((tick, c.bundle_interval, c.look_ahead));
+            }
+        }
+        seen
+    }
+
+    #[test]
+    fn the_relay_policy_widens_the_jitter_buffer_when_a_round_trip_rises_and_narrows_it_again() {
+        let mut setup = MatchSetup::new(1, 2, 0b11);
+        setup.timing_policy = Some(PolicyKind::Adaptive);
+        let mut s = Sequencer::new(setup, 0).unwrap();
+        s.connect(0, 0, 0).unwrap();
+        s.connect(1, 0, 0).unwrap();
+        assert!(s.has_started());
+        // 40 ms to the relay, then 600 ms from tick 300 to 1000, then 40 again.
+        let rtt = |tick: u32| if (300..1000).contains(&tick) { 600 } else { 40 };
+        let seen = drive(&mut s, 0, 4000, rtt);
+        // Start 2/6; calibrated to 1/4 at 64; 600 ms needs 5/15 (9 frames
+        // one way); then three calm evaluations and a descent a rung per
+        // evaluation back to 1/4.
+        assert_eq!(seen.first(), Some(&(0, 2, 6)));
+        assert_eq!((seen[1].1, seen[1].2), (1, 4), "{seen:?}");
+        let widest = seen.iter().map(|e| e.2).max().unwrap_or(0);
+        assert_eq!(widest, 15, "{seen:?}");
+        assert_eq!(seen.last().map(|e| (e.1, e.2)), Some((1, 4)), "{seen:?}");
+        // Every change starts on a bundle boundary after the horizon that
+        // decided it, and was announced (one Timing message per change).
+        assert_eq!(s.counters().timing_changes as usize, seen.len());
+        assert_eq!(
+            s.counters().timing_reports,
+            2 * (0..4000)
+                .filter(|t| crate::report::is_report_frame(*t))
+                .count() as u64
+        );
+    }
+
+    #[test]
+    fn a_disconnected_seat_does_not_hold_the_timing() {
+        // Seat 1 never reports (it left its connection): the record holds
+        // only the connected seat, so the relay is not stuck at the widest
+        // timing a silent player would force (S3) on everyone else.
+        let mut setup = MatchSetup::new(1, 2, 0b11);
+        setup.start_barrier_us = 0;
+        let mut s = Sequencer::new(setup, 0).unwrap();
+        s.connect(0, 0, 0).unwrap();
+        s.handle_timeout(0);
+        assert!(s.has_started());
+        let mut buf = [0u8; 1024];
+        for tick in 0..1200u32 {
+            let now = s.timing_plan().tick_start_ms(tick) * MS;
+            s.handle_timeout(now);
+            if crate::report::is_report_frame(tick) {
+                let report = Report {
+                    process_us: 5000,
+                    max_wait_ms: 0,
+                    worst_rtt_ms: Some(40),
+                };
+                s.handle_message(0, now, &ClientMessage::TimingReport(report));
+            }
+            while s.poll_message(0, now, &mut buf).is_some() {}
+        }
+        let c = s.timing_plan().in_force(1199);
+        assert_eq!((c.bundle_interval, c.look_ahead), (1, 4));
+        assert_eq!(s.record().seats().collect::<Vec<_>>(), vec![0]);
+    }
+
     #[test]
     fn grace_drops_a_seat_and_all_left_ends_the_match() {
         let mut setup = MatchSetup::new(1, 2, 0b11);
