@@ -187,7 +187,12 @@ impl RelayLockstep {
             ));
         };
         if seat >= welcome.seat_count || welcome.human_mask & (1 << seat) != 0 {
-            return Err(Error::InvalidArgument("not an AI seat of the match"));
+            return Err(
+                Error::InvalidArgument("not an AI seat of the match").detailed(format!(
+                    "seat is {seat}; expected an AI seat of the match (below {} and not human: human mask {:#06x})",
+                    welcome.seat_count, welcome.human_mask
+                )),
+            );
         }
         if self.ai_order_count >= MAX_PENDING_AI_ORDERS {
             return Err(Error::Full("AI orders waiting for their tick"));
