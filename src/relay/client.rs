@@ -402,28 +402,38 @@ impl RelayClient {
         self.plan.as_ref()
     }
 
-    /// The timing the client paces by: the relay's plan, or for a match
-    /// without a timing policy the Welcome's rate and bundle interval with
-    /// `look_ahead` = `local_jitter_ticks`. `None` before the Welcome.
-    pub fn pacing_plan(&self, local_jitter_ticks: u8) -> Option<TimingPlan> {
+    /// When this client runs `tick`: relay match time in ms, by the relay's
+    /// timing plan, or for a match without a timing policy by the Welcome's
+    /// rate and bundle interval with `look_ahead = local_jitter_ticks`.
+    /// `None` before the Welcome.
+    pub fn due_ms(&self, tick: u32, local_jitter_ticks: u8) -> Option<u64> {
         if let Some(plan) = &self.plan {
-            return Some(plan.clone());
+            return Some(plan.tick_start_ms(plan.due_tick(tick)));
         }
+        let fixed = self.fixed_timing(local_jitter_ticks)?;
+        Some(fixed.tick_start_ms(fixed.due_tick(tick)))
+    }
+
+    /// The single timing of a match without a policy, from the Welcome.
+    fn fixed_timing(&self, local_jitter_ticks: u8) -> Option<TimingChange> {
         let w = self.welcome?;
-        Some(TimingPlan::new(TimingChange {
+        Some(TimingChange {
             from_tick: 0,
             from_ms: 0,
             tick_rate_millihz: w.tick_rate_millihz,
             bundle_interval: w.bundle_interval,
             look_ahead: local_jitter_ticks.max(1),
-        }))
+        })
     }
 
     /// The relay tick estimated at local time `now_us`, once welcomed and pinged.
     pub fn estimated_relay_tick(&self, now_us: u64) -> Option<u32> {
-        let plan = self.pacing_plan(1)?;
         let elapsed = now_us as i64 + self.clock_offset_us()?;
-        Some(plan.tick_at(u64::try_from(elapsed).unwrap_or(0)))
+        let elapsed = u64::try_from(elapsed).unwrap_or(0);
+        match &self.plan {
+            Some(plan) => Some(plan.tick_at(elapsed)),
+            None => Some(self.fixed_timing(1)?.tick_at(elapsed)),
+        }
     }
 
     /// Send what this client measured over its last report interval (S3)

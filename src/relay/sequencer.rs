@@ -1063,9 +1063,10 @@ impl Sequencer {
         // the bundle that reaches its tick (the link keeps the order).
         if s.timing_sent < self.announced {
             let serial = s.timing_sent.max(first_held);
-            let change = self.plan.changes().nth((serial - first_held) as usize)?;
             s.timing_sent = serial + 1;
-            return ServerMessage::Timing(*change).write(buf);
+            if let Some(change) = self.plan.changes().nth((serial - first_held) as usize) {
+                return ServerMessage::Timing(*change).write(buf);
+            }
         }
         if s.presence_sent < version {
             s.presence_sent = version;

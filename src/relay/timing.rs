@@ -66,11 +66,7 @@ impl TimingPlan {
 
     /// When `tick` starts, ms after the match start.
     pub fn tick_start_ms(&self, tick: u32) -> u64 {
-        let c = self.in_force(tick);
-        c.from_ms.saturating_add(tick_start_ms(
-            tick.saturating_sub(c.from_tick),
-            c.tick_rate_millihz,
-        ))
+        self.in_force(tick).tick_start_ms(tick)
     }
 
     /// The tick running `elapsed_us` after the match start.
@@ -78,10 +74,7 @@ impl TimingPlan {
         let at = self
             .changes
             .partition_point(|c| c.from_ms.saturating_mul(1000) <= elapsed_us);
-        let c = &self.changes[at.saturating_sub(1)];
-        let since = elapsed_us.saturating_sub(c.from_ms.saturating_mul(1000));
-        c.from_tick
-            .saturating_add(tick_at(since, c.tick_rate_millihz))
+        self.changes[at.saturating_sub(1)].tick_at(elapsed_us)
     }
 
     /// The first horizon boundary after `horizon`.
@@ -114,9 +107,7 @@ impl TimingPlan {
     /// The relay tick at which a client runs `tick`: `tick + bundle_interval
     /// + look_ahead` of the change in force at `tick`.
     pub fn due_tick(&self, tick: u32) -> u32 {
-        let c = self.in_force(tick);
-        tick.saturating_add(u32::from(c.bundle_interval))
-            .saturating_add(u32::from(c.look_ahead))
+        self.in_force(tick).due_tick(tick)
     }
 
     /// A change for ticks from `from_tick` on with the given rate, interval
@@ -182,6 +173,31 @@ impl TimingPlan {
         while self.changes.len() > 1 && self.changes[1].from_tick <= tick {
             self.changes.pop_front();
         }
+    }
+}
+
+/// One change's clock and pacing, for the ticks it is in force.
+impl TimingChange {
+    /// When `tick` (at or after `from_tick`) starts, ms after the match start.
+    pub fn tick_start_ms(&self, tick: u32) -> u64 {
+        self.from_ms.saturating_add(tick_start_ms(
+            tick.saturating_sub(self.from_tick),
+            self.tick_rate_millihz,
+        ))
+    }
+
+    /// The tick running `elapsed_us` after the match start (at or after
+    /// `from_ms`).
+    pub fn tick_at(&self, elapsed_us: u64) -> u32 {
+        let since = elapsed_us.saturating_sub(self.from_ms.saturating_mul(1000));
+        self.from_tick
+            .saturating_add(tick_at(since, self.tick_rate_millihz))
+    }
+
+    /// The relay tick at which a client runs `tick`.
+    pub fn due_tick(&self, tick: u32) -> u32 {
+        tick.saturating_add(u32::from(self.bundle_interval))
+            .saturating_add(u32::from(self.look_ahead))
     }
 }
 

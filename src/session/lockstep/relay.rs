@@ -57,7 +57,6 @@ use super::{Advance, ExecutedCommand, LockstepStats, SessionEvent};
 use crate::error::{Error, Result};
 use crate::link::Transmit;
 use crate::relay::ticket::Credentials;
-use crate::relay::timing::TimingPlan;
 use crate::relay::{ClientConfig, ClientEvent, RelayClient, SeatTurn, RELAY_LINK_SEAT};
 use crate::report::{is_report_frame, Measurements};
 use crate::timing::{Output, Timing};
@@ -324,23 +323,18 @@ impl RelayLockstep {
         }
     }
 
-    /// The plan ticks are paced by, once welcomed.
-    fn plan(&self) -> Option<TimingPlan> {
-        self.client
-            .pacing_plan(self.jitter_ticks.clamp(1, 255) as u8)
-    }
-
-    /// Relay match time (µs) at which `tick` is due.
-    fn due_match_us(plan: &TimingPlan, tick: u32) -> i64 {
-        let ms = plan.tick_start_ms(plan.due_tick(tick));
-        i64::try_from(ms.saturating_mul(1000)).unwrap_or(i64::MAX)
+    /// Relay match time (µs) at which `tick` is due, once welcomed.
+    fn due_match_us(&self, tick: u32) -> Option<i64> {
+        let jitter = self.jitter_ticks.clamp(1, 255) as u8;
+        let ms = self.client.due_ms(tick, jitter)?;
+        Some(i64::try_from(ms.saturating_mul(1000)).unwrap_or(i64::MAX))
     }
 
     /// Local time at which `tick` is due, once welcomed and pinged, by the
     /// offset applied now.
     fn due_local_us(&self, tick: u32) -> Option<u64> {
         let offset = self.client.clock_offset_us()?;
-        let due = Self::due_match_us(&self.plan()?, tick);
+        let due = self.due_match_us(tick)?;
         Some(due.saturating_sub(offset).max(0) as u64)
     }
 
@@ -391,11 +385,11 @@ impl RelayLockstep {
             self.left = true;
             return Ok(Advance::Left);
         }
-        let (Some(plan), Some(relay_now)) = (self.plan(), self.client.relay_clock_us(now_us))
+        let (Some(due), Some(relay_now)) =
+            (self.due_match_us(next), self.client.relay_clock_us(now_us))
         else {
             return Ok(Advance::Waiting); // not welcomed, or no clock sample yet
         };
-        let due = Self::due_match_us(&plan, next);
         if relay_now < due {
             let wait = u64::try_from(due - relay_now).unwrap_or(0);
             return Ok(Advance::NotDue {
