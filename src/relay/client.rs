@@ -440,11 +440,16 @@ impl RelayClient {
     /// to the relay's timing policy. Dropped while not connected (the next
     /// report follows within 128 ticks).
     pub fn report_timing(&mut self, report: Report) {
-        if self.phase == Phase::Connected {
-            let message = ClientMessage::TimingReport(report);
-            if message.write(&mut [0u8; 32]).is_some() {
-                self.outbox.push_back(message.to_vec());
-            }
+        // A round trip beyond the protocol's bound is reported as the bound.
+        let report = Report {
+            worst_rtt_ms: report
+                .worst_rtt_ms
+                .map(|ms| ms.min(crate::wire::relay::MAX_REPORTED_RTT_MS)),
+            ..report
+        };
+        let message = ClientMessage::TimingReport(report).to_vec();
+        if self.phase == Phase::Connected && !message.is_empty() {
+            self.outbox.push_back(message);
         }
     }
 

@@ -448,14 +448,21 @@ impl Sequencer {
         &self.record
     }
 
-    /// Keep the record to the seats connected and present now; a seat that
-    /// comes back brings its last report (fresh or not, by its tick).
+    /// Keep the record to the seats connected and present now that have
+    /// ever reported (a client that sends no reports at all, such as a bare
+    /// `RelayClient`, does not hold the others' timing); a seat that comes
+    /// back brings its last report (fresh or not, by its tick).
     fn refresh_record(&mut self) {
         let members = self
             .seats
             .iter()
             .enumerate()
-            .filter(|(_, s)| s.human && s.departure == Departure::Present && s.stream.is_some())
+            .filter(|(_, s)| {
+                s.human
+                    && s.departure == Departure::Present
+                    && s.stream.is_some()
+                    && s.report.is_some()
+            })
             .fold(0u16, |m, (i, _)| m | 1 << i);
         if members == self.record_seats {
             return;
@@ -722,6 +729,8 @@ impl Sequencer {
                     self.counters.timing_reports += 1;
                     if self.record_seats & (1 << seat) != 0 {
                         let _ = self.record.apply_report(seat, horizon, report);
+                    } else {
+                        self.refresh_record(); // its first report: it joins
                     }
                 } else {
                     self.counters.bad_timing_reports += 1;
@@ -1427,14 +1436,14 @@ mod tests {
         assert_eq!(s.counters().bad_checksum_reports, 1, "beyond the horizon");
     }
 
-    /// Run `s` tick by tick from `from` to `to` (30 ticks/s, started at 0),
-    /// both seats reporting `rtt(tick)` on every report tick (S3), and
-    /// return the look-ahead in force at each tick where it changed.
+    /// Run `s` tick by tick from `from` to `to` (by its own clock, started
+    /// at 0), both seats reporting `report(tick)` on every report tick (S3),
+    /// and return the timing in force at each tick where it changed.
     fn drive(
         s: &mut Sequencer,
         from: u32,
         to: u32,
-        rtt: impl Fn(u32) -> u32,
+        report: impl Fn(u32) -> Report,
     ) -> Vec<(u32, u8, u8)> {
         let mut seen = Vec::new();
         let mut buf = [0u8; 1024];
@@ -1443,12 +1452,7 @@ mod tests {
             s.handle_timeout(now);
             if crate::report::is_report_frame(tick) {
                 for seat in 0..2 {
-                    let report = Report {
-                        process_us: 5000,
-                        max_wait_ms: 0,
-                        worst_rtt_ms: Some(rtt(tick)),
-                    };
-                    s.handle_message(seat, now, &ClientMessage::TimingReport(report));
+                    s.handle_message(seat, now, &ClientMessage::TimingReport(report(tick)));
                 }
             }
             for seat in 0..2 {
@@ -1473,8 +1477,12 @@ mod tests {
         s.connect(1, 0, 0).unwrap();
         assert!(s.has_started());
         // 40 ms to the relay, then 600 ms from tick 300 to 1000, then 40 again.
-        let rtt = |tick: u32| if (300..1000).contains(&tick) { 600 } else { 40 };
-        let seen = drive(&mut s, 0, 4000, rtt);
+        let report = |tick: u32| Report {
+            process_us: 5000,
+            max_wait_ms: 0,
+            worst_rtt_ms: Some(if (300..1000).contains(&tick) { 600 } else { 40 }),
+        };
+        let seen = drive(&mut s, 0, 4000, report);
         // Start 2/6; calibrated to 1/4 at 64; 600 ms needs 5/15 (9 frames
         // one way); then three calm evaluations and a descent a rung per
         // evaluation back to 1/4.
@@ -1492,6 +1500,47 @@ mod tests {
                 .filter(|t| crate::report::is_report_frame(*t))
                 .count() as u64
         );
+    }
+
+    #[test]
+    fn the_tick_rate_follows_the_slowest_machine_without_a_jump() {
+        // A machine needs 45 ms a frame: 22 ticks a second (S4.2), from a
+        // bundle boundary on, the clock continuous across the change.
+        let mut s = Sequencer::new(MatchSetup::new(1, 2, 0b11), 0).unwrap();
+        s.connect(0, 0, 0).unwrap();
+        s.connect(1, 0, 0).unwrap();
+        let slow = |_| Report {
+            process_us: 45_000,
+            max_wait_ms: 0,
+            worst_rtt_ms: Some(40),
+        };
+        drive(&mut s, 0, 200, slow);
+        let plan = s.timing_plan().clone();
+        let c = *plan.latest();
+        assert_eq!(c.tick_rate_millihz, 22_000);
+        assert_eq!((c.bundle_interval, c.look_ahead), (1, 4));
+        let before = tick_start_ms(c.from_tick, 30_000);
+        assert_eq!(
+            c.from_ms, before,
+            "the change is anchored where tick {} started",
+            c.from_tick
+        );
+        assert_eq!(
+            plan.tick_start_ms(c.from_tick + 22),
+            before + 1000,
+            "22 ticks a second after it"
+        );
+        // The relay's own clock runs by it.
+        let at = (before + 1000) * MS;
+        assert_eq!(s.tick(at), c.from_tick + 22);
+        // Fast reports again: back to the setup's 30 ticks/s.
+        let fast = |_| Report {
+            process_us: 5_000,
+            max_wait_ms: 0,
+            worst_rtt_ms: Some(40),
+        };
+        drive(&mut s, 200, 700, fast);
+        assert_eq!(s.timing_plan().latest().tick_rate_millihz, 30_000);
     }
 
     #[test]
