@@ -142,14 +142,16 @@ impl TimingPlan {
         let keep = self
             .changes
             .partition_point(|c| c.from_tick < change.from_tick);
-        if keep > 0 {
-            let previous = TimingPlan {
-                changes: self.changes.iter().take(keep).copied().collect(),
-            };
-            if previous.tick_start_ms(change.from_tick) != change.from_ms {
-                return false;
+        let anchored = match keep.checked_sub(1) {
+            // Where the change before it puts its tick.
+            Some(before) => self.changes[before].tick_start_ms(change.from_tick) == change.from_ms,
+            // No change before it: it must replace the first one, same anchor.
+            None => {
+                (change.from_tick, change.from_ms)
+                    == (self.changes[0].from_tick, self.changes[0].from_ms)
             }
-        } else if change.from_tick == 0 && change.from_ms != 0 {
+        };
+        if !anchored {
             return false;
         }
         self.changes.truncate(keep);
@@ -256,6 +258,19 @@ mod tests {
         };
         assert!(!plan.announce(wrong));
         assert_eq!(plan.changes().count(), 2);
+        // Nor one before the first change held, or re-anchoring it.
+        let mut late = TimingPlan::new(base());
+        late.reset(plan.change_at(30, 20_000, 3, 9));
+        assert!(!late.announce(TimingChange {
+            from_tick: 10,
+            from_ms: 333,
+            ..base()
+        }));
+        assert!(!late.announce(TimingChange {
+            from_ms: 999,
+            ..plan.change_at(30, 20_000, 1, 4)
+        }));
+        assert!(late.announce(plan.change_at(30, 20_000, 1, 4)));
         // A later word replaces what was announced from its tick on.
         assert!(plan.announce(plan.change_at(60, 20_000, 2, 4)));
         assert!(plan.announce(plan.change_at(45, 20_000, 1, 4)));
