@@ -1711,7 +1711,7 @@ rungs_result RUNGS_CALL rungs_lockstep_submit_command(struct rungs_lockstep *ls,
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
  * with len > 0; RUNGS_ERR_INVALID_ARGUMENT if seat is not an AI seat of the
- * match; RUNGS_ERR_STATE peer-to-peer (your engine runs its AI itself) or
+ * match or len is over 512 (as a human order); RUNGS_ERR_STATE peer-to-peer (your engine runs its AI itself) or
  * before the relay welcomed this machine; RUNGS_ERR_FULL with 4096 AI
  * orders waiting; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
  * RUNGS_ERR_PANIC (every object call).

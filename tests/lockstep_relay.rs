@@ -459,5 +459,7 @@ fn ai_orders_run_ai_order_delay_ticks_after_the_decision_on_every_machine() {
         let human = m.session.submit_ai_order(0, b"x").unwrap_err();
         assert!(matches!(human.kind(), rungs::Error::InvalidArgument(_)));
         assert!(human.to_string().contains("seat is 0"), "{human}");
+        let long = m.session.submit_ai_order(2, &[0; 513]).unwrap_err();
+        assert!(matches!(long.kind(), rungs::Error::InvalidArgument(_)));
     }
 }

@@ -448,7 +448,8 @@ impl LockstepSession {
     /// 0–8, S10), delivered like a human order with that seat. Returns that
     /// tick. `State` peer-to-peer (the engine runs its AI itself there) and
     /// before the relay's Welcome; `InvalidArgument` for a seat that is not
-    /// an AI seat of the match; `Full` beyond 4096 orders waiting.
+    /// an AI seat of the match or an order over 512 bytes (as a human
+    /// order); `Full` beyond 4096 orders waiting.
     pub fn submit_ai_order(&mut self, seat: u8, bytes: &[u8]) -> Result<u32> {
         match self.relay.as_mut() {
             Some(relay) => relay.submit_ai_order(seat, bytes),

@@ -60,7 +60,7 @@ use crate::relay::ticket::Credentials;
 use crate::relay::{ClientConfig, ClientEvent, RelayClient, SeatTurn, RELAY_LINK_SEAT};
 use crate::report::{is_report_frame, Measurements};
 use crate::timing::{Output, Timing};
-use crate::wire::relay::{RejectReason, SeatPresence, MAX_SEATS};
+use crate::wire::relay::{RejectReason, SeatPresence, MAX_ORDER_BYTES, MAX_SEATS};
 
 /// Ticks of jitter buffer by default (67 ms at 30 ticks/s), in matches
 /// without a timing policy (otherwise the relay's look-ahead rules).
@@ -191,6 +191,14 @@ impl RelayLockstep {
                     "seat is {seat}; expected an AI seat of the match (below {} and not human: human mask {:#06x})",
                     welcome.seat_count, welcome.human_mask
                 )),
+            );
+        }
+        if bytes.len() > MAX_ORDER_BYTES {
+            return Err(
+                Error::InvalidArgument("AI order too long").detailed(format!(
+                "the AI order is {} bytes; expected at most {MAX_ORDER_BYTES}, as a human order",
+                bytes.len()
+            )),
             );
         }
         if self.ai_order_count >= MAX_PENDING_AI_ORDERS {
@@ -514,7 +522,14 @@ impl RelayLockstep {
     }
 
     pub(super) fn held_bytes(&self) -> usize {
-        self.client.held_bytes() + self.executed.iter().map(|c| c.bytes.len()).sum::<usize>()
+        self.client.held_bytes()
+            + self.executed.iter().map(|c| c.bytes.len()).sum::<usize>()
+            + self
+                .ai_orders
+                .values()
+                .flatten()
+                .map(|(_, order)| order.len() + 1)
+                .sum::<usize>()
     }
 }
 
