@@ -1806,6 +1806,10 @@ RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_socket(struct rungs_lockstep *l
 
 /**
  * Timing, target, tier, master and evaluation state (as for a timing machine).
+ * Behind a relay: the relay's timing in force at the next frame and its
+ * latest announced change as the target; `master_seat` is RUNGS_NO_SEAT
+ * (the relay is the master), and the evaluation fields are the relay's
+ * business (0).
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL;
  * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).

@@ -282,6 +282,17 @@ fn every_machine_executes_the_same_commands_on_the_same_frames() {
         assert_eq!(m.session.frame(), m.frames.last().copied());
         assert_eq!(m.session.stats().desyncs, 0);
         assert!(!m.session.has_left());
+        // The relay's timing reached the engine as events, and the status
+        // shows the last of them (the relay is the master, no seat is).
+        let last = m.events.iter().rev().find_map(|e| match e {
+            SessionEvent::Timing(rungs::timing::Output::TimingChanged { timing, .. }) => {
+                Some(*timing)
+            }
+            _ => None,
+        });
+        let (status, is_master) = m.session.timing_status();
+        assert_eq!(Some(status.timing), last, "seat {}", m.seat);
+        assert!(!is_master && status.master.is_none());
     }
     // Two commands submitted together run on consecutive frames, not one.
     let first = &g.machines[0].commands;

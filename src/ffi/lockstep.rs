@@ -26,7 +26,7 @@ use super::args::{
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
 use super::result::rungs_result;
 use super::timing_machine::{
-    deliver_output, fill_status, rungs_timing_callbacks, rungs_timing_status,
+    deliver_output, rungs_timing_callbacks, rungs_timing_status, status_to_c,
 };
 use super::transport::{
     parse_address, RUNGS_LINK_EVENT_LOST, RUNGS_LINK_EVENT_RECOVERED, RUNGS_LINK_EVENT_RESTARTED,
@@ -717,6 +717,10 @@ pub unsafe extern "C" fn rungs_lockstep_socket(
 }
 
 /// Timing, target, tier, master and evaluation state (as for a timing machine).
+/// Behind a relay: the relay's timing in force at the next frame and its
+/// latest announced change as the target; `master_seat` is RUNGS_NO_SEAT
+/// (the relay is the master), and the evaluation fields are the relay's
+/// business (0).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL;
 /// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
@@ -727,7 +731,8 @@ pub unsafe extern "C" fn rungs_lockstep_status(
 ) -> rungs_result {
     unsafe {
         lockstep_call("rungs_lockstep_status", ls, |o| {
-            write_to(out, "out", fill_status(o.session().machine()))
+            let (status, is_master) = o.session().timing_status();
+            write_to(out, "out", status_to_c(&status, is_master))
         })
     }
 }

@@ -880,8 +880,23 @@ impl LockstepSession {
     }
 
     /// The timing machine (read-only): timing in force, target, status.
+    /// Behind a relay it stays idle: see [`timing_status`](Self::timing_status).
     pub fn machine(&self) -> &TimingMachine {
         &self.machine
+    }
+
+    /// The timing in force and its target, for a UI or a log, and whether
+    /// this machine is the master. Peer-to-peer: the timing machine's
+    /// status. Behind a relay: the relay's timing plan (in force at the
+    /// next frame, and the latest announced as the target); the relay is
+    /// the master (`master` is `None`: no seat), and the policy's own state
+    /// (calibration, count, descent) is the relay's, not shown here.
+    pub fn timing_status(&self) -> (crate::timing::Status, bool) {
+        let status = self.machine.status();
+        match self.relay.as_ref() {
+            Some(relay) => (relay.timing_status(status), false),
+            None => (status, self.is_master()),
+        }
     }
 
     /// The endpoint (read-only): per-link round trips and diagnostics.

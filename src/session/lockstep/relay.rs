@@ -59,7 +59,8 @@ use crate::link::Transmit;
 use crate::relay::ticket::Credentials;
 use crate::relay::{ClientConfig, ClientEvent, RelayClient, SeatTurn, RELAY_LINK_SEAT};
 use crate::report::{is_report_frame, Measurements};
-use crate::timing::{Output, Timing};
+use crate::timing::{Output, Status, Timing, Verdict};
+use crate::wire::relay::TimingChange;
 use crate::wire::relay::{RejectReason, SeatPresence, MAX_ORDER_BYTES, MAX_SEATS};
 
 /// Ticks of jitter buffer by default (67 ms at 30 ticks/s), in matches
@@ -481,6 +482,40 @@ impl RelayLockstep {
         match (client, frame) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
+        }
+    }
+
+    /// The status behind a relay: the plan's timing in force at the next
+    /// frame and its latest change as the target; `idle` (the session's
+    /// unused timing machine) fills what the relay does not announce.
+    pub(super) fn timing_status(&self, idle: Status) -> Status {
+        let next = self.client.next_tick();
+        let frame = self.frame.unwrap_or(0);
+        let Some(plan) = self.client.timing_plan() else {
+            return Status {
+                frame,
+                master: None,
+                ..idle
+            };
+        };
+        let timing = |c: &TimingChange| Timing::new(c.bundle_interval, c.look_ahead).ok();
+        let fps = |c: &TimingChange| (c.tick_rate_millihz / 1000).clamp(1, 255) as u8;
+        let now = plan.in_force(next);
+        let target = plan.latest();
+        let in_force = timing(now).unwrap_or(idle.timing);
+        Status {
+            frame,
+            timing: in_force,
+            fps: fps(now),
+            target: timing(target).unwrap_or(in_force),
+            target_fps: fps(target),
+            staged_target: None,
+            tier: in_force.tier(),
+            master: None,
+            calibrating: false,
+            qualifying_in_a_row: 0,
+            descent_running: false,
+            last_verdict: Verdict::NoEvaluation,
         }
     }
 
