@@ -1554,20 +1554,13 @@ mod tests {
         s.connect(0, 0, 0).unwrap();
         s.handle_timeout(0);
         assert!(s.has_started());
-        let mut buf = [0u8; 1024];
-        for tick in 0..1200u32 {
-            let now = s.timing_plan().tick_start_ms(tick) * MS;
-            s.handle_timeout(now);
-            if crate::report::is_report_frame(tick) {
-                let report = Report {
-                    process_us: 5000,
-                    max_wait_ms: 0,
-                    worst_rtt_ms: Some(40),
-                };
-                s.handle_message(0, now, &ClientMessage::TimingReport(report));
-            }
-            while s.poll_message(0, now, &mut buf).is_some() {}
-        }
+        // Seat 1's reports would be ignored: it has no connection.
+        let calm = |_| Report {
+            process_us: 5000,
+            max_wait_ms: 0,
+            worst_rtt_ms: Some(40),
+        };
+        drive(&mut s, 0, 1200, calm);
         let c = s.timing_plan().in_force(1199);
         assert_eq!((c.bundle_interval, c.look_ahead), (1, 4));
         assert_eq!(s.record().seats().collect::<Vec<_>>(), vec![0]);
