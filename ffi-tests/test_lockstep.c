@@ -121,6 +121,9 @@ static void test_setup_and_misuse(void) {
     CHECK_EQ(rungs_lockstep_add_peer(ls, 5, "127.0.0.1:9", 0), RUNGS_ERR_UNKNOWN_SEAT);
     CHECK_EQ(rungs_lockstep_submit_command(ls, NULL, 3, &frame), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_lockstep_submit_checksum(ls, 15, 1), RUNGS_ERR_INVALID_ARGUMENT); /* not a checksum frame */
+    CHECK_EQ(rungs_lockstep_submit_ai_order(ls, 1, (const uint8_t *)"x", 1, &frame),
+             RUNGS_ERR_STATE); /* peer-to-peer: the engine runs its AI itself */
+    CHECK_MESSAGE_HAS("behind a relay");
     CHECK_EQ(rungs_lockstep_drop_player(ls, 0), RUNGS_ERR_UNKNOWN_SEAT); /* itself */
     CHECK_EQ(rungs_lockstep_status(ls, NULL), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_lockstep_get_stats(ls, NULL), RUNGS_ERR_NULL_POINTER);

@@ -175,6 +175,13 @@ static void test_lockstep_relay_config(void) {
     CHECK_MESSAGE_HAS("relay");
     CHECK_EQ(rungs_lockstep_drop_player(ls, 0), RUNGS_ERR_STATE);
     CHECK_EQ(rungs_lockstep_submit_command(ls, order, sizeof order, NULL), RUNGS_OK);
+    /* AI orders need the Welcome (it brings ai_order_delay). */
+    CHECK_EQ(rungs_lockstep_submit_ai_order(ls, 2, order, sizeof order, NULL), RUNGS_ERR_STATE);
+    CHECK_MESSAGE_HAS("rungs_lockstep_submit_ai_order: ");
+    CHECK_MESSAGE_HAS("Welcome");
+    CHECK_EQ(rungs_lockstep_submit_ai_order(ls, 2, NULL, 1, NULL), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_lockstep_submit_ai_order(NULL, 2, order, sizeof order, NULL),
+             RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_lockstep_update(ls, 1000, &r), RUNGS_OK);
     CHECK_EQ(r.outcome, RUNGS_LOCKSTEP_WAITING);
     CHECK(r.next_us > 1000);

@@ -1702,6 +1702,28 @@ rungs_result RUNGS_CALL rungs_lockstep_submit_command(struct rungs_lockstep *ls,
                                            uint32_t *out_frame);
 
 /**
+ * Behind a relay (RUNGS_TOPOLOGY_RELAY): an order your AI decided for the
+ * AI seat `seat` with the state after the last frame run (frame F). Every
+ * machine computes the same AI, so the order stays on this machine: it comes
+ * back through the `command` callback with that seat on frame
+ * `F + 1 + ai_order_delay` (the match setup's, 0 to 8). `*out_frame` (may
+ * be NULL) receives that frame.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
+ * with len > 0; RUNGS_ERR_INVALID_ARGUMENT if seat is not an AI seat of the
+ * match or len is over 512 (as a human order); RUNGS_ERR_STATE peer-to-peer (your engine runs its AI itself) or
+ * before the relay welcomed this machine; RUNGS_ERR_FULL with 4096 AI
+ * orders waiting; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+ * RUNGS_ERR_PANIC (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_lockstep_submit_ai_order(struct rungs_lockstep *ls,
+                                            uint8_t seat,
+                                            const uint8_t *bytes,
+                                            size_t len,
+                                            uint32_t *out_frame);
+
+/**
  * Your state checksum after `frame` ran (a multiple of `checksum_interval`);
  * machines compare them and report a mismatch through `desync`.
  *
@@ -1784,6 +1806,10 @@ RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_socket(struct rungs_lockstep *l
 
 /**
  * Timing, target, tier, master and evaluation state (as for a timing machine).
+ * Behind a relay: the relay's timing in force at the next frame and its
+ * latest announced change as the target; `master_seat` is RUNGS_NO_SEAT
+ * (the relay is the master), and the evaluation fields are the relay's
+ * business (0).
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL;
  * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).

@@ -56,6 +56,11 @@ struct Machine {
     /// Corrupt the state after this frame (a desync).
     corrupt_at: Option<u32>,
     submitted: Vec<Vec<u8>>,
+    /// The engine's AI: after every this many frames it decides an order
+    /// for the AI seat (S10 `ai_order_delay`); (decided after frame, tick
+    /// the session gave it).
+    ai: Option<(u8, u32)>,
+    ai_orders: Vec<(u32, u32)>,
 }
 
 struct Game {
@@ -67,21 +72,36 @@ struct Game {
 
 impl Game {
     fn new(seed: u64, conditions: Conditions, seats: u8) -> Game {
+        Game::with_ai(seed, conditions, seats, (1 << seats) - 1, 8)
+    }
+
+    /// Seats outside `human_mask` are AI seats; AI orders run
+    /// `ai_order_delay` ticks after they were decided.
+    fn with_ai(
+        seed: u64,
+        conditions: Conditions,
+        seats: u8,
+        human_mask: u16,
+        ai_order_delay: u8,
+    ) -> Game {
         let mut relay = Relay::new(RelayConfig::new(secret())).unwrap();
         relay
             .add_match(
                 MatchSetup {
                     checksum_interval: CHECKSUM_INTERVAL as u16,
                     reconnect_grace_us: 20_000 * MS,
-                    ..MatchSetup::new(MATCH, seats, (1 << seats) - 1)
+                    ai_order_delay,
+                    ..MatchSetup::new(MATCH, seats, human_mask)
                 },
                 0,
             )
             .unwrap();
+        let humans: Vec<bool> = (0..seats).map(|s| human_mask & (1 << s) != 0).collect();
         let machines = (0..seats)
+            .filter(|seat| human_mask & (1 << seat) != 0)
             .map(|seat| {
                 let config = LockstepConfig::relay(
-                    MachineConfig::adaptive(30, vec![true; usize::from(seats)], Some(seat)),
+                    MachineConfig::adaptive(30, humans.clone(), Some(seat)),
                     CHECKSUM_INTERVAL,
                     RelaySettings::new(
                         relay_addr(),
@@ -99,6 +119,8 @@ impl Game {
                     state: 0,
                     corrupt_at: None,
                     submitted: Vec::new(),
+                    ai: None,
+                    ai_orders: Vec::new(),
                 }
             })
             .collect();
@@ -154,6 +176,13 @@ impl Game {
                     break;
                 };
                 m.frames.push(frame);
+                if let Some((ai_seat, _)) = m.ai.filter(|(_, every)| frame % every == 0) {
+                    let tick = m
+                        .session
+                        .submit_ai_order(ai_seat, &frame.to_le_bytes())
+                        .unwrap();
+                    m.ai_orders.push((frame, tick));
+                }
                 if m.corrupt_at == Some(frame) {
                     m.state ^= 1;
                 }
@@ -253,6 +282,17 @@ fn every_machine_executes_the_same_commands_on_the_same_frames() {
         assert_eq!(m.session.frame(), m.frames.last().copied());
         assert_eq!(m.session.stats().desyncs, 0);
         assert!(!m.session.has_left());
+        // The relay's timing reached the engine as events, and the status
+        // shows the last of them (the relay is the master, no seat is).
+        let last = m.events.iter().rev().find_map(|e| match e {
+            SessionEvent::Timing(rungs::timing::Output::TimingChanged { timing, .. }) => {
+                Some(*timing)
+            }
+            _ => None,
+        });
+        let (status, is_master) = m.session.timing_status();
+        assert_eq!(Some(status.timing), last, "seat {}", m.seat);
+        assert!(!is_master && status.master.is_none());
     }
     // Two commands submitted together run on consecutive frames, not one.
     let first = &g.machines[0].commands;
@@ -383,4 +423,54 @@ fn a_relay_session_has_no_peers_and_checks_its_ticket() {
     let hello = s.poll_transmit(0, &mut buf).unwrap();
     assert_eq!(hello.destination, relay_addr());
     assert!(s.relay_client().is_some());
+}
+
+#[test]
+fn ai_orders_run_ai_order_delay_ticks_after_the_decision_on_every_machine() {
+    // Seats 0 and 1 are human, seat 2 is an AI every machine computes; its
+    // orders travel in no message, only through each session's own queue.
+    let mut g = Game::with_ai(9, lan(), 3, 0b011, 5);
+    for m in &mut g.machines {
+        assert!(
+            matches!(
+                m.session.submit_ai_order(2, b"x"),
+                Err(rungs::Error::State(_))
+            ),
+            "before the Welcome no delay is known"
+        );
+        m.ai = Some((2, 7));
+    }
+    g.run_until(3_000 * MS);
+    let ai = |m: &Machine| -> Vec<(u32, Vec<u8>)> {
+        m.commands
+            .iter()
+            .filter(|c| c.1 == 2)
+            .map(|c| (c.0, c.2.clone()))
+            .collect()
+    };
+    let first = ai(&g.machines[0]);
+    assert!(first.len() > 5, "{first:?}");
+    for m in &mut g.machines {
+        // Decided after frame F (with the state at F + 1): runs on F + 1 + 5.
+        for (decided_after, tick) in &m.ai_orders {
+            assert_eq!(*tick, decided_after + 1 + 5);
+        }
+        let seen = ai(m);
+        for (tick, bytes) in seen.clone() {
+            let decided_after = u32::from_le_bytes(bytes[..4].try_into().unwrap());
+            assert_eq!(tick, decided_after + 6, "seat {}", m.seat);
+        }
+        let last = *m.frames.last().unwrap();
+        let expected: Vec<_> = first.iter().filter(|c| c.0 <= last).cloned().collect();
+        assert_eq!(
+            seen, expected,
+            "seat {}: the same AI orders on the same ticks",
+            m.seat
+        );
+        let human = m.session.submit_ai_order(0, b"x").unwrap_err();
+        assert!(matches!(human.kind(), rungs::Error::InvalidArgument(_)));
+        assert!(human.to_string().contains("seat is 0"), "{human}");
+        let long = m.session.submit_ai_order(2, &[0; 513]).unwrap_err();
+        assert!(matches!(long.kind(), rungs::Error::InvalidArgument(_)));
+    }
 }

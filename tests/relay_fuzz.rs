@@ -139,6 +139,26 @@ fn corpus() -> Vec<Vec<u8>> {
     out.push(ClientMessage::Ping { t0_us: 123_456 }.to_vec());
     out.push(ClientMessage::Quit { sequence: 8 }.to_vec());
     out.push(ClientMessage::ResyncRequest { horizon: 12 }.to_vec());
+    out.push(
+        ServerMessage::Timing(TimingChange {
+            from_tick: 640,
+            from_ms: 21_333,
+            tick_rate_millihz: 20_000,
+            bundle_interval: 3,
+            look_ahead: 9,
+        })
+        .to_vec(),
+    );
+    for worst_rtt_ms in [Some(80), None, Some(MAX_REPORTED_RTT_MS)] {
+        out.push(
+            ClientMessage::TimingReport(rungs::report::Report {
+                process_us: 5_000,
+                max_wait_ms: 120,
+                worst_rtt_ms,
+            })
+            .to_vec(),
+        );
+    }
     out
 }
 

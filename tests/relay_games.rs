@@ -210,6 +210,15 @@ impl Game {
                 if interval > 0 && turn.tick % interval == 0 {
                     c.report_checksum(turn.tick, p.state);
                 }
+                // S3's report on its ticks: the relay's policy reads them.
+                if rungs::report::is_report_frame(turn.tick) {
+                    let rtt = c.link().report_rtt(now);
+                    c.report_timing(rungs::report::Report {
+                        process_us: 5_000,
+                        max_wait_ms: 0,
+                        worst_rtt_ms: rtt.latest_ms.filter(|_| rtt.clean_measurement),
+                    });
+                }
                 p.executed.push(turn);
             }
         }
@@ -771,7 +780,7 @@ fn bad_input_costs_a_validation_and_is_counted() {
 
 /// One seeded game with loss, reordering, duplication, an outage, a crash
 /// and restart: returns (orders sequenced, desyncs seen).
-fn soak_game(seed: u64) -> (usize, usize) {
+fn soak_game(seed: u64) -> (usize, usize, u64) {
     let mut rng = SplitMix64::new(seed);
     let conditions = Conditions {
         delay_us: (5 + rng.below_or_equal(60)) * MS,
@@ -785,6 +794,12 @@ fn soak_game(seed: u64) -> (usize, usize) {
     let humans = (1u16 << seats) - 1 - if seats > 3 { 1 << (seats - 1) } else { 0 };
     let mut setup = setup(seats, humans);
     setup.bundle_interval = 1 + rng.below_or_equal(2) as u8;
+    // The fixed interval, or a policy changing it as the reports come.
+    setup.timing_policy = match rng.below_or_equal(2) {
+        0 => None,
+        1 => Some(rungs::timing::PolicyKind::Adaptive),
+        _ => Some(rungs::timing::PolicyKind::Tracking),
+    };
     let mut g = Game::new(seed, conditions, setup);
     let human_seats: Vec<u8> = g.players.iter().map(|p| p.seat).collect();
     for &s in &human_seats {
@@ -841,7 +856,8 @@ fn soak_game(seed: u64) -> (usize, usize) {
     } else {
         assert!(desyncs.is_empty(), "seed {seed}: false desync {desyncs:?}");
     }
-    (g.log().len(), desyncs.len())
+    let changes = g.relay.sequencer(MATCH).unwrap().counters().timing_changes;
+    (g.log().len(), desyncs.len(), changes)
 }
 
 #[test]
@@ -852,12 +868,14 @@ fn soak_many_seeded_games() {
         .unwrap_or(6);
     let mut orders = 0;
     let mut desyncs = 0;
+    let mut changes = 0;
     for seed in 0..games {
-        let (o, d) = soak_game(0x50A4_0000 + seed);
+        let (o, d, c) = soak_game(0x50A4_0000 + seed);
         orders += o;
         desyncs += d;
+        changes += c;
     }
-    eprintln!("soak: {games} games, {orders} log entries, {desyncs} desync notices (all injected), 0 lost, 0 doubled");
+    eprintln!("soak: {games} games, {orders} log entries, {desyncs} desync notices (all injected), {changes} timing changes announced, 0 lost, 0 doubled");
 }
 
 #[test]

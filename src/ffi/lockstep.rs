@@ -26,7 +26,7 @@ use super::args::{
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
 use super::result::rungs_result;
 use super::timing_machine::{
-    deliver_output, fill_status, rungs_timing_callbacks, rungs_timing_status,
+    deliver_output, rungs_timing_callbacks, rungs_timing_status, status_to_c,
 };
 use super::transport::{
     parse_address, RUNGS_LINK_EVENT_LOST, RUNGS_LINK_EVENT_RECOVERED, RUNGS_LINK_EVENT_RESTARTED,
@@ -539,6 +539,37 @@ pub unsafe extern "C" fn rungs_lockstep_submit_command(
     }
 }
 
+/// Behind a relay (RUNGS_TOPOLOGY_RELAY): an order your AI decided for the
+/// AI seat `seat` with the state after the last frame run (frame F). Every
+/// machine computes the same AI, so the order stays on this machine: it comes
+/// back through the `command` callback with that seat on frame
+/// `F + 1 + ai_order_delay` (the match setup's, 0 to 8). `*out_frame` (may
+/// be NULL) receives that frame.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
+/// with len > 0; RUNGS_ERR_INVALID_ARGUMENT if seat is not an AI seat of the
+/// match or len is over 512 (as a human order); RUNGS_ERR_STATE peer-to-peer (your engine runs its AI itself) or
+/// before the relay welcomed this machine; RUNGS_ERR_FULL with 4096 AI
+/// orders waiting; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+/// RUNGS_ERR_PANIC (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_lockstep_submit_ai_order(
+    ls: *mut rungs_lockstep,
+    seat: u8,
+    bytes: *const u8,
+    len: usize,
+    out_frame: *mut u32,
+) -> rungs_result {
+    unsafe {
+        lockstep_call("rungs_lockstep_submit_ai_order", ls, |o| {
+            let order = slice_in(bytes, len, "bytes")?;
+            let frame = o.session().submit_ai_order(seat, order)?;
+            write_optional(out_frame, frame);
+            Ok(())
+        })
+    }
+}
+
 /// Your state checksum after `frame` ran (a multiple of `checksum_interval`);
 /// machines compare them and report a mismatch through `desync`.
 ///
@@ -686,6 +717,10 @@ pub unsafe extern "C" fn rungs_lockstep_socket(
 }
 
 /// Timing, target, tier, master and evaluation state (as for a timing machine).
+/// Behind a relay: the relay's timing in force at the next frame and its
+/// latest announced change as the target; `master_seat` is RUNGS_NO_SEAT
+/// (the relay is the master), and the evaluation fields are the relay's
+/// business (0).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL;
 /// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
@@ -696,7 +731,8 @@ pub unsafe extern "C" fn rungs_lockstep_status(
 ) -> rungs_result {
     unsafe {
         lockstep_call("rungs_lockstep_status", ls, |o| {
-            write_to(out, "out", fill_status(o.session().machine()))
+            let (status, is_master) = o.session().timing_status();
+            write_to(out, "out", status_to_c(&status, is_master))
         })
     }
 }

@@ -526,7 +526,11 @@ pub unsafe extern "C" fn rungs_timing_machine_status(
 
 /// The C status of a machine.
 pub(crate) fn fill_status(machine: &TimingMachine) -> rungs_timing_status {
-    let s = machine.status();
+    status_to_c(&machine.status(), machine.is_master())
+}
+
+/// A status as C sees it.
+pub(crate) fn status_to_c(s: &crate::timing::Status, is_master: bool) -> rungs_timing_status {
     let staged = s.staged_target;
     rungs_timing_status {
         frame: s.frame,
@@ -541,7 +545,7 @@ pub(crate) fn fill_status(machine: &TimingMachine) -> rungs_timing_status {
         staged_send_period: staged.map_or(0, |t| t.send_period()),
         staged_look_ahead: staged.map_or(0, |t| t.look_ahead()),
         master_seat: s.master.unwrap_or(RUNGS_NO_SEAT),
-        is_master: u8::from(machine.is_master()),
+        is_master: u8::from(is_master),
         calibrating: u8::from(s.calibrating),
         qualifying_in_a_row: s.qualifying_in_a_row,
         descent_running: u8::from(s.descent_running),

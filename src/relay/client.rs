@@ -11,8 +11,12 @@
 //!   [`SeatTurn`] per seat: the order, a null order, a quit, or an AI seat;
 //! * asks for a resend (ResyncRequest) when a bundle does not start at its
 //!   horizon;
-//! * pings every `ping_interval_us` and keeps an estimate of the relay's
-//!   match clock ([`crate::clock::OffsetEstimator`]);
+//! * pings every `ping_interval_us` and follows the relay's match clock
+//!   (S9: [`crate::clock::ClockSync`], the filtered offset steering a
+//!   slewed clock, so the estimate never jumps);
+//! * keeps the relay's timing plan (Timing messages: tick rate, bundle
+//!   interval, look-ahead from a tick on, [`super::timing::TimingPlan`])
+//!   and sends the TimingReports the relay's policy reads;
 //! * reports checksums the engine computes;
 //! * reconnects by itself (fresh nonce, `have_horizon` = its horizon) when
 //!   the link is lost, and tells the engine to reload and fast-forward when
@@ -24,18 +28,20 @@
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 
-use super::sequencer::{tick_at, DesyncNotice};
+use super::sequencer::DesyncNotice;
 use super::ticket::Credentials;
+use super::timing::TimingPlan;
 use super::{receive_link_packet, RELAY_LINK_SEAT};
-use crate::clock::{ClockSample, OffsetEstimator};
+use crate::clock::{ClockSample, ClockSync, ClockSyncConfig};
 use crate::error::{Error, Result};
 use crate::link::{canonical_address, Link, LinkConfig, LinkEvent, LinkIdentity};
+use crate::report::Report;
 use crate::sim::SplitMix64;
 use crate::wire::packet::{self, SessionKey};
 use crate::wire::relay::{
     read_reject, read_server_message, write_hello, ClientMessage, EntryKind, Hello,
-    MatchOverReason, RejectReason, SeatPresence, ServerMessage, TurnBundle, Welcome, HELLO_BYTES,
-    MAX_ORDER_BYTES, MAX_SEATS,
+    MatchOverReason, RejectReason, SeatPresence, ServerMessage, TimingChange, TurnBundle, Welcome,
+    HELLO_BYTES, MAX_ORDER_BYTES, MAX_SEATS,
 };
 
 /// Checksum reports a client keeps to send again after a reconnect.
@@ -213,7 +219,13 @@ pub struct RelayClient {
     resync_asked: Option<u32>,
     checksums: VecDeque<(u32, u64)>,
     last_ping_us: Option<u64>,
-    offset: OffsetEstimator,
+    clock: ClockSync,
+    has_clock: bool,
+    /// The relay's timing plan, once it announced one (matches with a
+    /// timing policy); `plan_fresh`: the next Timing starts it anew (after
+    /// a Welcome).
+    plan: Option<TimingPlan>,
+    plan_fresh: bool,
     over: bool,
     events: VecDeque<ClientEvent>,
     counters: ClientCounters,
@@ -247,7 +259,10 @@ impl RelayClient {
             resync_asked: None,
             checksums: VecDeque::new(),
             last_ping_us: None,
-            offset: OffsetEstimator::new(crate::clock::offset::DEFAULT_SAMPLE_WINDOW)?,
+            clock: ClockSync::new(ClockSyncConfig::default())?,
+            has_clock: false,
+            plan: None,
+            plan_fresh: true,
             over: false,
             events: VecDeque::new(),
             counters: ClientCounters::default(),
@@ -362,16 +377,80 @@ impl RelayClient {
         &self.conn.link
     }
 
-    /// The relay's match clock minus the local clock (µs), once pongs came.
+    /// The relay's match clock minus the local clock (µs) as applied now
+    /// (slewing toward the filtered estimate), once pongs came.
     pub fn clock_offset_us(&self) -> Option<i64> {
-        self.offset.estimate().map(|e| e.offset_us)
+        self.has_clock.then(|| self.clock.applied_offset_us())
+    }
+
+    /// The filtered estimate of the offset the applied one slews toward.
+    pub fn clock_estimate_us(&self) -> Option<i64> {
+        self.clock.estimate().map(|e| e.offset_us)
+    }
+
+    /// The relay's match clock at local time `now_us` (µs), once pinged:
+    /// never backwards, never a jump (S9). Advances the slew to `now_us`.
+    pub fn relay_clock_us(&mut self, now_us: u64) -> Option<i64> {
+        if !self.has_clock {
+            return None;
+        }
+        self.clock.reference_time(now_us as i64).ok()
+    }
+
+    /// The relay's timing plan, once it announced one.
+    pub fn timing_plan(&self) -> Option<&TimingPlan> {
+        self.plan.as_ref()
+    }
+
+    /// When this client runs `tick`: relay match time in ms, by the relay's
+    /// timing plan, or for a match without a timing policy by the Welcome's
+    /// rate and bundle interval with `look_ahead = local_jitter_ticks`.
+    /// `None` before the Welcome.
+    pub fn due_ms(&self, tick: u32, local_jitter_ticks: u8) -> Option<u64> {
+        if let Some(plan) = &self.plan {
+            return Some(plan.tick_start_ms(plan.due_tick(tick)));
+        }
+        let fixed = self.fixed_timing(local_jitter_ticks)?;
+        Some(fixed.tick_start_ms(fixed.due_tick(tick)))
+    }
+
+    /// The single timing of a match without a policy, from the Welcome.
+    fn fixed_timing(&self, local_jitter_ticks: u8) -> Option<TimingChange> {
+        let w = self.welcome?;
+        Some(TimingChange {
+            from_tick: 0,
+            from_ms: 0,
+            tick_rate_millihz: w.tick_rate_millihz,
+            bundle_interval: w.bundle_interval,
+            look_ahead: local_jitter_ticks.max(1),
+        })
     }
 
     /// The relay tick estimated at local time `now_us`, once welcomed and pinged.
     pub fn estimated_relay_tick(&self, now_us: u64) -> Option<u32> {
-        let rate = self.welcome?.tick_rate_millihz;
         let elapsed = now_us as i64 + self.clock_offset_us()?;
-        Some(tick_at(u64::try_from(elapsed).unwrap_or(0), rate))
+        let elapsed = u64::try_from(elapsed).unwrap_or(0);
+        match &self.plan {
+            Some(plan) => Some(plan.tick_at(elapsed)),
+            None => Some(self.fixed_timing(1)?.tick_at(elapsed)),
+        }
+    }
+
+    /// Send what this client measured over its last report interval (S3)
+    /// to the relay's timing policy. Dropped while not connected (the next
+    /// report follows within 128 ticks).
+    pub fn report_timing(&mut self, report: Report) {
+        // A round trip beyond the protocol's bound is reported as the bound.
+        let report = Report {
+            worst_rtt_ms: report
+                .worst_rtt_ms
+                .map(|ms| ms.min(crate::wire::relay::MAX_REPORTED_RTT_MS)),
+            ..report
+        };
+        let message = ClientMessage::TimingReport(report).to_vec();
+        if self.phase == Phase::Connected && !message.is_empty() {
+            self.outbox.push_back(message);
+        }
     }
 
     /// The next event.
@@ -484,6 +563,9 @@ impl RelayClient {
             }
         }
         self.next_tick += 1;
+        if let Some(plan) = self.plan.as_mut() {
+            plan.forget_before(tick);
+        }
         Some(Turn { tick, seats })
     }
 
@@ -563,10 +645,11 @@ impl RelayClient {
                 self.confirm(highest_accepted_sequence);
                 if t1_us >= 0 {
                     if let Ok(sample) = ClockSample::new(t0_us, t1_us, t2_us, now_us as i64) {
-                        self.offset.add(sample);
+                        self.has_clock |= self.clock.add_sample(sample, now_us as i64).is_ok();
                     }
                 }
             }
+            ServerMessage::Timing(change) => self.on_timing(change),
             ServerMessage::Desync {
                 tick,
                 reported_mask,
@@ -626,12 +709,33 @@ impl RelayClient {
                 .push_back(ClientMessage::ChecksumReport { tick, checksum }.to_vec());
         }
         self.welcome = Some(w);
+        self.plan_fresh = true;
         self.phase = Phase::Connected;
         self.events.push_back(ClientEvent::Welcomed {
             welcome: w,
             reload,
             fast_forward_until: w.horizon_tick,
         });
+    }
+
+    fn on_timing(&mut self, change: TimingChange) {
+        let taken = match self.plan.as_mut() {
+            Some(plan) if !self.plan_fresh => plan.announce(change),
+            _ if change.is_valid() => {
+                // The first Timing after a Welcome stands for every tick
+                // before it too: the relay sends the change in force first.
+                let mut plan = TimingPlan::new(change);
+                plan.reset(change);
+                self.plan = Some(plan);
+                true
+            }
+            _ => false,
+        };
+        if taken {
+            self.plan_fresh = false;
+        } else {
+            self.counters.bad_messages += 1;
+        }
     }
 
     fn confirm(&mut self, highest: u32) {

@@ -10,7 +10,11 @@
 //! * [`server`]: many matches behind one port: Hellos, tickets, one
 //!   transport link per connection, routing.
 //! * [`client`]: a player's side: Hello/Welcome, exactly-once order
-//!   submission across reconnects, bundles in order, clock offset.
+//!   submission across reconnects, bundles in order, clock sync (S9),
+//!   timing reports.
+//! * [`timing`]: the timing plan the relay announces (tick rate, bundle
+//!   interval, look-ahead from a tick on) and both sides pace by; the
+//!   sequencer runs the match's timing policy (S4) as the master.
 //!
 //! Messages travel over rungs' own transport links (S8, [`crate::link`]):
 //! numbered, acknowledged, resent until acked, authenticated with a key
@@ -22,6 +26,7 @@ pub mod client;
 pub mod sequencer;
 pub mod server;
 pub mod ticket;
+pub mod timing;
 
 pub use client::{ClientConfig, ClientEvent, RelayClient, SeatTurn, Turn};
 pub use sequencer::{DesyncNotice, LogEntry, MatchEvent, MatchSetup, Sequencer};

@@ -18,6 +18,21 @@
 //! that is a multiple of `bundle_interval`, the horizon moves to that tick:
 //! every tick below it is final and goes out in a TurnBundle, empty or not.
 //!
+//! # Timing (S4 on the relay)
+//!
+//! With a timing policy in the setup (`timing_policy`, adaptive by default)
+//! the relay is the master: clients send TimingReports (round trip to the
+//! relay, processing time, waits: S3's report); the sequencer keeps them in
+//! a [`Record`] of the seats connected now and runs the same policy a
+//! peer-to-peer master runs ([`crate::timing::machine`]'s), on its own ticks
+//! as frames. The policy's send period becomes the bundle interval, its
+//! look-ahead the ticks clients run behind the horizon, its frame rate the
+//! relay's tick rate (capped by the setup's). A change is announced as a
+//! Timing message from the next bundle boundary on, before the bundle that
+//! reaches it, so every client applies it at the same tick
+//! ([`super::timing::TimingPlan`]). Decisions use only arrival order and
+//! ticks: the same inputs give the same plan.
+//!
 //! # Tick assignment
 //!
 //! An order from a seat gets tick `max(horizon, next free tick of the seat)`:
@@ -26,10 +41,15 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use super::timing::TimingPlan;
 use crate::error::{Error, Result};
+use crate::report::{Record, Report};
+use crate::timing::machine::Policy;
+use crate::timing::PolicyKind;
 use crate::wire::relay::{
     BundleEntry, BundleWriter, ClientMessage, EntryKind, MatchOverReason, RejectReason,
-    SeatPresence, ServerMessage, Welcome, BUNDLE_HEADER_BYTES, ENTRY_HEADER_BYTES, MAX_SEATS,
+    SeatPresence, ServerMessage, TimingChange, Welcome, BUNDLE_HEADER_BYTES, ENTRY_HEADER_BYTES,
+    MAX_SEATS,
 };
 
 /// Default relay tick rate: 30 ticks per second.
@@ -59,8 +79,14 @@ pub struct MatchSetup {
     pub human_mask: u16,
     /// Relay ticks per 1000 s (30000 = 30 ticks/s).
     pub tick_rate_millihz: u32,
-    /// Ticks per bundle, 1–255.
+    /// Ticks per bundle, 1–255, when `timing_policy` is `None`; otherwise
+    /// the policy chooses it.
     pub bundle_interval: u8,
+    /// The rule that sets the timing (S4 with the relay as master):
+    /// `Some(Adaptive)` by default, `Some(Tracking)`, a fixed `S/L`, or
+    /// `None` for the fixed timing of the setup (`bundle_interval`, and the
+    /// jitter buffer each client chose).
+    pub timing_policy: Option<PolicyKind>,
     /// Clients report a checksum every this many ticks; 0 disables.
     pub checksum_interval: u16,
     /// An AI decision at tick `t` yields an order for `t + ai_order_delay`, 0–8.
@@ -79,9 +105,9 @@ pub struct MatchSetup {
 }
 
 impl MatchSetup {
-    /// A setup with the defaults of S10: 30 ticks/s, a bundle every tick, a
-    /// checksum every 30 ticks, `ai_order_delay` 8, 60 s barrier and grace,
-    /// four hours at most.
+    /// A setup with the defaults of S10: 30 ticks/s, the adaptive timing
+    /// policy (a bundle every tick if it is turned off), a checksum every 30
+    /// ticks, `ai_order_delay` 8, 60 s barrier and grace, four hours at most.
     pub fn new(match_id: u64, seat_count: u8, human_mask: u16) -> MatchSetup {
         MatchSetup {
             match_id,
@@ -89,6 +115,7 @@ impl MatchSetup {
             human_mask,
             tick_rate_millihz: DEFAULT_TICK_RATE_MILLIHZ,
             bundle_interval: 1,
+            timing_policy: Some(PolicyKind::Adaptive),
             checksum_interval: 30,
             ai_order_delay: 8,
             start_barrier_us: DEFAULT_START_BARRIER_US,
@@ -133,6 +160,22 @@ impl MatchSetup {
 
     fn is_human(&self, seat: u8) -> bool {
         usize::from(seat) < MAX_SEATS && self.human_mask & (1 << seat) != 0
+    }
+
+    /// The frame rate the setup's tick rate stands for (the game speed's
+    /// cap, S4.2), 1–255.
+    pub fn speed_fps(&self) -> u8 {
+        (self.tick_rate_millihz / 1000).clamp(1, 255) as u8
+    }
+
+    /// The tick rate for a frame rate the policy chose: the setup's own at
+    /// the speed's cap, `fps` ticks per second below it.
+    fn tick_rate_for(&self, fps: u8) -> u32 {
+        if fps >= self.speed_fps() {
+            self.tick_rate_millihz
+        } else {
+            u32::from(fps.max(1)) * 1000
+        }
     }
 }
 
@@ -237,6 +280,12 @@ pub struct MatchCounters {
     pub resyncs: u64,
     /// Desyncs beyond [`MAX_DESYNC_NOTICES`].
     pub desyncs_not_kept: u64,
+    /// TimingReports taken into the record.
+    pub timing_reports: u64,
+    /// TimingReports refused: before the start, from a departed seat.
+    pub bad_timing_reports: u64,
+    /// Timing changes announced (the first timing included).
+    pub timing_changes: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -281,6 +330,10 @@ struct Seat {
     welcome_due: Option<u32>,
     pong_due: Option<(i64, i64)>,
     presence_sent: u64,
+    /// Serial of the next timing change to send this connection.
+    timing_sent: u64,
+    /// The latest TimingReport and the horizon when it arrived.
+    report: Option<(Report, u32)>,
     desyncs_sent: usize,
     over_sent: bool,
 }
@@ -307,6 +360,17 @@ pub struct Sequencer {
     presence_version: u64,
     events: VecDeque<MatchEvent>,
     counters: MatchCounters,
+    /// The timing in force and announced (S10 with S4).
+    plan: TimingPlan,
+    /// Changes announced so far; the plan holds the latest ones.
+    announced: u64,
+    /// The master's policy, when the setup names one.
+    policy: Option<Policy>,
+    /// The reports of the seats connected now (S3, with the relay's ticks as
+    /// frames); rebuilt when that set changes.
+    record: Record,
+    /// The seats in the record.
+    record_seats: u16,
 }
 
 impl Sequencer {
@@ -327,10 +391,30 @@ impl Sequencer {
                 welcome_due: None,
                 pong_due: None,
                 presence_sent: 0,
+                timing_sent: 0,
+                report: None,
                 desyncs_sent: 0,
                 over_sent: false,
             })
             .collect();
+        let policy = setup
+            .timing_policy
+            .map(|kind| Policy::new(kind, setup.speed_fps()));
+        let (bundle_interval, look_ahead) = match &policy {
+            Some(p) => {
+                let t = p.initial_timing();
+                (t.send_period(), t.look_ahead())
+            }
+            // Unused: clients of a match without a policy keep their own.
+            None => (setup.bundle_interval, 1),
+        };
+        let plan = TimingPlan::new(TimingChange {
+            from_tick: 0,
+            from_ms: 0,
+            tick_rate_millihz: setup.tick_rate_millihz,
+            bundle_interval,
+            look_ahead,
+        });
         Ok(Sequencer {
             setup,
             created_us: now_us,
@@ -342,8 +426,101 @@ impl Sequencer {
             desyncs: Vec::new(),
             presence_version: 1,
             events: VecDeque::new(),
-            counters: MatchCounters::default(),
+            counters: MatchCounters {
+                timing_changes: u64::from(policy.is_some()),
+                ..MatchCounters::default()
+            },
+            announced: u64::from(policy.is_some()),
+            plan,
+            policy,
+            record: Record::new(0, []),
+            record_seats: 0,
         })
+    }
+
+    /// The timing plan: the change in force and those announced.
+    pub fn timing_plan(&self) -> &TimingPlan {
+        &self.plan
+    }
+
+    /// The record of the connected seats' reports the policy reads.
+    pub fn record(&self) -> &Record {
+        &self.record
+    }
+
+    /// Keep the record to the seats connected and present now that have
+    /// ever reported (a client that sends no reports at all, such as a bare
+    /// `RelayClient`, does not hold the others' timing); a seat that comes
+    /// back brings its last report (fresh or not, by its tick).
+    fn refresh_record(&mut self) {
+        let members = self
+            .seats
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| {
+                s.human
+                    && s.departure == Departure::Present
+                    && s.stream.is_some()
+                    && s.report.is_some()
+            })
+            .fold(0u16, |m, (i, _)| m | 1 << i);
+        if members == self.record_seats {
+            return;
+        }
+        self.record_seats = members;
+        let seats = (0..MAX_SEATS as u8).filter(|i| members & (1 << i) != 0);
+        self.record = Record::new(self.horizon, seats);
+        for (i, s) in self.seats.iter().enumerate() {
+            if let Some((report, at)) = s.report.filter(|_| members & (1 << i) != 0) {
+                let _ = self.record.apply_report(i as u8, at, report);
+            }
+        }
+    }
+
+    /// Evaluate the policy on the ticks from `from` to `to` (the horizon
+    /// just passed them); announce a change from the next boundary on.
+    fn evaluate_timing(&mut self, from: u32, to: u32) {
+        let Some(policy) = self.policy.as_mut() else {
+            return;
+        };
+        let mut chosen = None;
+        for frame in from..=to {
+            if let (_, Some(event)) = policy.evaluate(&self.record, frame) {
+                chosen = Some(event);
+            }
+        }
+        let Some(event) = chosen else {
+            return;
+        };
+        let from_tick = self.plan.next_boundary(self.horizon);
+        let in_force = *self.plan.in_force(from_tick);
+        let change = self.plan.change_at(
+            from_tick,
+            self.setup.tick_rate_for(event.fps),
+            event.target.send_period(),
+            event.target.look_ahead(),
+        );
+        let unchanged = (
+            change.tick_rate_millihz,
+            change.bundle_interval,
+            change.look_ahead,
+        ) == (
+            in_force.tick_rate_millihz,
+            in_force.bundle_interval,
+            in_force.look_ahead,
+        );
+        if (change.bundle_interval, change.look_ahead)
+            != (in_force.bundle_interval, in_force.look_ahead)
+        {
+            if let Some(adaptive) = policy.adaptive_mut() {
+                adaptive.note_change_executed(from_tick);
+            }
+        }
+        if unchanged || !self.plan.announce(change) {
+            return;
+        }
+        self.announced += 1;
+        self.counters.timing_changes += 1;
     }
 
     /// The setup.
@@ -389,10 +566,7 @@ impl Sequencer {
     /// The relay tick at `now_us` (0 before the start).
     pub fn tick(&self, now_us: u64) -> u32 {
         match self.phase {
-            Phase::Running { start_us } => tick_at(
-                now_us.saturating_sub(start_us),
-                self.setup.tick_rate_millihz,
-            ),
+            Phase::Running { start_us } => self.plan.tick_at(now_us.saturating_sub(start_us)),
             Phase::Loading => 0,
             Phase::Over { .. } => self.horizon,
         }
@@ -465,10 +639,13 @@ impl Sequencer {
         s.disconnected_since_us = None;
         s.welcome_due = Some(resume);
         s.pong_due = None;
-        // The new connection gets the current presence and every notice anew.
+        // The new connection gets the current presence, timing and every
+        // notice anew.
         s.presence_sent = 0;
+        s.timing_sent = 0;
         s.desyncs_sent = 0;
         self.presence_changed();
+        self.refresh_record();
         self.events.push_back(MatchEvent::Connected {
             seat,
             resume_from_tick: resume,
@@ -492,6 +669,7 @@ impl Sequencer {
             }
             self.presence_changed();
             self.events.push_back(MatchEvent::Disconnected { seat });
+            self.refresh_record();
         }
     }
 
@@ -504,6 +682,9 @@ impl Sequencer {
 
     fn start(&mut self, start_us: u64, all_present: bool) {
         self.phase = Phase::Running { start_us };
+        // The record (and the silent grace, S3) starts with the clock.
+        self.record_seats = 0;
+        self.refresh_record();
         for s in &mut self.seats {
             if s.human && s.stream.is_none() {
                 s.disconnected_since_us = Some(start_us);
@@ -540,6 +721,19 @@ impl Sequencer {
                 } else {
                     s.stream = Some(Stream { tick: h, skip: 0 });
                     self.counters.resyncs += 1;
+                }
+            }
+            ClientMessage::TimingReport(report) => {
+                if running && s.departure == Departure::Present {
+                    s.report = Some((report, horizon));
+                    self.counters.timing_reports += 1;
+                    if self.record_seats & (1 << seat) != 0 {
+                        let _ = self.record.apply_report(seat, horizon, report);
+                    } else {
+                        self.refresh_record(); // its first report: it joins
+                    }
+                } else {
+                    self.counters.bad_timing_reports += 1;
                 }
             }
             ClientMessage::ChecksumReport { tick, checksum } => {
@@ -713,9 +907,8 @@ impl Sequencer {
         match self.phase {
             Phase::Loading => Some(self.created_us + self.setup.start_barrier_us),
             Phase::Running { start_us } => {
-                let interval = u32::from(self.setup.bundle_interval);
-                let next = self.horizon.saturating_add(interval);
-                let boundary = start_us + tick_start_ms(next, self.setup.tick_rate_millihz) * 1000;
+                let next = self.plan.next_boundary(self.horizon);
+                let boundary = start_us + self.plan.tick_start_ms(next) * 1000;
                 let grace = self
                     .seats
                     .iter()
@@ -754,9 +947,11 @@ impl Sequencer {
                 s.departure = Departure::Leaving;
             }
         }
-        let current = tick_at(now_us - start_us.min(now_us), self.setup.tick_rate_millihz);
-        let interval = u32::from(self.setup.bundle_interval);
-        let boundary = (current - current % interval).min(self.setup.max_ticks);
+        let current = self.plan.tick_at(now_us - start_us.min(now_us));
+        let boundary = self
+            .plan
+            .boundary_at_or_before(self.horizon, current)
+            .min(self.setup.max_ticks);
         if boundary > self.horizon {
             self.advance(boundary);
         }
@@ -787,10 +982,14 @@ impl Sequencer {
             }
         }
         self.log.extend(moved);
+        let from = self.horizon;
         self.horizon = to;
         if left_changed {
             self.presence_changed();
+            self.refresh_record();
         }
+        self.evaluate_timing(from + 1, to);
+        self.plan.forget_before(to);
         // Checksum rounds that fell out of the window are decided with what
         // arrived, then forgotten.
         let oldest = to.saturating_sub(CHECKSUM_WINDOW_TICKS);
@@ -847,6 +1046,9 @@ impl Sequencer {
         let horizon = self.horizon;
         let setup = self.setup;
         let version = self.presence_version;
+        let plan_interval = self.plan.in_force(horizon).bundle_interval;
+        let held = self.plan.changes().count() as u64;
+        let first_held = self.announced.saturating_sub(held);
         let s = self.seats.get_mut(usize::from(seat))?;
         let stream = s.stream?;
         if let Some(resume) = s.welcome_due.take() {
@@ -855,7 +1057,7 @@ impl Sequencer {
                 seat_count: setup.seat_count,
                 human_mask: setup.human_mask,
                 tick_rate_millihz: setup.tick_rate_millihz,
-                bundle_interval: setup.bundle_interval,
+                bundle_interval: plan_interval,
                 ai_order_delay: setup.ai_order_delay,
                 checksum_interval: setup.checksum_interval,
                 relay_tick,
@@ -865,6 +1067,15 @@ impl Sequencer {
                 match_started: started,
             };
             return ServerMessage::Welcome(w).write(buf);
+        }
+        // Timing before any bundle: a change reaches every client before
+        // the bundle that reaches its tick (the link keeps the order).
+        if s.timing_sent < self.announced {
+            let serial = s.timing_sent.max(first_held);
+            s.timing_sent = serial + 1;
+            if let Some(change) = self.plan.changes().nth((serial - first_held) as usize) {
+                return ServerMessage::Timing(*change).write(buf);
+            }
         }
         if s.presence_sent < version {
             s.presence_sent = version;
@@ -1069,6 +1280,7 @@ mod tests {
     fn barrier_assignment_bundles_and_chunking() {
         let mut setup = MatchSetup::new(1, 3, 0b011);
         setup.start_barrier_us = 1_000 * MS;
+        setup.timing_policy = None; // a bundle every tick
         let mut s = Sequencer::new(setup, 0).unwrap();
         assert_eq!(s.connect(0, 0, 10), Ok(0));
         assert_eq!(s.connect(2, 0, 10), Err(RejectReason::BadTicket), "AI seat");
@@ -1222,6 +1434,136 @@ mod tests {
             },
         );
         assert_eq!(s.counters().bad_checksum_reports, 1, "beyond the horizon");
+    }
+
+    /// Run `s` tick by tick from `from` to `to` (by its own clock, started
+    /// at 0), both seats reporting `report(tick)` on every report tick (S3),
+    /// and return the timing in force at each tick where it changed.
+    fn drive(
+        s: &mut Sequencer,
+        from: u32,
+        to: u32,
+        report: impl Fn(u32) -> Report,
+    ) -> Vec<(u32, u8, u8)> {
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 1024];
+        for tick in from..to {
+            let now = s.timing_plan().tick_start_ms(tick) * MS;
+            s.handle_timeout(now);
+            if crate::report::is_report_frame(tick) {
+                for seat in 0..2 {
+                    s.handle_message(seat, now, &ClientMessage::TimingReport(report(tick)));
+                }
+            }
+            for seat in 0..2 {
+                while s.poll_message(seat, now, &mut buf).is_some() {}
+            }
+            let c = s.timing_plan().in_force(tick);
+            if seen.last().map(|l: &(u32, u8, u8)| (l.1, l.2))
+                != Some((c.bundle_interval, c.look_ahead))
+            {
+                seen.push((tick, c.bundle_interval, c.look_ahead));
+            }
+        }
+        seen
+    }
+
+    #[test]
+    fn the_relay_policy_widens_the_jitter_buffer_when_a_round_trip_rises_and_narrows_it_again() {
+        let mut setup = MatchSetup::new(1, 2, 0b11);
+        setup.timing_policy = Some(PolicyKind::Adaptive);
+        let mut s = Sequencer::new(setup, 0).unwrap();
+        s.connect(0, 0, 0).unwrap();
+        s.connect(1, 0, 0).unwrap();
+        assert!(s.has_started());
+        // 40 ms to the relay, then 600 ms from tick 300 to 1000, then 40 again.
+        let report = |tick: u32| Report {
+            process_us: 5000,
+            max_wait_ms: 0,
+            worst_rtt_ms: Some(if (300..1000).contains(&tick) { 600 } else { 40 }),
+        };
+        let seen = drive(&mut s, 0, 4000, report);
+        // Start 2/6; calibrated to 1/4 at 64; 600 ms needs 5/15 (9 frames
+        // one way); then three calm evaluations and a descent a rung per
+        // evaluation back to 1/4.
+        assert_eq!(seen.first(), Some(&(0, 2, 6)));
+        assert_eq!((seen[1].1, seen[1].2), (1, 4), "{seen:?}");
+        let widest = seen.iter().map(|e| e.2).max().unwrap_or(0);
+        assert_eq!(widest, 15, "{seen:?}");
+        assert_eq!(seen.last().map(|e| (e.1, e.2)), Some((1, 4)), "{seen:?}");
+        // Every change starts on a bundle boundary after the horizon that
+        // decided it, and was announced (one Timing message per change).
+        assert_eq!(s.counters().timing_changes as usize, seen.len());
+        assert_eq!(
+            s.counters().timing_reports,
+            2 * (0..4000)
+                .filter(|t| crate::report::is_report_frame(*t))
+                .count() as u64
+        );
+    }
+
+    #[test]
+    fn the_tick_rate_follows_the_slowest_machine_without_a_jump() {
+        // A machine needs 45 ms a frame: 22 ticks a second (S4.2), from a
+        // bundle boundary on, the clock continuous across the change.
+        let mut s = Sequencer::new(MatchSetup::new(1, 2, 0b11), 0).unwrap();
+        s.connect(0, 0, 0).unwrap();
+        s.connect(1, 0, 0).unwrap();
+        let slow = |_| Report {
+            process_us: 45_000,
+            max_wait_ms: 0,
+            worst_rtt_ms: Some(40),
+        };
+        drive(&mut s, 0, 200, slow);
+        let plan = s.timing_plan().clone();
+        let c = *plan.latest();
+        assert_eq!(c.tick_rate_millihz, 22_000);
+        assert_eq!((c.bundle_interval, c.look_ahead), (1, 4));
+        let before = tick_start_ms(c.from_tick, 30_000);
+        assert_eq!(
+            c.from_ms, before,
+            "the change is anchored where tick {} started",
+            c.from_tick
+        );
+        assert_eq!(
+            plan.tick_start_ms(c.from_tick + 22),
+            before + 1000,
+            "22 ticks a second after it"
+        );
+        // The relay's own clock runs by it.
+        let at = (before + 1000) * MS;
+        assert_eq!(s.tick(at), c.from_tick + 22);
+        // Fast reports again: back to the setup's 30 ticks/s.
+        let fast = |_| Report {
+            process_us: 5_000,
+            max_wait_ms: 0,
+            worst_rtt_ms: Some(40),
+        };
+        drive(&mut s, 200, 700, fast);
+        assert_eq!(s.timing_plan().latest().tick_rate_millihz, 30_000);
+    }
+
+    #[test]
+    fn a_disconnected_seat_does_not_hold_the_timing() {
+        // Seat 1 never reports (it left its connection): the record holds
+        // only the connected seat, so the relay is not stuck at the widest
+        // timing a silent player would force (S3) on everyone else.
+        let mut setup = MatchSetup::new(1, 2, 0b11);
+        setup.start_barrier_us = 0;
+        let mut s = Sequencer::new(setup, 0).unwrap();
+        s.connect(0, 0, 0).unwrap();
+        s.handle_timeout(0);
+        assert!(s.has_started());
+        // Seat 1's reports would be ignored: it has no connection.
+        let calm = |_| Report {
+            process_us: 5000,
+            max_wait_ms: 0,
+            worst_rtt_ms: Some(40),
+        };
+        drive(&mut s, 0, 1200, calm);
+        let c = s.timing_plan().in_force(1199);
+        assert_eq!((c.bundle_interval, c.look_ahead), (1, 4));
+        assert_eq!(s.record().seats().collect::<Vec<_>>(), vec![0]);
     }
 
     #[test]

@@ -12,35 +12,47 @@
 //!   duplication and reordering apply to every relay path as to every
 //!   peer-to-peer path; outages to the named player's relay path.
 //! - **Frames** are relay ticks: the match runs at `--fps` ticks per second
-//!   with a bundle every tick, and each machine runs a tick
-//!   `jitter_ticks` (2) after the relay broadcast it.
+//!   (at most: the relay's policy lowers the rate to what the slowest
+//!   machine reports, S4.2). The relay is the master: the game's `--policy`
+//!   is the match setup's timing policy, fed the clients' reports; its send
+//!   period is the bundle interval, its look-ahead how far behind the
+//!   horizon machines run. The report's timeline is machine 0's view of it.
+//! - **Machines.** As in the peer-to-peer game: each frame takes `--proc-ms`
+//!   of the machine's CPU (the machine runs nothing else meanwhile and
+//!   reports it), and each machine's clock has an offset and a drift
+//!   ([`MachineClock`]), so its clock sync to the relay (S9) has work to do.
+//! - **Faults**: crashes (the relay drops the seat after its reconnect
+//!   grace, 10 s here), quits, command bursts and address moves (NAT
+//!   rebinding) on their frames. Restarts and a modified client's attacks
+//!   are not modelled here (the relay's own tests cover them): such a spec
+//!   is refused.
 //! - **Physical floor** of a command: the worst one-way delay from its
 //!   issuer through the relay to any other player, plus mean jitter on both
 //!   legs, plus one frame.
-//! - **Not modelled here:** machine clocks' offsets and drift, per-frame
-//!   processing time, faults (crashes, quits, attacks), the timing ladder
-//!   (the relay's timing is fixed per match today): the report's timeline is
-//!   empty and its fault fields are zero.
 //!
 //! Stepped a millisecond at a time on a virtual clock, deterministic from
 //! the seed.
 
 use std::net::SocketAddr;
 
+use super::faults::Fault;
 use super::game::{fnv, next_gap, GameSpec};
+use super::machine_clock::MachineClock;
 use super::{Conditions, GameReport, NetSim, Outage, SplitMix64};
 use crate::error::{Error, Result};
 use crate::relay::ticket::{issue, LobbySecret, TicketFields};
 use crate::relay::{MatchSetup, Relay, RelayConfig};
 use crate::report::record::MAX_SEATS;
 use crate::session::{Advance, LockstepConfig, LockstepSession, RelaySettings, SessionEvent};
-use crate::timing::MachineConfig;
+use crate::timing::{MachineConfig, Output};
 
 /// State checksums every this many frames, as in the peer-to-peer game.
 const CHECKSUM_INTERVAL: u32 = 64;
 const MATCH_ID: u64 = 1;
 /// The Unix time the relay checks tickets against.
 const UNIX_NOW_S: u64 = 1_800_000_000;
+/// The relay drops a seat this long after its connection was lost.
+const RECONNECT_GRACE_US: u64 = 10_000_000;
 const STEP_US: u64 = 1000;
 /// The relay's address on the simulated network.
 const RELAY_ADDRESS: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
@@ -73,6 +85,14 @@ impl RelayPlacement {
 struct Player {
     seat: u8,
     address: SocketAddr,
+    clock: MachineClock,
+    /// True time until which the machine's CPU is busy with a frame.
+    busy_until_us: u64,
+    crashed: bool,
+    /// Its player quit, and the quit executed.
+    left: bool,
+    /// Seats whose removal this machine executed.
+    removed: u16,
     session: LockstepSession,
     frames_run: u32,
     next_command_us: u64,
@@ -90,16 +110,43 @@ struct Player {
 
 /// Play `spec` through a relay placed by `placement`.
 pub fn run_relay_game(spec: &GameSpec, placement: &RelayPlacement) -> Result<GameReport> {
+    play(spec, placement, &[]).map(|(report, _)| report)
+}
+
+/// What the machines saw of the relay's clock (S9) and timing (S4).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RelayCheck {
+    /// The largest difference between a machine's applied offset to the
+    /// relay clock and the true one, µs, over the second half of the game.
+    pub worst_clock_error_us: i64,
+    /// Every machine that played on saw the same timing changes on the same
+    /// ticks.
+    pub timelines_agree: bool,
+    /// Machine 0's timing changes: (tick, send period, look-ahead, fps).
+    pub timeline: Vec<(u32, u8, u8, u8)>,
+}
+
+/// [`run_relay_game`] with the given clocks for the first machines (the
+/// others draw theirs), and what the machines saw of the relay's clock and
+/// timing.
+pub fn play(
+    spec: &GameSpec,
+    placement: &RelayPlacement,
+    clocks: &[MachineClock],
+) -> Result<(GameReport, RelayCheck)> {
     if spec.players == 0 || usize::from(spec.players) > MAX_SEATS || spec.frames == 0 {
         return Err(Error::InvalidArgument(
             "a relay game needs 1 to 16 players and at least one frame",
         ));
     }
+    let faults = relay_faults(spec)?;
     let players = spec.players;
     let mut rng = SplitMix64::new(spec.seed);
     let mut net = NetSim::new(rng.next_u64(), Conditions::PERFECT);
     let relay_address = RELAY_ADDRESS;
     let address = |p: u8| SocketAddr::from(([10, 0, 0, p + 1], 4000));
+    // Where a player's machine moves to (NAT rebinding).
+    let moved = |p: u8| SocketAddr::from(([10, 0, 1, p + 1], 4001));
     let mut change_points: Vec<u64> = vec![0];
     for spike in &spec.spikes {
         change_points.extend([spike.start_ms, spike.start_ms + spike.duration_ms]);
@@ -117,36 +164,42 @@ pub fn run_relay_game(spec: &GameSpec, placement: &RelayPlacement) -> Result<Gam
                 reorder_extra_us: if spec.reorder_ppm > 0 { 50_000 } else { 0 },
             };
             let at_us = at_ms * 1000;
-            net.set_conditions(address(p), relay_address, at_us, conditions);
-            net.set_conditions(relay_address, address(p), at_us, conditions);
+            for a in [address(p), moved(p)] {
+                net.set_conditions(a, relay_address, at_us, conditions);
+                net.set_conditions(relay_address, a, at_us, conditions);
+            }
         }
     }
     for outage in &spec.outages {
         let start_us = outage.start_ms * 1000;
         let end_us = start_us + outage.duration_ms * 1000;
-        let (from, to) = match outage.player {
-            Some(p) => (Some(address(p)), Some(address(p))),
-            None => (None, None),
+        let paths = match outage.player {
+            Some(p) => vec![Some(address(p)), Some(moved(p))],
+            None => vec![None],
         };
-        net.add_outage(Outage {
-            from,
-            to: None,
-            start_us,
-            end_us,
-        });
-        net.add_outage(Outage {
-            from: None,
-            to,
-            start_us,
-            end_us,
-        });
+        for a in paths {
+            net.add_outage(Outage {
+                from: a,
+                to: None,
+                start_us,
+                end_us,
+            });
+            net.add_outage(Outage {
+                from: None,
+                to: a,
+                start_us,
+                end_us,
+            });
+        }
     }
     let secret = LobbySecret::new([(rng.next_u64() as u8) | 1; 16])?;
     let mut relay = Relay::new(RelayConfig::new(secret))?;
     relay.add_match(
         MatchSetup {
             tick_rate_millihz: u32::from(spec.fps) * 1000,
+            timing_policy: Some(spec.policy),
             checksum_interval: CHECKSUM_INTERVAL as u16,
+            reconnect_grace_us: RECONNECT_GRACE_US,
             max_ticks: spec.frames.saturating_add(u32::from(spec.fps) * 60),
             ..MatchSetup::new(MATCH_ID, players, ((1u32 << players) - 1) as u16)
         },
@@ -168,10 +221,19 @@ pub fn run_relay_game(spec: &GameSpec, placement: &RelayPlacement) -> Result<Gam
             CHECKSUM_INTERVAL,
             RelaySettings::new(relay_address, credentials, rng.next_u64()),
         );
+        let clock = match clocks.get(usize::from(seat)) {
+            Some(clock) => *clock,
+            None => MachineClock::draw(&mut rng),
+        };
         machines.push(Player {
             seat,
             address: address(seat),
-            session: LockstepSession::new(&config, 0)?,
+            clock,
+            busy_until_us: 0,
+            crashed: false,
+            left: false,
+            removed: 0,
+            session: LockstepSession::new(&config, clock.local(0))?,
             frames_run: 0,
             next_command_us: next_gap(&mut rng, spec.commands_per_minute),
             issued_at: Vec::new(),
@@ -190,87 +252,129 @@ pub fn run_relay_game(spec: &GameSpec, placement: &RelayPlacement) -> Result<Gam
     // (latency ms, floor ms, game ms at issue) of every executed command.
     let mut latencies: Vec<(f64, f64, f64)> = Vec::new();
     let mut stall_events: Vec<Vec<(f64, f64)>> = vec![Vec::new(); usize::from(players)];
+    let mut timelines: Vec<Timeline> = (0..players).map(|_| Timeline::default()).collect();
+    let mut worst_clock_error_us = 0i64;
     let (mut packets, mut bytes) = (0u64, 0u64);
     let mut buf = vec![0u8; 1500];
     let mut datagram = Vec::new();
     let deadline_us = (u64::from(spec.frames) * frame_us).saturating_mul(4) + 120_000_000;
+    let settled_us = u64::from(spec.frames) * frame_us / 2;
     let mut now = 0u64;
-    while machines.iter().any(|m| m.frames_run < spec.frames) {
+    while machines.iter().any(|m| m.playing(spec.frames)) {
         now += STEP_US;
         if now > deadline_us {
             return Err(Error::State("the relay game did not finish in time"));
         }
         deliver(&mut net, &mut relay, &mut machines, now, &mut datagram);
         while relay.poll_event().is_some() {}
-        for m in machines.iter_mut().filter(|m| m.frames_run < spec.frames) {
+        for m in machines.iter_mut().filter(|m| m.playing(spec.frames)) {
+            let local = m.clock.local(now);
             if now >= m.next_command_us && m.frames_run + u32::from(spec.fps) < spec.frames {
-                let id = m.issued_at.len() as u32;
-                let command = [&[m.seat][..], &id.to_le_bytes()[..]].concat();
-                if m.session.submit_command(&command).is_ok() {
-                    m.issued_at.push(now);
-                }
+                m.issue(now, 0);
                 m.next_command_us = now + next_gap(&mut rng, spec.commands_per_minute);
             }
-            while m.frames_run < spec.frames {
-                let stall_before = m.session.stats().stall_us;
-                let mut ran = Vec::new();
-                let wake = m
-                    .session
-                    .update(now, |frame, c| ran.push((frame, c.seat, c.bytes.clone())))?;
-                for (frame, seat, bytes) in ran {
-                    m.log_hash = fnv(fnv(m.log_hash, &frame.to_le_bytes()), &bytes);
-                    m.executed += 1;
-                    let Some(id) = bytes
-                        .get(1..5)
-                        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                    else {
-                        continue;
-                    };
-                    let expected = &mut m.next_expected[usize::from(seat)];
-                    m.out_of_order |= id != *expected;
-                    *expected = id + 1;
-                    if seat == m.seat {
-                        let issued = m.issued_at.get(id as usize).copied().unwrap_or(now);
-                        let floor_us = (0..players)
-                            .filter(|p| *p != seat)
-                            .map(|p| {
-                                let at_ms = issued / 1000;
-                                placement.one_way_us(spec, seat, at_ms)
-                                    + placement.one_way_us(spec, p, at_ms)
-                                    + 2 * mean_jitter_us
-                            })
-                            .max()
-                            .unwrap_or(0)
-                            + frame_us;
-                        latencies.push((
-                            now.saturating_sub(issued) as f64 / 1000.0,
-                            floor_us as f64 / 1000.0,
-                            issued as f64 / 1000.0,
-                        ));
-                    }
-                }
-                let Advance::Ran { frame } = wake.advance else {
-                    break;
+            if now < m.busy_until_us {
+                m.session.handle_timeout(local);
+                continue; // the CPU is still on the last frame
+            }
+            let stall_before = m.session.stats().stall_us;
+            let mut ran = Vec::new();
+            let wake = m
+                .session
+                .update(local, |frame, c| ran.push((frame, c.seat, c.bytes.clone())))?;
+            for (frame, seat, bytes) in ran {
+                m.log_hash = fnv(fnv(m.log_hash, &frame.to_le_bytes()), &bytes);
+                m.executed += 1;
+                let Some(id) = bytes
+                    .get(1..5)
+                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                else {
+                    continue;
                 };
-                let stalled = m.session.stats().stall_us - stall_before;
-                if stalled > 0 {
-                    stall_events[usize::from(m.seat)]
-                        .push((now as f64 / 1000.0, stalled as f64 / 1000.0));
+                let expected = &mut m.next_expected[usize::from(seat)];
+                m.out_of_order |= id != *expected;
+                *expected = id + 1;
+                if seat == m.seat {
+                    let issued = m.issued_at.get(id as usize).copied().unwrap_or(now);
+                    let floor_us = (0..players)
+                        .filter(|p| *p != seat)
+                        .map(|p| {
+                            let at_ms = issued / 1000;
+                            placement.one_way_us(spec, seat, at_ms)
+                                + placement.one_way_us(spec, p, at_ms)
+                                + 2 * mean_jitter_us
+                        })
+                        .max()
+                        .unwrap_or(0)
+                        + frame_us;
+                    latencies.push((
+                        now.saturating_sub(issued) as f64 / 1000.0,
+                        floor_us as f64 / 1000.0,
+                        issued as f64 / 1000.0,
+                    ));
                 }
-                m.frames_run = frame + 1;
-                m.last_frame_us = now;
-                m.state_hash = match spec.diverge {
-                    Some((seat, from)) if seat == m.seat && frame >= from => m.log_hash ^ 1,
-                    _ => m.log_hash,
-                };
-                if frame % CHECKSUM_INTERVAL == 0 {
-                    m.session.submit_checksum(frame, m.state_hash)?;
-                }
-                m.max_held_bytes = m.max_held_bytes.max(m.session.held_bytes());
             }
             while let Some(event) = m.session.poll_event() {
-                if matches!(event, SessionEvent::LinkLost { .. }) {
-                    m.links_lost += 1;
+                match event {
+                    SessionEvent::LinkLost { .. } => m.links_lost += 1,
+                    SessionEvent::PlayerRemoved { seat, .. } => m.removed |= 1 << seat,
+                    SessionEvent::Timing(output) => {
+                        timelines[usize::from(m.seat)].note(output, now)
+                    }
+                    _ => {}
+                }
+            }
+            let frame = match wake.advance {
+                Advance::Ran { frame } => frame,
+                Advance::Left => {
+                    m.left = true;
+                    continue;
+                }
+                Advance::NotDue { .. } | Advance::Waiting => continue,
+            };
+            let work = u64::from(per_player(&spec.proc_us, m.seat));
+            m.session.measurements().add_frame_work_us(work);
+            m.busy_until_us = now + work;
+            let stalled = m.session.stats().stall_us - stall_before;
+            if stalled > 0 {
+                stall_events[usize::from(m.seat)]
+                    .push((now as f64 / 1000.0, stalled as f64 / 1000.0));
+            }
+            m.frames_run = frame + 1;
+            m.last_frame_us = now;
+            m.state_hash = match spec.diverge {
+                Some((seat, from)) if seat == m.seat && frame >= from => m.log_hash ^ 1,
+                _ => m.log_hash,
+            };
+            if frame % CHECKSUM_INTERVAL == 0 {
+                m.session.submit_checksum(frame, m.state_hash)?;
+            }
+            m.max_held_bytes = m.max_held_bytes.max(m.session.held_bytes());
+            if now >= settled_us {
+                if let Some(true_offset) = relay
+                    .sequencer(MATCH_ID)
+                    .map(|s| s.match_clock_us(now) - m.clock.local(now) as i64)
+                {
+                    let error = (m.session.clock_offset_us() - true_offset).abs();
+                    worst_clock_error_us = worst_clock_error_us.max(error);
+                }
+            }
+            let seat = m.seat;
+            for fault in faults.iter().filter(|f| fault_at(f) == Some((seat, frame))) {
+                match *fault {
+                    Fault::Crash { .. } => m.crashed = true,
+                    Fault::Quit { .. } => {
+                        let _ = m.session.leave();
+                    }
+                    Fault::Burst {
+                        commands, bytes, ..
+                    } => {
+                        for _ in 0..commands {
+                            m.issue(now, usize::from(bytes));
+                        }
+                    }
+                    Fault::Move { .. } => m.address = moved(m.seat),
+                    _ => {}
                 }
             }
         }
@@ -279,8 +383,9 @@ pub fn run_relay_game(spec: &GameSpec, placement: &RelayPlacement) -> Result<Gam
             packets += 1;
             bytes += len as u64;
         }
-        for m in &mut machines {
-            while let Some(t) = m.session.poll_transmit(now, &mut buf) {
+        for m in machines.iter_mut().filter(|m| !m.crashed) {
+            let local = m.clock.local(now);
+            while let Some(t) = m.session.poll_transmit(local, &mut buf) {
                 net.send(now, m.address, t.destination, &buf[..t.len]);
                 packets += 1;
                 bytes += t.len as u64;
@@ -294,19 +399,128 @@ pub fn run_relay_game(spec: &GameSpec, placement: &RelayPlacement) -> Result<Gam
         while let Some((to, len)) = relay.poll_transmit(now, &mut buf) {
             net.send(now, relay_address, to, &buf[..len]);
         }
-        for m in &mut machines {
-            m.session.handle_timeout(now);
-            while m.session.poll_transmit(now, &mut buf).is_some() {}
+        for m in machines.iter_mut().filter(|m| !m.crashed) {
+            let local = m.clock.local(now);
+            m.session.handle_timeout(local);
+            while m.session.poll_transmit(local, &mut buf).is_some() {}
         }
     }
-    Ok(report(
-        spec,
-        &machines,
-        stall_events,
-        latencies,
-        packets,
-        bytes,
-    ))
+    let mut report = report(spec, &machines, stall_events, latencies, packets, bytes);
+    let played_on = |m: &&Player| !m.crashed && !m.left;
+    let check = RelayCheck {
+        worst_clock_error_us,
+        timelines_agree: {
+            let reference = machines.iter().find(played_on).map_or(0, |m| m.seat);
+            machines.iter().filter(played_on).all(|m| {
+                timelines[usize::from(m.seat)].entries == timelines[usize::from(reference)].entries
+            })
+        },
+        timeline: timelines[0].entries.clone(),
+    };
+    let first = std::mem::take(&mut timelines[0]);
+    report.timeline = first.entries;
+    report.timeline_at_ms = first.at_ms;
+    Ok((report, check))
+}
+
+/// The faults of `spec` a relay game models (see the module docs).
+fn relay_faults(spec: &GameSpec) -> Result<Vec<Fault>> {
+    let mut all = spec.faults.clone();
+    if let Some((seat, frame, how)) = spec.departure {
+        all.push(match how {
+            super::Departure::Quit => Fault::Quit { seat, frame },
+            super::Departure::Crash => Fault::Crash {
+                seat,
+                frame,
+                mid_turn: false,
+            },
+        });
+    }
+    for fault in &all {
+        match fault {
+            Fault::Restart { .. } | Fault::Attack { .. } => {
+                return Err(Error::InvalidArgument(
+                    "relay games do not model restarts or attacks (the relay's own tests do)",
+                ))
+            }
+            Fault::Crash { mid_turn: true, .. } => {
+                return Err(Error::InvalidArgument(
+                    "relay games have no turns to crash in the middle of",
+                ))
+            }
+            _ => {}
+        }
+    }
+    Ok(all)
+}
+
+/// The seat and frame a fault strikes on.
+fn fault_at(fault: &Fault) -> Option<(u8, u32)> {
+    match *fault {
+        Fault::Crash { seat, frame, .. }
+        | Fault::Quit { seat, frame }
+        | Fault::Burst { seat, frame, .. }
+        | Fault::Move { seat, frame }
+        | Fault::Restart { seat, frame } => Some((seat, frame)),
+        Fault::Attack { .. } => None,
+    }
+}
+
+fn per_player(values: &[u32], player: u8) -> u32 {
+    values
+        .get(usize::from(player))
+        .or(values.last())
+        .copied()
+        .unwrap_or(0)
+}
+
+/// Machine 0's timing changes, as the report's timeline.
+#[derive(Default)]
+struct Timeline {
+    entries: Vec<(u32, u8, u8, u8)>,
+    at_ms: Vec<f64>,
+    current: (u8, u8, u8),
+}
+
+impl Timeline {
+    fn note(&mut self, output: Output, now_us: u64) {
+        let frame = match output {
+            Output::TimingChanged { frame, timing } => {
+                self.current.0 = timing.send_period();
+                self.current.1 = timing.look_ahead();
+                frame
+            }
+            Output::FrameRateChanged { frame, fps } => {
+                self.current.2 = fps;
+                frame
+            }
+            _ => return,
+        };
+        let (sp, la, fps) = self.current;
+        if self.entries.last().is_some_and(|e| e.0 == frame) {
+            self.entries.pop();
+            self.at_ms.pop();
+        }
+        self.entries.push((frame, sp, la, fps));
+        self.at_ms.push(now_us as f64 / 1000.0);
+    }
+}
+
+impl Player {
+    /// Still running frames: not crashed, not left, not done.
+    fn playing(&self, frames: u32) -> bool {
+        !self.crashed && !self.left && self.frames_run < frames
+    }
+
+    /// Submit the next command (padded to `size` bytes) at true time `now`.
+    fn issue(&mut self, now: u64, size: usize) {
+        let id = self.issued_at.len() as u32;
+        let mut command = [&[self.seat][..], &id.to_le_bytes()[..]].concat();
+        command.resize(size.max(command.len()), 0);
+        if self.session.submit_command(&command).is_ok() {
+            self.issued_at.push(now);
+        }
+    }
 }
 
 /// Hand every datagram due at `now` to the relay or its player, and fire
@@ -321,8 +535,9 @@ fn deliver(
     while let Some((_, from, to)) = net.poll_delivery_into(now, datagram) {
         if to == RELAY_ADDRESS {
             relay.handle_datagram(now, UNIX_NOW_S, from, datagram);
-        } else if let Some(m) = machines.iter_mut().find(|m| m.address == to) {
-            m.session.handle_datagram(now, from, datagram);
+        } else if let Some(m) = machines.iter_mut().find(|m| m.address == to && !m.crashed) {
+            m.session
+                .handle_datagram(m.clock.local(now), from, datagram);
         }
     }
     if relay.poll_timeout().is_some_and(|t| t <= now) {
@@ -346,11 +561,17 @@ fn report(
     let p95 = latencies
         .get((latencies.len() * 95 / 100).min(latencies.len().saturating_sub(1)))
         .map_or(0.0, |l| l.0);
-    let reference = &machines[0];
-    let worst = machines
-        .iter()
+    // Survivors: machines that neither crashed nor left; the reference is
+    // the first of them.
+    let survivors = || machines.iter().filter(|m| !m.crashed && !m.left);
+    let reference = survivors().next().unwrap_or(&machines[0]);
+    let worst = survivors()
         .max_by_key(|m| m.session.stats().stall_us)
         .unwrap_or(reference);
+    let crashed = machines
+        .iter()
+        .filter(|m| m.crashed)
+        .fold(0u16, |mask, m| mask | 1 << m.seat);
     let issued: u64 = machines.iter().map(|m| m.issued_at.len() as u64).sum();
     let executed_per_seat = |seat: u8| u64::from(reference.next_expected[usize::from(seat)]);
     GameReport {
@@ -376,8 +597,7 @@ fn report(
         stall_events: stall_events[usize::from(worst.seat)].clone(),
         floor_samples,
         duration_ms: machines.iter().map(|m| m.last_frame_us).max().unwrap_or(0) as f64 / 1000.0,
-        logs_identical: machines
-            .iter()
+        logs_identical: survivors()
             .all(|m| m.log_hash == reference.log_hash && m.executed == reference.executed),
         commands_in_order: machines.iter().all(|m| !m.out_of_order),
         links_lost: machines.iter().map(|m| m.links_lost).sum(),
@@ -386,9 +606,11 @@ fn report(
         unexpected_removals: 0,
         max_held_bytes: machines.iter().map(|m| m.max_held_bytes).max().unwrap_or(0),
         commands_refused: 0,
-        vanished_dropped: true,
+        vanished_dropped: survivors().all(|m| m.removed & crashed == crashed),
+        // A crashed machine's orders the relay never accepted die with it.
         commands_lost: machines
             .iter()
+            .filter(|m| !m.crashed)
             .map(|m| (m.issued_at.len() as u64).saturating_sub(executed_per_seat(m.seat)))
             .sum(),
     }
@@ -412,6 +634,89 @@ mod tests {
         assert_eq!(report.desyncs, 0);
         // Through the relay: at least the floor, never faster than physics.
         assert!(report.latency_mean_ms >= report.floor_mean_ms - 1.0);
+    }
+
+    #[test]
+    fn every_machine_applies_the_relays_timing_changes_on_the_same_tick() {
+        // A spike makes the relay's policy widen the timing, and narrow it
+        // again afterwards: every machine sees each change on the same tick.
+        let mut spec = GameSpec::new(4, 1800, 30, 80);
+        spec.spikes.push(super::super::Spike {
+            rtt_ms: 600,
+            start_ms: 15_000,
+            duration_ms: 10_000,
+            player: Some(2),
+        });
+        let (report, check) = play(&spec, &RelayPlacement::default(), &[]).unwrap();
+        assert!(check.timelines_agree, "{:?}", check.timeline);
+        let widest = check.timeline.iter().map(|e| e.2).max().unwrap_or(0);
+        let last = check.timeline.last().map_or(0, |e| e.2);
+        assert!(
+            check.timeline.len() >= 3 && widest > last,
+            "the timing widened and came back: {:?}",
+            check.timeline
+        );
+        assert!(report.logs_identical && report.commands_in_order);
+        assert_eq!(report.commands_lost, 0);
+    }
+
+    #[test]
+    fn clock_sync_follows_drifting_clocks_to_the_relay() {
+        // Clocks 1500 s apart drifting ±100 ppm (6 ms a minute apart): each
+        // machine's slewed offset to the relay clock stays within a few ms of
+        // the truth once it settled (S9).
+        let clocks = [
+            MachineClock {
+                offset_us: 1_500_000_000,
+                drift_ppm: 100,
+            },
+            MachineClock {
+                offset_us: 3,
+                drift_ppm: -100,
+            },
+            MachineClock {
+                offset_us: 777_000_000,
+                drift_ppm: 0,
+            },
+        ];
+        let mut spec = GameSpec::new(3, 3600, 30, 80);
+        spec.jitter_ms = 10;
+        let (report, check) = play(&spec, &RelayPlacement::default(), &clocks).unwrap();
+        assert!(
+            check.worst_clock_error_us < 5_000,
+            "worst error {} µs",
+            check.worst_clock_error_us
+        );
+        assert_eq!(report.stall_frames, 0, "paced on the relay clock: no stall");
+    }
+
+    #[test]
+    fn crashes_quits_bursts_and_moves_lose_nothing() {
+        let mut spec = GameSpec::new(4, 900, 30, 60);
+        spec.faults = vec![
+            Fault::Burst {
+                seat: 0,
+                frame: 100,
+                commands: 40,
+                bytes: 200,
+            },
+            Fault::Move {
+                seat: 1,
+                frame: 200,
+            },
+            Fault::Crash {
+                seat: 3,
+                frame: 150,
+                mid_turn: false,
+            },
+        ];
+        spec.departure = Some((2, 400, super::super::Departure::Quit));
+        let report = run_relay_game(&spec, &RelayPlacement::default()).unwrap();
+        assert!(report.logs_identical && report.commands_in_order);
+        assert_eq!(report.commands_lost, 0);
+        assert!(report.vanished_dropped, "the crashed seat was dropped");
+        spec.faults = vec![Fault::Restart { seat: 0, frame: 10 }];
+        assert!(run_relay_game(&spec, &RelayPlacement::default()).is_err());
     }
 
     #[test]

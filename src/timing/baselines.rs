@@ -32,6 +32,36 @@ pub enum PolicyKind {
     Protocol0,
 }
 
+impl PolicyKind {
+    /// The policy a name spells: `adaptive`, `tracking`, `ra`, `protocol0`
+    /// or `fixed:SP/LA`; `None` for anything else. A fixed timing must keep
+    /// the rule S1 (`Timing::new`); its error says why not.
+    pub fn from_name(value: &str) -> Option<crate::error::Result<PolicyKind>> {
+        match value {
+            "adaptive" => Some(Ok(PolicyKind::Adaptive)),
+            "tracking" => Some(Ok(PolicyKind::Tracking)),
+            "ra" => Some(Ok(PolicyKind::RedAlert)),
+            "protocol0" => Some(Ok(PolicyKind::Protocol0)),
+            _ => {
+                let (sp, la) = value.strip_prefix("fixed:")?.split_once('/')?;
+                let (sp, la) = (sp.parse().ok()?, la.parse().ok()?);
+                Some(Timing::new(sp, la).map(PolicyKind::Fixed))
+            }
+        }
+    }
+
+    /// The name [`from_name`](Self::from_name) reads: `fixed:2/6`, `ra`, ...
+    pub fn name(self) -> String {
+        match self {
+            PolicyKind::Adaptive => "adaptive".to_owned(),
+            PolicyKind::Tracking => "tracking".to_owned(),
+            PolicyKind::Fixed(timing) => format!("fixed:{timing}"),
+            PolicyKind::RedAlert => "ra".to_owned(),
+            PolicyKind::Protocol0 => "protocol0".to_owned(),
+        }
+    }
+}
+
 /// Red Alert recomputes its timing every this many frames.
 pub const RED_ALERT_PERIOD: u32 = 128;
 /// Red Alert's default FrameSendRate.

@@ -78,9 +78,10 @@ impl MachineConfig {
     }
 }
 
-/// The rule a machine runs; every machine runs the same one.
+/// The rule a machine runs; every machine runs the same one. The relay
+/// runs it too, as the master of a relayed match (`relay::sequencer`).
 #[derive(Debug, Clone)]
-enum Policy {
+pub(crate) enum Policy {
     Adaptive(MasterPolicy),
     Fixed { timing: Timing, rate: u8 },
     RedAlert(RedAlertPolicy),
@@ -89,7 +90,7 @@ enum Policy {
 }
 
 impl Policy {
-    fn new(kind: PolicyKind, speed_fps: u8) -> Policy {
+    pub(crate) fn new(kind: PolicyKind, speed_fps: u8) -> Policy {
         match kind {
             PolicyKind::Adaptive => Policy::Adaptive(MasterPolicy::new(speed_fps)),
             PolicyKind::Fixed(timing) => Policy::Fixed {
@@ -103,7 +104,7 @@ impl Policy {
     }
 
     /// The timing the game starts at.
-    fn initial_timing(&self) -> Timing {
+    pub(crate) fn initial_timing(&self) -> Timing {
         match self {
             Policy::Adaptive(_) => Timing::START,
             Policy::Fixed { timing, .. } => *timing,
@@ -113,7 +114,11 @@ impl Policy {
         }
     }
 
-    fn evaluate(&mut self, record: &Record, frame: u32) -> (Verdict, Option<TimingEvent>) {
+    pub(crate) fn evaluate(
+        &mut self,
+        record: &Record,
+        frame: u32,
+    ) -> (Verdict, Option<TimingEvent>) {
         match self {
             Policy::Adaptive(p) => p.evaluate(record, frame),
             Policy::Fixed { .. } => (Verdict::NoEvaluation, None),
@@ -140,7 +145,7 @@ impl Policy {
         }
     }
 
-    fn adaptive_mut(&mut self) -> Option<&mut MasterPolicy> {
+    pub(crate) fn adaptive_mut(&mut self) -> Option<&mut MasterPolicy> {
         match self {
             Policy::Adaptive(p) => Some(p),
             _ => None,

@@ -1,4 +1,4 @@
-//! The relay protocol (S10), version 1: byte layouts, writers into caller
+//! The relay protocol (S10), version 2: byte layouts, writers into caller
 //! buffers, and validating decoders that never panic and never allocate.
 //!
 //! Two layers:
@@ -60,6 +60,13 @@
 //! | `0x04` | Pong | 1: 8 echoed client send time `t0`, 9: 8 relay receive time `t1`, 17: 8 relay send time `t2` (relay match clock: µs since the match started, negative before), 25: 4 relay tick, 29: 4 highest accepted client sequence | 33 |
 //! | `0x05` | Desync | 1: 4 tick, 5: 2 mask of seats that reported, 7: 2 mask of seats that disagree | 9 |
 //! | `0x06` | MatchOver | 1: 4 final tick (the last horizon), 5: 1 reason ([`MatchOverReason`]) | 6 |
+//! | `0x07` | Timing | 1: 4 `from_tick`, 5: 8 `from_ms` (`u64`, when `from_tick` starts: ms after the match start), 13: 4 `tick_rate_millihz`, 17: 1 `bundle_interval`, 18: 1 `look_ahead` (ticks) | 19 |
+//!
+//! A Timing message ([`TimingChange`], version 2) announces the timing from
+//! `from_tick` on: ticks at and after it start at `from_ms + (t - from_tick)
+//! * 1_000_000 / tick_rate_millihz` ms, the horizon moves every
+//! `bundle_interval` ticks counted from `from_tick`, and a client runs tick
+//! `t` when the relay clock reaches tick `t + bundle_interval + look_ahead`.
 //!
 //! A TurnBundle entry is 8 bytes of header and the order:
 //!
@@ -85,6 +92,10 @@
 //! | `0x13` | Ping | 1: 8 client send time `t0` (client clock, µs) | 9 |
 //! | `0x14` | Quit | 1: 4 client sequence (sequenced like an order) | 5 |
 //! | `0x15` | ResyncRequest | 1: 4 the client's horizon | 5 |
+//! | `0x16` | TimingReport | 1: 4 processing time per tick, µs; 5: 4 longest wait for a bundle, ms; 9: 4 worst clean round trip to the relay, ms (`0xFFFF_FFFF`: none yet, else at most [`MAX_REPORTED_RTT_MS`]) | 13 |
+//!
+//! Version 2 added Timing and TimingReport (adaptive timing in relay mode);
+//! a relay refuses version-1 Hellos with `WrongVersion`.
 
 use siphasher::sip::SipHasher24;
 use std::hash::Hasher;
@@ -92,7 +103,7 @@ use std::hash::Hasher;
 /// First byte of a relay datagram (Hello, Reject).
 pub const MAGIC: u8 = 0xB8;
 /// The relay protocol version this code speaks.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 /// Datagram kind: Hello.
 pub const KIND_HELLO: u8 = 0x01;
 /// Datagram kind: Reject.
@@ -135,6 +146,8 @@ pub const MSG_PONG: u8 = 0x04;
 pub const MSG_DESYNC: u8 = 0x05;
 /// Match over.
 pub const MSG_MATCH_OVER: u8 = 0x06;
+/// Timing change.
+pub const MSG_TIMING: u8 = 0x07;
 /// Client → relay: OrderSubmit.
 pub const MSG_ORDER_SUBMIT: u8 = 0x11;
 /// ChecksumReport.
@@ -145,6 +158,50 @@ pub const MSG_PING: u8 = 0x13;
 pub const MSG_QUIT: u8 = 0x14;
 /// ResyncRequest.
 pub const MSG_RESYNC_REQUEST: u8 = 0x15;
+/// TimingReport.
+pub const MSG_TIMING_REPORT: u8 = 0x16;
+
+/// Bytes of a Timing message.
+pub const TIMING_BYTES: usize = 19;
+/// Bytes of a TimingReport message.
+pub const TIMING_REPORT_BYTES: usize = 13;
+/// A TimingReport's round trip field when the client has no clean sample yet.
+pub const NO_RTT: u32 = u32::MAX;
+/// Largest round trip a TimingReport may carry, ms (the clock filter's
+/// bound, [`crate::clock::offset::MAX_ROUND_TRIP_US`]).
+pub const MAX_REPORTED_RTT_MS: u32 = (crate::clock::offset::MAX_ROUND_TRIP_US / 1000) as u32;
+/// Largest `from_ms` a Timing message may carry (2^48 ms, 8900 years): keeps
+/// every clock computation far from overflow.
+pub const MAX_TIMING_FROM_MS: u64 = 1 << 48;
+/// Largest tick rate, mHz (as the match setup allows).
+pub const MAX_TICK_RATE_MILLIHZ: u32 = 1_000_000_000;
+
+/// The timing the relay announces from a tick on (a Timing message): the
+/// relay clock's rate and anchor, the bundle interval and the clients'
+/// look-ahead behind the horizon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TimingChange {
+    /// The first tick it applies to.
+    pub from_tick: u32,
+    /// When `from_tick` starts, ms after the match start.
+    pub from_ms: u64,
+    /// Ticks per 1000 s from `from_tick` on.
+    pub tick_rate_millihz: u32,
+    /// The horizon moves every this many ticks from `from_tick` on, 1–255.
+    pub bundle_interval: u8,
+    /// Ticks a client runs behind the horizon (its jitter buffer), 1–255.
+    pub look_ahead: u8,
+}
+
+impl TimingChange {
+    /// Whether every field is in range.
+    pub fn is_valid(&self) -> bool {
+        (1..=MAX_TICK_RATE_MILLIHZ).contains(&self.tick_rate_millihz)
+            && self.bundle_interval > 0
+            && self.look_ahead > 0
+            && self.from_ms <= MAX_TIMING_FROM_MS
+    }
+}
 
 /// Why bytes are not a valid relay datagram or message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -584,6 +641,8 @@ pub enum ServerMessage<'a> {
         /// Why.
         reason: MatchOverReason,
     },
+    /// The timing from a tick on (version 2).
+    Timing(TimingChange),
 }
 
 /// A client → relay message.
@@ -618,6 +677,9 @@ pub enum ClientMessage<'a> {
         /// The client's horizon.
         horizon: u32,
     },
+    /// What the client measured over its last report interval (S3), for
+    /// the relay's timing policy (version 2).
+    TimingReport(crate::report::Report),
 }
 
 fn exact(bytes: &[u8], len: usize) -> Result<(), RelayDecodeError> {
@@ -750,6 +812,20 @@ pub fn read_server_message(bytes: &[u8]) -> Result<ServerMessage<'_>, RelayDecod
                 reason: MatchOverReason::from_u8(bytes[5]).ok_or(RelayDecodeError::Malformed)?,
             })
         }
+        MSG_TIMING => {
+            exact(bytes, TIMING_BYTES)?;
+            let change = TimingChange {
+                from_tick: read_u32(bytes, 1),
+                from_ms: read_u64(bytes, 5),
+                tick_rate_millihz: read_u32(bytes, 13),
+                bundle_interval: bytes[17],
+                look_ahead: bytes[18],
+            };
+            if !change.is_valid() {
+                return Err(RelayDecodeError::Malformed);
+            }
+            Ok(ServerMessage::Timing(change))
+        }
         _ => Err(RelayDecodeError::UnknownKind),
     }
 }
@@ -802,6 +878,18 @@ pub fn read_client_message(bytes: &[u8]) -> Result<ClientMessage<'_>, RelayDecod
             Ok(ClientMessage::ResyncRequest {
                 horizon: read_u32(bytes, 1),
             })
+        }
+        MSG_TIMING_REPORT => {
+            exact(bytes, TIMING_REPORT_BYTES)?;
+            let rtt = read_u32(bytes, 9);
+            if rtt != NO_RTT && rtt > MAX_REPORTED_RTT_MS {
+                return Err(RelayDecodeError::Malformed);
+            }
+            Ok(ClientMessage::TimingReport(crate::report::Report {
+                process_us: read_u32(bytes, 1),
+                max_wait_ms: read_u32(bytes, 5),
+                worst_rtt_ms: (rtt != NO_RTT).then_some(rtt),
+            }))
         }
         _ => Err(RelayDecodeError::UnknownKind),
     }
@@ -911,6 +999,16 @@ impl ServerMessage<'_> {
                 o.put(&final_tick.to_le_bytes());
                 o.put(&[reason as u8]);
             }
+            ServerMessage::Timing(change) => {
+                if !change.is_valid() {
+                    return None;
+                }
+                o.put(&[MSG_TIMING]);
+                o.put(&change.from_tick.to_le_bytes());
+                o.put(&change.from_ms.to_le_bytes());
+                o.put(&change.tick_rate_millihz.to_le_bytes());
+                o.put(&[change.bundle_interval, change.look_ahead]);
+            }
         }
         o.done()
     }
@@ -954,6 +1052,17 @@ impl ClientMessage<'_> {
             ClientMessage::ResyncRequest { horizon } => {
                 o.put(&[MSG_RESYNC_REQUEST]);
                 o.put(&horizon.to_le_bytes());
+            }
+            ClientMessage::TimingReport(report) => {
+                let rtt = match report.worst_rtt_ms {
+                    None => NO_RTT,
+                    Some(ms) if ms <= MAX_REPORTED_RTT_MS => ms,
+                    Some(_) => return None,
+                };
+                o.put(&[MSG_TIMING_REPORT]);
+                o.put(&report.process_us.to_le_bytes());
+                o.put(&report.max_wait_ms.to_le_bytes());
+                o.put(&rtt.to_le_bytes());
             }
         }
         o.done()
@@ -1089,7 +1198,7 @@ mod tests {
         assert_eq!(write_hello(&hello(), &SECRET, &mut buf), Some(66));
         assert_eq!(
             &buf[..16],
-            &[0xB8, 1, 1, 0, 8, 7, 6, 5, 4, 3, 2, 1, 0x44, 0x33, 0x22, 0x11]
+            &[0xB8, 2, 1, 0, 8, 7, 6, 5, 4, 3, 2, 1, 0x44, 0x33, 0x22, 0x11]
         );
         assert_eq!(&buf[16..58], &[0x5A; 42][..]);
         assert!(verify_hello_tag(&buf[..66], &SECRET));
@@ -1112,7 +1221,7 @@ mod tests {
         q[0] = 0xB7;
         assert_eq!(read_hello(&q), Err(RelayDecodeError::BadMagic));
         let mut q = buf;
-        q[1] = 2;
+        q[1] = 1; // version 1 (before timing messages)
         assert_eq!(read_hello(&q), Err(RelayDecodeError::BadVersion));
         assert_eq!(
             peek_datagram(&q),
@@ -1137,7 +1246,7 @@ mod tests {
             nonce: 0x0102_0304_0506_0708,
         };
         assert_eq!(write_reject(&r, &mut buf), Some(12));
-        assert_eq!(buf, [0xB8, 1, 2, 2, 8, 7, 6, 5, 4, 3, 2, 1]);
+        assert_eq!(buf, [0xB8, 2, 2, 2, 8, 7, 6, 5, 4, 3, 2, 1]);
         assert_eq!(read_reject(&buf), Ok(r));
         for reason in RejectReason::ALL {
             assert_eq!(RejectReason::from_u8(reason as u8), Some(reason));
@@ -1326,6 +1435,75 @@ mod tests {
             Err(RelayDecodeError::UnknownKind)
         );
         assert_eq!(read_server_message(&[]), Err(RelayDecodeError::BadLength));
+    }
+
+    #[test]
+    fn timing_messages_are_byte_for_byte_as_documented() {
+        let change = TimingChange {
+            from_tick: 0x0403_0201,
+            from_ms: 0x0A09_0807_0605,
+            tick_rate_millihz: 30_000,
+            bundle_interval: 2,
+            look_ahead: 6,
+        };
+        let bytes = ServerMessage::Timing(change).to_vec();
+        let mut expected = vec![0x07, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0x0A, 0, 0];
+        expected.extend_from_slice(&30_000u32.to_le_bytes());
+        expected.extend_from_slice(&[2, 6]);
+        assert_eq!(bytes, expected);
+        assert_eq!(bytes.len(), TIMING_BYTES);
+        assert_eq!(
+            read_server_message(&bytes),
+            Ok(ServerMessage::Timing(change))
+        );
+        // Zero rate, interval or look-ahead, an absurd anchor: refused both ways.
+        for (at, value) in [(13, 0u8), (17, 0), (18, 0)] {
+            let mut bad = bytes.clone();
+            bad[at..if at == 13 { 17 } else { at + 1 }].fill(value);
+            assert_eq!(read_server_message(&bad), Err(RelayDecodeError::Malformed));
+        }
+        let far = TimingChange {
+            from_ms: MAX_TIMING_FROM_MS + 1,
+            ..change
+        };
+        assert_eq!(ServerMessage::Timing(far).write(&mut [0u8; 64]), None);
+        assert!(read_server_message(&bytes[..TIMING_BYTES - 1]).is_err());
+
+        let report = crate::report::Report {
+            process_us: 0x0403_0201,
+            max_wait_ms: 0x0807_0605,
+            worst_rtt_ms: Some(0x0201),
+        };
+        let bytes = ClientMessage::TimingReport(report).to_vec();
+        assert_eq!(bytes, [0x16, 1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 0, 0]);
+        assert_eq!(
+            read_client_message(&bytes),
+            Ok(ClientMessage::TimingReport(report))
+        );
+        let none = crate::report::Report {
+            worst_rtt_ms: None,
+            ..report
+        };
+        let bytes = ClientMessage::TimingReport(none).to_vec();
+        assert_eq!(&bytes[9..], &[0xFF; 4], "no round trip yet");
+        assert_eq!(
+            read_client_message(&bytes),
+            Ok(ClientMessage::TimingReport(none))
+        );
+        let mut too_long = bytes.clone();
+        too_long[9..].copy_from_slice(&(MAX_REPORTED_RTT_MS + 1).to_le_bytes());
+        assert_eq!(
+            read_client_message(&too_long),
+            Err(RelayDecodeError::Malformed)
+        );
+        let huge = crate::report::Report {
+            worst_rtt_ms: Some(MAX_REPORTED_RTT_MS + 1),
+            ..report
+        };
+        assert_eq!(
+            ClientMessage::TimingReport(huge).write(&mut [0u8; 64]),
+            None
+        );
     }
 
     #[test]

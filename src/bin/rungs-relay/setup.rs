@@ -7,13 +7,16 @@
 //! ```
 //!
 //! Keys: `tick_rate_millihz`, `bundle_interval`, `checksum_interval`,
-//! `ai_order_delay` (0 when absent, S10), `max_ticks`, `load_wait_seconds`,
-//! `grace_seconds`.
+//! `ai_order_delay` (0 when absent, S10), `timing_policy` (`adaptive` when
+//! absent, `tracking`, `fixed:SP/LA`, `ra`, `protocol0`, or `off`: the
+//! fixed `bundle_interval` and each client's own jitter buffer),
+//! `max_ticks`, `load_wait_seconds`, `grace_seconds`.
 //! Blank lines and `#` comments are ignored. The relay re-reads the file when
 //! it changes and adds matches it has not seen (a lobby creates a match by
 //! appending a line); a line it cannot parse is reported and skipped.
 
 use rungs::relay::MatchSetup;
+use rungs::timing::PolicyKind;
 
 /// Defaults the command line and environment give every match.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,6 +86,16 @@ pub fn parse_line(line: &str, defaults: &Defaults) -> Result<Option<MatchSetup>,
             "bundle_interval" => setup.bundle_interval = number(&key, v)?,
             "checksum_interval" => setup.checksum_interval = number(&key, v)?,
             "ai_order_delay" => setup.ai_order_delay = number(&key, v)?,
+            "timing_policy" if value == "off" => setup.timing_policy = None,
+            "timing_policy" => match PolicyKind::from_name(&value) {
+                Some(Ok(policy)) => setup.timing_policy = Some(policy),
+                Some(Err(e)) => return Err(format!("`timing_policy` `{value}`: {e}")),
+                None => {
+                    return Err(format!(
+                        "`timing_policy` `{value}` is not adaptive, tracking, fixed:SP/LA, ra, protocol0 or off"
+                    ))
+                }
+            },
             "max_ticks" => setup.max_ticks = number(&key, v)?,
             "load_wait_seconds" => {
                 setup.start_barrier_us = number::<u64>(&key, v)?.saturating_mul(1_000_000)
@@ -132,5 +145,37 @@ mod tests {
             .unwrap_err()
             .contains("colour"));
         assert!(parse_line("match x seats 2 humans 0", &D).is_err());
+        let s = parse_line("match 9 seats 2 humans 0,1", &D)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            s.timing_policy,
+            Some(PolicyKind::Adaptive),
+            "absent: adaptive"
+        );
+        for (word, policy) in [
+            ("tracking", Some(PolicyKind::Tracking)),
+            ("off", None),
+            (
+                "fixed:2/6",
+                Some(PolicyKind::Fixed(rungs::timing::Timing::START)),
+            ),
+        ] {
+            let line = format!("match 9 seats 2 humans 0,1 timing_policy {word}");
+            assert_eq!(
+                parse_line(&line, &D).unwrap().unwrap().timing_policy,
+                policy
+            );
+        }
+        assert!(
+            parse_line("match 9 seats 2 humans 0 timing_policy fixed:2/7", &D)
+                .unwrap_err()
+                .contains("multiple")
+        );
+        assert!(
+            parse_line("match 9 seats 2 humans 0 timing_policy fast", &D)
+                .unwrap_err()
+                .contains("fast")
+        );
     }
 }

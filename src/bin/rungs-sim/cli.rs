@@ -8,7 +8,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use rungs::sim::{Attack, Departure, Fault, GameSpec, OutageSpec, RelayPlacement, Spike};
-use rungs::timing::{PolicyKind, Timing};
+use rungs::timing::PolicyKind;
 
 /// Seats a game can have (the record's capacity).
 pub const MAX_PLAYERS: u8 = 16;
@@ -685,39 +685,23 @@ fn parse_divergence(value: &str) -> Result<(u8, u32), UsageError> {
     ))
 }
 
-/// `adaptive`, `ra`, `protocol0` or `fixed:SP/LA` (checked against S1).
+/// `adaptive`, `tracking`, `ra`, `protocol0` or `fixed:SP/LA` (checked
+/// against S1): [`PolicyKind::from_name`].
 pub fn parse_policy(value: &str) -> Result<PolicyKind, UsageError> {
-    match value {
-        "adaptive" => Ok(PolicyKind::Adaptive),
-        "tracking" => Ok(PolicyKind::Tracking),
-        "ra" => Ok(PolicyKind::RedAlert),
-        "protocol0" => Ok(PolicyKind::Protocol0),
-        _ => {
-            let bad = || {
-                UsageError(format!(
-                    "--policy wants adaptive, tracking, ra, protocol0 or fixed:SP/LA (e.g. fixed:2/6), not '{value}'"
-                ))
-            };
-            let timing = value.strip_prefix("fixed:").ok_or_else(bad)?;
-            let (sp, la) = timing.split_once('/').ok_or_else(bad)?;
-            let sp: u8 = sp.parse().map_err(|_| bad())?;
-            let la: u8 = la.parse().map_err(|_| bad())?;
-            Timing::new(sp, la)
-                .map(PolicyKind::Fixed)
-                .map_err(|e| UsageError(format!("--policy {value} breaks the timing rule S1: {e}")))
-        }
+    match PolicyKind::from_name(value) {
+        Some(Ok(policy)) => Ok(policy),
+        Some(Err(e)) => Err(UsageError(format!(
+            "--policy {value} breaks the timing rule S1: {e}"
+        ))),
+        None => Err(UsageError(format!(
+            "--policy wants adaptive, tracking, ra, protocol0 or fixed:SP/LA (e.g. fixed:2/6), not '{value}'"
+        ))),
     }
 }
 
 /// The policy as the flag spells it: `fixed:2/6`, `ra`, ...
 pub fn policy_name(policy: PolicyKind) -> String {
-    match policy {
-        PolicyKind::Adaptive => "adaptive".to_owned(),
-        PolicyKind::Tracking => "tracking".to_owned(),
-        PolicyKind::Fixed(timing) => format!("fixed:{timing}"),
-        PolicyKind::RedAlert => "ra".to_owned(),
-        PolicyKind::Protocol0 => "protocol0".to_owned(),
-    }
+    policy.name()
 }
 
 #[cfg(test)]

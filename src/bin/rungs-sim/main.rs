@@ -120,7 +120,10 @@ POLICY AND OUTPUT
                           flags give the same bytes) instead of the summary
   --topology p2p|relay    play peer-to-peer, or through a relay (S10): every
                           command goes to the relay, which gives it its frame
-                          (one frame per relay tick) [p2p]
+                          (one frame per relay tick); the relay is the master
+                          and runs --policy on the clients' reports (bundle
+                          interval = send period, jitter buffer = look-ahead);
+                          restarts and attacks are not modelled there [p2p]
   --relay-ms MS[,MS...]   with --topology relay: one-way delay from each player
                           to the relay, ms (the last value applies to the
                           remaining players) [rtt/4 per player: a relay in the
@@ -228,9 +231,7 @@ fn run_one(options: &RunOptions) -> Status {
     let mut options = options.clone();
     let played = if let Some(placement) = &options.relay {
         if !options.json {
-            emit_line(
-                "topology   relay (src/sim/relay_game.rs: no timing ladder, clocks or faults)",
-            );
+            emit_line("topology   relay (src/sim/relay_game.rs: the relay runs the policy)");
         }
         run_relay_game(&options.spec, placement)
     } else if options.oracle {

@@ -317,8 +317,13 @@ impl LockstepSession {
             }
         }
         let mut measurements = Measurements::new();
-        for seat in seats.present().filter(|s| *s != local_seat) {
-            measurements.add_peer(seat)?;
+        if relay.is_some() {
+            // Behind a relay the one round trip that matters is to the relay.
+            measurements.add_peer(crate::relay::RELAY_LINK_SEAT)?;
+        } else {
+            for seat in seats.present().filter(|s| *s != local_seat) {
+                measurements.add_peer(seat)?;
+            }
         }
         let max_message_bytes = config.link.max_message_bytes();
         Ok(LockstepSession {
@@ -436,6 +441,24 @@ impl LockstepSession {
         Ok(self.machine.forecast_tag(issued_on))
     }
 
+    /// Behind a relay: an order the engine's AI decided for the AI `seat`
+    /// with the state after the last frame run, i.e. at tick `F + 1`. Every
+    /// machine computes the same AI, so the order stays local: it executes
+    /// with the commands of tick `F + 1 + ai_order_delay` (the match setup's,
+    /// 0–8, S10), delivered like a human order with that seat. Returns that
+    /// tick. `State` peer-to-peer (the engine runs its AI itself there) and
+    /// before the relay's Welcome; `InvalidArgument` for a seat that is not
+    /// an AI seat of the match or an order over 512 bytes (as a human
+    /// order); `Full` beyond 4096 orders waiting.
+    pub fn submit_ai_order(&mut self, seat: u8, bytes: &[u8]) -> Result<u32> {
+        match self.relay.as_mut() {
+            Some(relay) => relay.submit_ai_order(seat, bytes),
+            None => Err(Error::State(
+                "AI orders go through the session only behind a relay; peer-to-peer the engine runs its AI itself",
+            )),
+        }
+    }
+
     /// The engine's state checksum after `frame` executed. Only frames that
     /// are multiples of the checksum interval are compared.
     pub fn submit_checksum(&mut self, frame: u32, checksum: u64) -> Result<()> {
@@ -529,7 +552,7 @@ impl LockstepSession {
     /// Validate and act on one datagram from `source` at local time `now_us`.
     pub fn handle_datagram(&mut self, now_us: u64, source: SocketAddr, datagram: &[u8]) {
         if let Some(relay) = self.relay.as_mut() {
-            return relay.handle_datagram(now_us, source, datagram);
+            return relay.handle_datagram(now_us, source, datagram, &mut self.measurements);
         }
         self.last_local_us = self.last_local_us.max(now_us);
         let Ok(from) = self.endpoint.handle_datagram(now_us, source, datagram) else {
@@ -701,7 +724,7 @@ impl LockstepSession {
     /// Once a frame starts it runs whole: an error leaves no frame half run.
     pub fn advance(&mut self, now_us: u64) -> Result<Advance> {
         if let Some(relay) = self.relay.as_mut() {
-            return relay.advance(now_us);
+            return relay.advance(now_us, &mut self.measurements);
         }
         self.last_local_us = self.last_local_us.max(now_us);
         if self.left {
@@ -857,8 +880,23 @@ impl LockstepSession {
     }
 
     /// The timing machine (read-only): timing in force, target, status.
+    /// Behind a relay it stays idle: see [`timing_status`](Self::timing_status).
     pub fn machine(&self) -> &TimingMachine {
         &self.machine
+    }
+
+    /// The timing in force and its target, for a UI or a log, and whether
+    /// this machine is the master. Peer-to-peer: the timing machine's
+    /// status. Behind a relay: the relay's timing plan (in force at the
+    /// next frame, and the latest announced as the target); the relay is
+    /// the master (`master` is `None`: no seat), and the policy's own state
+    /// (calibration, count, descent) is the relay's, not shown here.
+    pub fn timing_status(&self) -> (crate::timing::Status, bool) {
+        let status = self.machine.status();
+        match self.relay.as_ref() {
+            Some(relay) => (relay.timing_status(status), false),
+            None => (status, self.is_master()),
+        }
     }
 
     /// The endpoint (read-only): per-link round trips and diagnostics.

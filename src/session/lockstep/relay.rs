@@ -16,13 +16,27 @@
 //! * **Checksums** go to the relay, which compares them per tick; its desync
 //!   notices surface as [`SessionEvent::Desync`] (frame = tick, seats = the
 //!   seats outside the largest agreeing group).
-//! * **Pacing (S9).** Frame `F` is due when the relay's clock (estimated
-//!   from pings) reaches tick `F + bundle_interval + jitter_ticks`: the
-//!   bundle holding tick `F` left the relay `jitter_ticks` ticks earlier, so
-//!   a one-way delay or jitter up to that much costs no stall. A machine
+//! * **Pacing (S9).** Frame `F` is due when the relay's clock reaches tick
+//!   `F + bundle_interval + look_ahead`: the bundle holding tick `F` left
+//!   the relay at most `bundle_interval` ticks after `F` started, so a
+//!   one-way delay or jitter up to `look_ahead` ticks costs no stall. The
+//!   relay's clock is followed with [`crate::clock::ClockSync`] (the
+//!   filtered ping offset steering a slewed clock: it never jumps, and it
+//!   follows a drifting local clock). Bundle interval, look-ahead and tick
+//!   rate come from the relay's timing plan (the relay's policy, S4, from a
+//!   tick on, the same tick on every machine); in a match without a timing
+//!   policy, from the Welcome with `look_ahead = jitter_ticks`. A machine
 //!   behind (after a reconnect, a slow frame) finds its frames already due
 //!   and catches up as fast as the engine runs them. Frame 0 waits for the
-//!   first clock sample.
+//!   first clock sample. A timing change surfaces as
+//!   [`SessionEvent::Timing`] on the tick it applies from.
+//! * **Reports (S3).** The session's [`Measurements`] measure the round
+//!   trip to the relay (seat [`RELAY_LINK_SEAT`]), the engine's frame work
+//!   and the waits for bundles; on every report tick (32, 64, then every
+//!   128) the report goes to the relay as a TimingReport.
+//! * **AI orders.** [`LockstepSession::submit_ai_order`](super::LockstepSession::submit_ai_order)
+//!   queues an AI seat's order locally for `ai_order_delay` ticks (the
+//!   match setup's) and delivers it with that tick's commands.
 //! * **The relay link** appears as seat [`RELAY_LINK_SEAT`] (`0xFF`) in
 //!   link events: [`SessionEvent::LinkLost`] when it is lost (the client
 //!   reconnects by itself, resending unconfirmed orders),
@@ -36,19 +50,24 @@
 //!   for: before the start, the seats still loading; later, seats
 //!   reconnecting, when this machine has no tick to run.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 
 use super::{Advance, ExecutedCommand, LockstepStats, SessionEvent};
 use crate::error::{Error, Result};
 use crate::link::Transmit;
-use crate::relay::sequencer::tick_start_ms;
 use crate::relay::ticket::Credentials;
 use crate::relay::{ClientConfig, ClientEvent, RelayClient, SeatTurn, RELAY_LINK_SEAT};
-use crate::wire::relay::{RejectReason, SeatPresence, MAX_SEATS};
+use crate::report::{is_report_frame, Measurements};
+use crate::timing::{Output, Status, Timing, Verdict};
+use crate::wire::relay::TimingChange;
+use crate::wire::relay::{RejectReason, SeatPresence, MAX_ORDER_BYTES, MAX_SEATS};
 
-/// Ticks of jitter buffer by default (67 ms at 30 ticks/s).
+/// Ticks of jitter buffer by default (67 ms at 30 ticks/s), in matches
+/// without a timing policy (otherwise the relay's look-ahead rules).
 pub const DEFAULT_JITTER_TICKS: u32 = 2;
+/// Most AI orders a session holds for later ticks.
+pub const MAX_PENDING_AI_ORDERS: usize = 4096;
 
 /// How to reach the relay: what the lobby hands a player.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,8 +82,9 @@ pub struct RelaySettings {
     pub have_horizon: u32,
     /// Seed for connection nonces: different and unpredictable per process.
     pub nonce_seed: u64,
-    /// How far behind the relay's horizon frames run, in ticks (see the
-    /// module docs).
+    /// How far behind the relay's horizon frames run, in ticks, in a match
+    /// without a timing policy (see the module docs); with one, the relay's
+    /// look-ahead replaces it.
     pub jitter_ticks: u32,
 }
 
@@ -103,6 +123,13 @@ pub(super) struct RelayLockstep {
     /// Why the session cannot go on (refused ticket, setup mismatch).
     fault: Option<&'static str>,
     stats: LockstepStats,
+    /// AI orders by the tick they execute on: (seat, order) in submission order.
+    ai_orders: BTreeMap<u32, Vec<(u8, Vec<u8>)>>,
+    ai_order_count: usize,
+    /// The relay link's round-trip sample count last fed to the measurements.
+    rtt_samples_seen: u64,
+    /// The timing (interval, look-ahead, tick rate) last told to the engine.
+    told_timing: Option<(u8, u8, u32)>,
 }
 
 impl RelayLockstep {
@@ -146,7 +173,46 @@ impl RelayLockstep {
             final_tick: None,
             fault: None,
             stats: LockstepStats::default(),
+            ai_orders: BTreeMap::new(),
+            ai_order_count: 0,
+            rtt_samples_seen: 0,
+            told_timing: None,
         })
+    }
+
+    pub(super) fn submit_ai_order(&mut self, seat: u8, bytes: &[u8]) -> Result<u32> {
+        let Some(welcome) = self.client.welcome() else {
+            return Err(Error::State(
+                "no AI orders before the relay's Welcome (it brings ai_order_delay)",
+            ));
+        };
+        if seat >= welcome.seat_count || welcome.human_mask & (1 << seat) != 0 {
+            return Err(
+                Error::InvalidArgument("not an AI seat of the match").detailed(format!(
+                    "seat is {seat}; expected an AI seat of the match (below {} and not human: human mask {:#06x})",
+                    welcome.seat_count, welcome.human_mask
+                )),
+            );
+        }
+        if bytes.len() > MAX_ORDER_BYTES {
+            return Err(
+                Error::InvalidArgument("AI order too long").detailed(format!(
+                "the AI order is {} bytes; expected at most {MAX_ORDER_BYTES}, as a human order",
+                bytes.len()
+            )),
+            );
+        }
+        if self.ai_order_count >= MAX_PENDING_AI_ORDERS {
+            return Err(Error::Full("AI orders waiting for their tick"));
+        }
+        let decided_at = self.frame.map_or(0, |f| f.saturating_add(1));
+        let tick = decided_at.saturating_add(u32::from(welcome.ai_order_delay));
+        self.ai_orders
+            .entry(tick)
+            .or_default()
+            .push((seat, bytes.to_vec()));
+        self.ai_order_count += 1;
+        Ok(tick)
     }
 
     /// The client (read-only): connection, horizon, counters.
@@ -182,8 +248,22 @@ impl RelayLockstep {
         Ok(())
     }
 
-    pub(super) fn handle_datagram(&mut self, now_us: u64, source: SocketAddr, datagram: &[u8]) {
+    pub(super) fn handle_datagram(
+        &mut self,
+        now_us: u64,
+        source: SocketAddr,
+        datagram: &[u8],
+        measurements: &mut Measurements,
+    ) {
         self.client.handle_datagram(now_us, source, datagram);
+        // Every round-trip sample goes into the report interval as it is
+        // taken (S3: the interval's worst clean sample), as peer-to-peer.
+        let link = self.client.link();
+        let samples = link.rtt().samples();
+        if samples != self.rtt_samples_seen {
+            self.rtt_samples_seen = samples;
+            let _ = measurements.sample_link(RELAY_LINK_SEAT, link.report_rtt(now_us));
+        }
         self.collect_client_events();
     }
 
@@ -225,6 +305,9 @@ impl RelayLockstep {
                     }
                     if reload {
                         self.frame = welcome.resume_from_tick.checked_sub(1);
+                        // The engine reloads and recomputes its AI.
+                        self.ai_orders.clear();
+                        self.ai_order_count = 0;
                         self.events.push_back(SessionEvent::PeerRestarted {
                             seat: RELAY_LINK_SEAT,
                         });
@@ -249,26 +332,57 @@ impl RelayLockstep {
         }
     }
 
-    /// Local time at which `tick` is due, once welcomed and pinged.
+    /// Relay match time (µs) at which `tick` is due, once welcomed.
+    fn due_match_us(&self, tick: u32) -> Option<i64> {
+        let jitter = self.jitter_ticks.clamp(1, 255) as u8;
+        let ms = self.client.due_ms(tick, jitter)?;
+        Some(i64::try_from(ms.saturating_mul(1000)).unwrap_or(i64::MAX))
+    }
+
+    /// Local time at which `tick` is due, once welcomed and pinged, by the
+    /// offset applied now.
     fn due_local_us(&self, tick: u32) -> Option<u64> {
-        let welcome = self.client.welcome()?;
         let offset = self.client.clock_offset_us()?;
-        let delay = u32::from(welcome.bundle_interval).saturating_add(self.jitter_ticks);
-        let match_us = tick_start_ms(tick.saturating_add(delay), welcome.tick_rate_millihz)
-            .saturating_mul(1000);
-        Some(
-            i64::try_from(match_us)
-                .unwrap_or(i64::MAX)
-                .saturating_sub(offset)
-                .max(0) as u64,
-        )
+        let due = self.due_match_us(tick)?;
+        Some(due.saturating_sub(offset).max(0) as u64)
+    }
+
+    /// Tell the engine when the timing in force at `tick` differs from what
+    /// it was told (the relay's plan only: a match without a policy has no
+    /// timing changes).
+    fn announce_timing(&mut self, tick: u32) {
+        let Some(c) = self.client.timing_plan().map(|p| *p.in_force(tick)) else {
+            return;
+        };
+        let now = (c.bundle_interval, c.look_ahead, c.tick_rate_millihz);
+        let before = self.told_timing.replace(now);
+        if before.map(|b| (b.0, b.1)) != Some((now.0, now.1)) {
+            if let Ok(timing) = Timing::new(c.bundle_interval, c.look_ahead) {
+                self.events
+                    .push_back(SessionEvent::Timing(Output::TimingChanged {
+                        frame: tick,
+                        timing,
+                    }));
+            }
+        }
+        if before.map(|b| b.2) != Some(now.2) {
+            self.events
+                .push_back(SessionEvent::Timing(Output::FrameRateChanged {
+                    frame: tick,
+                    fps: (now.2 / 1000).clamp(1, 255) as u8,
+                }));
+        }
     }
 
     fn next_is_held(&self) -> bool {
         self.client.next_tick() < self.client.horizon()
     }
 
-    pub(super) fn advance(&mut self, now_us: u64) -> Result<Advance> {
+    pub(super) fn advance(
+        &mut self,
+        now_us: u64,
+        measurements: &mut Measurements,
+    ) -> Result<Advance> {
         if self.left {
             return Ok(Advance::Left);
         }
@@ -280,17 +394,26 @@ impl RelayLockstep {
             self.left = true;
             return Ok(Advance::Left);
         }
-        let Some(due) = self.due_local_us(next) else {
+        let (Some(due), Some(relay_now)) =
+            (self.due_match_us(next), self.client.relay_clock_us(now_us))
+        else {
             return Ok(Advance::Waiting); // not welcomed, or no clock sample yet
         };
-        if now_us < due {
-            return Ok(Advance::NotDue { at_us: due });
+        if relay_now < due {
+            let wait = u64::try_from(due - relay_now).unwrap_or(0);
+            return Ok(Advance::NotDue {
+                at_us: now_us.saturating_add(wait),
+            });
         }
         if !self.next_is_held() {
-            self.waiting_since.get_or_insert(now_us);
+            if self.waiting_since.is_none() {
+                self.waiting_since = Some(now_us);
+                let _ = measurements.wait_begin(now_us);
+            }
             return Ok(Advance::Waiting);
         }
         if let Some(since) = self.waiting_since.take() {
+            let _ = measurements.wait_end(now_us.max(since));
             self.stats.stalled_frames += 1;
             self.stats.stall_us += now_us.saturating_sub(since);
         }
@@ -316,7 +439,27 @@ impl RelayLockstep {
                 SeatTurn::Ai | SeatTurn::Null | SeatTurn::Gone => {}
             }
         }
+        // AI orders due now (and any a late submission aimed before now).
+        while let Some(entry) = self.ai_orders.first_entry() {
+            if *entry.key() > turn.tick {
+                break;
+            }
+            for (seat, bytes) in entry.remove() {
+                self.ai_order_count -= 1;
+                self.executed.push(ExecutedCommand {
+                    seat,
+                    tag: turn.tick,
+                    bytes,
+                });
+            }
+        }
+        // Seats in order; a seat's AI orders in submission order.
+        self.executed.sort_by_key(|c| c.seat);
+        self.announce_timing(turn.tick);
         self.frame = Some(turn.tick);
+        if is_report_frame(turn.tick) && !self.left {
+            self.client.report_timing(measurements.take_report());
+        }
         Ok(if self.left {
             Advance::Left
         } else {
@@ -339,6 +482,40 @@ impl RelayLockstep {
         match (client, frame) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
+        }
+    }
+
+    /// The status behind a relay: the plan's timing in force at the next
+    /// frame and its latest change as the target; `idle` (the session's
+    /// unused timing machine) fills what the relay does not announce.
+    pub(super) fn timing_status(&self, idle: Status) -> Status {
+        let next = self.client.next_tick();
+        let frame = self.frame.unwrap_or(0);
+        let Some(plan) = self.client.timing_plan() else {
+            return Status {
+                frame,
+                master: None,
+                ..idle
+            };
+        };
+        let timing = |c: &TimingChange| Timing::new(c.bundle_interval, c.look_ahead).ok();
+        let fps = |c: &TimingChange| (c.tick_rate_millihz / 1000).clamp(1, 255) as u8;
+        let now = plan.in_force(next);
+        let target = plan.latest();
+        let in_force = timing(now).unwrap_or(idle.timing);
+        Status {
+            frame,
+            timing: in_force,
+            fps: fps(now),
+            target: timing(target).unwrap_or(in_force),
+            target_fps: fps(target),
+            staged_target: None,
+            tier: in_force.tier(),
+            master: None,
+            calibrating: false,
+            qualifying_in_a_row: 0,
+            descent_running: false,
+            last_verdict: Verdict::NoEvaluation,
         }
     }
 
@@ -380,7 +557,14 @@ impl RelayLockstep {
     }
 
     pub(super) fn held_bytes(&self) -> usize {
-        self.client.held_bytes() + self.executed.iter().map(|c| c.bytes.len()).sum::<usize>()
+        self.client.held_bytes()
+            + self.executed.iter().map(|c| c.bytes.len()).sum::<usize>()
+            + self
+                .ai_orders
+                .values()
+                .flatten()
+                .map(|(_, order)| order.len() + 1)
+                .sum::<usize>()
     }
 }
 
