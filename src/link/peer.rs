@@ -4,7 +4,17 @@
 //! Sending: every message gets the next number; each packet gets a packet
 //! number that is never reused, so an acknowledgement names the exact packet
 //! (RFC 9002) and the packet's send time gives an unambiguous sample. Every
-//! packet carries the ack block. Unacknowledged messages are re-sent without
+//! packet carries the ack block.
+//!
+//! Acknowledgements ride on data (RFC 9002's delayed ack): a packet that
+//! carries messages is not answered by a packet of its own at once; its
+//! acknowledgement waits up to [`LinkConfig::max_ack_delay_us`] for the next
+//! packet this side sends anyway (in a lockstep game, the next turn), and
+//! only when that does not come in time does a pure ack go out. Pings are
+//! answered at once. Each ack block says how long it was held after the
+//! largest packet arrived; the sender takes that off the round-trip sample
+//! (never below the smallest round trip seen, RFC 9002 5.3) and allows for
+//! the hold in its retransmission timeout. Unacknowledged messages are re-sent without
 //! waiting for a request (seed 002): piggybacked on outgoing packets within a
 //! byte budget, and all of them when the retransmission timeout fires.
 //!
@@ -88,7 +98,15 @@ pub struct LinkConfig {
     /// Bytes of already-sent, unacknowledged messages a packet may re-send on
     /// the side (seed 002's resend-everything, bounded). 0 re-sends only on RTO.
     pub piggyback_budget_bytes: usize,
+    /// Longest an acknowledgement of a packet with messages waits for a
+    /// packet that carries data before it goes out alone (0–250 ms; 0 acks
+    /// every such packet at once). The peer's retransmission timeout allows
+    /// for this much: both ends of a link use the same value.
+    pub max_ack_delay_us: u64,
 }
+
+/// Largest [`LinkConfig::max_ack_delay_us`].
+pub const MAX_ACK_DELAY_LIMIT_US: u64 = 250_000;
 
 impl Default for LinkConfig {
     fn default() -> Self {
@@ -99,6 +117,9 @@ impl Default for LinkConfig {
             receive_capacity: 1024,
             max_packet_bytes: MAX_PACKET_BYTES,
             piggyback_budget_bytes: 512,
+            // A lockstep game at 20 fps or more sends a turn within 50 ms
+            // whenever its send period is 1: every ack rides on a turn.
+            max_ack_delay_us: 50_000,
         }
     }
 }
@@ -123,6 +144,11 @@ impl LinkConfig {
         if self.piggyback_budget_bytes > MAX_PACKET_BYTES {
             return Err(Error::InvalidArgument(
                 "piggyback_budget_bytes must be at most 1200",
+            ));
+        }
+        if self.max_ack_delay_us > MAX_ACK_DELAY_LIMIT_US {
+            return Err(Error::InvalidArgument(
+                "max_ack_delay_us must be at most 250000",
             ));
         }
         Ok(())
@@ -242,7 +268,12 @@ pub struct Link {
     recv_next: u64,
     out_of_order: BTreeMap<u64, Box<[u8]>>,
     ready: VecDeque<Box<[u8]>>,
-    ack_pending: bool,
+    /// When the acknowledgement owed for received messages must go out at
+    /// the latest (it rides on any packet sent before); `None`: none owed.
+    ack_due_us: Option<u64>,
+    /// When the largest packet number so far arrived: the ack delay counts
+    /// from it.
+    largest_received_us: u64,
     /// The largest packet number this side has acknowledged so far, to mark
     /// the first ack of each new largest (`FLAG_FIRST_ACK`).
     largest_acknowledged: Option<u32>,
@@ -294,9 +325,10 @@ impl Link {
             recv_next: 0,
             out_of_order: BTreeMap::new(),
             ready: VecDeque::new(),
-            ack_pending: false,
+            ack_due_us: None,
+            largest_received_us: now_us,
             largest_acknowledged: None,
-            rtt: RttEstimator::new(),
+            rtt: RttEstimator::with_max_ack_delay(config.max_ack_delay_us),
             created_us: now_us,
             last_heard_us: None,
             lost: false,
@@ -517,6 +549,9 @@ impl Link {
         cumulative_ack: Option<u64>,
     ) {
         let header = &packet.header;
+        if self.is_newest(header.packet_number) {
+            self.largest_received_us = now_us;
+        }
         self.replay.accept(header.packet_number);
         self.peer_epoch = Some(header.epoch);
         self.counters.packets_received += 1;
@@ -567,7 +602,15 @@ impl Link {
             self.recv_next += 1;
         }
         if packet.is_ack_eliciting() {
-            self.ack_pending = true;
+            // A ping asks for a prompt answer; messages can wait a while
+            // for a packet to ride on.
+            let delay = if header.is_ping() {
+                0
+            } else {
+                self.config.max_ack_delay_us
+            };
+            let due = now_us.saturating_add(delay);
+            self.ack_due_us = Some(self.ack_due_us.map_or(due, |d| d.min(due)));
         }
     }
 
@@ -594,9 +637,16 @@ impl Link {
             // acked; Karn's rule via `gives_rtt_sample` (S8); and only from the
             // peer's first ack of it (`FLAG_FIRST_ACK`): a repeat ack after a
             // lost one waited for the peer's next packet.
+            // The peer held the ack `delay_us` before sending it: not part of
+            // the path's round trip (RFC 9002 5.3), and never counted beyond
+            // the most it may hold one.
             if pn == u64::from(ack.largest) && record.gives_rtt_sample && first_ack {
-                self.rtt
-                    .on_sample(now_us, now_us.saturating_sub(record.sent_us));
+                let ack_delay_us = ack.delay_us().min(self.config.max_ack_delay_us);
+                self.rtt.on_delayed_sample(
+                    now_us,
+                    now_us.saturating_sub(record.sent_us),
+                    ack_delay_us,
+                );
             }
             let mut carried = record.carried;
             while carried != 0 {
@@ -705,12 +755,17 @@ impl Link {
     }
 
     /// The earliest time a timer needs [`handle_timeout`](Self::handle_timeout)
-    /// or [`poll_transmit`](Self::poll_transmit). Work that is due at once
-    /// (messages queued, an ack owed) is not a timer: drain `poll_transmit`
-    /// after every `send` and `handle_packet`.
+    /// or [`poll_transmit`](Self::poll_transmit): the retransmission,
+    /// keep-alive and liveness timers, and the latest time an owed ack may
+    /// wait. Work that is due at once (messages queued, a ping answered) is
+    /// not a timer: drain `poll_transmit` after every `send` and
+    /// `handle_packet`.
     pub fn poll_timeout(&self) -> Option<u64> {
         let mut earliest: Option<u64> = None;
         let mut consider = |t: u64| earliest = Some(earliest.map_or(t, |e| e.min(t)));
+        if let Some(due) = self.ack_due_us {
+            consider(due);
+        }
         if let Some(started) = self.rto_started_us {
             consider(started.saturating_add(self.rtt.backed_off_rto_us()));
         }
@@ -738,7 +793,8 @@ impl Link {
         let ping_due = self.config.keepalive_interval_us > 0
             && now_us.saturating_sub(self.last_ack_eliciting_sent_us)
                 >= self.config.keepalive_interval_us;
-        if self.messages_due == 0 && !self.ack_pending && !ping_due {
+        let ack_due = self.ack_due_us.is_some_and(|due| now_us >= due);
+        if self.messages_due == 0 && !ack_due && !ping_due {
             return None;
         }
         let ping = ping_due && self.messages_due == 0;
@@ -756,6 +812,7 @@ impl Link {
                 largest,
                 bits: self.replay.ack_bits(),
                 next_message: self.recv_next as u16,
+                delay: AckBlock::delay_field(now_us.saturating_sub(self.largest_received_us)),
             }),
         };
         let limit = buf.len().min(self.config.max_packet_bytes);
@@ -817,7 +874,7 @@ impl Link {
         }
 
         let message_count = writer.message_count();
-        if message_count == 0 && !self.ack_pending && !ping {
+        if message_count == 0 && !ack_due && !ping {
             return None; // due messages did not fit a buffer this small
         }
         let len = writer.finish(&self.identity.key, self.identity.peer_seat);
@@ -835,7 +892,9 @@ impl Link {
             acked: false,
         });
         self.next_packet_number += 1;
-        self.ack_pending = false;
+        // Whatever this packet carries, its ack block answers everything
+        // received so far.
+        self.ack_due_us = None;
         if first_ack {
             self.largest_acknowledged = largest_received;
         }
@@ -1037,16 +1096,56 @@ mod tests {
         );
         let got: Vec<_> = std::iter::from_fn(|| b.recv()).collect();
         assert_eq!(got, (0..5u8).map(|i| vec![i]).collect::<Vec<_>>());
-        // b acks at once; a takes a clean sample of 99 ms.
-        let acks = drain(&mut b, 50_000);
+        // b holds the ack for a packet to ride on; none comes, so it goes
+        // alone after the max ack delay and says it was held 50 ms, which a
+        // takes off its clean sample: 149 - 1 - 50 = 98 ms.
+        assert!(drain(&mut b, 50_000).is_empty());
+        assert_eq!(b.poll_timeout(), Some(100_000));
+        let acks = drain(&mut b, 100_000);
         assert_eq!(acks.len(), 1);
-        deliver(&mut a, 100_000, &acks[0]).unwrap();
+        let ack = decode(&acks[0]).unwrap().header.ack.unwrap();
+        assert_eq!(ack.delay_us(), 50_000);
+        deliver(&mut a, 149_000, &acks[0]).unwrap();
         assert!(a.has_clean_measurement());
-        assert_eq!(a.rtt().latest_us(), Some(99_000));
-        assert_eq!(a.stats(100_000).messages_in_flight, 0);
+        assert_eq!(a.rtt().latest_us(), Some(98_000));
+        assert_eq!(a.stats(149_000).messages_in_flight, 0);
         // An ack-only packet asks for no ack back.
-        assert!(drain(&mut a, 100_000).is_empty());
+        assert!(drain(&mut a, 149_000).is_empty());
+        assert_eq!(a.ack_due_us, None);
         assert_eq!(b.stats(0).dropped.get(DropReason::Replayed), 1);
+    }
+
+    #[test]
+    fn acks_ride_on_data_sent_within_the_max_ack_delay() {
+        let (mut a, mut b) = pair(no_keepalive());
+        let mut sent = 0;
+        for round in 0..10u64 {
+            let t = round * 33_000;
+            // Each side sends a message every 33 ms (a turn a frame) and
+            // receives the other's 10 ms later.
+            a.send(b"turn of a").unwrap();
+            b.send(b"turn of b").unwrap();
+            let from_a = drain(&mut a, t);
+            let from_b = drain(&mut b, t);
+            sent += from_a.len() + from_b.len();
+            for p in &from_a {
+                deliver(&mut b, t + 10_000, p).unwrap();
+            }
+            for p in &from_b {
+                deliver(&mut a, t + 10_000, p).unwrap();
+            }
+            // Nothing goes out for the acks alone before the next turn.
+            assert!(drain(&mut a, t + 10_000).is_empty());
+            assert!(drain(&mut b, t + 10_000).is_empty());
+        }
+        assert_eq!(sent, 20, "one packet per message, none for acks");
+        // Every turn but the last is acked, and the samples are the path's
+        // 20 ms round trip: the 23 ms each ack waited came off.
+        assert_eq!(a.stats(330_000).messages_in_flight, 1);
+        assert_eq!(a.rtt().latest_us(), Some(20_000));
+        assert_eq!(a.rtt().srtt_us(), Some(20_000));
+        // The last turn's ack goes alone at the max ack delay.
+        assert_eq!(b.poll_timeout(), Some(9 * 33_000 + 10_000 + 50_000));
     }
 
     #[test]
@@ -1072,6 +1171,7 @@ mod tests {
     fn karn_resent_messages_give_no_sample() {
         let (mut a, mut b) = pair(LinkConfig {
             piggyback_budget_bytes: 0,
+            max_ack_delay_us: 0,
             ..no_keepalive()
         });
         a.send(b"lost once").unwrap();
@@ -1127,6 +1227,9 @@ mod tests {
         assert_eq!(pong.len(), 1, "a ping is acked at once");
         deliver(&mut a, 270_000, &pong[0]).unwrap();
         assert_eq!(a.rtt().latest_us(), Some(20_000));
+        // b's answer was its own keep-alive too: a answers it at once.
+        assert_eq!(a.poll_timeout(), Some(270_000));
+        assert_eq!(drain(&mut a, 270_000).len(), 1);
         assert_eq!(a.poll_timeout(), Some(500_000));
     }
 
@@ -1196,7 +1299,10 @@ mod tests {
 
     #[test]
     fn acks_of_unsent_packets_or_messages_are_malformed() {
-        let (mut a, mut b) = pair(no_keepalive());
+        let (mut a, mut b) = pair(LinkConfig {
+            max_ack_delay_us: 0,
+            ..no_keepalive()
+        });
         b.send(b"hello").unwrap();
         let p = drain(&mut b, 0);
         deliver(&mut a, 0, &p[0]).unwrap();
@@ -1227,12 +1333,13 @@ mod tests {
 
     #[test]
     fn config_ranges_are_checked() {
-        let breakers: [fn(&mut LinkConfig); 5] = [
+        let breakers: [fn(&mut LinkConfig); 6] = [
             |c| c.liveness_timeout_us = Some(0),
             |c| c.max_in_flight = 0,
             |c| c.receive_capacity = 8193,
             |c| c.max_packet_bytes = 63,
             |c| c.piggyback_budget_bytes = 1201,
+            |c| c.max_ack_delay_us = MAX_ACK_DELAY_LIMIT_US + 1,
         ];
         for breaker in breakers {
             let mut config = LinkConfig::default();
@@ -1243,7 +1350,7 @@ mod tests {
             max_packet_bytes: 64,
             ..LinkConfig::default()
         };
-        assert_eq!(small.max_message_bytes(), 64 - 36 - 3);
+        assert_eq!(small.max_message_bytes(), 64 - 38 - 3);
         assert_eq!(LinkConfig::default().max_message_bytes(), MAX_MESSAGE_BYTES);
     }
 }

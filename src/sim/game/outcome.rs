@@ -68,6 +68,15 @@ pub struct GameReport {
     pub commands_lost: u64,
 }
 
+impl GameReport {
+    /// Datagrams one machine sent per 1000 frames, on average over the
+    /// `players` machines and the frames of the game: what a game costs
+    /// each machine's network.
+    pub fn packets_per_machine_per_1000_frames(&self, players: u8) -> f64 {
+        self.packets as f64 * 1000.0 / (f64::from(players.max(1)) * f64::from(self.frames.max(1)))
+    }
+}
+
 /// One issued command, for the latency and the floor.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Issued {
