@@ -363,8 +363,7 @@ impl Endpoint {
                 return Err(Error::BufferTooSmall { needed: len });
             }
             let peer = &mut self.peers[at];
-            let message = peer.link.recv().unwrap_or_default();
-            buf[..len].copy_from_slice(&message);
+            let len = peer.link.recv_into(buf).unwrap_or(0);
             self.next_receive = (at + 1) % count;
             return Ok(Some((peer.seat, len)));
         }

@@ -51,6 +51,9 @@ const LOSS_WINDOW: usize = 256;
 pub const MIN_CONFIG_PACKET_BYTES: usize = 64;
 /// Events kept for the caller before the oldest is dropped.
 const EVENT_QUEUE_LIMIT: usize = 16;
+/// Spare message buffers a link keeps for reuse, at most: a link in steady
+/// state takes and returns a few per frame, so it allocates none.
+const SPARE_BUFFERS: usize = 64;
 /// Most messages one retransmission timeout (or one new acknowledgement
 /// after it) makes due again (S8: a lost peer is not flooded). The oldest
 /// go first; the peer's next acknowledgement releases the next batch.
@@ -178,7 +181,7 @@ pub struct LinkIdentity {
 
 #[derive(Debug)]
 struct OutMessage {
-    payload: Box<[u8]>,
+    payload: Vec<u8>,
     acked: bool,
     /// Due to go out in the next packet (never sent, or the RTO fired).
     needs_send: bool,
@@ -266,8 +269,11 @@ pub struct Link {
     replay: ReplayWindow,
     /// Next message number to deliver.
     recv_next: u64,
-    out_of_order: BTreeMap<u64, Box<[u8]>>,
-    ready: VecDeque<Box<[u8]>>,
+    out_of_order: BTreeMap<u64, Vec<u8>>,
+    ready: VecDeque<Vec<u8>>,
+    /// Message buffers to reuse (sent messages once acknowledged, received
+    /// ones once taken): no allocation per message.
+    spare: Vec<Vec<u8>>,
     /// When the acknowledgement owed for received messages must go out at
     /// the latest (it rides on any packet sent before); `None`: none owed.
     ack_due_us: Option<u64>,
@@ -325,6 +331,7 @@ impl Link {
             recv_next: 0,
             out_of_order: BTreeMap::new(),
             ready: VecDeque::new(),
+            spare: Vec::new(),
             ack_due_us: None,
             largest_received_us: now_us,
             largest_acknowledged: None,
@@ -408,8 +415,9 @@ impl Link {
             return Err(Error::Full("messages in flight on this link"));
         }
         let number = self.send_base + self.outgoing.len() as u64;
+        let payload = self.buffer_with(payload);
         self.outgoing.push_back(OutMessage {
-            payload: payload.into(),
+            payload,
             acked: false,
             needs_send: true,
             transmissions: 0,
@@ -432,7 +440,35 @@ impl Link {
     pub fn recv(&mut self) -> Option<Vec<u8>> {
         let message = self.ready.pop_front()?;
         self.counters.messages_delivered += 1;
-        Some(message.into_vec())
+        Some(message)
+    }
+
+    /// Copy the next message delivered in order into `buf` and return its
+    /// length; `None` when none is ready or `buf` is too short (it stays
+    /// queued, see [`next_message_len`](Self::next_message_len)). The
+    /// message's buffer is kept for reuse.
+    pub fn recv_into(&mut self, buf: &mut [u8]) -> Option<usize> {
+        let len = self.next_message_len()?;
+        let out = buf.get_mut(..len)?;
+        let message = self.ready.pop_front()?;
+        out.copy_from_slice(&message);
+        self.counters.messages_delivered += 1;
+        self.recycle(message);
+        Some(len)
+    }
+
+    /// A buffer holding `bytes`, reused when one is spare.
+    fn buffer_with(&mut self, bytes: &[u8]) -> Vec<u8> {
+        let mut buffer = self.spare.pop().unwrap_or_default();
+        refill(&mut buffer, bytes);
+        buffer
+    }
+
+    /// Keep a buffer for reuse (a bounded number of them).
+    fn recycle(&mut self, buffer: Vec<u8>) {
+        if self.spare.len() < SPARE_BUFFERS {
+            self.spare.push(buffer);
+        }
     }
 
     /// Length of the message [`recv`](Self::recv) would return next.
@@ -574,7 +610,9 @@ impl Link {
         }
         if newly_acked_messages {
             while self.outgoing.front().is_some_and(|m| m.acked) {
-                self.outgoing.pop_front();
+                if let Some(message) = self.outgoing.pop_front() {
+                    self.recycle(message.payload);
+                }
                 self.send_base += 1;
             }
             // RFC 6298 5.3: new data acknowledged restarts the timer.
@@ -591,10 +629,12 @@ impl Link {
             if number < self.recv_next || self.out_of_order.contains_key(&number) {
                 self.counters.duplicate_messages += 1;
             } else if number == self.recv_next {
-                self.ready.push_back(message.payload.into());
+                let payload = self.buffer_with(message.payload);
+                self.ready.push_back(payload);
                 self.recv_next += 1;
             } else {
-                self.out_of_order.insert(number, message.payload.into());
+                let payload = self.buffer_with(message.payload);
+                self.out_of_order.insert(number, payload);
             }
         }
         while let Some(payload) = self.out_of_order.remove(&self.recv_next) {
@@ -994,6 +1034,17 @@ impl Link {
         self.sent_base = pn;
         self.sent.clear();
     }
+}
+
+/// Make `buffer` hold `bytes`. A buffer that must grow grows to the next
+/// power of two (at least 64 bytes), so reused buffers soon fit whatever
+/// messages a game sends and stop allocating.
+pub(crate) fn refill(buffer: &mut Vec<u8>, bytes: &[u8]) {
+    buffer.clear();
+    if buffer.capacity() < bytes.len() {
+        buffer.reserve_exact(bytes.len().next_power_of_two().max(64));
+    }
+    buffer.extend_from_slice(bytes);
 }
 
 /// Widen the low 16 bits of a message number against `reference`, taking the

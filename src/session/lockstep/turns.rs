@@ -10,6 +10,7 @@ use crate::wire::turn::{Item, PartPlan, Record, TurnPart, MAX_TURN_PARTS};
 
 use super::drops::{Cut, Holdable};
 use super::LockstepSession;
+use crate::report::record::MAX_SEATS;
 use crate::wire::turn;
 
 /// Send frames remembered: the schedule that validates peers' turns and
@@ -146,12 +147,14 @@ impl Outbox {
         self.plan.parts()
     }
 
-    pub fn take(&mut self) -> (Vec<Item>, Vec<Record>) {
+    /// Move the turn's items and records into `items` and `records`
+    /// (emptied first), leaving their buffers here for the next turn.
+    pub fn take_into(&mut self, items: &mut Vec<Item>, records: &mut Vec<Record>) {
         self.plan = PartPlan::new(self.max_message_bytes);
-        (
-            std::mem::take(&mut self.items),
-            std::mem::take(&mut self.records),
-        )
+        items.clear();
+        records.clear();
+        std::mem::swap(&mut self.items, items);
+        std::mem::swap(&mut self.records, records);
     }
 
     pub fn bytes(&self) -> usize {
@@ -227,13 +230,61 @@ pub struct Turn {
     pub tag: u32,
     pub items: Vec<Item>,
     pub records: Vec<Record>,
-    /// Its parts as received, for relaying.
+    /// Its parts as received, for relaying (taken by [`Inbound::keep`]).
     pub raw: Vec<Vec<u8>>,
+    /// Their length in bytes.
+    pub raw_bytes: usize,
 }
 
 impl Turn {
     fn bytes(&self) -> usize {
-        self.raw.iter().map(Vec::len).sum()
+        self.raw_bytes
+    }
+}
+
+/// Buffers the turn paths reuse, so that a running game allocates nothing
+/// per frame: this send frame's items, records and encoded parts, and the
+/// item and record lists of received turns once queued, for the next decode.
+#[derive(Debug, Default)]
+pub struct TurnBuffers {
+    pub items: Vec<Item>,
+    pub records: Vec<Record>,
+    pub parts: Vec<Vec<u8>>,
+    /// The lists the next decoded turn part takes.
+    pub next_items: Vec<Item>,
+    pub next_records: Vec<Record>,
+    spare_items: Vec<Vec<Item>>,
+    spare_records: Vec<Vec<Record>>,
+}
+
+/// Lists of each kind kept for reuse, at most.
+const SPARE_LISTS: usize = 64;
+
+impl TurnBuffers {
+    /// Make sure the next decode has lists with room, from the spares.
+    pub fn ready_for_decode(&mut self) {
+        if self.next_items.capacity() == 0 {
+            if let Some(items) = self.spare_items.pop() {
+                self.next_items = items;
+            }
+        }
+        if self.next_records.capacity() == 0 {
+            if let Some(records) = self.spare_records.pop() {
+                self.next_records = records;
+            }
+        }
+    }
+
+    /// A received turn's lists, used: keep them for later decodes.
+    pub fn recycle(&mut self, mut items: Vec<Item>, mut records: Vec<Record>) {
+        if items.capacity() > 0 && self.spare_items.len() < SPARE_LISTS {
+            items.clear();
+            self.spare_items.push(items);
+        }
+        if records.capacity() > 0 && self.spare_records.len() < SPARE_LISTS {
+            records.clear();
+            self.spare_records.push(records);
+        }
     }
 }
 
@@ -269,6 +320,10 @@ pub struct Inbound {
     /// Raw parts of recent turns, for relaying.
     kept: VecDeque<(u32, Vec<Vec<u8>>)>,
     kept_bytes: usize,
+    /// Buffers of turns that left `kept`, for the next raw parts: a
+    /// running game allocates none.
+    spare_raw: Vec<Vec<u8>>,
+    spare_raw_lists: Vec<Vec<Vec<u8>>>,
 }
 
 impl Inbound {
@@ -303,6 +358,25 @@ impl Inbound {
         {
             let turn = self.ahead.pop_back().expect("checked");
             self.ahead_bytes -= turn.bytes();
+        }
+        if part.count == 1 {
+            // A turn of one part (nearly all of them) is whole at once:
+            // no assembly, its lists become the turn's, its bytes go into
+            // reused buffers.
+            self.assembly = None;
+            let mut raws = self.spare_raw_lists.pop().unwrap_or_default();
+            let mut copy = self.spare_raw.pop().unwrap_or_default();
+            crate::link::refill(&mut copy, raw);
+            raws.clear();
+            raws.push(copy);
+            return Ok(Some(Turn {
+                send_frame: part.send_frame,
+                tag: part.tag,
+                items: part.items,
+                records: part.records,
+                raw: raws,
+                raw_bytes: raw.len(),
+            }));
         }
         let assembly = match &mut self.assembly {
             Some(a) if a.send_frame == part.send_frame => a,
@@ -345,10 +419,12 @@ impl Inbound {
             items: Vec::new(),
             records: Vec::new(),
             raw: Vec::with_capacity(assembly.parts.len()),
+            raw_bytes: 0,
         };
         for (part, raw) in assembly.parts.into_iter().flatten() {
             turn.items.extend(part.items);
             turn.records.extend(part.records);
+            turn.raw_bytes += raw.len();
             turn.raw.push(raw);
         }
         Ok(Some(turn))
@@ -394,10 +470,20 @@ impl Inbound {
         self.kept_bytes += raw.iter().map(Vec::len).sum::<usize>();
         self.kept.push_back((send_frame, raw));
         while self.kept_bytes > KEPT_RELAY_BYTES || self.kept.len() > KEPT_SEND_FRAMES {
-            let Some((_, old)) = self.kept.pop_front() else {
+            let Some((_, mut old)) = self.kept.pop_front() else {
                 break;
             };
             self.kept_bytes -= old.iter().map(Vec::len).sum::<usize>();
+            // The buffers serve the next turns' raw parts (as many as a
+            // few turns need; the rest are freed).
+            for buffer in old.drain(..) {
+                if self.spare_raw.len() < MAX_TURN_PARTS as usize {
+                    self.spare_raw.push(buffer);
+                }
+            }
+            if self.spare_raw_lists.len() < 4 {
+                self.spare_raw_lists.push(old);
+            }
         }
     }
 
@@ -448,7 +534,9 @@ impl LockstepSession {
                 return;
             }
         };
-        self.inbound[s].keep(turn.send_frame, turn.raw.clone());
+        let mut turn = turn;
+        let raw = std::mem::take(&mut turn.raw);
+        self.inbound[s].keep(turn.send_frame, raw);
         if self.frame.is_some_and(|f| turn.send_frame <= f) {
             self.accept_turn(seat, turn);
         } else if self.inbound[s].hold_ahead(turn).is_err() {
@@ -487,7 +575,8 @@ impl LockstepSession {
                 }
             }
         }
-        for item in turn.items {
+        let mut items = turn.items;
+        for item in items.drain(..) {
             let handle = self.store.put(Stored {
                 item,
                 origin: Origin::Turn {
@@ -500,6 +589,7 @@ impl LockstepSession {
                 self.store.take(handle);
             }
         }
+        self.turn_buffers.recycle(items, turn.records);
         self.inbound[s].through = Some(turn.send_frame);
     }
 
@@ -552,13 +642,22 @@ impl LockstepSession {
                 });
             }
         }
-        let (items, records) = self.outbox.take();
+        let mut buffers = std::mem::take(&mut self.turn_buffers);
+        self.outbox
+            .take_into(&mut buffers.items, &mut buffers.records);
         let max = self.endpoint.config().link.max_message_bytes();
-        match turn::encode_turn(frame, tag, &items, &records, max) {
-            Ok(messages) => {
-                let peers: Vec<u8> = self.peers().collect();
-                for peer in peers {
-                    for message in &messages {
+        match turn::encode_turn_into(
+            frame,
+            tag,
+            &buffers.items,
+            &buffers.records,
+            max,
+            &mut buffers.parts,
+        ) {
+            Ok(count) => {
+                let peers = self.peers().fold(0u32, |mask, peer| mask | 1 << peer);
+                for peer in (0..MAX_SEATS as u8).filter(|p| peers & 1 << p != 0) {
+                    for message in &buffers.parts[..count] {
                         if self.endpoint.send(peer, message).is_ok() {
                             self.stats.turn_messages += 1;
                         }
@@ -569,7 +668,7 @@ impl LockstepSession {
             Err(_) => debug_assert!(false, "a turn larger than the outbox allows"),
         }
         // Our own items execute here too, in issue order.
-        for item in items {
+        for item in buffers.items.drain(..) {
             let handle = self.store.put(Stored {
                 item,
                 origin: Origin::Turn { send_frame: frame },
@@ -582,6 +681,7 @@ impl LockstepSession {
                 self.store.take(handle);
             }
         }
+        self.turn_buffers = buffers;
         for seat in 0..self.machine.seats().count() {
             if self.drops.cut(seat).is_some() {
                 self.maybe_queue_removal(seat);
