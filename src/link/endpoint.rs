@@ -45,6 +45,16 @@ struct Peer {
     /// This pair's key: the session key unless game setup gave one (S8).
     key: SessionKey,
     link: Link,
+    /// `link.poll_timeout()` as of the link's last change: a machine asks
+    /// for its next timer after every datagram, and one datagram changes
+    /// one link.
+    timeout: Option<u64>,
+}
+
+impl Peer {
+    fn refresh_timeout(&mut self) {
+        self.timeout = self.link.poll_timeout();
+    }
 }
 
 /// The links of one machine. See the module docs.
@@ -64,6 +74,9 @@ pub struct Endpoint {
     may_transmit: u64,
     /// This machine's connection epoch (S8 restarts).
     epoch: u32,
+    /// A link was handed out mutably ([`link_mut`](Self::link_mut)): the
+    /// cached timeouts may be stale until the next `handle_timeout`.
+    timeouts_unknown: bool,
 }
 
 /// The address as compared and sent to: an IPv4-mapped IPv6 address (what a
@@ -95,6 +108,7 @@ impl Endpoint {
             next_receive: 0,
             may_transmit: 0,
             epoch: 1,
+            timeouts_unknown: false,
         })
     }
 
@@ -164,6 +178,7 @@ impl Endpoint {
         let mut link = Link::new(self.config.link, identity, now_us)?;
         link.set_local_epoch(self.epoch)?;
         self.may_transmit = u64::MAX; // indices shift
+        let timeout = link.poll_timeout();
         self.peers.insert(
             at,
             Peer {
@@ -171,6 +186,7 @@ impl Endpoint {
                 address: canonical_address(address),
                 key: self.config.key,
                 link,
+                timeout,
             },
         );
         Ok(())
@@ -205,6 +221,7 @@ impl Endpoint {
     /// The link to `seat`, mutably.
     pub fn link_mut(&mut self, seat: u8) -> Option<&mut Link> {
         let at = self.index(seat).ok()?;
+        self.timeouts_unknown = true;
         Some(&mut self.peers[at].link)
     }
 
@@ -212,7 +229,10 @@ impl Endpoint {
     pub fn send(&mut self, seat: u8, payload: &[u8]) -> Result<u64> {
         let at = self.index(seat)?;
         self.mark(at);
-        self.peers[at].link.send(payload)
+        let peer = &mut self.peers[at];
+        let sent = peer.link.send(payload);
+        peer.refresh_timeout();
+        sent
     }
 
     fn mark(&mut self, at: usize) {
@@ -274,7 +294,9 @@ impl Endpoint {
             peer.link.count_drop(DropReason::SpoofedAddress);
             return Err(DropReason::SpoofedAddress);
         }
-        peer.link.handle_packet(now_us, &packet, datagram.len())?;
+        let handled = peer.link.handle_packet(now_us, &packet, datagram.len());
+        peer.refresh_timeout();
+        handled?;
         if moved {
             peer.address = canonical_address(source);
             peer.link.note_address_change();
@@ -293,16 +315,22 @@ impl Endpoint {
     pub fn handle_timeout(&mut self, now_us: u64) {
         for peer in &mut self.peers {
             peer.link.handle_timeout(now_us);
+            peer.refresh_timeout();
         }
+        self.timeouts_unknown = false;
         self.may_transmit = u64::MAX; // a timer may have made work
     }
 
     /// The earliest timer of any link.
     pub fn poll_timeout(&self) -> Option<u64> {
-        self.peers
-            .iter()
-            .filter_map(|p| p.link.poll_timeout())
-            .min()
+        if self.timeouts_unknown {
+            return self
+                .peers
+                .iter()
+                .filter_map(|p| p.link.poll_timeout())
+                .min();
+        }
+        self.peers.iter().filter_map(|p| p.timeout).min()
     }
 
     /// Write the next datagram to send into `buf`, taking links in turn; call
@@ -319,6 +347,7 @@ impl Endpoint {
             }
             let peer = &mut self.peers[at];
             let sent = peer.link.poll_transmit(now_us, buf);
+            peer.refresh_timeout();
             if sent.is_none() && at < 64 {
                 self.may_transmit &= !(1 << at);
             }

@@ -19,7 +19,6 @@ pub mod rtt;
 mod stats;
 
 pub use endpoint::{canonical_address, Endpoint, EndpointConfig, Transmit};
-pub(crate) use peer::refill;
 pub use peer::{
     Link, LinkConfig, LinkIdentity, ReportRtt, MAX_ACK_DELAY_LIMIT_US, MAX_IN_FLIGHT_LIMIT,
     MIN_CONFIG_PACKET_BYTES,

@@ -1039,7 +1039,7 @@ impl Link {
 /// Make `buffer` hold `bytes`. A buffer that must grow grows to the next
 /// power of two (at least 64 bytes), so reused buffers soon fit whatever
 /// messages a game sends and stop allocating.
-pub(crate) fn refill(buffer: &mut Vec<u8>, bytes: &[u8]) {
+fn refill(buffer: &mut Vec<u8>, bytes: &[u8]) {
     buffer.clear();
     if buffer.capacity() < bytes.len() {
         buffer.reserve_exact(bytes.len().next_power_of_two().max(64));

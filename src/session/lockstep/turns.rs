@@ -71,7 +71,13 @@ impl SendSchedule {
         match frame {
             None => self.oldest(),
             Some(f) => {
-                let index = self.frames.partition_point(|s| s.frame <= f);
+                // Turns arrive in order, so the answer is nearly always
+                // among the latest few send frames: look there first.
+                let recent = self.frames.iter().rev().take(16).position(|s| s.frame <= f);
+                let index = match recent {
+                    Some(back) => self.frames.len() - back,
+                    None => self.frames.partition_point(|s| s.frame <= f),
+                };
                 self.frames.get(index).copied()
             }
         }
@@ -230,7 +236,8 @@ pub struct Turn {
     pub tag: u32,
     pub items: Vec<Item>,
     pub records: Vec<Record>,
-    /// Its parts as received, for relaying (taken by [`Inbound::keep`]).
+    /// Its parts as received, for relaying, when it had more than one (a
+    /// one-part turn's bytes are the message itself).
     pub raw: Vec<Vec<u8>>,
     /// Their length in bytes.
     pub raw_bytes: usize,
@@ -318,12 +325,72 @@ pub struct Inbound {
     ahead: VecDeque<Turn>,
     ahead_bytes: usize,
     /// Raw parts of recent turns, for relaying.
-    kept: VecDeque<(u32, Vec<Vec<u8>>)>,
-    kept_bytes: usize,
-    /// Buffers of turns that left `kept`, for the next raw parts: a
-    /// running game allocates none.
-    spare_raw: Vec<Vec<u8>>,
-    spare_raw_lists: Vec<Vec<Vec<u8>>>,
+    kept: KeptTurns,
+}
+
+/// The raw parts of one seat's recent turns, for relaying after a drop, as
+/// one append-only log of bytes: keeping a turn writes its bytes at the end,
+/// forgetting the oldest only moves the start, and the log is compacted
+/// once half of it is forgotten. Writes are sequential and nothing old is
+/// touched to forget it, so keeping every turn costs little and, once the
+/// log has its working size, allocates nothing.
+#[derive(Debug, Default)]
+struct KeptTurns {
+    log: Vec<u8>,
+    /// Log offset of the oldest kept byte.
+    start: usize,
+    /// Per part, oldest first: its send frame, log offset and length.
+    parts: VecDeque<(u32, usize, usize)>,
+    /// Turns kept (each has one or more parts).
+    turns: usize,
+}
+
+impl KeptTurns {
+    fn bytes(&self) -> usize {
+        self.log.len() - self.start
+    }
+
+    fn keep<'a>(&mut self, send_frame: u32, raw: impl Iterator<Item = &'a [u8]>) {
+        for part in raw {
+            self.parts
+                .push_back((send_frame, self.log.len(), part.len()));
+            self.log.extend_from_slice(part);
+        }
+        self.turns += 1;
+        while self.bytes() > KEPT_RELAY_BYTES || self.turns > KEPT_SEND_FRAMES {
+            let Some(&(oldest, ..)) = self.parts.front() else {
+                break;
+            };
+            while let Some(&(frame, at, len)) = self.parts.front() {
+                if frame != oldest {
+                    break;
+                }
+                self.parts.pop_front();
+                self.start = at + len;
+            }
+            self.turns -= 1;
+        }
+        if self.start > self.log.len() / 2 {
+            self.log.drain(..self.start);
+            for part in &mut self.parts {
+                part.1 -= self.start;
+            }
+            self.start = 0;
+        }
+        // Between compactions the log grows to twice what it keeps: make
+        // room for that at once, so it does not grow a step at a time.
+        let room = 2 * (self.bytes() + crate::wire::packet::MAX_MESSAGE_BYTES);
+        if self.log.capacity() < room {
+            self.log.reserve(room - self.log.len());
+        }
+    }
+
+    fn between(&self, after: Option<u32>, through: u32) -> impl Iterator<Item = &[u8]> {
+        self.parts
+            .iter()
+            .filter(move |(f, ..)| after.map_or(true, |a| *f > a) && *f <= through)
+            .map(|&(_, at, len)| &self.log[at..at + len])
+    }
 }
 
 impl Inbound {
@@ -360,21 +427,16 @@ impl Inbound {
             self.ahead_bytes -= turn.bytes();
         }
         if part.count == 1 {
-            // A turn of one part (nearly all of them) is whole at once:
-            // no assembly, its lists become the turn's, its bytes go into
-            // reused buffers.
+            // A turn of one part (nearly all of them) is whole at once: no
+            // assembly, its lists become the turn's, and its bytes are the
+            // message the caller holds.
             self.assembly = None;
-            let mut raws = self.spare_raw_lists.pop().unwrap_or_default();
-            let mut copy = self.spare_raw.pop().unwrap_or_default();
-            crate::link::refill(&mut copy, raw);
-            raws.clear();
-            raws.push(copy);
             return Ok(Some(Turn {
                 send_frame: part.send_frame,
                 tag: part.tag,
                 items: part.items,
                 records: part.records,
-                raw: raws,
+                raw: Vec::new(),
                 raw_bytes: raw.len(),
             }));
         }
@@ -466,40 +528,20 @@ impl Inbound {
     }
 
     /// Keep a queued turn's raw parts for relaying.
-    pub fn keep(&mut self, send_frame: u32, raw: Vec<Vec<u8>>) {
-        self.kept_bytes += raw.iter().map(Vec::len).sum::<usize>();
-        self.kept.push_back((send_frame, raw));
-        while self.kept_bytes > KEPT_RELAY_BYTES || self.kept.len() > KEPT_SEND_FRAMES {
-            let Some((_, mut old)) = self.kept.pop_front() else {
-                break;
-            };
-            self.kept_bytes -= old.iter().map(Vec::len).sum::<usize>();
-            // The buffers serve the next turns' raw parts (as many as a
-            // few turns need; the rest are freed).
-            for buffer in old.drain(..) {
-                if self.spare_raw.len() < MAX_TURN_PARTS as usize {
-                    self.spare_raw.push(buffer);
-                }
-            }
-            if self.spare_raw_lists.len() < 4 {
-                self.spare_raw_lists.push(old);
-            }
-        }
+    pub fn keep<'a>(&mut self, send_frame: u32, raw: impl Iterator<Item = &'a [u8]>) {
+        self.kept.keep(send_frame, raw);
     }
 
     /// Raw parts of kept turns in `(after, through]`.
-    pub fn kept_between(&self, after: Option<u32>, through: u32) -> impl Iterator<Item = &Vec<u8>> {
-        self.kept
-            .iter()
-            .filter(move |(f, _)| after.map_or(true, |a| *f > a) && *f <= through)
-            .flat_map(|(_, raw)| raw.iter())
+    pub fn kept_between(&self, after: Option<u32>, through: u32) -> impl Iterator<Item = &[u8]> {
+        self.kept.between(after, through)
     }
 
     pub fn bytes(&self) -> usize {
         let assembling: usize = self.assembly.as_ref().map_or(0, |a| {
             a.parts.iter().flatten().map(|(_, raw)| 2 * raw.len()).sum()
         });
-        assembling + 2 * self.ahead_bytes + self.kept_bytes
+        assembling + 2 * self.ahead_bytes + self.kept.bytes()
     }
 }
 
@@ -534,9 +576,12 @@ impl LockstepSession {
                 return;
             }
         };
-        let mut turn = turn;
-        let raw = std::mem::take(&mut turn.raw);
-        self.inbound[s].keep(turn.send_frame, raw);
+        if turn.raw.is_empty() {
+            self.inbound[s].keep(turn.send_frame, std::iter::once(raw));
+        } else {
+            let parts = turn.raw.iter().map(Vec::as_slice);
+            self.inbound[s].keep(turn.send_frame, parts);
+        }
         if self.frame.is_some_and(|f| turn.send_frame <= f) {
             self.accept_turn(seat, turn);
         } else if self.inbound[s].hold_ahead(turn).is_err() {
@@ -687,5 +732,36 @@ impl LockstepSession {
                 self.maybe_queue_removal(seat);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kept_turns_keep_the_latest_and_give_back_their_parts() {
+        let mut kept = KeptTurns::default();
+        let total = KEPT_SEND_FRAMES as u32 * 3;
+        for frame in 0..total {
+            let body = [frame as u8; 40];
+            if frame % 5 == 0 {
+                // A turn of two parts now and then.
+                kept.keep(frame, [&body[..10], &body[10..]].into_iter());
+            } else {
+                kept.keep(frame, std::iter::once(&body[..]));
+            }
+        }
+        assert_eq!(kept.turns, KEPT_SEND_FRAMES);
+        let oldest = total - KEPT_SEND_FRAMES as u32;
+        assert_eq!(kept.between(None, oldest - 1).count(), 0, "forgotten");
+        let parts: Vec<&[u8]> = kept.between(Some(oldest + 4), oldest + 5).collect();
+        assert_eq!(parts.len(), 2, "turn {} had two parts", oldest + 5);
+        assert_eq!(parts[0], &[(oldest + 5) as u8; 10][..]);
+        assert_eq!(parts[1], &[(oldest + 5) as u8; 30][..]);
+        let last: Vec<&[u8]> = kept.between(Some(total - 2), total).collect();
+        assert_eq!(last, vec![&[(total - 1) as u8; 40][..]]);
+        assert_eq!(kept.bytes(), KEPT_SEND_FRAMES * 40);
+        assert!(kept.log.len() <= 2 * kept.bytes() + 80, "compacted");
     }
 }

@@ -237,11 +237,10 @@ impl<'s> Host<'s> {
             }
             self.deliver();
             // Machines that are gone: crashed, or restarted (their old session is).
-            let gone: Vec<bool> = self
-                .machines
-                .iter()
-                .map(|m| m.crashed || m.restarted)
-                .collect();
+            let mut gone = [false; MAX_SEATS];
+            for (seat, m) in gone.iter_mut().zip(&self.machines) {
+                *seat = m.crashed || m.restarted;
+            }
             for m in self.machines.iter_mut().filter(|m| !m.crashed) {
                 self.world.issue_commands(m);
                 if self.world.now < m.wake_us {
