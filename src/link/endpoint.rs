@@ -79,6 +79,16 @@ pub struct Endpoint {
     timeouts_unknown: bool,
 }
 
+/// `index` taken round a ring of `count` (index below `2 * count` but for
+/// a ring that just shrank): no division in the common case.
+fn wrap(index: usize, count: usize) -> usize {
+    if index < count {
+        index
+    } else {
+        index % count
+    }
+}
+
 /// The address as compared and sent to: an IPv4-mapped IPv6 address (what a
 /// dual-stack socket reports for an IPv4 peer) is the IPv4 address.
 pub fn canonical_address(address: SocketAddr) -> SocketAddr {
@@ -341,7 +351,7 @@ impl Endpoint {
     pub fn poll_transmit(&mut self, now_us: u64, buf: &mut [u8]) -> Option<Transmit> {
         let count = self.peers.len();
         for step in 0..count {
-            let at = (self.next_transmit + step) % count;
+            let at = wrap(self.next_transmit + step, count);
             if at < 64 && self.may_transmit & (1 << at) == 0 {
                 continue;
             }
@@ -352,7 +362,7 @@ impl Endpoint {
                 self.may_transmit &= !(1 << at);
             }
             if let Some(len) = sent {
-                self.next_transmit = (at + 1) % count;
+                self.next_transmit = wrap(at + 1, count);
                 return Some(Transmit {
                     seat: peer.seat,
                     destination: peer.address,
@@ -367,10 +377,10 @@ impl Endpoint {
     pub fn recv(&mut self) -> Option<(u8, Vec<u8>)> {
         let count = self.peers.len();
         for step in 0..count {
-            let at = (self.next_receive + step) % count;
+            let at = wrap(self.next_receive + step, count);
             let peer = &mut self.peers[at];
             if let Some(message) = peer.link.recv() {
-                self.next_receive = (at + 1) % count;
+                self.next_receive = wrap(at + 1, count);
                 return Some((peer.seat, message));
             }
         }
@@ -384,7 +394,7 @@ impl Endpoint {
     pub fn recv_into(&mut self, buf: &mut [u8]) -> Result<Option<(u8, usize)>> {
         let count = self.peers.len();
         for step in 0..count {
-            let at = (self.next_receive + step) % count;
+            let at = wrap(self.next_receive + step, count);
             let Some(len) = self.peers[at].link.next_message_len() else {
                 continue;
             };
@@ -393,10 +403,26 @@ impl Endpoint {
             }
             let peer = &mut self.peers[at];
             let len = peer.link.recv_into(buf).unwrap_or(0);
-            self.next_receive = (at + 1) % count;
+            self.next_receive = wrap(at + 1, count);
             return Ok(Some((peer.seat, len)));
         }
         Ok(None)
+    }
+
+    /// Copy the next delivered message from `seat` into `buf`: its length,
+    /// or `None` when none is waiting; `Error::BufferTooSmall` as for
+    /// [`recv_into`](Self::recv_into). For a caller that knows which link a
+    /// datagram just filled.
+    pub fn recv_from_into(&mut self, seat: u8, buf: &mut [u8]) -> Result<Option<usize>> {
+        let at = self.index(seat)?;
+        let link = &mut self.peers[at].link;
+        let Some(len) = link.next_message_len() else {
+            return Ok(None);
+        };
+        if len > buf.len() {
+            return Err(Error::BufferTooSmall { needed: len });
+        }
+        Ok(link.recv_into(buf))
     }
 
     /// The next delivered message from `seat`.

@@ -262,6 +262,12 @@ pub struct Link {
     /// Packet number of `sent[0]`; records are contiguous by packet number.
     sent_base: u64,
     sent: VecDeque<SentPacket>,
+    /// The packet numbers the peer's ack blocks have named, as a mask below
+    /// the largest named: bit `i` is packet `acked_largest - i`. Those were
+    /// handled when first named; a new block repeats most of them, and only
+    /// the rest need a look.
+    acked_largest: Option<u32>,
+    acked_mask: u64,
     rto_started_us: Option<u64>,
     last_ack_eliciting_sent_us: u64,
 
@@ -325,6 +331,8 @@ impl Link {
             next_packet_number: 0,
             sent_base: 0,
             sent: VecDeque::new(),
+            acked_largest: None,
+            acked_mask: 0,
             rto_started_us: None,
             last_ack_eliciting_sent_us: now_us,
             replay: ReplayWindow::new(),
@@ -657,7 +665,14 @@ impl Link {
     /// Apply the packet-level acknowledgements; whether any message became acked.
     fn on_packet_acks(&mut self, now_us: u64, ack: &AckBlock, first_ack: bool) -> bool {
         let mut newly_acked_messages = false;
-        for pn in ack.acked() {
+        // Largest first, then downwards, as the block lists them.
+        let mut fresh = self.not_yet_named(ack);
+        while fresh != 0 {
+            let below = fresh.trailing_zeros();
+            fresh &= fresh - 1;
+            let Some(pn) = ack.largest.checked_sub(below) else {
+                continue;
+            };
             let pn = u64::from(pn);
             let Some(index) = pn.checked_sub(self.sent_base) else {
                 continue; // record already retired
@@ -704,6 +719,38 @@ impl Link {
             self.retire_oldest_record();
         }
         newly_acked_messages
+    }
+
+    /// The packets `ack` names that no earlier block named, as a mask below
+    /// `ack.largest` (bit `i`: packet `largest - i`); remembers them named.
+    fn not_yet_named(&mut self, ack: &AckBlock) -> u64 {
+        // Bit 0 the largest, bit 1 + i the block's bit i.
+        let block = 1 | u64::from(ack.bits) << 1;
+        let Some(known) = self.acked_largest else {
+            self.acked_largest = Some(ack.largest);
+            self.acked_mask = block;
+            return block;
+        };
+        if ack.largest >= known {
+            let shift = ack.largest - known;
+            let earlier = if shift >= 64 {
+                0
+            } else {
+                self.acked_mask << shift
+            };
+            self.acked_largest = Some(ack.largest);
+            self.acked_mask = earlier | block;
+            return block & !earlier;
+        }
+        // An older block (reordered): align it with the mask if it fits.
+        let shift = known - ack.largest;
+        if shift >= 64 - 17 {
+            return block; // beyond the mask: every record says for itself
+        }
+        let aligned = block << shift;
+        let fresh = aligned & !self.acked_mask;
+        self.acked_mask |= aligned;
+        fresh >> shift
     }
 
     /// Mark `outgoing[index]` acknowledged; whether it was not already.
@@ -1033,6 +1080,8 @@ impl Link {
         self.next_packet_number = pn;
         self.sent_base = pn;
         self.sent.clear();
+        self.acked_largest = None;
+        self.acked_mask = 0;
     }
 }
 

@@ -550,8 +550,10 @@ impl LockstepSession {
         // Messages are copied into one reused buffer: no allocation per message.
         let mut message = std::mem::take(&mut self.receive_buffer);
         message.resize(MAX_MESSAGE_BYTES, 0);
-        while let Ok(Some((seat, len))) = self.endpoint.recv_into(&mut message) {
-            if self.handle_message(now_us, seat, &message[..len]).is_err() {
+        // Only the link this datagram came to has messages: every call
+        // drains them all.
+        while let Ok(Some(len)) = self.endpoint.recv_from_into(from, &mut message) {
+            if self.handle_message(now_us, from, &message[..len]).is_err() {
                 self.stats.malformed_messages += 1;
             }
         }
