@@ -50,6 +50,10 @@ struct Machine {
     restarted: bool,
     /// Own commands before this index have seen a frame start since their issue.
     unframed: usize,
+    /// The session's frame and whether its player left, as of the machine's
+    /// last step (only a step changes them): the host asks every iteration.
+    frame: Option<u32>,
+    left: bool,
     /// What it executed and suffered.
     record: MachineRecord,
 }
@@ -75,8 +79,8 @@ impl Machine {
     fn is_active(&self, frames: u32) -> bool {
         !self.crashed
             && !self.restarted
-            && !self.session.has_left()
-            && self.session.frame().map_or(true, |f| f + 1 < frames)
+            && !self.left
+            && self.frame.map_or(true, |f| f + 1 < frames)
     }
 }
 
@@ -190,6 +194,8 @@ impl<'s> Host<'s> {
                 captured: Vec::new(),
                 restarted: false,
                 unframed: 0,
+                frame: None,
+                left: false,
                 record: MachineRecord::new(seat, spec.fps),
             };
             for peer in (0..spec.players).filter(|p| *p != seat) {
@@ -382,11 +388,8 @@ impl World<'_> {
     /// The commands the player issues by now.
     fn issue_commands(&mut self, m: &mut Machine) {
         let now = self.now;
-        let issuing = m
-            .session
-            .frame()
-            .map_or(true, |f| f < self.last_issue_frame);
-        while m.next_command_us <= now && !m.session.has_left() && issuing {
+        let issuing = m.frame.map_or(true, |f| f < self.last_issue_frame);
+        while m.next_command_us <= now && !m.left && issuing {
             if self.submit(m, &[0u8; 5]) {
                 m.dirty = true;
             }
@@ -450,6 +453,8 @@ impl World<'_> {
         let stats = m.session.stats();
         m.record
             .note_stalls(stats.stalled_frames, stats.stall_us, now);
+        m.frame = m.session.frame();
+        m.left = m.session.has_left();
         Ok(())
     }
 
