@@ -322,7 +322,8 @@ impl<'a> Packet<'a> {
     }
 
     /// Whether the packet carries messages or is a ping: either way the
-    /// receiver acknowledges it promptly.
+    /// receiver owes an acknowledgement (a ping's at once, messages' within
+    /// the link's max ack delay, on a packet with data if one goes out).
     pub fn is_ack_eliciting(&self) -> bool {
         self.message_count > 0 || self.header.is_ping()
     }
