@@ -5,7 +5,6 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rungs::report::Report;
 use rungs::timing::{MachineConfig, TimingMachine};
@@ -17,17 +16,26 @@ thread_local! {
     // may allocate meanwhile (its timers and reports), which says nothing
     // about the timing machine.
     static COUNTING: Cell<bool> = const { Cell::new(false) };
+    // Per thread too, so tests running side by side do not add up.
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
 }
 
 fn counting() -> bool {
     COUNTING.try_with(Cell::get).unwrap_or(false)
 }
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+fn count_one() {
+    let _ = ALLOCATIONS.try_with(|a| a.set(a.get() + 1));
+}
+
+fn allocations() -> usize {
+    ALLOCATIONS.with(Cell::get)
+}
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if counting() {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+            count_one();
         }
         unsafe { System.alloc(layout) }
     }
@@ -36,7 +44,7 @@ unsafe impl GlobalAlloc for Counting {
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         if counting() {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+            count_one();
         }
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -101,9 +109,41 @@ fn steady_state_frames_do_not_allocate() {
         "the game came back down after the spike: {:?}",
         status.timing
     );
+    assert_eq!(allocations(), 0, "heap allocations in steady state");
+}
+
+/// A lockstep session's frame, packets included: an 8-player game on an
+/// instant in-memory network (`rungs::sim::InstantGame`), 2000 frames
+/// after warm-up, with reports, clock pings, checksums and acks, allocates
+/// nothing on any machine.
+#[test]
+fn steady_state_lockstep_frames_do_not_allocate() {
+    let mut game =
+        rungs::sim::InstantGame::new(8, 30, rungs::timing::PolicyKind::Adaptive).unwrap();
+    // Warm-up: clock sync, the first reports and evaluations, every buffer
+    // and queue at its working size.
+    for _ in 0..1000 {
+        game.step().unwrap();
+    }
+    let (frames, packets) = (game.frames(), game.packets());
+    let before = allocations();
+    COUNTING.with(|c| c.set(true));
+    for _ in 0..2000 {
+        game.step().unwrap();
+    }
+    COUNTING.with(|c| c.set(false));
+    let allocations = allocations() - before;
     assert_eq!(
-        ALLOCATIONS.load(Ordering::SeqCst),
-        0,
-        "heap allocations in steady state"
+        game.frames() - frames,
+        8 * 2000,
+        "every machine ran every frame"
+    );
+    // Each machine sends its turn to its 7 peers every frame at send
+    // period 1; the acks ride on them.
+    let sent = game.packets() - packets;
+    assert!(sent >= 7 * 8 * 2000, "turns went out: {sent} packets");
+    assert_eq!(
+        allocations, 0,
+        "heap allocations in 2000 steady frames of 8 machines"
     );
 }

@@ -80,6 +80,12 @@ fn a_restarted_peer_is_a_restart_not_a_truncation() {
     }
     assert!(events.contains(&(1, LinkEvent::Restarted)), "{events:?}");
     assert_eq!(a.link(1).unwrap().stats(now).restarts, 1);
+    // A sends nothing but acks: the last ones wait out the max ack delay,
+    // a timer like any other.
+    now += LinkConfig::default().max_ack_delay_us;
+    assert!(a.poll_timeout().is_some_and(|due| due <= now));
+    a.handle_timeout(now);
+    pump(now, &mut a, a_addr, &mut b);
     assert_eq!(
         b.link(0).unwrap().stats(now).messages_in_flight,
         0,
@@ -119,7 +125,7 @@ fn a_peer_that_moves_keeps_its_link_on_an_authenticated_packet() {
     pump(10, &mut b, b_addr, &mut a);
     // A forgery from the new address is no move.
     let mut forged = [0u8; 64];
-    forged[..4].copy_from_slice(&[0xB7, 2, 0, 1]);
+    forged[..4].copy_from_slice(&[0xB7, rungs::wire::packet::VERSION, 0, 1]);
     assert!(a.handle_datagram(15, b_moved, &forged).is_err());
     assert_eq!(a.peers().next(), Some((1, b_addr)));
     // The real peer, rebound by its NAT.

@@ -86,8 +86,8 @@ fn corpus() -> Vec<Vec<u8>> {
             (n % 4) as u8,
             (n % 2 == 0).then_some(n),
         ));
-        out.push(turn::encode_ping(rng.next_u64() as i64));
-        out.push(turn::encode_pong(1, 2, 3));
+        out.push(turn::encode_ping(rng.next_u64() as i64).to_vec());
+        out.push(turn::encode_pong(1, 2, 3).to_vec());
     }
     out
 }

@@ -45,6 +45,16 @@ struct Peer {
     /// This pair's key: the session key unless game setup gave one (S8).
     key: SessionKey,
     link: Link,
+    /// `link.poll_timeout()` as of the link's last change: a machine asks
+    /// for its next timer after every datagram, and one datagram changes
+    /// one link.
+    timeout: Option<u64>,
+}
+
+impl Peer {
+    fn refresh_timeout(&mut self) {
+        self.timeout = self.link.poll_timeout();
+    }
 }
 
 /// The links of one machine. See the module docs.
@@ -64,6 +74,19 @@ pub struct Endpoint {
     may_transmit: u64,
     /// This machine's connection epoch (S8 restarts).
     epoch: u32,
+    /// A link was handed out mutably ([`link_mut`](Self::link_mut)): the
+    /// cached timeouts may be stale until the next `handle_timeout`.
+    timeouts_unknown: bool,
+}
+
+/// `index` taken round a ring of `count` (index below `2 * count` but for
+/// a ring that just shrank): no division in the common case.
+fn wrap(index: usize, count: usize) -> usize {
+    if index < count {
+        index
+    } else {
+        index % count
+    }
 }
 
 /// The address as compared and sent to: an IPv4-mapped IPv6 address (what a
@@ -95,6 +118,7 @@ impl Endpoint {
             next_receive: 0,
             may_transmit: 0,
             epoch: 1,
+            timeouts_unknown: false,
         })
     }
 
@@ -164,6 +188,7 @@ impl Endpoint {
         let mut link = Link::new(self.config.link, identity, now_us)?;
         link.set_local_epoch(self.epoch)?;
         self.may_transmit = u64::MAX; // indices shift
+        let timeout = link.poll_timeout();
         self.peers.insert(
             at,
             Peer {
@@ -171,6 +196,7 @@ impl Endpoint {
                 address: canonical_address(address),
                 key: self.config.key,
                 link,
+                timeout,
             },
         );
         Ok(())
@@ -205,6 +231,7 @@ impl Endpoint {
     /// The link to `seat`, mutably.
     pub fn link_mut(&mut self, seat: u8) -> Option<&mut Link> {
         let at = self.index(seat).ok()?;
+        self.timeouts_unknown = true;
         Some(&mut self.peers[at].link)
     }
 
@@ -212,7 +239,10 @@ impl Endpoint {
     pub fn send(&mut self, seat: u8, payload: &[u8]) -> Result<u64> {
         let at = self.index(seat)?;
         self.mark(at);
-        self.peers[at].link.send(payload)
+        let peer = &mut self.peers[at];
+        let sent = peer.link.send(payload);
+        peer.refresh_timeout();
+        sent
     }
 
     fn mark(&mut self, at: usize) {
@@ -274,7 +304,9 @@ impl Endpoint {
             peer.link.count_drop(DropReason::SpoofedAddress);
             return Err(DropReason::SpoofedAddress);
         }
-        peer.link.handle_packet(now_us, &packet, datagram.len())?;
+        let handled = peer.link.handle_packet(now_us, &packet, datagram.len());
+        peer.refresh_timeout();
+        handled?;
         if moved {
             peer.address = canonical_address(source);
             peer.link.note_address_change();
@@ -293,16 +325,22 @@ impl Endpoint {
     pub fn handle_timeout(&mut self, now_us: u64) {
         for peer in &mut self.peers {
             peer.link.handle_timeout(now_us);
+            peer.refresh_timeout();
         }
+        self.timeouts_unknown = false;
         self.may_transmit = u64::MAX; // a timer may have made work
     }
 
     /// The earliest timer of any link.
     pub fn poll_timeout(&self) -> Option<u64> {
-        self.peers
-            .iter()
-            .filter_map(|p| p.link.poll_timeout())
-            .min()
+        if self.timeouts_unknown {
+            return self
+                .peers
+                .iter()
+                .filter_map(|p| p.link.poll_timeout())
+                .min();
+        }
+        self.peers.iter().filter_map(|p| p.timeout).min()
     }
 
     /// Write the next datagram to send into `buf`, taking links in turn; call
@@ -313,17 +351,18 @@ impl Endpoint {
     pub fn poll_transmit(&mut self, now_us: u64, buf: &mut [u8]) -> Option<Transmit> {
         let count = self.peers.len();
         for step in 0..count {
-            let at = (self.next_transmit + step) % count;
+            let at = wrap(self.next_transmit + step, count);
             if at < 64 && self.may_transmit & (1 << at) == 0 {
                 continue;
             }
             let peer = &mut self.peers[at];
             let sent = peer.link.poll_transmit(now_us, buf);
+            peer.refresh_timeout();
             if sent.is_none() && at < 64 {
                 self.may_transmit &= !(1 << at);
             }
             if let Some(len) = sent {
-                self.next_transmit = (at + 1) % count;
+                self.next_transmit = wrap(at + 1, count);
                 return Some(Transmit {
                     seat: peer.seat,
                     destination: peer.address,
@@ -338,10 +377,10 @@ impl Endpoint {
     pub fn recv(&mut self) -> Option<(u8, Vec<u8>)> {
         let count = self.peers.len();
         for step in 0..count {
-            let at = (self.next_receive + step) % count;
+            let at = wrap(self.next_receive + step, count);
             let peer = &mut self.peers[at];
             if let Some(message) = peer.link.recv() {
-                self.next_receive = (at + 1) % count;
+                self.next_receive = wrap(at + 1, count);
                 return Some((peer.seat, message));
             }
         }
@@ -355,7 +394,7 @@ impl Endpoint {
     pub fn recv_into(&mut self, buf: &mut [u8]) -> Result<Option<(u8, usize)>> {
         let count = self.peers.len();
         for step in 0..count {
-            let at = (self.next_receive + step) % count;
+            let at = wrap(self.next_receive + step, count);
             let Some(len) = self.peers[at].link.next_message_len() else {
                 continue;
             };
@@ -363,12 +402,27 @@ impl Endpoint {
                 return Err(Error::BufferTooSmall { needed: len });
             }
             let peer = &mut self.peers[at];
-            let message = peer.link.recv().unwrap_or_default();
-            buf[..len].copy_from_slice(&message);
-            self.next_receive = (at + 1) % count;
+            let len = peer.link.recv_into(buf).unwrap_or(0);
+            self.next_receive = wrap(at + 1, count);
             return Ok(Some((peer.seat, len)));
         }
         Ok(None)
+    }
+
+    /// Copy the next delivered message from `seat` into `buf`: its length,
+    /// or `None` when none is waiting; `Error::BufferTooSmall` as for
+    /// [`recv_into`](Self::recv_into). For a caller that knows which link a
+    /// datagram just filled.
+    pub fn recv_from_into(&mut self, seat: u8, buf: &mut [u8]) -> Result<Option<usize>> {
+        let at = self.index(seat)?;
+        let link = &mut self.peers[at].link;
+        let Some(len) = link.next_message_len() else {
+            return Ok(None);
+        };
+        if len > buf.len() {
+            return Err(Error::BufferTooSmall { needed: len });
+        }
+        Ok(link.recv_into(buf))
     }
 
     /// The next delivered message from `seat`.

@@ -20,7 +20,8 @@ mod stats;
 
 pub use endpoint::{canonical_address, Endpoint, EndpointConfig, Transmit};
 pub use peer::{
-    Link, LinkConfig, LinkIdentity, ReportRtt, MAX_IN_FLIGHT_LIMIT, MIN_CONFIG_PACKET_BYTES,
+    Link, LinkConfig, LinkIdentity, ReportRtt, MAX_ACK_DELAY_LIMIT_US, MAX_IN_FLIGHT_LIMIT,
+    MIN_CONFIG_PACKET_BYTES,
 };
 pub use replay::{ReplayWindow, REPLAY_WINDOW};
 pub use rtt::RttEstimator;

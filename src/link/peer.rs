@@ -4,7 +4,17 @@
 //! Sending: every message gets the next number; each packet gets a packet
 //! number that is never reused, so an acknowledgement names the exact packet
 //! (RFC 9002) and the packet's send time gives an unambiguous sample. Every
-//! packet carries the ack block. Unacknowledged messages are re-sent without
+//! packet carries the ack block.
+//!
+//! Acknowledgements ride on data (RFC 9002's delayed ack): a packet that
+//! carries messages is not answered by a packet of its own at once; its
+//! acknowledgement waits up to [`LinkConfig::max_ack_delay_us`] for the next
+//! packet this side sends anyway (in a lockstep game, the next turn), and
+//! only when that does not come in time does a pure ack go out. Pings are
+//! answered at once. Each ack block says how long it was held after the
+//! largest packet arrived; the sender takes that off the round-trip sample
+//! (never below the smallest round trip seen, RFC 9002 5.3) and allows for
+//! the hold in its retransmission timeout. Unacknowledged messages are re-sent without
 //! waiting for a request (seed 002): piggybacked on outgoing packets within a
 //! byte budget, and all of them when the retransmission timeout fires.
 //!
@@ -41,6 +51,9 @@ const LOSS_WINDOW: usize = 256;
 pub const MIN_CONFIG_PACKET_BYTES: usize = 64;
 /// Events kept for the caller before the oldest is dropped.
 const EVENT_QUEUE_LIMIT: usize = 16;
+/// Spare message buffers a link keeps for reuse, at most: a link in steady
+/// state takes and returns a few per frame, so it allocates none.
+const SPARE_BUFFERS: usize = 64;
 /// Most messages one retransmission timeout (or one new acknowledgement
 /// after it) makes due again (S8: a lost peer is not flooded). The oldest
 /// go first; the peer's next acknowledgement releases the next batch.
@@ -88,7 +101,15 @@ pub struct LinkConfig {
     /// Bytes of already-sent, unacknowledged messages a packet may re-send on
     /// the side (seed 002's resend-everything, bounded). 0 re-sends only on RTO.
     pub piggyback_budget_bytes: usize,
+    /// Longest an acknowledgement of a packet with messages waits for a
+    /// packet that carries data before it goes out alone (0–250 ms; 0 acks
+    /// every such packet at once). The peer's retransmission timeout allows
+    /// for this much: both ends of a link use the same value.
+    pub max_ack_delay_us: u64,
 }
+
+/// Largest [`LinkConfig::max_ack_delay_us`].
+pub const MAX_ACK_DELAY_LIMIT_US: u64 = 250_000;
 
 impl Default for LinkConfig {
     fn default() -> Self {
@@ -99,6 +120,11 @@ impl Default for LinkConfig {
             receive_capacity: 1024,
             max_packet_bytes: MAX_PACKET_BYTES,
             piggyback_budget_bytes: 512,
+            // A lockstep game sends a turn within 100 ms at send period 1
+            // from 10 fps up, and up to send period 3 at 30 fps: its acks
+            // ride on turns. (50 ms left a third of the acks alone at send
+            // period 2; stalls and latency were the same either way.)
+            max_ack_delay_us: 100_000,
         }
     }
 }
@@ -123,6 +149,11 @@ impl LinkConfig {
         if self.piggyback_budget_bytes > MAX_PACKET_BYTES {
             return Err(Error::InvalidArgument(
                 "piggyback_budget_bytes must be at most 1200",
+            ));
+        }
+        if self.max_ack_delay_us > MAX_ACK_DELAY_LIMIT_US {
+            return Err(Error::InvalidArgument(
+                "max_ack_delay_us must be at most 250000",
             ));
         }
         Ok(())
@@ -152,7 +183,7 @@ pub struct LinkIdentity {
 
 #[derive(Debug)]
 struct OutMessage {
-    payload: Box<[u8]>,
+    payload: Vec<u8>,
     acked: bool,
     /// Due to go out in the next packet (never sent, or the RTO fired).
     needs_send: bool,
@@ -233,6 +264,12 @@ pub struct Link {
     /// Packet number of `sent[0]`; records are contiguous by packet number.
     sent_base: u64,
     sent: VecDeque<SentPacket>,
+    /// The packet numbers the peer's ack blocks have named, as a mask below
+    /// the largest named: bit `i` is packet `acked_largest - i`. Those were
+    /// handled when first named; a new block repeats most of them, and only
+    /// the rest need a look.
+    acked_largest: Option<u32>,
+    acked_mask: u64,
     rto_started_us: Option<u64>,
     last_ack_eliciting_sent_us: u64,
 
@@ -240,9 +277,17 @@ pub struct Link {
     replay: ReplayWindow,
     /// Next message number to deliver.
     recv_next: u64,
-    out_of_order: BTreeMap<u64, Box<[u8]>>,
-    ready: VecDeque<Box<[u8]>>,
-    ack_pending: bool,
+    out_of_order: BTreeMap<u64, Vec<u8>>,
+    ready: VecDeque<Vec<u8>>,
+    /// Message buffers to reuse (sent messages once acknowledged, received
+    /// ones once taken): no allocation per message.
+    spare: Vec<Vec<u8>>,
+    /// When the acknowledgement owed for received messages must go out at
+    /// the latest (it rides on any packet sent before); `None`: none owed.
+    ack_due_us: Option<u64>,
+    /// When the largest packet number so far arrived: the ack delay counts
+    /// from it.
+    largest_received_us: u64,
     /// The largest packet number this side has acknowledged so far, to mark
     /// the first ack of each new largest (`FLAG_FIRST_ACK`).
     largest_acknowledged: Option<u32>,
@@ -288,15 +333,19 @@ impl Link {
             next_packet_number: 0,
             sent_base: 0,
             sent: VecDeque::new(),
+            acked_largest: None,
+            acked_mask: 0,
             rto_started_us: None,
             last_ack_eliciting_sent_us: now_us,
             replay: ReplayWindow::new(),
             recv_next: 0,
             out_of_order: BTreeMap::new(),
             ready: VecDeque::new(),
-            ack_pending: false,
+            spare: Vec::new(),
+            ack_due_us: None,
+            largest_received_us: now_us,
             largest_acknowledged: None,
-            rtt: RttEstimator::new(),
+            rtt: RttEstimator::with_max_ack_delay(config.max_ack_delay_us),
             created_us: now_us,
             last_heard_us: None,
             lost: false,
@@ -376,8 +425,9 @@ impl Link {
             return Err(Error::Full("messages in flight on this link"));
         }
         let number = self.send_base + self.outgoing.len() as u64;
+        let payload = self.buffer_with(payload);
         self.outgoing.push_back(OutMessage {
-            payload: payload.into(),
+            payload,
             acked: false,
             needs_send: true,
             transmissions: 0,
@@ -400,7 +450,35 @@ impl Link {
     pub fn recv(&mut self) -> Option<Vec<u8>> {
         let message = self.ready.pop_front()?;
         self.counters.messages_delivered += 1;
-        Some(message.into_vec())
+        Some(message)
+    }
+
+    /// Copy the next message delivered in order into `buf` and return its
+    /// length; `None` when none is ready or `buf` is too short (it stays
+    /// queued, see [`next_message_len`](Self::next_message_len)). The
+    /// message's buffer is kept for reuse.
+    pub fn recv_into(&mut self, buf: &mut [u8]) -> Option<usize> {
+        let len = self.next_message_len()?;
+        let out = buf.get_mut(..len)?;
+        let message = self.ready.pop_front()?;
+        out.copy_from_slice(&message);
+        self.counters.messages_delivered += 1;
+        self.recycle(message);
+        Some(len)
+    }
+
+    /// A buffer holding `bytes`, reused when one is spare.
+    fn buffer_with(&mut self, bytes: &[u8]) -> Vec<u8> {
+        let mut buffer = self.spare.pop().unwrap_or_default();
+        refill(&mut buffer, bytes);
+        buffer
+    }
+
+    /// Keep a buffer for reuse (a bounded number of them).
+    fn recycle(&mut self, buffer: Vec<u8>) {
+        if self.spare.len() < SPARE_BUFFERS {
+            self.spare.push(buffer);
+        }
     }
 
     /// Length of the message [`recv`](Self::recv) would return next.
@@ -517,6 +595,9 @@ impl Link {
         cumulative_ack: Option<u64>,
     ) {
         let header = &packet.header;
+        if self.is_newest(header.packet_number) {
+            self.largest_received_us = now_us;
+        }
         self.replay.accept(header.packet_number);
         self.peer_epoch = Some(header.epoch);
         self.counters.packets_received += 1;
@@ -539,7 +620,9 @@ impl Link {
         }
         if newly_acked_messages {
             while self.outgoing.front().is_some_and(|m| m.acked) {
-                self.outgoing.pop_front();
+                if let Some(message) = self.outgoing.pop_front() {
+                    self.recycle(message.payload);
+                }
                 self.send_base += 1;
             }
             // RFC 6298 5.3: new data acknowledged restarts the timer.
@@ -556,10 +639,12 @@ impl Link {
             if number < self.recv_next || self.out_of_order.contains_key(&number) {
                 self.counters.duplicate_messages += 1;
             } else if number == self.recv_next {
-                self.ready.push_back(message.payload.into());
+                let payload = self.buffer_with(message.payload);
+                self.ready.push_back(payload);
                 self.recv_next += 1;
             } else {
-                self.out_of_order.insert(number, message.payload.into());
+                let payload = self.buffer_with(message.payload);
+                self.out_of_order.insert(number, payload);
             }
         }
         while let Some(payload) = self.out_of_order.remove(&self.recv_next) {
@@ -567,14 +652,29 @@ impl Link {
             self.recv_next += 1;
         }
         if packet.is_ack_eliciting() {
-            self.ack_pending = true;
+            // A ping asks for a prompt answer; messages can wait a while
+            // for a packet to ride on.
+            let delay = if header.is_ping() {
+                0
+            } else {
+                self.config.max_ack_delay_us
+            };
+            let due = now_us.saturating_add(delay);
+            self.ack_due_us = Some(self.ack_due_us.map_or(due, |d| d.min(due)));
         }
     }
 
     /// Apply the packet-level acknowledgements; whether any message became acked.
     fn on_packet_acks(&mut self, now_us: u64, ack: &AckBlock, first_ack: bool) -> bool {
         let mut newly_acked_messages = false;
-        for pn in ack.acked() {
+        // Largest first, then downwards, as the block lists them.
+        let mut fresh = self.not_yet_named(ack);
+        while fresh != 0 {
+            let below = fresh.trailing_zeros();
+            fresh &= fresh - 1;
+            let Some(pn) = ack.largest.checked_sub(below) else {
+                continue;
+            };
             let pn = u64::from(pn);
             let Some(index) = pn.checked_sub(self.sent_base) else {
                 continue; // record already retired
@@ -594,9 +694,16 @@ impl Link {
             // acked; Karn's rule via `gives_rtt_sample` (S8); and only from the
             // peer's first ack of it (`FLAG_FIRST_ACK`): a repeat ack after a
             // lost one waited for the peer's next packet.
+            // The peer held the ack `delay_us` before sending it: not part of
+            // the path's round trip (RFC 9002 5.3), and never counted beyond
+            // the most it may hold one.
             if pn == u64::from(ack.largest) && record.gives_rtt_sample && first_ack {
-                self.rtt
-                    .on_sample(now_us, now_us.saturating_sub(record.sent_us));
+                let ack_delay_us = ack.delay_us().min(self.config.max_ack_delay_us);
+                self.rtt.on_delayed_sample(
+                    now_us,
+                    now_us.saturating_sub(record.sent_us),
+                    ack_delay_us,
+                );
             }
             let mut carried = record.carried;
             while carried != 0 {
@@ -614,6 +721,38 @@ impl Link {
             self.retire_oldest_record();
         }
         newly_acked_messages
+    }
+
+    /// The packets `ack` names that no earlier block named, as a mask below
+    /// `ack.largest` (bit `i`: packet `largest - i`); remembers them named.
+    fn not_yet_named(&mut self, ack: &AckBlock) -> u64 {
+        // Bit 0 the largest, bit 1 + i the block's bit i.
+        let block = 1 | u64::from(ack.bits) << 1;
+        let Some(known) = self.acked_largest else {
+            self.acked_largest = Some(ack.largest);
+            self.acked_mask = block;
+            return block;
+        };
+        if ack.largest >= known {
+            let shift = ack.largest - known;
+            let earlier = if shift >= 64 {
+                0
+            } else {
+                self.acked_mask << shift
+            };
+            self.acked_largest = Some(ack.largest);
+            self.acked_mask = earlier | block;
+            return block & !earlier;
+        }
+        // An older block (reordered): align it with the mask if it fits.
+        let shift = known - ack.largest;
+        if shift >= 64 - 17 {
+            return block; // beyond the mask: every record says for itself
+        }
+        let aligned = block << shift;
+        let fresh = aligned & !self.acked_mask;
+        self.acked_mask |= aligned;
+        fresh >> shift
     }
 
     /// Mark `outgoing[index]` acknowledged; whether it was not already.
@@ -705,12 +844,17 @@ impl Link {
     }
 
     /// The earliest time a timer needs [`handle_timeout`](Self::handle_timeout)
-    /// or [`poll_transmit`](Self::poll_transmit). Work that is due at once
-    /// (messages queued, an ack owed) is not a timer: drain `poll_transmit`
-    /// after every `send` and `handle_packet`.
+    /// or [`poll_transmit`](Self::poll_transmit): the retransmission,
+    /// keep-alive and liveness timers, and the latest time an owed ack may
+    /// wait. Work that is due at once (messages queued, a ping answered) is
+    /// not a timer: drain `poll_transmit` after every `send` and
+    /// `handle_packet`.
     pub fn poll_timeout(&self) -> Option<u64> {
         let mut earliest: Option<u64> = None;
         let mut consider = |t: u64| earliest = Some(earliest.map_or(t, |e| e.min(t)));
+        if let Some(due) = self.ack_due_us {
+            consider(due);
+        }
         if let Some(started) = self.rto_started_us {
             consider(started.saturating_add(self.rtt.backed_off_rto_us()));
         }
@@ -738,7 +882,8 @@ impl Link {
         let ping_due = self.config.keepalive_interval_us > 0
             && now_us.saturating_sub(self.last_ack_eliciting_sent_us)
                 >= self.config.keepalive_interval_us;
-        if self.messages_due == 0 && !self.ack_pending && !ping_due {
+        let ack_due = self.ack_due_us.is_some_and(|due| now_us >= due);
+        if self.messages_due == 0 && !ack_due && !ping_due {
             return None;
         }
         let ping = ping_due && self.messages_due == 0;
@@ -756,6 +901,7 @@ impl Link {
                 largest,
                 bits: self.replay.ack_bits(),
                 next_message: self.recv_next as u16,
+                delay: AckBlock::delay_field(now_us.saturating_sub(self.largest_received_us)),
             }),
         };
         let limit = buf.len().min(self.config.max_packet_bytes);
@@ -817,7 +963,7 @@ impl Link {
         }
 
         let message_count = writer.message_count();
-        if message_count == 0 && !self.ack_pending && !ping {
+        if message_count == 0 && !ack_due && !ping {
             return None; // due messages did not fit a buffer this small
         }
         let len = writer.finish(&self.identity.key, self.identity.peer_seat);
@@ -835,7 +981,9 @@ impl Link {
             acked: false,
         });
         self.next_packet_number += 1;
-        self.ack_pending = false;
+        // Whatever this packet carries, its ack block answers everything
+        // received so far.
+        self.ack_due_us = None;
         if first_ack {
             self.largest_acknowledged = largest_received;
         }
@@ -934,7 +1082,20 @@ impl Link {
         self.next_packet_number = pn;
         self.sent_base = pn;
         self.sent.clear();
+        self.acked_largest = None;
+        self.acked_mask = 0;
     }
+}
+
+/// Make `buffer` hold `bytes`. A buffer that must grow grows to the next
+/// power of two (at least 64 bytes), so reused buffers soon fit whatever
+/// messages a game sends and stop allocating.
+fn refill(buffer: &mut Vec<u8>, bytes: &[u8]) {
+    buffer.clear();
+    if buffer.capacity() < bytes.len() {
+        buffer.reserve_exact(bytes.len().next_power_of_two().max(64));
+    }
+    buffer.extend_from_slice(bytes);
 }
 
 /// Widen the low 16 bits of a message number against `reference`, taking the
@@ -1023,7 +1184,10 @@ mod tests {
 
     #[test]
     fn messages_arrive_once_in_order_and_acks_clear_the_queue() {
-        let (mut a, mut b) = pair(no_keepalive());
+        let (mut a, mut b) = pair(LinkConfig {
+            max_ack_delay_us: 50_000,
+            ..no_keepalive()
+        });
         for i in 0..5u8 {
             a.send(&[i]).unwrap();
         }
@@ -1037,16 +1201,59 @@ mod tests {
         );
         let got: Vec<_> = std::iter::from_fn(|| b.recv()).collect();
         assert_eq!(got, (0..5u8).map(|i| vec![i]).collect::<Vec<_>>());
-        // b acks at once; a takes a clean sample of 99 ms.
-        let acks = drain(&mut b, 50_000);
+        // b holds the ack for a packet to ride on; none comes, so it goes
+        // alone after the max ack delay and says it was held 50 ms, which a
+        // takes off its clean sample: 149 - 1 - 50 = 98 ms.
+        assert!(drain(&mut b, 50_000).is_empty());
+        assert_eq!(b.poll_timeout(), Some(100_000));
+        let acks = drain(&mut b, 100_000);
         assert_eq!(acks.len(), 1);
-        deliver(&mut a, 100_000, &acks[0]).unwrap();
+        let ack = decode(&acks[0]).unwrap().header.ack.unwrap();
+        assert_eq!(ack.delay_us(), 50_000);
+        deliver(&mut a, 149_000, &acks[0]).unwrap();
         assert!(a.has_clean_measurement());
-        assert_eq!(a.rtt().latest_us(), Some(99_000));
-        assert_eq!(a.stats(100_000).messages_in_flight, 0);
+        assert_eq!(a.rtt().latest_us(), Some(98_000));
+        assert_eq!(a.stats(149_000).messages_in_flight, 0);
         // An ack-only packet asks for no ack back.
-        assert!(drain(&mut a, 100_000).is_empty());
+        assert!(drain(&mut a, 149_000).is_empty());
+        assert_eq!(a.ack_due_us, None);
         assert_eq!(b.stats(0).dropped.get(DropReason::Replayed), 1);
+    }
+
+    #[test]
+    fn acks_ride_on_data_sent_within_the_max_ack_delay() {
+        let (mut a, mut b) = pair(LinkConfig {
+            max_ack_delay_us: 50_000,
+            ..no_keepalive()
+        });
+        let mut sent = 0;
+        for round in 0..10u64 {
+            let t = round * 33_000;
+            // Each side sends a message every 33 ms (a turn a frame) and
+            // receives the other's 10 ms later.
+            a.send(b"turn of a").unwrap();
+            b.send(b"turn of b").unwrap();
+            let from_a = drain(&mut a, t);
+            let from_b = drain(&mut b, t);
+            sent += from_a.len() + from_b.len();
+            for p in &from_a {
+                deliver(&mut b, t + 10_000, p).unwrap();
+            }
+            for p in &from_b {
+                deliver(&mut a, t + 10_000, p).unwrap();
+            }
+            // Nothing goes out for the acks alone before the next turn.
+            assert!(drain(&mut a, t + 10_000).is_empty());
+            assert!(drain(&mut b, t + 10_000).is_empty());
+        }
+        assert_eq!(sent, 20, "one packet per message, none for acks");
+        // Every turn but the last is acked, and the samples are the path's
+        // 20 ms round trip: the 23 ms each ack waited came off.
+        assert_eq!(a.stats(330_000).messages_in_flight, 1);
+        assert_eq!(a.rtt().latest_us(), Some(20_000));
+        assert_eq!(a.rtt().srtt_us(), Some(20_000));
+        // The last turn's ack goes alone at the max ack delay.
+        assert_eq!(b.poll_timeout(), Some(9 * 33_000 + 10_000 + 50_000));
     }
 
     #[test]
@@ -1072,6 +1279,7 @@ mod tests {
     fn karn_resent_messages_give_no_sample() {
         let (mut a, mut b) = pair(LinkConfig {
             piggyback_budget_bytes: 0,
+            max_ack_delay_us: 0,
             ..no_keepalive()
         });
         a.send(b"lost once").unwrap();
@@ -1127,6 +1335,9 @@ mod tests {
         assert_eq!(pong.len(), 1, "a ping is acked at once");
         deliver(&mut a, 270_000, &pong[0]).unwrap();
         assert_eq!(a.rtt().latest_us(), Some(20_000));
+        // b's answer was its own keep-alive too: a answers it at once.
+        assert_eq!(a.poll_timeout(), Some(270_000));
+        assert_eq!(drain(&mut a, 270_000).len(), 1);
         assert_eq!(a.poll_timeout(), Some(500_000));
     }
 
@@ -1196,7 +1407,10 @@ mod tests {
 
     #[test]
     fn acks_of_unsent_packets_or_messages_are_malformed() {
-        let (mut a, mut b) = pair(no_keepalive());
+        let (mut a, mut b) = pair(LinkConfig {
+            max_ack_delay_us: 0,
+            ..no_keepalive()
+        });
         b.send(b"hello").unwrap();
         let p = drain(&mut b, 0);
         deliver(&mut a, 0, &p[0]).unwrap();
@@ -1227,12 +1441,13 @@ mod tests {
 
     #[test]
     fn config_ranges_are_checked() {
-        let breakers: [fn(&mut LinkConfig); 5] = [
+        let breakers: [fn(&mut LinkConfig); 6] = [
             |c| c.liveness_timeout_us = Some(0),
             |c| c.max_in_flight = 0,
             |c| c.receive_capacity = 8193,
             |c| c.max_packet_bytes = 63,
             |c| c.piggyback_budget_bytes = 1201,
+            |c| c.max_ack_delay_us = MAX_ACK_DELAY_LIMIT_US + 1,
         ];
         for breaker in breakers {
             let mut config = LinkConfig::default();
@@ -1243,7 +1458,7 @@ mod tests {
             max_packet_bytes: 64,
             ..LinkConfig::default()
         };
-        assert_eq!(small.max_message_bytes(), 64 - 36 - 3);
+        assert_eq!(small.max_message_bytes(), 64 - 38 - 3);
         assert_eq!(LinkConfig::default().max_message_bytes(), MAX_MESSAGE_BYTES);
     }
 }

@@ -36,6 +36,8 @@ pub struct RttEstimator {
     samples: u64,
     backoff: u32,
     worst: [WorstBucket; WORST_BUCKETS],
+    /// Most the peer holds an acknowledgement: the RTO allows for it.
+    max_ack_delay_us: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -63,7 +65,34 @@ impl RttEstimator {
             samples: 0,
             backoff: 0,
             worst: [WorstBucket::default(); WORST_BUCKETS],
+            max_ack_delay_us: 0,
         }
+    }
+
+    /// An estimator for a peer that holds acknowledgements up to
+    /// `max_ack_delay_us` (RFC 9002): its RTO allows for the hold.
+    pub fn with_max_ack_delay(max_ack_delay_us: u64) -> RttEstimator {
+        RttEstimator {
+            max_ack_delay_us,
+            ..RttEstimator::new()
+        }
+    }
+
+    /// Feed a round trip measured at `now_us` whose acknowledgement the
+    /// peer says it held `ack_delay_us` (the caller caps that at the most it
+    /// may hold). The hold is taken off (RFC 9002 5.3), but never below the
+    /// smallest round trip seen, this one included: a peer that overstates
+    /// its holds cannot push the estimate below what the path has shown.
+    /// The first sample has nothing to compare with and takes the hold off
+    /// whole.
+    pub fn on_delayed_sample(&mut self, now_us: u64, rtt_us: u64, ack_delay_us: u64) {
+        let rtt_us = rtt_us.min(MAX_SAMPLE_US);
+        let floor = if self.samples == 0 {
+            0
+        } else {
+            self.min_us.min(rtt_us)
+        };
+        self.on_sample(now_us, rtt_us.saturating_sub(ack_delay_us).max(floor));
     }
 
     /// Feed one round-trip sample measured at `now_us`.
@@ -154,15 +183,17 @@ impl RttEstimator {
         Some(recent.unwrap_or(self.latest_us))
     }
 
-    /// RTO = SRTT + max(G, 4·RTTVAR), clamped to 100–2000 ms; one second
-    /// before the first sample. Without backoff.
+    /// RTO = SRTT + max(G, 4·RTTVAR) + the peer's max ack delay (RFC 9002's
+    /// PTO), clamped to 100–2000 ms; one second before the first sample.
+    /// Without backoff.
     pub fn rto_us(&self) -> u64 {
         if !self.has_sample() {
             return INITIAL_RTO_US;
         }
         let rto = self
             .srtt_us
-            .saturating_add(GRANULARITY_US.max(self.rttvar_us.saturating_mul(4)));
+            .saturating_add(GRANULARITY_US.max(self.rttvar_us.saturating_mul(4)))
+            .saturating_add(self.max_ack_delay_us);
         rto.clamp(MIN_RTO_US, MAX_RTO_US)
     }
 
@@ -241,6 +272,28 @@ mod tests {
         let mut slow = RttEstimator::new();
         slow.on_sample(0, 5_000_000);
         assert_eq!(slow.rto_us(), MAX_RTO_US);
+    }
+
+    #[test]
+    fn an_ack_delay_comes_off_the_sample_but_not_below_the_smallest_seen() {
+        let mut e = RttEstimator::with_max_ack_delay(50_000);
+        // First sample: the hold comes off whole.
+        e.on_delayed_sample(0, 130_000, 30_000);
+        assert_eq!(e.latest_us(), Some(100_000));
+        assert_eq!(
+            e.rto_us(),
+            100_000 + 4 * 50_000 + 50_000,
+            "RTO allows for the hold"
+        );
+        e.on_delayed_sample(0, 112_000, 12_000);
+        assert_eq!(e.latest_us(), Some(100_000));
+        // An overstated hold stops at the smallest round trip seen.
+        e.on_delayed_sample(0, 120_000, 50_000);
+        assert_eq!(e.latest_us(), Some(100_000));
+        // A faster path shows through.
+        e.on_delayed_sample(0, 90_000, 0);
+        assert_eq!(e.latest_us(), Some(90_000));
+        assert_eq!(e.min_us(), Some(90_000));
     }
 
     #[test]

@@ -54,6 +54,9 @@ pub fn relay_link_config() -> LinkConfig {
     LinkConfig {
         liveness_timeout_us: Some(5_000_000),
         piggyback_budget_bytes: crate::wire::packet::MAX_PACKET_BYTES,
+        // Relay links answer every packet at once, as before acks could
+        // ride on data (the relay's timing was tuned with them).
+        max_ack_delay_us: 0,
         ..LinkConfig::default()
     }
 }

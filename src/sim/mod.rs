@@ -10,6 +10,7 @@
 mod cluster;
 pub mod faults;
 pub mod game;
+pub mod instant;
 pub mod machine_clock;
 mod network;
 pub mod oracle;
@@ -21,6 +22,7 @@ pub mod sweep;
 pub use cluster::{Cluster, SimHost};
 pub use faults::{Attack, Fault};
 pub use game::{run_game, Departure, GameReport, GameSpec, OutageSpec, Spike};
+pub use instant::InstantGame;
 pub use machine_clock::MachineClock;
 pub use network::{Conditions, Delivery, NetSim, NetStats, Outage};
 pub use oracle::{find_oracle, stalls_within_oracle_bound, Oracle};

@@ -1,7 +1,7 @@
 //! Transport packets (S8): byte layout, encoding into a caller buffer, and
 //! validating decoding that never panics and never allocates.
 //!
-//! # Layout, version 2
+//! # Layout, version 3
 //!
 //! All multi-byte integers are little-endian. Offsets are from the start of
 //! the UDP payload.
@@ -9,7 +9,7 @@
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 1 | magic, `0xB7` |
-//! | 1 | 1 | protocol version, `2` |
+//! | 1 | 1 | protocol version, `3` |
 //! | 2 | 1 | flags: bit 0 `ACK` (the ack block follows), bit 1 `PING` (keep-alive that asks for a prompt ack), bit 2 `FIRST_ACK` (with `ACK` only: the first packet to acknowledge the block's largest); bits 3–7 must be 0 |
 //! | 3 | 1 | sender seat |
 //! | 4 | 4 | session id (`u32`) |
@@ -19,7 +19,8 @@
 //! | 20 | 4 | *ack block, when `ACK`:* largest packet number received from the addressee (`u32`) |
 //! | 24 | 2 | ack bits (`u16`): bit `i` set means packet `largest − 1 − i` was received too |
 //! | 26 | 2 | next message number expected from the addressee, low 16 bits: every message below it has been received (cumulative message ack) |
-//! | 20 or 28 | … | messages, back to back, until the tag |
+//! | 28 | 2 | ack delay (`u16`): how long the sender held this acknowledgement after receiving the largest packet, in units of [`ACK_DELAY_UNIT_US`] (8 µs), saturating at `0xFFFF` |
+//! | 20 or 30 | … | messages, back to back, until the tag |
 //! | len − 8 | 8 | tag: SipHash-2-4 (`u64`) keyed with the 128-bit session key over the addressee's seat (one byte, not sent) followed by bytes `0 .. len − 8` |
 //!
 //! Each message is
@@ -32,9 +33,18 @@
 //!
 //! Messages in one packet have strictly increasing numbers and there are at
 //! most [`MAX_MESSAGES_PER_PACKET`] of them. A packet of one short message
-//! with the ack block costs 28 + 3 + 8 = **39 bytes** of overhead
+//! with the ack block costs 30 + 3 + 8 = **41 bytes** of overhead
 //! ([`OVERHEAD_ONE_MESSAGE`]); ENet spends 10 on one reliable message plus 8
 //! for a separate ack command and authenticates nothing.
+//!
+//! Why an ack delay (new in version 3): acknowledgements ride on the packets
+//! that carry data (a lockstep player sends a turn every send frame), so a
+//! receiver holds an ack up to the link's `max_ack_delay_us` waiting for
+//! one instead of sending a packet of its own for it; that halves the
+//! packets of a game. The round trip the sender samples includes the hold,
+//! so the packet says how long it was and the sender takes it off (RFC 9002
+//! 5.3, never below the smallest round trip seen). Version 2 acknowledged
+//! every packet at once and had no such field.
 //!
 //! Why truncated message numbers are safe: the receiver widens them against
 //! its next expected message (and the sender widens the cumulative ack against
@@ -67,7 +77,7 @@ use std::hash::Hasher;
 /// First byte of every rungs transport packet.
 pub const MAGIC: u8 = 0xB7;
 /// The protocol version this code speaks.
-pub const VERSION: u8 = 2;
+pub const VERSION: u8 = 3;
 /// Flag bit: the ack block is present.
 pub const FLAG_ACK: u8 = 0x01;
 /// Flag bit: a keep-alive asking for a prompt acknowledgement.
@@ -82,7 +92,9 @@ const KNOWN_FLAGS: u8 = FLAG_ACK | FLAG_PING | FLAG_FIRST_ACK;
 /// Bytes before the ack block.
 pub const FIXED_HEADER_BYTES: usize = 20;
 /// Bytes of the ack block.
-pub const ACK_BLOCK_BYTES: usize = 8;
+pub const ACK_BLOCK_BYTES: usize = 10;
+/// Microseconds per unit of the ack block's ack delay.
+pub const ACK_DELAY_UNIT_US: u64 = 8;
 /// Bytes of the authentication tag.
 pub const TAG_BYTES: usize = 8;
 /// Shortest valid packet: a fixed header and a tag.
@@ -219,9 +231,23 @@ pub struct AckBlock {
     pub bits: u16,
     /// Low 16 bits of the next message number expected from the addressee.
     pub next_message: u16,
+    /// How long the sender held the ack after receiving `largest`, in
+    /// units of [`ACK_DELAY_UNIT_US`].
+    pub delay: u16,
 }
 
 impl AckBlock {
+    /// The ack delay field for a hold of `us` microseconds (rounded down,
+    /// saturating).
+    pub fn delay_field(us: u64) -> u16 {
+        u16::try_from(us / ACK_DELAY_UNIT_US).unwrap_or(u16::MAX)
+    }
+
+    /// The ack delay in microseconds.
+    pub fn delay_us(&self) -> u64 {
+        u64::from(self.delay) * ACK_DELAY_UNIT_US
+    }
+
     /// Every packet number this block acknowledges, largest first.
     pub fn acked(&self) -> impl Iterator<Item = u32> + '_ {
         std::iter::once(self.largest).chain((0..16u32).filter_map(move |i| {
@@ -296,7 +322,8 @@ impl<'a> Packet<'a> {
     }
 
     /// Whether the packet carries messages or is a ping: either way the
-    /// receiver acknowledges it promptly.
+    /// receiver owes an acknowledgement (a ping's at once, messages' within
+    /// the link's max ack delay, on a packet with data if one goes out).
     pub fn is_ack_eliciting(&self) -> bool {
         self.message_count > 0 || self.header.is_ping()
     }
@@ -368,6 +395,7 @@ pub fn decode(packet: &[u8]) -> Result<Packet<'_>, DecodeError> {
             largest: read_u32(packet, 20),
             bits: read_u16(packet, 24),
             next_message: read_u16(packet, 26),
+            delay: read_u16(packet, 28),
         };
         (Some(ack), FIXED_HEADER_BYTES + ACK_BLOCK_BYTES)
     } else {
@@ -434,6 +462,7 @@ impl<'b> PacketWriter<'b> {
             buf[20..24].copy_from_slice(&ack.largest.to_le_bytes());
             buf[24..26].copy_from_slice(&ack.bits.to_le_bytes());
             buf[26..28].copy_from_slice(&ack.next_message.to_le_bytes());
+            buf[28..30].copy_from_slice(&ack.delay.to_le_bytes());
         }
         Some(PacketWriter {
             buf,
@@ -538,12 +567,13 @@ mod tests {
             largest: 0x1122_3344,
             bits: 0x5566,
             next_message: 0x7788,
+            delay: 0x99AA,
         };
         let p = build(Some(ack), &[(0x0A0B, b"hi")]);
         assert_eq!(
-            &p[..33],
+            &p[..35],
             &[
-                0xB7, 2, FLAG_ACK, 3, // magic, version, flags, sender
+                0xB7, 3, FLAG_ACK, 3, // magic, version, flags, sender
                 0xEF, 0xBE, 0xAD, 0xDE, // session id
                 0x04, 0x03, 0x02, 0x01, // packet number
                 0x0D, 0x0C, 0x0B, 0x0A, // sender's epoch
@@ -551,12 +581,16 @@ mod tests {
                 0x44, 0x33, 0x22, 0x11, // largest acked
                 0x66, 0x55, // ack bits
                 0x88, 0x77, // next message expected
+                0xAA, 0x99, // ack delay
                 0x0B, 0x0A, 2, b'h', b'i', // message 0x0A0B, length 2
             ]
         );
-        assert_eq!(p.len(), 33 + TAG_BYTES);
+        assert_eq!(p.len(), 35 + TAG_BYTES);
         assert_eq!(p.len() - 2, OVERHEAD_ONE_MESSAGE);
-        assert_eq!(OVERHEAD_ONE_MESSAGE, 39);
+        assert_eq!(OVERHEAD_ONE_MESSAGE, 41);
+        assert_eq!(ack.delay_us(), 0x99AA * ACK_DELAY_UNIT_US);
+        assert_eq!(AckBlock::delay_field(17), 2, "rounded down");
+        assert_eq!(AckBlock::delay_field(u64::MAX), u16::MAX, "saturated");
     }
 
     #[test]
@@ -568,6 +602,7 @@ mod tests {
                 largest: 9,
                 bits: 0b101,
                 next_message: 4,
+                delay: 1234,
             }),
         ] {
             let p = build(ack, &[(1, b""), (2, b"abc"), (3, &long)]);
@@ -694,12 +729,14 @@ mod tests {
             largest: 20,
             bits: 0b1000_0000_0000_0101,
             next_message: 0,
+            delay: 0,
         };
         assert_eq!(ack.acked().collect::<Vec<_>>(), vec![20, 19, 17, 4]);
         let low = AckBlock {
             largest: 1,
             bits: 0xFFFF,
             next_message: 0,
+            delay: 0,
         };
         assert_eq!(low.acked().collect::<Vec<_>>(), vec![1, 0]);
     }

@@ -238,19 +238,27 @@ fn header(kind: u8) -> Vec<u8> {
     vec![kind, TURN_LAYOUT_VERSION]
 }
 
-/// A ping: `t0` is the sender's local time.
-pub fn encode_ping(t0: i64) -> Vec<u8> {
-    let mut out = header(MSG_PING);
-    put_i64(&mut out, t0);
+/// Bytes of a ping message.
+pub const PING_BYTES: usize = 2 + 8;
+/// Bytes of a pong message.
+pub const PONG_BYTES: usize = 2 + 3 * 8;
+
+/// A ping: `t0` is the sender's local time. (A fixed-size array: clock
+/// pings go out all game long and allocate nothing.)
+pub fn encode_ping(t0: i64) -> [u8; PING_BYTES] {
+    let mut out = [0; PING_BYTES];
+    out[..2].copy_from_slice(&[MSG_PING, TURN_LAYOUT_VERSION]);
+    out[2..].copy_from_slice(&t0.to_le_bytes());
     out
 }
 
 /// The master's answer to a ping.
-pub fn encode_pong(t0: i64, t1: i64, t2: i64) -> Vec<u8> {
-    let mut out = header(MSG_PONG);
-    put_i64(&mut out, t0);
-    put_i64(&mut out, t1);
-    put_i64(&mut out, t2);
+pub fn encode_pong(t0: i64, t1: i64, t2: i64) -> [u8; PONG_BYTES] {
+    let mut out = [0; PONG_BYTES];
+    out[..2].copy_from_slice(&[MSG_PONG, TURN_LAYOUT_VERSION]);
+    for (at, value) in [t0, t1, t2].into_iter().enumerate() {
+        out[2 + 8 * at..10 + 8 * at].copy_from_slice(&value.to_le_bytes());
+    }
     out
 }
 
@@ -370,53 +378,87 @@ pub fn encode_turn(
     records: &[Record],
     max_message_bytes: usize,
 ) -> Result<Vec<Vec<u8>>> {
+    let mut parts = Vec::new();
+    let count = encode_turn_into(
+        send_frame,
+        tag,
+        items,
+        records,
+        max_message_bytes,
+        &mut parts,
+    )?;
+    parts.truncate(count);
+    Ok(parts)
+}
+
+/// [`encode_turn`] into buffers the caller keeps: the parts are
+/// `parts[..count]`, for the returned count; `parts` grows only when a turn
+/// needs more parts than any before, so a running game allocates nothing.
+pub fn encode_turn_into(
+    send_frame: u32,
+    tag: u32,
+    items: &[Item],
+    records: &[Record],
+    max_message_bytes: usize,
+    parts: &mut Vec<Vec<u8>>,
+) -> Result<usize> {
+    let lengths = || {
+        items
+            .iter()
+            .map(Item::encoded_len)
+            .chain(records.iter().map(|_| Record::ENCODED_LEN))
+    };
+    // First pass: the plan, which part each item goes to.
     let mut plan = PartPlan::new(max_message_bytes);
-    let mut encoded: Vec<Vec<u8>> = Vec::with_capacity(items.len() + records.len());
-    for item in items {
-        let mut out = Vec::with_capacity(item.encoded_len());
-        encode_item(&mut out, item);
-        encoded.push(out);
-    }
-    for record in records {
-        let mut out = Vec::with_capacity(Record::ENCODED_LEN);
-        encode_record(&mut out, record);
-        encoded.push(out);
-    }
-    // First pass: which part each item goes to.
-    let mut part_of = Vec::with_capacity(encoded.len());
-    for bytes in &encoded {
-        plan.add(bytes.len()).ok_or(Error::InvalidArgument(
+    for len in lengths() {
+        plan.add(len).ok_or(Error::InvalidArgument(
             "a turn item larger than one message",
         ))?;
-        part_of.push(plan.parts() - 1);
     }
     if plan.parts() > usize::from(MAX_TURN_PARTS) {
         return Err(Error::Full("a turn of more than MAX_TURN_PARTS parts"));
     }
     let count = plan.parts() as u8;
-    let mut parts: Vec<Vec<u8>> = (0..count)
-        .map(|index| {
-            let mut out = header(MSG_TURN);
-            put_u32(&mut out, send_frame);
-            put_u32(&mut out, tag);
-            out.push(index);
-            out.push(count);
-            put_u16(&mut out, 0);
-            out
-        })
-        .collect();
-    let mut counts = vec![0u16; usize::from(count)];
-    for (bytes, part) in encoded.iter().zip(part_of) {
-        parts[part].extend_from_slice(bytes);
+    while parts.len() < usize::from(count) {
+        parts.push(Vec::new());
+    }
+    for (index, out) in parts[..usize::from(count)].iter_mut().enumerate() {
+        out.clear();
+        out.extend_from_slice(&[MSG_TURN, TURN_LAYOUT_VERSION]);
+        put_u32(out, send_frame);
+        put_u32(out, tag);
+        out.push(index as u8);
+        out.push(count);
+        put_u16(out, 0);
+    }
+    // Second pass: the same plan again, writing each item into its part.
+    let mut plan = PartPlan::new(max_message_bytes);
+    let mut counts = [0u16; MAX_TURN_PARTS as usize];
+    let mut next_part = lengths().map(|len| {
+        let _ = plan.add(len);
+        plan.parts() - 1
+    });
+    for item in items {
+        let part = next_part.next().unwrap_or(0);
+        encode_item(&mut parts[part], item);
         counts[part] += 1;
     }
-    for (part, n) in parts.iter_mut().zip(counts) {
+    for record in records {
+        let part = next_part.next().unwrap_or(0);
+        encode_record(&mut parts[part], record);
+        counts[part] += 1;
+    }
+    for (part, n) in parts.iter_mut().zip(counts).take(usize::from(count)) {
         part[12..14].copy_from_slice(&n.to_le_bytes());
     }
-    Ok(parts)
+    Ok(usize::from(count))
 }
 
-fn decode_turn_body(r: &mut Reader<'_>) -> Result<TurnPart> {
+fn decode_turn_body(
+    r: &mut Reader<'_>,
+    mut items: Vec<Item>,
+    mut records: Vec<Record>,
+) -> Result<TurnPart> {
     let send_frame = r.u32()?;
     let tag = r.u32()?;
     let index = r.u8()?;
@@ -437,13 +479,16 @@ fn decode_turn_body(r: &mut Reader<'_>) -> Result<TurnPart> {
     if usize::from(items_count) * ITEM_HEADER_BYTES > r.bytes.len() {
         return Err(Error::Malformed("a turn's item count exceeds its length"));
     }
+    items.clear();
+    items.reserve(usize::from(items_count));
+    records.clear();
     let mut part = TurnPart {
         send_frame,
         tag,
         index,
         count,
-        items: Vec::with_capacity(usize::from(items_count)),
-        records: Vec::new(),
+        items,
+        records,
     };
     for _ in 0..items_count {
         let kind = r.u8()?;
@@ -500,16 +545,31 @@ fn expect_header(r: &mut Reader<'_>, kind: u8) -> Result<()> {
 pub fn decode_turn(bytes: &[u8]) -> Result<TurnPart> {
     let mut r = Reader { bytes };
     expect_header(&mut r, MSG_TURN)?;
-    decode_turn_body(&mut r)
+    decode_turn_body(&mut r, Vec::new(), Vec::new())
 }
 
 /// Decode any lockstep link message, validating every field.
 pub fn decode(bytes: &[u8]) -> Result<Message> {
+    decode_reusing(bytes, &mut Vec::new(), &mut Vec::new())
+}
+
+/// [`decode`], where a turn part (direct, not relayed) takes its item and
+/// record lists from `items` and `records` (emptied first; they are left
+/// empty): a receiver that hands the lists back once it has used them
+/// decodes turns without allocating.
+pub fn decode_reusing(
+    bytes: &[u8],
+    items: &mut Vec<Item>,
+    records: &mut Vec<Record>,
+) -> Result<Message> {
     let kind = *bytes.first().ok_or(Error::Malformed("empty message"))?;
     let mut r = Reader { bytes };
     expect_header(&mut r, kind)?;
     let message = match kind {
-        MSG_TURN => return Ok(Message::Turn(decode_turn_body(&mut r)?)),
+        MSG_TURN => {
+            let part = decode_turn_body(&mut r, std::mem::take(items), std::mem::take(records))?;
+            return Ok(Message::Turn(part));
+        }
         MSG_PING => Message::Ping { t0: r.i64()? },
         MSG_PONG => Message::Pong {
             t0: r.i64()?,

@@ -184,6 +184,10 @@ pub fn run(scenario: Option<&str>, spec: &GameSpec, report: &GameReport) -> Stri
         .uint("commands_executed", report.commands_executed)
         .uint("packets", report.packets)
         .uint("bytes", report.bytes)
+        .raw(
+            "packets_per_machine_per_1000_frames",
+            number(report.packets_per_machine_per_1000_frames(spec.players), 1),
+        )
         .raw("duration_ms", ms(report.duration_ms))
         .uint("links_lost", report.links_lost)
         .boolean("logs_identical", report.logs_identical)

@@ -132,7 +132,7 @@ POLICY AND OUTPUT
                           floor, the mean latency and the stalls over game time
   --help, -h              this text
 
-MEASURES (defined in src/sim/game.rs)
+MEASURES (defined in src/sim/game/mod.rs)
   latency   a command's issue to its execution on the last machine
   floor     per command, the larger of the earliest it can reach every
             machine that ran it and the wait for the issuer's next frame

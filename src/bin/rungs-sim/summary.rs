@@ -64,10 +64,11 @@ pub fn render(
     );
     let _ = writeln!(
         w,
-        "  traffic    {} packets, {} bytes ({:.1} KiB/s for the whole game)",
+        "  traffic    {} packets, {} bytes ({:.1} KiB/s for the whole game; {:.0} packets per machine per 1000 frames)",
         report.packets,
         report.bytes,
-        report.bytes as f64 / 1024.0 / (report.duration_ms / 1000.0).max(1e-3)
+        report.bytes as f64 / 1024.0 / (report.duration_ms / 1000.0).max(1e-3),
+        report.packets_per_machine_per_1000_frames(spec.players)
     );
     let _ = writeln!(
         w,

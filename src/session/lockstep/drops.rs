@@ -209,7 +209,7 @@ impl LockstepSession {
         let message = turn::encode_drop_vote(seat, holds, self.drops.mask());
         let peers: Vec<u8> = self.peers().collect();
         for peer in peers {
-            self.send_control(peer, message.clone());
+            self.send_control(peer, &message);
         }
     }
 
@@ -233,7 +233,7 @@ impl LockstepSession {
         let holds = self.inbound[s].held_through();
         if let (Some(through), Some(holder)) = (cut.through, cut.holder) {
             if holds.map_or(true, |h| h < through) && holder != self.local_seat {
-                self.send_control(holder, turn::encode_relay_request(seat, holds));
+                self.send_control(holder, &turn::encode_relay_request(seat, holds));
             }
         }
         if cut.holder == Some(self.local_seat) {
@@ -257,7 +257,7 @@ impl LockstepSession {
             .map(|raw| turn::encode_relay(seat, raw))
             .collect();
         for relay in relays {
-            self.send_control(request.from, relay);
+            self.send_control(request.from, &relay);
         }
     }
 

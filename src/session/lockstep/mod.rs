@@ -91,7 +91,7 @@ use drops::Drops;
 use pings::ClockPings;
 use relay::RelayLockstep;
 pub use relay::{RelaySettings, DEFAULT_JITTER_TICKS};
-use turns::{Inbound, ItemStore, Origin, Outbox, SendSchedule, Stored};
+use turns::{Inbound, ItemStore, Origin, Outbox, SendSchedule, Stored, TurnBuffers};
 
 /// Control messages (votes, relay requests, relays, pongs) waiting for room
 /// on a full link, at most.
@@ -262,6 +262,7 @@ pub struct LockstepSession {
     last_local_us: u64,
     stats: LockstepStats,
     receive_buffer: Vec<u8>,
+    turn_buffers: TurnBuffers,
     /// Per seat: the link's sample count last fed to the measurements.
     rtt_samples_seen: [u64; MAX_SEATS],
     /// Per-pair keys, applied as each peer is added.
@@ -351,6 +352,7 @@ impl LockstepSession {
             last_local_us: now_us,
             stats: LockstepStats::default(),
             receive_buffer: Vec::new(),
+            turn_buffers: TurnBuffers::default(),
             rtt_samples_seen: [0; MAX_SEATS],
             link_keys: config.link_keys.clone(),
             relay,
@@ -507,14 +509,14 @@ impl LockstepSession {
     }
 
     /// Send a control message now, or once the link has room.
-    fn send_control(&mut self, seat: u8, message: Vec<u8>) {
+    fn send_control(&mut self, seat: u8, message: &[u8]) {
         // Behind a message already waiting for the same seat, to keep order.
         let waiting = self.pending_control.iter().any(|(s, _)| *s == seat);
-        if !waiting && self.endpoint.send(seat, &message).is_ok() {
+        if !waiting && self.endpoint.send(seat, message).is_ok() {
             return;
         }
         if self.pending_control.len() < MAX_PENDING_CONTROL {
-            self.pending_control.push_back((seat, message));
+            self.pending_control.push_back((seat, message.to_vec()));
         }
     }
 
@@ -571,8 +573,10 @@ impl LockstepSession {
         // Messages are copied into one reused buffer: no allocation per message.
         let mut message = std::mem::take(&mut self.receive_buffer);
         message.resize(MAX_MESSAGE_BYTES, 0);
-        while let Ok(Some((seat, len))) = self.endpoint.recv_into(&mut message) {
-            if self.handle_message(now_us, seat, &message[..len]).is_err() {
+        // Only the link this datagram came to has messages: every call
+        // drains them all.
+        while let Ok(Some(len)) = self.endpoint.recv_from_into(from, &mut message) {
+            if self.handle_message(now_us, from, &message[..len]).is_err() {
                 self.stats.malformed_messages += 1;
             }
         }
@@ -602,7 +606,9 @@ impl LockstepSession {
     }
 
     fn handle_message(&mut self, now_us: u64, seat: u8, message: &[u8]) -> Result<()> {
-        match turn::decode(message)? {
+        let buffers = &mut self.turn_buffers;
+        buffers.ready_for_decode();
+        match turn::decode_reusing(message, &mut buffers.next_items, &mut buffers.next_records)? {
             Message::Turn(part) => {
                 self.receive_part(seat, part, message);
                 Ok(())

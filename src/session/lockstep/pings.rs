@@ -65,7 +65,7 @@ impl LockstepSession {
     /// Answer a ping with this machine's reference time.
     pub(super) fn on_ping(&mut self, now_us: u64, seat: u8, t0: i64) {
         let now = self.reference_now(now_us);
-        self.send_control(seat, turn::encode_pong(t0, now, now));
+        self.send_control(seat, &turn::encode_pong(t0, now, now));
     }
 
     /// A pong: a clock sample, if it comes from the master.

@@ -10,6 +10,7 @@ use crate::wire::turn::{Item, PartPlan, Record, TurnPart, MAX_TURN_PARTS};
 
 use super::drops::{Cut, Holdable};
 use super::LockstepSession;
+use crate::report::record::MAX_SEATS;
 use crate::wire::turn;
 
 /// Send frames remembered: the schedule that validates peers' turns and
@@ -70,7 +71,13 @@ impl SendSchedule {
         match frame {
             None => self.oldest(),
             Some(f) => {
-                let index = self.frames.partition_point(|s| s.frame <= f);
+                // Turns arrive in order, so the answer is nearly always
+                // among the latest few send frames: look there first.
+                let recent = self.frames.iter().rev().take(16).position(|s| s.frame <= f);
+                let index = match recent {
+                    Some(back) => self.frames.len() - back,
+                    None => self.frames.partition_point(|s| s.frame <= f),
+                };
                 self.frames.get(index).copied()
             }
         }
@@ -146,12 +153,14 @@ impl Outbox {
         self.plan.parts()
     }
 
-    pub fn take(&mut self) -> (Vec<Item>, Vec<Record>) {
+    /// Move the turn's items and records into `items` and `records`
+    /// (emptied first), leaving their buffers here for the next turn.
+    pub fn take_into(&mut self, items: &mut Vec<Item>, records: &mut Vec<Record>) {
         self.plan = PartPlan::new(self.max_message_bytes);
-        (
-            std::mem::take(&mut self.items),
-            std::mem::take(&mut self.records),
-        )
+        items.clear();
+        records.clear();
+        std::mem::swap(&mut self.items, items);
+        std::mem::swap(&mut self.records, records);
     }
 
     pub fn bytes(&self) -> usize {
@@ -227,13 +236,62 @@ pub struct Turn {
     pub tag: u32,
     pub items: Vec<Item>,
     pub records: Vec<Record>,
-    /// Its parts as received, for relaying.
+    /// Its parts as received, for relaying, when it had more than one (a
+    /// one-part turn's bytes are the message itself).
     pub raw: Vec<Vec<u8>>,
+    /// Their length in bytes.
+    pub raw_bytes: usize,
 }
 
 impl Turn {
     fn bytes(&self) -> usize {
-        self.raw.iter().map(Vec::len).sum()
+        self.raw_bytes
+    }
+}
+
+/// Buffers the turn paths reuse, so that a running game allocates nothing
+/// per frame: this send frame's items, records and encoded parts, and the
+/// item and record lists of received turns once queued, for the next decode.
+#[derive(Debug, Default)]
+pub struct TurnBuffers {
+    pub items: Vec<Item>,
+    pub records: Vec<Record>,
+    pub parts: Vec<Vec<u8>>,
+    /// The lists the next decoded turn part takes.
+    pub next_items: Vec<Item>,
+    pub next_records: Vec<Record>,
+    spare_items: Vec<Vec<Item>>,
+    spare_records: Vec<Vec<Record>>,
+}
+
+/// Lists of each kind kept for reuse, at most.
+const SPARE_LISTS: usize = 64;
+
+impl TurnBuffers {
+    /// Make sure the next decode has lists with room, from the spares.
+    pub fn ready_for_decode(&mut self) {
+        if self.next_items.capacity() == 0 {
+            if let Some(items) = self.spare_items.pop() {
+                self.next_items = items;
+            }
+        }
+        if self.next_records.capacity() == 0 {
+            if let Some(records) = self.spare_records.pop() {
+                self.next_records = records;
+            }
+        }
+    }
+
+    /// A received turn's lists, used: keep them for later decodes.
+    pub fn recycle(&mut self, mut items: Vec<Item>, mut records: Vec<Record>) {
+        if items.capacity() > 0 && self.spare_items.len() < SPARE_LISTS {
+            items.clear();
+            self.spare_items.push(items);
+        }
+        if records.capacity() > 0 && self.spare_records.len() < SPARE_LISTS {
+            records.clear();
+            self.spare_records.push(records);
+        }
     }
 }
 
@@ -267,8 +325,72 @@ pub struct Inbound {
     ahead: VecDeque<Turn>,
     ahead_bytes: usize,
     /// Raw parts of recent turns, for relaying.
-    kept: VecDeque<(u32, Vec<Vec<u8>>)>,
-    kept_bytes: usize,
+    kept: KeptTurns,
+}
+
+/// The raw parts of one seat's recent turns, for relaying after a drop, as
+/// one append-only log of bytes: keeping a turn writes its bytes at the end,
+/// forgetting the oldest only moves the start, and the log is compacted
+/// once half of it is forgotten. Writes are sequential and nothing old is
+/// touched to forget it, so keeping every turn costs little and, once the
+/// log has its working size, allocates nothing.
+#[derive(Debug, Default)]
+struct KeptTurns {
+    log: Vec<u8>,
+    /// Log offset of the oldest kept byte.
+    start: usize,
+    /// Per part, oldest first: its send frame, log offset and length.
+    parts: VecDeque<(u32, usize, usize)>,
+    /// Turns kept (each has one or more parts).
+    turns: usize,
+}
+
+impl KeptTurns {
+    fn bytes(&self) -> usize {
+        self.log.len() - self.start
+    }
+
+    fn keep<'a>(&mut self, send_frame: u32, raw: impl Iterator<Item = &'a [u8]>) {
+        for part in raw {
+            self.parts
+                .push_back((send_frame, self.log.len(), part.len()));
+            self.log.extend_from_slice(part);
+        }
+        self.turns += 1;
+        while self.bytes() > KEPT_RELAY_BYTES || self.turns > KEPT_SEND_FRAMES {
+            let Some(&(oldest, ..)) = self.parts.front() else {
+                break;
+            };
+            while let Some(&(frame, at, len)) = self.parts.front() {
+                if frame != oldest {
+                    break;
+                }
+                self.parts.pop_front();
+                self.start = at + len;
+            }
+            self.turns -= 1;
+        }
+        if self.start > self.log.len() / 2 {
+            self.log.drain(..self.start);
+            for part in &mut self.parts {
+                part.1 -= self.start;
+            }
+            self.start = 0;
+        }
+        // Between compactions the log grows to twice what it keeps: make
+        // room for that at once, so it does not grow a step at a time.
+        let room = 2 * (self.bytes() + crate::wire::packet::MAX_MESSAGE_BYTES);
+        if self.log.capacity() < room {
+            self.log.reserve(room - self.log.len());
+        }
+    }
+
+    fn between(&self, after: Option<u32>, through: u32) -> impl Iterator<Item = &[u8]> {
+        self.parts
+            .iter()
+            .filter(move |(f, ..)| after.map_or(true, |a| *f > a) && *f <= through)
+            .map(|&(_, at, len)| &self.log[at..at + len])
+    }
 }
 
 impl Inbound {
@@ -303,6 +425,20 @@ impl Inbound {
         {
             let turn = self.ahead.pop_back().expect("checked");
             self.ahead_bytes -= turn.bytes();
+        }
+        if part.count == 1 {
+            // A turn of one part (nearly all of them) is whole at once: no
+            // assembly, its lists become the turn's, and its bytes are the
+            // message the caller holds.
+            self.assembly = None;
+            return Ok(Some(Turn {
+                send_frame: part.send_frame,
+                tag: part.tag,
+                items: part.items,
+                records: part.records,
+                raw: Vec::new(),
+                raw_bytes: raw.len(),
+            }));
         }
         let assembly = match &mut self.assembly {
             Some(a) if a.send_frame == part.send_frame => a,
@@ -345,10 +481,12 @@ impl Inbound {
             items: Vec::new(),
             records: Vec::new(),
             raw: Vec::with_capacity(assembly.parts.len()),
+            raw_bytes: 0,
         };
         for (part, raw) in assembly.parts.into_iter().flatten() {
             turn.items.extend(part.items);
             turn.records.extend(part.records);
+            turn.raw_bytes += raw.len();
             turn.raw.push(raw);
         }
         Ok(Some(turn))
@@ -390,30 +528,20 @@ impl Inbound {
     }
 
     /// Keep a queued turn's raw parts for relaying.
-    pub fn keep(&mut self, send_frame: u32, raw: Vec<Vec<u8>>) {
-        self.kept_bytes += raw.iter().map(Vec::len).sum::<usize>();
-        self.kept.push_back((send_frame, raw));
-        while self.kept_bytes > KEPT_RELAY_BYTES || self.kept.len() > KEPT_SEND_FRAMES {
-            let Some((_, old)) = self.kept.pop_front() else {
-                break;
-            };
-            self.kept_bytes -= old.iter().map(Vec::len).sum::<usize>();
-        }
+    pub fn keep<'a>(&mut self, send_frame: u32, raw: impl Iterator<Item = &'a [u8]>) {
+        self.kept.keep(send_frame, raw);
     }
 
     /// Raw parts of kept turns in `(after, through]`.
-    pub fn kept_between(&self, after: Option<u32>, through: u32) -> impl Iterator<Item = &Vec<u8>> {
-        self.kept
-            .iter()
-            .filter(move |(f, _)| after.map_or(true, |a| *f > a) && *f <= through)
-            .flat_map(|(_, raw)| raw.iter())
+    pub fn kept_between(&self, after: Option<u32>, through: u32) -> impl Iterator<Item = &[u8]> {
+        self.kept.between(after, through)
     }
 
     pub fn bytes(&self) -> usize {
         let assembling: usize = self.assembly.as_ref().map_or(0, |a| {
             a.parts.iter().flatten().map(|(_, raw)| 2 * raw.len()).sum()
         });
-        assembling + 2 * self.ahead_bytes + self.kept_bytes
+        assembling + 2 * self.ahead_bytes + self.kept.bytes()
     }
 }
 
@@ -448,7 +576,12 @@ impl LockstepSession {
                 return;
             }
         };
-        self.inbound[s].keep(turn.send_frame, turn.raw.clone());
+        if turn.raw.is_empty() {
+            self.inbound[s].keep(turn.send_frame, std::iter::once(raw));
+        } else {
+            let parts = turn.raw.iter().map(Vec::as_slice);
+            self.inbound[s].keep(turn.send_frame, parts);
+        }
         if self.frame.is_some_and(|f| turn.send_frame <= f) {
             self.accept_turn(seat, turn);
         } else if self.inbound[s].hold_ahead(turn).is_err() {
@@ -487,7 +620,8 @@ impl LockstepSession {
                 }
             }
         }
-        for item in turn.items {
+        let mut items = turn.items;
+        for item in items.drain(..) {
             let handle = self.store.put(Stored {
                 item,
                 origin: Origin::Turn {
@@ -500,6 +634,7 @@ impl LockstepSession {
                 self.store.take(handle);
             }
         }
+        self.turn_buffers.recycle(items, turn.records);
         self.inbound[s].through = Some(turn.send_frame);
     }
 
@@ -552,13 +687,22 @@ impl LockstepSession {
                 });
             }
         }
-        let (items, records) = self.outbox.take();
+        let mut buffers = std::mem::take(&mut self.turn_buffers);
+        self.outbox
+            .take_into(&mut buffers.items, &mut buffers.records);
         let max = self.endpoint.config().link.max_message_bytes();
-        match turn::encode_turn(frame, tag, &items, &records, max) {
-            Ok(messages) => {
-                let peers: Vec<u8> = self.peers().collect();
-                for peer in peers {
-                    for message in &messages {
+        match turn::encode_turn_into(
+            frame,
+            tag,
+            &buffers.items,
+            &buffers.records,
+            max,
+            &mut buffers.parts,
+        ) {
+            Ok(count) => {
+                let peers = self.peers().fold(0u32, |mask, peer| mask | 1 << peer);
+                for peer in (0..MAX_SEATS as u8).filter(|p| peers & 1 << p != 0) {
+                    for message in &buffers.parts[..count] {
                         if self.endpoint.send(peer, message).is_ok() {
                             self.stats.turn_messages += 1;
                         }
@@ -569,7 +713,7 @@ impl LockstepSession {
             Err(_) => debug_assert!(false, "a turn larger than the outbox allows"),
         }
         // Our own items execute here too, in issue order.
-        for item in items {
+        for item in buffers.items.drain(..) {
             let handle = self.store.put(Stored {
                 item,
                 origin: Origin::Turn { send_frame: frame },
@@ -582,10 +726,42 @@ impl LockstepSession {
                 self.store.take(handle);
             }
         }
+        self.turn_buffers = buffers;
         for seat in 0..self.machine.seats().count() {
             if self.drops.cut(seat).is_some() {
                 self.maybe_queue_removal(seat);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kept_turns_keep_the_latest_and_give_back_their_parts() {
+        let mut kept = KeptTurns::default();
+        let total = KEPT_SEND_FRAMES as u32 * 3;
+        for frame in 0..total {
+            let body = [frame as u8; 40];
+            if frame % 5 == 0 {
+                // A turn of two parts now and then.
+                kept.keep(frame, [&body[..10], &body[10..]].into_iter());
+            } else {
+                kept.keep(frame, std::iter::once(&body[..]));
+            }
+        }
+        assert_eq!(kept.turns, KEPT_SEND_FRAMES);
+        let oldest = total - KEPT_SEND_FRAMES as u32;
+        assert_eq!(kept.between(None, oldest - 1).count(), 0, "forgotten");
+        let parts: Vec<&[u8]> = kept.between(Some(oldest + 4), oldest + 5).collect();
+        assert_eq!(parts.len(), 2, "turn {} had two parts", oldest + 5);
+        assert_eq!(parts[0], &[(oldest + 5) as u8; 10][..]);
+        assert_eq!(parts[1], &[(oldest + 5) as u8; 30][..]);
+        let last: Vec<&[u8]> = kept.between(Some(total - 2), total).collect();
+        assert_eq!(last, vec![&[(total - 1) as u8; 40][..]]);
+        assert_eq!(kept.bytes(), KEPT_SEND_FRAMES * 40);
+        assert!(kept.log.len() <= 2 * kept.bytes() + 80, "compacted");
     }
 }
