@@ -1,12 +1,14 @@
 //! `rungs-relay`: relay-sequenced lockstep matches (S10) on one UDP port.
 //!
 //! A thin edge around [`rungs::relay::Relay`]: one socket, the wall clock,
-//! a setup file of matches, a log line per event worth knowing, and a clean
+//! a setup file of matches and an admin socket (`admin.rs`), a log line per
+//! event worth knowing, and a clean
 //! shutdown on SIGINT/SIGTERM (every match is ended, so clients hear
 //! MatchOver, then the process exits 0). See `docs/relay.md`.
 //!
 //! Exit codes: 0 fine; 1 the socket or a file failed; 2 bad usage.
 
+mod admin;
 mod setup;
 
 use std::net::{SocketAddr, UdpSocket};
@@ -19,13 +21,15 @@ use rungs::relay::ticket::{issue, LobbySecret, TicketFields};
 use rungs::relay::{Relay, RelayConfig, RelayEvent};
 use socket2::{Domain, Protocol, Socket, Type};
 
+use rungs::relay::MatchSetup;
 use setup::{parse_line, Defaults};
 
 const HELP: &str = "\
 rungs-relay: relay-sequenced lockstep matches on one UDP port
 
 USAGE
-  rungs-relay serve [FLAGS]     serve the matches of a setup file
+  rungs-relay serve [FLAGS]     serve matches from a setup file and/or an
+                                admin socket
   rungs-relay ticket [FLAGS]    issue a ticket (for testing; lobbies do this)
 
 SERVE FLAGS (environment variable; default)
@@ -35,6 +39,10 @@ SERVE FLAGS (environment variable; default)
   --matches PATH              RUNGS_RELAY_MATCHES: the setup file, re-read when
                               it changes (one `match ID seats N humans 0,1,..`
                               line per match; see docs/relay.md)
+  --admin PATH                RUNGS_RELAY_ADMIN: a Unix-domain socket (created
+                              0600) taking `create`, `list`, `end`, `counters`
+                              lines (`help` lists them). At least one of
+                              --matches and --admin is required.
   --load-wait-seconds N       RUNGS_RELAY_LOAD_WAIT_SECONDS; 60: start a match
                               this long after it was created even if some
                               players have not joined
@@ -255,15 +263,7 @@ impl SetupFile {
                         continue;
                     }
                     match relay.add_match(setup, now_us) {
-                        Ok(()) => log(&format!(
-                            "match {} created: {} seats, humans {:#06x}, {} mHz, bundle every {} tick(s), ai_order_delay {}",
-                            setup.match_id,
-                            setup.seat_count,
-                            setup.human_mask,
-                            setup.tick_rate_millihz,
-                            setup.bundle_interval,
-                            setup.ai_order_delay
-                        )),
+                        Ok(()) => log_created(&setup, "setup file"),
                         Err(e) => log(&format!("{}:{}: {e}", self.path, number + 1)),
                     }
                 }
@@ -274,6 +274,62 @@ impl SetupFile {
         Ok(())
     }
 }
+
+fn log_created(setup: &MatchSetup, by: &str) {
+    log(&format!(
+        "match {} created ({by}): {} seats, humans {:#06x}, {} mHz, bundle every {} tick(s), ai_order_delay {}",
+        setup.match_id,
+        setup.seat_count,
+        setup.human_mask,
+        setup.tick_rate_millihz,
+        setup.bundle_interval,
+        setup.ai_order_delay
+    ));
+}
+
+/// The admin socket, where the platform has Unix-domain sockets.
+#[cfg(unix)]
+fn open_admin(path: Option<String>) -> Result<Option<admin::AdminSocket>, String> {
+    path.map(|p| admin::AdminSocket::bind(std::path::Path::new(&p)))
+        .transpose()
+}
+
+#[cfg(not(unix))]
+fn open_admin(path: Option<String>) -> Result<Option<std::convert::Infallible>, String> {
+    match path {
+        Some(_) => {
+            Err("--admin: the admin socket is a Unix-domain socket; not on this platform".into())
+        }
+        None => Ok(None),
+    }
+}
+
+/// Answer the admin commands waiting, between datagram batches.
+#[cfg(unix)]
+fn serve_admin(
+    admin: &Option<admin::AdminSocket>,
+    relay: &mut Relay,
+    defaults: &Defaults,
+    now_us: u64,
+) {
+    let Some(admin) = admin else { return };
+    while let Ok(request) = admin.requests.try_recv() {
+        let (reply, effect) = admin::execute(&request.line, relay, defaults, now_us);
+        match effect {
+            admin::Effect::Created(id) => {
+                if let Some(s) = relay.sequencer(id) {
+                    log_created(s.setup(), "admin socket");
+                }
+            }
+            admin::Effect::Ended(id) => log(&format!("match {id} ended by the admin socket")),
+            admin::Effect::None => {}
+        }
+        let _ = request.reply.send(reply);
+    }
+}
+
+#[cfg(not(unix))]
+fn serve_admin(_: &Option<std::convert::Infallible>, _: &mut Relay, _: &Defaults, _: u64) {}
 
 /// Rejects are logged one per line up to this many per second; the rest
 /// are summed (a flood must not flood the log).
@@ -373,6 +429,7 @@ fn serve(args: &Args) -> Result<(), String> {
         "secret",
         "secret-file",
         "matches",
+        "admin",
         "load-wait-seconds",
         "grace-seconds",
         "max-connections",
@@ -397,26 +454,36 @@ fn serve(args: &Args) -> Result<(), String> {
         Some("RUNGS_RELAY_MAX_CONNECTIONS"),
         Some(config.max_connections),
     )?;
-    let matches = args
-        .get("matches", Some("RUNGS_RELAY_MATCHES"))
-        .ok_or("--matches PATH is required (the setup file)")?;
+    let matches = args.get("matches", Some("RUNGS_RELAY_MATCHES"));
+    let admin_path = args.get("admin", Some("RUNGS_RELAY_ADMIN"));
+    if matches.is_none() && admin_path.is_none() {
+        return Err(
+            "--matches PATH (a setup file) or --admin PATH (an admin socket) is required".into(),
+        );
+    }
     let mut relay = Relay::new(config).map_err(|e| e.to_string())?;
-    let mut setup_file = SetupFile {
-        path: matches,
+    let mut setup_file = matches.map(|path| SetupFile {
+        path,
         modified: None,
         checked: None,
         defaults,
-    };
+    });
     let socket = bind(listen).map_err(|e| format!("io:bind {listen}: {e}"))?;
     let local = socket
         .local_addr()
         .map_err(|e| format!("io:local address: {e}"))?;
+    let admin = open_admin(admin_path.clone())?;
     install_signal_handlers();
     log(&format!("listening on {local}"));
+    if let Some(path) = &admin_path {
+        log(&format!("admin socket at {path}"));
+    }
 
     let start = Instant::now();
     let now_us = || start.elapsed().as_micros() as u64;
-    setup_file.refresh(&mut relay, now_us())?;
+    if let Some(file) = setup_file.as_mut() {
+        file.refresh(&mut relay, now_us())?;
+    }
     let mut logger = Logger {
         second: 0,
         reject_lines: 0,
@@ -439,9 +506,12 @@ fn serve(args: &Args) -> Result<(), String> {
             break;
         }
         if shutdown_deadline.is_none() {
-            if let Err(e) = setup_file.refresh(&mut relay, now_us()) {
-                log(&e[3..]);
+            if let Some(file) = setup_file.as_mut() {
+                if let Err(e) = file.refresh(&mut relay, now_us()) {
+                    log(&e[3..]);
+                }
             }
+            serve_admin(&admin, &mut relay, &defaults, now_us());
         }
         let now = now_us();
         let wait_us = relay
