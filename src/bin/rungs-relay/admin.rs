@@ -35,6 +35,7 @@
 use rungs::relay::Relay;
 use rungs::wire::relay::{RejectReason, SeatPresence};
 
+use super::latency::Latency;
 use super::setup::{parse_line, Defaults};
 
 /// Admin connections served at once; further ones get an error line.
@@ -48,6 +49,7 @@ commands:
   list                                           every match with its state
   end ID                                         end a match (clients hear MatchOver)
   counters                                       datagrams, drops by reason, matches
+  latency [reset]                                what the relay adds, µs (then reset)
   help                                           this text
   quit                                           close this connection";
 
@@ -68,6 +70,7 @@ pub fn execute(
     line: &str,
     relay: &mut Relay,
     defaults: &Defaults,
+    latency: &mut Latency,
     now_us: u64,
 ) -> (String, Effect) {
     let line = line.trim();
@@ -105,8 +108,20 @@ pub fn execute(
             ),
         },
         "counters" if rest.is_empty() => (counters(relay), Effect::None),
+        "latency" if rest.is_empty() || rest == "reset" => {
+            let reply = format!(
+                "{}\n{}\nok",
+                latency.datagram.line("datagram"),
+                latency.timer.line("timer")
+            );
+            if rest == "reset" {
+                latency.datagram.reset();
+                latency.timer.reset();
+            }
+            (reply, Effect::None)
+        }
         "help" => (format!("{HELP}\nok"), Effect::None),
-        "list" | "counters" => (
+        "list" | "counters" | "latency" => (
             format!("error {command} takes no arguments, got `{rest}`"),
             Effect::None,
         ),
@@ -387,7 +402,13 @@ mod tests {
     #[test]
     fn create_list_end_and_counters() {
         let mut r = relay();
-        let (reply, effect) = execute("create 7 seats 3 humans 0,1", &mut r, &D, 0);
+        let (reply, effect) = execute(
+            "create 7 seats 3 humans 0,1",
+            &mut r,
+            &D,
+            &mut Latency::new(),
+            0,
+        );
         assert_eq!(
             (reply.as_str(), effect),
             ("ok match 7 created", Effect::Created(7))
@@ -396,34 +417,48 @@ mod tests {
             "create match 8 seats 2 humans 0 ai_order_delay 8",
             &mut r,
             &D,
+            &mut Latency::new(),
             0,
         );
         assert_eq!(reply, "ok match 8 created");
         assert_eq!(r.sequencer(8).unwrap().setup().ai_order_delay, 8);
-        let (reply, _) = execute("list", &mut r, &D, 0);
+        let (reply, _) = execute("list", &mut r, &D, &mut Latency::new(), 0);
         assert_eq!(
             reply,
             "match 7 loading tick 0 horizon 0 seats loading,loading,ai orders 0 desyncs 0\n\
              match 8 loading tick 0 horizon 0 seats loading,ai orders 0 desyncs 0\n\
              ok 2 matches"
         );
-        let (reply, effect) = execute("end 7", &mut r, &D, 10);
+        let (reply, effect) = execute("end 7", &mut r, &D, &mut Latency::new(), 10);
         assert_eq!(
             (reply.as_str(), effect),
             ("ok match 7 ending", Effect::Ended(7))
         );
         assert!(r.sequencer(7).unwrap().is_over());
-        let (reply, _) = execute("counters", &mut r, &D, 10);
+        let (reply, _) = execute("counters", &mut r, &D, &mut Latency::new(), 10);
         assert!(reply.contains("\nrejected_bad_ticket 0\n"), "{reply}");
         assert!(reply.contains("\nmatches 2\n"), "{reply}");
         assert!(reply.contains("\nmatches_over 1\n"), "{reply}");
         assert!(reply.ends_with("\nok"), "{reply}");
+        let mut latency = Latency::new();
+        latency.datagram.record(40);
+        let (reply, _) = execute("latency reset", &mut r, &D, &mut latency, 10);
+        assert!(reply.starts_with("datagram count 1 p50_us 40 "), "{reply}");
+        assert!(reply.ends_with("\nok"), "{reply}");
+        let (reply, _) = execute("latency", &mut r, &D, &mut latency, 10);
+        assert!(reply.starts_with("datagram count 0 "), "{reply}");
     }
 
     #[test]
     fn bad_commands_get_one_error_line_and_change_nothing() {
         let mut r = relay();
-        execute("create 7 seats 3 humans 0,1", &mut r, &D, 0);
+        execute(
+            "create 7 seats 3 humans 0,1",
+            &mut r,
+            &D,
+            &mut Latency::new(),
+            0,
+        );
         for (command, expected) in [
             ("create 7 seats 3 humans 0", "error match 7: "),
             ("create 9 seats 3", "error create: missing `humans LIST`"),
@@ -441,7 +476,7 @@ mod tests {
             ),
             ("", "error empty command; try help"),
         ] {
-            let (reply, effect) = execute(command, &mut r, &D, 0);
+            let (reply, effect) = execute(command, &mut r, &D, &mut Latency::new(), 0);
             assert!(reply.starts_with(expected), "{command:?}: {reply}");
             assert!(!reply.contains('\n'), "one line: {reply}");
             assert_eq!(effect, Effect::None);

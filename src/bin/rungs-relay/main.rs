@@ -9,6 +9,7 @@
 //! Exit codes: 0 fine; 1 the socket or a file failed; 2 bad usage.
 
 mod admin;
+mod latency;
 mod setup;
 
 use std::net::{SocketAddr, UdpSocket};
@@ -229,6 +230,48 @@ fn bind(address: SocketAddr) -> std::io::Result<UdpSocket> {
     Ok(socket.into())
 }
 
+/// Wait until the socket has a datagram or `timeout_us` passed (or a
+/// signal came). Not a socket receive timeout: Linux counts those in
+/// scheduler ticks (4–10 ms), which made bundles due at a tick start go out
+/// up to 10 ms late; `ppoll` waits in nanoseconds.
+#[cfg(target_os = "linux")]
+fn wait_for_datagram(socket: &UdpSocket, timeout_us: u64) {
+    use std::os::fd::AsRawFd;
+    let mut fd = libc::pollfd {
+        fd: socket.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let timeout = libc::timespec {
+        tv_sec: (timeout_us / 1_000_000) as libc::time_t,
+        tv_nsec: ((timeout_us % 1_000_000) * 1000) as libc::c_long,
+    };
+    // SAFETY: one pollfd and one timespec we own; no signal mask.
+    unsafe { libc::ppoll(&mut fd, 1, &timeout, std::ptr::null()) };
+}
+
+/// Elsewhere on Unix: `poll`, whole milliseconds rounded up.
+#[cfg(all(unix, not(target_os = "linux")))]
+fn wait_for_datagram(socket: &UdpSocket, timeout_us: u64) {
+    use std::os::fd::AsRawFd;
+    let mut fd = libc::pollfd {
+        fd: socket.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one pollfd we own.
+    unsafe { libc::poll(&mut fd, 1, timeout_us.div_ceil(1000) as libc::c_int) };
+}
+
+/// Windows: a blocking peek with a receive timeout (milliseconds there).
+#[cfg(not(unix))]
+fn wait_for_datagram(socket: &UdpSocket, timeout_us: u64) {
+    let _ = socket.set_nonblocking(false);
+    let _ = socket.set_read_timeout(Some(Duration::from_micros(timeout_us.max(1000))));
+    let _ = socket.peek_from(&mut [0u8; 1]);
+    let _ = socket.set_nonblocking(true);
+}
+
 /// The setup file and when it was last read.
 struct SetupFile {
     path: String,
@@ -310,11 +353,12 @@ fn serve_admin(
     admin: &Option<admin::AdminSocket>,
     relay: &mut Relay,
     defaults: &Defaults,
+    latency: &mut latency::Latency,
     now_us: u64,
 ) {
     let Some(admin) = admin else { return };
     while let Ok(request) = admin.requests.try_recv() {
-        let (reply, effect) = admin::execute(&request.line, relay, defaults, now_us);
+        let (reply, effect) = admin::execute(&request.line, relay, defaults, latency, now_us);
         match effect {
             admin::Effect::Created(id) => {
                 if let Some(s) = relay.sequencer(id) {
@@ -329,7 +373,14 @@ fn serve_admin(
 }
 
 #[cfg(not(unix))]
-fn serve_admin(_: &Option<std::convert::Infallible>, _: &mut Relay, _: &Defaults, _: u64) {}
+fn serve_admin(
+    _: &Option<std::convert::Infallible>,
+    _: &mut Relay,
+    _: &Defaults,
+    _: &mut latency::Latency,
+    _: u64,
+) {
+}
 
 /// Rejects are logged one per line up to this many per second; the rest
 /// are summed (a flood must not flood the log).
@@ -469,6 +520,12 @@ fn serve(args: &Args) -> Result<(), String> {
         defaults,
     });
     let socket = bind(listen).map_err(|e| format!("io:bind {listen}: {e}"))?;
+    latency::enable_receive_timestamps(&socket);
+    socket
+        .set_nonblocking(true)
+        .map_err(|e| format!("io:socket: {e}"))?;
+    let mut latency = latency::Latency::new();
+    let mut arrivals: Vec<u64> = Vec::with_capacity(1024);
     let local = socket
         .local_addr()
         .map_err(|e| format!("io:local address: {e}"))?;
@@ -511,23 +568,22 @@ fn serve(args: &Args) -> Result<(), String> {
                     log(&e[3..]);
                 }
             }
-            serve_admin(&admin, &mut relay, &defaults, now_us());
+            serve_admin(&admin, &mut relay, &defaults, &mut latency, now_us());
         }
         let now = now_us();
         let wait_us = relay
             .poll_timeout()
             .map_or(50_000, |t| t.saturating_sub(now))
-            .clamp(500, 50_000);
-        let _ = socket.set_read_timeout(Some(Duration::from_micros(wait_us)));
+            .clamp(50, 50_000);
+        wait_for_datagram(&socket, wait_us);
         let mut received = 0;
+        arrivals.clear();
         loop {
-            match socket.recv_from(&mut buf) {
-                Ok((len, source)) => {
+            match latency::recv_timestamped(&socket, &mut buf) {
+                Ok((len, source, arrived_ns)) => {
                     relay.handle_datagram(now_us(), unix_now().as_secs(), source, &buf[..len]);
+                    arrivals.push(arrived_ns);
                     received += 1;
-                    if received == 1 {
-                        let _ = socket.set_nonblocking(true);
-                    }
                     if received >= 1024 {
                         break;
                     }
@@ -552,11 +608,9 @@ fn serve(args: &Args) -> Result<(), String> {
                 }
             }
         }
-        if received > 0 {
-            let _ = socket.set_nonblocking(false);
-        }
         let now = now_us();
-        if relay.poll_timeout().is_some_and(|t| t <= now) {
+        let timer_due = relay.poll_timeout().filter(|t| *t <= now);
+        if timer_due.is_some() {
             relay.handle_timeout(now);
         }
         while let Some((to, len)) = relay.poll_transmit(now, &mut out) {
@@ -566,6 +620,21 @@ fn serve(args: &Args) -> Result<(), String> {
                     log(&format!("send error ({io_errors} so far): {e}"));
                 }
             }
+        }
+        if let Some(due) = timer_due {
+            if now_us().saturating_sub(due) > 3000 {
+                eprintln!(
+                    "DEBUG late: due {due} now {now} after {:?}",
+                    relay.poll_timeout()
+                );
+            }
+            latency.timer.record(now_us().saturating_sub(due));
+        }
+        let done_ns = latency::realtime_ns();
+        for arrived in &arrivals {
+            latency
+                .datagram
+                .record(done_ns.saturating_sub(*arrived) / 1000);
         }
         while let Some(event) = relay.poll_event() {
             logger.event(event);
