@@ -45,8 +45,13 @@ fn load_generator_drives_the_relay_binary_and_reads_its_figures() {
         .map(|v| v.trim().parse().unwrap())
         .collect();
     assert!(datagram[3] > 0, "a datagram latency was measured: {row}");
+    let processing: Vec<u64> = cells[5]
+        .split('/')
+        .map(|v| v.trim().parse().unwrap())
+        .collect();
+    assert!(processing[3] > 0 && processing[3] <= datagram[3], "{row}");
     // Turns kept coming: at least half of 30 ticks/s for 16 clients.
-    let turns: Vec<f64> = cells[7]
+    let turns: Vec<f64> = cells[8]
         .split(" of ")
         .map(|v| v.trim().parse().unwrap())
         .collect();

@@ -31,7 +31,10 @@ FLAGS (default)
   --no-pin           pin nothing
   --realtime         run the relay SCHED_FIFO (chrt -f 10): on a machine
                      shared with other work, so the figures are the
-                     relay's own and not the scheduler's wait for a core
+                     relay's own and not the scheduler's wait for a core.
+                     (Not this process: on loopback the sender's core
+                     delivers its datagrams, and a SCHED_FIFO sender starves
+                     that work.)
   --relay-log PATH   keep the relay's log there (default: discarded)
 ";
 
@@ -274,6 +277,7 @@ struct Figures {
     relay_cpu: f64,
     datagrams_in_per_s: f64,
     datagram: [u64; 4],
+    processing: [u64; 4],
     timer: [u64; 4],
     order_ms: [f64; 2],
     turns_per_s: f64,
@@ -472,6 +476,12 @@ fn run(o: &Options, matches: usize, tag: usize) -> Result<Figures, String> {
             get("datagram.p999_us"),
             get("datagram.max_us"),
         ],
+        processing: [
+            get("processing.p50_us"),
+            get("processing.p99_us"),
+            get("processing.p999_us"),
+            get("processing.max_us"),
+        ],
         timer: [
             get("timer.p50_us"),
             get("timer.p99_us"),
@@ -520,7 +530,7 @@ pub fn main() -> ExitCode {
             "release"
         }
     );
-    println!("matches | clients welcomed | relay CPU (share of a core) | datagrams in/s | relay datagram p50/p99/p99.9/max (us) | relay timer lateness p50/p99/p99.9/max (us) | order->turn p50/p99 (ms, client side) | turns/s of expected | reconnects | p99 < 2 ms");
+    println!("matches | clients welcomed | relay CPU (share of a core) | datagrams in/s | relay datagram p50/p99/p99.9/max (us) | relay processing p50/p99/p99.9/max (us) | relay timer lateness p50/p99/p99.9/max (us) | order->turn p50/p99 (ms, client side) | turns/s of expected | reconnects | p99 < 2 ms");
     let mut failed = false;
     for (tag, &matches) in o.counts.iter().enumerate() {
         match run(&o, matches, tag) {
@@ -531,7 +541,7 @@ pub fn main() -> ExitCode {
                     && f.connected == matches * usize::from(SEATS)
                     && kept_pace;
                 println!(
-                    "{:7} | {:>7} of {:>6} | {:27.3} | {:14.0} | {:>6} / {:>5} / {:>6} / {:>6} | {:>6} / {:>5} / {:>6} / {:>6} | {:>6.1} / {:>6.1} | {:>8.0} of {:>8.0} | {:>10} | {}",
+                    "{:7} | {:>7} of {:>6} | {:27.3} | {:14.0} | {:>6} / {:>5} / {:>6} / {:>6} | {:>6} / {:>5} / {:>6} / {:>6} | {:>6} / {:>5} / {:>6} / {:>6} | {:>6.1} / {:>6.1} | {:>8.0} of {:>8.0} | {:>10} | {}",
                     f.matches,
                     f.connected,
                     matches * usize::from(SEATS),
@@ -541,6 +551,10 @@ pub fn main() -> ExitCode {
                     f.datagram[1],
                     f.datagram[2],
                     f.datagram[3],
+                    f.processing[0],
+                    f.processing[1],
+                    f.processing[2],
+                    f.processing[3],
                     f.timer[0],
                     f.timer[1],
                     f.timer[2],

@@ -110,12 +110,14 @@ pub fn execute(
         "counters" if rest.is_empty() => (counters(relay), Effect::None),
         "latency" if rest.is_empty() || rest == "reset" => {
             let reply = format!(
-                "{}\n{}\nok",
+                "{}\n{}\n{}\nok",
                 latency.datagram.line("datagram"),
+                latency.processing.line("processing"),
                 latency.timer.line("timer")
             );
             if rest == "reset" {
                 latency.datagram.reset();
+                latency.processing.reset();
                 latency.timer.reset();
             }
             (reply, Effect::None)

@@ -2,14 +2,18 @@
 //! serving loop and read through the admin socket (`latency`), for the load
 //! generator (`rungs-relay-load`) and operators.
 //!
-//! Two histograms:
+//! Three histograms:
 //!
 //! * **datagram**: from the kernel's receive timestamp of a datagram
 //!   (`SO_TIMESTAMPNS` on Linux; elsewhere the moment `recv` returned) to the
 //!   end of the loop iteration that handled it, when everything it caused at
 //!   once (a Pong, an ack, a Welcome) has been handed to the kernel. It
 //!   includes the time the datagram waited in the socket while the relay was
-//!   busy.
+//!   busy — and, on loopback, the time the sender's core took to deliver it
+//!   (Linux stamps a datagram when the sender queues it), which on a busy
+//!   machine is not the relay's doing.
+//! * **processing**: from `recv` returning the datagram to the same end: the
+//!   relay's own work on it and its batch, without any wait before it.
 //! * **timer**: how late the relay's timers ran (bundles at tick starts,
 //!   link timers) — from when `Relay::poll_timeout` said they were due to the
 //!   end of the iteration that sent what they produced.
@@ -85,6 +89,7 @@ impl Histogram {
 /// The relay's two latency histograms.
 pub struct Latency {
     pub datagram: Histogram,
+    pub processing: Histogram,
     pub timer: Histogram,
 }
 
@@ -92,6 +97,7 @@ impl Latency {
     pub fn new() -> Latency {
         Latency {
             datagram: Histogram::new(),
+            processing: Histogram::new(),
             timer: Histogram::new(),
         }
     }

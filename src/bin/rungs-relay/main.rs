@@ -382,6 +382,11 @@ fn serve_admin(
 ) {
 }
 
+/// Datagrams handled before the relay sends what they caused and runs its
+/// timers: a datagram's answers wait for the rest of its batch, so a small
+/// batch bounds that wait (64 × a few µs) while still amortising the loop.
+const RECEIVE_BATCH: usize = 64;
+
 /// Rejects are logged one per line up to this many per second; the rest
 /// are summed (a flood must not flood the log).
 const REJECT_LINES_PER_SECOND: u32 = 20;
@@ -525,7 +530,8 @@ fn serve(args: &Args) -> Result<(), String> {
         .set_nonblocking(true)
         .map_err(|e| format!("io:socket: {e}"))?;
     let mut latency = latency::Latency::new();
-    let mut arrivals: Vec<u64> = Vec::with_capacity(1024);
+    // (kernel arrival, recv returned) of the batch's datagrams, realtime ns.
+    let mut arrivals: Vec<(u64, u64)> = Vec::with_capacity(RECEIVE_BATCH);
     let local = socket
         .local_addr()
         .map_err(|e| format!("io:local address: {e}"))?;
@@ -550,6 +556,7 @@ fn serve(args: &Args) -> Result<(), String> {
     let mut out = vec![0u8; 1500];
     let mut shutdown_deadline: Option<Instant> = None;
     let mut io_errors = 0u64;
+    let mut batch_was_full = false;
     loop {
         if SHUTDOWN.load(Ordering::SeqCst) && shutdown_deadline.is_none() {
             log("shutting down: ending every match");
@@ -575,16 +582,18 @@ fn serve(args: &Args) -> Result<(), String> {
             .poll_timeout()
             .map_or(50_000, |t| t.saturating_sub(now))
             .clamp(50, 50_000);
-        wait_for_datagram(&socket, wait_us);
+        if !batch_was_full {
+            wait_for_datagram(&socket, wait_us);
+        }
         let mut received = 0;
         arrivals.clear();
         loop {
             match latency::recv_timestamped(&socket, &mut buf) {
                 Ok((len, source, arrived_ns)) => {
                     relay.handle_datagram(now_us(), unix_now().as_secs(), source, &buf[..len]);
-                    arrivals.push(arrived_ns);
+                    arrivals.push((arrived_ns, latency::realtime_ns()));
                     received += 1;
-                    if received >= 1024 {
+                    if received >= RECEIVE_BATCH {
                         break;
                     }
                 }
@@ -608,6 +617,7 @@ fn serve(args: &Args) -> Result<(), String> {
                 }
             }
         }
+        batch_was_full = received >= RECEIVE_BATCH;
         let now = now_us();
         let timer_due = relay.poll_timeout().filter(|t| *t <= now);
         if timer_due.is_some() {
@@ -631,10 +641,13 @@ fn serve(args: &Args) -> Result<(), String> {
             latency.timer.record(now_us().saturating_sub(due));
         }
         let done_ns = latency::realtime_ns();
-        for arrived in &arrivals {
+        for (arrived, received) in &arrivals {
             latency
                 .datagram
                 .record(done_ns.saturating_sub(*arrived) / 1000);
+            latency
+                .processing
+                .record(done_ns.saturating_sub(*received) / 1000);
         }
         while let Some(event) = relay.poll_event() {
             logger.event(event);
