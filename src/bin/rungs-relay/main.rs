@@ -14,6 +14,7 @@
 mod admin;
 #[cfg_attr(not(unix), allow(dead_code))]
 mod latency;
+mod outbox;
 mod setup;
 
 use std::net::{SocketAddr, UdpSocket};
@@ -385,6 +386,18 @@ fn serve_admin(
 ) {
 }
 
+/// Count (and now and then log) the datagrams the kernel refused.
+fn send_errors(io_errors: &mut u64, (failed, error): (u64, Option<std::io::Error>)) {
+    for _ in 0..failed {
+        *io_errors += 1;
+        if io_errors.is_power_of_two() {
+            if let Some(e) = &error {
+                log(&format!("send error ({io_errors} so far): {e}"));
+            }
+        }
+    }
+}
+
 /// Datagrams handled before the relay sends what they caused and runs its
 /// timers: a datagram's answers wait for the rest of its batch, so a small
 /// batch bounds that wait (64 × a few µs) while still amortising the loop.
@@ -556,7 +569,7 @@ fn serve(args: &Args) -> Result<(), String> {
         suppressed: 0,
     };
     let mut buf = vec![0u8; 2048];
-    let mut out = vec![0u8; 1500];
+    let mut outbox = outbox::Outbox::new();
     let mut shutdown_deadline: Option<Instant> = None;
     let mut io_errors = 0u64;
     let mut batch_was_full = false;
@@ -626,14 +639,17 @@ fn serve(args: &Args) -> Result<(), String> {
         if timer_due.is_some() {
             relay.handle_timeout(now);
         }
-        while let Some((to, len)) = relay.poll_transmit(now, &mut out) {
-            if let Err(e) = socket.send_to(&out[..len], to) {
-                io_errors += 1;
-                if io_errors.is_power_of_two() {
-                    log(&format!("send error ({io_errors} so far): {e}"));
-                }
+        // (The outbox always has a buffer: it is flushed when full.)
+        while let Some(buf) = outbox.next_buffer() {
+            let Some((to, len)) = relay.poll_transmit(now, buf) else {
+                break;
+            };
+            outbox.commit(to, len);
+            if outbox.is_full() {
+                send_errors(&mut io_errors, outbox.flush(&socket));
             }
         }
+        send_errors(&mut io_errors, outbox.flush(&socket));
         if let Some(due) = timer_due {
             if now_us().saturating_sub(due) > 3000 {
                 eprintln!(
