@@ -35,8 +35,7 @@ use crate::wire::packet::{decode, verify_tag, SessionKey};
 pub const RELAY_LINK_SEAT: u8 = 0xFF;
 
 /// The link settings relay connections use by default: a 5 s liveness
-/// timeout (a reconnect needs no longer), everything else the link's
-/// defaults.
+/// timeout, everything else the link's defaults.
 ///
 /// (Relay links once used a whole-packet piggyback budget to work around a
 /// link stall behind a lost message larger than the budget; the link

@@ -304,7 +304,11 @@ mod socket {
             let active = Arc::new(AtomicUsize::new(0));
             std::thread::spawn(move || {
                 for stream in listener.incoming() {
-                    let Ok(mut stream) = stream else { continue };
+                    let Ok(mut stream) = stream else {
+                        // Out of descriptors or the like: do not spin.
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                        continue;
+                    };
                     if active.fetch_add(1, Ordering::SeqCst) >= MAX_ADMIN_CONNECTIONS {
                         active.fetch_sub(1, Ordering::SeqCst);
                         let _ = stream.write_all(b"error too many admin connections\n");
