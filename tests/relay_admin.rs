@@ -280,6 +280,21 @@ fn admin_flag_or_setup_file_is_required_and_a_live_socket_is_not_stolen() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(admin.command("list").1, "ok 0 matches", "still served");
+    // Non-UTF-8 gets an error line and the connection goes on; a line
+    // longer than 4096 bytes gets one and the connection is closed.
+    admin.writer.write_all(b"list \xff\xfe\n").unwrap();
+    let mut line = String::new();
+    admin.reader.read_line(&mut line).unwrap();
+    assert_eq!(line, "error a command is UTF-8 text\n");
+    assert_eq!(admin.command("list").1, "ok 0 matches");
+    let mut long = Admin::connect(&path);
+    long.writer.write_all(&[b'x'; 5000]).unwrap();
+    let mut line = String::new();
+    long.reader.read_line(&mut line).unwrap();
+    assert_eq!(line, "error line longer than 4096 bytes; closing\n");
+    line.clear();
+    assert_eq!(long.reader.read_line(&mut line).unwrap(), 0, "closed");
+    assert_eq!(admin.command("list").1, "ok 0 matches", "others unaffected");
     unsafe {
         libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
     }
