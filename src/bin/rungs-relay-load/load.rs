@@ -238,12 +238,22 @@ impl RelayUnderTest {
         Ok(map)
     }
 
-    fn stop(mut self) {
-        // SAFETY: kill sends a signal to our own child.
-        unsafe {
-            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+    fn stop(self) {
+        drop(self);
+    }
+}
+
+/// However a run ends (an error included), the relay is stopped and its
+/// folder removed.
+impl Drop for RelayUnderTest {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            // SAFETY: kill sends a signal to our own, still running child.
+            unsafe {
+                libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+            }
+            let _ = self.child.wait();
         }
-        let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
