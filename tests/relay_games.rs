@@ -64,6 +64,9 @@ struct Player {
     /// Orders submitted by each process generation.
     submitted: Vec<Vec<u8>>,
     next_order: u32,
+    /// While the process is frozen (not scheduled): the datagrams its
+    /// socket buffered, handed over when it runs again.
+    frozen: Option<Vec<(SocketAddr, Vec<u8>)>>,
 }
 
 struct Game {
@@ -95,6 +98,7 @@ impl Game {
                 events: Vec::new(),
                 submitted: Vec::new(),
                 next_order: 0,
+                frozen: None,
             })
             .collect();
         Game {
@@ -148,6 +152,24 @@ impl Game {
         self.lost_with_process.extend(at_risk);
     }
 
+    /// Stop scheduling `seat`'s process (a debugger, a swapped-out machine,
+    /// a long load): no calls at all; its socket keeps what arrives.
+    fn freeze(&mut self, seat: u8) {
+        self.player(seat).frozen = Some(Vec::new());
+    }
+
+    /// Schedule it again: it reads what its socket buffered, then runs on.
+    fn thaw(&mut self, seat: u8) {
+        let now = self.now;
+        let p = self.player(seat);
+        let buffered = p.frozen.take().unwrap_or_default();
+        if let Some(c) = p.client.as_mut() {
+            for (from, bytes) in buffered {
+                c.handle_datagram(now, from, &bytes);
+            }
+        }
+    }
+
     fn submit(&mut self, seat: u8, count: usize) {
         for _ in 0..count {
             let p = self.player(seat);
@@ -174,7 +196,9 @@ impl Game {
             if to == relay_addr() {
                 self.relay.handle_datagram(now, UNIX, from, &bytes);
             } else if let Some(p) = self.players.iter_mut().find(|p| p.address == to) {
-                if let Some(c) = p.client.as_mut() {
+                if let Some(buffered) = p.frozen.as_mut() {
+                    buffered.push((from, bytes.clone()));
+                } else if let Some(c) = p.client.as_mut() {
                     c.handle_datagram(now, from, &bytes);
                 }
             }
@@ -187,6 +211,9 @@ impl Game {
         }
         let interval = u32::from(self.setup.checksum_interval);
         for p in &mut self.players {
+            if p.frozen.is_some() {
+                continue;
+            }
             let Some(c) = p.client.as_mut() else { continue };
             if c.poll_timeout().is_some_and(|t| t <= now) {
                 c.handle_timeout(now);
@@ -227,6 +254,9 @@ impl Game {
             self.net.send(now, relay_addr(), to, &buf[..len]);
         }
         for p in &mut self.players {
+            if p.frozen.is_some() {
+                continue;
+            }
             let Some(c) = p.client.as_mut() else { continue };
             while let Some((to, len)) = c.poll_transmit(now, &mut buf) {
                 self.net.send(now, p.address, to, &buf[..len]);
@@ -609,6 +639,81 @@ fn a_restarted_client_resumes_from_zero_and_reloads() {
         .iter()
         .any(|e| matches!(e, ClientEvent::Welcomed { reload: true, .. })));
     assert_eq!(g.log().iter().filter(|e| e.1 == 1).count(), 7);
+    g.check_invariants();
+}
+
+/// Freeze seat 1 for `freeze_ms` at 3 s (its socket keeps what the relay
+/// sent), then run it again; returns the game, how long after the thaw the
+/// client was welcomed again (`None`: it was not), and how long until it
+/// executed up to the relay's horizon at the thaw.
+fn freeze_game(freeze_ms: u64) -> (Game, Option<u64>, u64) {
+    let mut g = Game::new(21, lan(), setup(3, 0b111));
+    for s in 0..3 {
+        g.join(s, 0);
+    }
+    g.run_until(3_000 * MS);
+    g.submit(1, 3);
+    g.freeze(1);
+    g.run_until((3_000 + freeze_ms) * MS);
+    let welcomes_before = g.player(1).client.as_ref().unwrap().counters().welcomes;
+    let thawed_at = g.now;
+    let horizon_at_thaw = g.relay.sequencer(MATCH).unwrap().horizon();
+    g.thaw(1);
+    let mut welcomed = None;
+    let mut caught_up = None;
+    while g.now < thawed_at + 15_000 * MS && caught_up.is_none() {
+        g.step();
+        g.submit(0, 1);
+        let now = g.now;
+        let p = g.player(1);
+        let c = p.client.as_ref().unwrap();
+        if welcomed.is_none() && c.counters().welcomes > welcomes_before {
+            welcomed = Some(now - thawed_at);
+        }
+        if p.executed
+            .last()
+            .is_some_and(|t| t.tick + 1 >= horizon_at_thaw)
+        {
+            caught_up = Some(now - thawed_at);
+        }
+    }
+    g.run_until(g.now + 1_000 * MS);
+    (g, welcomed, caught_up.expect("caught up"))
+}
+
+#[test]
+fn a_frozen_client_reconnects_as_soon_as_it_runs_again() {
+    // 7 s frozen: the relay's 5 s liveness closed the connection meanwhile,
+    // but the client's socket held bundles the relay sent before that, so
+    // its own link looks alive. It notices the gap in its own calls and
+    // says Hello at once instead of waiting out its 5 s liveness timeout.
+    let (mut g, welcomed, caught_up) = freeze_game(7_000);
+    let welcomed = welcomed.expect("welcomed again");
+    eprintln!("7 s freeze: welcomed {welcomed} us, caught up {caught_up} us after the thaw");
+    assert!(
+        welcomed < 1_000 * MS,
+        "welcomed {welcomed} us after the thaw"
+    );
+    assert!(
+        caught_up < 1_000 * MS,
+        "caught up {caught_up} us after the thaw"
+    );
+    assert!(g.player(1).events.contains(&ClientEvent::ConnectionLost));
+    assert!(
+        !g.log().iter().any(|e| e.2 == EntryKind::Dropped),
+        "inside the grace: nobody dropped"
+    );
+    g.check_invariants();
+}
+
+#[test]
+fn a_short_freeze_keeps_the_connection() {
+    // 2 s: the relay still holds the connection; nothing to reconnect.
+    let (mut g, welcomed, caught_up) = freeze_game(2_000);
+    eprintln!("2 s freeze: caught up {caught_up} us after the thaw");
+    assert_eq!(welcomed, None, "no new Welcome");
+    assert!(!g.player(1).events.contains(&ClientEvent::ConnectionLost));
+    assert!(caught_up < 1_000 * MS);
     g.check_invariants();
 }
 

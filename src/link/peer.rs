@@ -16,7 +16,8 @@
 //! (never below the smallest round trip seen, RFC 9002 5.3) and allows for
 //! the hold in its retransmission timeout. Unacknowledged messages are re-sent without
 //! waiting for a request (seed 002): piggybacked on outgoing packets within a
-//! byte budget, and all of them when the retransmission timeout fires.
+//! byte budget, those last sent an RTO or more ago whenever newer data is
+//! acknowledged, and all of them when the retransmission timeout fires.
 //!
 //! Karn's rule (S8): a packet gives a round-trip sample only when it carried
 //! at least one message in its first transmission (or was a keep-alive ping)
@@ -628,8 +629,13 @@ impl Link {
             // RFC 6298 5.3: new data acknowledged restarts the timer.
             self.rtt.reset_backoff();
             self.rto_started_us = self.has_unacked_sent().then_some(now_us);
-            // The path works again: the next batch of what an earlier
-            // timeout left unsent goes now rather than one batch per RTO.
+            // Re-send what has waited an RTO since it last went out. The
+            // timer just restarted, so under a steady stream of new data it
+            // never fires: without this, a lost message larger than the
+            // piggyback budget would stall the stream for as long as it
+            // flows (tests/relay_link_stall.rs). It also sends the next
+            // batch of what an earlier timeout left unsent now rather than
+            // one batch per RTO.
             let stale_after = self.rtt.rto_us();
             self.resend_oldest(stale_after, now_us);
         }

@@ -229,6 +229,8 @@ pub struct RelayClient {
     over: bool,
     events: VecDeque<ClientEvent>,
     counters: ClientCounters,
+    /// When `handle_datagram` or `handle_timeout` last ran (freeze detection).
+    last_call_us: Option<u64>,
 }
 
 impl RelayClient {
@@ -266,6 +268,7 @@ impl RelayClient {
             over: false,
             events: VecDeque::new(),
             counters: ClientCounters::default(),
+            last_call_us: None,
         })
     }
 
@@ -309,6 +312,34 @@ impl RelayClient {
             self.partial = None;
             self.resync_asked = None;
         }
+    }
+
+    /// Reconnect at once when this process was not run for most of the
+    /// liveness timeout (a freeze: a debugger, a swapped-out machine, a long
+    /// load); whether it did.
+    ///
+    /// The relay's link to us went silent for as long and it closes the
+    /// connection after its liveness timeout (5 s, the same link settings),
+    /// but our own link may look alive: the socket buffered what the relay
+    /// sent before closing, so without this the client would wait out its
+    /// own 5 s liveness timeout before saying Hello again. A gap of 3/4 of
+    /// the timeout leaves a margin for the relay having heard us last a
+    /// little before our last call; reconnecting when the relay still held
+    /// the connection costs one Hello and Welcome (the new connection
+    /// replaces the old, bundles resume at our horizon, unconfirmed orders
+    /// are resent), nothing executed twice or lost.
+    fn reconnect_after_freeze(&mut self, now_us: u64) -> bool {
+        let gap = self
+            .last_call_us
+            .map_or(0, |last| now_us.saturating_sub(last));
+        self.last_call_us = Some(now_us);
+        let suspect = gap >= self.conn.link.liveness_timeout_us() / 4 * 3;
+        if suspect && self.phase == Phase::Connected && !self.over {
+            self.events.push_back(ClientEvent::ConnectionLost);
+            self.reconnect(now_us);
+            return true;
+        }
+        false
     }
 
     /// This client's seat.
@@ -571,6 +602,7 @@ impl RelayClient {
 
     /// Validate and act on a datagram from `source`.
     pub fn handle_datagram(&mut self, now_us: u64, source: SocketAddr, bytes: &[u8]) {
+        self.reconnect_after_freeze(now_us);
         if canonical_address(source) != canonical_address(self.config.relay)
             || self.phase == Phase::Closed
         {
@@ -812,7 +844,7 @@ impl RelayClient {
 
     /// Fire due timers: the link's, pings.
     pub fn handle_timeout(&mut self, now_us: u64) {
-        if self.phase == Phase::Closed {
+        if self.phase == Phase::Closed || self.reconnect_after_freeze(now_us) {
             return;
         }
         if self.conn.link.poll_timeout().is_some_and(|t| t <= now_us) {

@@ -40,20 +40,14 @@ use crate::wire::packet::{decode, verify_tag, SessionKey};
 pub const RELAY_LINK_SEAT: u8 = 0xFF;
 
 /// The link settings relay connections use by default: a 5 s liveness
-/// timeout, and a piggyback budget of a whole packet.
+/// timeout, everything else the link's defaults.
 ///
-/// Why the budget: a link re-sends an unacknowledged message on the RTO, but
-/// its RTO timer restarts whenever newer data is acknowledged (RFC 6298
-/// 5.3), so under a steady stream of small messages a lost message larger
-/// than the piggyback budget is not re-sent while the stream flows, and the
-/// in-order stream stalls behind it (found by the relay soak: a 896-byte
-/// catch-up bundle lost once; `tests/relay_link_stall.rs` shows it). With a
-/// budget of a whole packet every unacknowledged message rides on the next
-/// packet that carries new data, oldest first. To be fixed in `link` itself.
+/// (Relay links once used a whole-packet piggyback budget to work around a
+/// link stall behind a lost message larger than the budget; the link
+/// re-sends such messages itself now, `tests/relay_link_stall.rs`.)
 pub fn relay_link_config() -> LinkConfig {
     LinkConfig {
         liveness_timeout_us: Some(5_000_000),
-        piggyback_budget_bytes: crate::wire::packet::MAX_PACKET_BYTES,
         // Relay links answer every packet at once, as before acks could
         // ride on data (the relay's timing was tuned with them).
         max_ack_delay_us: 0,

@@ -2,6 +2,9 @@
 //! tickets with it, and serve matches from a setup file on a port the OS
 //! picks.
 
+// Each test binary uses a part of it.
+#![allow(dead_code)]
+
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -35,13 +38,31 @@ pub struct RelayProcess {
 impl RelayProcess {
     /// Serve the matches of `setup` (setup-file lines) on 127.0.0.1.
     pub fn serve(name: &str, secret: &str, setup: &str) -> RelayProcess {
+        RelayProcess::serve_with(name, secret, Some(setup), &[])
+    }
+
+    /// Serve on 127.0.0.1 with a setup file holding `setup` (if any) and
+    /// `extra` arguments; `{dir}` in an argument is replaced by the
+    /// relay's own temporary folder.
+    pub fn serve_with(
+        name: &str,
+        secret: &str,
+        setup: Option<&str>,
+        extra: &[&str],
+    ) -> RelayProcess {
         let dir = std::env::temp_dir().join(format!("rungs-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let matches = dir.join("matches.txt");
-        std::fs::write(&matches, setup).unwrap();
-        let mut child = Command::new(BIN)
-            .args(["serve", "--listen", "127.0.0.1:0", "--matches"])
-            .arg(&matches)
+        let mut command = Command::new(BIN);
+        command.args(["serve", "--listen", "127.0.0.1:0"]);
+        if let Some(setup) = setup {
+            let matches = dir.join("matches.txt");
+            std::fs::write(&matches, setup).unwrap();
+            command.arg("--matches").arg(&matches);
+        }
+        for arg in extra {
+            command.arg(arg.replace("{dir}", &dir.to_string_lossy()));
+        }
+        let mut child = command
             .env("RUNGS_RELAY_SECRET", secret)
             .env("RUNGS_RELAY_LOAD_WAIT_SECONDS", "5")
             .stderr(Stdio::piped())

@@ -1,12 +1,20 @@
 //! `rungs-relay`: relay-sequenced lockstep matches (S10) on one UDP port.
 //!
 //! A thin edge around [`rungs::relay::Relay`]: one socket, the wall clock,
-//! a setup file of matches, a log line per event worth knowing, and a clean
+//! a setup file of matches and an admin socket (`admin.rs`), a log line per
+//! event worth knowing, latency histograms (`latency.rs`), and a clean
 //! shutdown on SIGINT/SIGTERM (every match is ended, so clients hear
 //! MatchOver, then the process exits 0). See `docs/relay.md`.
 //!
 //! Exit codes: 0 fine; 1 the socket or a file failed; 2 bad usage.
 
+// The admin socket is Unix-only; elsewhere its commands (and the latency
+// report they give) are compiled and unit-tested but not reachable.
+#[cfg_attr(not(unix), allow(dead_code))]
+mod admin;
+#[cfg_attr(not(unix), allow(dead_code))]
+mod latency;
+mod outbox;
 mod setup;
 
 use std::net::{SocketAddr, UdpSocket};
@@ -16,7 +24,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rungs::relay::sequencer::MatchEvent;
 use rungs::relay::ticket::{issue, LobbySecret, TicketFields};
-use rungs::relay::{Relay, RelayConfig, RelayEvent};
+use rungs::relay::{MatchSetup, Relay, RelayConfig, RelayEvent};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use setup::{parse_line, Defaults};
@@ -25,7 +33,8 @@ const HELP: &str = "\
 rungs-relay: relay-sequenced lockstep matches on one UDP port
 
 USAGE
-  rungs-relay serve [FLAGS]     serve the matches of a setup file
+  rungs-relay serve [FLAGS]     serve matches from a setup file and/or an
+                                admin socket
   rungs-relay ticket [FLAGS]    issue a ticket (for testing; lobbies do this)
 
 SERVE FLAGS (environment variable; default)
@@ -35,6 +44,10 @@ SERVE FLAGS (environment variable; default)
   --matches PATH              RUNGS_RELAY_MATCHES: the setup file, re-read when
                               it changes (one `match ID seats N humans 0,1,..`
                               line per match; see docs/relay.md)
+  --admin PATH                RUNGS_RELAY_ADMIN: a Unix-domain socket (created
+                              0600) taking `create`, `list`, `end`, `counters`,
+                              `latency` lines (`help` lists them). At least one of
+                              --matches and --admin is required.
   --load-wait-seconds N       RUNGS_RELAY_LOAD_WAIT_SECONDS; 60: start a match
                               this long after it was created even if some
                               players have not joined
@@ -221,6 +234,48 @@ fn bind(address: SocketAddr) -> std::io::Result<UdpSocket> {
     Ok(socket.into())
 }
 
+/// Wait until the socket has a datagram or `timeout_us` passed (or a
+/// signal came). Not a socket receive timeout: Linux counts those in
+/// scheduler ticks (4–10 ms), which made bundles due at a tick start go out
+/// up to 10 ms late; `ppoll` waits in nanoseconds.
+#[cfg(target_os = "linux")]
+fn wait_for_datagram(socket: &UdpSocket, timeout_us: u64) {
+    use std::os::fd::AsRawFd;
+    let mut fd = libc::pollfd {
+        fd: socket.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let timeout = libc::timespec {
+        tv_sec: (timeout_us / 1_000_000) as libc::time_t,
+        tv_nsec: ((timeout_us % 1_000_000) * 1000) as libc::c_long,
+    };
+    // SAFETY: one pollfd and one timespec we own; no signal mask.
+    unsafe { libc::ppoll(&mut fd, 1, &timeout, std::ptr::null()) };
+}
+
+/// Elsewhere on Unix: `poll`, whole milliseconds rounded up.
+#[cfg(all(unix, not(target_os = "linux")))]
+fn wait_for_datagram(socket: &UdpSocket, timeout_us: u64) {
+    use std::os::fd::AsRawFd;
+    let mut fd = libc::pollfd {
+        fd: socket.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one pollfd we own.
+    unsafe { libc::poll(&mut fd, 1, timeout_us.div_ceil(1000) as libc::c_int) };
+}
+
+/// Windows: a blocking peek with a receive timeout (milliseconds there).
+#[cfg(not(unix))]
+fn wait_for_datagram(socket: &UdpSocket, timeout_us: u64) {
+    let _ = socket.set_nonblocking(false);
+    let _ = socket.set_read_timeout(Some(Duration::from_micros(timeout_us.max(1000))));
+    let _ = socket.peek_from(&mut [0u8; 1]);
+    let _ = socket.set_nonblocking(true);
+}
+
 /// The setup file and when it was last read.
 struct SetupFile {
     path: String,
@@ -255,15 +310,7 @@ impl SetupFile {
                         continue;
                     }
                     match relay.add_match(setup, now_us) {
-                        Ok(()) => log(&format!(
-                            "match {} created: {} seats, humans {:#06x}, {} mHz, bundle every {} tick(s), ai_order_delay {}",
-                            setup.match_id,
-                            setup.seat_count,
-                            setup.human_mask,
-                            setup.tick_rate_millihz,
-                            setup.bundle_interval,
-                            setup.ai_order_delay
-                        )),
+                        Ok(()) => log_created(&setup, "setup file"),
                         Err(e) => log(&format!("{}:{}: {e}", self.path, number + 1)),
                     }
                 }
@@ -274,6 +321,87 @@ impl SetupFile {
         Ok(())
     }
 }
+
+fn log_created(setup: &MatchSetup, by: &str) {
+    log(&format!(
+        "match {} created ({by}): {} seats, humans {:#06x}, {} mHz, bundle every {} tick(s), ai_order_delay {}",
+        setup.match_id,
+        setup.seat_count,
+        setup.human_mask,
+        setup.tick_rate_millihz,
+        setup.bundle_interval,
+        setup.ai_order_delay
+    ));
+}
+
+/// The admin socket, where the platform has Unix-domain sockets.
+#[cfg(unix)]
+fn open_admin(path: Option<String>) -> Result<Option<admin::AdminSocket>, String> {
+    path.map(|p| admin::AdminSocket::bind(std::path::Path::new(&p)))
+        .transpose()
+}
+
+#[cfg(not(unix))]
+fn open_admin(path: Option<String>) -> Result<Option<std::convert::Infallible>, String> {
+    match path {
+        Some(_) => {
+            Err("--admin: the admin socket is a Unix-domain socket; not on this platform".into())
+        }
+        None => Ok(None),
+    }
+}
+
+/// Answer the admin commands waiting, between datagram batches.
+#[cfg(unix)]
+fn serve_admin(
+    admin: &Option<admin::AdminSocket>,
+    relay: &mut Relay,
+    defaults: &Defaults,
+    latency: &mut latency::Latency,
+    now_us: u64,
+) {
+    let Some(admin) = admin else { return };
+    while let Ok(request) = admin.requests.try_recv() {
+        let (reply, effect) = admin::execute(&request.line, relay, defaults, latency, now_us);
+        match effect {
+            admin::Effect::Created(id) => {
+                if let Some(s) = relay.sequencer(id) {
+                    log_created(s.setup(), "admin socket");
+                }
+            }
+            admin::Effect::Ended(id) => log(&format!("match {id} ended by the admin socket")),
+            admin::Effect::None => {}
+        }
+        let _ = request.reply.send(reply);
+    }
+}
+
+#[cfg(not(unix))]
+fn serve_admin(
+    _: &Option<std::convert::Infallible>,
+    _: &mut Relay,
+    _: &Defaults,
+    _: &mut latency::Latency,
+    _: u64,
+) {
+}
+
+/// Count (and now and then log) the datagrams the kernel refused.
+fn send_errors(io_errors: &mut u64, (failed, error): (u64, Option<std::io::Error>)) {
+    for _ in 0..failed {
+        *io_errors += 1;
+        if io_errors.is_power_of_two() {
+            if let Some(e) = &error {
+                log(&format!("send error ({io_errors} so far): {e}"));
+            }
+        }
+    }
+}
+
+/// Datagrams handled before the relay sends what they caused and runs its
+/// timers: a datagram's answers wait for the rest of its batch, so a small
+/// batch bounds that wait (64 × a few µs) while still amortising the loop.
+const RECEIVE_BATCH: usize = 64;
 
 /// Rejects are logged one per line up to this many per second; the rest
 /// are summed (a flood must not flood the log).
@@ -373,6 +501,7 @@ fn serve(args: &Args) -> Result<(), String> {
         "secret",
         "secret-file",
         "matches",
+        "admin",
         "load-wait-seconds",
         "grace-seconds",
         "max-connections",
@@ -397,35 +526,53 @@ fn serve(args: &Args) -> Result<(), String> {
         Some("RUNGS_RELAY_MAX_CONNECTIONS"),
         Some(config.max_connections),
     )?;
-    let matches = args
-        .get("matches", Some("RUNGS_RELAY_MATCHES"))
-        .ok_or("--matches PATH is required (the setup file)")?;
+    let matches = args.get("matches", Some("RUNGS_RELAY_MATCHES"));
+    let admin_path = args.get("admin", Some("RUNGS_RELAY_ADMIN"));
+    if matches.is_none() && admin_path.is_none() {
+        return Err(
+            "--matches PATH (a setup file) or --admin PATH (an admin socket) is required".into(),
+        );
+    }
     let mut relay = Relay::new(config).map_err(|e| e.to_string())?;
-    let mut setup_file = SetupFile {
-        path: matches,
+    let mut setup_file = matches.map(|path| SetupFile {
+        path,
         modified: None,
         checked: None,
         defaults,
-    };
+    });
     let socket = bind(listen).map_err(|e| format!("io:bind {listen}: {e}"))?;
+    latency::enable_receive_timestamps(&socket);
+    socket
+        .set_nonblocking(true)
+        .map_err(|e| format!("io:socket: {e}"))?;
+    let mut latency = latency::Latency::new();
+    // (kernel arrival, recv returned) of the batch's datagrams, realtime ns.
+    let mut arrivals: Vec<(u64, u64)> = Vec::with_capacity(RECEIVE_BATCH);
     let local = socket
         .local_addr()
         .map_err(|e| format!("io:local address: {e}"))?;
+    let admin = open_admin(admin_path.clone())?;
     install_signal_handlers();
     log(&format!("listening on {local}"));
+    if let Some(path) = &admin_path {
+        log(&format!("admin socket at {path}"));
+    }
 
     let start = Instant::now();
     let now_us = || start.elapsed().as_micros() as u64;
-    setup_file.refresh(&mut relay, now_us())?;
+    if let Some(file) = setup_file.as_mut() {
+        file.refresh(&mut relay, now_us())?;
+    }
     let mut logger = Logger {
         second: 0,
         reject_lines: 0,
         suppressed: 0,
     };
     let mut buf = vec![0u8; 2048];
-    let mut out = vec![0u8; 1500];
+    let mut outbox = outbox::Outbox::new();
     let mut shutdown_deadline: Option<Instant> = None;
     let mut io_errors = 0u64;
+    let mut batch_was_full = false;
     loop {
         if SHUTDOWN.load(Ordering::SeqCst) && shutdown_deadline.is_none() {
             log("shutting down: ending every match");
@@ -439,26 +586,30 @@ fn serve(args: &Args) -> Result<(), String> {
             break;
         }
         if shutdown_deadline.is_none() {
-            if let Err(e) = setup_file.refresh(&mut relay, now_us()) {
-                log(&e[3..]);
+            if let Some(file) = setup_file.as_mut() {
+                if let Err(e) = file.refresh(&mut relay, now_us()) {
+                    log(&e[3..]);
+                }
             }
+            serve_admin(&admin, &mut relay, &defaults, &mut latency, now_us());
         }
         let now = now_us();
         let wait_us = relay
             .poll_timeout()
             .map_or(50_000, |t| t.saturating_sub(now))
-            .clamp(500, 50_000);
-        let _ = socket.set_read_timeout(Some(Duration::from_micros(wait_us)));
+            .clamp(50, 50_000);
+        if !batch_was_full {
+            wait_for_datagram(&socket, wait_us);
+        }
         let mut received = 0;
+        arrivals.clear();
         loop {
-            match socket.recv_from(&mut buf) {
-                Ok((len, source)) => {
+            match latency::recv_timestamped(&socket, &mut buf) {
+                Ok((len, source, arrived_ns)) => {
                     relay.handle_datagram(now_us(), unix_now().as_secs(), source, &buf[..len]);
+                    arrivals.push((arrived_ns, latency::realtime_ns()));
                     received += 1;
-                    if received == 1 {
-                        let _ = socket.set_nonblocking(true);
-                    }
-                    if received >= 1024 {
+                    if received >= RECEIVE_BATCH {
                         break;
                     }
                 }
@@ -482,20 +633,40 @@ fn serve(args: &Args) -> Result<(), String> {
                 }
             }
         }
-        if received > 0 {
-            let _ = socket.set_nonblocking(false);
-        }
+        batch_was_full = received >= RECEIVE_BATCH;
         let now = now_us();
-        if relay.poll_timeout().is_some_and(|t| t <= now) {
+        let timer_due = relay.poll_timeout().filter(|t| *t <= now);
+        if timer_due.is_some() {
             relay.handle_timeout(now);
         }
-        while let Some((to, len)) = relay.poll_transmit(now, &mut out) {
-            if let Err(e) = socket.send_to(&out[..len], to) {
-                io_errors += 1;
-                if io_errors.is_power_of_two() {
-                    log(&format!("send error ({io_errors} so far): {e}"));
-                }
+        // (The outbox always has a buffer: it is flushed when full.)
+        while let Some(buf) = outbox.next_buffer() {
+            let Some((to, len)) = relay.poll_transmit(now, buf) else {
+                break;
+            };
+            outbox.commit(to, len);
+            if outbox.is_full() {
+                send_errors(&mut io_errors, outbox.flush(&socket));
             }
+        }
+        send_errors(&mut io_errors, outbox.flush(&socket));
+        if let Some(due) = timer_due {
+            if now_us().saturating_sub(due) > 3000 {
+                eprintln!(
+                    "DEBUG late: due {due} now {now} after {:?}",
+                    relay.poll_timeout()
+                );
+            }
+            latency.timer.record(now_us().saturating_sub(due));
+        }
+        let done_ns = latency::realtime_ns();
+        for (arrived, received) in &arrivals {
+            latency
+                .datagram
+                .record(done_ns.saturating_sub(*arrived) / 1000);
+            latency
+                .processing
+                .record(done_ns.saturating_sub(*received) / 1000);
         }
         while let Some(event) = relay.poll_event() {
             logger.event(event);
