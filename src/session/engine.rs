@@ -641,6 +641,7 @@ mod tests {
             process_us: 8000,
             max_wait_ms: 0,
             worst_rtt_ms: Some(rtt_ms),
+            detail: None,
         };
         ReportLayout::Compact.encode(&report, &mut payload).unwrap();
         payload

@@ -162,6 +162,7 @@ mod tests {
                 process_us: 5000,
                 max_wait_ms: wait_ms,
                 worst_rtt_ms: Some(rtt),
+                detail: None,
             };
             record.apply_report(seat, executed, report).unwrap();
         }

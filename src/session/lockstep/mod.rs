@@ -743,7 +743,9 @@ impl LockstepSession {
         if !ready || !room {
             if self.waiting_since.is_none() {
                 self.waiting_since = Some(now_us);
-                self.measurements.wait_begin(now_us)?;
+                // Whose turn it waits for goes into the report (tracking).
+                let seat = self.missing_for(next_frame).next();
+                self.measurements.wait_begin_for(now_us, seat)?;
             }
             return Ok(Advance::Waiting);
         }
