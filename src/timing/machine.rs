@@ -109,7 +109,7 @@ impl Policy {
             Policy::Fixed { timing, .. } => *timing,
             Policy::RedAlert(_) => RedAlertPolicy::start(),
             Policy::Protocol0(_) => Protocol0Policy::start(),
-            Policy::Tracking(_) => TrackingPolicy::start(),
+            Policy::Tracking(p) => p.target(),
         }
     }
 
@@ -130,6 +130,15 @@ impl Policy {
             Policy::RedAlert(p) => (p.target(), p.rate()),
             Policy::Protocol0(p) => (p.target(), p.rate()),
             Policy::Tracking(p) => (p.target(), p.rate()),
+        }
+    }
+
+    /// Whether players report on `frame`: S3's frames, or the policy's own
+    /// cadence (every machine of a game runs the same policy).
+    fn is_report_frame(&self, frame: u32) -> bool {
+        match self {
+            Policy::Tracking(_) => super::tracking::is_report_frame(frame),
+            _ => crate::report::is_report_frame(frame),
         }
     }
 
@@ -441,6 +450,13 @@ impl TimingMachine {
         }
         self.policy.set_speed_fps(speed_fps);
         Ok(())
+    }
+
+    /// Whether this machine's player reports on `frame`: S3's report
+    /// frames (32, 64, then every 128), except under `tracking`, which has
+    /// its own cadence (every 16 frames, docs/tracking.md).
+    pub fn is_report_frame(&self, frame: u32) -> bool {
+        self.policy.is_report_frame(frame)
     }
 
     /// Ends the current frame with the master's evaluation (S4). Every
