@@ -142,6 +142,16 @@ impl Policy {
         }
     }
 
+    /// The tier players are shown for `timing` at `fps` (S6): by rung on
+    /// the ladder; by look-ahead duration under `tracking`, whose `1/L`
+    /// timings are off it (docs/tracking.md).
+    fn tier(&self, timing: Timing, fps: u8) -> Tier {
+        match self {
+            Policy::Tracking(_) => timing.tier_by_duration(fps),
+            _ => timing.tier(),
+        }
+    }
+
     fn adaptive(&self) -> Option<&MasterPolicy> {
         match self {
             Policy::Adaptive(p) => Some(p),
@@ -239,6 +249,9 @@ pub struct TimingMachine {
     /// Target of the latest executed timing event (`2/6` before any): the
     /// "previous target" of S6 messages and of S4.4 c's changes.
     executed_target: Timing,
+    /// The frame rate of the last executed timing event (the speed cap
+    /// before any): with the target, what the player message's tier reads.
+    executed_fps: u8,
     phase: Phase,
     executes_commands: bool,
     last_verdict: Verdict,
@@ -272,6 +285,7 @@ impl TimingMachine {
             policy,
             schedule: Schedule::starting_at(start, config.speed_fps),
             executed_target: start,
+            executed_fps: config.speed_fps,
             phase: Phase::NotStarted,
             executes_commands: false,
             last_verdict: Verdict::NoEvaluation,
@@ -378,11 +392,9 @@ impl TimingMachine {
                 "a timing event's fps must be 1 to 255",
             ));
         }
-        if event.target.tier() != self.executed_target.tier() {
-            self.push_output(Output::PlayerMessage {
-                frame,
-                tier: event.target.tier(),
-            });
+        let tier = self.policy.tier(event.target, event.fps);
+        if tier != self.policy.tier(self.executed_target, self.executed_fps) {
+            self.push_output(Output::PlayerMessage { frame, tier });
         }
         if event.target != self.executed_target {
             if let Some(policy) = self.policy.adaptive_mut() {
@@ -390,6 +402,7 @@ impl TimingMachine {
             }
         }
         self.executed_target = event.target;
+        self.executed_fps = event.fps;
         let (applied, changed) = self.schedule.apply(frame, event);
         self.announce(frame, changed);
         Ok(applied)
@@ -576,7 +589,7 @@ impl TimingMachine {
             target: self.policy.target().0,
             target_fps: self.policy.target().1,
             staged_target: self.schedule.staged_target(),
-            tier: self.timing().tier(),
+            tier: self.policy.tier(self.timing(), self.fps()),
             master: self.seats.master(),
             calibrating: self
                 .policy
