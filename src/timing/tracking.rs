@@ -25,16 +25,11 @@ pub const TRACKING_REPORT_PERIOD: u32 = 16;
 /// widest round trips players meet (600 ms) so the opening does not stall,
 /// and the first reports (frame 16) bring it down within a second.
 pub const START_LOOK_AHEAD_MS: u32 = 300;
-/// At most this many frames of stall margin.
-pub const MAX_STALL_MARGIN: u8 = 8;
+/// At most this much stall margin, ms (in frames at the rate, rounded up).
+pub const MAX_STALL_MARGIN_MS: u32 = 300;
 /// Frames without a stall the margin does not explain before one frame of
 /// margin goes.
 pub const CALM_FRAMES_TO_SHED_MARGIN: u32 = 1024;
-/// The stall budget the margin defends, per mille of frames (issue 12's
-/// 0.5 %).
-pub const STALL_BUDGET_PERMILLE: u32 = 5;
-/// Unexplained stalled frames beyond the budget that raise the margin.
-pub const STALL_BURST_FRAMES: u32 = 2;
 /// A seat whose frame work takes at least this share (per mille) of a frame
 /// at the current rate is CPU-bound: waiting for it is the slow CPU, which
 /// the frame rate answers (S4.2), not the network.
@@ -58,10 +53,6 @@ pub struct TrackingPolicy {
     raise_blocked_until: u32,
     /// The last frame an unexplained stall was reported (or the margin shed).
     last_unexplained_stall: u32,
-    /// Unexplained stalled frames not yet paid off by the budget, ×1000.
-    stall_debt_milli: u32,
-    /// The frame of the previous evaluation (the bucket leaks in between).
-    last_evaluation: u32,
     /// The latest report frame already taken in, per seat (so one report's
     /// stall counts once, and evaluations happen on new reports only).
     seen: [Option<u32>; MAX_SEATS],
@@ -77,8 +68,6 @@ impl TrackingPolicy {
             margin: 0,
             raise_blocked_until: 0,
             last_unexplained_stall: 0,
-            stall_debt_milli: 0,
-            last_evaluation: 0,
             seen: [None; MAX_SEATS],
         }
     }
@@ -105,6 +94,13 @@ impl TrackingPolicy {
 
     pub fn set_speed_fps(&mut self, speed_fps: u8) {
         self.speed_fps = speed_fps.max(1);
+    }
+
+    /// The most margin at `rate`: [`MAX_STALL_MARGIN_MS`] in frames.
+    fn most_margin(rate: u8) -> u8 {
+        (MAX_STALL_MARGIN_MS * u32::from(rate))
+            .div_ceil(1000)
+            .min(u32::from(MAX_LOOK_AHEAD)) as u8
     }
 
     /// The look-ahead a turn needs at `fps`: the lockstep session sends a
@@ -151,7 +147,9 @@ impl TrackingPolicy {
     /// fresh one (every machine executes the same reports on the same
     /// frames, so every machine evaluates on the same frames).
     pub fn evaluate(&mut self, record: &Record, frame: u32) -> Option<TimingEvent> {
-        if !record.all_fresh(frame) || !self.any_new_report(record) {
+        // Every player's round trip is needed: one missing would let the
+        // nearer players' bring the look-ahead down.
+        if !record.all_fresh(frame) || record.any_missing(frame) || !self.any_new_report(record) {
             return None;
         }
         let needed_rtt = record
@@ -159,8 +157,8 @@ impl TrackingPolicy {
             .filter_map(Self::needed_rtt_ms)
             .max()?;
         let rate = rate_from_reports(record, frame, self.speed_fps, self.rate);
-        let unexplained = self.take_in_reports(record, rate);
-        let raised = self.update_margin(unexplained, frame);
+        let (unexplained, typical) = self.take_in_reports(record, rate);
+        let raised = self.update_margin(unexplained, typical, rate, frame);
         let look_ahead = (Self::look_ahead_for(needed_rtt, rate) + u32::from(self.margin))
             .min(u32::from(MAX_LOOK_AHEAD)) as u8;
         if raised {
@@ -191,8 +189,9 @@ impl TrackingPolicy {
     /// in force is the network's, which the look-ahead follows; any other
     /// (loss, jitter the distribution does not show, clock error) is
     /// unexplained and counts towards the margin.
-    fn take_in_reports(&mut self, record: &Record, rate: u8) -> u32 {
+    fn take_in_reports(&mut self, record: &Record, rate: u8) -> (u32, u32) {
         let mut unexplained = 0;
+        let mut typical_frames = 0;
         for seat in record.seats() {
             let Some((report, executed)) = record.latest(seat) else {
                 continue;
@@ -204,10 +203,10 @@ impl TrackingPolicy {
                 continue;
             }
             *seen = Some(executed);
-            let (stalled, waited_for) = match report.detail {
-                Some(detail) => (detail.stalled_frames, detail.waited_for),
+            let (stalled, waited_for, stall_ms) = match report.detail {
+                Some(d) => (d.stalled_frames, d.waited_for, d.stall_ms),
                 // The older layouts say only whether a wait happened.
-                None => (u32::from(report.max_wait_ms > 0), None),
+                None => (u32::from(report.max_wait_ms > 0), None, report.max_wait_ms),
             };
             if stalled == 0 {
                 continue;
@@ -219,37 +218,43 @@ impl TrackingPolicy {
                         u64::from(slow.process_us) * u64::from(rate)
                             >= u64::from(CPU_BOUND_PERMILLE) * 1000
                     });
-            let network_needed = Self::needed_rtt_ms(&report)
+            if cpu_bound {
+                continue;
+            }
+            // How late a turn typically was: the look-ahead that would have
+            // absorbed it. The part the interval's worst round trip
+            // explains (it needed more than the look-ahead in force: a
+            // spike, which the look-ahead follows while it lasts) is not
+            // the margin's; only the rest (loss: Karn keeps retransmitted
+            // samples out of the round trips) is unexplained.
+            let typical = (u64::from(stall_ms) * u64::from(rate))
+                .div_ceil(u64::from(stalled) * 1000)
+                .min(u64::from(MAX_LOOK_AHEAD)) as u32;
+            let shortfall = report
+                .worst_rtt_ms
                 .map(|rtt| Self::look_ahead_for(rtt, rate))
-                .unwrap_or(0);
-            if !cpu_bound && network_needed <= u32::from(self.target.look_ahead()) {
+                .unwrap_or(0)
+                .saturating_sub(u32::from(self.target.look_ahead()));
+            if typical > shortfall {
                 unexplained = unexplained.max(stalled);
+                typical_frames = typical_frames.max(typical - shortfall);
             }
         }
-        unexplained
+        (unexplained, typical_frames)
     }
 
-    /// Unexplained stalled frames fill a bucket that leaks at the stall
-    /// budget ([`STALL_BUDGET_PERMILLE`] of the frames); when it holds more
-    /// than [`STALL_BURST_FRAMES`], the margin rises by a frame (once per
-    /// raise that has had time to act). A few stalls within the budget buy
-    /// nothing; a run of them does. Calm sheds a frame every
+    /// A stall the round trips do not explain raises the margin by the
+    /// frames a turn was typically late (at least 1), once per raise that
+    /// has had time to act, up to [`MAX_STALL_MARGIN_MS`]; the budget of
+    /// 0.5 % of frames is too small to spend on learning (a 900-frame game
+    /// may stall on 4), so every such stall counts. Calm sheds a frame every
     /// [`CALM_FRAMES_TO_SHED_MARGIN`] frames. Whether the margin rose.
-    fn update_margin(&mut self, unexplained: u32, frame: u32) -> bool {
-        let elapsed = frame.saturating_sub(self.last_evaluation);
-        self.last_evaluation = frame;
-        self.stall_debt_milli = self
-            .stall_debt_milli
-            .saturating_sub(elapsed.saturating_mul(STALL_BUDGET_PERMILLE))
-            .saturating_add(unexplained.saturating_mul(1000));
+    fn update_margin(&mut self, unexplained: u32, typical: u32, rate: u8, frame: u32) -> bool {
+        let most = Self::most_margin(rate);
         if unexplained > 0 {
             self.last_unexplained_stall = frame;
-            if self.stall_debt_milli > STALL_BURST_FRAMES * 1000
-                && frame >= self.raise_blocked_until
-                && self.margin < MAX_STALL_MARGIN
-            {
-                self.margin += 1;
-                self.stall_debt_milli = 0;
+            if frame >= self.raise_blocked_until && self.margin < most {
+                self.margin = (u32::from(self.margin) + typical.max(1)).min(u32::from(most)) as u8;
                 return true;
             }
         } else if self.margin > 0
@@ -367,41 +372,34 @@ mod tests {
             policy.evaluate(&record, 41).unwrap().target.to_string(),
             "1/1"
         );
-        // One stalled frame is within the 0.5 % budget: nothing.
+        // A 10 ms stall on a 20 ms network at 1/1 is unexplained: a frame
+        // of margin (10 ms is a third of a frame, rounded up).
         apply(
             &mut record,
             57,
             report(20, 5000, detail(20, 20, 20, 1, Some(1))),
         );
-        assert_eq!(policy.evaluate(&record, 57), None);
-        // A run of unexplained stalls on a 20 ms network at 1/1: a frame of margin.
-        apply(
-            &mut record,
-            73,
-            report(20, 5000, detail(20, 20, 20, 3, Some(1))),
-        );
         assert_eq!(
-            policy.evaluate(&record, 73).unwrap().target.to_string(),
+            policy.evaluate(&record, 57).unwrap().target.to_string(),
             "1/2"
         );
         assert_eq!(policy.margin(), 1);
         // Stalls reported before the raise could act add nothing.
         apply(
             &mut record,
-            89,
+            73,
             report(20, 5000, detail(20, 20, 20, 5, Some(1))),
         );
-        assert_eq!(policy.evaluate(&record, 89), None);
+        assert_eq!(policy.evaluate(&record, 73), None);
         assert_eq!(policy.margin(), 1);
-        // After it, another run raises it again.
-        apply(
-            &mut record,
-            121,
-            report(20, 5000, detail(20, 20, 20, 4, Some(1))),
-        );
+        // After it, turns typically 100 ms late (3 stalls, 300 ms): three
+        // frames more.
+        let mut late = detail(20, 20, 20, 3, Some(1));
+        late.stall_ms = 300;
+        apply(&mut record, 121, report(20, 5000, late));
         assert_eq!(
             policy.evaluate(&record, 121).unwrap().target.to_string(),
-            "1/3"
+            "1/5"
         );
         // Calm reports shed a frame every 1024 frames.
         let mut frame = 121;
@@ -414,7 +412,28 @@ mod tests {
             );
             policy.evaluate(&record, frame);
         }
-        assert_eq!(policy.margin(), 1);
+        assert_eq!(policy.margin(), 3);
+    }
+
+    #[test]
+    fn a_player_without_a_round_trip_holds_the_evaluation() {
+        let mut policy = TrackingPolicy::new(30);
+        let mut record = Record::new(0, [0, 1]);
+        record
+            .apply_report(0, 25, report(20, 5000, detail(20, 20, 20, 0, None)))
+            .unwrap();
+        let none = Report {
+            worst_rtt_ms: None,
+            detail: Some(ReportDetail::from_worst(None)),
+            ..report(20, 5000, detail(20, 20, 20, 0, None))
+        };
+        record.apply_report(1, 25, none).unwrap();
+        assert_eq!(
+            policy.evaluate(&record, 25),
+            None,
+            "the near player alone must not decide"
+        );
+        assert_eq!(policy.target(), TrackingPolicy::start(30));
     }
 
     #[test]
