@@ -27,9 +27,9 @@ pub const TRACKING_REPORT_PERIOD: u32 = 16;
 pub const START_LOOK_AHEAD_MS: u32 = 300;
 /// At most this much stall margin, ms (in frames at the rate, rounded up).
 pub const MAX_STALL_MARGIN_MS: u32 = 300;
-/// Frames without a stall the margin does not explain before one frame of
-/// margin goes.
-pub const CALM_FRAMES_TO_SHED_MARGIN: u32 = 1024;
+/// Frames without a stall the margin does not explain before a quarter of
+/// the margin (at least a frame) goes.
+pub const CALM_FRAMES_TO_SHED_MARGIN: u32 = 512;
 /// A seat whose frame work takes at least this share (per mille) of a frame
 /// at the current rate is CPU-bound: waiting for it is the slow CPU, which
 /// the frame rate answers (S4.2), not the network.
@@ -247,8 +247,9 @@ impl TrackingPolicy {
     /// frames a turn was typically late (at least 1), once per raise that
     /// has had time to act, up to [`MAX_STALL_MARGIN_MS`]; the budget of
     /// 0.5 % of frames is too small to spend on learning (a 900-frame game
-    /// may stall on 4), so every such stall counts. Calm sheds a frame every
-    /// [`CALM_FRAMES_TO_SHED_MARGIN`] frames. Whether the margin rose.
+    /// may stall on 4), so every such stall counts. Calm sheds a quarter of
+    /// the margin (at least a frame) every [`CALM_FRAMES_TO_SHED_MARGIN`]
+    /// frames. Whether the margin rose.
     fn update_margin(&mut self, unexplained: u32, typical: u32, rate: u8, frame: u32) -> bool {
         let most = Self::most_margin(rate);
         if unexplained > 0 {
@@ -260,7 +261,7 @@ impl TrackingPolicy {
         } else if self.margin > 0
             && frame.saturating_sub(self.last_unexplained_stall) >= CALM_FRAMES_TO_SHED_MARGIN
         {
-            self.margin -= 1;
+            self.margin -= (self.margin / 4).max(1);
             self.last_unexplained_stall = frame;
         }
         false
@@ -401,7 +402,7 @@ mod tests {
             policy.evaluate(&record, 121).unwrap().target.to_string(),
             "1/5"
         );
-        // Calm reports shed a frame every 1024 frames.
+        // Calm reports shed a quarter (at least a frame) every 512 frames.
         let mut frame = 121;
         while frame < 121 + CALM_FRAMES_TO_SHED_MARGIN {
             frame += TRACKING_REPORT_PERIOD;
