@@ -16,6 +16,7 @@ fn report(seat: u8) -> Report {
         process_us: 8000 + u32::from(seat) * 100,
         max_wait_ms: 0,
         worst_rtt_ms: Some(60 + u32::from(seat)),
+        detail: None,
     }
 }
 

@@ -115,7 +115,7 @@ static void test_setup(void) {
     c.timing_event_id = 256;
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
     c = config_for(&seen, 0);
-    c.report_layout = 2;
+    c.report_layout = 3;
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
     c = config_for(&seen, 0);
     c.struct_size = 8;
@@ -468,9 +468,10 @@ static void test_refused_configurations(void) {
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_MESSAGE_HAS("config->speed_fps is 0; expected 1 to 255");
     c = config_for(&seen, 0);
-    c.report_layout = 2;
+    c.report_layout = 3;
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("config->report_layout is 2; expected RUNGS_REPORT_LAYOUT_COMPACT (0)");
+    CHECK_MESSAGE_HAS("config->report_layout is 3; expected RUNGS_REPORT_LAYOUT_COMPACT (0), "
+                      "RUNGS_REPORT_LAYOUT_EXTENDED (1) or RUNGS_REPORT_LAYOUT_DETAILED (2)");
     c = config_for(&seen, 0);
     c.timing_event_id = 300;
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
@@ -852,6 +853,55 @@ static void test_frame_readiness_through_a_staged_decrease(void) {
     }
 }
 
+/* Tracking with the detailed layout: reports every 16 frames, 22 bytes,
+ * version 2, carrying the stall the engine measured (one wait of 40 ms for
+ * seat 1, which the session names when the engine does not: nobody). */
+static void test_tracking_reports_in_the_detailed_layout(void) {
+    seen_t seen;
+    rungs_session_config c;
+    rungs_session *s = NULL;
+    uint32_t frame;
+    uint8_t version_1[RUNGS_REPORT_EXTENDED_PAYLOAD_LEN];
+    rungs_report decoded;
+    memset(&seen, 0, sizeof seen);
+    c = config_for(&seen, 0);
+    c.policy = RUNGS_POLICY_TRACKING;
+    c.report_layout = RUNGS_REPORT_LAYOUT_DETAILED;
+    CHECK_EQ(rungs_session_new(&c, &s), RUNGS_OK);
+    if (!s) return;
+    CHECK_EQ(rungs_session_rtt_sample(s, 1, 80, 1), RUNGS_OK);
+    CHECK_EQ(rungs_session_wait_begin(s, 1000), RUNGS_OK);
+    CHECK_EQ(rungs_session_wait_end(s, 41000), RUNGS_OK);
+    for (frame = 0; frame <= 15; frame++) plain_frame(s, frame);
+    CHECK_EQ(seen.queued, 0);
+    plain_frame(s, 16);
+    CHECK_EQ(seen.queued, 1);
+    CHECK_EQ(seen.last_type, 36);
+    CHECK_EQ(seen.last_len, RUNGS_REPORT_DETAILED_PAYLOAD_LEN);
+    CHECK_EQ(seen.last_payload[0], 2);               /* version */
+    CHECK_EQ(seen.last_payload[5], 80);              /* worst round trip, ms */
+    CHECK_EQ(seen.last_payload[9], 80);              /* median */
+    CHECK_EQ(seen.last_payload[15], 17);             /* frames 0..16 */
+    CHECK_EQ(seen.last_payload[17], 1);              /* one stalled frame */
+    CHECK_EQ(seen.last_payload[19], 40);             /* 40 ms of stall */
+    CHECK_EQ(seen.last_payload[21], 0xFF);           /* for nobody named */
+    for (frame = 17; frame <= 32; frame++) plain_frame(s, frame);
+    CHECK_EQ(seen.queued, 2);
+    CHECK_EQ(seen.last_payload[17], 0);              /* that stall was reported once */
+    CHECK_EQ(rungs_session_free(s), RUNGS_OK);
+
+    /* The payload calls have no struct for the detail: they refuse it. */
+    memset(&decoded, 0, sizeof decoded);
+    CHECK_EQ(rungs_report_payload_encode(&decoded, RUNGS_REPORT_LAYOUT_DETAILED, version_1,
+                                         sizeof version_1, NULL),
+             RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(rungs_report_payload_decode(seen.last_payload, RUNGS_REPORT_DETAILED_PAYLOAD_LEN,
+                                         RUNGS_REPORT_LAYOUT_DETAILED, &decoded),
+             RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("layout is RUNGS_REPORT_LAYOUT_DETAILED (2), which only a rungs_session "
+                      "encodes and decodes");
+}
+
 int main(void) {
 
     test_setup();
@@ -863,5 +913,6 @@ int main(void) {
     test_messages_name_c_functions();
     test_frame_readiness_through_a_staged_decrease();
     test_round_trips_from_the_transport();
+    test_tracking_reports_in_the_detailed_layout();
     return harness_report("session");
 }

@@ -185,6 +185,20 @@
 #define RUNGS_REPORT_LAYOUT_EXTENDED 1
 
 /**
+ * NETWORK_REPORT layout: 22 bytes, version 2, the extended fields plus the
+ * round-trip distribution and the stalls by seat (docs/payloads.md), what
+ * the tracking policy reads. Only for `rungs_session_config.report_layout`:
+ * the session measures, encodes and decodes it; `rungs_report` has no
+ * fields for its detail, so the payload calls refuse it.
+ */
+#define RUNGS_REPORT_LAYOUT_DETAILED 2
+
+/**
+ * Bytes of a NETWORK_REPORT payload in the detailed layout.
+ */
+#define RUNGS_REPORT_DETAILED_PAYLOAD_LEN 22
+
+/**
  * Bytes of a relay ticket.
  */
 #define RUNGS_RELAY_TICKET_BYTES 42
@@ -1015,7 +1029,8 @@ typedef struct rungs_session_config {
      */
     uint8_t local_seat;
     /**
-     * `RUNGS_REPORT_LAYOUT_COMPACT` or `RUNGS_REPORT_LAYOUT_EXTENDED`.
+     * `RUNGS_REPORT_LAYOUT_COMPACT`, `RUNGS_REPORT_LAYOUT_EXTENDED` or
+     * `RUNGS_REPORT_LAYOUT_DETAILED` (what the tracking policy reads).
      */
     uint8_t report_layout;
     /**

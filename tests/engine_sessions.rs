@@ -549,6 +549,7 @@ fn a_report_payload_survives_the_engine_unchanged() {
         process_us: 12_345,
         max_wait_ms: 150,
         worst_rtt_ms: Some(222),
+        detail: None,
     };
     let mut bytes = [0u8; 16];
     let len = ReportLayout::Extended.encode(&report, &mut bytes).unwrap();

@@ -81,6 +81,7 @@ fn steady_state_frames_do_not_allocate() {
                         process_us: 9000,
                         max_wait_ms: 0,
                         worst_rtt_ms: Some(rtt),
+                        detail: None,
                     };
                     machine.execute_report(seat, report).unwrap();
                 }

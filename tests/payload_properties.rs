@@ -4,10 +4,11 @@
 //! never a panic.
 
 use proptest::prelude::*;
-use rungs::report::Report;
+use rungs::report::{Report, ReportDetail};
 use rungs::timing::{Timing, TimingEvent};
 use rungs::wire::events::{
-    ReportLayout, TimingLayout, REPORT_EXTENDED_LEN, RTT_NONE, TS_EVENT_DATA_LEN,
+    ReportLayout, TimingLayout, REPORT_DETAILED_LEN, REPORT_DETAILED_VERSION, RTT_NONE,
+    TS_EVENT_DATA_LEN,
 };
 use rungs::Error;
 
@@ -32,27 +33,79 @@ fn timing_layout() -> impl Strategy<Value = TimingLayout> {
     ]
 }
 
+/// Any report, with a detail that keeps [`ReportDetail`]'s invariants.
 fn report() -> impl Strategy<Value = Report> {
-    (any::<u32>(), any::<u32>(), any::<Option<u32>>()).prop_map(
-        |(process_us, max_wait_ms, worst_rtt_ms)| Report {
-            process_us,
-            max_wait_ms,
-            worst_rtt_ms,
-        },
+    (
+        (any::<u32>(), any::<u32>(), any::<Option<u32>>()),
+        (any::<[u64; 3]>(), any::<u32>(), any::<u64>(), any::<u32>()),
+        proptest::option::of(0u8..16),
     )
+        .prop_map(
+            |((process_us, max_wait_ms, worst_rtt_ms), (rtts, frames, stalled, stall_ms), seat)| {
+                let below_worst = |r: u64| worst_rtt_ms.map(|w| (r % (u64::from(w) + 1)) as u32);
+                let (median, p90) = (below_worst(rtts[0]), below_worst(rtts[1]));
+                let stalled_frames = (stalled % (u64::from(frames) + 1)) as u32;
+                Report {
+                    process_us,
+                    max_wait_ms,
+                    worst_rtt_ms,
+                    detail: Some(ReportDetail {
+                        median_rtt_ms: median.min(p90),
+                        p90_rtt_ms: median.max(p90),
+                        latest_rtt_ms: below_worst(rtts[2]),
+                        frames,
+                        stalled_frames,
+                        stall_ms: if stalled_frames == 0 { 0 } else { stall_ms },
+                        waited_for: seat.filter(|_| stalled_frames > 0),
+                    }),
+                }
+            },
+        )
 }
 
 fn report_layout() -> impl Strategy<Value = ReportLayout> {
-    prop_oneof![Just(ReportLayout::Compact), Just(ReportLayout::Extended)]
+    prop_oneof![
+        Just(ReportLayout::Compact),
+        Just(ReportLayout::Extended),
+        Just(ReportLayout::Detailed)
+    ]
 }
 
 /// Any length up to past the event union, weighted towards the payload
-/// lengths (4–9) so the accepting path is reached too.
+/// lengths (4–9, 22 with the detailed version byte) so the accepting path is
+/// reached too.
 fn arbitrary_bytes() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
         proptest::collection::vec(any::<u8>(), 0..48),
         proptest::collection::vec(any::<u8>(), 4..=9),
+        proptest::collection::vec(any::<u8>(), REPORT_DETAILED_LEN).prop_map(|mut bytes| {
+            bytes[0] = REPORT_DETAILED_VERSION;
+            bytes
+        }),
     ]
+}
+
+/// What the detailed layout can say about `report` (saturation).
+fn as_detailed_reads(report: Report) -> Report {
+    let rtt = |ms: Option<u32>| ms.map(|ms| ms.min(u32::from(RTT_NONE) - 1));
+    let detail = report.detail.map(|d| {
+        let frames = d.frames.min(0xFFFF);
+        ReportDetail {
+            median_rtt_ms: rtt(d.median_rtt_ms),
+            p90_rtt_ms: rtt(d.p90_rtt_ms),
+            latest_rtt_ms: rtt(d.latest_rtt_ms),
+            frames,
+            stalled_frames: d.stalled_frames.min(frames),
+            stall_ms: d.stall_ms.min(0xFFFF),
+            waited_for: d.waited_for,
+        }
+    });
+    Report {
+        max_wait_ms: report.max_wait_ms.min(0xFFFF),
+        worst_rtt_ms: rtt(report.worst_rtt_ms),
+        detail,
+        ..report
+    }
 }
 
 /// What the compact layout can say about `report` (rounding up, saturation).
@@ -63,6 +116,7 @@ fn as_compact_reads(report: Report) -> Report {
         worst_rtt_ms: report
             .worst_rtt_ms
             .map(|ms| ms.min(u32::from(RTT_NONE) - 1)),
+        detail: None,
     }
 }
 
@@ -92,6 +146,34 @@ proptest! {
     }
 
     #[test]
+    fn report_round_trips_in_detailed_up_to_saturation(report in report()) {
+        let mut buf = [0u8; TS_EVENT_DATA_LEN];
+        let len = ReportLayout::Detailed.encode(&report, &mut buf).unwrap();
+        prop_assert_eq!(len, REPORT_DETAILED_LEN);
+        prop_assert_eq!(buf[0], REPORT_DETAILED_VERSION);
+        let decoded = ReportLayout::Detailed.decode(&buf[..len]).unwrap();
+        prop_assert_eq!(decoded, as_detailed_reads(report));
+        // Without a detail, or with one that breaks an invariant, the
+        // detailed layout refuses to encode and writes nothing.
+        let mut untouched = [0xA5u8; REPORT_DETAILED_LEN];
+        let bare = Report { detail: None, ..report };
+        prop_assert!(matches!(
+            ReportLayout::Detailed.encode(&bare, &mut untouched),
+            Err(Error::InvalidArgument(_))
+        ));
+        let mut broken = report.detail.unwrap();
+        broken.stalled_frames = broken.frames.saturating_add(1);
+        let broken = Report { detail: Some(broken), ..report };
+        if report.detail.unwrap().frames < u32::MAX {
+            prop_assert!(matches!(
+                ReportLayout::Detailed.encode(&broken, &mut untouched),
+                Err(Error::InvalidArgument(_))
+            ));
+        }
+        prop_assert!(untouched.iter().all(|&b| b == 0xA5));
+    }
+
+    #[test]
     fn report_round_trips_exactly_in_extended_and_as_documented_in_compact(
         report in report(),
     ) {
@@ -100,6 +182,7 @@ proptest! {
         let expected_extended = Report {
             max_wait_ms: report.max_wait_ms.min(0xFFFF),
             worst_rtt_ms: report.worst_rtt_ms.map(|ms| ms.min(0xFFFE)),
+            detail: None,
             ..report
         };
         prop_assert_eq!(ReportLayout::Extended.decode(&buf[..len]).unwrap(), expected_extended);
@@ -190,7 +273,7 @@ proptest! {
         fog_bias in any::<u8>(),
         report in report(),
         report_layout in report_layout(),
-        cut in 0usize..REPORT_EXTENDED_LEN,
+        cut in 0usize..REPORT_DETAILED_LEN,
         extra in proptest::collection::vec(any::<u8>(), 1..8),
     ) {
         let mut buf = [0u8; TS_EVENT_DATA_LEN];
@@ -216,7 +299,7 @@ proptest! {
         event in timing_event(),
         report in report(),
         report_layout in report_layout(),
-        cap in 0usize..REPORT_EXTENDED_LEN,
+        cap in 0usize..REPORT_DETAILED_LEN,
     ) {
         let mut buf = vec![0xA5u8; cap];
         let needed = TimingLayout::TIBERIAN_SUN.payload_len();

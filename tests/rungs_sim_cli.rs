@@ -651,7 +651,14 @@ fn the_suite_runs_every_policy_on_every_scenario_and_judges_the_targets() {
     std::fs::write(dir.path().join("notes.txt"), "not a scenario\n").unwrap();
     let dir_arg = dir.path().to_str().unwrap();
     let table = run_ok(&["suite", "--dir", dir_arg, "--frames", "600"]);
-    let policies = ["adaptive", "ra", "protocol0", "fixed:2/6", "fixed:3/9"];
+    let policies = [
+        "tracking",
+        "adaptive",
+        "ra",
+        "protocol0",
+        "fixed:2/6",
+        "fixed:3/9",
+    ];
     for scenario in ["calm", "rough"] {
         for policy in policies {
             assert!(
@@ -674,9 +681,11 @@ fn the_suite_runs_every_policy_on_every_scenario_and_judges_the_targets() {
     let verdicts: Vec<&str> = verdicts.collect();
     assert_eq!(
         verdicts.len(),
-        4,
-        "two targets on each of two scenarios:\n{table}"
+        8,
+        "two targets on each of two scenarios for tracking and adaptive:\n{table}"
     );
+    assert!(table.contains("targets for tracking (issue 12"), "{table}");
+    assert!(table.contains("targets for adaptive (issue 5"), "{table}");
     assert!(verdicts
         .iter()
         .all(|l| l.contains("MET") || l.contains("MISSED") || l.contains("NOT JUDGED")));
@@ -686,9 +695,10 @@ fn the_suite_runs_every_policy_on_every_scenario_and_judges_the_targets() {
         "suite", "--dir", dir_arg, "--frames", "600", "--json",
     ]));
     let runs = json.array();
-    assert_eq!(runs.len(), 10);
+    assert_eq!(runs.len(), 12);
     assert_eq!(runs[0].get("scenario"), &Json::Text("calm".into()));
-    assert_eq!(runs[9].get("policy"), &Json::Text("fixed:3/9".into()));
+    assert_eq!(runs[0].get("policy"), &Json::Text("tracking".into()));
+    assert_eq!(runs[11].get("policy"), &Json::Text("fixed:3/9".into()));
     assert!(runs.iter().all(|run| run.get("frames").number() == 600.0));
 }
 

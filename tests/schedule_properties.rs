@@ -96,6 +96,7 @@ fn drive(steps: &[Step], use_policy: bool) -> Result<Vec<Timing>, TestCaseError>
                         process_us,
                         max_wait_ms: wait_ms,
                         worst_rtt_ms: rtt,
+                        detail: None,
                     };
                     machine.execute_report(seat, report).unwrap();
                 }

@@ -19,7 +19,7 @@ use std::net::SocketAddr;
 use std::time::Instant;
 
 use rungs::link::{Endpoint, EndpointConfig, LinkConfig};
-use rungs::report::Report;
+use rungs::report::{Report, ReportDetail};
 use rungs::session::{LockstepConfig, LockstepSession};
 use rungs::sim::SplitMix64;
 
@@ -44,11 +44,15 @@ fn random_item(rng: &mut SplitMix64, seats: u8) -> Item {
             target: Timing::new(10, 250).unwrap(),
             fps: 1 + rng.below_or_equal(59) as u8,
         }),
-        _ => Item::Report(Report {
-            process_us: rng.below_or_equal(50_000) as u32,
-            max_wait_ms: rng.below_or_equal(500) as u32,
-            worst_rtt_ms: Some(rng.below_or_equal(900) as u32),
-        }),
+        _ => {
+            let worst_rtt_ms = Some(rng.below_or_equal(900) as u32);
+            Item::Report(Report {
+                process_us: rng.below_or_equal(50_000) as u32,
+                max_wait_ms: rng.below_or_equal(500) as u32,
+                worst_rtt_ms,
+                detail: Some(ReportDetail::from_worst(worst_rtt_ms)),
+            })
+        }
     }
 }
 

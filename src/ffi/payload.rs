@@ -33,6 +33,14 @@ pub const RUNGS_TS_FOG_BIAS: u8 = 10;
 pub const RUNGS_REPORT_LAYOUT_COMPACT: u8 = 0;
 /// NETWORK_REPORT layout: 9 bytes, version 1, process time in µs.
 pub const RUNGS_REPORT_LAYOUT_EXTENDED: u8 = 1;
+/// NETWORK_REPORT layout: 22 bytes, version 2, the extended fields plus the
+/// round-trip distribution and the stalls by seat (docs/payloads.md), what
+/// the tracking policy reads. Only for `rungs_session_config.report_layout`:
+/// the session measures, encodes and decodes it; `rungs_report` has no
+/// fields for its detail, so the payload calls refuse it.
+pub const RUNGS_REPORT_LAYOUT_DETAILED: u8 = 2;
+/// Bytes of a NETWORK_REPORT payload in the detailed layout.
+pub const RUNGS_REPORT_DETAILED_PAYLOAD_LEN: usize = 22;
 
 // The C constants are literals (cbindgen copies them into the header); they
 // must agree with the codecs.
@@ -40,6 +48,7 @@ const _: () = assert!(RUNGS_TIMING_PAYLOAD_LEN == events::TIMING_LEN);
 const _: () = assert!(RUNGS_RA_TIMING_PAYLOAD_LEN == events::RA_TIMING_LEN);
 const _: () = assert!(RUNGS_REPORT_PAYLOAD_LEN == events::REPORT_LEN);
 const _: () = assert!(RUNGS_REPORT_EXTENDED_PAYLOAD_LEN == events::REPORT_EXTENDED_LEN);
+const _: () = assert!(RUNGS_REPORT_DETAILED_PAYLOAD_LEN == events::REPORT_DETAILED_LEN);
 const _: () = assert!(RUNGS_TS_FOG_BIAS == events::TS_FOG_BIAS);
 
 /// Encode `*event` as a Tiberian Sun TIMING payload (5 bytes) into `buf` of
@@ -213,14 +222,30 @@ unsafe fn encode_timing(
     }
 }
 
+/// A payload call's layout: compact or extended (the detailed layout's
+/// detail has no C struct).
 pub(crate) fn report_layout(layout: u8) -> Result<ReportLayout> {
     match layout {
         RUNGS_REPORT_LAYOUT_COMPACT => Ok(ReportLayout::Compact),
         RUNGS_REPORT_LAYOUT_EXTENDED => Ok(ReportLayout::Extended),
+        RUNGS_REPORT_LAYOUT_DETAILED => Err(Error::InvalidValue(
+            "layout is RUNGS_REPORT_LAYOUT_DETAILED (2), which only a rungs_session \
+             encodes and decodes; expected RUNGS_REPORT_LAYOUT_COMPACT (0) or \
+             RUNGS_REPORT_LAYOUT_EXTENDED (1)"
+                .to_string(),
+        )),
         _ => Err(Error::InvalidValue(format!(
             "layout is {layout}; expected RUNGS_REPORT_LAYOUT_COMPACT (0) or \
              RUNGS_REPORT_LAYOUT_EXTENDED (1)"
         ))),
+    }
+}
+
+/// A session's layout: any of the three.
+pub(crate) fn session_report_layout(layout: u8) -> Option<ReportLayout> {
+    match layout {
+        RUNGS_REPORT_LAYOUT_DETAILED => Some(ReportLayout::Detailed),
+        other => report_layout(other).ok(),
     }
 }
 

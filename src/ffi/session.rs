@@ -8,7 +8,7 @@ use super::args::{
     flag, in_range, read_config, require, slice_in, write_optional, write_out, write_to,
 };
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
-use super::payload::report_layout;
+use super::payload::session_report_layout;
 use super::result::rungs_result;
 use super::timing_machine::{
     deliver_output, fill_status, rungs_timing_callbacks, rungs_timing_status,
@@ -72,7 +72,8 @@ pub struct rungs_session_config {
     /// This machine's seat (a human seat), or `RUNGS_NO_SEAT` to follow a
     /// recording without reporting or sending.
     pub local_seat: u8,
-    /// `RUNGS_REPORT_LAYOUT_COMPACT` or `RUNGS_REPORT_LAYOUT_EXTENDED`.
+    /// `RUNGS_REPORT_LAYOUT_COMPACT`, `RUNGS_REPORT_LAYOUT_EXTENDED` or
+    /// `RUNGS_REPORT_LAYOUT_DETAILED` (what the tracking policy reads).
     pub report_layout: u8,
     /// Bit `i` set: seat `i` is a human player.
     pub human_seat_mask: u32,
@@ -211,10 +212,10 @@ fn session_config(c: &rungs_session_config) -> Result<SessionConfig> {
             ));
         }
     }
-    let report_layout = report_layout(c.report_layout).map_err(|_| {
+    let report_layout = session_report_layout(c.report_layout).ok_or_else(|| {
         Error::InvalidValue(format!(
-            "config->report_layout is {}; expected RUNGS_REPORT_LAYOUT_COMPACT (0) or \
-             RUNGS_REPORT_LAYOUT_EXTENDED (1)",
+            "config->report_layout is {}; expected RUNGS_REPORT_LAYOUT_COMPACT (0), \
+             RUNGS_REPORT_LAYOUT_EXTENDED (1) or RUNGS_REPORT_LAYOUT_DETAILED (2)",
             c.report_layout
         ))
     })?;

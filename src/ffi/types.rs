@@ -192,6 +192,7 @@ impl TryFrom<rungs_report> for Report {
             process_us: report.process_us,
             max_wait_ms: report.max_wait_ms,
             worst_rtt_ms: has_worst_rtt.then_some(report.worst_rtt_ms),
+            detail: None,
         })
     }
 }
@@ -311,6 +312,7 @@ mod tests {
             process_us: 5,
             max_wait_ms: 6,
             worst_rtt_ms: None,
+            detail: None,
         };
         let c = rungs_report::from(none);
         assert_eq!((c.has_worst_rtt, c.worst_rtt_ms), (0, 0));

@@ -24,9 +24,24 @@
 //!   a player alone. A sample that is not clean (its packet was retransmitted,
 //!   S8) never replaces a measured value — which is exactly how a
 //!   retransmitting link keeps contributing its last measured round trip.
+//!
+//! The detail (NETWORK_REPORT version 2, [`ReportDetail`], for the
+//! `tracking` policy, docs/tracking.md) adds, per interval:
+//! - **Round-trip distribution**: per peer the median and 90th percentile
+//!   (nearest rank) of the interval's last [`RTT_SAMPLES_KEPT`] clean
+//!   samples (the last clean sample when there were none), and the latest
+//!   clean sample; each the largest over peers, `None` exactly when the worst
+//!   round trip is.
+//! - **Stalls**: the frames run, how many of them waited, the total wait,
+//!   and the seat waited for longest — the engine names it when it starts
+//!   waiting ([`wait_begin_for`](Measurements::wait_begin_for),
+//!   [`add_wait_for_us`](Measurements::add_wait_for_us)); a wait for no
+//!   known seat counts as a stall of nobody. Unlike the longest wait, these
+//!   cover this interval only, so one stall is reported once.
 
 use crate::error::{Error, Result};
-use crate::report::Report;
+use crate::report::record::MAX_SEATS;
+use crate::report::{Report, ReportDetail};
 
 /// The first report goes out on this frame (S3).
 pub const FIRST_REPORT_FRAME: u32 = 32;
@@ -34,6 +49,9 @@ pub const FIRST_REPORT_FRAME: u32 = 32;
 pub const SECOND_REPORT_FRAME: u32 = 64;
 /// After the second, a report every this many frames: 192, 320, 448, ... (S3).
 pub const REPORT_PERIOD: u32 = 128;
+/// Round-trip samples kept per peer and interval for the distribution (the
+/// last ones; a report interval is 128 frames, one sample a frame).
+pub const RTT_SAMPLES_KEPT: usize = 128;
 
 /// Whether `frame` is one on which each player sends a report (S3):
 /// 32, 64, then every 128 frames (192, 320, 448, ...).
@@ -53,6 +71,11 @@ pub struct Measurements {
     wait: Bracket,
     longest_wait_us_this_interval: u64,
     longest_wait_us_previous_interval: u64,
+    /// The seat the open wait is for, if the engine said.
+    waiting_for: Option<u8>,
+    stalled_frames_this_interval: u32,
+    stall_us_this_interval: u64,
+    wait_us_by_seat: [u64; MAX_SEATS],
     peers: Vec<PeerRoundTrip>,
 }
 
@@ -62,11 +85,49 @@ struct PeerRoundTrip {
     peer: u8,
     last_clean_ms: Option<u32>,
     worst_clean_ms_this_interval: Option<u32>,
+    /// The interval's clean samples, a ring of the last [`RTT_SAMPLES_KEPT`].
+    samples: [u32; RTT_SAMPLES_KEPT],
+    samples_this_interval: u32,
 }
 
 impl PeerRoundTrip {
+    fn new(peer: u8) -> PeerRoundTrip {
+        PeerRoundTrip {
+            peer,
+            last_clean_ms: None,
+            worst_clean_ms_this_interval: None,
+            samples: [0; RTT_SAMPLES_KEPT],
+            samples_this_interval: 0,
+        }
+    }
+
     fn reported_ms(&self) -> Option<u32> {
         self.worst_clean_ms_this_interval.or(self.last_clean_ms)
+    }
+
+    fn add_clean(&mut self, rtt_ms: u32) {
+        self.last_clean_ms = Some(rtt_ms);
+        self.worst_clean_ms_this_interval = Some(
+            self.worst_clean_ms_this_interval
+                .map_or(rtt_ms, |worst| worst.max(rtt_ms)),
+        );
+        let at = self.samples_this_interval as usize % RTT_SAMPLES_KEPT;
+        self.samples[at] = rtt_ms;
+        self.samples_this_interval = self.samples_this_interval.saturating_add(1);
+    }
+
+    /// Median and 90th percentile (nearest rank) of the kept samples, or
+    /// the last clean sample for both when the interval had none.
+    fn percentiles_ms(&self) -> Option<(u32, u32)> {
+        let kept = (self.samples_this_interval as usize).min(RTT_SAMPLES_KEPT);
+        if kept == 0 {
+            return self.last_clean_ms.map(|ms| (ms, ms));
+        }
+        let mut sorted = self.samples;
+        let sorted = &mut sorted[..kept];
+        sorted.sort_unstable();
+        let rank = |percent: usize| sorted[(percent * kept).div_ceil(100).max(1) - 1];
+        Some((rank(50), rank(90)))
     }
 }
 
@@ -96,6 +157,10 @@ impl Measurements {
             ),
             longest_wait_us_this_interval: 0,
             longest_wait_us_previous_interval: 0,
+            waiting_for: None,
+            stalled_frames_this_interval: 0,
+            stall_us_this_interval: 0,
+            wait_us_by_seat: [0; MAX_SEATS],
             peers: Vec::new(),
         }
     }
@@ -125,20 +190,41 @@ impl Measurements {
     /// The machine starts waiting for the other players at `now_us`.
     /// `State` if a wait is already open.
     pub fn wait_begin(&mut self, now_us: u64) -> Result<()> {
-        self.wait.begin(now_us)
+        self.wait_begin_for(now_us, None)
+    }
+
+    /// The machine starts waiting at `now_us` for `seat`'s turn (`None`:
+    /// for no known seat, e.g. for room to send). `State` if a wait is
+    /// already open.
+    pub fn wait_begin_for(&mut self, now_us: u64, seat: Option<u8>) -> Result<()> {
+        self.wait.begin(now_us)?;
+        self.waiting_for = seat;
+        Ok(())
     }
 
     /// The open wait ends at `now_us`. `State` without an open wait,
     /// `InvalidArgument` if `now_us` is before the begin (the wait stays open).
     pub fn wait_end(&mut self, now_us: u64) -> Result<()> {
         let duration = self.wait.end(now_us)?;
-        self.add_wait_us(duration);
+        let seat = self.waiting_for.take();
+        self.add_wait_for_us(duration, seat);
         Ok(())
     }
 
     /// One wait for the other players lasted `duration_us`.
     pub fn add_wait_us(&mut self, duration_us: u64) {
+        self.add_wait_for_us(duration_us, None);
+    }
+
+    /// One wait, for `seat`'s turn (`None`: no known seat), lasted
+    /// `duration_us`: a stalled frame.
+    pub fn add_wait_for_us(&mut self, duration_us: u64, seat: Option<u8>) {
         self.longest_wait_us_this_interval = self.longest_wait_us_this_interval.max(duration_us);
+        self.stalled_frames_this_interval = self.stalled_frames_this_interval.saturating_add(1);
+        self.stall_us_this_interval = self.stall_us_this_interval.saturating_add(duration_us);
+        if let Some(total) = seat.and_then(|s| self.wait_us_by_seat.get_mut(usize::from(s))) {
+            *total = total.saturating_add(duration_us);
+        }
     }
 
     /// Start measuring round trips to `peer`. Until it has a clean sample,
@@ -147,14 +233,7 @@ impl Measurements {
         match self.peers.binary_search_by_key(&peer, |p| p.peer) {
             Ok(_) => Err(Error::State("peer is already measured")),
             Err(at) => {
-                self.peers.insert(
-                    at,
-                    PeerRoundTrip {
-                        peer,
-                        last_clean_ms: None,
-                        worst_clean_ms_this_interval: None,
-                    },
-                );
+                self.peers.insert(at, PeerRoundTrip::new(peer));
                 Ok(())
             }
         }
@@ -174,12 +253,7 @@ impl Measurements {
     pub fn add_rtt_sample(&mut self, peer: u8, rtt_ms: u32, clean: bool) -> Result<()> {
         let at = self.peer_index(peer)?;
         if clean {
-            let link = &mut self.peers[at];
-            link.last_clean_ms = Some(rtt_ms);
-            link.worst_clean_ms_this_interval = Some(
-                link.worst_clean_ms_this_interval
-                    .map_or(rtt_ms, |worst| worst.max(rtt_ms)),
-            );
+            self.peers[at].add_clean(rtt_ms);
         }
         Ok(())
     }
@@ -211,10 +285,12 @@ impl Measurements {
         let longest_wait_us = self
             .longest_wait_us_this_interval
             .max(self.longest_wait_us_previous_interval);
+        let worst_rtt_ms = self.worst_rtt_ms();
         let report = Report {
             process_us,
-            max_wait_ms: u32::try_from(longest_wait_us.div_ceil(1000)).unwrap_or(u32::MAX),
-            worst_rtt_ms: self.worst_rtt_ms(),
+            max_wait_ms: ms_rounded_up(longest_wait_us),
+            worst_rtt_ms,
+            detail: Some(self.detail(worst_rtt_ms.is_some())),
         };
 
         self.previous_process_us = process_us;
@@ -222,10 +298,45 @@ impl Measurements {
         self.frames_this_interval = 0;
         self.longest_wait_us_previous_interval = self.longest_wait_us_this_interval;
         self.longest_wait_us_this_interval = 0;
+        self.stalled_frames_this_interval = 0;
+        self.stall_us_this_interval = 0;
+        self.wait_us_by_seat = [0; MAX_SEATS];
         for link in &mut self.peers {
             link.worst_clean_ms_this_interval = None;
+            link.samples_this_interval = 0;
         }
         report
+    }
+
+    /// This interval's distribution and stalls (module docs); the round
+    /// trips only when the report has a worst one (`has_rtt`).
+    fn detail(&self, has_rtt: bool) -> ReportDetail {
+        let largest = |pick: &dyn Fn(&PeerRoundTrip) -> Option<u32>| -> Option<u32> {
+            if !has_rtt {
+                return None;
+            }
+            Some(self.peers.iter().filter_map(pick).max().unwrap_or(0))
+        };
+        let frames = u32::try_from(self.frames_this_interval).unwrap_or(u32::MAX);
+        let stalled_frames = self.stalled_frames_this_interval;
+        let mut waited_for = None;
+        let mut longest = 0;
+        for (seat, &total) in self.wait_us_by_seat.iter().enumerate() {
+            if total > longest {
+                longest = total;
+                waited_for = u8::try_from(seat).ok();
+            }
+        }
+        ReportDetail {
+            median_rtt_ms: largest(&|p| p.percentiles_ms().map(|(median, _)| median)),
+            p90_rtt_ms: largest(&|p| p.percentiles_ms().map(|(_, p90)| p90)),
+            latest_rtt_ms: largest(&|p| p.last_clean_ms),
+            // A wait counted while no frame ran still belongs to a frame.
+            frames: frames.max(stalled_frames),
+            stalled_frames,
+            stall_ms: ms_rounded_up(self.stall_us_this_interval),
+            waited_for,
+        }
     }
 
     /// Worst round trip over all peers: none while any lacks a clean sample,
@@ -241,6 +352,10 @@ impl Measurements {
             .binary_search_by_key(&peer, |p| p.peer)
             .map_err(|_| Error::UnknownSeat(peer))
     }
+}
+
+fn ms_rounded_up(us: u64) -> u32 {
+    u32::try_from(us.div_ceil(1000)).unwrap_or(u32::MAX)
 }
 
 /// A begin/end pair around something the engine times, with the messages
@@ -482,6 +597,111 @@ mod tests {
             .ends_with("now_us is 9999; expected 10000 (the begin) or later"));
         m.wait_end(15_000).unwrap();
         assert_eq!(m.take_report().max_wait_ms, 5);
+    }
+
+    #[test]
+    fn the_detail_has_the_round_trip_distribution_per_peer_largest_over_peers() {
+        let mut m = Measurements::new();
+        m.add_peer(1).unwrap();
+        m.add_peer(2).unwrap();
+        // Peer 1: 1..=100 ms; peer 2: 60 ms steady, one 500 ms outlier.
+        for rtt in 1..=100 {
+            m.add_rtt_sample(1, rtt, true).unwrap();
+            m.add_rtt_sample(2, if rtt == 50 { 500 } else { 60 }, true)
+                .unwrap();
+        }
+        m.add_rtt_sample(1, 999, false).unwrap(); // unclean: not a sample
+        let report = m.take_report();
+        let detail = report.detail.unwrap();
+        assert_eq!(report.worst_rtt_ms, Some(500));
+        assert_eq!(
+            detail.median_rtt_ms,
+            Some(60),
+            "peer 2's median beats peer 1's 50"
+        );
+        assert_eq!(
+            detail.p90_rtt_ms,
+            Some(90),
+            "peer 1's p90 beats peer 2's 60"
+        );
+        assert_eq!(detail.latest_rtt_ms, Some(100));
+        // An interval without samples: every figure is the last clean sample.
+        let detail = m.take_report().detail.unwrap();
+        assert_eq!(
+            (
+                detail.median_rtt_ms,
+                detail.p90_rtt_ms,
+                detail.latest_rtt_ms
+            ),
+            (Some(100), Some(100), Some(100))
+        );
+    }
+
+    #[test]
+    fn the_distribution_keeps_the_last_samples_of_a_long_interval() {
+        let mut m = Measurements::new();
+        m.add_peer(1).unwrap();
+        for _ in 0..RTT_SAMPLES_KEPT {
+            m.add_rtt_sample(1, 400, true).unwrap();
+        }
+        for _ in 0..RTT_SAMPLES_KEPT {
+            m.add_rtt_sample(1, 40, true).unwrap();
+        }
+        let report = m.take_report();
+        assert_eq!(report.worst_rtt_ms, Some(400));
+        assert_eq!(report.detail.unwrap().p90_rtt_ms, Some(40));
+    }
+
+    #[test]
+    fn the_detail_counts_this_intervals_stalls_and_whom_they_waited_for() {
+        let mut m = Measurements::new();
+        for _ in 0..128 {
+            m.add_frame_work_us(1_000);
+        }
+        m.wait_begin_for(0, Some(3)).unwrap();
+        m.wait_end(30_000).unwrap();
+        m.add_wait_for_us(20_000, Some(5));
+        m.add_wait_for_us(15_000, Some(5));
+        m.add_wait_us(1_500); // for nobody known
+        let detail = m.take_report().detail.unwrap();
+        assert_eq!(detail.frames, 128);
+        assert_eq!(detail.stalled_frames, 4);
+        assert_eq!(detail.stall_ms, 67, "66.5 ms rounded up");
+        assert_eq!(
+            detail.waited_for,
+            Some(5),
+            "35 ms for seat 5 beats 30 for seat 3"
+        );
+        // The next interval starts clean, unlike the longest wait (two intervals).
+        let report = m.take_report();
+        assert_eq!(report.max_wait_ms, 30);
+        let detail = report.detail.unwrap();
+        assert_eq!(
+            (detail.stalled_frames, detail.stall_ms, detail.waited_for),
+            (0, 0, None)
+        );
+        // A seat out of range still counts as a stall, of nobody.
+        m.add_wait_for_us(1_000, Some(200));
+        let detail = m.take_report().detail.unwrap();
+        assert_eq!((detail.stalled_frames, detail.waited_for), (1, None));
+        assert_eq!(detail.frames, 1, "a stall belongs to a frame");
+    }
+
+    #[test]
+    fn every_detail_measured_encodes_in_the_detailed_layout() {
+        use crate::wire::events::ReportLayout;
+        let mut m = Measurements::new();
+        m.add_peer(1).unwrap();
+        let mut buf = [0; 64];
+        // No clean sample yet: no round trips at all.
+        let report = m.take_report();
+        assert_eq!(report.detail.unwrap().median_rtt_ms, None);
+        ReportLayout::Detailed.encode(&report, &mut buf).unwrap();
+        m.add_rtt_sample(1, 70_000, true).unwrap();
+        m.add_wait_for_us(u64::MAX, Some(1));
+        let report = m.take_report();
+        let len = ReportLayout::Detailed.encode(&report, &mut buf).unwrap();
+        assert!(ReportLayout::Detailed.decode(&buf[..len]).is_ok());
     }
 
     #[test]

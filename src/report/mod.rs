@@ -15,6 +15,52 @@ pub struct Report {
     /// Worst round trip to any other player, ms; `None` while any link lacks a
     /// clean measurement (S8). A player alone reports `Some(0)`.
     pub worst_rtt_ms: Option<u32>,
+    /// What the detailed layout (NETWORK_REPORT version 2) adds; `None` from
+    /// the compact and extended layouts, which cannot carry it.
+    pub detail: Option<ReportDetail>,
+}
+
+/// The distribution of round trips and the stalls a player suffered in one
+/// report interval: what the `tracking` policy reads (docs/tracking.md).
+/// Carried only by the detailed NETWORK_REPORT layout (docs/payloads.md).
+///
+/// Invariants (the decoder refuses bytes that break them, the encoder
+/// refuses a detail that does): the round trips are all `None` exactly when
+/// the report's `worst_rtt_ms` is, and then `median <= p90 <= worst` and
+/// `latest <= worst`; `stalled_frames <= frames`; no stall time, no stalled
+/// frame and no seat waited for unless there was a stall.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ReportDetail {
+    /// Median round trip of this interval's clean samples, per peer, the
+    /// largest over peers, ms.
+    pub median_rtt_ms: Option<u32>,
+    /// 90th percentile, the same way, ms.
+    pub p90_rtt_ms: Option<u32>,
+    /// The latest clean sample when the report was taken, the largest over
+    /// peers, ms: whether a high worst is still going on or already over.
+    pub latest_rtt_ms: Option<u32>,
+    /// Frames this machine ran in the interval.
+    pub frames: u32,
+    /// Of those, the frames it had to wait for (a stall each).
+    pub stalled_frames: u32,
+    /// Total time it waited in the interval, ms rounded up.
+    pub stall_ms: u32,
+    /// The seat whose turns it waited for longest in the interval; `None`
+    /// when it did not wait, or waited for something else (room to send).
+    pub waited_for: Option<u8>,
+}
+
+impl ReportDetail {
+    /// The detail of a report that has only its worst round trip (from a
+    /// layout without detail): every round trip that one, nothing counted.
+    pub fn from_worst(worst_rtt_ms: Option<u32>) -> ReportDetail {
+        ReportDetail {
+            median_rtt_ms: worst_rtt_ms,
+            p90_rtt_ms: worst_rtt_ms,
+            latest_rtt_ms: worst_rtt_ms,
+            ..ReportDetail::default()
+        }
+    }
 }
 
 pub mod record;

@@ -194,6 +194,7 @@ mod tests {
             process_us: 8000,
             max_wait_ms: 0,
             worst_rtt_ms: rtt,
+            detail: None,
         }
     }
 

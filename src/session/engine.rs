@@ -33,7 +33,7 @@ use std::collections::VecDeque;
 use std::fmt::Write as _;
 
 use crate::error::{Error, Result};
-use crate::report::{is_report_frame, Effect, Measurements};
+use crate::report::{Effect, Measurements};
 use crate::timing::{MachineConfig, Output, TimingMachine, Verdict};
 use crate::wire::events::{ReportLayout, TimingLayout, TS_EVENT_DATA_LEN};
 
@@ -422,7 +422,7 @@ impl EngineSession {
         let seated = self
             .local_seat
             .is_some_and(|seat| self.machine.record().contains(seat));
-        if seated && is_report_frame(frame) {
+        if seated && self.machine.is_report_frame(frame) {
             let report = self.measurements.take_report();
             let payload = encode_with(|buf| self.report_layout.encode(&report, buf))?;
             self.outputs.push_back(SessionOutput::QueueEvent {
@@ -641,6 +641,7 @@ mod tests {
             process_us: 8000,
             max_wait_ms: 0,
             worst_rtt_ms: Some(rtt_ms),
+            detail: None,
         };
         ReportLayout::Compact.encode(&report, &mut payload).unwrap();
         payload

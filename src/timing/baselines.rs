@@ -328,6 +328,7 @@ mod tests {
                         process_us,
                         max_wait_ms: 0,
                         worst_rtt_ms: Some(rtt),
+                        detail: None,
                     },
                 )
                 .unwrap();

@@ -115,12 +115,41 @@ impl Timing {
         if self.look_ahead > self.rung_look_ahead() {
             return Tier::Bad;
         }
-        match self.send_period {
-            1..=2 => Tier::Fast,
-            3..=5 => Tier::Normal,
-            6..=8 => Tier::Poor,
-            _ => Tier::Bad,
+        rung_tier(self.send_period)
+    }
+
+    /// The look-ahead as a duration at `fps` frames per second, ms rounded
+    /// down (`fps` 0 counts as 1).
+    pub fn look_ahead_ms(self, fps: u8) -> u32 {
+        u32::from(self.look_ahead) * 1000 / u32::from(fps.max(1))
+    }
+
+    /// The rung whose normal look-ahead, at the 30 fps the ladder was made
+    /// for, is the shortest that lasts at least this timing's look-ahead at
+    /// `fps`: rung 1 up to 133 ms (`1/4`), rung N up to N × 100 ms (`N/3N`),
+    /// rung 10 beyond. For timings off the ladder (`tracking`'s `1/L`,
+    /// docs/tracking.md), where the send period says nothing about the
+    /// wait players feel.
+    pub fn equivalent_rung(self, fps: u8) -> u8 {
+        let ms = self.look_ahead_ms(fps);
+        if ms <= 133 {
+            1
+        } else {
+            ms.div_ceil(100).min(u32::from(RUNG_COUNT)) as u8
         }
+    }
+
+    /// The tier by look-ahead duration (S6's tiers for timings off the
+    /// ladder): the tier of the [`equivalent rung`](Self::equivalent_rung) —
+    /// **Fast** up to 200 ms, **Normal** up to 500, **Poor** up to 800,
+    /// **Bad** beyond. On a ladder timing at 30 fps it is S6's tier.
+    pub fn tier_by_duration(self, fps: u8) -> Tier {
+        rung_tier(self.equivalent_rung(fps))
+    }
+
+    /// The slider position by look-ahead duration: `11 -` the equivalent rung.
+    pub fn slider_position_by_duration(self, fps: u8) -> u8 {
+        RUNG_COUNT + 1 - self.equivalent_rung(fps)
     }
 
     /// The disabled Connection slider's position, mirrored: `11 - rung` on a
@@ -132,6 +161,16 @@ impl Timing {
     /// The slider's label, e.g. `Fast (rung 2)` (S6).
     pub fn label(self) -> Label {
         Label::new(self)
+    }
+}
+
+/// S6's tier of a rung.
+fn rung_tier(rung: u8) -> Tier {
+    match rung {
+        1..=2 => Tier::Fast,
+        3..=5 => Tier::Normal,
+        6..=8 => Tier::Poor,
+        _ => Tier::Bad,
     }
 }
 
@@ -341,6 +380,34 @@ mod tests {
         assert!(t(2, 6) > t(1, 4));
         assert!(t(10, 40) > t(10, 30));
         assert!(t(3, 9) > t(2, 250));
+    }
+
+    #[test]
+    fn tiers_by_duration_for_timings_off_the_ladder() {
+        let t = |s, l| Timing::new(s, l).unwrap();
+        // On the ladder at 30 fps, the duration gives S6's tier and slider.
+        for rung in 1..=RUNG_COUNT {
+            let timing = Timing::of_rung(rung).unwrap();
+            assert_eq!(timing.equivalent_rung(30), rung);
+            assert_eq!(timing.tier_by_duration(30), timing.tier());
+            assert_eq!(
+                timing.slider_position_by_duration(30),
+                timing.slider_position()
+            );
+        }
+        // 1/8 at 60 fps is a 133 ms look-ahead: Fast, rung 1 (by rung: Bad).
+        assert_eq!(t(1, 8).tier(), Tier::Bad);
+        assert_eq!(t(1, 8).look_ahead_ms(60), 133);
+        assert_eq!(t(1, 8).tier_by_duration(60), Tier::Fast);
+        assert_eq!(t(1, 8).slider_position_by_duration(60), 10);
+        // 1/9 at 30 fps: 300 ms, like 3/9: Normal.
+        assert_eq!(t(1, 9).tier_by_duration(30), Tier::Normal);
+        assert_eq!(t(1, 15).tier_by_duration(30), Tier::Normal);
+        assert_eq!(t(1, 16).tier_by_duration(30), Tier::Poor);
+        assert_eq!(t(1, 24).tier_by_duration(30), Tier::Poor);
+        assert_eq!(t(1, 25).tier_by_duration(30), Tier::Bad);
+        assert_eq!(t(1, 250).equivalent_rung(1), RUNG_COUNT);
+        assert_eq!(t(1, 1).tier_by_duration(0), Tier::Bad, "fps 0 counts as 1");
     }
 
     #[test]

@@ -110,7 +110,7 @@ impl Policy {
             Policy::Fixed { timing, .. } => *timing,
             Policy::RedAlert(_) => RedAlertPolicy::start(),
             Policy::Protocol0(_) => Protocol0Policy::start(),
-            Policy::Tracking(_) => TrackingPolicy::start(),
+            Policy::Tracking(p) => p.target(),
         }
     }
 
@@ -135,6 +135,25 @@ impl Policy {
             Policy::RedAlert(p) => (p.target(), p.rate()),
             Policy::Protocol0(p) => (p.target(), p.rate()),
             Policy::Tracking(p) => (p.target(), p.rate()),
+        }
+    }
+
+    /// Whether players report on `frame`: S3's frames, or the policy's own
+    /// cadence (every machine of a game runs the same policy).
+    fn is_report_frame(&self, frame: u32) -> bool {
+        match self {
+            Policy::Tracking(_) => super::tracking::is_report_frame(frame),
+            _ => crate::report::is_report_frame(frame),
+        }
+    }
+
+    /// The tier players are shown for `timing` at `fps` (S6): by rung on
+    /// the ladder; by look-ahead duration under `tracking`, whose `1/L`
+    /// timings are off it (docs/tracking.md).
+    fn tier(&self, timing: Timing, fps: u8) -> Tier {
+        match self {
+            Policy::Tracking(_) => timing.tier_by_duration(fps),
+            _ => timing.tier(),
         }
     }
 
@@ -235,6 +254,9 @@ pub struct TimingMachine {
     /// Target of the latest executed timing event (`2/6` before any): the
     /// "previous target" of S6 messages and of S4.4 c's changes.
     executed_target: Timing,
+    /// The frame rate of the last executed timing event (the speed cap
+    /// before any): with the target, what the player message's tier reads.
+    executed_fps: u8,
     phase: Phase,
     executes_commands: bool,
     last_verdict: Verdict,
@@ -268,6 +290,7 @@ impl TimingMachine {
             policy,
             schedule: Schedule::starting_at(start, config.speed_fps),
             executed_target: start,
+            executed_fps: config.speed_fps,
             phase: Phase::NotStarted,
             executes_commands: false,
             last_verdict: Verdict::NoEvaluation,
@@ -374,11 +397,9 @@ impl TimingMachine {
                 "a timing event's fps must be 1 to 255",
             ));
         }
-        if event.target.tier() != self.executed_target.tier() {
-            self.push_output(Output::PlayerMessage {
-                frame,
-                tier: event.target.tier(),
-            });
+        let tier = self.policy.tier(event.target, event.fps);
+        if tier != self.policy.tier(self.executed_target, self.executed_fps) {
+            self.push_output(Output::PlayerMessage { frame, tier });
         }
         if event.target != self.executed_target {
             if let Some(policy) = self.policy.adaptive_mut() {
@@ -386,6 +407,7 @@ impl TimingMachine {
             }
         }
         self.executed_target = event.target;
+        self.executed_fps = event.fps;
         let (applied, changed) = self.schedule.apply(frame, event);
         self.announce(frame, changed);
         Ok(applied)
@@ -446,6 +468,13 @@ impl TimingMachine {
         }
         self.policy.set_speed_fps(speed_fps);
         Ok(())
+    }
+
+    /// Whether this machine's player reports on `frame`: S3's report
+    /// frames (32, 64, then every 128), except under `tracking`, which has
+    /// its own cadence (every 16 frames, docs/tracking.md).
+    pub fn is_report_frame(&self, frame: u32) -> bool {
+        self.policy.is_report_frame(frame)
     }
 
     /// Ends the current frame with the master's evaluation (S4). Every
@@ -565,7 +594,7 @@ impl TimingMachine {
             target: self.policy.target().0,
             target_fps: self.policy.target().1,
             staged_target: self.schedule.staged_target(),
-            tier: self.timing().tier(),
+            tier: self.policy.tier(self.timing(), self.fps()),
             master: self.seats.master(),
             calibrating: self
                 .policy

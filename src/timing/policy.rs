@@ -296,6 +296,7 @@ mod tests {
                 process_us: 8000,
                 max_wait_ms: 0,
                 worst_rtt_ms: rtt,
+                detail: None,
             };
             record.apply_report(seat, frame, r).unwrap();
         }
@@ -384,6 +385,7 @@ mod tests {
             process_us: 8000,
             max_wait_ms: 100,
             worst_rtt_ms: Some(20),
+            detail: None,
         };
         record.apply_report(1, 582, waited).unwrap();
         assert_eq!(policy.evaluate(&record, 640).0, Verdict::NotQualified);
@@ -400,6 +402,7 @@ mod tests {
             process_us: 45_000,
             max_wait_ms: 0,
             worst_rtt_ms: Some(20),
+            detail: None,
         };
         record.apply_report(1, 326, slow).unwrap();
         record
@@ -410,6 +413,7 @@ mod tests {
                     process_us: 9000,
                     max_wait_ms: 0,
                     worst_rtt_ms: Some(20),
+                    detail: None,
                 },
             )
             .unwrap();
@@ -427,6 +431,7 @@ mod tests {
             process_us: 0,
             max_wait_ms: 0,
             worst_rtt_ms: Some(20),
+            detail: None,
         };
         record.apply_report(0, 582, zero).unwrap();
         record.apply_report(1, 582, zero).unwrap();
@@ -451,6 +456,7 @@ mod tests {
             process_us: 45_000,
             max_wait_ms: 0,
             worst_rtt_ms: None,
+            detail: None,
         };
         record.apply_report(0, 326, slow_no_rtt).unwrap();
         record.apply_report(1, 326, slow_no_rtt).unwrap();

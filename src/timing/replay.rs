@@ -145,6 +145,7 @@ impl Vector {
                     process_us,
                     max_wait_ms,
                     worst_rtt_ms,
+                    detail: None,
                 };
                 self.inputs.push(Input::Report {
                     frame,

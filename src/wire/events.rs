@@ -68,11 +68,38 @@
 //!
 //! The round trip and the wait saturate as in the compact layout.
 //!
+//! # NETWORK_REPORT, detailed layout (22 bytes, version 2)
+//!
+//! The extended layout's fields, then the round-trip distribution and the
+//! stalls of the interval ([`ReportDetail`], what the `tracking` policy
+//! reads; docs/tracking.md):
+//!
+//! | offset | size | field            | meaning                                   |
+//! |-------:|-----:|------------------|-------------------------------------------|
+//! | 0      | 1    | version          | always 2                                  |
+//! | 1      | 4    | average process  | µs per frame                              |
+//! | 5      | 2    | worst round trip | ms, ≤ 65534; `0xFFFF` = none              |
+//! | 7      | 2    | longest wait     | ms, ≤ 65535 (last two intervals)          |
+//! | 9      | 2    | median round trip| ms, ≤ 65534; `0xFFFF` = none              |
+//! | 11     | 2    | p90 round trip   | ms, ≤ 65534; `0xFFFF` = none              |
+//! | 13     | 2    | latest round trip| ms, ≤ 65534; `0xFFFF` = none              |
+//! | 15     | 2    | frames           | frames run in the interval, ≤ 65535       |
+//! | 17     | 2    | stalled frames   | ≤ frames                                  |
+//! | 19     | 2    | stall time       | ms waited in the interval, ≤ 65535        |
+//! | 21     | 1    | waited for       | seat 0–15; `0xFF` = nobody known          |
+//!
+//! The four round trips are all none or none of them, and `median <= p90 <=
+//! worst`, `latest <= worst`; without a stalled frame there is no stall time
+//! and nobody waited for. Bytes that break any of this are malformed; a
+//! report whose detail breaks it (or that has none) is refused by the
+//! encoder (`InvalidArgument`). Counts saturate (the frames first, so
+//! `stalled <= frames` survives saturation).
+//!
 //! Every layout fits Tiberian Sun's 36-byte event data union
 //! ([`TS_EVENT_DATA_LEN`]), checked at compile time.
 
 use crate::error::{Error, Result};
-use crate::report::Report;
+use crate::report::{Report, ReportDetail};
 use crate::timing::{Timing, TimingEvent};
 
 /// Bytes in Tiberian Sun's event data union: every payload must fit (S7).
@@ -87,6 +114,12 @@ pub const REPORT_LEN: usize = 6;
 pub const REPORT_EXTENDED_LEN: usize = 9;
 /// The version byte that opens the extended NETWORK_REPORT layout.
 pub const REPORT_EXTENDED_VERSION: u8 = 1;
+/// Length of NETWORK_REPORT in the detailed layout.
+pub const REPORT_DETAILED_LEN: usize = 22;
+/// The version byte that opens the detailed NETWORK_REPORT layout.
+pub const REPORT_DETAILED_VERSION: u8 = 2;
+/// The waited-for value that means "nobody known".
+pub const SEAT_NONE: u8 = 0xFF;
 /// What vanilla Tiberian Sun adds to `MaxAhead` while fog of war is on.
 pub const TS_FOG_BIAS: u8 = 10;
 /// The worst-round-trip value that means "none" (S3).
@@ -96,6 +129,7 @@ const _: () = assert!(TIMING_LEN <= TS_EVENT_DATA_LEN);
 const _: () = assert!(RA_TIMING_LEN <= TS_EVENT_DATA_LEN);
 const _: () = assert!(REPORT_LEN <= TS_EVENT_DATA_LEN);
 const _: () = assert!(REPORT_EXTENDED_LEN <= TS_EVENT_DATA_LEN);
+const _: () = assert!(REPORT_DETAILED_LEN <= TS_EVENT_DATA_LEN);
 
 /// How an engine lays out its TIMING event's payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -205,6 +239,9 @@ pub enum ReportLayout {
     Compact,
     /// 9 bytes, version 1: the processing time in microseconds.
     Extended,
+    /// 22 bytes, version 2: the extended fields plus the round-trip
+    /// distribution and the stalls ([`ReportDetail`]).
+    Detailed,
 }
 
 impl ReportLayout {
@@ -213,20 +250,27 @@ impl ReportLayout {
         match self {
             ReportLayout::Compact => REPORT_LEN,
             ReportLayout::Extended => REPORT_EXTENDED_LEN,
+            ReportLayout::Detailed => REPORT_DETAILED_LEN,
         }
     }
 
     /// Write `report` into the start of `buf`; returns the bytes written.
-    /// Never refuses a value: large ones saturate and the compact layout
-    /// rounds the processing time up (module docs). A `buf` shorter than
-    /// [`payload_len`](Self::payload_len) gets `BufferTooSmall` and is left
-    /// untouched.
+    /// Large values saturate and the compact layout rounds the processing
+    /// time up (module docs); the compact and extended layouts leave the
+    /// detail out. The detailed layout refuses a report without a detail or
+    /// with one that breaks [`ReportDetail`]'s invariants
+    /// (`InvalidArgument`). A `buf` shorter than
+    /// [`payload_len`](Self::payload_len) gets `BufferTooSmall`. On error
+    /// nothing is written.
     pub fn encode(self, report: &Report, buf: &mut [u8]) -> Result<usize> {
+        if self == ReportLayout::Detailed {
+            let detail = report.detail.as_ref().ok_or(Error::InvalidArgument(
+                "the detailed NETWORK_REPORT layout needs the report's detail",
+            ))?;
+            check_detail(report.worst_rtt_ms, detail).map_err(Error::InvalidArgument)?;
+        }
         let out = output(buf, self.payload_len())?;
-        let rtt = match report.worst_rtt_ms {
-            None => RTT_NONE,
-            Some(ms) => saturate_u16(ms).min(RTT_NONE - 1),
-        };
+        let rtt = rtt_u16(report.worst_rtt_ms);
         let wait = saturate_u16(report.max_wait_ms);
         let tail = match self {
             ReportLayout::Compact => {
@@ -234,14 +278,34 @@ impl ReportLayout {
                 out[0..2].copy_from_slice(&process_ms.to_le_bytes());
                 &mut out[2..]
             }
-            ReportLayout::Extended => {
-                out[0] = REPORT_EXTENDED_VERSION;
+            ReportLayout::Extended | ReportLayout::Detailed => {
+                out[0] = if self == ReportLayout::Extended {
+                    REPORT_EXTENDED_VERSION
+                } else {
+                    REPORT_DETAILED_VERSION
+                };
                 out[1..5].copy_from_slice(&report.process_us.to_le_bytes());
                 &mut out[5..]
             }
         };
         tail[0..2].copy_from_slice(&rtt.to_le_bytes());
         tail[2..4].copy_from_slice(&wait.to_le_bytes());
+        if let (ReportLayout::Detailed, Some(d)) = (self, report.detail.as_ref()) {
+            let frames = saturate_u16(d.frames);
+            let stalled = saturate_u16(d.stalled_frames).min(frames);
+            let fields = [
+                rtt_u16(d.median_rtt_ms),
+                rtt_u16(d.p90_rtt_ms),
+                rtt_u16(d.latest_rtt_ms),
+                frames,
+                stalled,
+                saturate_u16(d.stall_ms),
+            ];
+            for (i, value) in fields.iter().enumerate() {
+                tail[4 + 2 * i..6 + 2 * i].copy_from_slice(&value.to_le_bytes());
+            }
+            tail[16] = d.waited_for.unwrap_or(SEAT_NONE);
+        }
         Ok(out.len())
     }
 
@@ -253,30 +317,102 @@ impl ReportLayout {
             return Err(Error::Malformed(match self {
                 ReportLayout::Compact => "NETWORK_REPORT payload must be 6 bytes",
                 ReportLayout::Extended => "extended NETWORK_REPORT payload must be 9 bytes",
+                ReportLayout::Detailed => "detailed NETWORK_REPORT payload must be 22 bytes",
             }));
         }
         let (process_us, tail) = match self {
             ReportLayout::Compact => (u32::from(read_u16(bytes, 0)) * 1000, &bytes[2..]),
-            ReportLayout::Extended => {
-                if bytes[0] != REPORT_EXTENDED_VERSION {
-                    return Err(Error::Malformed(
+            ReportLayout::Extended | ReportLayout::Detailed => {
+                let (version, wrong) = if self == ReportLayout::Extended {
+                    (
+                        REPORT_EXTENDED_VERSION,
                         "extended NETWORK_REPORT version must be 1",
-                    ));
+                    )
+                } else {
+                    (
+                        REPORT_DETAILED_VERSION,
+                        "detailed NETWORK_REPORT version must be 2",
+                    )
+                };
+                if bytes[0] != version {
+                    return Err(Error::Malformed(wrong));
                 }
                 let process = [bytes[1], bytes[2], bytes[3], bytes[4]];
                 (u32::from_le_bytes(process), &bytes[5..])
             }
         };
-        let worst_rtt_ms = match read_u16(tail, 0) {
-            RTT_NONE => None,
-            ms => Some(u32::from(ms)),
+        let worst_rtt_ms = rtt_from_u16(read_u16(tail, 0));
+        let detail = if self == ReportLayout::Detailed {
+            let seat = tail[16];
+            let detail = ReportDetail {
+                median_rtt_ms: rtt_from_u16(read_u16(tail, 4)),
+                p90_rtt_ms: rtt_from_u16(read_u16(tail, 6)),
+                latest_rtt_ms: rtt_from_u16(read_u16(tail, 8)),
+                frames: u32::from(read_u16(tail, 10)),
+                stalled_frames: u32::from(read_u16(tail, 12)),
+                stall_ms: u32::from(read_u16(tail, 14)),
+                waited_for: (seat != SEAT_NONE).then_some(seat),
+            };
+            check_detail(worst_rtt_ms, &detail).map_err(Error::Malformed)?;
+            Some(detail)
+        } else {
+            None
         };
         Ok(Report {
             process_us,
             max_wait_ms: u32::from(read_u16(tail, 2)),
             worst_rtt_ms,
+            detail,
         })
     }
+}
+
+/// [`ReportDetail`]'s invariants, in the order of the layout's fields.
+fn check_detail(
+    worst_rtt_ms: Option<u32>,
+    d: &ReportDetail,
+) -> std::result::Result<(), &'static str> {
+    let rtts = [d.median_rtt_ms, d.p90_rtt_ms, d.latest_rtt_ms];
+    match worst_rtt_ms {
+        None if rtts.iter().any(Option::is_some) => {
+            return Err("NETWORK_REPORT detail has round trips but no worst round trip")
+        }
+        Some(_) if rtts.iter().any(Option::is_none) => {
+            return Err("NETWORK_REPORT detail lacks a round trip the worst one has")
+        }
+        _ => {}
+    }
+    // Compared as sent (saturated), so a value that saturates stays valid.
+    let sent = |ms: Option<u32>| rtt_u16(ms);
+    if sent(d.median_rtt_ms) > sent(d.p90_rtt_ms) || sent(d.p90_rtt_ms) > sent(worst_rtt_ms) {
+        return Err("NETWORK_REPORT detail must have median <= p90 <= worst round trip");
+    }
+    if sent(d.latest_rtt_ms) > sent(worst_rtt_ms) {
+        return Err("NETWORK_REPORT detail must have latest <= worst round trip");
+    }
+    if d.stalled_frames > d.frames {
+        return Err("NETWORK_REPORT detail has more stalled frames than frames");
+    }
+    if d.stalled_frames == 0 && (d.stall_ms != 0 || d.waited_for.is_some()) {
+        return Err("NETWORK_REPORT detail has stall time or a seat waited for without a stall");
+    }
+    if d.waited_for
+        .is_some_and(|seat| usize::from(seat) >= crate::report::record::MAX_SEATS)
+    {
+        return Err("NETWORK_REPORT detail's seat waited for must be 0 to 15 or 0xFF");
+    }
+    Ok(())
+}
+
+fn rtt_u16(ms: Option<u32>) -> u16 {
+    match ms {
+        None => RTT_NONE,
+        Some(ms) => saturate_u16(ms).min(RTT_NONE - 1),
+    }
+}
+
+fn rtt_from_u16(value: u16) -> Option<u32> {
+    (value != RTT_NONE).then_some(u32::from(value))
 }
 
 fn check_session_send_period(send_period: u8) -> Result<()> {
@@ -423,6 +559,7 @@ mod tests {
             process_us: 12_001,
             max_wait_ms: 250,
             worst_rtt_ms: Some(180),
+            detail: None,
         };
         let mut buf = [0; REPORT_LEN];
         assert_eq!(
@@ -446,6 +583,7 @@ mod tests {
             process_us: u32::MAX,
             max_wait_ms: u32::MAX,
             worst_rtt_ms: Some(u32::MAX),
+            detail: None,
         };
         ReportLayout::Compact.encode(&huge, &mut buf).unwrap();
         assert_eq!(buf, [0xFF, 0xFF, 0xFE, 0xFF, 0xFF, 0xFF]);
@@ -461,6 +599,7 @@ mod tests {
             process_us: 0,
             max_wait_ms: 0,
             worst_rtt_ms: None,
+            detail: None,
         };
         ReportLayout::Compact
             .encode(&alone_without_rtt, &mut buf)
@@ -478,6 +617,7 @@ mod tests {
             process_us: 0x0102_0304,
             max_wait_ms: 99,
             worst_rtt_ms: None,
+            detail: None,
         };
         let mut buf = [0; REPORT_EXTENDED_LEN];
         assert_eq!(
@@ -493,11 +633,110 @@ mod tests {
         ));
     }
 
+    fn detailed_example() -> Report {
+        Report {
+            process_us: 5_000,
+            max_wait_ms: 40,
+            worst_rtt_ms: Some(180),
+            detail: Some(ReportDetail {
+                median_rtt_ms: Some(120),
+                p90_rtt_ms: Some(150),
+                latest_rtt_ms: Some(125),
+                frames: 128,
+                stalled_frames: 2,
+                stall_ms: 40,
+                waited_for: Some(3),
+            }),
+        }
+    }
+
+    const DETAILED_EXAMPLE_BYTES: [u8; REPORT_DETAILED_LEN] = [
+        2, 0x88, 0x13, 0, 0, 180, 0, 40, 0, 120, 0, 150, 0, 125, 0, 128, 0, 2, 0, 40, 0, 3,
+    ];
+
+    #[test]
+    fn detailed_report_bytes_are_the_documented_ones() {
+        let mut buf = [0xAA; REPORT_DETAILED_LEN + 2];
+        assert_eq!(
+            ReportLayout::Detailed.encode(&detailed_example(), &mut buf),
+            Ok(REPORT_DETAILED_LEN)
+        );
+        assert_eq!(buf[..REPORT_DETAILED_LEN], DETAILED_EXAMPLE_BYTES);
+        assert_eq!(buf[REPORT_DETAILED_LEN..], [0xAA; 2]);
+        assert_eq!(
+            ReportLayout::Detailed.decode(&DETAILED_EXAMPLE_BYTES),
+            Ok(detailed_example())
+        );
+        // The other layouts carry the same report without its detail.
+        let mut extended = [0; REPORT_EXTENDED_LEN];
+        ReportLayout::Extended
+            .encode(&detailed_example(), &mut extended)
+            .unwrap();
+        assert_eq!(extended[0], REPORT_EXTENDED_VERSION);
+        assert_eq!(extended[1..], DETAILED_EXAMPLE_BYTES[1..9]);
+        assert_eq!(
+            ReportLayout::Extended.decode(&extended).unwrap().detail,
+            None
+        );
+    }
+
+    #[test]
+    fn detailed_report_decoder_refuses_each_broken_field() {
+        let broken = |at: usize, value: &[u8]| {
+            let mut bytes = DETAILED_EXAMPLE_BYTES;
+            bytes[at..at + value.len()].copy_from_slice(value);
+            bytes
+        };
+        for (what, bytes) in [
+            ("version 1", broken(0, &[1])),
+            ("version 3", broken(0, &[3])),
+            ("median above p90", broken(9, &[151, 0])),
+            ("p90 above worst", broken(11, &[181, 0])),
+            ("latest above worst", broken(13, &[181, 0])),
+            ("median none, worst some", broken(9, &[0xFF, 0xFF])),
+            ("worst none, detail some", broken(5, &[0xFF, 0xFF])),
+            ("stalled above frames", broken(17, &[129, 0])),
+            ("stall time without a stall", broken(17, &[0, 0])),
+            ("seat 16", broken(21, &[16])),
+        ] {
+            assert!(
+                matches!(
+                    ReportLayout::Detailed.decode(&bytes),
+                    Err(Error::Malformed(_))
+                ),
+                "{what} must be malformed"
+            );
+        }
+        // Nobody waited for, and no round trip at all, are fine.
+        let mut quiet = DETAILED_EXAMPLE_BYTES;
+        quiet[21] = SEAT_NONE;
+        assert_eq!(
+            ReportLayout::Detailed
+                .decode(&quiet)
+                .unwrap()
+                .detail
+                .unwrap()
+                .waited_for,
+            None
+        );
+        let mut no_rtt = quiet;
+        for at in [5, 9, 11, 13] {
+            no_rtt[at..at + 2].copy_from_slice(&RTT_NONE.to_le_bytes());
+        }
+        let decoded = ReportLayout::Detailed.decode(&no_rtt).unwrap();
+        assert_eq!(decoded.worst_rtt_ms, None);
+        assert_eq!(decoded.detail.unwrap().p90_rtt_ms, None);
+    }
+
     #[test]
     fn report_decoders_refuse_wrong_lengths_and_encoders_small_buffers() {
-        for layout in [ReportLayout::Compact, ReportLayout::Extended] {
+        for layout in [
+            ReportLayout::Compact,
+            ReportLayout::Extended,
+            ReportLayout::Detailed,
+        ] {
             let n = layout.payload_len();
-            let bytes = [1u8; REPORT_EXTENDED_LEN + 1];
+            let bytes = [1u8; REPORT_DETAILED_LEN + 1];
             assert!(matches!(
                 layout.decode(&bytes[..n - 1]),
                 Err(Error::Malformed(_))
@@ -509,7 +748,7 @@ mod tests {
             assert!(matches!(layout.decode(&[]), Err(Error::Malformed(_))));
             let mut small = vec![0xAA; n - 1];
             assert_eq!(
-                layout.encode(&Report::default(), &mut small),
+                layout.encode(&detailed_example(), &mut small),
                 Err(Error::BufferTooSmall { needed: n })
             );
             assert!(small.iter().all(|&b| b == 0xAA));

@@ -33,7 +33,7 @@
 //! | kind | body |
 //! |---|---|
 //! | `0` command | the engine's bytes |
-//! | `1` report | `ReportLayout::Extended` (9 bytes) |
+//! | `1` report | `ReportLayout::Detailed` (22 bytes, version 2) |
 //! | `2` timing event | `TimingLayout::TIBERIAN_SUN` (5 bytes) |
 //! | `3` removal | seat (1 byte) |
 //! | `10` checksum | frame `u32`, state checksum `u64` |
@@ -66,9 +66,9 @@
 //! mask; its messages fail the version check.
 
 use crate::error::{Error, Result};
-use crate::report::Report;
+use crate::report::{Report, ReportDetail};
 use crate::timing::TimingEvent;
-use crate::wire::events::{ReportLayout, TimingLayout, REPORT_EXTENDED_LEN, TIMING_LEN};
+use crate::wire::events::{ReportLayout, TimingLayout, REPORT_DETAILED_LEN, TIMING_LEN};
 
 /// The layout version this code speaks.
 pub const TURN_LAYOUT_VERSION: u8 = 2;
@@ -122,7 +122,7 @@ impl Item {
         ITEM_HEADER_BYTES
             + match self {
                 Item::Command(bytes) => bytes.len(),
-                Item::Report(_) => REPORT_EXTENDED_LEN,
+                Item::Report(_) => REPORT_DETAILED_LEN,
                 Item::Timing(_) => TIMING_LEN,
                 Item::Removal(_) => 1,
             }
@@ -288,12 +288,22 @@ pub fn encode_relay(dropped: u8, raw: &[u8]) -> Vec<u8> {
 }
 
 fn encode_item(out: &mut Vec<u8>, item: &Item) {
-    let mut body = [0u8; 16];
+    let mut body = [0u8; 32];
     let (kind, bytes): (u8, &[u8]) = match item {
         Item::Command(bytes) => (ITEM_COMMAND, bytes),
         Item::Report(report) => {
-            let len = ReportLayout::Extended
-                .encode(report, &mut body)
+            // A report made without its detail still travels: the worst
+            // round trip stands for the distribution, no stall counted.
+            let report = Report {
+                detail: Some(
+                    report
+                        .detail
+                        .unwrap_or_else(|| ReportDetail::from_worst(report.worst_rtt_ms)),
+                ),
+                ..*report
+            };
+            let len = ReportLayout::Detailed
+                .encode(&report, &mut body)
                 .unwrap_or(0);
             (ITEM_REPORT, &body[..len])
         }
@@ -499,7 +509,7 @@ fn decode_turn_body(
             ITEM_COMMAND => part.items.push(Item::Command(body.to_vec())),
             ITEM_REPORT => part
                 .items
-                .push(Item::Report(ReportLayout::Extended.decode(body)?)),
+                .push(Item::Report(ReportLayout::Detailed.decode(body)?)),
             ITEM_TIMING => part
                 .items
                 .push(Item::Timing(TimingLayout::TIBERIAN_SUN.decode(body)?)),

@@ -109,8 +109,9 @@ POLICY AND OUTPUT
                           protocol0  CnCNet's spawner: 2/12, then levels 1/4 ...
                                      9/36 by the averaged round trip, rising only
                           tracking   send period 1, the look-ahead the reported
-                                     round trips and frame work need, a margin
-                                     earned by reported waits (docs/tracking.md)
+                                     round-trip distribution needs, a margin
+                                     earned by stalls it does not explain;
+                                     reports every 16 frames (docs/tracking.md)
                           oracle     the best fixed timing in hindsight: played
                                      over the candidates (src/sim/oracle.rs)
                           fixed:SP/LA  one timing for the whole game, e.g.

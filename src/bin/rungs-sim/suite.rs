@@ -1,5 +1,6 @@
 //! `rungs-sim suite`: every scenario file for every policy, a table, and the
-//! issue's targets for `adaptive` judged against the baselines.
+//! targets judged against the baselines: issue 5's for `adaptive`, issue
+//! 12's for `tracking`.
 //!
 //! A missed target is a measurement and is reported as MISSED; only a game
 //! that fails or machines that disagree make the suite exit non-zero.
@@ -28,23 +29,39 @@ USAGE
   --svg-dir DIR   also draw every run's timeline as DIR/SCENARIO-POLICY.svg
 
 A scenario file holds game flags (see rungs-sim --help), whitespace-separated,
-with # comments; not --policy: the suite runs each scenario with adaptive, ra,
-protocol0, fixed:2/6 and, for reference, fixed:3/9.
+with # comments; not --policy: the suite runs each scenario with tracking,
+adaptive, ra, protocol0, fixed:2/6 and fixed:3/9.
 
-TARGETS for adaptive, judged on every scenario (issue 5):
-  (a) stalled frames <= max(the fewest of the baselines ra, protocol0 and
-      fixed:2/6, 0.5 % of the frames)
-  (b) mean latency strictly below each of ra, protocol0 and fixed:2/6 on every
-      scenario where that baseline stalls on less than 1 % of the frames
+TARGETS, judged on every scenario, for each policy against its baselines:
+  adaptive (issue 5) against ra, protocol0 and fixed:2/6;
+  tracking (issue 12) against ra, protocol0, fixed:2/6 and fixed:3/9:
+  (a) stalled frames <= max(the fewest of the baselines, 0.5 % of the frames)
+  (b) mean latency strictly below each baseline on every scenario where that
+      baseline stalls on less than 1 % of the frames
 A missed target is printed as MISSED and does not change the exit code;
 a game that fails exits 1, machines that disagree exit 3.
 ";
 
 /// The policies every scenario runs with, in table order.
-pub const POLICIES: [&str; 5] = ["adaptive", "ra", "protocol0", "fixed:2/6", "fixed:3/9"];
-/// The baselines the targets compare `adaptive` with (`fixed:3/9` is shown
-/// for reference only).
-pub const JUDGED_BASELINES: [&str; 3] = ["ra", "protocol0", "fixed:2/6"];
+pub const POLICIES: [&str; 6] = [
+    "tracking",
+    "adaptive",
+    "ra",
+    "protocol0",
+    "fixed:2/6",
+    "fixed:3/9",
+];
+/// The judged policies, the issue whose targets they are judged by, and the
+/// baselines each is compared with (issue 5 shows `fixed:3/9` for
+/// reference only; issue 12 judges against it too).
+pub const JUDGED: [(&str, &str, &[&str]); 2] = [
+    (
+        "tracking",
+        "issue 12",
+        &["ra", "protocol0", "fixed:2/6", "fixed:3/9"],
+    ),
+    ("adaptive", "issue 5", &["ra", "protocol0", "fixed:2/6"]),
+];
 /// Target (a): stalls allowed whatever the baselines do, % of frames.
 const STALL_ALLOWANCE_PERCENT: f64 = 0.5;
 /// Target (b) compares latency only with baselines stalling less than this, %.
@@ -258,7 +275,7 @@ fn table_row(run: &Run) -> String {
     }
 }
 
-/// The baselines a target compares `adaptive` with, by policy name.
+/// The baselines a target compares a policy with, by policy name.
 pub type Baselines<'a> = [(&'a str, &'a GameReport)];
 
 /// How one target came out on one scenario.
@@ -287,10 +304,10 @@ pub struct Judgement {
     pub detail: String,
 }
 
-/// Target (a): `adaptive` stalls no more than the larger of the best
-/// baseline's stalled frames and 0.5 % of the frames.
-pub fn judge_stalls(adaptive: &GameReport, baselines: &Baselines) -> Judgement {
-    let allowance = STALL_ALLOWANCE_PERCENT / 100.0 * f64::from(adaptive.frames);
+/// Target (a): the `judged` policy stalls no more than the larger of the
+/// best baseline's stalled frames and 0.5 % of the frames.
+pub fn judge_stalls(judged: &str, own: &GameReport, baselines: &Baselines) -> Judgement {
+    let allowance = STALL_ALLOWANCE_PERCENT / 100.0 * f64::from(own.frames);
     let best = baselines
         .iter()
         .min_by_key(|(_, report)| report.stall_frames);
@@ -301,22 +318,22 @@ pub fn judge_stalls(adaptive: &GameReport, baselines: &Baselines) -> Judgement {
         };
     };
     let limit = (best_report.stall_frames as f64).max(allowance);
-    let met = adaptive.stall_frames as f64 <= limit;
+    let met = own.stall_frames as f64 <= limit;
     Judgement {
         outcome: if met { Outcome::Met } else { Outcome::Missed },
         detail: format!(
-            "adaptive {} stalled frames {} {limit:.0} = max(best baseline {best_name} {}, {STALL_ALLOWANCE_PERCENT} % of {} frames = {allowance:.0})",
-            adaptive.stall_frames,
+            "{judged} {} stalled frames {} {limit:.0} = max(best baseline {best_name} {}, {STALL_ALLOWANCE_PERCENT} % of {} frames = {allowance:.0})",
+            own.stall_frames,
             if met { "<=" } else { ">" },
             best_report.stall_frames,
-            adaptive.frames,
+            own.frames,
         ),
     }
 }
 
-/// Target (b): `adaptive`'s mean latency strictly below each baseline that
+/// Target (b): the policy's mean latency strictly below each baseline that
 /// stalls on less than 1 % of the frames.
-pub fn judge_latency(adaptive: &GameReport, baselines: &Baselines) -> Judgement {
+pub fn judge_latency(own: &GameReport, baselines: &Baselines) -> Judgement {
     let mut parts = Vec::new();
     let mut judged = 0;
     let mut missed = 0;
@@ -329,13 +346,13 @@ pub fn judge_latency(adaptive: &GameReport, baselines: &Baselines) -> Judgement 
             continue;
         }
         judged += 1;
-        let below = adaptive.latency_mean_ms < report.latency_mean_ms;
+        let below = own.latency_mean_ms < report.latency_mean_ms;
         if !below {
             missed += 1;
         }
         parts.push(format!(
             "{:.1} {} {name} {:.1}",
-            adaptive.latency_mean_ms,
+            own.latency_mean_ms,
             if below { "<" } else { "NOT <" },
             report.latency_mean_ms
         ));
@@ -351,9 +368,33 @@ pub fn judge_latency(adaptive: &GameReport, baselines: &Baselines) -> Judgement 
     }
 }
 
-/// The targets for every scenario, and a count at the end.
+/// The targets for every judged policy on every scenario, and a count at
+/// the end of each.
 fn verdicts(scenarios: &[Scenario], runs: &[Run]) -> String {
-    let mut out = String::from("targets for adaptive (issue 5)\n");
+    let mut out = String::new();
+    for (judged, issue, judged_baselines) in JUDGED {
+        out.push_str(&policy_verdicts(
+            judged,
+            issue,
+            judged_baselines,
+            scenarios,
+            runs,
+        ));
+    }
+    out
+}
+
+fn policy_verdicts(
+    judged: &str,
+    issue: &str,
+    judged_baselines: &[&str],
+    scenarios: &[Scenario],
+    runs: &[Run],
+) -> String {
+    let mut out = format!(
+        "targets for {judged} ({issue}; baselines {})\n",
+        judged_baselines.join(", ")
+    );
     let mut counts = [0usize; 3];
     for scenario in scenarios {
         let report_of = |policy: &str| {
@@ -362,16 +403,16 @@ fn verdicts(scenarios: &[Scenario], runs: &[Run]) -> String {
                 .and_then(|run| run.outcome.as_ref().ok())
         };
         out.push_str(&format!("{}\n", scenario.name));
-        let Some(adaptive) = report_of("adaptive") else {
-            out.push_str("  not judged: the adaptive run failed\n");
+        let Some(own) = report_of(judged) else {
+            out.push_str(&format!("  not judged: the {judged} run failed\n"));
             counts[2] += 2;
             continue;
         };
-        let baselines: Vec<(&str, &GameReport)> = JUDGED_BASELINES
+        let baselines: Vec<(&str, &GameReport)> = judged_baselines
             .iter()
             .filter_map(|name| report_of(name).map(|report| (*name, report)))
             .collect();
-        let missing: Vec<&str> = JUDGED_BASELINES
+        let missing: Vec<&str> = judged_baselines
             .iter()
             .filter(|name| report_of(name).is_none())
             .copied()
@@ -383,8 +424,8 @@ fn verdicts(scenarios: &[Scenario], runs: &[Run]) -> String {
             ));
         }
         for (label, judgement) in [
-            ("(a) stalls ", judge_stalls(adaptive, &baselines)),
-            ("(b) latency", judge_latency(adaptive, &baselines)),
+            ("(a) stalls ", judge_stalls(judged, own, &baselines)),
+            ("(b) latency", judge_latency(own, &baselines)),
         ] {
             counts[judgement.outcome as usize] += 1;
             out.push_str(&format!(
@@ -395,7 +436,7 @@ fn verdicts(scenarios: &[Scenario], runs: &[Run]) -> String {
         }
     }
     out.push_str(&format!(
-        "targets: {} met, {} missed, {} not judged\n",
+        "targets for {judged}: {} met, {} missed, {} not judged\n\n",
         counts[Outcome::Met as usize],
         counts[Outcome::Missed as usize],
         counts[Outcome::NotJudged as usize]
@@ -456,7 +497,7 @@ mod tests {
             (&quiet_baselines, 51, Outcome::Missed),
         ];
         for (baselines, stalls, outcome) in cases {
-            let judged = judge_stalls(&report(10_000, stalls, 0.0), baselines);
+            let judged = judge_stalls("tracking", &report(10_000, stalls, 0.0), baselines);
             assert_eq!(judged.outcome, outcome, "{stalls}: {}", judged.detail);
         }
     }

@@ -80,7 +80,7 @@ use crate::clock::{ClockSync, ClockSyncConfig, FramePacer, PacerConfig};
 use crate::error::{Error, Result};
 use crate::link::{Endpoint, EndpointConfig, LinkConfig, LinkEvent, Transmit};
 use crate::report::record::MAX_SEATS;
-use crate::report::{is_report_frame, Measurements};
+use crate::report::Measurements;
 use crate::timing::{MachineConfig, Output, TimingMachine};
 use crate::wire::packet::{SessionKey, MAX_MESSAGE_BYTES};
 use crate::wire::turn::{self, Item, Message, Record};
@@ -772,7 +772,9 @@ impl LockstepSession {
         if !ready || !room {
             if self.waiting_since.is_none() {
                 self.waiting_since = Some(now_us);
-                self.measurements.wait_begin(now_us)?;
+                // Whose turn it waits for goes into the report (tracking).
+                let seat = self.missing_for(next_frame).next();
+                self.measurements.wait_begin_for(now_us, seat)?;
             }
             return Ok(Advance::Waiting);
         }
@@ -814,7 +816,7 @@ impl LockstepSession {
         }
         self.collect_machine_outputs();
         if !self.left {
-            if is_report_frame(frame) {
+            if self.machine.is_report_frame(frame) {
                 let report = self.measurements.take_report();
                 self.outbox.push_own(Item::Report(report));
             }
