@@ -54,6 +54,7 @@ fn corpus() -> Vec<Vec<u8>> {
             horizon_tick: 90,
             highest_accepted_sequence: 3,
             match_started: true,
+            frequent_reports: true,
         })
         .to_vec(),
     );
@@ -155,6 +156,12 @@ fn corpus() -> Vec<Vec<u8>> {
                 process_us: 5_000,
                 max_wait_ms: 120,
                 worst_rtt_ms,
+                detail: Some(rungs::report::ReportDetail {
+                    frames: 16,
+                    stalled_frames: 3,
+                    stall_ms: 90,
+                    ..rungs::report::ReportDetail::from_worst(worst_rtt_ms)
+                }),
             })
             .to_vec(),
         );

@@ -244,6 +244,8 @@ impl Game {
                         process_us: 5_000,
                         max_wait_ms: 0,
                         worst_rtt_ms: rtt.latest_ms.filter(|_| rtt.clean_measurement),
+                        // Sent as its worst round trip with nothing counted.
+                        detail: None,
                     });
                 }
                 p.executed.push(turn);

@@ -469,13 +469,19 @@ impl RelayClient {
 
     /// Send what this client measured over its last report interval (S3)
     /// to the relay's timing policy. Dropped while not connected (the next
-    /// report follows within 128 ticks).
+    /// report follows within 128 ticks, 16 under `tracking`).
     pub fn report_timing(&mut self, report: Report) {
-        // A round trip beyond the protocol's bound is reported as the bound.
+        // A round trip beyond the protocol's bound is reported as the bound
+        // (every one of them, so the detail's order still holds).
+        let bound = |ms: Option<u32>| ms.map(|ms| ms.min(crate::wire::relay::MAX_REPORTED_RTT_MS));
         let report = Report {
-            worst_rtt_ms: report
-                .worst_rtt_ms
-                .map(|ms| ms.min(crate::wire::relay::MAX_REPORTED_RTT_MS)),
+            worst_rtt_ms: bound(report.worst_rtt_ms),
+            detail: report.detail.map(|d| crate::report::ReportDetail {
+                median_rtt_ms: bound(d.median_rtt_ms),
+                p90_rtt_ms: bound(d.p90_rtt_ms),
+                latest_rtt_ms: bound(d.latest_rtt_ms),
+                ..d
+            }),
             ..report
         };
         let message = ClientMessage::TimingReport(report).to_vec();

@@ -1047,6 +1047,7 @@ impl Sequencer {
         let setup = self.setup;
         let version = self.presence_version;
         let plan_interval = self.plan.in_force(horizon).bundle_interval;
+        let frequent_reports = matches!(self.policy, Some(Policy::Tracking(_)));
         let held = self.plan.changes().count() as u64;
         let first_held = self.announced.saturating_sub(held);
         let s = self.seats.get_mut(usize::from(seat))?;
@@ -1065,6 +1066,7 @@ impl Sequencer {
                 horizon_tick: horizon,
                 highest_accepted_sequence: s.highest_accepted,
                 match_started: started,
+                frequent_reports,
             };
             return ServerMessage::Welcome(w).write(buf);
         }
@@ -1445,12 +1447,23 @@ mod tests {
         to: u32,
         report: impl Fn(u32) -> Report,
     ) -> Vec<(u32, u8, u8)> {
+        drive_reporting(s, from, to, crate::report::is_report_frame, report)
+    }
+
+    /// `drive`, with both seats reporting on the ticks `report_tick` names.
+    fn drive_reporting(
+        s: &mut Sequencer,
+        from: u32,
+        to: u32,
+        report_tick: fn(u32) -> bool,
+        report: impl Fn(u32) -> Report,
+    ) -> Vec<(u32, u8, u8)> {
         let mut seen = Vec::new();
         let mut buf = [0u8; 1024];
         for tick in from..to {
             let now = s.timing_plan().tick_start_ms(tick) * MS;
             s.handle_timeout(now);
-            if crate::report::is_report_frame(tick) {
+            if report_tick(tick) {
                 for seat in 0..2 {
                     s.handle_message(seat, now, &ClientMessage::TimingReport(report(tick)));
                 }
@@ -1481,6 +1494,7 @@ mod tests {
             process_us: 5000,
             max_wait_ms: 0,
             worst_rtt_ms: Some(if (300..1000).contains(&tick) { 600 } else { 40 }),
+            detail: None,
         };
         let seen = drive(&mut s, 0, 4000, report);
         // Start 2/6; calibrated to 1/4 at 64; 600 ms needs 5/15 (9 frames
@@ -1503,6 +1517,73 @@ mod tests {
     }
 
     #[test]
+    fn under_tracking_clients_report_every_16_ticks_and_the_relay_follows_a_spike_and_returns() {
+        // The Welcome tells clients the cadence: every 16 ticks under
+        // `tracking`, S3's ticks otherwise.
+        let welcome_of = |policy: PolicyKind| {
+            let mut setup = MatchSetup::new(1, 2, 0b11);
+            setup.timing_policy = Some(policy);
+            let mut s = Sequencer::new(setup, 0).unwrap();
+            s.connect(0, 0, 0).unwrap();
+            let mut buf = [0u8; 1024];
+            let n = s.poll_message(0, 0, &mut buf).unwrap();
+            match read_server_message(&buf[..n]) {
+                Ok(ServerMessage::Welcome(w)) => w,
+                other => panic!("expected a Welcome, got {other:?}"),
+            }
+        };
+        assert!(welcome_of(PolicyKind::Tracking).frequent_reports);
+        assert!(!welcome_of(PolicyKind::Adaptive).frequent_reports);
+
+        let mut setup = MatchSetup::new(1, 2, 0b11);
+        setup.timing_policy = Some(PolicyKind::Tracking);
+        let mut s = Sequencer::new(setup, 0).unwrap();
+        s.connect(0, 0, 0).unwrap();
+        s.connect(1, 0, 0).unwrap();
+        // 40 ms to the relay, 400 ms for 5 s (ticks 600 to 750), then 40.
+        // Detailed reports: the interval's distribution and its latest sample.
+        let rtt_at = |tick: u32| if (600..750).contains(&tick) { 400 } else { 40 };
+        let report = move |tick: u32| {
+            let worst = (tick.saturating_sub(16)..=tick)
+                .map(rtt_at)
+                .max()
+                .unwrap_or(40);
+            Report {
+                process_us: 5000,
+                max_wait_ms: 0,
+                worst_rtt_ms: Some(worst),
+                detail: Some(crate::report::ReportDetail {
+                    median_rtt_ms: Some(rtt_at(tick.saturating_sub(8))),
+                    p90_rtt_ms: Some(worst),
+                    latest_rtt_ms: Some(rtt_at(tick)),
+                    frames: 16,
+                    ..crate::report::ReportDetail::default()
+                }),
+            }
+        };
+        let seen = drive_reporting(
+            &mut s,
+            0,
+            1500,
+            crate::timing::tracking::is_report_frame,
+            report,
+        );
+        let look_ahead_at = |tick: u32| {
+            seen.iter()
+                .filter(|e| e.0 <= tick)
+                .last()
+                .map_or(0, |e| e.2)
+        };
+        let calm = look_ahead_at(590);
+        let during = look_ahead_at(740);
+        assert!(during > calm, "the spike widens the buffer: {seen:?}");
+        // Back to the calm buffer within a few reports of the spike's end,
+        // not minutes later.
+        assert_eq!(look_ahead_at(850), calm, "{seen:?}");
+        assert_eq!(look_ahead_at(1499), calm, "{seen:?}");
+    }
+
+    #[test]
     fn the_tick_rate_follows_the_slowest_machine_without_a_jump() {
         // A machine needs 45 ms a frame: 22 ticks a second (S4.2), from a
         // bundle boundary on, the clock continuous across the change.
@@ -1513,6 +1594,7 @@ mod tests {
             process_us: 45_000,
             max_wait_ms: 0,
             worst_rtt_ms: Some(40),
+            detail: None,
         };
         drive(&mut s, 0, 200, slow);
         let plan = s.timing_plan().clone();
@@ -1538,6 +1620,7 @@ mod tests {
             process_us: 5_000,
             max_wait_ms: 0,
             worst_rtt_ms: Some(40),
+            detail: None,
         };
         drive(&mut s, 200, 700, fast);
         assert_eq!(s.timing_plan().latest().tick_rate_millihz, 30_000);
@@ -1559,6 +1642,7 @@ mod tests {
             process_us: 5000,
             max_wait_ms: 0,
             worst_rtt_ms: Some(40),
+            detail: None,
         };
         drive(&mut s, 0, 1200, calm);
         let c = s.timing_plan().in_force(1199);

@@ -54,7 +54,7 @@
 //!
 //! | kind | name | fields after the kind byte (offset: size field) | total |
 //! |---|---|---|---|
-//! | `0x01` | Welcome | 1: 1 seat, 2: 1 seat count, 3: 2 human seat mask, 5: 4 `tick_rate_millihz`, 9: 1 `bundle_interval`, 10: 1 `ai_order_delay`, 11: 2 `checksum_interval`, 13: 4 relay tick, 17: 4 `resume_from_tick`, 21: 4 horizon tick, 25: 4 highest accepted client sequence, 29: 1 flags (bit 0 match started) | 30 |
+//! | `0x01` | Welcome | 1: 1 seat, 2: 1 seat count, 3: 2 human seat mask, 5: 4 `tick_rate_millihz`, 9: 1 `bundle_interval`, 10: 1 `ai_order_delay`, 11: 2 `checksum_interval`, 13: 4 relay tick, 17: 4 `resume_from_tick`, 21: 4 horizon tick, 25: 4 highest accepted client sequence, 29: 1 flags (bit 0 match started, bit 1 reports every 16 ticks) | 30 |
 //! | `0x02` | Presence | 1: 4 relay tick, 5: 1 seat count `n`, 6: `n` seat states ([`SeatPresence`]) | 6 + n |
 //! | `0x03` | TurnBundle | 1: 1 flags (bit 0 `MORE`: another chunk of the same range follows), 2: 4 `from_tick`, 6: 4 `horizon_tick`, 10: 2 entry count, 12: entries | 12 + entries |
 //! | `0x04` | Pong | 1: 8 echoed client send time `t0`, 9: 8 relay receive time `t1`, 17: 8 relay send time `t2` (relay match clock: µs since the match started, negative before), 25: 4 relay tick, 29: 4 highest accepted client sequence | 33 |
@@ -92,11 +92,13 @@
 //! | `0x13` | Ping | 1: 8 client send time `t0` (client clock, µs) | 9 |
 //! | `0x14` | Quit | 1: 4 client sequence (sequenced like an order) | 5 |
 //! | `0x15` | ResyncRequest | 1: 4 the client's horizon | 5 |
-//! | `0x16` | TimingReport | 1: 4 processing time per tick, µs; 5: 4 longest wait for a bundle, ms; 9: 4 worst clean round trip to the relay, ms (`0xFFFF_FFFF`: none yet, else at most [`MAX_REPORTED_RTT_MS`]) | 13 |
+//! | `0x16` | TimingReport | 1: 22 the detailed NETWORK_REPORT payload (version 2, `docs/payloads.md`): processing time per tick, longest wait for a bundle, the round trips to the relay (worst, median, p90, latest; none yet, else at most [`MAX_REPORTED_RTT_MS`]), the interval's ticks, stalled ticks and stall time; the seat waited for is always none | 23 |
 //!
 //! Version 2 added Timing and TimingReport (adaptive timing in relay mode);
 //! a relay refuses version-1 Hellos with `WrongVersion`.
 
+use crate::report::ReportDetail;
+use crate::wire::events::{ReportLayout, REPORT_DETAILED_LEN};
 use siphasher::sip::SipHasher24;
 use std::hash::Hasher;
 
@@ -161,12 +163,15 @@ pub const MSG_RESYNC_REQUEST: u8 = 0x15;
 /// TimingReport.
 pub const MSG_TIMING_REPORT: u8 = 0x16;
 
+/// Welcome flag: the match clock has started.
+pub const WELCOME_STARTED: u8 = 1;
+/// Welcome flag: clients report every 16 ticks ([`Welcome::frequent_reports`]).
+pub const WELCOME_FREQUENT_REPORTS: u8 = 2;
+
 /// Bytes of a Timing message.
 pub const TIMING_BYTES: usize = 19;
 /// Bytes of a TimingReport message.
-pub const TIMING_REPORT_BYTES: usize = 13;
-/// A TimingReport's round trip field when the client has no clean sample yet.
-pub const NO_RTT: u32 = u32::MAX;
+pub const TIMING_REPORT_BYTES: usize = 1 + REPORT_DETAILED_LEN;
 /// Largest round trip a TimingReport may carry, ms (the clock filter's
 /// bound, [`crate::clock::offset::MAX_ROUND_TRIP_US`]).
 pub const MAX_REPORTED_RTT_MS: u32 = (crate::clock::offset::MAX_ROUND_TRIP_US / 1000) as u32;
@@ -508,6 +513,10 @@ pub struct Welcome {
     pub highest_accepted_sequence: u32,
     /// Whether the match clock has started.
     pub match_started: bool,
+    /// Clients send a TimingReport every 16 ticks (the match's policy is
+    /// `tracking`, which reads reports on its own cadence, docs/tracking.md);
+    /// otherwise on ticks 32, 64, then every 128 (S3).
+    pub frequent_reports: bool,
 }
 
 /// One entry of a TurnBundle.
@@ -711,7 +720,8 @@ pub fn read_server_message(bytes: &[u8]) -> Result<ServerMessage<'_>, RelayDecod
                 resume_from_tick: read_u32(bytes, 17),
                 horizon_tick: read_u32(bytes, 21),
                 highest_accepted_sequence: read_u32(bytes, 25),
-                match_started: bytes[29] & 1 != 0,
+                match_started: bytes[29] & WELCOME_STARTED != 0,
+                frequent_reports: bytes[29] & WELCOME_FREQUENT_REPORTS != 0,
             };
             let seats = usize::from(w.seat_count);
             let valid = (1..=MAX_SEATS).contains(&seats)
@@ -722,7 +732,7 @@ pub fn read_server_message(bytes: &[u8]) -> Result<ServerMessage<'_>, RelayDecod
                 && w.bundle_interval > 0
                 && w.ai_order_delay <= 8
                 && w.resume_from_tick <= w.horizon_tick
-                && bytes[29] & !1 == 0;
+                && bytes[29] & !(WELCOME_STARTED | WELCOME_FREQUENT_REPORTS) == 0;
             if !valid {
                 return Err(RelayDecodeError::Malformed);
             }
@@ -881,15 +891,16 @@ pub fn read_client_message(bytes: &[u8]) -> Result<ClientMessage<'_>, RelayDecod
         }
         MSG_TIMING_REPORT => {
             exact(bytes, TIMING_REPORT_BYTES)?;
-            let rtt = read_u32(bytes, 9);
-            if rtt != NO_RTT && rtt > MAX_REPORTED_RTT_MS {
+            let report = ReportLayout::Detailed
+                .decode(&bytes[1..])
+                .map_err(|_| RelayDecodeError::Malformed)?;
+            if report
+                .worst_rtt_ms
+                .is_some_and(|ms| ms > MAX_REPORTED_RTT_MS)
+            {
                 return Err(RelayDecodeError::Malformed);
             }
-            Ok(ClientMessage::TimingReport(crate::report::Report {
-                process_us: read_u32(bytes, 1),
-                max_wait_ms: read_u32(bytes, 5),
-                worst_rtt_ms: (rtt != NO_RTT).then_some(rtt),
-            }))
+            Ok(ClientMessage::TimingReport(report))
         }
         _ => Err(RelayDecodeError::UnknownKind),
     }
@@ -945,7 +956,14 @@ impl ServerMessage<'_> {
                 o.put(&w.resume_from_tick.to_le_bytes());
                 o.put(&w.horizon_tick.to_le_bytes());
                 o.put(&w.highest_accepted_sequence.to_le_bytes());
-                o.put(&[u8::from(w.match_started)]);
+                let mut flags = 0;
+                if w.match_started {
+                    flags |= WELCOME_STARTED;
+                }
+                if w.frequent_reports {
+                    flags |= WELCOME_FREQUENT_REPORTS;
+                }
+                o.put(&[flags]);
             }
             ServerMessage::Presence {
                 tick,
@@ -1054,15 +1072,22 @@ impl ClientMessage<'_> {
                 o.put(&horizon.to_le_bytes());
             }
             ClientMessage::TimingReport(report) => {
-                let rtt = match report.worst_rtt_ms {
-                    None => NO_RTT,
-                    Some(ms) if ms <= MAX_REPORTED_RTT_MS => ms,
-                    Some(_) => return None,
-                };
+                if report
+                    .worst_rtt_ms
+                    .is_some_and(|ms| ms > MAX_REPORTED_RTT_MS)
+                {
+                    return None;
+                }
+                // A report measured without the detail (a compact source)
+                // goes as its worst round trip with nothing counted.
+                let mut report = report;
+                if report.detail.is_none() {
+                    report.detail = Some(ReportDetail::from_worst(report.worst_rtt_ms));
+                }
+                let mut payload = [0u8; REPORT_DETAILED_LEN];
+                let len = ReportLayout::Detailed.encode(&report, &mut payload).ok()?;
                 o.put(&[MSG_TIMING_REPORT]);
-                o.put(&report.process_us.to_le_bytes());
-                o.put(&report.max_wait_ms.to_le_bytes());
-                o.put(&rtt.to_le_bytes());
+                o.put(&payload[..len]);
             }
         }
         o.done()
@@ -1270,6 +1295,7 @@ mod tests {
             horizon_tick: 100,
             highest_accepted_sequence: 7,
             match_started: true,
+            frequent_reports: false,
         }
     }
 
@@ -1469,35 +1495,92 @@ mod tests {
         assert_eq!(ServerMessage::Timing(far).write(&mut [0u8; 64]), None);
         assert!(read_server_message(&bytes[..TIMING_BYTES - 1]).is_err());
 
+        // TimingReport: the kind byte, then the detailed NETWORK_REPORT
+        // payload (docs/payloads.md) byte for byte.
+        let detail = crate::report::ReportDetail {
+            median_rtt_ms: Some(0x0101),
+            p90_rtt_ms: Some(0x0180),
+            latest_rtt_ms: Some(0x0102),
+            frames: 16,
+            stalled_frames: 2,
+            stall_ms: 40,
+            waited_for: Some(0),
+        };
         let report = crate::report::Report {
             process_us: 0x0403_0201,
-            max_wait_ms: 0x0807_0605,
+            max_wait_ms: 0x0605,
             worst_rtt_ms: Some(0x0201),
+            detail: Some(detail),
         };
         let bytes = ClientMessage::TimingReport(report).to_vec();
-        assert_eq!(bytes, [0x16, 1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 0, 0]);
+        let mut payload = [0u8; REPORT_DETAILED_LEN];
+        ReportLayout::Detailed
+            .encode(&report, &mut payload)
+            .unwrap();
+        assert_eq!(bytes[0], 0x16);
+        assert_eq!(&bytes[1..], &payload[..]);
+        assert_eq!(
+            &bytes[1..8],
+            &[2, 1, 2, 3, 4, 1, 2],
+            "version, process, worst"
+        );
+        assert_eq!(bytes.len(), TIMING_REPORT_BYTES);
         assert_eq!(
             read_client_message(&bytes),
             Ok(ClientMessage::TimingReport(report))
         );
+        // No detail (a compact source): sent as its worst round trip.
+        let bare = crate::report::Report {
+            detail: None,
+            ..report
+        };
+        assert_eq!(
+            read_client_message(&ClientMessage::TimingReport(bare).to_vec()),
+            Ok(ClientMessage::TimingReport(crate::report::Report {
+                detail: Some(crate::report::ReportDetail::from_worst(Some(0x0201))),
+                ..report
+            }))
+        );
         let none = crate::report::Report {
             worst_rtt_ms: None,
+            detail: Some(crate::report::ReportDetail {
+                median_rtt_ms: None,
+                p90_rtt_ms: None,
+                latest_rtt_ms: None,
+                ..detail
+            }),
             ..report
         };
         let bytes = ClientMessage::TimingReport(none).to_vec();
-        assert_eq!(&bytes[9..], &[0xFF; 4], "no round trip yet");
+        assert_eq!(&bytes[6..8], &[0xFF; 2], "no round trip yet");
         assert_eq!(
             read_client_message(&bytes),
             Ok(ClientMessage::TimingReport(none))
         );
-        let mut too_long = bytes.clone();
-        too_long[9..].copy_from_slice(&(MAX_REPORTED_RTT_MS + 1).to_le_bytes());
+        // A round trip beyond the bound, a broken invariant, a wrong version
+        // or length: refused.
+        let mut too_long = ClientMessage::TimingReport(report).to_vec();
+        too_long[6..8].copy_from_slice(&((MAX_REPORTED_RTT_MS + 1) as u16).to_le_bytes());
         assert_eq!(
             read_client_message(&too_long),
             Err(RelayDecodeError::Malformed)
         );
+        let mut inverted = ClientMessage::TimingReport(report).to_vec();
+        inverted[10..12].copy_from_slice(&0x0300u16.to_le_bytes()); // median > p90
+        assert_eq!(
+            read_client_message(&inverted),
+            Err(RelayDecodeError::Malformed)
+        );
+        let mut version = ClientMessage::TimingReport(report).to_vec();
+        version[1] = 1;
+        assert_eq!(
+            read_client_message(&version),
+            Err(RelayDecodeError::Malformed)
+        );
+        assert!(read_client_message(&ClientMessage::TimingReport(report).to_vec()[..22]).is_err());
         let huge = crate::report::Report {
             worst_rtt_ms: Some(MAX_REPORTED_RTT_MS + 1),
+            detail: None,
             ..report
         };
         assert_eq!(

@@ -33,7 +33,8 @@
 //! * **Reports (S3).** The session's [`Measurements`] measure the round
 //!   trip to the relay (seat [`RELAY_LINK_SEAT`]), the engine's frame work
 //!   and the waits for bundles; on every report tick (32, 64, then every
-//!   128) the report goes to the relay as a TimingReport.
+//!   128; every 16 when the Welcome says the match runs `tracking`) the
+//!   report goes to the relay as a TimingReport.
 //! * **AI orders.** [`LockstepSession::submit_ai_order`](super::LockstepSession::submit_ai_order)
 //!   queues an AI seat's order locally for `ai_order_delay` ticks (the
 //!   match setup's) and delivers it with that tick's commands.
@@ -457,7 +458,11 @@ impl RelayLockstep {
         self.executed.sort_by_key(|c| c.seat);
         self.announce_timing(turn.tick);
         self.frame = Some(turn.tick);
-        if is_report_frame(turn.tick) && !self.left {
+        let report_now = match self.client.welcome() {
+            Some(w) if w.frequent_reports => crate::timing::tracking::is_report_frame(turn.tick),
+            _ => is_report_frame(turn.tick),
+        };
+        if report_now && !self.left {
             self.client.report_timing(measurements.take_report());
         }
         Ok(if self.left {
