@@ -1568,12 +1568,7 @@ mod tests {
             crate::timing::tracking::is_report_frame,
             report,
         );
-        let look_ahead_at = |tick: u32| {
-            seen.iter()
-                .filter(|e| e.0 <= tick)
-                .last()
-                .map_or(0, |e| e.2)
-        };
+        let look_ahead_at = |tick: u32| seen.iter().rev().find(|e| e.0 <= tick).map_or(0, |e| e.2);
         let calm = look_ahead_at(590);
         let during = look_ahead_at(740);
         assert!(during > calm, "the spike widens the buffer: {seen:?}");
