@@ -309,9 +309,12 @@ fn percentile(sorted: &[u64], permille: usize) -> u64 {
 fn run(o: &Options, matches: usize, tag: usize) -> Result<Figures, String> {
     let secret = LobbySecret::from_hex(SECRET_HEX).map_err(|e| e.to_string())?;
     let mut relay = RelayUnderTest::start(o, matches, tag)?;
+    // No timing policy: a bundle every tick, the relay's heaviest schedule
+    // (the generator's clients send no timing reports, so a policy would
+    // sit on its opening timing, a bundle every second tick).
     for m in 1..=matches {
         relay.admin(&format!(
-            "create {m} seats 8 humans 0,1,2,3,4,5,6,7 checksum_interval 30 load_wait_seconds 30"
+            "create {m} seats 8 humans 0,1,2,3,4,5,6,7 checksum_interval 30 load_wait_seconds 30 timing_policy off"
         ))?;
     }
     let sockets: Vec<UdpSocket> = (0..o.sockets.min(matches * usize::from(SEATS)))
