@@ -32,6 +32,14 @@ impl MachineClock {
         let t = t as i64;
         (t + self.offset_us + t * self.drift_ppm / 1_000_000).max(0) as u64
     }
+
+    /// The true time at which the local clock reads `local` (rounded up).
+    pub fn global(&self, local: u64) -> u64 {
+        let since = local as i64 - self.offset_us;
+        let rate = 1_000_000 + self.drift_ppm;
+        let t = (since * 1_000_000 + rate - 1).div_euclid(rate);
+        t.max(0) as u64
+    }
 }
 
 #[cfg(test)]

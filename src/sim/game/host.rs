@@ -16,7 +16,7 @@ use crate::link::LinkConfig;
 use crate::report::record::MAX_SEATS;
 use crate::session::{Advance, LockstepConfig, LockstepSession, SessionEvent, Topology};
 use crate::sim::faults::{self, Attack, Fault};
-use crate::sim::{Conditions, NetSim, Outage, SplitMix64};
+use crate::sim::{Conditions, MachineClock, NetSim, Outage, SplitMix64};
 use crate::timing::{MachineConfig, Output};
 use crate::wire::packet::SessionKey;
 
@@ -25,8 +25,7 @@ struct Machine {
     seat: u8,
     session: LockstepSession,
     address: SocketAddr,
-    clock_offset_us: i64,
-    clock_drift_ppm: i64,
+    clock: MachineClock,
     busy_until_us: u64,
     wake_us: u64,
     /// When the session's next timer (transport, ping, frame) is due.
@@ -61,18 +60,12 @@ struct Machine {
 impl Machine {
     /// Local clock at global time `t`.
     fn local(&self, t: u64) -> u64 {
-        // Game times stay below 2^40 µs and drift below 10^3 ppm: i64 is ample.
-        let t = t as i64;
-        let drift = t * self.clock_drift_ppm / 1_000_000;
-        (t + self.clock_offset_us + drift).max(0) as u64
+        self.clock.local(t)
     }
 
     /// Global time at which the local clock reads `local` (rounded up).
     fn global(&self, local: u64) -> u64 {
-        let since = local as i64 - self.clock_offset_us;
-        let rate = 1_000_000 + self.clock_drift_ppm;
-        let t = (since * 1_000_000 + rate - 1).div_euclid(rate);
-        t.max(0) as u64
+        self.clock.global(local)
     }
 
     /// Still playing its part: not gone, not left, frames to go.
@@ -170,15 +163,13 @@ impl<'s> Host<'s> {
         for seat in 0..spec.players {
             let config = secrets.config(spec, seat, 1);
             // Clocks: up to 2000 s apart, drifting up to ±100 ppm.
-            let clock_offset_us = rng.below_or_equal(2_000_000_000) as i64;
-            let clock_drift_ppm = rng.below_or_equal(200) as i64 - 100;
-            let local_now = clock_offset_us as u64;
+            let clock = MachineClock::draw(&mut rng);
+            let local_now = clock.local(0);
             let mut machine = Machine {
                 seat,
                 session: LockstepSession::new(&config, local_now)?,
                 address: address(seat),
-                clock_offset_us,
-                clock_drift_ppm,
+                clock,
                 busy_until_us: 0,
                 wake_us: GAME_START_US,
                 timer_us: 0,
