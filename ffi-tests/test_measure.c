@@ -99,6 +99,7 @@ static void test_misuse(void) {
     CHECK_EQ(rungs_measurements_frame_work_end(NULL, 0), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_measurements_add_frame_work_us(NULL, 0), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_measurements_wait_begin(NULL, 0), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_measurements_wait_begin_for(NULL, 0, 1), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_measurements_wait_end(NULL, 0), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_measurements_add_wait_us(NULL, 0), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_measurements_add_peer(NULL, 1), RUNGS_ERR_NULL_POINTER);
@@ -122,6 +123,15 @@ static void test_misuse(void) {
     CHECK_MESSAGE("rungs_measurements_wait_end: the wait would end before it began: "
                   "now_us is 9; expected 10 (the begin) or later");
     CHECK_EQ(rungs_measurements_wait_end(m, 2010), RUNGS_OK);
+    /* A wait for a named seat: a seat or RUNGS_NO_SEAT, nothing else; a
+     * refused begin opens nothing. */
+    CHECK_EQ(rungs_measurements_wait_begin_for(m, 3000, 200), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_measurements_wait_begin_for: seat is 200; expected a seat, 0 to 15, "
+                  "or RUNGS_NO_SEAT (255)");
+    CHECK_EQ(rungs_measurements_wait_end(m, 3001), RUNGS_ERR_STATE);
+    CHECK_EQ(rungs_measurements_wait_begin_for(m, 3000, 4), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_wait_begin_for(m, 3001, RUNGS_NO_SEAT), RUNGS_ERR_STATE);
+    CHECK_EQ(rungs_measurements_wait_end(m, 3500), RUNGS_OK);
 
     /* Peers and flags. */
     CHECK_EQ(rungs_measurements_add_peer(m, 4), RUNGS_OK);

@@ -885,9 +885,26 @@ static void test_tracking_reports_in_the_detailed_layout(void) {
     CHECK_EQ(seen.last_payload[17], 1);              /* one stalled frame */
     CHECK_EQ(seen.last_payload[19], 40);             /* 40 ms of stall */
     CHECK_EQ(seen.last_payload[21], 0xFF);           /* for nobody named */
+    /* Named waits: 10 ms for seat 2, then 30 ms for seat 1: the report
+     * names the seat waited for longest in all. */
+    CHECK_EQ(rungs_session_wait_begin_for(s, 50000, 2), RUNGS_OK);
+    CHECK_EQ(rungs_session_wait_begin_for(s, 50001, 1), RUNGS_ERR_STATE); /* one is open */
+    CHECK_EQ(rungs_session_wait_end(s, 60000), RUNGS_OK);
+    CHECK_EQ(rungs_session_wait_begin_for(s, 70000, 16), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("rungs_session_wait_begin_for: seat is 16; expected a seat, 0 to 15, or RUNGS_NO_SEAT (255)");
+    CHECK_EQ(rungs_session_wait_begin_for(s, 70000, 1), RUNGS_OK);
+    CHECK_EQ(rungs_session_wait_end(s, 100000), RUNGS_OK);
     for (frame = 17; frame <= 32; frame++) plain_frame(s, frame);
     CHECK_EQ(seen.queued, 2);
-    CHECK_EQ(seen.last_payload[17], 0);              /* that stall was reported once */
+    CHECK_EQ(seen.last_payload[17], 2);              /* two stalled frames */
+    CHECK_EQ(seen.last_payload[19], 40);             /* 10 + 30 ms */
+    CHECK_EQ(seen.last_payload[21], 1);              /* seat 1, waited for longest */
+    CHECK_EQ(rungs_session_wait_begin_for(s, 110000, RUNGS_NO_SEAT), RUNGS_OK);
+    CHECK_EQ(rungs_session_wait_end(s, 115000), RUNGS_OK);
+    for (frame = 33; frame <= 48; frame++) plain_frame(s, frame);
+    CHECK_EQ(seen.queued, 3);
+    CHECK_EQ(seen.last_payload[17], 1);              /* the earlier stalls were reported once */
+    CHECK_EQ(seen.last_payload[21], 0xFF);           /* RUNGS_NO_SEAT: nobody named */
     CHECK_EQ(rungs_session_free(s), RUNGS_OK);
 
     /* The payload calls have no struct for the detail: they refuse it. */

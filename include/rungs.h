@@ -1912,6 +1912,21 @@ rungs_result RUNGS_CALL rungs_measurements_wait_begin(struct rungs_measurements 
                                            uint64_t now_us);
 
 /**
+ * The machine starts waiting at `now_us` for `seat`'s packet (the detailed
+ * report names the seat waited for longest); `RUNGS_NO_SEAT` for no seat in
+ * particular, as `rungs_measurements_wait_begin`.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `seat` is neither 0–15
+ * nor `RUNGS_NO_SEAT`; RUNGS_ERR_STATE if a wait is already open;
+ * RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
+ * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_measurements_wait_begin_for(struct rungs_measurements *measurements,
+                                               uint64_t now_us,
+                                               uint8_t seat);
+
+/**
  * The open wait ends at `now_us`. A wait counts in the report interval in
  * which it ends.
  *
@@ -2366,6 +2381,24 @@ rungs_result RUNGS_CALL rungs_session_add_frame_work_us(struct rungs_session *s,
  * (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_wait_begin(struct rungs_session *s, uint64_t now_us);
+
+/**
+ * You start waiting at `now_us` for `seat`'s packet: the report's detail
+ * (NETWORK_REPORT layout 2) names the seat this machine waited for longest,
+ * so a `tracking` game can tell a slow machine from a slow network. Pass
+ * `RUNGS_NO_SEAT` when the wait is for no seat in particular (the same as
+ * `rungs_session_wait_begin`). End it with `rungs_session_wait_end`.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if `seat` is neither 0–15 nor `RUNGS_NO_SEAT`;
+ * RUNGS_ERR_STATE if a wait is already open (call `rungs_session_wait_end`);
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_session_wait_begin_for(struct rungs_session *s,
+                                          uint64_t now_us,
+                                          uint8_t seat);
 
 /**
  * The wait ends at `now_us`.

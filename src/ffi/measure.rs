@@ -120,6 +120,28 @@ pub unsafe extern "C" fn rungs_measurements_wait_begin(
     }
 }
 
+/// The machine starts waiting at `now_us` for `seat`'s packet (the detailed
+/// report names the seat waited for longest); `RUNGS_NO_SEAT` for no seat in
+/// particular, as `rungs_measurements_wait_begin`.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `seat` is neither 0–15
+/// nor `RUNGS_NO_SEAT`; RUNGS_ERR_STATE if a wait is already open;
+/// RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
+/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_measurements_wait_begin_for(
+    measurements: *mut rungs_measurements,
+    now_us: u64,
+    seat: u8,
+) -> rungs_result {
+    unsafe {
+        object_call("rungs_measurements_wait_begin_for", measurements, |m| {
+            let seat = super::types::seat_or_none(seat, "seat")?;
+            m.wait_begin_for(now_us, seat)
+        })
+    }
+}
+
 /// The open wait ends at `now_us`. A wait counts in the report interval in
 /// which it ends.
 ///

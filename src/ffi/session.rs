@@ -558,6 +558,31 @@ pub unsafe extern "C" fn rungs_session_wait_begin(
     }
 }
 
+/// You start waiting at `now_us` for `seat`'s packet: the report's detail
+/// (NETWORK_REPORT layout 2) names the seat this machine waited for longest,
+/// so a `tracking` game can tell a slow machine from a slow network. Pass
+/// `RUNGS_NO_SEAT` when the wait is for no seat in particular (the same as
+/// `rungs_session_wait_begin`). End it with `rungs_session_wait_end`.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
+/// RUNGS_ERR_INVALID_ARGUMENT if `seat` is neither 0–15 nor `RUNGS_NO_SEAT`;
+/// RUNGS_ERR_STATE if a wait is already open (call `rungs_session_wait_end`);
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_session_wait_begin_for(
+    s: *mut rungs_session,
+    now_us: u64,
+    seat: u8,
+) -> rungs_result {
+    unsafe {
+        session_call("rungs_session_wait_begin_for", s, |session| {
+            let seat = super::types::seat_or_none(seat, "seat")?;
+            session.measurements().wait_begin_for(now_us, seat)
+        })
+    }
+}
+
 /// The wait ends at `now_us`.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE

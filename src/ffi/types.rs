@@ -246,6 +246,18 @@ pub(crate) fn human_seats(seat_count: u8, human_seat_mask: u32) -> Result<Vec<bo
         .collect())
 }
 
+/// A seat argument that may also be `RUNGS_NO_SEAT` (`None`): 0 to 15 or
+/// 255; anything else is refused naming `name`.
+pub(crate) fn seat_or_none(seat: u8, name: &str) -> Result<Option<u8>> {
+    match seat {
+        RUNGS_NO_SEAT => Ok(None),
+        s if usize::from(s) < crate::report::record::MAX_SEATS => Ok(Some(s)),
+        s => Err(Error::InvalidValue(format!(
+            "{name} is {s}; expected a seat, 0 to 15, or RUNGS_NO_SEAT (255)"
+        ))),
+    }
+}
+
 /// A config's `local_seat`: a human seat, or `RUNGS_NO_SEAT` (`None`) where
 /// `observer_allowed`. Messages name the fields of the C config.
 pub(crate) fn local_seat(
