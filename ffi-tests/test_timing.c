@@ -265,6 +265,39 @@ static void test_machine_config_validation(void) {
     CHECK_MESSAGE("rungs_timing_machine_new: config->policy is 2; expected RUNGS_POLICY_ADAPTIVE (0) or RUNGS_POLICY_TRACKING (1)");
     CHECK(m == (rungs_timing_machine *)&o);
     CHECK_EQ(rungs_timing_machine_free(NULL), RUNGS_OK);
+
+    /* Each policy's report frames: S3's under adaptive (as
+     * rungs_is_report_frame), every 16 under tracking. */
+    {
+        uint8_t policy;
+        for (policy = RUNGS_POLICY_ADAPTIVE; policy <= RUNGS_POLICY_TRACKING; policy++) {
+            uint32_t frame;
+            int32_t report = -1;
+            unsigned count = 0, matches_s3 = 1;
+            c = config_for(&o, 0);
+            c.policy = policy;
+            m = NULL;
+            CHECK_EQ(rungs_timing_machine_new(&c, &m), RUNGS_OK);
+            if (!m) continue;
+            for (frame = 0; frame <= 320; frame++) {
+                CHECK_EQ(rungs_timing_machine_is_report_frame(m, frame, &report), RUNGS_OK);
+                count += (unsigned)report;
+                if ((uint8_t)report != rungs_is_report_frame(frame)) matches_s3 = 0;
+            }
+            if (policy == RUNGS_POLICY_ADAPTIVE) {
+                CHECK_EQ(count, 4); /* 32, 64, 192, 320 */
+                CHECK_EQ(matches_s3, 1);
+            } else {
+                CHECK_EQ(count, 20); /* 16, 32, ..., 320 */
+                CHECK_EQ(rungs_timing_machine_is_report_frame(m, 48, &report), RUNGS_OK);
+                CHECK_EQ(report, 1);
+                CHECK_EQ(rungs_timing_machine_is_report_frame(m, 0, &report), RUNGS_OK);
+                CHECK_EQ(report, 0);
+            }
+            CHECK_EQ(rungs_timing_machine_is_report_frame(m, 16, NULL), RUNGS_ERR_NULL_POINTER);
+            CHECK_EQ(rungs_timing_machine_free(m), RUNGS_OK);
+        }
+    }
 }
 
 static void test_machine_null_handles(void) {
@@ -283,6 +316,7 @@ static void test_machine_null_handles(void) {
     CHECK_EQ(rungs_timing_machine_execute_removal(NULL, 0), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_timing_machine_end_frame(NULL, &flag, &e), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_timing_machine_is_send_frame(NULL, &flag), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_timing_machine_is_report_frame(NULL, 16, &flag), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_timing_machine_command_tag(NULL, &u), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_timing_machine_timing(NULL, &t), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_timing_machine_fps(NULL, &b), RUNGS_ERR_NULL_POINTER);

@@ -1845,7 +1845,8 @@ rungs_result RUNGS_CALL rungs_lockstep_get_stats(struct rungs_lockstep *ls,
 
 /**
  * 1 when each player sends a report on `frame` (32, 64, then every 128:
- * 192, 320, ...; S3), else 0.
+ * 192, 320, ...; S3), else 0. A game that may run `RUNGS_POLICY_TRACKING`
+ * reports on its own cadence: ask `rungs_timing_machine_is_report_frame`.
  */
 RUNGS_API uint8_t RUNGS_CALL rungs_is_report_frame(uint32_t frame);
 
@@ -2626,6 +2627,22 @@ rungs_result RUNGS_CALL rungs_timing_machine_end_frame(struct rungs_timing_machi
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_is_send_frame(struct rungs_timing_machine *m,
                                                 int32_t *out);
+
+/**
+ * `*out` is 1 when each player sends a report on `frame` in this machine's
+ * game: S3's frames (32, 64, then every 128, as `rungs_is_report_frame`)
+ * under `RUNGS_POLICY_ADAPTIVE`, every 16 frames under
+ * `RUNGS_POLICY_TRACKING`. Ask this, not `rungs_is_report_frame`, when the
+ * game may run `tracking`.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_timing_machine_is_report_frame(struct rungs_timing_machine *m,
+                                                  uint32_t frame,
+                                                  int32_t *out);
 
 /**
  * The frame a command issued now is tagged for: on a send frame,

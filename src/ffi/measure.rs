@@ -21,7 +21,8 @@ impl Handle for rungs_measurements {
 }
 
 /// 1 when each player sends a report on `frame` (32, 64, then every 128:
-/// 192, 320, ...; S3), else 0.
+/// 192, 320, ...; S3), else 0. A game that may run `RUNGS_POLICY_TRACKING`
+/// reports on its own cadence: ask `rungs_timing_machine_is_report_frame`.
 #[no_mangle]
 pub extern "C" fn rungs_is_report_frame(frame: u32) -> u8 {
     u8::from(is_report_frame(frame))

@@ -455,6 +455,28 @@ pub unsafe extern "C" fn rungs_timing_machine_is_send_frame(
     }
 }
 
+/// `*out` is 1 when each player sends a report on `frame` in this machine's
+/// game: S3's frames (32, 64, then every 128, as `rungs_is_report_frame`)
+/// under `RUNGS_POLICY_ADAPTIVE`, every 16 frames under
+/// `RUNGS_POLICY_TRACKING`. Ask this, not `rungs_is_report_frame`, when the
+/// game may run `tracking`.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_timing_machine_is_report_frame(
+    m: *mut rungs_timing_machine,
+    frame: u32,
+    out: *mut i32,
+) -> rungs_result {
+    unsafe {
+        machine_call("rungs_timing_machine_is_report_frame", m, |o| {
+            write_to(out, "out", i32::from(o.machine.is_report_frame(frame)))
+        })
+    }
+}
+
 /// The frame a command issued now is tagged for: on a send frame,
 /// `frame + look_ahead`; on other frames a forecast for the next send frame.
 ///
