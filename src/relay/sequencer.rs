@@ -1047,7 +1047,7 @@ impl Sequencer {
         let setup = self.setup;
         let version = self.presence_version;
         let plan_interval = self.plan.in_force(horizon).bundle_interval;
-        let frequent_reports = matches!(self.policy, Some(Policy::Tracking(_)));
+        let frequent_reports = self.policy.as_ref().is_some_and(Policy::frequent_reports);
         let held = self.plan.changes().count() as u64;
         let first_held = self.announced.saturating_sub(held);
         let s = self.seats.get_mut(usize::from(seat))?;

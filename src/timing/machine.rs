@@ -141,10 +141,13 @@ impl Policy {
     /// Whether players report on `frame`: S3's frames, or the policy's own
     /// cadence (every machine of a game runs the same policy).
     fn is_report_frame(&self, frame: u32) -> bool {
-        match self {
-            Policy::Tracking(_) => super::tracking::is_report_frame(frame),
-            _ => crate::report::is_report_frame(frame),
-        }
+        super::tracking::is_report_frame_of_game(self.frequent_reports(), frame)
+    }
+
+    /// Whether players report on `tracking`'s own cadence (every 16
+    /// frames) rather than S3's frames.
+    pub(crate) fn frequent_reports(&self) -> bool {
+        matches!(self, Policy::Tracking(_))
     }
 
     /// The tier players are shown for `timing` at `fps` (S6): by rung on

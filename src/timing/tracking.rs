@@ -40,6 +40,17 @@ pub fn is_report_frame(frame: u32) -> bool {
     frame != 0 && frame % TRACKING_REPORT_PERIOD == 0
 }
 
+/// Whether players report on `frame` in a game whose policy reports on
+/// `tracking`'s cadence (`frequent`) or on S3's frames: the one rule the
+/// timing machine, the relay's Welcome and a relayed client all follow.
+pub fn is_report_frame_of_game(frequent: bool, frame: u32) -> bool {
+    if frequent {
+        is_report_frame(frame)
+    } else {
+        crate::report::is_report_frame(frame)
+    }
+}
+
 /// The `tracking` policy's state; every machine holds the same.
 #[derive(Debug, Clone)]
 pub struct TrackingPolicy {

@@ -59,7 +59,8 @@ use crate::error::{Error, Result};
 use crate::link::Transmit;
 use crate::relay::ticket::Credentials;
 use crate::relay::{ClientConfig, ClientEvent, RelayClient, SeatTurn, RELAY_LINK_SEAT};
-use crate::report::{is_report_frame, Measurements};
+use crate::report::Measurements;
+use crate::timing::tracking::is_report_frame_of_game;
 use crate::timing::{Output, Status, Timing, Verdict};
 use crate::wire::relay::TimingChange;
 use crate::wire::relay::{RejectReason, SeatPresence, MAX_ORDER_BYTES, MAX_SEATS};
@@ -458,10 +459,8 @@ impl RelayLockstep {
         self.executed.sort_by_key(|c| c.seat);
         self.announce_timing(turn.tick);
         self.frame = Some(turn.tick);
-        let report_now = match self.client.welcome() {
-            Some(w) if w.frequent_reports => crate::timing::tracking::is_report_frame(turn.tick),
-            _ => is_report_frame(turn.tick),
-        };
+        let frequent = self.client.welcome().is_some_and(|w| w.frequent_reports);
+        let report_now = is_report_frame_of_game(frequent, turn.tick);
         if report_now && !self.left {
             self.client.report_timing(measurements.take_report());
         }
