@@ -856,33 +856,20 @@ impl Link {
     /// not a timer: drain `poll_transmit` after every `send` and
     /// `handle_packet`.
     pub fn poll_timeout(&self) -> Option<u64> {
-        // A plain minimum and a flag, not an `Option` folded with `map_or`:
-        // optimised, that reads the payload of a `None` before selecting,
-        // which valgrind reports as a jump on uninitialised memory (the C
-        // harness runs under valgrind).
-        let mut earliest = u64::MAX;
-        let mut any = false;
-        let mut consider = |t: u64| {
-            earliest = earliest.min(t);
-            any = true;
-        };
-        if let Some(due) = self.ack_due_us {
-            consider(due);
-        }
-        if let Some(started) = self.rto_started_us {
-            consider(started.saturating_add(self.rtt.backed_off_rto_us()));
-        }
-        if self.config.keepalive_interval_us > 0 {
-            consider(
+        let heard = self.last_heard_us.unwrap_or(self.created_us);
+        [
+            self.ack_due_us,
+            self.rto_started_us
+                .map(|started| started.saturating_add(self.rtt.backed_off_rto_us())),
+            (self.config.keepalive_interval_us > 0).then(|| {
                 self.last_ack_eliciting_sent_us
-                    .saturating_add(self.config.keepalive_interval_us),
-            );
-        }
-        if !self.lost {
-            let heard = self.last_heard_us.unwrap_or(self.created_us);
-            consider(heard.saturating_add(self.liveness_timeout_us()));
-        }
-        any.then_some(earliest)
+                    .saturating_add(self.config.keepalive_interval_us)
+            }),
+            (!self.lost).then(|| heard.saturating_add(self.liveness_timeout_us())),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Write the next packet to send into `buf` and return its length, or

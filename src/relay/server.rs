@@ -198,19 +198,20 @@ struct MatchSlot {
 
 impl MatchSlot {
     fn next_deadline(&self, config: &RelayConfig) -> Option<u64> {
-        let mut earliest: Option<u64> = None;
-        let mut consider = |t: Option<u64>| {
-            if let Some(t) = t {
-                earliest = Some(earliest.map_or(t, |e| e.min(t)));
-            }
-        };
-        consider(self.sequencer.poll_timeout());
-        consider(self.over_since.map(|t| t + config.over_linger_us));
-        for conn in self.connections.iter().flatten() {
-            consider(conn.link.poll_timeout());
-            consider(conn.finished_since.map(|t| t + config.close_linger_us));
-        }
-        earliest
+        let connections = self.connections.iter().flatten().flat_map(|conn| {
+            [
+                conn.link.poll_timeout(),
+                conn.finished_since.map(|t| t + config.close_linger_us),
+            ]
+        });
+        [
+            self.sequencer.poll_timeout(),
+            self.over_since.map(|t| t + config.over_linger_us),
+        ]
+        .into_iter()
+        .chain(connections)
+        .flatten()
+        .min()
     }
 }
 
