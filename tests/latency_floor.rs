@@ -1,6 +1,8 @@
 //! The physical floor of `rungs::sim` is a lower bound (issue 12): no
 //! timing — fixed, a baseline or a policy — executes any command sooner than
-//! its floor, on any of several seeded networks, spikes and 60 fps included.
+//! its floor, on any of several seeded networks, spikes and 60 fps included;
+//! and the floor is tight: `fixed:1/1`, the least S1 allows, meets it on a
+//! LAN.
 
 use rungs::sim::{run_game, GameSpec, Spike};
 use rungs::timing::{PolicyKind, Timing};
@@ -58,5 +60,27 @@ fn no_timing_executes_a_command_below_its_floor() {
             );
             assert!(report.latency_mean_ms >= report.floor_mean_ms);
         }
+    }
+}
+
+#[test]
+fn the_floor_is_tight_where_nothing_but_frames_stands_in_the_way() {
+    // 4 ms round trips: every turn arrives long before its frame, so
+    // `fixed:1/1` executes each command on the frame after the one that
+    // carried it, which is exactly the floor.
+    for fps in [30, 60] {
+        let mut lan = networks()[0].clone();
+        lan.fps = fps;
+        lan.policy = PolicyKind::Fixed(Timing::new(1, 1).unwrap());
+        lan.commands_per_minute = 600;
+        let report = run_game(&lan).unwrap();
+        assert_eq!(report.stall_frames, 0, "{fps} fps: no stall on a LAN");
+        let ratio = report.latency_mean_ms / report.floor_mean_ms;
+        assert!(
+            (1.0..1.02).contains(&ratio),
+            "{fps} fps: latency {} ms, floor {} ms",
+            report.latency_mean_ms,
+            report.floor_mean_ms
+        );
     }
 }

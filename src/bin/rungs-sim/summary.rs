@@ -46,7 +46,7 @@ pub fn render(
     let ratio = ratio_to_floor(report).map_or("n/a".to_owned(), |r| format!("{r:.2}"));
     let _ = writeln!(
         w,
-        "  floor      mean {:.1} ms (earliest arrival everywhere, on a frame); latency / floor {ratio}",
+        "  floor      mean {:.1} ms (earliest arrival everywhere, a frame after its turn); latency / floor {ratio}",
         report.floor_mean_ms
     );
     let _ = writeln!(

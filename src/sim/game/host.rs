@@ -47,8 +47,6 @@ struct Machine {
     captured: Vec<(SocketAddr, Vec<u8>)>,
     /// Restarted mid-game: a fresh session that cannot rejoin; not judged.
     restarted: bool,
-    /// Own commands before this index have seen a frame start since their issue.
-    unframed: usize,
     /// The session's frame and whether its player left, as of the machine's
     /// last step (only a step changes them): the host asks every iteration.
     frame: Option<u32>,
@@ -184,7 +182,6 @@ impl<'s> Host<'s> {
                 crash_mid_turn: false,
                 captured: Vec::new(),
                 restarted: false,
-                unframed: 0,
                 frame: None,
                 left: false,
                 record: MachineRecord::new(seat, spec.fps),
@@ -456,7 +453,7 @@ impl World<'_> {
         let work = u64::from(self.spec.proc_of(m.seat));
         m.session.measurements().add_frame_work_us(work);
         m.busy_until_us = now + work;
-        m.unframed = self.issued.frame_started(m.seat, m.unframed, now);
+        self.issued.frame_started(m.seat, now);
         let judged = !m.modified && !m.restarted;
         for command in m.session.executed() {
             m.record

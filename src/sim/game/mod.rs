@@ -29,8 +29,10 @@
 //!   can avoid: the base one-way delay (jitter only adds to it) from the
 //!   issuer to the farthest other player at issue time, since every machine
 //!   must hold the command before the frame that executes it; and the wait
-//!   from the issue to the issuer's first frame that starts at or after it,
-//!   since commands execute only on frames. It is a lower bound of the
+//!   from the issue to the start of the issuer's second frame at or after
+//!   it, since the first carries the command in its turn and S1's
+//!   look-ahead (at least one frame) executes it on a later frame at the
+//!   earliest. It is a lower bound of the
 //!   measured latency on every run, whatever the timing
 //!   (`tests/latency_floor.rs` checks it).
 //! - **Stalls.** A frame stalls when it is due but a peer's turn has not

@@ -82,8 +82,12 @@ impl GameReport {
 pub(super) struct Issued {
     /// Issue time, global µs.
     at_us: u64,
-    /// The first frame start at or after the issue on the issuer, global µs.
+    /// The first frame start at or after the issue on the issuer, global µs:
+    /// the frame whose turn carries the command.
     first_frame_us: Option<u64>,
+    /// The start of the issuer's frame after that one, global µs: the
+    /// earliest frame the command can execute on (S1: look-ahead >= 1).
+    next_frame_us: Option<u64>,
     /// When the last machine executed it so far, global µs.
     last_execution_us: u64,
     /// Bit per seat that executed it.
@@ -95,12 +99,16 @@ pub(super) struct Issued {
 #[derive(Debug)]
 pub(super) struct IssueLog {
     per_seat: Vec<Vec<Issued>>,
+    /// Per seat: the first command still waiting for its first frame, and
+    /// the first one still waiting for the frame after it.
+    cursors: Vec<(usize, usize)>,
 }
 
 impl IssueLog {
     pub(super) fn new(players: u8) -> IssueLog {
         IssueLog {
             per_seat: vec![Vec::new(); usize::from(players)],
+            cursors: vec![(0, 0); usize::from(players)],
         }
     }
 
@@ -109,24 +117,29 @@ impl IssueLog {
         self.per_seat[usize::from(seat)].push(Issued {
             at_us: now,
             first_frame_us: None,
+            next_frame_us: None,
             last_execution_us: 0,
             executed_by: 0,
         });
     }
 
-    /// A frame of `seat` started at `now`: its commands from `unframed` on
-    /// that were issued by then have their first frame. Returns the new
-    /// `unframed` (the first command still waiting for a frame).
-    pub(super) fn frame_started(&mut self, seat: u8, mut unframed: usize, now: u64) -> usize {
+    /// A frame of `seat` started at `now`. Its commands that already had a
+    /// first frame have their next one now; those issued since the last
+    /// frame (by `now`) have their first.
+    pub(super) fn frame_started(&mut self, seat: u8, now: u64) {
         let own = &mut self.per_seat[usize::from(seat)];
-        while let Some(pending) = own.get_mut(unframed) {
+        let (unframed, once_framed) = &mut self.cursors[usize::from(seat)];
+        for pending in &mut own[*once_framed..*unframed] {
+            pending.next_frame_us = Some(now);
+        }
+        *once_framed = *unframed;
+        while let Some(pending) = own.get_mut(*unframed) {
             if pending.at_us > now {
                 break;
             }
             pending.first_frame_us = Some(now);
-            unframed += 1;
+            *unframed += 1;
         }
-        unframed
     }
 
     /// Seat `by` executed command `id` of seat `from` at `now`.
@@ -153,8 +166,9 @@ impl IssueLog {
     /// The latency runs from the issue to its execution on the last machine
     /// that executed it: a lockstep command has taken effect in the game
     /// once every machine has run it. The floor is the larger of the wait
-    /// for the issuer's next frame and the earliest the command could reach
-    /// each machine that executed it.
+    /// for the issuer's frame after the one that carried the command (S1:
+    /// no timing executes a command on the frame that sends it) and the
+    /// earliest the command could reach each machine that executed it.
     fn latencies(&self, spec: &GameSpec) -> Vec<(f64, f64, f64)> {
         let mut latencies = Vec::new();
         for (seat, commands) in self.per_seat.iter().enumerate() {
@@ -169,7 +183,10 @@ impl IssueLog {
                     .map(|p| spec.earliest_delivery_us(seat, p, at_us))
                     .max()
                     .unwrap_or(0);
-                let frame_wait_us = command.first_frame_us.map_or(0, |f| f - command.at_us);
+                let frame_wait_us = command
+                    .next_frame_us
+                    .or(command.first_frame_us)
+                    .map_or(0, |f| f - command.at_us);
                 let floor_us = network_us.max(frame_wait_us);
                 latencies.push((
                     (command.last_execution_us - command.at_us) as f64 / 1000.0,
