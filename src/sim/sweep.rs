@@ -100,30 +100,49 @@ pub fn stall_percent(report: &GameReport) -> f64 {
     report.stall_frames as f64 * 100.0 / f64::from(report.frames.max(1))
 }
 
+/// Why a policy missed the target on a condition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TargetMiss {
+    /// Its stalls exceeded this allowance (percent of the frames):
+    /// max(the fewest among the baselines, 0.5 %). `None` when within.
+    pub stalls_over: Option<f64>,
+    /// The baselines stalling on under 1 % whose mean latency it did not
+    /// beat.
+    pub not_faster_than: Vec<PolicyKind>,
+}
+
 impl SweepResult {
     /// The target for `policy` on this condition: its mean latency
     /// strictly below every baseline that stalls on under 1 % of the frames,
     /// and its stalls at most max(the fewest among the baselines, 0.5 %).
     pub fn meets_target(&self, policy: PolicyKind) -> bool {
+        self.target_miss(policy).is_none()
+    }
+
+    /// How `policy` missed the target here, `None` when it met it (a policy
+    /// the sweep did not play misses it with no reason to give).
+    pub fn target_miss(&self, policy: PolicyKind) -> Option<TargetMiss> {
         let Some((_, own)) = self.reports.iter().find(|(p, _)| *p == policy) else {
-            return false;
+            return Some(TargetMiss {
+                stalls_over: None,
+                not_faster_than: Vec::new(),
+            });
         };
-        let baselines: Vec<&GameReport> = self
-            .reports
-            .iter()
-            .filter(|(p, _)| is_baseline(*p))
-            .map(|(_, r)| r)
-            .collect();
-        let fewest = baselines
-            .iter()
-            .map(|r| stall_percent(r))
-            .fold(f64::INFINITY, f64::min);
-        let stalls_ok = stall_percent(own) <= fewest.max(0.5);
-        let faster = baselines
-            .iter()
-            .filter(|r| stall_percent(r) < 1.0)
-            .all(|r| own.latency_mean_ms < r.latency_mean_ms);
-        stalls_ok && faster
+        let baselines = self.reports.iter().filter(|(p, _)| is_baseline(*p));
+        let allowance = baselines
+            .clone()
+            .map(|(_, r)| stall_percent(r))
+            .fold(f64::INFINITY, f64::min)
+            .max(0.5);
+        let miss = TargetMiss {
+            stalls_over: (stall_percent(own) > allowance).then_some(allowance),
+            not_faster_than: baselines
+                .filter(|(_, r)| stall_percent(r) < 1.0)
+                .filter(|(_, r)| own.latency_mean_ms >= r.latency_mean_ms)
+                .map(|(p, _)| *p)
+                .collect(),
+        };
+        (miss.stalls_over.is_some() || !miss.not_faster_than.is_empty()).then_some(miss)
     }
 
     /// The policies with the lowest mean latency among those stalling on at

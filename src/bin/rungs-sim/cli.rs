@@ -91,6 +91,10 @@ pub struct SweepOptions {
     pub seed: u64,
     pub jobs: usize,
     pub json: bool,
+    /// Also a line (an object in the JSON) per condition.
+    pub conditions: bool,
+    /// Play only this condition.
+    pub only: Option<u32>,
 }
 
 /// The spec every run starts from before its flags apply.
@@ -219,12 +223,16 @@ fn parse_sweep(args: &[String]) -> Result<Command, UsageError> {
         seed: 1,
         jobs: default_jobs(),
         json: false,
+        conditions: false,
+        only: None,
     };
-    for (name, value) in flags(args, &["--json", "--help", "-h"])? {
+    for (name, value) in flags(args, &["--json", "--conditions", "--help", "-h"])? {
         let value = value.unwrap_or("");
         match name {
             "--help" | "-h" => return Ok(Command::SweepHelp),
             "--json" => options.json = true,
+            "--conditions" => options.conditions = true,
+            "--only" => options.only = Some(parse_number(name, value)?),
             "--count" => options.count = parse_number(name, value)?,
             "--frames" => options.frames = parse_frames(value)?,
             "--seed" => options.seed = parse_number(name, value)?,

@@ -17,12 +17,18 @@ rungs-sim sweep: every policy on seeded random network conditions
 
 USAGE
   rungs-sim sweep [--count N] [--frames N] [--seed S] [--jobs J] [--json]
+                  [--conditions] [--only I]
 
-  --count N   conditions [200]
-  --frames N  frames per game [1800]
-  --seed S    the sweep's seed; condition i is drawn from (S, i) [1]
-  --jobs J    conditions run at once [the number of cores]
-  --json      one JSON object instead of the table
+  --count N     conditions [200]
+  --frames N    frames per game [1800]
+  --seed S      the sweep's seed; condition i is drawn from (S, i) [1]
+  --jobs J      conditions run at once [the number of cores]
+  --json        one JSON object instead of the table
+  --conditions  also one line per condition (a `conditions` array in the
+                JSON): the rungs-sim flags that replay it, the oracle, each
+                policy's mean latency and stalls, and whether - or why
+                not - the first policy met the target
+  --only I      play condition I alone (as it is drawn in the full sweep)
 
 Each condition draws 2-8 players, a round trip per player of 2-400 ms,
 jitter 0-80 ms, loss 0-8 %, in half of them a 0.5-10 s spike, 30 or 60 fps,
@@ -98,13 +104,17 @@ fn rows(results: &[SweepResult]) -> Vec<Row> {
 
 pub fn run(options: &SweepOptions) -> Status {
     let started = Instant::now();
-    let next = AtomicU32::new(0);
+    let (first, end) = match options.only {
+        Some(index) => (index, index.saturating_add(1)),
+        None => (0, options.count),
+    };
+    let next = AtomicU32::new(first);
     let results: Mutex<Vec<(u32, Result<SweepResult, String>)>> = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
-        for _ in 0..options.jobs.min(options.count.max(1) as usize) {
+        for _ in 0..options.jobs.min((end - first).max(1) as usize) {
             scope.spawn(|| loop {
                 let index = next.fetch_add(1, Ordering::Relaxed);
-                if index >= options.count {
+                if index >= end {
                     break;
                 }
                 let result =
@@ -115,7 +125,7 @@ pub fn run(options: &SweepOptions) -> Status {
                     eprintln!(
                         "rungs-sim sweep: {}/{} conditions, {:.0} s",
                         all.len(),
-                        options.count,
+                        end - first,
                         started.elapsed().as_secs_f64()
                     );
                 }
@@ -125,9 +135,13 @@ pub fn run(options: &SweepOptions) -> Status {
     let mut all = results.into_inner().unwrap_or_else(|e| e.into_inner());
     all.sort_by_key(|(index, _)| *index);
     let mut done = Vec::new();
+    let mut indices = Vec::new();
     for (index, result) in all {
         match result {
-            Ok(result) => done.push(result),
+            Ok(result) => {
+                done.push(result);
+                indices.push(index);
+            }
             Err(error) => {
                 eprintln!("rungs-sim sweep: condition {index} failed: {error}");
                 return Status::RunFailed;
@@ -158,12 +172,20 @@ pub fn run(options: &SweepOptions) -> Status {
                     .render()
             })
             .collect();
-        let out = Object::pretty()
+        let mut out = Object::pretty()
             .uint("count", done.len() as u64)
             .uint("frames", options.frames)
             .uint("seed", options.seed)
             .uint("without_oracle", without_oracle as u64)
             .raw("policies", format!("[{}]", policies.join(",")));
+        if options.conditions {
+            let conditions: Vec<String> = indices
+                .iter()
+                .zip(&done)
+                .map(|(index, result)| condition_json(*index, result))
+                .collect();
+            out = out.raw("conditions", format!("[{}]", conditions.join(",")));
+        }
         emit_line(&out.render());
     } else {
         emit_line(&format!(
@@ -196,10 +218,130 @@ pub fn run(options: &SweepOptions) -> Status {
                 row.below_oracle
             ));
         }
+        if options.conditions {
+            for (index, result) in indices.iter().zip(&done) {
+                emit_line(&condition_line(*index, result));
+            }
+        }
         emit_line(&format!(
             "  {:.1} s wall clock",
             started.elapsed().as_secs_f64()
         ));
     }
     Status::Success
+}
+
+/// A condition as `rungs-sim` flags: the command that replays one of its
+/// games (add `--policy P`).
+fn replay_flags(result: &SweepResult) -> String {
+    let spec = &result.spec;
+    let list = |values: Vec<String>| values.join(",");
+    let mut flags = format!(
+        "--players {} --frames {} --fps {} --rtt {} --jitter {} --loss {}% --commands-per-minute {}",
+        spec.players,
+        spec.frames,
+        spec.fps,
+        list(spec.rtt_ms.iter().map(u32::to_string).collect()),
+        spec.jitter_ms,
+        f64::from(spec.loss_ppm) / 10_000.0,
+        spec.commands_per_minute
+    );
+    for spike in &spec.spikes {
+        flags += &format!(
+            " --spike {}@{}+{}",
+            spike.rtt_ms,
+            spike.start_ms as f64 / 1000.0,
+            spike.duration_ms as f64 / 1000.0
+        );
+    }
+    flags += &format!(
+        " --proc-ms {} --seed {}",
+        list(
+            spec.proc_us
+                .iter()
+                .map(|us| (f64::from(*us) / 1000.0).to_string())
+                .collect()
+        ),
+        spec.seed
+    );
+    flags
+}
+
+/// The first policy's verdict on a condition: `met`, or what missed.
+fn verdict(result: &SweepResult) -> String {
+    let Some((policy, _)) = result.reports.first() else {
+        return "no game".to_owned();
+    };
+    match result.target_miss(*policy) {
+        None => "met".to_owned(),
+        Some(miss) => {
+            let mut why = Vec::new();
+            if let Some(allowance) = miss.stalls_over {
+                why.push(format!("stalls over {allowance:.2} %"));
+            }
+            if !miss.not_faster_than.is_empty() {
+                let names: Vec<String> = miss
+                    .not_faster_than
+                    .iter()
+                    .map(|p| policy_name(*p))
+                    .collect();
+                why.push(format!("not faster than {}", names.join(", ")));
+            }
+            format!("missed: {}", why.join("; "))
+        }
+    }
+}
+
+/// One condition as a line of the table output.
+fn condition_line(index: u32, result: &SweepResult) -> String {
+    let oracle = result.oracle.as_ref().map_or("none".to_owned(), |o| {
+        format!("{} {:.1} ms", o.timing, o.report.latency_mean_ms)
+    });
+    let policies: Vec<String> = result
+        .reports
+        .iter()
+        .map(|(policy, report)| {
+            format!(
+                "{} {:.1} ms {:.2} %",
+                policy_name(*policy),
+                report.latency_mean_ms,
+                stall_percent(report)
+            )
+        })
+        .collect();
+    format!(
+        "#{index}: rungs-sim {}; oracle {oracle} | {} | {}",
+        replay_flags(result),
+        policies.join(" | "),
+        verdict(result)
+    )
+}
+
+/// One condition as an object of the JSON's `conditions`.
+fn condition_json(index: u32, result: &SweepResult) -> String {
+    let policies: Vec<String> = result
+        .reports
+        .iter()
+        .map(|(policy, report)| {
+            Object::inline()
+                .text("policy", &policy_name(*policy))
+                .raw("latency_mean_ms", number(report.latency_mean_ms, 1))
+                .raw("stall_percent", number(stall_percent(report), 3))
+                .render()
+        })
+        .collect();
+    let mut object = Object::inline()
+        .uint("index", u64::from(index))
+        .text("flags", &replay_flags(result));
+    object = match &result.oracle {
+        Some(oracle) => object.text("oracle", &oracle.timing.to_string()).raw(
+            "oracle_latency_mean_ms",
+            number(oracle.report.latency_mean_ms, 1),
+        ),
+        None => object.raw("oracle", "null".to_owned()),
+    };
+    object
+        .raw("policies", format!("[{}]", policies.join(",")))
+        .text("verdict", &verdict(result))
+        .render()
 }
