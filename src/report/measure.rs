@@ -272,6 +272,11 @@ impl Measurements {
         }
     }
 
+    /// Stalled frames measured since the last report.
+    pub fn unreported_stalls(&self) -> u32 {
+        self.stalled_frames_this_interval
+    }
+
     /// The report for this interval (S3); the next interval starts now.
     pub fn take_report(&mut self) -> Report {
         let process_us = if self.frames_this_interval == 0 {

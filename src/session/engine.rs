@@ -422,7 +422,11 @@ impl EngineSession {
         let seated = self
             .local_seat
             .is_some_and(|seat| self.machine.record().contains(seat));
-        if seated && self.machine.is_report_frame(frame) {
+        if seated
+            && self
+                .machine
+                .report_due(frame, self.measurements.unreported_stalls())
+        {
             let report = self.measurements.take_report();
             let payload = encode_with(|buf| self.report_layout.encode(&report, buf))?;
             self.outputs.push_back(SessionOutput::QueueEvent {

@@ -34,7 +34,7 @@ use super::queue::{CommandQueue, Queued};
 use super::readiness::{answer, SendHistory};
 use super::schedule::{Applied, Changed, Schedule};
 use super::seats::Seats;
-use super::tracking::TrackingPolicy;
+use super::tracking::{TrackingPolicy, STALL_REPORT_MIN_FRAMES};
 use super::TimingEvent;
 use crate::error::{Error, Result};
 use crate::report::record::Effect;
@@ -267,6 +267,8 @@ pub struct TimingMachine {
     /// Ended send frames and their tags, for frame readiness.
     sends: SendHistory,
     outputs: VecDeque<Output>,
+    /// The last frame [`TimingMachine::report_due`] said to report on.
+    last_report_frame: Option<u32>,
 }
 
 impl TimingMachine {
@@ -300,6 +302,7 @@ impl TimingMachine {
             queue: CommandQueue::with_capacity(QUEUE_CAPACITY),
             sends: SendHistory::new(),
             outputs: VecDeque::with_capacity(OUTPUT_CAPACITY),
+            last_report_frame: None,
         })
     }
 
@@ -480,6 +483,27 @@ impl TimingMachine {
         self.policy.is_report_frame(frame)
     }
 
+    /// Whether this machine's player reports at the end of `frame`, its
+    /// measurements holding `unreported_stalls` stalled frames since its
+    /// last report: on the game's report frames ([`Self::is_report_frame`]),
+    /// and under `tracking` also on the first frame after a stall, at most
+    /// every [`STALL_REPORT_MIN_FRAMES`] frames, so the master hears of a
+    /// spike's first stall at once instead of up to 16 slowed frames later
+    /// (docs/tracking.md). A session asks once per frame, at its end; the
+    /// answer is remembered as the last report.
+    pub fn report_due(&mut self, frame: u32, unreported_stalls: u32) -> bool {
+        let due = self.is_report_frame(frame)
+            || (self.policy.frequent_reports()
+                && unreported_stalls > 0
+                && self
+                    .last_report_frame
+                    .map_or(true, |last| frame >= last + STALL_REPORT_MIN_FRAMES));
+        if due {
+            self.last_report_frame = Some(frame);
+        }
+        due
+    }
+
     /// Ends the current frame with the master's evaluation (S4). Every
     /// machine evaluates; on the master's machine the timing event to queue
     /// as a command is returned.
@@ -637,5 +661,36 @@ impl TimingMachine {
 
     fn push_output(&mut self, output: Output) {
         self.outputs.push_back(output);
+    }
+}
+
+#[cfg(test)]
+mod report_tests {
+    use super::*;
+
+    fn machine(policy: PolicyKind) -> TimingMachine {
+        TimingMachine::new(&MachineConfig {
+            policy,
+            ..MachineConfig::adaptive(30, vec![true, true], Some(0))
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn under_tracking_a_stall_is_reported_on_the_next_frame_at_most_every_four() {
+        let mut tracking = machine(PolicyKind::Tracking);
+        let due: Vec<u32> = (1..=40)
+            .filter(|&frame| {
+                // Stalls measured, unreported, on frames 5 to 9 and on 20.
+                let stalls = u32::from((5..=9).contains(&frame) || frame == 20);
+                tracking.report_due(frame, stalls)
+            })
+            .collect();
+        // The cadence (16, 32) plus the stalls, spaced four frames apart.
+        assert_eq!(due, [5, 9, 16, 20, 32]);
+        // Every other policy keeps its cadence whatever the stalls.
+        let mut adaptive = machine(PolicyKind::Adaptive);
+        let due: Vec<u32> = (1..=70).filter(|&f| adaptive.report_due(f, 1)).collect();
+        assert_eq!(due, [32, 64]);
     }
 }

@@ -21,6 +21,10 @@ use crate::report::{Record, Report};
 /// end, to a stall) comes within a fraction of a second rather than 4 s
 /// at 30 fps. A 22-byte item every 16 frames per player.
 pub const TRACKING_REPORT_PERIOD: u32 = 16;
+/// Under `tracking` a player also reports on the first frame after a stall,
+/// at most every this many frames: the stall is the first sign of a spike,
+/// whose round trips come back only a spike's round trip later.
+pub const STALL_REPORT_MIN_FRAMES: u32 = 4;
 /// The look-ahead before the first reports, as a duration: it covers the
 /// widest round trips players meet (600 ms) so the opening does not stall,
 /// and the first reports (frame 16) bring it down within a second.
@@ -30,6 +34,11 @@ pub const MAX_STALL_MARGIN_MS: u32 = 300;
 /// Frames without a stall the margin does not explain before a quarter of
 /// the margin (at least a frame) goes.
 pub const CALM_FRAMES_TO_SHED_MARGIN: u32 = 512;
+/// A margin raise the round trips explain within this many frames (a
+/// spike's samples come back a spike's round trip after its first stall)
+/// is taken back: by as much as the look-ahead they need rose, if it rose
+/// by a quarter and two frames at least (a spike, not jitter's wobble).
+pub const RAISE_EXPLAINED_WITHIN_FRAMES: u32 = 128;
 /// A seat whose frame work takes at least this share (per mille) of a frame
 /// at the current rate is CPU-bound: waiting for it is the slow CPU, which
 /// the frame rate answers (S4.2), not the network.
@@ -67,6 +76,9 @@ pub struct TrackingPolicy {
     /// The latest report frame already taken in, per seat (so one report's
     /// stall counts once, and evaluations happen on new reports only).
     seen: [Option<u32>; MAX_SEATS],
+    /// The last margin raise not yet explained: its frame, the frames of it
+    /// left, and the look-ahead the round trips needed then.
+    unexplained_raise: Option<(u32, u8, u32)>,
 }
 
 impl TrackingPolicy {
@@ -80,6 +92,7 @@ impl TrackingPolicy {
             raise_blocked_until: 0,
             last_unexplained_stall: 0,
             seen: [None; MAX_SEATS],
+            unexplained_raise: None,
         }
     }
 
@@ -169,9 +182,15 @@ impl TrackingPolicy {
             .max()?;
         let rate = rate_from_reports(record, frame, self.speed_fps, self.rate);
         let (unexplained, typical) = self.take_in_reports(record, rate);
+        let for_round_trips = Self::look_ahead_for(needed_rtt, rate);
+        self.take_back_explained_raise(for_round_trips, frame);
+        let margin_before = self.margin;
         let raised = self.update_margin(unexplained, typical, rate, frame);
-        let look_ahead = (Self::look_ahead_for(needed_rtt, rate) + u32::from(self.margin))
-            .min(u32::from(MAX_LOOK_AHEAD)) as u8;
+        if raised {
+            self.unexplained_raise = Some((frame, self.margin - margin_before, for_round_trips));
+        }
+        let look_ahead =
+            (for_round_trips + u32::from(self.margin)).min(u32::from(MAX_LOOK_AHEAD)) as u8;
         if raised {
             // Stalls reported before the raise reached the turns (its own
             // look-ahead, then a whole report interval) say nothing new.
@@ -184,6 +203,33 @@ impl TrackingPolicy {
         self.target = target;
         self.rate = rate;
         Some(TimingEvent { target, fps: rate })
+    }
+
+    /// A spike's first stalls come before its round trips do (those come
+    /// back a spike's round trip later), so they raise the margin as if
+    /// they were loss; when the round trips then need more look-ahead, that
+    /// much of the recent raise was the spike, which the round trips now
+    /// follow, and it leaves the margin, so the look-ahead comes down with
+    /// the spike's end instead of a quarter every 512 calm frames.
+    fn take_back_explained_raise(&mut self, for_round_trips: u32, frame: u32) {
+        let Some((raised_on, left, needed_then)) = self.unexplained_raise else {
+            return;
+        };
+        if frame > raised_on + RAISE_EXPLAINED_WITHIN_FRAMES {
+            self.unexplained_raise = None;
+            return;
+        }
+        // A spike, not the wobble jitter gives the distribution: the need
+        // rose by a quarter and by two frames at least.
+        let rise = for_round_trips.saturating_sub(needed_then);
+        if rise < 2 || rise * 4 < needed_then {
+            return;
+        }
+        let explained = rise.min(u32::from(left)).min(u32::from(self.margin)) as u8;
+        if explained > 0 {
+            self.margin -= explained;
+            self.unexplained_raise = Some((raised_on, left - explained, for_round_trips));
+        }
     }
 
     fn any_new_report(&self, record: &Record) -> bool {
@@ -425,6 +471,77 @@ mod tests {
             policy.evaluate(&record, frame);
         }
         assert_eq!(policy.margin(), 3);
+    }
+
+    #[test]
+    fn a_spike_s_first_stalls_leave_the_margin_once_its_round_trips_show_it() {
+        let mut policy = TrackingPolicy::new(30);
+        let mut record = Record::new(0, [0, 1]);
+        apply(
+            &mut record,
+            25,
+            report(200, 5000, detail(200, 200, 200, 0, None)),
+        );
+        assert_eq!(
+            policy.evaluate(&record, 25).unwrap().target.to_string(),
+            "1/3"
+        );
+        // The spike's first stall (150 ms) comes before its round trips:
+        // unexplained, five frames of margin.
+        let mut first = detail(200, 200, 200, 1, Some(1));
+        first.stall_ms = 150;
+        apply(&mut record, 30, report(200, 5000, first));
+        assert_eq!(
+            policy.evaluate(&record, 30).unwrap().target.to_string(),
+            "1/8"
+        );
+        assert_eq!(policy.margin(), 5);
+        // Its round trips come back (500 ms: 8 frames one way): the spike
+        // is what the margin was, and the look-ahead follows it alone.
+        apply(
+            &mut record,
+            41,
+            report(500, 5000, detail(200, 500, 500, 0, None)),
+        );
+        policy.evaluate(&record, 41);
+        assert_eq!(policy.margin(), 0);
+        assert_eq!(policy.target().to_string(), "1/8");
+        // The spike ends: straight back down, no margin left behind.
+        apply(
+            &mut record,
+            57,
+            report(200, 5000, detail(200, 200, 200, 0, None)),
+        );
+        assert_eq!(
+            policy.evaluate(&record, 57).unwrap().target.to_string(),
+            "1/3"
+        );
+    }
+
+    #[test]
+    fn jitter_s_wobble_does_not_take_back_a_margin_for_loss() {
+        let mut policy = TrackingPolicy::new(60);
+        let mut record = Record::new(0, [0, 1]);
+        apply(
+            &mut record,
+            25,
+            report(400, 5000, detail(390, 400, 390, 0, None)),
+        );
+        policy.evaluate(&record, 25).unwrap(); // 12 frames
+        let mut lost = detail(390, 400, 390, 1, Some(1));
+        lost.stall_ms = 30;
+        apply(&mut record, 41, report(400, 5000, lost));
+        policy.evaluate(&record, 41).unwrap();
+        assert_eq!(policy.margin(), 2);
+        // One frame more for the round trips (jitter): a wobble, not a
+        // spike; the margin stays.
+        apply(
+            &mut record,
+            57,
+            report(430, 5000, detail(400, 430, 400, 0, None)),
+        );
+        policy.evaluate(&record, 57);
+        assert_eq!(policy.margin(), 2);
     }
 
     #[test]

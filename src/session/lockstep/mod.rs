@@ -816,7 +816,10 @@ impl LockstepSession {
         }
         self.collect_machine_outputs();
         if !self.left {
-            if self.machine.is_report_frame(frame) {
+            if self
+                .machine
+                .report_due(frame, self.measurements.unreported_stalls())
+            {
                 let report = self.measurements.take_report();
                 self.outbox.push_own(Item::Report(report));
             }
