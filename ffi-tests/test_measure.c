@@ -46,10 +46,18 @@ static void test_processing_time(void) {
 static void test_waits_cover_two_intervals(void) {
     rungs_measurements *m = make();
     rungs_report report;
+    uint32_t stalls = 99;
+    CHECK_EQ(rungs_measurements_unreported_stalls(m, &stalls), RUNGS_OK);
+    CHECK_EQ(stalls, 0);
     CHECK_EQ(rungs_measurements_wait_begin(m, 0), RUNGS_OK);
     CHECK_EQ(rungs_measurements_wait_end(m, 120000), RUNGS_OK);
     CHECK_EQ(rungs_measurements_add_wait_us(m, 50000), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_unreported_stalls(m, &stalls), RUNGS_OK);
+    CHECK_EQ(stalls, 2);
+    CHECK_EQ(rungs_measurements_unreported_stalls(m, NULL), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_measurements_take_report(m, &report), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_unreported_stalls(m, &stalls), RUNGS_OK);
+    CHECK_EQ(stalls, 0);
     CHECK_EQ(report.max_wait_ms, 120);
     CHECK_EQ(rungs_measurements_take_report(m, &report), RUNGS_OK);
     CHECK_EQ(report.max_wait_ms, 120);

@@ -855,7 +855,8 @@ static void test_frame_readiness_through_a_staged_decrease(void) {
 
 /* Tracking with the detailed layout: reports every 16 frames, 22 bytes,
  * version 2, carrying the stall the engine measured (one wait of 40 ms for
- * seat 1, which the session names when the engine does not: nobody). */
+ * seat 1, which the session names when the engine does not: nobody); and a
+ * stall is reported on the next frame, at most every 4 frames. */
 static void test_tracking_reports_in_the_detailed_layout(void) {
     seen_t seen;
     rungs_session_config c;
@@ -870,10 +871,10 @@ static void test_tracking_reports_in_the_detailed_layout(void) {
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_OK);
     if (!s) return;
     CHECK_EQ(rungs_session_rtt_sample(s, 1, 80, 1), RUNGS_OK);
-    CHECK_EQ(rungs_session_wait_begin(s, 1000), RUNGS_OK);
-    CHECK_EQ(rungs_session_wait_end(s, 41000), RUNGS_OK);
     for (frame = 0; frame <= 15; frame++) plain_frame(s, frame);
     CHECK_EQ(seen.queued, 0);
+    CHECK_EQ(rungs_session_wait_begin(s, 1000), RUNGS_OK);
+    CHECK_EQ(rungs_session_wait_end(s, 41000), RUNGS_OK);
     plain_frame(s, 16);
     CHECK_EQ(seen.queued, 1);
     CHECK_EQ(seen.last_type, 36);
@@ -886,7 +887,8 @@ static void test_tracking_reports_in_the_detailed_layout(void) {
     CHECK_EQ(seen.last_payload[19], 40);             /* 40 ms of stall */
     CHECK_EQ(seen.last_payload[21], 0xFF);           /* for nobody named */
     /* Named waits: 10 ms for seat 2, then 30 ms for seat 1: the report
-     * names the seat waited for longest in all. */
+     * names the seat waited for longest in all. They are reported on frame
+     * 20, not 17: four frames after the last report at least. */
     CHECK_EQ(rungs_session_wait_begin_for(s, 50000, 2), RUNGS_OK);
     CHECK_EQ(rungs_session_wait_begin_for(s, 50001, 1), RUNGS_ERR_STATE); /* one is open */
     CHECK_EQ(rungs_session_wait_end(s, 60000), RUNGS_OK);
@@ -894,17 +896,25 @@ static void test_tracking_reports_in_the_detailed_layout(void) {
     CHECK_MESSAGE_HAS("rungs_session_wait_begin_for: seat is 16; expected a seat, 0 to 15, or RUNGS_NO_SEAT (255)");
     CHECK_EQ(rungs_session_wait_begin_for(s, 70000, 1), RUNGS_OK);
     CHECK_EQ(rungs_session_wait_end(s, 100000), RUNGS_OK);
-    for (frame = 17; frame <= 32; frame++) plain_frame(s, frame);
+    for (frame = 17; frame <= 19; frame++) plain_frame(s, frame);
+    CHECK_EQ(seen.queued, 1);
+    plain_frame(s, 20);
     CHECK_EQ(seen.queued, 2);
+    CHECK_EQ(seen.last_payload[15], 4);              /* frames 17..20 */
     CHECK_EQ(seen.last_payload[17], 2);              /* two stalled frames */
     CHECK_EQ(seen.last_payload[19], 40);             /* 10 + 30 ms */
     CHECK_EQ(seen.last_payload[21], 1);              /* seat 1, waited for longest */
+    for (frame = 21; frame <= 32; frame++) plain_frame(s, frame);
+    CHECK_EQ(seen.queued, 3);                        /* the cadence: 32 */
+    CHECK_EQ(seen.last_payload[17], 0);              /* the stalls were reported once */
     CHECK_EQ(rungs_session_wait_begin_for(s, 110000, RUNGS_NO_SEAT), RUNGS_OK);
     CHECK_EQ(rungs_session_wait_end(s, 115000), RUNGS_OK);
-    for (frame = 33; frame <= 48; frame++) plain_frame(s, frame);
-    CHECK_EQ(seen.queued, 3);
-    CHECK_EQ(seen.last_payload[17], 1);              /* the earlier stalls were reported once */
+    for (frame = 33; frame <= 36; frame++) plain_frame(s, frame);
+    CHECK_EQ(seen.queued, 4);
+    CHECK_EQ(seen.last_payload[17], 1);
     CHECK_EQ(seen.last_payload[21], 0xFF);           /* RUNGS_NO_SEAT: nobody named */
+    for (frame = 37; frame <= 48; frame++) plain_frame(s, frame);
+    CHECK_EQ(seen.queued, 5);
     CHECK_EQ(rungs_session_free(s), RUNGS_OK);
 
     /* The payload calls have no struct for the detail: they refuse it. */

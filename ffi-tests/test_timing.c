@@ -298,6 +298,40 @@ static void test_machine_config_validation(void) {
             CHECK_EQ(rungs_timing_machine_free(m), RUNGS_OK);
         }
     }
+
+    /* Reports due: the cadence, and under tracking also the first frame
+     * after a stall, at most every 4 frames. */
+    {
+        uint8_t policy;
+        for (policy = RUNGS_POLICY_ADAPTIVE; policy <= RUNGS_POLICY_TRACKING; policy++) {
+            uint32_t frame, got[8];
+            unsigned n = 0;
+            int32_t due = -1;
+            c = config_for(&o, 0);
+            c.policy = policy;
+            m = NULL;
+            CHECK_EQ(rungs_timing_machine_new(&c, &m), RUNGS_OK);
+            if (!m) continue;
+            for (frame = 1; frame <= 40; frame++) {
+                /* A stall measured and unreported on frames 5 to 9. */
+                uint32_t stalls = (frame >= 5 && frame <= 9) ? 1u : 0u;
+                CHECK_EQ(rungs_timing_machine_report_due(m, frame, stalls, &due), RUNGS_OK);
+                if (due == 1 && n < 8) got[n++] = frame;
+            }
+            if (policy == RUNGS_POLICY_ADAPTIVE) {
+                CHECK_EQ(n, 1);
+                CHECK_EQ(got[0], 32);
+            } else {
+                CHECK_EQ(n, 4);
+                CHECK_EQ(got[0], 5);
+                CHECK_EQ(got[1], 9);
+                CHECK_EQ(got[2], 16);
+                CHECK_EQ(got[3], 32);
+            }
+            CHECK_EQ(rungs_timing_machine_report_due(m, 41, 1, NULL), RUNGS_ERR_NULL_POINTER);
+            CHECK_EQ(rungs_timing_machine_free(m), RUNGS_OK);
+        }
+    }
 }
 
 static void test_machine_null_handles(void) {
@@ -317,6 +351,7 @@ static void test_machine_null_handles(void) {
     CHECK_EQ(rungs_timing_machine_end_frame(NULL, &flag, &e), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_timing_machine_is_send_frame(NULL, &flag), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_timing_machine_is_report_frame(NULL, 16, &flag), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_timing_machine_report_due(NULL, 16, 0, &flag), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_timing_machine_command_tag(NULL, &u), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_timing_machine_timing(NULL, &t), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_timing_machine_fps(NULL, &b), RUNGS_ERR_NULL_POINTER);

@@ -1995,8 +1995,21 @@ rungs_result RUNGS_CALL rungs_measurements_add_rtt_sample(struct rungs_measureme
                                                uint8_t clean);
 
 /**
+ * The stalled frames (waits) measured since the last report, into `*out`:
+ * what `rungs_timing_machine_report_due` asks for.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements or out is NULL;
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_measurements_unreported_stalls(struct rungs_measurements *measurements,
+                                                  uint32_t *out);
+
+/**
  * The report for the interval now ending, into `*out`; the next interval
- * starts. Call it on report frames (`rungs_is_report_frame`) and queue the
+ * starts. Call it on report frames (`rungs_is_report_frame`; with a timing
+ * machine, when `rungs_timing_machine_report_due` says so) and queue the
  * report as a NETWORK_REPORT event (`rungs_report_payload_encode`).
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements or out is NULL
@@ -2643,6 +2656,26 @@ RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_is_report_frame(struct rungs_timing_machine *m,
                                                   uint32_t frame,
                                                   int32_t *out);
+
+/**
+ * `*out` is 1 when this machine's player reports at the end of `frame`,
+ * its measurements holding `unreported_stalls` stalled frames since its
+ * last report (`rungs_measurements_unreported_stalls`): on the game's
+ * report frames (`rungs_timing_machine_is_report_frame`), and under
+ * `RUNGS_POLICY_TRACKING` also on the first frame after a stall, at most
+ * every 4 frames, so the master hears of a spike at once. Ask it once per
+ * frame, before `rungs_timing_machine_end_frame`; a 1 is remembered as
+ * the last report.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL (nothing
+ * is remembered); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
+ * RUNGS_ERR_PANIC (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_timing_machine_report_due(struct rungs_timing_machine *m,
+                                             uint32_t frame,
+                                             uint32_t unreported_stalls,
+                                             int32_t *out);
 
 /**
  * The frame a command issued now is tagged for: on a send frame,

@@ -242,8 +242,29 @@ pub unsafe extern "C" fn rungs_measurements_add_rtt_sample(
     }
 }
 
+/// The stalled frames (waits) measured since the last report, into `*out`:
+/// what `rungs_timing_machine_report_due` asks for.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements or out is NULL;
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_measurements_unreported_stalls(
+    measurements: *mut rungs_measurements,
+    out: *mut u32,
+) -> rungs_result {
+    unsafe {
+        object_call("rungs_measurements_unreported_stalls", measurements, |m| {
+            require(out, "out")?;
+            write_out(out, m.unreported_stalls());
+            Ok(())
+        })
+    }
+}
+
 /// The report for the interval now ending, into `*out`; the next interval
-/// starts. Call it on report frames (`rungs_is_report_frame`) and queue the
+/// starts. Call it on report frames (`rungs_is_report_frame`; with a timing
+/// machine, when `rungs_timing_machine_report_due` says so) and queue the
 /// report as a NETWORK_REPORT event (`rungs_report_payload_encode`).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements or out is NULL

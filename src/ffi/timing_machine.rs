@@ -477,6 +477,34 @@ pub unsafe extern "C" fn rungs_timing_machine_is_report_frame(
     }
 }
 
+/// `*out` is 1 when this machine's player reports at the end of `frame`,
+/// its measurements holding `unreported_stalls` stalled frames since its
+/// last report (`rungs_measurements_unreported_stalls`): on the game's
+/// report frames (`rungs_timing_machine_is_report_frame`), and under
+/// `RUNGS_POLICY_TRACKING` also on the first frame after a stall, at most
+/// every 4 frames, so the master hears of a spike at once. Ask it once per
+/// frame, before `rungs_timing_machine_end_frame`; a 1 is remembered as
+/// the last report.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL (nothing
+/// is remembered); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
+/// RUNGS_ERR_PANIC (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_timing_machine_report_due(
+    m: *mut rungs_timing_machine,
+    frame: u32,
+    unreported_stalls: u32,
+    out: *mut i32,
+) -> rungs_result {
+    unsafe {
+        machine_call("rungs_timing_machine_report_due", m, |o| {
+            require(out, "out")?;
+            let due = o.machine.report_due(frame, unreported_stalls);
+            write_to(out, "out", i32::from(due))
+        })
+    }
+}
+
 /// The frame a command issued now is tagged for: on a send frame,
 /// `frame + look_ahead`; on other frames a forecast for the next send frame.
 ///
