@@ -60,6 +60,14 @@ pub fn is_report_frame_of_game(frequent: bool, frame: u32) -> bool {
     }
 }
 
+/// Whether a look-ahead going from `before` to `after` frames is a spike's
+/// rise, not the wobble jitter gives the distribution: by a quarter and by
+/// two frames at least.
+fn is_spike_rise(before: u32, after: u32) -> bool {
+    let rise = after.saturating_sub(before);
+    rise >= 2 && rise * 4 >= before
+}
+
 /// The `tracking` policy's state; every machine holds the same.
 #[derive(Debug, Clone)]
 pub struct TrackingPolicy {
@@ -191,10 +199,16 @@ impl TrackingPolicy {
         }
         let look_ahead =
             (for_round_trips + u32::from(self.margin)).min(u32::from(MAX_LOOK_AHEAD)) as u8;
-        if raised {
-            // Stalls reported before the raise reached the turns (its own
-            // look-ahead, then a whole report interval) say nothing new.
-            self.raise_blocked_until = frame + u32::from(look_ahead) + 2 * TRACKING_REPORT_PERIOD;
+        if raised || is_spike_rise(u32::from(self.target.look_ahead()), u32::from(look_ahead)) {
+            // Stalls reported before a raise reached the turns (its own
+            // look-ahead, then a whole report interval) say nothing new,
+            // whether the margin or a spike in the round trips raised it: a
+            // stall of the look-ahead before is no shortfall of the one
+            // after. (Not for jitter's one-frame wobble, which would keep
+            // loss from ever earning its margin.)
+            self.raise_blocked_until = self
+                .raise_blocked_until
+                .max(frame + u32::from(look_ahead) + 2 * TRACKING_REPORT_PERIOD);
         }
         let target = Timing::new(1, look_ahead).unwrap_or(self.target);
         if (target, rate) == (self.target, self.rate) {
@@ -219,12 +233,10 @@ impl TrackingPolicy {
             self.unexplained_raise = None;
             return;
         }
-        // A spike, not the wobble jitter gives the distribution: the need
-        // rose by a quarter and by two frames at least.
-        let rise = for_round_trips.saturating_sub(needed_then);
-        if rise < 2 || rise * 4 < needed_then {
+        if !is_spike_rise(needed_then, for_round_trips) {
             return;
         }
+        let rise = for_round_trips - needed_then;
         let explained = rise.min(u32::from(left)).min(u32::from(self.margin)) as u8;
         if explained > 0 {
             self.margin -= explained;
