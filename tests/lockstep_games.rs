@@ -118,6 +118,32 @@ fn a_slow_machine_caps_the_frame_rate() {
 }
 
 #[test]
+fn a_slow_master_does_not_leave_the_others_waiting_on_every_frame() {
+    // The master's frame takes 42.7 ms at 60 fps: it falls behind until
+    // the rate comes down to 23 fps (its slack then is 0.8 ms a frame).
+    // Racing to catch up with the old schedule, it kept the other machine
+    // waiting for its turns on 98 % of the frames; it re-anchors instead.
+    for policy in [PolicyKind::Adaptive, PolicyKind::Tracking] {
+        let mut spec = GameSpec::new(2, 1800, 60, 7);
+        spec.proc_us = vec![42_683, 5000];
+        spec.policy = policy;
+        let report = run_game(&spec).unwrap();
+        assert_sound(&report);
+        assert!(
+            report.timeline.iter().any(|(_, _, _, fps)| *fps == 23),
+            "{:?}",
+            report.timeline
+        );
+        assert!(
+            report.stall_frames * 100 < u64::from(report.frames) * 5,
+            "{policy:?}: {} stalled frames of {}",
+            report.stall_frames,
+            report.frames
+        );
+    }
+}
+
+#[test]
 fn the_same_seed_gives_the_same_game() {
     let mut spec = GameSpec::new(3, 1500, 30, 80);
     spec.jitter_ms = 20;

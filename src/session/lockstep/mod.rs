@@ -778,14 +778,22 @@ impl LockstepSession {
             }
             return Ok(Advance::Waiting);
         }
+        let mut late = false;
         if let Some(since) = self.waiting_since.take() {
             self.measurements.wait_end(now_us.max(since))?;
             self.stats.stalled_frames += 1;
             self.stats.stall_us += now_us.saturating_sub(since);
-            if self.is_master() {
-                // The master's schedule is where it actually is: re-anchor so
-                // nobody races to catch up after a stall.
-                if let Some(pacer) = self.pacer.as_mut() {
+            late = true;
+        }
+        if self.is_master() {
+            // The master's schedule is where it actually is: re-anchor so
+            // nobody races to catch up after a stall, nor while the master
+            // itself runs more than a frame behind (a CPU slower than the
+            // rate was, before the rate came down to it: the others would
+            // wait for its turns on every frame until it caught up).
+            if let Some(pacer) = self.pacer.as_mut() {
+                let frame_us = 1_000_000 / i64::from(pacer.fps().max(1));
+                if late || now_ref - due > frame_us {
                     let _ = pacer.set_reference(next_frame, now_ref);
                 }
             }
