@@ -123,14 +123,15 @@ fn a_slow_master_does_not_leave_the_others_waiting_on_every_frame() {
     // the rate comes down to 23 fps (its slack then is 0.8 ms a frame).
     // Racing to catch up with the old schedule, it kept the other machine
     // waiting for its turns on 98 % of the frames; it re-anchors instead.
-    for policy in [PolicyKind::Adaptive, PolicyKind::Tracking] {
+    // (`tracking` leaves it 5 % of a frame: 22 fps.)
+    for (policy, rate) in [(PolicyKind::Adaptive, 23), (PolicyKind::Tracking, 22)] {
         let mut spec = GameSpec::new(2, 1800, 60, 7);
         spec.proc_us = vec![42_683, 5000];
         spec.policy = policy;
         let report = run_game(&spec).unwrap();
         assert_sound(&report);
         assert!(
-            report.timeline.iter().any(|(_, _, _, fps)| *fps == 23),
+            report.timeline.iter().any(|(_, _, _, fps)| *fps == rate),
             "{:?}",
             report.timeline
         );

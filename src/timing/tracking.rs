@@ -39,6 +39,9 @@ pub const CALM_FRAMES_TO_SHED_MARGIN: u32 = 512;
 /// is taken back: by as much as the look-ahead they need rose, if it rose
 /// by a quarter and two frames at least (a spike, not jitter's wobble).
 pub const RAISE_EXPLAINED_WITHIN_FRAMES: u32 = 128;
+/// The share of a frame (per mille) the rate leaves free on the slowest
+/// machine.
+pub const CPU_HEADROOM_PERMILLE: u32 = 50;
 /// A seat whose frame work takes at least this share (per mille) of a frame
 /// at the current rate is CPU-bound: waiting for it is the slow CPU, which
 /// the frame rate answers (S4.2), not the network.
@@ -188,7 +191,7 @@ impl TrackingPolicy {
             .fresh_reports(frame)
             .filter_map(Self::needed_rtt_ms)
             .max()?;
-        let rate = rate_from_reports(record, frame, self.speed_fps, self.rate);
+        let rate = Self::rate_with_headroom(record, frame, self.speed_fps, self.rate);
         let (unexplained, typical) = self.take_in_reports(record, rate);
         let for_round_trips = Self::look_ahead_for(needed_rtt, rate);
         self.take_back_explained_raise(for_round_trips, frame);
@@ -241,6 +244,26 @@ impl TrackingPolicy {
         if explained > 0 {
             self.margin -= explained;
             self.unexplained_raise = Some((raised_on, left - explained, for_round_trips));
+        }
+    }
+
+    /// S4.2's rate, but leaving the slowest machine [`CPU_HEADROOM_PERMILLE`]
+    /// of each frame free: at exactly its frame work, the least delay (a
+    /// late datagram, a frame begun a little late) puts it behind the
+    /// schedule for good, and the others wait for its turns frame after
+    /// frame.
+    fn rate_with_headroom(record: &Record, frame: u32, speed_fps: u8, current: u8) -> u8 {
+        let rate = rate_from_reports(record, frame, speed_fps, current);
+        if !record.all_fresh(frame) {
+            return rate;
+        }
+        match record.max_fresh_process_us(frame) {
+            None | Some(0) => rate,
+            Some(process_us) => {
+                let budget = u64::from(1000 - CPU_HEADROOM_PERMILLE) * 1000;
+                let cap = (budget / u64::from(process_us)).clamp(1, u64::from(speed_fps)) as u8;
+                rate.min(cap)
+            }
         }
     }
 
@@ -587,8 +610,9 @@ mod tests {
             report(60, 5000, detail(60, 60, 60, 0, None)),
         );
         policy.evaluate(&record, 25).unwrap();
-        // Seat 1 needs 45 ms a frame: the rate drops to 22; waiting for it
-        // is the slow CPU.
+        // Seat 1 needs 45 ms a frame: the rate drops to 21 (S4.2's 22 would
+        // leave it 0.5 ms; 21 leaves it the 5 % headroom); waiting for it is
+        // the slow CPU.
         record
             .apply_report(0, 41, report(60, 5000, detail(60, 60, 60, 3, Some(1))))
             .unwrap();
@@ -596,7 +620,7 @@ mod tests {
             .apply_report(1, 41, report(60, 45_000, detail(60, 60, 60, 0, None)))
             .unwrap();
         let slow = policy.evaluate(&record, 41).unwrap();
-        assert_eq!(slow.fps, 22);
+        assert_eq!(slow.fps, 21);
         assert_eq!(policy.margin(), 0);
         // A spike still going on: its stalls are the round trip's, which
         // the look-ahead follows.
