@@ -423,6 +423,25 @@ mod tests {
     }
 
     #[test]
+    fn min_delay_counts_what_is_in_force_and_what_comes_later() {
+        let mut net = NetSim::new(0, Conditions::PERFECT);
+        net.set_path_conditions(addr(1), addr(2), 1_000, Conditions::delay_ms(80));
+        net.set_conditions(addr(1), addr(2), 5_000, Conditions::delay_ms(30));
+        net.set_conditions(addr(1), addr(2), 9_000, Conditions::delay_ms(90));
+        // Before any schedule starts the default (no delay) is in force.
+        assert_eq!(net.min_delay_from(0), 0);
+        // The 30 ms stretch lies ahead, then is in force, then is past.
+        assert_eq!(net.min_delay_from(1_000), 30_000);
+        assert_eq!(net.min_delay_from(6_000), 30_000);
+        assert_eq!(net.min_delay_from(9_000), 80_000);
+        // Jitter only adds: the base delay is the bound.
+        let mut jittery = Conditions::delay_ms(50);
+        jittery.jitter_us = 40_000;
+        net.set_conditions(addr(2), addr(1), 9_500, jittery);
+        assert_eq!(net.min_delay_from(9_000), 50_000);
+    }
+
+    #[test]
     fn outages_drop_everything_inside_their_window() {
         let mut net = NetSim::new(0, Conditions::PERFECT);
         net.add_outage(Outage {

@@ -90,23 +90,19 @@ pub(super) struct Issued {
     executed_by: u32,
 }
 
-/// Per seat, per command id (issue order): when it was issued and what the
-/// latency and the floor need.
-#[derive(Debug)]
-pub(super) struct IssueLog {
-    per_seat: Vec<Vec<Issued>>,
+/// One player's issued commands, by command id (issue order): kept by its
+/// machine, so that stepping a machine touches no other machine's state.
+#[derive(Debug, Default)]
+pub(super) struct OwnIssues {
+    commands: Vec<Issued>,
+    /// Commands before this index have seen a frame start since their issue.
+    unframed: usize,
 }
 
-impl IssueLog {
-    pub(super) fn new(players: u8) -> IssueLog {
-        IssueLog {
-            per_seat: vec![Vec::new(); usize::from(players)],
-        }
-    }
-
-    /// `seat` issued its next command at `now` (global µs).
-    pub(super) fn issue(&mut self, seat: u8, now: u64) {
-        self.per_seat[usize::from(seat)].push(Issued {
+impl OwnIssues {
+    /// The player issued its next command at `now` (global µs).
+    pub(super) fn issue(&mut self, now: u64) {
+        self.commands.push(Issued {
             at_us: now,
             first_frame_us: None,
             last_execution_us: 0,
@@ -114,30 +110,50 @@ impl IssueLog {
         });
     }
 
-    /// A frame of `seat` started at `now`: its commands from `unframed` on
-    /// that were issued by then have their first frame. Returns the new
-    /// `unframed` (the first command still waiting for a frame).
-    pub(super) fn frame_started(&mut self, seat: u8, mut unframed: usize, now: u64) -> usize {
-        let own = &mut self.per_seat[usize::from(seat)];
-        while let Some(pending) = own.get_mut(unframed) {
+    /// A frame of the player's machine started at `now`: its commands issued
+    /// by then that waited for a frame have their first frame.
+    pub(super) fn frame_started(&mut self, now: u64) {
+        while let Some(pending) = self.commands.get_mut(self.unframed) {
             if pending.at_us > now {
                 break;
             }
             pending.first_frame_us = Some(now);
-            unframed += 1;
+            self.unframed += 1;
         }
-        unframed
     }
 
-    /// Seat `by` executed command `id` of seat `from` at `now`.
-    fn executed(&mut self, from: usize, id: u32, by: u8, now: u64) {
-        if let Some(issue) = self
-            .per_seat
-            .get_mut(from)
-            .and_then(|c| c.get_mut(id as usize))
-        {
-            issue.last_execution_us = issue.last_execution_us.max(now);
-            issue.executed_by |= 1 << by;
+    /// Credit an execution of one of these commands (unknown ids ignored).
+    pub(super) fn credit(&mut self, credit: &Credit) {
+        if let Some(issue) = self.commands.get_mut(credit.id as usize) {
+            issue.last_execution_us = issue.last_execution_us.max(credit.at_us);
+            issue.executed_by |= 1 << credit.by;
+        }
+    }
+}
+
+/// Seat `by` executed command `id` of seat `from` at `at_us`: credited to
+/// the issuer's [`OwnIssues`] by the host when it next settles (crediting
+/// commutes, so when does not matter).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Credit {
+    pub(super) from: u8,
+    id: u32,
+    by: u8,
+    at_us: u64,
+}
+
+/// Per seat, per command id (issue order): when it was issued and what the
+/// latency and the floor need.
+#[derive(Debug)]
+pub(super) struct IssueLog<'a> {
+    per_seat: Vec<&'a [Issued]>,
+}
+
+impl<'a> IssueLog<'a> {
+    /// The log of the players' issues, in seat order.
+    pub(super) fn new(seats: impl Iterator<Item = &'a OwnIssues>) -> IssueLog<'a> {
+        IssueLog {
+            per_seat: seats.map(|own| own.commands.as_slice()).collect(),
         }
     }
 
@@ -159,7 +175,7 @@ impl IssueLog {
         let mut latencies = Vec::new();
         for (seat, commands) in self.per_seat.iter().enumerate() {
             let seat = seat as u8;
-            for command in commands {
+            for command in commands.iter() {
                 if command.executed_by & (1 << seat) == 0 {
                     continue;
                 }
@@ -244,7 +260,7 @@ impl MachineRecord {
         frame: u32,
         command: &ExecutedCommand,
         judged: bool,
-        issued: &mut IssueLog,
+        credits: &mut Vec<Credit>,
         now: u64,
     ) {
         self.log_hash = fnv(self.log_hash, &frame.to_le_bytes());
@@ -268,7 +284,12 @@ impl MachineRecord {
         }
         self.next_expected[from] = id.wrapping_add(1);
         if judged {
-            issued.executed(from, id, self.seat, now);
+            credits.push(Credit {
+                from: command.seat,
+                id,
+                by: self.seat,
+                at_us: now,
+            });
         }
     }
 
@@ -335,20 +356,21 @@ pub(super) struct Finished<'a> {
     pub(super) refused_items: u64,
 }
 
-/// Counters of the whole game, kept by the host.
+/// Counters of one machine (summed over the game by [`judge`]).
+#[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Traffic {
     pub(super) packets: u64,
     pub(super) bytes: u64,
-    /// Game time the last frame ran, ms.
-    pub(super) duration_ms: f64,
+    /// When its last frame ran, global µs.
+    pub(super) last_frame_us: u64,
 }
 
 /// Weigh everything the machines did into the report.
 pub(super) fn judge(
     spec: &GameSpec,
     machines: &[Finished<'_>],
-    issued: &IssueLog,
-    traffic: &Traffic,
+    issued: &IssueLog<'_>,
+    traffic: &[Traffic],
 ) -> GameReport {
     let stayed: Vec<&MachineRecord> = machines
         .iter()
@@ -404,13 +426,18 @@ pub(super) fn judge(
         desyncs: machines.iter().map(|m| m.desyncs).max().unwrap_or(0),
         commands_issued: issued.total(),
         commands_executed: reference.executed,
-        packets: traffic.packets,
-        bytes: traffic.bytes,
+        packets: traffic.iter().map(|t| t.packets).sum(),
+        bytes: traffic.iter().map(|t| t.bytes).sum(),
         timeline: reference.timeline.clone(),
         timeline_at_ms: reference.timeline_at_ms.clone(),
         stall_events: worst.stalls.clone(),
         floor_samples,
-        duration_ms: traffic.duration_ms,
+        duration_ms: traffic
+            .iter()
+            .map(|t| t.last_frame_us.saturating_sub(GAME_START_US))
+            .max()
+            .unwrap_or(0) as f64
+            / 1000.0,
         logs_identical: stayed
             .iter()
             .all(|m| m.log_hash == reference.log_hash && m.executed == reference.executed),

@@ -1,0 +1,502 @@
+//! Playing a game on two threads, with the very result of in-order play.
+//!
+//! A conservative parallel discrete-event scheme. A datagram sent at `t`
+//! arrives at `t + d` at the earliest, where `d` is the shortest base delay
+//! of any path from `t` on ([`NetSim::min_delay_from`]; jitter, reordering
+//! and outages only add or drop). So in a window `[start, start + d)` no
+//! datagram sent inside the window arrives inside it: every machine's
+//! inputs for the window (the datagrams due in it) are in flight when it
+//! opens, and the machines can be stepped each on its own, on any thread,
+//! through the window. The host's [`Play::iteration`] steps a machine only
+//! at its own moments (a delivery, its wake-up, its player's command), so
+//! each machine goes through exactly the steps it goes through in order.
+//!
+//! What the machines share is handled so that nothing depends on which
+//! thread ran what, or when:
+//! - **Arrivals**: taken out of [`NetSim`] before the window opens, in the
+//!   network's order, into each machine's inbox.
+//! - **Commands**: the players' command gaps come from one random stream
+//!   drawn in play order (time, then seat). Before the window opens the
+//!   draws of every command due in it are made in that order and handed to
+//!   each machine; it is exact because whether a player issues does not
+//!   change inside a window (checked: no player can reach the last issuing
+//!   frame within it, see [`window`]).
+//! - **Sends**: each machine's datagrams are collected with their send time
+//!   and fed to [`NetSim`] after the window in exactly the order in-order
+//!   play sends them (time, then seat, then the machine's own order), so
+//!   the network's random draws and its tie-breaking are the same.
+//! - **Everything else** a step changes belongs to its machine (its issued
+//!   commands, its counters, the executions it credits, which are settled
+//!   after the window: crediting commutes).
+//!
+//! What cannot be split this way is played in order: a game with faults
+//! (crashes, quits, restarts, moves and attacks act across machines), a
+//! frame with no work (a machine could run any number of frames in a
+//! window), a window shorter than [`MIN_WINDOW_US`] (a LAN: the
+//! hand-over would cost more than it saves), the start before the paths are
+//! set, and the last frames (where players stop issuing and the game ends).
+//! `tests/sim_parallel.rs` plays games both ways and compares the reports.
+//!
+//! Threads: the calling thread and one helper. At each window the machines
+//! are jobs on a board; both threads take jobs until none is left, so a
+//! helper that the operating system does not run at the moment costs
+//! nothing but its share of the work, which the caller then does itself.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use super::host::{deliver, transmit, Host, Machine, Outside, Play, Rules};
+use crate::error::{Error, Result};
+use crate::report::record::MAX_SEATS;
+use crate::sim::NetSim;
+
+/// Shortest window worth handing to two threads, µs.
+pub(super) const MIN_WINDOW_US: u64 = 5_000;
+/// How long a waiting thread spins before it sleeps: about a window's work.
+const SPIN_ROUNDS: u32 = 20_000;
+
+/// Play the game of `host` to its end, on two threads where the game
+/// allows (see the module docs), in order elsewhere. Returns how many
+/// windows were played on two threads.
+pub(super) fn run(host: &mut Host<'_>) -> Result<u64> {
+    if !splittable(&host.rules) {
+        return host.run().map(|()| 0);
+    }
+    let Host { rules, play } = host;
+    let rules: &Rules<'_> = rules;
+    let board = Board {
+        jobs: (0..play.machines.len())
+            .map(|_| Mutex::new(Job::default()))
+            .collect(),
+        round: AtomicU64::new(0),
+        stop: AtomicBool::new(false),
+        next_job: AtomicUsize::new(play.machines.len()),
+        done: AtomicUsize::new(0),
+    };
+    let mut spare = Vec::new();
+    std::thread::scope(|scope| {
+        let helper = scope.spawn(|| board.help(rules));
+        let played = (|| {
+            let mut windows = 0;
+            while play.playing(rules) {
+                play.check_progress(rules)?;
+                match window(play, rules) {
+                    Some(end) => {
+                        play_window(play, rules, &board, end, &mut spare, || {
+                            helper.thread().unpark()
+                        })?;
+                        windows += 1;
+                    }
+                    None => play.iteration(rules)?,
+                }
+            }
+            Ok(windows)
+        })();
+        board.stop.store(true, Ordering::Release);
+        helper.thread().unpark();
+        played
+    })
+}
+
+/// Whether any part of this game can be played in windows.
+fn splittable(rules: &Rules<'_>) -> bool {
+    let spec = rules.spec;
+    rules.faults.is_empty() && (0..spec.players).all(|seat| spec.proc_of(seat) > 0)
+}
+
+/// The end of a window opening at `play.now`, if one can open: long enough,
+/// every machine in play, and no player able to reach the last issuing
+/// frame (or the end) inside it.
+fn window(play: &Play, rules: &Rules<'_>) -> Option<u64> {
+    let length = play.lobby.net.min_delay_from(play.now);
+    if length < MIN_WINDOW_US {
+        return None;
+    }
+    for m in &play.machines {
+        // A frame's work keeps the machine busy: at most this many frames
+        // start inside the window.
+        let frames = length / u64::from(rules.spec.proc_of(m.seat)) + 1;
+        let reach = u64::from(m.frame.map_or(0, |f| f + 1)) + frames;
+        if !m.is_active(rules.spec.frames)
+            || !rules.issuing(m)
+            || reach >= u64::from(rules.last_issue_frame)
+            || usize::from(m.seat) >= MAX_SEATS
+        {
+            return None;
+        }
+    }
+    Some(play.now + length)
+}
+
+/// A datagram due in the window.
+struct Arrival {
+    at_us: u64,
+    from: SocketAddr,
+    bytes: Vec<u8>,
+}
+
+/// A datagram a machine sent in the window: its bytes are `arena[range]`.
+struct Sent {
+    at_us: u64,
+    to: SocketAddr,
+    start: usize,
+    end: usize,
+}
+
+/// One machine's part of a window.
+#[derive(Default)]
+struct Job {
+    machine: Option<Box<Machine>>,
+    end_us: u64,
+    /// Its arrivals in the window, in the network's order; those before
+    /// `delivered` are done.
+    inbox: Vec<Arrival>,
+    delivered: usize,
+    /// Its player's command gaps, drawn in play order before the window.
+    gaps: VecDeque<u64>,
+    sent: Vec<Sent>,
+    arena: Vec<u8>,
+    /// The lobby's addresses (fixed: games with moves are played in order).
+    addresses: Vec<SocketAddr>,
+    failed: Option<Error>,
+}
+
+/// What a machine's step reaches in a window: the gaps drawn for it, and
+/// its outbox.
+struct Window<'a> {
+    gaps: &'a mut VecDeque<u64>,
+    sent: &'a mut Vec<Sent>,
+    arena: &'a mut Vec<u8>,
+    addresses: &'a [SocketAddr],
+}
+
+impl Outside for Window<'_> {
+    fn command_gap(&mut self, _seat: u8) -> u64 {
+        // Drawn for exactly the commands the player issues in the window.
+        debug_assert!(!self.gaps.is_empty(), "a command gap was not drawn");
+        self.gaps.pop_front().unwrap_or(u64::MAX / 4)
+    }
+
+    fn send(&mut self, now: u64, _from: SocketAddr, to: SocketAddr, datagram: &[u8]) {
+        let start = self.arena.len();
+        self.arena.extend_from_slice(datagram);
+        self.sent.push(Sent {
+            at_us: now,
+            to,
+            start,
+            end: self.arena.len(),
+        });
+    }
+
+    fn addresses(&self) -> &[SocketAddr] {
+        self.addresses
+    }
+
+    fn lobby(&mut self) -> Option<(&mut NetSim, &mut Vec<SocketAddr>)> {
+        None
+    }
+}
+
+impl Job {
+    /// Step the machine through its moments before the window's end, as
+    /// [`Play::iteration`] would.
+    fn play(&mut self, rules: &Rules<'_>) -> Result<()> {
+        let Job {
+            machine,
+            end_us,
+            inbox,
+            delivered,
+            gaps,
+            sent,
+            arena,
+            addresses,
+            ..
+        } = self;
+        let Some(m) = machine.as_deref_mut() else {
+            return Ok(());
+        };
+        let mut out = Window {
+            gaps,
+            sent,
+            arena,
+            addresses,
+        };
+        let gone = [false; MAX_SEATS];
+        loop {
+            let arrival = inbox.get(*delivered).map_or(u64::MAX, |a| a.at_us);
+            let now = arrival.min(m.wake_us).min(m.next_command_us);
+            if now >= *end_us {
+                return Ok(());
+            }
+            while let Some(a) = inbox.get(*delivered).filter(|a| a.at_us <= now) {
+                deliver(m, now, a.from, &a.bytes);
+                *delivered += 1;
+            }
+            rules.issue_commands(m, now, &mut out);
+            if now >= m.wake_us {
+                rules.step(m, now, &gone, &mut out)?;
+            }
+            if m.dirty {
+                transmit(m, now, &mut out);
+            }
+        }
+    }
+}
+
+/// The jobs of the current window and the threads' meeting point.
+struct Board {
+    jobs: Vec<Mutex<Job>>,
+    /// Bumped when a window's jobs are ready.
+    round: AtomicU64,
+    stop: AtomicBool,
+    /// The next job to take (the job count between windows: none).
+    next_job: AtomicUsize,
+    done: AtomicUsize,
+}
+
+impl Board {
+    /// Take jobs until none is left.
+    fn work(&self, rules: &Rules<'_>) {
+        loop {
+            let at = self.next_job.fetch_add(1, Ordering::AcqRel);
+            let Some(job) = self.jobs.get(at) else {
+                return;
+            };
+            let mut job = job.lock();
+            if let Err(e) = job.play(rules) {
+                job.failed = Some(e);
+            }
+            drop(job);
+            self.done.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    /// The helper thread: work whenever a window opens, until stopped.
+    fn help(&self, rules: &Rules<'_>) {
+        let mut seen = 0;
+        loop {
+            let mut spins = 0;
+            loop {
+                if self.stop.load(Ordering::Acquire) {
+                    return;
+                }
+                let round = self.round.load(Ordering::Acquire);
+                if round != seen {
+                    seen = round;
+                    break;
+                }
+                if spins < SPIN_ROUNDS {
+                    spins += 1;
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::park_timeout(Duration::from_millis(10));
+                }
+            }
+            self.work(rules);
+        }
+    }
+}
+
+/// Play the window `[play.now, end_us)` on the board (see the module docs).
+fn play_window(
+    play: &mut Play,
+    rules: &Rules<'_>,
+    board: &Board,
+    end_us: u64,
+    spare: &mut Vec<Vec<u8>>,
+    wake_helper: impl Fn(),
+) -> Result<()> {
+    let count = play.machines.len();
+    // Hand every machine its arrivals and its command gaps.
+    let mut jobs: Vec<_> = board.jobs.iter().map(|job| job.lock()).collect();
+    for job in jobs.iter_mut() {
+        job.end_us = end_us;
+        job.gaps.clear();
+        job.sent.clear();
+        job.arena.clear();
+        job.failed = None;
+        spare.extend(job.inbox.drain(..).map(|used| used.bytes));
+        job.delivered = 0;
+        if job.addresses != play.lobby.addresses {
+            job.addresses.clone_from(&play.lobby.addresses);
+        }
+    }
+    let mut bytes = spare.pop().unwrap_or_default();
+    while let Some((at_us, from, to)) = play.lobby.net.poll_delivery_into(end_us - 1, &mut bytes) {
+        if let Some(at) = play.machines.iter().position(|m| m.address == to) {
+            let next = spare.pop().unwrap_or_default();
+            jobs[at].inbox.push(Arrival {
+                at_us,
+                from,
+                bytes: std::mem::replace(&mut bytes, next),
+            });
+        }
+    }
+    spare.push(bytes);
+    draw_commands(play, &mut jobs, end_us);
+    for (job, m) in jobs.iter_mut().zip(play.machines.drain(..)) {
+        job.machine = Some(m);
+    }
+    drop(jobs);
+
+    // Both threads take jobs.
+    board.done.store(0, Ordering::Release);
+    board.next_job.store(0, Ordering::Release);
+    board.round.fetch_add(1, Ordering::AcqRel);
+    wake_helper();
+    board.work(rules);
+    let mut spins = 0u32;
+    while board.done.load(Ordering::Acquire) < count {
+        if spins < SPIN_ROUNDS {
+            spins += 1;
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+    board.next_job.store(count, Ordering::Release);
+
+    // Take the machines back, and send what they sent in play order.
+    let mut jobs: Vec<_> = board.jobs.iter().map(|job| job.lock()).collect();
+    let mut failed = None;
+    for job in jobs.iter_mut() {
+        if let Some(m) = job.machine.take() {
+            play.machines.push(m);
+        }
+        if failed.is_none() {
+            failed = job.failed.take();
+        }
+    }
+    if play.machines.len() != count {
+        return Err(Error::State("a machine went missing in a parallel window"));
+    }
+    send_in_play_order(play, &jobs);
+    drop(jobs);
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    play.settle_credits();
+    play.now = play.next_moment().max(end_us);
+    Ok(())
+}
+
+/// Draw the command gaps of every command due before `end_us`, in play
+/// order: by time, then by seat (the order [`Play::iteration`] draws them).
+fn draw_commands(play: &mut Play, jobs: &mut [parking_lot::MutexGuard<'_, Job>], end_us: u64) {
+    let mut next: Vec<u64> = play.machines.iter().map(|m| m.next_command_us).collect();
+    loop {
+        let mut first: Option<usize> = None;
+        for (at, t) in next.iter().enumerate() {
+            if *t < end_us && first.map_or(true, |f| *t < next[f]) {
+                first = Some(at);
+            }
+        }
+        let Some(at) = first else {
+            return;
+        };
+        let gap = play.lobby.draw_command_gap();
+        jobs[at].gaps.push_back(gap);
+        next[at] += gap;
+    }
+}
+
+/// Feed the window's datagrams to the network by send time, then seat,
+/// then each machine's own order.
+fn send_in_play_order(play: &mut Play, jobs: &[parking_lot::MutexGuard<'_, Job>]) {
+    let mut heads = [0usize; MAX_SEATS];
+    loop {
+        let mut first: Option<(usize, u64)> = None;
+        for (at, job) in jobs.iter().enumerate() {
+            if let Some(sent) = job.sent.get(heads[at]) {
+                if first.map_or(true, |(_, t)| sent.at_us < t) {
+                    first = Some((at, sent.at_us));
+                }
+            }
+        }
+        let Some((at, _)) = first else {
+            return;
+        };
+        let sent = &jobs[at].sent[heads[at]];
+        heads[at] += 1;
+        let from = play.machines[at].address;
+        play.lobby.net.send(
+            sent.at_us,
+            from,
+            sent.to,
+            &jobs[at].arena[sent.start..sent.end],
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::game::{GameSpec, OutageSpec, Spike};
+    use crate::timing::PolicyKind;
+
+    /// The report of `spec` played in order, and played in windows with how
+    /// many windows there were.
+    fn both_ways(spec: &GameSpec) -> (String, String, u64) {
+        let mut in_order = Host::new(spec).unwrap();
+        in_order.run().unwrap();
+        let mut split = Host::new(spec).unwrap();
+        let windows = run(&mut split).unwrap();
+        (
+            format!("{:?}", in_order.judge()),
+            format!("{:?}", split.judge()),
+            windows,
+        )
+    }
+
+    #[test]
+    fn windows_give_the_in_order_report_byte_for_byte() {
+        let plain = GameSpec::new(6, 1200, 30, 150);
+        let mut rough = GameSpec::new(5, 1200, 30, 120);
+        rough.jitter_ms = 30;
+        rough.loss_ppm = 20_000;
+        rough.duplicate_ppm = 20_000;
+        rough.reorder_ppm = 20_000;
+        rough.seed = 7;
+        let mut spiky = GameSpec::new(4, 1500, 30, 80);
+        spiky.rtt_ms = vec![40, 90, 300];
+        spiky.spikes = vec![Spike {
+            rtt_ms: 900,
+            start_ms: 10_000,
+            duration_ms: 5_000,
+            player: Some(2),
+        }];
+        spiky.outages = vec![OutageSpec {
+            start_ms: 20_000,
+            duration_ms: 2_000,
+            player: Some(1),
+        }];
+        spiky.proc_us = vec![5_000, 5_000, 30_000];
+        spiky.diverge = Some((1, 700));
+        let mut tracking = GameSpec::new(8, 900, 30, 100);
+        tracking.policy = PolicyKind::Tracking;
+        tracking.commands_per_minute = 600;
+        for spec in [plain, rough, spiky, tracking] {
+            let (in_order, split, windows) = both_ways(&spec);
+            assert!(windows > 10, "{windows} windows: the game was not split");
+            assert_eq!(in_order, split, "{spec:?}");
+        }
+    }
+
+    #[test]
+    fn games_that_cannot_be_split_are_played_in_order() {
+        let mut crash = GameSpec::new(4, 900, 30, 100);
+        crash.departure = Some((2, 300, crate::sim::game::Departure::Crash));
+        let lan = GameSpec::new(4, 900, 30, 4);
+        let mut idle = GameSpec::new(3, 900, 30, 100);
+        idle.proc_us = vec![0];
+        for spec in [crash, lan, idle] {
+            let (in_order, split, windows) = both_ways(&spec);
+            assert_eq!(windows, 0, "{spec:?}");
+            assert_eq!(in_order, split);
+        }
+    }
+}
