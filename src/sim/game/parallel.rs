@@ -45,7 +45,7 @@
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
@@ -56,8 +56,15 @@ use crate::sim::NetSim;
 
 /// Shortest window worth handing to two threads, µs.
 pub(super) const MIN_WINDOW_US: u64 = 5_000;
-/// How long a waiting thread spins before it sleeps: about a window's work.
-const SPIN_ROUNDS: u32 = 20_000;
+/// How long a waiting thread spins before it sleeps or yields: a few tens
+/// of microseconds, about a window's share of work.
+const SPIN_ROUNDS: u32 = 1_000;
+/// A window whose helper kept the caller waiting longer than this (its
+/// thread was not running: the cores are busy with other work) ...
+const SLOW_HELPER: Duration = Duration::from_micros(300);
+/// ... makes the caller play this many windows alone before it asks the
+/// helper again. Who plays a job never changes the result.
+const ALONE_WINDOWS: u32 = 64;
 
 /// Play the game of `host` to its end, on two threads where the game
 /// allows (see the module docs), in order elsewhere. Returns how many
@@ -74,7 +81,9 @@ pub(super) fn run(host: &mut Host<'_>) -> Result<u64> {
             .collect(),
         round: AtomicU64::new(0),
         stop: AtomicBool::new(false),
-        next_job: AtomicUsize::new(play.machines.len()),
+        taken: (0..play.machines.len())
+            .map(|_| AtomicBool::new(true))
+            .collect(),
         done: AtomicUsize::new(0),
     };
     let mut spare = Vec::new();
@@ -82,13 +91,19 @@ pub(super) fn run(host: &mut Host<'_>) -> Result<u64> {
         let helper = scope.spawn(|| board.help(rules));
         let played = (|| {
             let mut windows = 0;
+            let mut alone = 0u32;
             while play.playing(rules) {
                 play.check_progress(rules)?;
                 match window(play, rules) {
                     Some(end) => {
-                        play_window(play, rules, &board, end, &mut spare, || {
-                            helper.thread().unpark()
-                        })?;
+                        let helped = alone == 0;
+                        alone = alone.saturating_sub(1);
+                        let wake = || helper.thread().unpark();
+                        let waited =
+                            play_window(play, rules, &board, end, &mut spare, helped, wake)?;
+                        if waited > SLOW_HELPER {
+                            alone = ALONE_WINDOWS;
+                        }
                         windows += 1;
                     }
                     None => play.iteration(rules)?,
@@ -253,20 +268,24 @@ struct Board {
     /// Bumped when a window's jobs are ready.
     round: AtomicU64,
     stop: AtomicBool,
-    /// The next job to take (the job count between windows: none).
-    next_job: AtomicUsize,
+    /// Per job: taken this window (all set between windows).
+    taken: Vec<AtomicBool>,
     done: AtomicUsize,
 }
 
 impl Board {
-    /// Take jobs until none is left.
-    fn work(&self, rules: &Rules<'_>) {
-        loop {
-            let at = self.next_job.fetch_add(1, Ordering::AcqRel);
-            let Some(job) = self.jobs.get(at) else {
-                return;
-            };
-            let mut job = job.lock();
+    /// Take the jobs nobody took yet, the caller's from the first up, the
+    /// helper's from the last down: each machine mostly stays on one
+    /// thread, its state in that core's cache, and the two meet wherever
+    /// their speeds make them.
+    fn work(&self, rules: &Rules<'_>, from_the_last: bool) {
+        let count = self.jobs.len();
+        for step in 0..count {
+            let at = if from_the_last { count - 1 - step } else { step };
+            if self.taken[at].swap(true, Ordering::AcqRel) {
+                continue;
+            }
+            let mut job = self.jobs[at].lock();
             if let Err(e) = job.play(rules) {
                 job.failed = Some(e);
             }
@@ -296,20 +315,24 @@ impl Board {
                     std::thread::park_timeout(Duration::from_millis(10));
                 }
             }
-            self.work(rules);
+            self.work(rules, true);
         }
     }
 }
 
-/// Play the window `[play.now, end_us)` on the board (see the module docs).
+/// Play the window `[play.now, end_us)` on the board (see the module docs),
+/// `helped` by the other thread or alone. Returns how long the caller
+/// waited for the helper to finish its jobs (wall clock, for scheduling
+/// only: who plays a job never changes what it does).
 fn play_window(
     play: &mut Play,
     rules: &Rules<'_>,
     board: &Board,
     end_us: u64,
     spare: &mut Vec<Vec<u8>>,
+    helped: bool,
     wake_helper: impl Fn(),
-) -> Result<()> {
+) -> Result<Duration> {
     let count = play.machines.len();
     // Hand every machine its arrivals and its command gaps.
     let mut jobs: Vec<_> = board.jobs.iter().map(|job| job.lock()).collect();
@@ -345,10 +368,15 @@ fn play_window(
 
     // Both threads take jobs.
     board.done.store(0, Ordering::Release);
-    board.next_job.store(0, Ordering::Release);
-    board.round.fetch_add(1, Ordering::AcqRel);
-    wake_helper();
-    board.work(rules);
+    for taken in &board.taken {
+        taken.store(false, Ordering::Release);
+    }
+    if helped {
+        board.round.fetch_add(1, Ordering::AcqRel);
+        wake_helper();
+    }
+    board.work(rules, false);
+    let waiting = Instant::now();
     let mut spins = 0u32;
     while board.done.load(Ordering::Acquire) < count {
         if spins < SPIN_ROUNDS {
@@ -358,7 +386,7 @@ fn play_window(
             std::thread::yield_now();
         }
     }
-    board.next_job.store(count, Ordering::Release);
+    let waited = waiting.elapsed();
 
     // Take the machines back, and send what they sent in play order.
     let mut jobs: Vec<_> = board.jobs.iter().map(|job| job.lock()).collect();
@@ -381,7 +409,7 @@ fn play_window(
     }
     play.settle_credits();
     play.now = play.next_moment().max(end_us);
-    Ok(())
+    Ok(waited)
 }
 
 /// Draw the command gaps of every command due before `end_us`, in play
