@@ -257,15 +257,49 @@ impl NetSim {
 
     /// Send a datagram at `now_us`.
     pub fn send(&mut self, now_us: u64, from: SocketAddr, to: SocketAddr, bytes: &[u8]) {
+        let (arrivals, copies) = self.fate(now_us, from, to);
+        for at_us in &arrivals[..copies] {
+            let mut buffer = self.spare_buffers.pop().unwrap_or_default();
+            buffer.clear();
+            buffer.extend_from_slice(bytes);
+            self.enqueue(*at_us, from, to, buffer);
+        }
+    }
+
+    /// [`send`](Self::send) of a datagram whose buffer the network takes
+    /// instead of copying it (the same draws, the same deliveries). The
+    /// buffer comes back when the datagram is lost or blacked out.
+    pub fn send_buffer(
+        &mut self,
+        now_us: u64,
+        from: SocketAddr,
+        to: SocketAddr,
+        bytes: Vec<u8>,
+    ) -> Option<Vec<u8>> {
+        let (arrivals, copies) = self.fate(now_us, from, to);
+        match copies {
+            0 => return Some(bytes),
+            2 => self.enqueue(arrivals[0], from, to, bytes.clone()),
+            _ => {}
+        }
+        self.enqueue(arrivals[copies - 1], from, to, bytes);
+        None
+    }
+
+    /// What becomes of a datagram sent at `now_us`: the arrival time of
+    /// each copy that gets through (none, one, or two when duplicated),
+    /// counted in the stats. The random draws happen here, in a fixed order.
+    fn fate(&mut self, now_us: u64, from: SocketAddr, to: SocketAddr) -> ([u64; 2], usize) {
+        let mut arrivals = [0; 2];
         self.stats.sent += 1;
         if self.outages.iter().any(|o| o.covers(now_us, from, to)) {
             self.stats.blacked_out += 1;
-            return;
+            return (arrivals, 0);
         }
         let conditions = self.conditions(from, to, now_us);
         if self.rng.chance_ppm(conditions.loss_ppm) {
             self.stats.lost += 1;
-            return;
+            return (arrivals, 0);
         }
         let copies = if self.rng.chance_ppm(conditions.duplicate_ppm) {
             self.stats.duplicated += 1;
@@ -273,26 +307,23 @@ impl NetSim {
         } else {
             1
         };
-        for _ in 0..copies {
+        for at_us in &mut arrivals[..copies] {
             let mut delay = conditions.delay_us + self.rng.below_or_equal(conditions.jitter_us);
             if self.rng.chance_ppm(conditions.reorder_ppm) {
                 self.stats.reordered += 1;
                 delay += self.rng.below_or_equal(conditions.reorder_extra_us);
             }
-            let mut buffer = self.spare_buffers.pop().unwrap_or_default();
-            buffer.clear();
-            buffer.extend_from_slice(bytes);
-            self.payloads.push_back(Some(Payload {
-                from,
-                to,
-                bytes: buffer,
-            }));
-            self.in_flight.push(Reverse(in_flight_key(
-                now_us.saturating_add(delay),
-                self.order,
-            )));
-            self.order += 1;
+            *at_us = now_us.saturating_add(delay);
         }
+        (arrivals, copies)
+    }
+
+    /// Put a datagram in flight, after every one sent before it.
+    fn enqueue(&mut self, at_us: u64, from: SocketAddr, to: SocketAddr, bytes: Vec<u8>) {
+        self.payloads.push_back(Some(Payload { from, to, bytes }));
+        self.in_flight
+            .push(Reverse(in_flight_key(at_us, self.order)));
+        self.order += 1;
     }
 
     /// When the next datagram arrives, if any is in flight.

@@ -86,7 +86,6 @@ pub(super) fn run(host: &mut Host<'_>) -> Result<u64> {
             .collect(),
         done: AtomicUsize::new(0),
     };
-    let mut spare = Vec::new();
     std::thread::scope(|scope| {
         let helper = scope.spawn(|| board.help(rules));
         let played = (|| {
@@ -99,8 +98,7 @@ pub(super) fn run(host: &mut Host<'_>) -> Result<u64> {
                         let helped = alone == 0;
                         alone = alone.saturating_sub(1);
                         let wake = || helper.thread().unpark();
-                        let waited =
-                            play_window(play, rules, &board, end, &mut spare, helped, wake)?;
+                        let waited = play_window(play, rules, &board, end, helped, wake)?;
                         if waited > SLOW_HELPER {
                             alone = ALONE_WINDOWS;
                         }
@@ -154,13 +152,17 @@ struct Arrival {
     bytes: Vec<u8>,
 }
 
-/// A datagram a machine sent in the window: its bytes are `arena[range]`.
+/// A datagram a machine sent in the window.
 struct Sent {
     at_us: u64,
     to: SocketAddr,
-    start: usize,
-    end: usize,
+    bytes: Vec<u8>,
 }
+
+/// Datagram buffers a job keeps for reuse, at most: a machine receives
+/// about as many datagrams as it sends, so its pool neither runs dry nor
+/// grows for long.
+const SPARE_BUFFERS: usize = 256;
 
 /// One machine's part of a window.
 #[derive(Default)]
@@ -174,7 +176,11 @@ struct Job {
     /// Its player's command gaps, drawn in play order before the window.
     gaps: VecDeque<u64>,
     sent: Vec<Sent>,
-    arena: Vec<u8>,
+    /// Buffers for the datagrams it sends: those of the datagrams it
+    /// received, and those the network lost. The bytes are written and
+    /// read by the threads that play the machines; the caller's thread
+    /// only passes the buffers on.
+    spare: Vec<Vec<u8>>,
     /// The lobby's addresses (fixed: games with moves are played in order).
     addresses: Vec<SocketAddr>,
     failed: Option<Error>,
@@ -185,7 +191,7 @@ struct Job {
 struct Window<'a> {
     gaps: &'a mut VecDeque<u64>,
     sent: &'a mut Vec<Sent>,
-    arena: &'a mut Vec<u8>,
+    spare: &'a mut Vec<Vec<u8>>,
     addresses: &'a [SocketAddr],
 }
 
@@ -197,13 +203,13 @@ impl Outside for Window<'_> {
     }
 
     fn send(&mut self, now: u64, _from: SocketAddr, to: SocketAddr, datagram: &[u8]) {
-        let start = self.arena.len();
-        self.arena.extend_from_slice(datagram);
+        let mut bytes = self.spare.pop().unwrap_or_default();
+        bytes.clear();
+        bytes.extend_from_slice(datagram);
         self.sent.push(Sent {
             at_us: now,
             to,
-            start,
-            end: self.arena.len(),
+            bytes,
         });
     }
 
@@ -227,7 +233,7 @@ impl Job {
             delivered,
             gaps,
             sent,
-            arena,
+            spare,
             addresses,
             ..
         } = self;
@@ -237,7 +243,7 @@ impl Job {
         let mut out = Window {
             gaps,
             sent,
-            arena,
+            spare,
             addresses,
         };
         let gone = [false; MAX_SEATS];
@@ -281,7 +287,11 @@ impl Board {
     fn work(&self, rules: &Rules<'_>, from_the_last: bool) {
         let count = self.jobs.len();
         for step in 0..count {
-            let at = if from_the_last { count - 1 - step } else { step };
+            let at = if from_the_last {
+                count - 1 - step
+            } else {
+                step
+            };
             if self.taken[at].swap(true, Ordering::AcqRel) {
                 continue;
             }
@@ -329,7 +339,6 @@ fn play_window(
     rules: &Rules<'_>,
     board: &Board,
     end_us: u64,
-    spare: &mut Vec<Vec<u8>>,
     helped: bool,
     wake_helper: impl Fn(),
 ) -> Result<Duration> {
@@ -337,29 +346,28 @@ fn play_window(
     // Hand every machine its arrivals and its command gaps.
     let mut jobs: Vec<_> = board.jobs.iter().map(|job| job.lock()).collect();
     for job in jobs.iter_mut() {
+        let job = &mut **job;
         job.end_us = end_us;
         job.gaps.clear();
-        job.sent.clear();
-        job.arena.clear();
         job.failed = None;
-        spare.extend(job.inbox.drain(..).map(|used| used.bytes));
+        let room = SPARE_BUFFERS.saturating_sub(job.spare.len());
+        job.spare
+            .extend(job.inbox.drain(..).map(|used| used.bytes).take(room));
+        job.inbox.clear();
         job.delivered = 0;
         if job.addresses != play.lobby.addresses {
             job.addresses.clone_from(&play.lobby.addresses);
         }
     }
-    let mut bytes = spare.pop().unwrap_or_default();
-    while let Some((at_us, from, to)) = play.lobby.net.poll_delivery_into(end_us - 1, &mut bytes) {
-        if let Some(at) = play.machines.iter().position(|m| m.address == to) {
-            let next = spare.pop().unwrap_or_default();
+    while let Some(arrival) = play.lobby.net.poll_delivery(end_us - 1) {
+        if let Some(at) = play.machines.iter().position(|m| m.address == arrival.to) {
             jobs[at].inbox.push(Arrival {
-                at_us,
-                from,
-                bytes: std::mem::replace(&mut bytes, next),
+                at_us: arrival.at_us,
+                from: arrival.from,
+                bytes: arrival.bytes,
             });
         }
     }
-    spare.push(bytes);
     draw_commands(play, &mut jobs, end_us);
     for (job, m) in jobs.iter_mut().zip(play.machines.drain(..)) {
         job.machine = Some(m);
@@ -402,7 +410,7 @@ fn play_window(
     if play.machines.len() != count {
         return Err(Error::State("a machine went missing in a parallel window"));
     }
-    send_in_play_order(play, &jobs);
+    send_in_play_order(play, &mut jobs);
     drop(jobs);
     if let Some(e) = failed {
         return Err(e);
@@ -434,7 +442,7 @@ fn draw_commands(play: &mut Play, jobs: &mut [parking_lot::MutexGuard<'_, Job>],
 
 /// Feed the window's datagrams to the network by send time, then seat,
 /// then each machine's own order.
-fn send_in_play_order(play: &mut Play, jobs: &[parking_lot::MutexGuard<'_, Job>]) {
+fn send_in_play_order(play: &mut Play, jobs: &mut [parking_lot::MutexGuard<'_, Job>]) {
     let mut heads = [0usize; MAX_SEATS];
     loop {
         let mut first: Option<(usize, u64)> = None;
@@ -446,17 +454,21 @@ fn send_in_play_order(play: &mut Play, jobs: &[parking_lot::MutexGuard<'_, Job>]
             }
         }
         let Some((at, _)) = first else {
-            return;
+            break;
         };
-        let sent = &jobs[at].sent[heads[at]];
+        let job = &mut **jobs.get_mut(at).expect("a job per machine");
+        let sent = &mut job.sent[heads[at]];
         heads[at] += 1;
         let from = play.machines[at].address;
-        play.lobby.net.send(
-            sent.at_us,
-            from,
-            sent.to,
-            &jobs[at].arena[sent.start..sent.end],
-        );
+        let bytes = std::mem::take(&mut sent.bytes);
+        if let Some(lost) = play.lobby.net.send_buffer(sent.at_us, from, sent.to, bytes) {
+            if job.spare.len() < SPARE_BUFFERS {
+                job.spare.push(lost);
+            }
+        }
+    }
+    for job in jobs.iter_mut() {
+        job.sent.clear();
     }
 }
 
