@@ -56,9 +56,10 @@ use crate::sim::NetSim;
 
 /// Shortest window worth handing to two threads, µs.
 pub(super) const MIN_WINDOW_US: u64 = 5_000;
-/// How long a waiting thread spins before it sleeps or yields: a few tens
-/// of microseconds, about a window's share of work.
-const SPIN_ROUNDS: u32 = 1_000;
+/// How long the caller spins for the helper's last job before it yields.
+const SPIN_ROUNDS: u32 = 64;
+/// How long the helper waits awake for the next window before it sleeps.
+const HELPER_SPIN: Duration = Duration::from_micros(500);
 /// A window whose helper kept the caller waiting longer than this (its
 /// thread was not running: the cores are busy with other work) ...
 const SLOW_HELPER: Duration = Duration::from_micros(300);
@@ -308,7 +309,8 @@ impl Board {
     fn help(&self, rules: &Rules<'_>) {
         let mut seen = 0;
         loop {
-            let mut spins = 0;
+            let idle_since = Instant::now();
+            let mut spins = 0u32;
             loop {
                 if self.stop.load(Ordering::Acquire) {
                     return;
@@ -318,9 +320,17 @@ impl Board {
                     seen = round;
                     break;
                 }
-                if spins < SPIN_ROUNDS {
-                    spins += 1;
+                spins = spins.wrapping_add(1);
+                // Between two windows the caller feeds the network for some
+                // tens of microseconds: waiting awake through that, the
+                // helper starts the next window at once (waking a parked
+                // thread takes about as long). It yields rather than spins,
+                // so that when both threads share one core the caller runs;
+                // it sleeps once the caller plays alone.
+                if spins % 16 != 0 {
                     std::hint::spin_loop();
+                } else if idle_since.elapsed() < HELPER_SPIN {
+                    std::thread::yield_now();
                 } else {
                     std::thread::park_timeout(Duration::from_millis(10));
                 }
