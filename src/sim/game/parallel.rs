@@ -370,7 +370,9 @@ fn play_window(
         }
     }
     while let Some(arrival) = play.lobby.net.poll_delivery(end_us - 1) {
-        if let Some(at) = play.machines.iter().position(|m| m.address == arrival.to) {
+        // The lobby's addresses are the machines' (games with moves are
+        // played in order), and the caller's thread keeps them in its cache.
+        if let Some(at) = play.lobby.addresses.iter().position(|a| *a == arrival.to) {
             jobs[at].inbox.push(Arrival {
                 at_us: arrival.at_us,
                 from: arrival.from,
@@ -469,7 +471,7 @@ fn send_in_play_order(play: &mut Play, jobs: &mut [parking_lot::MutexGuard<'_, J
         let job = &mut **jobs.get_mut(at).expect("a job per machine");
         let sent = &mut job.sent[heads[at]];
         heads[at] += 1;
-        let from = play.machines[at].address;
+        let from = play.lobby.addresses[at];
         let bytes = std::mem::take(&mut sent.bytes);
         if let Some(lost) = play.lobby.net.send_buffer(sent.at_us, from, sent.to, bytes) {
             if job.spare.len() < SPARE_BUFFERS {
