@@ -38,9 +38,15 @@
 //! `tests/sim_parallel.rs` plays games both ways and compares the reports.
 //!
 //! Threads: the calling thread and one helper. At each window the machines
-//! are jobs on a board; both threads take jobs until none is left, so a
-//! helper that the operating system does not run at the moment costs
-//! nothing but its share of the work, which the caller then does itself.
+//! are jobs on a board; the caller takes them from the first up, the helper
+//! from the last down, until none is left (a machine mostly stays on one
+//! core, its state in that core's cache). Between windows the caller feeds
+//! the network while the helper waits awake, yielding, so that it starts
+//! the next window at once yet leaves the core to the caller when both
+//! share one. A helper that kept the caller waiting (its thread was not
+//! running: the cores are busy with other work) is left alone for a while:
+//! the caller plays the next windows by itself. Which thread plays a job
+//! never changes what the job does.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
