@@ -1034,15 +1034,20 @@ impl Link {
         Some(u32::try_from(us.div_ceil(1000)).unwrap_or(u32::MAX))
     }
 
+    /// The latest clean round-trip sample in whole milliseconds, rounded
+    /// up; `None` before the first.
+    pub fn latest_rtt_ms(&self) -> Option<u32> {
+        self.rtt
+            .latest_us()
+            .map(|us| u32::try_from(us.div_ceil(1000)).unwrap_or(u32::MAX))
+    }
+
     /// What the reports need now: clean measurement, retransmitting, worst recent (S3, S8).
     pub fn report_rtt(&self, now_us: u64) -> ReportRtt {
         ReportRtt {
             clean_measurement: self.has_clean_measurement(),
             retransmitting: self.is_retransmitting(now_us),
-            latest_ms: self
-                .rtt
-                .latest_us()
-                .map(|us| u32::try_from(us.div_ceil(1000)).unwrap_or(u32::MAX)),
+            latest_ms: self.latest_rtt_ms(),
         }
     }
 
