@@ -857,6 +857,8 @@ impl Link {
     /// `handle_packet`.
     pub fn poll_timeout(&self) -> Option<u64> {
         let heard = self.last_heard_us.unwrap_or(self.created_us);
+        // Folded by reference: it compiles to noticeably less than by value
+        // (`into_iter`), and the endpoint asks after every packet.
         [
             self.ack_due_us,
             self.rto_started_us
@@ -867,8 +869,9 @@ impl Link {
             }),
             (!self.lost).then(|| heard.saturating_add(self.liveness_timeout_us())),
         ]
-        .into_iter()
+        .iter()
         .flatten()
+        .copied()
         .min()
     }
 
