@@ -568,6 +568,30 @@ fn machines_that_disagree_exit_3_with_the_results() {
 }
 
 #[test]
+fn one_thread_and_two_give_the_same_json() {
+    // Long enough (and far enough from a LAN) to be played in windows on
+    // two threads for most of it (src/sim/game/parallel.rs).
+    let game = [
+        "--players",
+        "6",
+        "--frames",
+        "900",
+        "--rtt",
+        "120",
+        "--jitter",
+        "20",
+        "--loss",
+        "2%",
+        "--json",
+    ];
+    let one = run_ok(&[&game[..], &["--threads", "1"]].concat());
+    let two = run_ok(&[&game[..], &["--threads", "2"]].concat());
+    assert_eq!(one, two, "byte for byte");
+    let usage = rungs_sim(&["--threads", "3"]);
+    assert_eq!(usage.status.code(), Some(2), "{}", stderr(&usage));
+}
+
+#[test]
 fn help_lists_every_flag() {
     let help = run_ok(&["--help"]);
     for flag in [
@@ -586,6 +610,7 @@ fn help_lists_every_flag() {
         "--depart",
         "--commands-per-minute",
         "--scenario",
+        "--threads",
     ] {
         assert!(help.contains(flag), "{flag} in --help");
     }

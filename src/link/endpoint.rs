@@ -321,14 +321,24 @@ impl Endpoint {
         reason
     }
 
-    /// Fire due timers of every link (see [`Link::handle_timeout`]).
+    /// Fire due timers of every link (see [`Link::handle_timeout`]). Only
+    /// links whose cached timer is due are touched: for the others
+    /// `Link::handle_timeout` would change nothing and `poll_transmit` would
+    /// find nothing to send (their owed acks and keep-alives are timers too),
+    /// and a machine runs this every frame for every link.
     pub fn handle_timeout(&mut self, now_us: u64) {
-        for peer in &mut self.peers {
+        let every_link = self.timeouts_unknown;
+        let mut due = 0u64;
+        for (at, peer) in self.peers.iter_mut().enumerate() {
+            if !every_link && peer.timeout.map_or(true, |t| t > now_us) {
+                continue;
+            }
             peer.link.handle_timeout(now_us);
             peer.refresh_timeout();
+            due |= if at < 64 { 1 << at } else { 0 };
         }
         self.timeouts_unknown = false;
-        self.may_transmit = u64::MAX; // a timer may have made work
+        self.may_transmit |= due; // a timer may have made work
     }
 
     /// The earliest timer of any link.
@@ -357,7 +367,12 @@ impl Endpoint {
             }
             let peer = &mut self.peers[at];
             let sent = peer.link.poll_transmit(now_us, buf);
-            peer.refresh_timeout();
+            // Nothing sent and no timer due (the cache is exact unless a
+            // link was handed out): the link did not change.
+            if sent.is_some() || self.timeouts_unknown || peer.timeout.is_some_and(|t| t <= now_us)
+            {
+                peer.refresh_timeout();
+            }
             if sent.is_none() && at < 64 {
                 self.may_transmit &= !(1 << at);
             }

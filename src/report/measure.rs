@@ -266,8 +266,22 @@ impl Measurements {
     /// inflates it, and a genuine rise (a spike) still shows. Called every
     /// frame, the interval keeps the worst of what it saw.
     pub fn sample_link(&mut self, peer: u8, link: crate::link::ReportRtt) -> Result<()> {
-        match link.latest_ms {
-            Some(rtt_ms) if link.clean_measurement => self.add_rtt_sample(peer, rtt_ms, true),
+        self.sample_rtt(peer, link.clean_measurement, link.latest_ms)
+    }
+
+    /// [`sample_link`](Self::sample_link) from the two things it uses:
+    /// whether the link has a clean measurement, and its latest sample in
+    /// ms. A session samples on every new round trip, and working out the
+    /// rest of a [`ReportRtt`](crate::link::ReportRtt) (whether the link is
+    /// retransmitting) walks the link's unacknowledged messages.
+    pub fn sample_rtt(
+        &mut self,
+        peer: u8,
+        clean_measurement: bool,
+        latest_ms: Option<u32>,
+    ) -> Result<()> {
+        match latest_ms {
+            Some(rtt_ms) if clean_measurement => self.add_rtt_sample(peer, rtt_ms, true),
             _ => self.peer_index(peer).map(|_| ()),
         }
     }

@@ -21,7 +21,7 @@ pub mod sweep;
 
 pub use cluster::{Cluster, SimHost};
 pub use faults::{Attack, Fault};
-pub use game::{run_game, Departure, GameReport, GameSpec, OutageSpec, Spike};
+pub use game::{run_game, run_game_parallel, Departure, GameReport, GameSpec, OutageSpec, Spike};
 pub use instant::InstantGame;
 pub use machine_clock::MachineClock;
 pub use network::{Conditions, Delivery, NetSim, NetStats, Outage};

@@ -9,7 +9,7 @@
 //! same calls give the same deliveries, bit for bit.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::net::SocketAddr;
 
 use super::rng::SplitMix64;
@@ -109,10 +109,15 @@ pub struct NetStats {
     pub delivered: u64,
 }
 
-/// A datagram in flight: when, in what order it was sent (breaks ties
-/// deterministically), and where its bytes wait. The heap holds only these
-/// small keys; bytes sit in a slab whose buffers are reused.
-type InFlightKey = (u64, u64, usize);
+/// A datagram in flight: when it arrives (high 64 bits) and its send order
+/// (low 64 bits, which breaks ties deterministically), as one integer so
+/// the heap compares once. The heap holds only these keys; the bytes wait
+/// in [`NetSim::payloads`] at their send order, in buffers that are reused.
+type InFlightKey = u128;
+
+fn in_flight_key(at_us: u64, order: u64) -> InFlightKey {
+    u128::from(at_us) << 64 | u128::from(order)
+}
 
 #[derive(Debug)]
 struct Payload {
@@ -132,8 +137,11 @@ pub struct NetSim {
     schedules: Vec<Vec<Vec<(u64, Conditions)>>>,
     outages: Vec<Outage>,
     in_flight: BinaryHeap<Reverse<InFlightKey>>,
-    payloads: Vec<Option<Payload>>,
-    free_slots: Vec<usize>,
+    /// The payload of the datagram sent `payloads_base + i`-th at `i`
+    /// (`None` once delivered): datagrams arrive roughly in send order, so
+    /// the front is trimmed as they go.
+    payloads: VecDeque<Option<Payload>>,
+    payloads_base: u64,
     spare_buffers: Vec<Vec<u8>>,
     order: u64,
     stats: NetStats,
@@ -149,8 +157,8 @@ impl NetSim {
             schedules: Vec::new(),
             outages: Vec::new(),
             in_flight: BinaryHeap::new(),
-            payloads: Vec::new(),
-            free_slots: Vec::new(),
+            payloads: VecDeque::new(),
+            payloads_base: 0,
             spare_buffers: Vec::new(),
             order: 0,
             stats: NetStats::default(),
@@ -219,17 +227,79 @@ impl NetSim {
             .map_or(self.default_conditions, |(_, c)| *c)
     }
 
+    /// The shortest one-way delay any datagram between two different hosts
+    /// seen so far can have when sent at `from_us` or later: the smallest
+    /// base delay in force then or scheduled after (jitter, reordering and
+    /// outages only add or drop). A datagram sent at `t >= from_us` to one
+    /// of these hosts arrives at `t +` this at the earliest.
+    pub fn min_delay_from(&self, from_us: u64) -> u64 {
+        let mut min = u64::MAX;
+        for (from, row) in self.schedules.iter().enumerate() {
+            for (_, schedule) in row.iter().enumerate().filter(|(to, _)| *to != from) {
+                // The entry in force at `from_us` (or the default before any)
+                // and every later one.
+                let later = schedule.partition_point(|(t, _)| *t <= from_us);
+                let in_force = match later.checked_sub(1) {
+                    Some(at) => schedule[at].1.delay_us,
+                    None => self.default_conditions.delay_us,
+                };
+                min = schedule[later..]
+                    .iter()
+                    .map(|(_, c)| c.delay_us)
+                    .fold(min.min(in_force), u64::min);
+            }
+        }
+        if self.hosts.len() < 2 {
+            return self.default_conditions.delay_us;
+        }
+        min
+    }
+
     /// Send a datagram at `now_us`.
     pub fn send(&mut self, now_us: u64, from: SocketAddr, to: SocketAddr, bytes: &[u8]) {
+        let (arrivals, copies) = self.fate(now_us, from, to);
+        for at_us in &arrivals[..copies] {
+            let mut buffer = self.spare_buffers.pop().unwrap_or_default();
+            buffer.clear();
+            buffer.extend_from_slice(bytes);
+            self.enqueue(*at_us, from, to, buffer);
+        }
+    }
+
+    /// [`send`](Self::send) of a datagram whose buffer the network takes
+    /// instead of copying it (the same draws, the same deliveries). The
+    /// buffer comes back when the datagram is lost or blacked out.
+    pub fn send_buffer(
+        &mut self,
+        now_us: u64,
+        from: SocketAddr,
+        to: SocketAddr,
+        bytes: Vec<u8>,
+    ) -> Option<Vec<u8>> {
+        let (arrivals, copies) = self.fate(now_us, from, to);
+        match copies {
+            0 => return Some(bytes),
+            2 => self.enqueue(arrivals[0], from, to, bytes.clone()),
+            _ => {}
+        }
+        self.enqueue(arrivals[copies - 1], from, to, bytes);
+        None
+    }
+
+    /// What becomes of a datagram sent at `now_us`: the arrival time of
+    /// each copy that gets through (none, one, or two when duplicated),
+    /// counted in the stats. The random draws happen here, in a fixed order.
+    fn fate(&mut self, now_us: u64, from: SocketAddr, to: SocketAddr) -> ([u64; 2], usize) {
+        let mut arrivals = [0; 2];
         self.stats.sent += 1;
         if self.outages.iter().any(|o| o.covers(now_us, from, to)) {
             self.stats.blacked_out += 1;
-            return;
+            return (arrivals, 0);
         }
         let conditions = self.conditions(from, to, now_us);
         if self.rng.chance_ppm(conditions.loss_ppm) {
             self.stats.lost += 1;
-            return;
+            return (arrivals, 0);
         }
         let copies = if self.rng.chance_ppm(conditions.duplicate_ppm) {
             self.stats.duplicated += 1;
@@ -237,50 +307,53 @@ impl NetSim {
         } else {
             1
         };
-        for _ in 0..copies {
+        for at_us in &mut arrivals[..copies] {
             let mut delay = conditions.delay_us + self.rng.below_or_equal(conditions.jitter_us);
             if self.rng.chance_ppm(conditions.reorder_ppm) {
                 self.stats.reordered += 1;
                 delay += self.rng.below_or_equal(conditions.reorder_extra_us);
             }
-            let mut buffer = self.spare_buffers.pop().unwrap_or_default();
-            buffer.clear();
-            buffer.extend_from_slice(bytes);
-            let payload = Some(Payload {
-                from,
-                to,
-                bytes: buffer,
-            });
-            let slot = match self.free_slots.pop() {
-                Some(slot) => {
-                    self.payloads[slot] = payload;
-                    slot
-                }
-                None => {
-                    self.payloads.push(payload);
-                    self.payloads.len() - 1
-                }
-            };
-            self.in_flight
-                .push(Reverse((now_us.saturating_add(delay), self.order, slot)));
-            self.order += 1;
+            *at_us = now_us.saturating_add(delay);
         }
+        (arrivals, copies)
+    }
+
+    /// Put a datagram in flight, after every one sent before it.
+    fn enqueue(&mut self, at_us: u64, from: SocketAddr, to: SocketAddr, bytes: Vec<u8>) {
+        self.payloads.push_back(Some(Payload { from, to, bytes }));
+        self.in_flight
+            .push(Reverse(in_flight_key(at_us, self.order)));
+        self.order += 1;
     }
 
     /// When the next datagram arrives, if any is in flight.
     pub fn next_delivery_us(&self) -> Option<u64> {
-        self.in_flight.peek().map(|Reverse((at_us, _, _))| *at_us)
+        self.in_flight.peek().map(|Reverse(key)| (key >> 64) as u64)
+    }
+
+    /// Take the next datagram arriving at or before `now_us` out of flight:
+    /// when it arrives and its payload.
+    fn pop_due(&mut self, now_us: u64) -> Option<(u64, Payload)> {
+        if self.next_delivery_us()? > now_us {
+            return None;
+        }
+        let Reverse(key) = self.in_flight.pop()?;
+        let order = key as u64;
+        let payload = self
+            .payloads
+            .get_mut((order - self.payloads_base) as usize)?
+            .take()?;
+        while self.payloads.front().is_some_and(Option::is_none) {
+            self.payloads.pop_front();
+            self.payloads_base += 1;
+        }
+        self.stats.delivered += 1;
+        Some(((key >> 64) as u64, payload))
     }
 
     /// The next datagram arriving at or before `now_us`, in arrival order.
     pub fn poll_delivery(&mut self, now_us: u64) -> Option<Delivery> {
-        if self.next_delivery_us()? > now_us {
-            return None;
-        }
-        let Reverse((at_us, _, slot)) = self.in_flight.pop()?;
-        let payload = self.payloads[slot].take()?;
-        self.free_slots.push(slot);
-        self.stats.delivered += 1;
+        let (at_us, payload) = self.pop_due(now_us)?;
         Some(Delivery {
             at_us,
             from: payload.from,
@@ -297,13 +370,7 @@ impl NetSim {
         now_us: u64,
         bytes: &mut Vec<u8>,
     ) -> Option<(u64, SocketAddr, SocketAddr)> {
-        if self.next_delivery_us()? > now_us {
-            return None;
-        }
-        let Reverse((at_us, _, slot)) = self.in_flight.pop()?;
-        let mut payload = self.payloads[slot].take()?;
-        self.free_slots.push(slot);
-        self.stats.delivered += 1;
+        let (at_us, mut payload) = self.pop_due(now_us)?;
         std::mem::swap(bytes, &mut payload.bytes);
         self.spare_buffers.push(payload.bytes);
         Some((at_us, payload.from, payload.to))
@@ -384,6 +451,25 @@ mod tests {
         assert_eq!(net.next_delivery_us(), Some(1_800_000));
         assert_eq!(net.poll_delivery(1_799_999), None);
         assert_eq!(net.poll_delivery(1_800_000).unwrap().bytes, b"x");
+    }
+
+    #[test]
+    fn min_delay_counts_what_is_in_force_and_what_comes_later() {
+        let mut net = NetSim::new(0, Conditions::PERFECT);
+        net.set_path_conditions(addr(1), addr(2), 1_000, Conditions::delay_ms(80));
+        net.set_conditions(addr(1), addr(2), 5_000, Conditions::delay_ms(30));
+        net.set_conditions(addr(1), addr(2), 9_000, Conditions::delay_ms(90));
+        // Before any schedule starts the default (no delay) is in force.
+        assert_eq!(net.min_delay_from(0), 0);
+        // The 30 ms stretch lies ahead, then is in force, then is past.
+        assert_eq!(net.min_delay_from(1_000), 30_000);
+        assert_eq!(net.min_delay_from(6_000), 30_000);
+        assert_eq!(net.min_delay_from(9_000), 80_000);
+        // Jitter only adds: the base delay is the bound.
+        let mut jittery = Conditions::delay_ms(50);
+        jittery.jitter_us = 40_000;
+        net.set_conditions(addr(2), addr(1), 9_500, jittery);
+        assert_eq!(net.min_delay_from(9_000), 50_000);
     }
 
     #[test]

@@ -51,6 +51,9 @@ pub struct RunOptions {
     pub oracle: bool,
     /// `--topology relay`: play through a relay placed so; `None`: peer-to-peer.
     pub relay: Option<RelayPlacement>,
+    /// `--threads`: 2 plays a peer-to-peer game on two threads where it can
+    /// (the same report), 1 in order on one.
+    pub threads: usize,
 }
 
 /// The whole suite: every scenario file for every policy.
@@ -154,6 +157,7 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
         scenario: None,
         oracle: false,
         relay: None,
+        threads: default_jobs().min(2),
     };
     let mut relay_ms: Option<Vec<u32>> = None;
     for (name, value) in flags(args, &["--json", "--help", "-h"])? {
@@ -166,6 +170,13 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
                     "p2p" => None,
                     "relay" => Some(RelayPlacement::default()),
                     _ => return usage(format!("--topology wants p2p or relay, not '{value}'")),
+                }
+            }
+            "--threads" => {
+                options.threads = match value {
+                    "1" => 1,
+                    "2" => 2,
+                    _ => return usage(format!("--threads wants 1 or 2, not '{value}'")),
                 }
             }
             "--relay-ms" => relay_ms = Some(parse_list(name, value, |v| parse_number(name, v))?),

@@ -23,7 +23,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use rungs::sim::{run_game, run_relay_game, GameReport, GameSpec};
+use rungs::sim::{run_game, run_game_parallel, run_relay_game, GameReport, GameSpec};
 
 use cli::{Command, RunOptions};
 use figures::{disagreement, machines_agree, Speed};
@@ -125,6 +125,10 @@ POLICY AND OUTPUT
                           and runs --policy on the clients' reports (bundle
                           interval = send period, jitter buffer = look-ahead);
                           restarts and attacks are not modelled there [p2p]
+  --threads 1|2           play a peer-to-peer game on two threads where it can
+                          (the same report, byte for byte; faults, LANs and the
+                          last frames are played in order) or on one [2 when
+                          the machine has two cores]
   --relay-ms MS[,MS...]   with --topology relay: one-way delay from each player
                           to the relay, ms (the last value applies to the
                           remaining players) [rtt/4 per player: a relay in the
@@ -247,6 +251,8 @@ fn run_one(options: &RunOptions) -> Status {
             options.spec.policy = rungs::timing::PolicyKind::Fixed(found.timing);
             Ok(found.report)
         })
+    } else if options.threads > 1 {
+        run_game_parallel(&options.spec)
     } else {
         run_game(&options.spec)
     };

@@ -567,7 +567,11 @@ impl LockstepSession {
             let samples = link.rtt().samples();
             if samples != self.rtt_samples_seen[usize::from(from)] {
                 self.rtt_samples_seen[usize::from(from)] = samples;
-                let _ = self.measurements.sample_link(from, link.report_rtt(now_us));
+                let _ = self.measurements.sample_rtt(
+                    from,
+                    link.has_clean_measurement(),
+                    link.latest_rtt_ms(),
+                );
             }
         }
         // Messages are copied into one reused buffer: no allocation per message.

@@ -264,7 +264,11 @@ impl RelayLockstep {
         let samples = link.rtt().samples();
         if samples != self.rtt_samples_seen {
             self.rtt_samples_seen = samples;
-            let _ = measurements.sample_link(RELAY_LINK_SEAT, link.report_rtt(now_us));
+            let _ = measurements.sample_rtt(
+                RELAY_LINK_SEAT,
+                link.has_clean_measurement(),
+                link.latest_rtt_ms(),
+            );
         }
         self.collect_client_events();
     }

@@ -4,11 +4,17 @@
 //! commands, runs frames when the sessions allow, applies the faults,
 //! carries datagrams, and tells each machine's [`MachineRecord`] what
 //! happened; judging it is [`super::outcome`]'s business.
+//!
+//! A machine's step touches only the machine and what [`Outside`] gives
+//! it (the commands' randomness and the network): played in order, that is
+//! the world itself; in a parallel window ([`super::parallel`]) it is what
+//! the window drew beforehand and a list of datagrams to send afterwards.
 
-use std::collections::VecDeque;
 use std::net::SocketAddr;
 
-use super::outcome::{judge, Finished, GameReport, IssueLog, MachineRecord, Traffic};
+use super::outcome::{
+    judge, Credit, Finished, GameReport, IssueLog, MachineRecord, OwnIssues, Traffic,
+};
 use super::spec::GameSpec;
 use super::{next_gap, CHECKSUM_INTERVAL, GAME_START_US};
 use crate::error::{Error, Result};
@@ -21,23 +27,25 @@ use crate::timing::{MachineConfig, Output};
 use crate::wire::packet::SessionKey;
 
 /// One player's machine as the host runs it.
-struct Machine {
-    seat: u8,
+pub(super) struct Machine {
+    pub(super) seat: u8,
     session: LockstepSession,
-    address: SocketAddr,
+    pub(super) address: SocketAddr,
     clock: MachineClock,
     busy_until_us: u64,
-    wake_us: u64,
+    pub(super) wake_us: u64,
     /// When the session's next timer (transport, ping, frame) is due.
     timer_us: u64,
     /// Touched this iteration: its transmits and timers need a look.
-    dirty: bool,
+    pub(super) dirty: bool,
     crashed: bool,
-    next_command_us: u64,
+    pub(super) next_command_us: u64,
     /// Commands this player issued (the next command's id).
     commands: u32,
     /// Seats this machine's engine dropped (or is about to).
     dropped: [bool; MAX_SEATS],
+    /// Seats its engine decided to drop this iteration, in decision order.
+    pending_drops: Vec<u8>,
     /// A modified client: not judged, only defended against.
     modified: bool,
     /// Crashing in the middle of its current turn: the transmit phase sends
@@ -47,12 +55,20 @@ struct Machine {
     captured: Vec<(SocketAddr, Vec<u8>)>,
     /// Restarted mid-game: a fresh session that cannot rejoin; not judged.
     restarted: bool,
+    /// The commands its player issued.
+    issues: OwnIssues,
+    /// Executions of commands to credit to their issuers.
+    pub(super) credits: Vec<Credit>,
+    /// What it sent, and its last frame.
+    traffic: Traffic,
     /// The session's frame and whether its player left, as of the machine's
     /// last step (only a step changes them): the host asks every iteration.
-    frame: Option<u32>,
-    left: bool,
+    pub(super) frame: Option<u32>,
+    pub(super) left: bool,
     /// What it executed and suffered.
     record: MachineRecord,
+    /// Where its datagrams are written before they are sent.
+    buf: Vec<u8>,
 }
 
 impl Machine {
@@ -67,7 +83,7 @@ impl Machine {
     }
 
     /// Still playing its part: not gone, not left, frames to go.
-    fn is_active(&self, frames: u32) -> bool {
+    pub(super) fn is_active(&self, frames: u32) -> bool {
         !self.crashed
             && !self.restarted
             && !self.left
@@ -119,31 +135,79 @@ fn address(player: u8) -> SocketAddr {
     SocketAddr::from(([10, 0, 0, player + 1], 4000))
 }
 
-/// Everything but the machines: the network, the seeded randomness, the
-/// faults, the issued commands and the counters.
-struct World<'s> {
-    spec: &'s GameSpec,
-    rng: SplitMix64,
-    net: NetSim,
+/// What every machine's step reads and nothing changes during the game.
+pub(super) struct Rules<'s> {
+    pub(super) spec: &'s GameSpec,
     secrets: Secrets,
-    faults: Vec<Fault>,
-    issued: IssueLog,
-    /// Where every player is now, as the lobby knows it.
-    addresses: Vec<SocketAddr>,
-    /// Drops an engine decided on: (when, by whom, whom).
-    pending_drops: VecDeque<(u64, u8, u8)>,
-    traffic: Traffic,
+    pub(super) faults: Vec<Fault>,
     /// Commands stop some frames before the end so that all of them execute.
-    last_issue_frame: u32,
-    buf: Vec<u8>,
+    pub(super) last_issue_frame: u32,
+}
+
+/// Where a machine's step reaches outside the machine.
+pub(super) trait Outside {
+    /// The wait before `seat`'s next command, µs (at least 1): the game's
+    /// command randomness, one stream drawn in play order.
+    fn command_gap(&mut self, seat: u8) -> u64;
+    /// The machine at `from` sends `datagram` to `to` at `now`.
+    fn send(&mut self, now: u64, from: SocketAddr, to: SocketAddr, datagram: &[u8]);
+    /// Where every player is, as the lobby knows it.
+    fn addresses(&self) -> &[SocketAddr];
+    /// The network and the lobby's addresses, for a machine that moves:
+    /// only in-order play has them (parallel windows play no faults).
+    fn lobby(&mut self) -> Option<(&mut NetSim, &mut Vec<SocketAddr>)>;
+}
+
+/// The world outside the machines: the seeded command randomness, the
+/// network and where everyone is. In-order play's [`Outside`].
+pub(super) struct Lobby {
+    rng: SplitMix64,
+    pub(super) net: NetSim,
+    /// Where every player is now, as the lobby knows it.
+    pub(super) addresses: Vec<SocketAddr>,
+    commands_per_minute: u32,
+}
+
+impl Lobby {
+    /// The wait before the next command of any player, µs (at least 1).
+    pub(super) fn draw_command_gap(&mut self) -> u64 {
+        next_gap(&mut self.rng, self.commands_per_minute).max(1)
+    }
+}
+
+impl Outside for Lobby {
+    fn command_gap(&mut self, _seat: u8) -> u64 {
+        self.draw_command_gap()
+    }
+
+    fn send(&mut self, now: u64, from: SocketAddr, to: SocketAddr, datagram: &[u8]) {
+        self.net.send(now, from, to, datagram);
+    }
+
+    fn addresses(&self) -> &[SocketAddr] {
+        &self.addresses
+    }
+
+    fn lobby(&mut self) -> Option<(&mut NetSim, &mut Vec<SocketAddr>)> {
+        Some((&mut self.net, &mut self.addresses))
+    }
+}
+
+/// The machines and the world they play in.
+pub(super) struct Play {
+    /// Boxed: a parallel window moves them to its jobs and back, a pointer
+    /// each rather than a few kilobytes.
+    #[allow(clippy::vec_box)]
+    pub(super) machines: Vec<Box<Machine>>,
+    pub(super) lobby: Lobby,
     datagram: Vec<u8>,
-    now: u64,
+    pub(super) now: u64,
 }
 
 /// One game being played.
 pub(super) struct Host<'s> {
-    machines: Vec<Machine>,
-    world: World<'s>,
+    pub(super) rules: Rules<'s>,
+    pub(super) play: Play,
 }
 
 impl<'s> Host<'s> {
@@ -163,7 +227,7 @@ impl<'s> Host<'s> {
             // Clocks: up to 2000 s apart, drifting up to ±100 ppm.
             let clock = MachineClock::draw(&mut rng);
             let local_now = clock.local(0);
-            let mut machine = Machine {
+            let mut machine = Box::new(Machine {
                 seat,
                 session: LockstepSession::new(&config, local_now)?,
                 address: address(seat),
@@ -176,16 +240,21 @@ impl<'s> Host<'s> {
                 next_command_us: 0,
                 commands: 0,
                 dropped: [false; MAX_SEATS],
+                pending_drops: Vec::new(),
                 modified: faults
                     .iter()
                     .any(|f| f.seat() == seat && matches!(f, Fault::Attack { .. })),
                 crash_mid_turn: false,
                 captured: Vec::new(),
                 restarted: false,
+                issues: OwnIssues::default(),
+                credits: Vec::new(),
+                traffic: Traffic::default(),
                 frame: None,
                 left: false,
                 record: MachineRecord::new(seat, spec.fps),
-            };
+                buf: vec![0u8; 1500],
+            });
             for peer in (0..spec.players).filter(|p| *p != seat) {
                 machine.session.add_peer(peer, address(peer), local_now)?;
             }
@@ -193,23 +262,20 @@ impl<'s> Host<'s> {
             machines.push(machine);
         }
         Ok(Host {
-            machines,
-            world: World {
+            rules: Rules {
                 spec,
-                rng,
-                net,
                 secrets,
                 faults,
-                issued: IssueLog::new(spec.players),
-                addresses: (0..spec.players).map(address).collect(),
-                pending_drops: VecDeque::new(),
-                traffic: Traffic {
-                    packets: 0,
-                    bytes: 0,
-                    duration_ms: 0.0,
-                },
                 last_issue_frame: spec.frames.saturating_sub(300),
-                buf: vec![0u8; 1500],
+            },
+            play: Play {
+                machines,
+                lobby: Lobby {
+                    rng,
+                    net,
+                    addresses: (0..spec.players).map(address).collect(),
+                    commands_per_minute: spec.commands_per_minute,
+                },
                 datagram: Vec::with_capacity(1500),
                 now: 0,
             },
@@ -219,56 +285,85 @@ impl<'s> Host<'s> {
     /// Play until no machine has frames left to play; an error when the
     /// game stops making progress (or a session refuses what it must take).
     pub(super) fn run(&mut self) -> Result<()> {
-        let spec = self.world.spec;
-        let frame_us = 1_000_000 / u64::from(spec.fps);
-        let horizon_us = GAME_START_US + (u64::from(spec.frames) * frame_us) * 40 + 600_000_000;
-        while self.machines.iter().any(|m| m.is_active(spec.frames)) {
-            if self.world.now > horizon_us {
-                self.explain_stall();
-                return Err(Error::State(
-                    "the game stalled: no progress within the simulation horizon",
-                ));
-            }
-            self.deliver();
-            // Machines that are gone: crashed, or restarted (their old session is).
-            let mut gone = [false; MAX_SEATS];
-            for (seat, m) in gone.iter_mut().zip(&self.machines) {
-                *seat = m.crashed || m.restarted;
-            }
-            for m in self.machines.iter_mut().filter(|m| !m.crashed) {
-                self.world.issue_commands(m);
-                if self.world.now < m.wake_us {
-                    continue;
-                }
-                self.world.step(m, &gone)?;
-            }
-            self.apply_drops();
-            // Only machines touched this iteration can have something to send
-            // or a new timer.
-            for m in self.machines.iter_mut().filter(|m| !m.crashed && m.dirty) {
-                self.world.transmit(m);
-            }
-            // The next moment anything happens.
-            let mut next = self.world.net.next_delivery_us().unwrap_or(u64::MAX);
-            for m in self.machines.iter().filter(|m| !m.crashed) {
-                next = next.min(m.wake_us).min(m.next_command_us);
-            }
-            self.world.now = next.max(self.world.now + 1);
+        while self.play.playing(&self.rules) {
+            self.play.check_progress(&self.rules)?;
+            self.play.iteration(&self.rules)?;
         }
         Ok(())
     }
 
+    /// Judge the game played.
+    pub(super) fn judge(&self) -> GameReport {
+        self.play.judge(&self.rules)
+    }
+}
+
+impl Play {
+    /// Whether any machine still has frames to play.
+    pub(super) fn playing(&self, rules: &Rules<'_>) -> bool {
+        self.machines.iter().any(|m| m.is_active(rules.spec.frames))
+    }
+
+    /// An error once the game is past the simulation horizon: it stopped
+    /// making progress.
+    pub(super) fn check_progress(&self, rules: &Rules<'_>) -> Result<()> {
+        let spec = rules.spec;
+        let frame_us = 1_000_000 / u64::from(spec.fps);
+        let horizon_us = GAME_START_US + (u64::from(spec.frames) * frame_us) * 40 + 600_000_000;
+        if self.now > horizon_us {
+            self.explain_stall();
+            return Err(Error::State(
+                "the game stalled: no progress within the simulation horizon",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Play the moment `now`: deliver, issue, step, drop, transmit; then
+    /// move `now` on to the next moment anything happens.
+    pub(super) fn iteration(&mut self, rules: &Rules<'_>) -> Result<()> {
+        let now = self.now;
+        self.deliver();
+        // Machines that are gone: crashed, or restarted (their old session is).
+        let mut gone = [false; MAX_SEATS];
+        for (seat, m) in gone.iter_mut().zip(&self.machines) {
+            *seat = m.crashed || m.restarted;
+        }
+        for m in self.machines.iter_mut().filter(|m| !m.crashed) {
+            rules.issue_commands(m, now, &mut self.lobby);
+            if now < m.wake_us {
+                continue;
+            }
+            rules.step(m, now, &gone, &mut self.lobby)?;
+        }
+        self.apply_drops();
+        // Only machines touched this iteration can have something to send
+        // or a new timer.
+        for m in self.machines.iter_mut().filter(|m| !m.crashed && m.dirty) {
+            transmit(m, now, &mut self.lobby);
+        }
+        self.settle_credits();
+        self.now = self.next_moment().max(now + 1);
+        Ok(())
+    }
+
+    /// The next moment anything happens: a delivery, a machine's wake-up or
+    /// a player's command.
+    pub(super) fn next_moment(&self) -> u64 {
+        let mut next = self.lobby.net.next_delivery_us().unwrap_or(u64::MAX);
+        for m in self.machines.iter().filter(|m| !m.crashed) {
+            next = next.min(m.wake_us).min(m.next_command_us);
+        }
+        next
+    }
+
     /// Deliver every datagram due now.
     fn deliver(&mut self) {
-        let world = &mut self.world;
-        let now = world.now;
-        while let Some((_, from, to)) = world.net.poll_delivery_into(now, &mut world.datagram) {
+        let now = self.now;
+        while let Some((_, from, to)) = self.lobby.net.poll_delivery_into(now, &mut self.datagram) {
             if let Some(m) = self.machines.iter_mut().find(|m| m.address == to) {
                 if !m.crashed {
-                    let local = m.local(now);
-                    m.session.handle_datagram(local, from, &world.datagram);
-                    m.wake_us = m.wake_us.min(now);
-                    m.dirty = true;
+                    deliver(m, now, from, &self.datagram);
                 }
             }
         }
@@ -276,15 +371,36 @@ impl<'s> Host<'s> {
 
     /// The engines drop the players they decided to drop.
     fn apply_drops(&mut self) {
-        while let Some((_, by, seat)) = self.world.pending_drops.pop_front() {
-            if let Some(m) = self
-                .machines
-                .iter_mut()
-                .find(|m| m.seat == by && !m.crashed && !m.restarted)
-            {
-                let _ = m.session.drop_player(seat);
-                m.dirty = true;
+        for m in self.machines.iter_mut() {
+            if m.pending_drops.is_empty() {
+                continue;
             }
+            let drops = std::mem::take(&mut m.pending_drops);
+            if !m.crashed && !m.restarted {
+                for seat in &drops {
+                    let _ = m.session.drop_player(*seat);
+                    m.dirty = true;
+                }
+            }
+            m.pending_drops = drops;
+            m.pending_drops.clear();
+        }
+    }
+
+    /// Credit the commands the machines executed to their issuers.
+    pub(super) fn settle_credits(&mut self) {
+        for at in 0..self.machines.len() {
+            if self.machines[at].credits.is_empty() {
+                continue;
+            }
+            let credits = std::mem::take(&mut self.machines[at].credits);
+            for credit in &credits {
+                if let Some(issuer) = self.machines.get_mut(usize::from(credit.from)) {
+                    issuer.issues.credit(credit);
+                }
+            }
+            self.machines[at].credits = credits;
+            self.machines[at].credits.clear();
         }
     }
 
@@ -307,7 +423,7 @@ impl<'s> Host<'s> {
     }
 
     /// Judge the game played.
-    pub(super) fn judge(&self) -> GameReport {
+    fn judge(&self, rules: &Rules<'_>) -> GameReport {
         let finished: Vec<Finished<'_>> = self
             .machines
             .iter()
@@ -323,13 +439,22 @@ impl<'s> Host<'s> {
                 }
             })
             .collect();
+        let traffic: Vec<Traffic> = self.machines.iter().map(|m| m.traffic).collect();
         judge(
-            self.world.spec,
+            rules.spec,
             &finished,
-            &self.world.issued,
-            &self.world.traffic,
+            &IssueLog::new(self.machines.iter().map(|m| &m.issues)),
+            &traffic,
         )
     }
+}
+
+/// A datagram from `from` reaches machine `m` at `now`.
+pub(super) fn deliver(m: &mut Machine, now: u64, from: SocketAddr, datagram: &[u8]) {
+    let local = m.local(now);
+    m.session.handle_datagram(local, from, datagram);
+    m.wake_us = m.wake_us.min(now);
+    m.dirty = true;
 }
 
 /// Every path's conditions, with every change at the spikes' edges, and the
@@ -372,16 +497,21 @@ fn configure_network(spec: &GameSpec, net: &mut NetSim) {
     }
 }
 
-impl World<'_> {
+impl Rules<'_> {
+    /// Whether the player of `m` still issues commands (it stops some frames
+    /// before the end, so that all of them execute).
+    pub(super) fn issuing(&self, m: &Machine) -> bool {
+        m.frame.map_or(true, |f| f < self.last_issue_frame)
+    }
+
     /// The commands the player issues by now.
-    fn issue_commands(&mut self, m: &mut Machine) {
-        let now = self.now;
-        let issuing = m.frame.map_or(true, |f| f < self.last_issue_frame);
+    pub(super) fn issue_commands(&self, m: &mut Machine, now: u64, out: &mut impl Outside) {
+        let issuing = self.issuing(m);
         while m.next_command_us <= now && !m.left && issuing {
-            if self.submit(m, &[0u8; 5]) {
+            if self.submit(m, &[0u8; 5], now) {
                 m.dirty = true;
             }
-            m.next_command_us += next_gap(&mut self.rng, self.spec.commands_per_minute).max(1);
+            m.next_command_us += out.command_gap(m.seat);
         }
         if !issuing {
             m.next_command_us = u64::MAX;
@@ -391,7 +521,7 @@ impl World<'_> {
     /// Submit the player's next command: `template` with the seat in byte 0
     /// and the command id in bytes 1–4 (so execution order can be checked).
     /// Whether the session took it; a refusal is counted.
-    fn submit(&mut self, m: &mut Machine, template: &[u8]) -> bool {
+    fn submit(&self, m: &mut Machine, template: &[u8], now: u64) -> bool {
         let mut command = [0u8; 5];
         let mut long = Vec::new();
         let bytes: &mut [u8] = if template.len() <= command.len() {
@@ -406,15 +536,20 @@ impl World<'_> {
             m.record.commands_refused += 1;
             return false;
         }
-        self.issued.issue(m.seat, self.now);
+        m.issues.issue(now);
         m.commands += 1;
         true
     }
 
     /// A machine whose wake time has come: timers, the next frame when due,
     /// the session's events.
-    fn step(&mut self, m: &mut Machine, gone: &[bool]) -> Result<()> {
-        let now = self.now;
+    pub(super) fn step(
+        &self,
+        m: &mut Machine,
+        now: u64,
+        gone: &[bool],
+        out: &mut impl Outside,
+    ) -> Result<()> {
         m.dirty = true;
         let local = m.local(now);
         if now >= m.timer_us {
@@ -429,7 +564,7 @@ impl World<'_> {
         if now >= m.busy_until_us && now >= GAME_START_US {
             match m.session.advance(local)? {
                 Advance::Ran { frame } => {
-                    self.frame_ran(m, frame)?;
+                    self.frame_ran(m, frame, now, out)?;
                     m.wake_us = m.busy_until_us;
                 }
                 Advance::NotDue { at_us } => m.wake_us = m.global(at_us).max(now + 1),
@@ -437,7 +572,7 @@ impl World<'_> {
                 Advance::Waiting | Advance::Left => m.wake_us = u64::MAX,
             }
         }
-        self.handle_events(m, gone);
+        self.handle_events(m, gone, now);
         let stats = m.session.stats();
         m.record
             .note_stalls(stats.stalled_frames, stats.stall_us, now);
@@ -448,16 +583,21 @@ impl World<'_> {
 
     /// The machine ran `frame`: its work, its executed commands, its
     /// checksum, and the faults due on it.
-    fn frame_ran(&mut self, m: &mut Machine, frame: u32) -> Result<()> {
-        let now = self.now;
+    fn frame_ran(
+        &self,
+        m: &mut Machine,
+        frame: u32,
+        now: u64,
+        out: &mut impl Outside,
+    ) -> Result<()> {
         let work = u64::from(self.spec.proc_of(m.seat));
         m.session.measurements().add_frame_work_us(work);
         m.busy_until_us = now + work;
-        self.issued.frame_started(m.seat, now);
+        m.issues.frame_started(now);
         let judged = !m.modified && !m.restarted;
         for command in m.session.executed() {
             m.record
-                .executed(frame, command, judged, &mut self.issued, now);
+                .executed(frame, command, judged, &mut m.credits, now);
         }
         if self
             .spec
@@ -469,22 +609,24 @@ impl World<'_> {
         if frame % CHECKSUM_INTERVAL == 0 {
             let _ = m.session.submit_checksum(frame, m.record.state_hash);
         }
-        self.traffic.duration_ms = self
-            .traffic
-            .duration_ms
-            .max((now - GAME_START_US) as f64 / 1000.0);
+        m.traffic.last_frame_us = m.traffic.last_frame_us.max(now);
         m.record.max_held_bytes = m.record.max_held_bytes.max(m.session.held_bytes());
         for index in 0..self.faults.len() {
             let fault = self.faults[index];
             if fault.seat() == m.seat && fault.frame() == frame {
-                self.apply_fault(m, fault)?;
+                self.apply_fault(m, fault, now, out)?;
             }
         }
         Ok(())
     }
 
-    fn apply_fault(&mut self, m: &mut Machine, fault: Fault) -> Result<()> {
-        let now = self.now;
+    fn apply_fault(
+        &self,
+        m: &mut Machine,
+        fault: Fault,
+        now: u64,
+        out: &mut impl Outside,
+    ) -> Result<()> {
         match fault {
             Fault::Quit { .. } => m.session.leave()?,
             Fault::Crash {
@@ -496,7 +638,7 @@ impl World<'_> {
             } => {
                 let template = vec![0u8; usize::from(bytes).max(5)];
                 for _ in 0..commands {
-                    self.submit(m, &template);
+                    self.submit(m, &template, now);
                 }
             }
             Fault::Restart { .. } => {
@@ -504,34 +646,37 @@ impl World<'_> {
                 let mut session =
                     LockstepSession::new(&self.secrets.config(self.spec, m.seat, 2), local)?;
                 for peer in (0..self.spec.players).filter(|p| *p != m.seat) {
-                    session.add_peer(peer, self.addresses[usize::from(peer)], local)?;
+                    session.add_peer(peer, out.addresses()[usize::from(peer)], local)?;
                 }
                 m.session = session;
                 m.restarted = true;
                 m.next_command_us = u64::MAX;
             }
             Fault::Move { .. } => {
+                let Some((net, addresses)) = out.lobby() else {
+                    return Err(Error::State("a machine moves only in in-order play"));
+                };
                 let moved = SocketAddr::from(([10, 0, 1, m.seat + 1], 4000));
-                for other in self.addresses.iter().filter(|a| **a != m.address) {
+                for other in addresses.iter().filter(|a| **a != m.address) {
                     for (from, to) in [(moved, *other), (*other, moved)] {
-                        let conditions = self.net.conditions(
+                        let conditions = net.conditions(
                             if from == moved { m.address } else { from },
                             if to == moved { m.address } else { to },
                             now,
                         );
-                        self.net.set_conditions(from, to, now, conditions);
+                        net.set_conditions(from, to, now, conditions);
                     }
                 }
                 m.address = moved;
                 // The lobby knows where everyone is now.
-                self.addresses[usize::from(m.seat)] = moved;
+                addresses[usize::from(m.seat)] = moved;
             }
             Fault::Attack {
                 attack: Attack::Replay,
                 ..
             } => {
                 for (to, datagram) in &m.captured {
-                    self.net.send(now, m.address, *to, datagram);
+                    out.send(now, m.address, *to, datagram);
                 }
             }
             Fault::Attack { attack, .. } => {
@@ -543,8 +688,7 @@ impl World<'_> {
 
     /// What the session told its engine: timing changes for the record,
     /// lost links and restarts the engine answers by dropping the player.
-    fn handle_events(&mut self, m: &mut Machine, gone: &[bool]) {
-        let now = self.now;
+    fn handle_events(&self, m: &mut Machine, gone: &[bool], now: u64) {
         while let Some(event) = m.session.poll_event() {
             match event {
                 SessionEvent::Timing(Output::TimingChanged { frame, timing }) => {
@@ -562,13 +706,13 @@ impl World<'_> {
                         .any(|f| f.seat() == seat && f.ends_machine());
                     if ends_machine && gone[usize::from(seat)] && !m.dropped[usize::from(seat)] {
                         m.dropped[usize::from(seat)] = true;
-                        self.pending_drops.push_back((now, m.seat, seat));
+                        m.pending_drops.push(seat);
                     }
                 }
                 // A restarted machine cannot rejoin: the engine drops it.
                 SessionEvent::PeerRestarted { seat } if !m.dropped[usize::from(seat)] => {
                     m.dropped[usize::from(seat)] = true;
-                    self.pending_drops.push_back((now, m.seat, seat));
+                    m.pending_drops.push(seat);
                 }
                 SessionEvent::PlayerRemoved { seat, .. } => {
                     m.record.removed_seen[usize::from(seat)] = true;
@@ -577,57 +721,51 @@ impl World<'_> {
             }
         }
     }
+}
 
-    /// Send what the machine has to send, and note its next timer.
-    fn transmit(&mut self, m: &mut Machine) {
-        let now = self.now;
-        m.dirty = false;
-        let local = m.local(now);
-        // Mid-turn crash: the k-th peer in seat order gets only the
-        // first k datagrams.
-        let mut sent_to: Vec<(SocketAddr, usize)> = Vec::new();
-        while let Some(transmit) = m.session.poll_transmit(local, &mut self.buf) {
-            if m.crash_mid_turn {
-                let rank = self
-                    .addresses
-                    .iter()
-                    .filter(|a| **a != m.address && **a <= transmit.destination)
-                    .count();
-                let entry = match sent_to.iter_mut().find(|(a, _)| *a == transmit.destination) {
-                    Some(e) => e,
-                    None => {
-                        sent_to.push((transmit.destination, 0));
-                        sent_to.last_mut().expect("just pushed")
-                    }
-                };
-                if entry.1 >= rank {
-                    continue;
-                }
-                entry.1 += 1;
-            }
-            self.traffic.packets += 1;
-            self.traffic.bytes += transmit.len as u64;
-            if m.captured.len() < 8 {
-                m.captured
-                    .push((transmit.destination, self.buf[..transmit.len].to_vec()));
-            }
-            self.net.send(
-                now,
-                m.address,
-                transmit.destination,
-                &self.buf[..transmit.len],
-            );
-        }
+/// Send what the machine has to send, and note its next timer.
+pub(super) fn transmit(m: &mut Machine, now: u64, out: &mut impl Outside) {
+    m.dirty = false;
+    let local = m.local(now);
+    // Mid-turn crash: the k-th peer in seat order gets only the
+    // first k datagrams.
+    let mut sent_to: Vec<(SocketAddr, usize)> = Vec::new();
+    while let Some(transmit) = m.session.poll_transmit(local, &mut m.buf) {
         if m.crash_mid_turn {
-            m.crashed = true;
-            return;
+            let rank = out
+                .addresses()
+                .iter()
+                .filter(|a| **a != m.address && **a <= transmit.destination)
+                .count();
+            let entry = match sent_to.iter_mut().find(|(a, _)| *a == transmit.destination) {
+                Some(e) => e,
+                None => {
+                    sent_to.push((transmit.destination, 0));
+                    sent_to.last_mut().expect("just pushed")
+                }
+            };
+            if entry.1 >= rank {
+                continue;
+            }
+            entry.1 += 1;
         }
-        m.timer_us = m
-            .session
-            .poll_timeout()
-            .map_or(u64::MAX, |due| m.global(due).max(now + 1));
-        // A machine busy with a frame's work does nothing else until it is
-        // done (datagrams still arrive and are handled as they come).
-        m.wake_us = m.wake_us.min(m.timer_us).max(m.busy_until_us);
+        m.traffic.packets += 1;
+        m.traffic.bytes += transmit.len as u64;
+        if m.captured.len() < 8 {
+            m.captured
+                .push((transmit.destination, m.buf[..transmit.len].to_vec()));
+        }
+        out.send(now, m.address, transmit.destination, &m.buf[..transmit.len]);
     }
+    if m.crash_mid_turn {
+        m.crashed = true;
+        return;
+    }
+    m.timer_us = m
+        .session
+        .poll_timeout()
+        .map_or(u64::MAX, |due| m.global(due).max(now + 1));
+    // A machine busy with a frame's work does nothing else until it is
+    // done (datagrams still arrive and are handled as they come).
+    m.wake_us = m.wake_us.min(m.timer_us).max(m.busy_until_us);
 }

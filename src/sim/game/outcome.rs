@@ -94,27 +94,21 @@ pub(super) struct Issued {
     executed_by: u32,
 }
 
-/// Per seat, per command id (issue order): when it was issued and what the
-/// latency and the floor need.
-#[derive(Debug)]
-pub(super) struct IssueLog {
-    per_seat: Vec<Vec<Issued>>,
-    /// Per seat: the first command still waiting for its first frame, and
-    /// the first one still waiting for the frame after it.
-    cursors: Vec<(usize, usize)>,
+/// One player's issued commands, by command id (issue order): kept by its
+/// machine, so that stepping a machine touches no other machine's state.
+#[derive(Debug, Default)]
+pub(super) struct OwnIssues {
+    commands: Vec<Issued>,
+    /// Commands before this index have seen a frame start since their issue.
+    unframed: usize,
+    /// Commands before this index have seen the frame after that one too.
+    once_framed: usize,
 }
 
-impl IssueLog {
-    pub(super) fn new(players: u8) -> IssueLog {
-        IssueLog {
-            per_seat: vec![Vec::new(); usize::from(players)],
-            cursors: vec![(0, 0); usize::from(players)],
-        }
-    }
-
-    /// `seat` issued its next command at `now` (global µs).
-    pub(super) fn issue(&mut self, seat: u8, now: u64) {
-        self.per_seat[usize::from(seat)].push(Issued {
+impl OwnIssues {
+    /// The player issued its next command at `now` (global µs).
+    pub(super) fn issue(&mut self, now: u64) {
+        self.commands.push(Issued {
             at_us: now,
             first_frame_us: None,
             next_frame_us: None,
@@ -123,34 +117,55 @@ impl IssueLog {
         });
     }
 
-    /// A frame of `seat` started at `now`. Its commands that already had a
-    /// first frame have their next one now; those issued since the last
-    /// frame (by `now`) have their first.
-    pub(super) fn frame_started(&mut self, seat: u8, now: u64) {
-        let own = &mut self.per_seat[usize::from(seat)];
-        let (unframed, once_framed) = &mut self.cursors[usize::from(seat)];
-        for pending in &mut own[*once_framed..*unframed] {
+    /// A frame of the player's machine started at `now`. Its commands that
+    /// already had a first frame have their next one now; those issued since
+    /// the last frame (by `now`) have their first.
+    pub(super) fn frame_started(&mut self, now: u64) {
+        for pending in &mut self.commands[self.once_framed..self.unframed] {
             pending.next_frame_us = Some(now);
         }
-        *once_framed = *unframed;
-        while let Some(pending) = own.get_mut(*unframed) {
+        self.once_framed = self.unframed;
+        while let Some(pending) = self.commands.get_mut(self.unframed) {
             if pending.at_us > now {
                 break;
             }
             pending.first_frame_us = Some(now);
-            *unframed += 1;
+            self.unframed += 1;
         }
     }
 
-    /// Seat `by` executed command `id` of seat `from` at `now`.
-    fn executed(&mut self, from: usize, id: u32, by: u8, now: u64) {
-        if let Some(issue) = self
-            .per_seat
-            .get_mut(from)
-            .and_then(|c| c.get_mut(id as usize))
-        {
-            issue.last_execution_us = issue.last_execution_us.max(now);
-            issue.executed_by |= 1 << by;
+    /// Credit an execution of one of these commands (unknown ids ignored).
+    pub(super) fn credit(&mut self, credit: &Credit) {
+        if let Some(issue) = self.commands.get_mut(credit.id as usize) {
+            issue.last_execution_us = issue.last_execution_us.max(credit.at_us);
+            issue.executed_by |= 1 << credit.by;
+        }
+    }
+}
+
+/// Seat `by` executed command `id` of seat `from` at `at_us`: credited to
+/// the issuer's [`OwnIssues`] by the host when it next settles (crediting
+/// commutes, so when does not matter).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Credit {
+    pub(super) from: u8,
+    id: u32,
+    by: u8,
+    at_us: u64,
+}
+
+/// Per seat, per command id (issue order): when it was issued and what the
+/// latency and the floor need.
+#[derive(Debug)]
+pub(super) struct IssueLog<'a> {
+    per_seat: Vec<&'a [Issued]>,
+}
+
+impl<'a> IssueLog<'a> {
+    /// The log of the players' issues, in seat order.
+    pub(super) fn new(seats: impl Iterator<Item = &'a OwnIssues>) -> IssueLog<'a> {
+        IssueLog {
+            per_seat: seats.map(|own| own.commands.as_slice()).collect(),
         }
     }
 
@@ -173,7 +188,7 @@ impl IssueLog {
         let mut latencies = Vec::new();
         for (seat, commands) in self.per_seat.iter().enumerate() {
             let seat = seat as u8;
-            for command in commands {
+            for command in commands.iter() {
                 if command.executed_by & (1 << seat) == 0 {
                     continue;
                 }
@@ -261,7 +276,7 @@ impl MachineRecord {
         frame: u32,
         command: &ExecutedCommand,
         judged: bool,
-        issued: &mut IssueLog,
+        credits: &mut Vec<Credit>,
         now: u64,
     ) {
         self.log_hash = fnv(self.log_hash, &frame.to_le_bytes());
@@ -285,7 +300,12 @@ impl MachineRecord {
         }
         self.next_expected[from] = id.wrapping_add(1);
         if judged {
-            issued.executed(from, id, self.seat, now);
+            credits.push(Credit {
+                from: command.seat,
+                id,
+                by: self.seat,
+                at_us: now,
+            });
         }
     }
 
@@ -352,20 +372,21 @@ pub(super) struct Finished<'a> {
     pub(super) refused_items: u64,
 }
 
-/// Counters of the whole game, kept by the host.
+/// Counters of one machine (summed over the game by [`judge`]).
+#[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Traffic {
     pub(super) packets: u64,
     pub(super) bytes: u64,
-    /// Game time the last frame ran, ms.
-    pub(super) duration_ms: f64,
+    /// When its last frame ran, global µs.
+    pub(super) last_frame_us: u64,
 }
 
 /// Weigh everything the machines did into the report.
 pub(super) fn judge(
     spec: &GameSpec,
     machines: &[Finished<'_>],
-    issued: &IssueLog,
-    traffic: &Traffic,
+    issued: &IssueLog<'_>,
+    traffic: &[Traffic],
 ) -> GameReport {
     let stayed: Vec<&MachineRecord> = machines
         .iter()
@@ -421,13 +442,18 @@ pub(super) fn judge(
         desyncs: machines.iter().map(|m| m.desyncs).max().unwrap_or(0),
         commands_issued: issued.total(),
         commands_executed: reference.executed,
-        packets: traffic.packets,
-        bytes: traffic.bytes,
+        packets: traffic.iter().map(|t| t.packets).sum(),
+        bytes: traffic.iter().map(|t| t.bytes).sum(),
         timeline: reference.timeline.clone(),
         timeline_at_ms: reference.timeline_at_ms.clone(),
         stall_events: worst.stalls.clone(),
         floor_samples,
-        duration_ms: traffic.duration_ms,
+        duration_ms: traffic
+            .iter()
+            .map(|t| t.last_frame_us.saturating_sub(GAME_START_US))
+            .max()
+            .unwrap_or(0) as f64
+            / 1000.0,
         logs_identical: stayed
             .iter()
             .all(|m| m.log_hash == reference.log_hash && m.executed == reference.executed),
