@@ -760,3 +760,55 @@ fn the_shipped_scenarios_parse() {
         assert_eq!(json.get("scenario"), &Json::Text(name.into()));
     }
 }
+
+#[test]
+fn a_sweep_condition_replays_from_its_printed_flags() {
+    let out = run_ok(&[
+        "sweep",
+        "--only",
+        "5",
+        "--frames",
+        "900",
+        "--conditions",
+        "--jobs",
+        "1",
+    ]);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("#5: rungs-sim "))
+        .unwrap_or_else(|| panic!("a line for condition 5 alone:\n{out}"));
+    assert_eq!(out.lines().filter(|l| l.starts_with('#')).count(), 1);
+    let flags = &line["#5: rungs-sim ".len()..line.find("; oracle").expect("the oracle")];
+    let verdict = line.rsplit(" | ").next().unwrap();
+    assert!(
+        verdict == "met" || verdict.starts_with("missed: "),
+        "{verdict}"
+    );
+    // "tracking 123.4 ms 0.56 %": the replay gives the same mean latency.
+    let tracking = line
+        .split(" | ")
+        .find(|part| part.starts_with("tracking "))
+        .expect("tracking's figures");
+    let mean_ms = tracking.split(' ').nth(1).unwrap();
+    let mut args: Vec<&str> = flags.split_whitespace().collect();
+    args.extend(["--policy", "tracking"]);
+    let replay = run_ok(&args);
+    assert!(
+        replay.contains(&format!("latency    mean {mean_ms} ms")),
+        "{line}\n{replay}"
+    );
+    // The JSON carries the same condition as an object.
+    let json = run_ok(&[
+        "sweep",
+        "--only",
+        "5",
+        "--frames",
+        "900",
+        "--conditions",
+        "--json",
+        "--jobs",
+        "1",
+    ]);
+    assert!(json.contains("\"conditions\""), "{json}");
+    assert!(json.contains(&format!("\"flags\":\"{flags}\"")), "{json}");
+}
