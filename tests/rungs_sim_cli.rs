@@ -763,7 +763,7 @@ fn the_shipped_scenarios_parse() {
 
 #[test]
 fn a_sweep_condition_replays_from_its_printed_flags() {
-    let out = run_ok(&[
+    const CONDITION_5: &[&str] = &[
         "sweep",
         "--only",
         "5",
@@ -772,7 +772,8 @@ fn a_sweep_condition_replays_from_its_printed_flags() {
         "--conditions",
         "--jobs",
         "1",
-    ]);
+    ];
+    let out = run_ok(CONDITION_5);
     let line = out
         .lines()
         .find(|l| l.starts_with("#5: rungs-sim "))
@@ -798,17 +799,7 @@ fn a_sweep_condition_replays_from_its_printed_flags() {
         "{line}\n{replay}"
     );
     // The JSON carries the same condition as an object.
-    let json = run_ok(&[
-        "sweep",
-        "--only",
-        "5",
-        "--frames",
-        "900",
-        "--conditions",
-        "--json",
-        "--jobs",
-        "1",
-    ]);
+    let json = run_ok(&[CONDITION_5, &["--json"]].concat());
     assert!(json.contains("\"conditions\""), "{json}");
     assert!(json.contains(&format!("\"flags\":\"{flags}\"")), "{json}");
 }
