@@ -34,7 +34,7 @@ use super::queue::{CommandQueue, Queued};
 use super::readiness::{answer, SendHistory};
 use super::schedule::{Applied, Changed, Schedule};
 use super::seats::Seats;
-use super::tracking::{TrackingPolicy, STALL_REPORT_MIN_FRAMES};
+use super::tracking::TrackingPolicy;
 use super::TimingEvent;
 use crate::error::{Error, Result};
 use crate::report::record::Effect;
@@ -487,21 +487,17 @@ impl TimingMachine {
     /// measurements holding `unreported_stalls` stalled frames since its
     /// last report: on the game's report frames ([`Self::is_report_frame`]),
     /// and under `tracking` also on the first frame after a stall, at most
-    /// every [`STALL_REPORT_MIN_FRAMES`] frames, so the master hears of a
+    /// every [`super::tracking::STALL_REPORT_MIN_FRAMES`] frames, so the master hears of a
     /// spike's first stall at once instead of up to 16 slowed frames later
     /// (docs/tracking.md). A session asks once per frame, at its end; the
     /// answer is remembered as the last report.
     pub fn report_due(&mut self, frame: u32, unreported_stalls: u32) -> bool {
-        let due = self.is_report_frame(frame)
-            || (self.policy.frequent_reports()
-                && unreported_stalls > 0
-                && self
-                    .last_report_frame
-                    .map_or(true, |last| frame >= last + STALL_REPORT_MIN_FRAMES));
-        if due {
-            self.last_report_frame = Some(frame);
-        }
-        due
+        super::tracking::report_due(
+            self.policy.frequent_reports(),
+            frame,
+            unreported_stalls,
+            &mut self.last_report_frame,
+        )
     }
 
     /// Ends the current frame with the master's evaluation (S4). Every

@@ -71,6 +71,30 @@ fn is_spike_rise(before: u32, after: u32) -> bool {
     rise >= 2 && rise * 4 >= before
 }
 
+/// Whether a player reports at the end of `frame`, holding
+/// `unreported_stalls` stalled frames since its last report: on the game's
+/// report frames ([`is_report_frame_of_game`]), and in a game on
+/// `tracking`'s cadence (`frequent`) also on the first frame after a stall,
+/// at most every [`STALL_REPORT_MIN_FRAMES`] frames. `last_report` is the
+/// last frame this answered yes to, and is updated: ask once per frame.
+/// The one rule the timing machine (both sessions) and a relayed client
+/// follow.
+pub fn report_due(
+    frequent: bool,
+    frame: u32,
+    unreported_stalls: u32,
+    last_report: &mut Option<u32>,
+) -> bool {
+    let due = is_report_frame_of_game(frequent, frame)
+        || (frequent
+            && unreported_stalls > 0
+            && last_report.map_or(true, |last| frame >= last + STALL_REPORT_MIN_FRAMES));
+    if due {
+        *last_report = Some(frame);
+    }
+    due
+}
+
 /// The `tracking` policy's state; every machine holds the same.
 #[derive(Debug, Clone)]
 pub struct TrackingPolicy {

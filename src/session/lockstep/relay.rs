@@ -60,7 +60,7 @@ use crate::link::Transmit;
 use crate::relay::ticket::Credentials;
 use crate::relay::{ClientConfig, ClientEvent, RelayClient, SeatTurn, RELAY_LINK_SEAT};
 use crate::report::Measurements;
-use crate::timing::tracking::is_report_frame_of_game;
+use crate::timing::tracking::report_due;
 use crate::timing::{Output, Status, Timing, Verdict};
 use crate::wire::relay::TimingChange;
 use crate::wire::relay::{RejectReason, SeatPresence, MAX_ORDER_BYTES, MAX_SEATS};
@@ -132,6 +132,8 @@ pub(super) struct RelayLockstep {
     rtt_samples_seen: u64,
     /// The timing (interval, look-ahead, tick rate) last told to the engine.
     told_timing: Option<(u8, u8, u32)>,
+    /// The last tick this client reported on.
+    last_report_tick: Option<u32>,
 }
 
 impl RelayLockstep {
@@ -179,6 +181,7 @@ impl RelayLockstep {
             ai_order_count: 0,
             rtt_samples_seen: 0,
             told_timing: None,
+            last_report_tick: None,
         })
     }
 
@@ -464,7 +467,12 @@ impl RelayLockstep {
         self.announce_timing(turn.tick);
         self.frame = Some(turn.tick);
         let frequent = self.client.welcome().is_some_and(|w| w.frequent_reports);
-        let report_now = is_report_frame_of_game(frequent, turn.tick);
+        let report_now = report_due(
+            frequent,
+            turn.tick,
+            measurements.unreported_stalls(),
+            &mut self.last_report_tick,
+        );
         if report_now && !self.left {
             self.client.report_timing(measurements.take_report());
         }
