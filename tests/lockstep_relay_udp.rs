@@ -75,6 +75,7 @@ fn relay_topology_sessions_play_a_match_over_loopback() {
         UdpDriver::bind(loopback, RelayClient::new(bare_config, now_us()).unwrap()).unwrap();
     let mut bare_orders: Vec<(u32, u8, Vec<u8>)> = Vec::new();
     let mut bare_over = false;
+    let mut bare_quit = false;
 
     while start.elapsed() < Duration::from_secs(10) {
         let now = now_us();
@@ -115,7 +116,14 @@ fn relay_topology_sessions_play_a_match_over_loopback() {
                 e.driver.session_mut().submit_command(&order).unwrap();
                 e.submitted += 1;
             }
-            if e.submitted == 8 && e.frames > 90 && !e.driver.session().has_left() {
+            // Leave once every seat's orders have executed here: on a loaded
+            // machine a seat may run many frames per turn of this loop and
+            // submit its last orders late.
+            if e.submitted == 8
+                && e.commands.len() == 24
+                && e.frames > 90
+                && !e.driver.session().has_left()
+            {
                 let _ = e.driver.session_mut().leave();
             }
         }
@@ -130,8 +138,9 @@ fn relay_topology_sessions_play_a_match_over_loopback() {
                     bare_orders.push((turn.tick, seat as u8, bytes.clone()));
                 }
             }
-            if turn.tick == 95 {
+            if turn.tick >= 95 && bare_orders.len() == 24 && !bare_quit {
                 client.quit().unwrap();
+                bare_quit = true;
             }
         }
         bare.poll(now);
