@@ -919,12 +919,13 @@ impl Link {
         // packets that carry new ones: a pure ack carrying them would itself
         // need an ack, and with data always in flight the acks would answer
         // each other forever (a storm that grows with every message sent).
-        let mut piggyback_left = if ping || self.messages_due == 0 {
+        let piggyback_budget = if ping || self.messages_due == 0 {
             0
         } else {
             self.config.piggyback_budget_bytes
         };
-        let piggyback_from = self.piggyback_from(piggyback_left, now_us);
+        // The copies that fit the budget, chosen before anything is pushed.
+        let piggyback_from = self.piggyback_from(piggyback_budget, now_us);
 
         for (index, message) in self.outgoing.iter_mut().enumerate() {
             if message.acked {
@@ -942,18 +943,12 @@ impl Link {
             } else {
                 // Piggyback an already-sent message (seed 002: every packet
                 // re-sends what is unacknowledged, so a lost message is
-                // recovered by the very next one), the newest within budget,
-                // and never twice in one instant so due messages always make
-                // progress.
-                let cost = len + 4;
-                if index < piggyback_from
-                    || message.last_sent_us == now_us
-                    || cost > piggyback_left
-                    || !writer.fits(len)
-                {
+                // recovered by the very next one), the newest within budget
+                // (`piggyback_from`), and never twice in one instant so due
+                // messages always make progress.
+                if index < piggyback_from || message.last_sent_us == now_us || !writer.fits(len) {
                     continue;
                 }
-                piggyback_left -= cost;
             }
             writer.push(number as u16, &message.payload);
             if message.transmissions == 0 {

@@ -31,12 +31,26 @@ pub fn is_evaluation_frame(frame: u32) -> bool {
 /// min(60 / slowest_ticks, 60 / GameSpeed)` is the same rule in 60 Hz ticks,
 /// so the baselines use it too.
 pub(crate) fn rate_from_reports(record: &Record, frame: u32, speed_fps: u8, current: u8) -> u8 {
+    rate_within(record, frame, speed_fps, current, 1_000_000)
+}
+
+/// S4.2's rule with `budget_us` of each second for the slowest machine's
+/// frame work instead of all of it: `min(speed_fps, budget_us / max
+/// process_us)`, at least 1, while every player has a fresh report, else
+/// `current`. `tracking` leaves headroom with it.
+pub(crate) fn rate_within(
+    record: &Record,
+    frame: u32,
+    speed_fps: u8,
+    current: u8,
+    budget_us: u32,
+) -> u8 {
     if !record.all_fresh(frame) {
         return current;
     }
     match record.max_fresh_process_us(frame) {
         None | Some(0) => speed_fps,
-        Some(process_us) => (1_000_000 / process_us).clamp(1, u32::from(speed_fps)) as u8,
+        Some(process_us) => (budget_us / process_us).clamp(1, u32::from(speed_fps)) as u8,
     }
 }
 

@@ -11,7 +11,7 @@
 //! the same target; only the master's machine sends the timing events.
 
 use super::ladder::{Timing, MAX_LOOK_AHEAD};
-use super::policy::rate_from_reports;
+use super::policy::rate_within;
 use super::TimingEvent;
 use crate::report::record::MAX_SEATS;
 use crate::report::{Record, Report};
@@ -277,18 +277,8 @@ impl TrackingPolicy {
     /// schedule for good, and the others wait for its turns frame after
     /// frame.
     fn rate_with_headroom(record: &Record, frame: u32, speed_fps: u8, current: u8) -> u8 {
-        let rate = rate_from_reports(record, frame, speed_fps, current);
-        if !record.all_fresh(frame) {
-            return rate;
-        }
-        match record.max_fresh_process_us(frame) {
-            None | Some(0) => rate,
-            Some(process_us) => {
-                let budget = u64::from(1000 - CPU_HEADROOM_PERMILLE) * 1000;
-                let cap = (budget / u64::from(process_us)).clamp(1, u64::from(speed_fps)) as u8;
-                rate.min(cap)
-            }
-        }
+        let budget_us = (1000 - CPU_HEADROOM_PERMILLE) * 1000;
+        rate_within(record, frame, speed_fps, current, budget_us)
     }
 
     fn any_new_report(&self, record: &Record) -> bool {
