@@ -864,6 +864,7 @@ static void test_tracking_reports_in_the_detailed_layout(void) {
     uint32_t frame;
     uint8_t version_1[RUNGS_REPORT_EXTENDED_PAYLOAD_LEN];
     rungs_report decoded;
+    rungs_report_detail detail;
     memset(&seen, 0, sizeof seen);
     c = config_for(&seen, 0);
     c.policy = RUNGS_POLICY_TRACKING;
@@ -917,7 +918,8 @@ static void test_tracking_reports_in_the_detailed_layout(void) {
     CHECK_EQ(seen.queued, 5);
     CHECK_EQ(rungs_session_free(s), RUNGS_OK);
 
-    /* The payload calls have no struct for the detail: they refuse it. */
+    /* rungs_report has no fields for the detail: the plain payload calls
+     * refuse it and name the detailed ones (test_detailed_report.c). */
     memset(&decoded, 0, sizeof decoded);
     CHECK_EQ(rungs_report_payload_encode(&decoded, RUNGS_REPORT_LAYOUT_DETAILED, version_1,
                                          sizeof version_1, NULL),
@@ -925,8 +927,18 @@ static void test_tracking_reports_in_the_detailed_layout(void) {
     CHECK_EQ(rungs_report_payload_decode(seen.last_payload, RUNGS_REPORT_DETAILED_PAYLOAD_LEN,
                                          RUNGS_REPORT_LAYOUT_DETAILED, &decoded),
              RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("layout is RUNGS_REPORT_LAYOUT_DETAILED (2), which only a rungs_session "
-                      "encodes and decodes");
+    CHECK_MESSAGE_HAS("layout is RUNGS_REPORT_LAYOUT_DETAILED (2), whose detail a rungs_report "
+                      "cannot hold (use rungs_report_payload_encode_detailed");
+    /* The session's bytes decode with the detailed call, as the engine of a
+     * peer that drives the pieces itself reads them. */
+    CHECK_EQ(rungs_report_payload_decode_detailed(seen.last_payload, seen.last_len, &decoded,
+                                                  &detail),
+             RUNGS_OK);
+    CHECK_EQ(decoded.worst_rtt_ms, seen.last_payload[5] | (seen.last_payload[6] << 8));
+    CHECK_EQ(detail.median_rtt_ms, seen.last_payload[9] | (seen.last_payload[10] << 8));
+    CHECK_EQ(detail.frames, seen.last_payload[15] | (seen.last_payload[16] << 8));
+    CHECK_EQ(detail.stalled_frames, seen.last_payload[17] | (seen.last_payload[18] << 8));
+    CHECK_EQ(detail.waited_for, seen.last_payload[21]);
 }
 
 int main(void) {

@@ -187,9 +187,13 @@
 /**
  * NETWORK_REPORT layout: 22 bytes, version 2, the extended fields plus the
  * round-trip distribution and the stalls by seat (docs/payloads.md), what
- * the tracking policy reads. Only for `rungs_session_config.report_layout`:
- * the session measures, encodes and decodes it; `rungs_report` has no
- * fields for its detail, so the payload calls refuse it.
+ * the tracking policy reads. A `rungs_session` with it in
+ * `rungs_session_config.report_layout` measures, encodes and decodes it
+ * itself; an engine with its own event queue encodes and decodes it with
+ * `rungs_report_payload_encode_detailed` / `_decode_detailed`, which take
+ * the detail (`rungs_report_detail`) beside the `rungs_report`.
+ * `rungs_report_payload_encode` / `_decode` refuse it: `rungs_report` has
+ * no fields for the detail.
  */
 #define RUNGS_REPORT_LAYOUT_DETAILED 2
 
@@ -939,6 +943,68 @@ typedef struct rungs_report {
      */
     uint8_t has_worst_rtt;
 } rungs_report;
+
+/**
+ * What a report in the detailed NETWORK_REPORT layout
+ * (`RUNGS_REPORT_LAYOUT_DETAILED`) adds to its `rungs_report`: the report
+ * interval's round-trip distribution and the stalls the reporter suffered,
+ * what the `RUNGS_POLICY_TRACKING` policy reads (docs/tracking.md). It
+ * always travels with the `rungs_report` it belongs to; the calls that take
+ * or give one take or give both.
+ *
+ * Rules (a pair that breaks one is refused, by the encoder and the timing
+ * machine with RUNGS_ERR_INVALID_ARGUMENT, in bytes by the decoder with
+ * RUNGS_ERR_MALFORMED): the three round trips are all present exactly when
+ * the report's `has_worst_rtt` is 1, and then `median <= p90 <= worst` and
+ * `latest <= worst` (compared as the layout carries them, saturated at
+ * 65534); `stalled_frames <= frames`; with no stalled frame, `stall_ms` is 0
+ * and `waited_for` is `RUNGS_NO_SEAT`.
+ */
+typedef struct rungs_report_detail {
+    /**
+     * Median round trip of the interval's clean samples, per peer, the
+     * largest over peers, ms; meaningful only when `has_median_rtt` is 1.
+     */
+    uint32_t median_rtt_ms;
+    /**
+     * 90th percentile, the same way, ms; meaningful only when `has_p90_rtt` is 1.
+     */
+    uint32_t p90_rtt_ms;
+    /**
+     * The latest clean sample when the report was taken, the largest over
+     * peers, ms; meaningful only when `has_latest_rtt` is 1.
+     */
+    uint32_t latest_rtt_ms;
+    /**
+     * Frames the machine ran in the interval.
+     */
+    uint32_t frames;
+    /**
+     * Of those, the frames it had to wait for (a stall each).
+     */
+    uint32_t stalled_frames;
+    /**
+     * Total time it waited in the interval, ms rounded up.
+     */
+    uint32_t stall_ms;
+    /**
+     * 1 when `median_rtt_ms` is present, 0 for none (0 is written then).
+     */
+    uint8_t has_median_rtt;
+    /**
+     * 1 when `p90_rtt_ms` is present, 0 for none (0 is written then).
+     */
+    uint8_t has_p90_rtt;
+    /**
+     * 1 when `latest_rtt_ms` is present, 0 for none (0 is written then).
+     */
+    uint8_t has_latest_rtt;
+    /**
+     * The seat (0 to 15) whose turns the machine waited for longest, or
+     * `RUNGS_NO_SEAT` when it did not wait or waited for no known seat.
+     */
+    uint8_t waited_for;
+} rungs_report_detail;
 
 /**
  * A TIMING event's content (S4): the target timing and the frame rate
@@ -1952,6 +2018,21 @@ rungs_result RUNGS_CALL rungs_measurements_add_wait_us(struct rungs_measurements
                                             uint64_t duration_us);
 
 /**
+ * One wait for `seat`'s packet lasted `duration_us` (instead of
+ * `rungs_measurements_wait_begin_for` / `_wait_end`); `RUNGS_NO_SEAT` for
+ * no seat in particular, as `rungs_measurements_add_wait_us`.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `seat` is neither 0–15
+ * nor `RUNGS_NO_SEAT` (nothing counted); RUNGS_ERR_NULL_POINTER if
+ * measurements is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+ * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_measurements_add_wait_for_us(struct rungs_measurements *measurements,
+                                                uint64_t duration_us,
+                                                uint8_t seat);
+
+/**
  * Start measuring round trips to `peer` (a seat). Reports carry no round
  * trip until it has a clean sample (S3).
  *
@@ -2010,7 +2091,9 @@ rungs_result RUNGS_CALL rungs_measurements_unreported_stalls(struct rungs_measur
  * The report for the interval now ending, into `*out`; the next interval
  * starts. Call it on report frames (`rungs_is_report_frame`; with a timing
  * machine, when `rungs_timing_machine_report_due` says so) and queue the
- * report as a NETWORK_REPORT event (`rungs_report_payload_encode`).
+ * report as a NETWORK_REPORT event (`rungs_report_payload_encode`). An
+ * engine that uses the detailed layout (the tracking policy's) takes
+ * `rungs_measurements_take_detailed_report` instead.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements or out is NULL
  * (the interval does not end); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
@@ -2019,6 +2102,24 @@ rungs_result RUNGS_CALL rungs_measurements_unreported_stalls(struct rungs_measur
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_take_report(struct rungs_measurements *measurements,
                                             struct rungs_report *out);
+
+/**
+ * The report for the interval now ending into `*out`, and its detail (the
+ * interval's round-trip distribution and stalls) into `*out_detail`; the
+ * next interval starts. The same report as `rungs_measurements_take_report`
+ * plus what the detailed NETWORK_REPORT layout carries: queue it with
+ * `rungs_report_payload_encode_detailed`, or execute it on a timing machine
+ * with `rungs_timing_machine_execute_detailed_report`. The pair always
+ * keeps the detailed layout's rules (`rungs_report_detail`).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements, out or
+ * out_detail is NULL (the interval does not end); RUNGS_ERR_REENTRANT,
+ * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_measurements_take_detailed_report(struct rungs_measurements *measurements,
+                                                     struct rungs_report *out,
+                                                     struct rungs_report_detail *out_detail);
 
 /**
  * Encode `*event` as a Tiberian Sun TIMING payload (5 bytes) into `buf` of
@@ -2120,6 +2221,43 @@ rungs_result RUNGS_CALL rungs_report_payload_decode(const uint8_t *bytes,
                                          size_t len,
                                          uint8_t layout,
                                          struct rungs_report *out);
+
+/**
+ * Encode `*report` with its `*detail` as a NETWORK_REPORT payload in the
+ * detailed layout (`RUNGS_REPORT_LAYOUT_DETAILED`, 22 bytes) into `buf` of
+ * `cap` bytes; `*out_len` receives the length. Large values saturate (the
+ * frames before the stalled frames, so those stay within them).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if report, detail or out_len is
+ * NULL, or buf is NULL with cap above 0; RUNGS_ERR_INVALID_ARGUMENT if a
+ * has_ flag is neither 0 nor 1, detail->waited_for is neither 0–15 nor
+ * `RUNGS_NO_SEAT`, or the pair breaks a rule of `rungs_report_detail`;
+ * RUNGS_ERR_BUFFER_TOO_SMALL if cap is below 22; RUNGS_ERR_PANIC. Nothing is
+ * written on error.
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_report_payload_encode_detailed(const struct rungs_report *report,
+                                                  const struct rungs_report_detail *detail,
+                                                  uint8_t *buf,
+                                                  size_t cap,
+                                                  size_t *out_len);
+
+/**
+ * Decode a NETWORK_REPORT payload of `len` bytes in the detailed layout
+ * (`RUNGS_REPORT_LAYOUT_DETAILED`) into `*out` and its detail into
+ * `*out_detail`.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out or out_detail is NULL, or
+ * bytes is NULL with len above 0; RUNGS_ERR_MALFORMED if len is not 22, the
+ * version byte is not 2, or the fields break a rule of
+ * `rungs_report_detail` (docs/payloads.md); RUNGS_ERR_PANIC. `*out` and
+ * `*out_detail` are written only on success.
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_report_payload_decode_detailed(const uint8_t *bytes,
+                                                  size_t len,
+                                                  struct rungs_report *out,
+                                                  struct rungs_report_detail *out_detail);
 
 /**
  * Issue a ticket admitting `seat` (0–15) to the match `match_id` until the
@@ -2584,7 +2722,10 @@ rungs_result RUNGS_CALL rungs_timing_machine_execute_timing_event(struct rungs_t
 /**
  * A report from `seat` executes on the current frame (S3). A report from
  * a player already removed (it was in flight when the removal was issued)
- * is a late event of normal play: accepted, and it changes nothing.
+ * is a late event of normal play: accepted, and it changes nothing. Under
+ * `RUNGS_POLICY_TRACKING` a report without its detail reads as its worst
+ * round trip and as one stalled frame if it waited at all; execute the
+ * detail too with `rungs_timing_machine_execute_detailed_report`.
  *
  * Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if m
  * or report is NULL; RUNGS_ERR_INVALID_ARGUMENT if report->has_worst_rtt is
@@ -2597,6 +2738,31 @@ RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_execute_report(struct rungs_timing_machine *m,
                                                  uint8_t seat,
                                                  const struct rungs_report *report);
+
+/**
+ * A report from `seat` with its detail (the detailed NETWORK_REPORT
+ * layout's round-trip distribution and stalls) executes on the current
+ * frame (S3): what a game on `RUNGS_POLICY_TRACKING` executes, so the
+ * policy reads the distribution and the stalls rather than the worst
+ * round trip alone (`rungs_timing_machine_execute_report` gives it only
+ * that). The adaptive policy reads the `rungs_report` part, as from
+ * `rungs_timing_machine_execute_report`. A report from a player already
+ * removed is accepted and changes nothing.
+ *
+ * Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if m,
+ * report or detail is NULL; RUNGS_ERR_INVALID_ARGUMENT if a has_ flag is
+ * neither 0 nor 1, detail->waited_for is neither 0–15 nor `RUNGS_NO_SEAT`,
+ * or the pair breaks a rule of `rungs_report_detail` (nothing changes);
+ * RUNGS_ERR_UNKNOWN_SEAT if seat never was a human seat of the game
+ * (nothing changes); RUNGS_ERR_STATE if no frame is open;
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_timing_machine_execute_detailed_report(struct rungs_timing_machine *m,
+                                                          uint8_t seat,
+                                                          const struct rungs_report *report,
+                                                          const struct rungs_report_detail *detail);
 
 /**
  * The removal of `seat` executes on the current frame (S3); removing the

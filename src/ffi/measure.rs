@@ -4,9 +4,9 @@
 use super::args::{flag, in_range, require, write_out};
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
 use super::result::rungs_result;
-use super::types::rungs_report;
+use super::types::{rungs_report, rungs_report_detail, seat_or_none};
 use crate::report::record::MAX_SEATS;
-use crate::report::{is_report_frame, Measurements};
+use crate::report::{is_report_frame, Measurements, ReportDetail};
 
 /// One machine's measurements for its reports (S3): processing time per
 /// frame, waits for the other players, round trips to each peer. Opaque;
@@ -137,7 +137,7 @@ pub unsafe extern "C" fn rungs_measurements_wait_begin_for(
 ) -> rungs_result {
     unsafe {
         object_call("rungs_measurements_wait_begin_for", measurements, |m| {
-            let seat = super::types::seat_or_none(seat, "seat")?;
+            let seat = seat_or_none(seat, "seat")?;
             m.wait_begin_for(now_us, seat)
         })
     }
@@ -175,6 +175,29 @@ pub unsafe extern "C" fn rungs_measurements_add_wait_us(
     unsafe {
         object_call("rungs_measurements_add_wait_us", measurements, |m| {
             m.add_wait_us(duration_us);
+            Ok(())
+        })
+    }
+}
+
+/// One wait for `seat`'s packet lasted `duration_us` (instead of
+/// `rungs_measurements_wait_begin_for` / `_wait_end`); `RUNGS_NO_SEAT` for
+/// no seat in particular, as `rungs_measurements_add_wait_us`.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `seat` is neither 0–15
+/// nor `RUNGS_NO_SEAT` (nothing counted); RUNGS_ERR_NULL_POINTER if
+/// measurements is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_measurements_add_wait_for_us(
+    measurements: *mut rungs_measurements,
+    duration_us: u64,
+    seat: u8,
+) -> rungs_result {
+    unsafe {
+        object_call("rungs_measurements_add_wait_for_us", measurements, |m| {
+            let seat = seat_or_none(seat, "seat")?;
+            m.add_wait_for_us(duration_us, seat);
             Ok(())
         })
     }
@@ -265,7 +288,9 @@ pub unsafe extern "C" fn rungs_measurements_unreported_stalls(
 /// The report for the interval now ending, into `*out`; the next interval
 /// starts. Call it on report frames (`rungs_is_report_frame`; with a timing
 /// machine, when `rungs_timing_machine_report_due` says so) and queue the
-/// report as a NETWORK_REPORT event (`rungs_report_payload_encode`).
+/// report as a NETWORK_REPORT event (`rungs_report_payload_encode`). An
+/// engine that uses the detailed layout (the tracking policy's) takes
+/// `rungs_measurements_take_detailed_report` instead.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements or out is NULL
 /// (the interval does not end); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
@@ -282,5 +307,41 @@ pub unsafe extern "C" fn rungs_measurements_take_report(
             write_out(out, rungs_report::from(report));
             Ok(())
         })
+    }
+}
+
+/// The report for the interval now ending into `*out`, and its detail (the
+/// interval's round-trip distribution and stalls) into `*out_detail`; the
+/// next interval starts. The same report as `rungs_measurements_take_report`
+/// plus what the detailed NETWORK_REPORT layout carries: queue it with
+/// `rungs_report_payload_encode_detailed`, or execute it on a timing machine
+/// with `rungs_timing_machine_execute_detailed_report`. The pair always
+/// keeps the detailed layout's rules (`rungs_report_detail`).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements, out or
+/// out_detail is NULL (the interval does not end); RUNGS_ERR_REENTRANT,
+/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_measurements_take_detailed_report(
+    measurements: *mut rungs_measurements,
+    out: *mut rungs_report,
+    out_detail: *mut rungs_report_detail,
+) -> rungs_result {
+    unsafe {
+        object_call(
+            "rungs_measurements_take_detailed_report",
+            measurements,
+            |m| {
+                require(out, "out")?;
+                require(out_detail, "out_detail")?;
+                let report = m.take_report();
+                let detail = report
+                    .detail
+                    .unwrap_or_else(|| ReportDetail::from_worst(report.worst_rtt_ms));
+                write_out(out, rungs_report::from(report));
+                write_out(out_detail, rungs_report_detail::from(detail));
+                Ok(())
+            },
+        )
     }
 }

@@ -10,7 +10,7 @@
 use super::args::{in_range, read_in, require, slice_in, slice_out, write_out};
 use super::guard::call;
 use super::result::rungs_result;
-use super::types::{rungs_report, rungs_timing_event};
+use super::types::{detailed_report, rungs_report, rungs_report_detail, rungs_timing_event};
 use crate::error::{Error, Result};
 use crate::report::Report;
 use crate::timing::TimingEvent;
@@ -35,9 +35,13 @@ pub const RUNGS_REPORT_LAYOUT_COMPACT: u8 = 0;
 pub const RUNGS_REPORT_LAYOUT_EXTENDED: u8 = 1;
 /// NETWORK_REPORT layout: 22 bytes, version 2, the extended fields plus the
 /// round-trip distribution and the stalls by seat (docs/payloads.md), what
-/// the tracking policy reads. Only for `rungs_session_config.report_layout`:
-/// the session measures, encodes and decodes it; `rungs_report` has no
-/// fields for its detail, so the payload calls refuse it.
+/// the tracking policy reads. A `rungs_session` with it in
+/// `rungs_session_config.report_layout` measures, encodes and decodes it
+/// itself; an engine with its own event queue encodes and decodes it with
+/// `rungs_report_payload_encode_detailed` / `_decode_detailed`, which take
+/// the detail (`rungs_report_detail`) beside the `rungs_report`.
+/// `rungs_report_payload_encode` / `_decode` refuse it: `rungs_report` has
+/// no fields for the detail.
 pub const RUNGS_REPORT_LAYOUT_DETAILED: u8 = 2;
 /// Bytes of a NETWORK_REPORT payload in the detailed layout.
 pub const RUNGS_REPORT_DETAILED_PAYLOAD_LEN: usize = 22;
@@ -207,6 +211,73 @@ pub unsafe extern "C" fn rungs_report_payload_decode(
     })
 }
 
+/// Encode `*report` with its `*detail` as a NETWORK_REPORT payload in the
+/// detailed layout (`RUNGS_REPORT_LAYOUT_DETAILED`, 22 bytes) into `buf` of
+/// `cap` bytes; `*out_len` receives the length. Large values saturate (the
+/// frames before the stalled frames, so those stay within them).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if report, detail or out_len is
+/// NULL, or buf is NULL with cap above 0; RUNGS_ERR_INVALID_ARGUMENT if a
+/// has_ flag is neither 0 nor 1, detail->waited_for is neither 0–15 nor
+/// `RUNGS_NO_SEAT`, or the pair breaks a rule of `rungs_report_detail`;
+/// RUNGS_ERR_BUFFER_TOO_SMALL if cap is below 22; RUNGS_ERR_PANIC. Nothing is
+/// written on error.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_report_payload_encode_detailed(
+    report: *const rungs_report,
+    detail: *const rungs_report_detail,
+    buf: *mut u8,
+    cap: usize,
+    out_len: *mut usize,
+) -> rungs_result {
+    call("rungs_report_payload_encode_detailed", || {
+        let report = unsafe { read_in(report, "report") }?;
+        let detail = unsafe { read_in(detail, "detail") }?;
+        let report = detailed_report(report, detail)?;
+        let layout = ReportLayout::Detailed;
+        unsafe {
+            encode_into(buf, cap, out_len, layout.payload_len(), |out| {
+                layout.encode(&report, out)
+            })
+        }
+    })
+}
+
+/// Decode a NETWORK_REPORT payload of `len` bytes in the detailed layout
+/// (`RUNGS_REPORT_LAYOUT_DETAILED`) into `*out` and its detail into
+/// `*out_detail`.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out or out_detail is NULL, or
+/// bytes is NULL with len above 0; RUNGS_ERR_MALFORMED if len is not 22, the
+/// version byte is not 2, or the fields break a rule of
+/// `rungs_report_detail` (docs/payloads.md); RUNGS_ERR_PANIC. `*out` and
+/// `*out_detail` are written only on success.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_report_payload_decode_detailed(
+    bytes: *const u8,
+    len: usize,
+    out: *mut rungs_report,
+    out_detail: *mut rungs_report_detail,
+) -> rungs_result {
+    call("rungs_report_payload_decode_detailed", || {
+        require(out, "out")?;
+        require(out_detail, "out_detail")?;
+        let layout = ReportLayout::Detailed;
+        let report = unsafe {
+            decode_view(bytes, len, layout.payload_len(), |bytes| {
+                layout.decode(bytes)
+            })
+        }?;
+        // The decoder gives every detailed payload its detail.
+        let detail = report.detail.unwrap_or_default();
+        unsafe {
+            write_out(out, rungs_report::from(report));
+            write_out(out_detail, rungs_report_detail::from(detail));
+        }
+        Ok(())
+    })
+}
+
 unsafe fn encode_timing(
     event: *const rungs_timing_event,
     layout: TimingLayout,
@@ -222,16 +293,16 @@ unsafe fn encode_timing(
     }
 }
 
-/// A payload call's layout: compact or extended (the detailed layout's
-/// detail has no C struct).
+/// A payload call's layout: compact or extended (the detailed layout has
+/// calls of its own, which take the detail beside the report).
 pub(crate) fn report_layout(layout: u8) -> Result<ReportLayout> {
     match layout {
         RUNGS_REPORT_LAYOUT_COMPACT => Ok(ReportLayout::Compact),
         RUNGS_REPORT_LAYOUT_EXTENDED => Ok(ReportLayout::Extended),
         RUNGS_REPORT_LAYOUT_DETAILED => Err(Error::InvalidValue(
-            "layout is RUNGS_REPORT_LAYOUT_DETAILED (2), which only a rungs_session \
-             encodes and decodes; expected RUNGS_REPORT_LAYOUT_COMPACT (0) or \
-             RUNGS_REPORT_LAYOUT_EXTENDED (1)"
+            "layout is RUNGS_REPORT_LAYOUT_DETAILED (2), whose detail a rungs_report \
+             cannot hold (use rungs_report_payload_encode_detailed / _decode_detailed); \
+             expected RUNGS_REPORT_LAYOUT_COMPACT (0) or RUNGS_REPORT_LAYOUT_EXTENDED (1)"
                 .to_string(),
         )),
         _ => Err(Error::InvalidValue(format!(
@@ -286,10 +357,6 @@ unsafe fn encode_into(
 /// # Safety
 /// `bytes` is NULL or valid for reads of `len` bytes; `out` is NULL or valid
 /// for writes.
-///
-/// No payload is longer than an event's data union, so a `len` beyond it is
-/// viewed as one byte past the union: still the wrong length for every
-/// decoder (`Malformed`), and a wild `len` cannot make an invalid slice.
 unsafe fn decode_from<T, C: From<T>>(
     bytes: *const u8,
     len: usize,
@@ -298,15 +365,34 @@ unsafe fn decode_from<T, C: From<T>>(
     decode: impl FnOnce(&[u8]) -> Result<T>,
 ) -> Result<()> {
     require(out, "out")?;
+    // SAFETY: forwarded contract.
+    let value = unsafe { decode_view(bytes, len, payload_len, decode) }?;
+    // SAFETY: non-NULL (checked), valid for writes by contract.
+    unsafe { write_out(out, C::from(value)) };
+    Ok(())
+}
+
+/// Run `decode` on the caller's `len` bytes; a wrong length's message says
+/// what was got and what was expected.
+///
+/// # Safety
+/// `bytes` is NULL or valid for reads of `len` bytes.
+///
+/// No payload is longer than an event's data union, so a `len` beyond it is
+/// viewed as one byte past the union: still the wrong length for every
+/// decoder (`Malformed`), and a wild `len` cannot make an invalid slice.
+unsafe fn decode_view<T>(
+    bytes: *const u8,
+    len: usize,
+    payload_len: usize,
+    decode: impl FnOnce(&[u8]) -> Result<T>,
+) -> Result<T> {
     // SAFETY: NULL (with len 0) or at least this many bytes are readable by contract.
     let view = unsafe { slice_in(bytes, len.min(events::TS_EVENT_DATA_LEN + 1), "bytes") }?;
-    let value = decode(view).map_err(|e| match e {
+    decode(view).map_err(|e| match e {
         Error::Malformed(_) if len != payload_len => e.detailed(format!(
             "len is {len}; expected {payload_len}, the payload's length"
         )),
         other => other,
-    })?;
-    // SAFETY: non-NULL (checked), valid for writes by contract.
-    unsafe { write_out(out, C::from(value)) };
-    Ok(())
+    })
 }

@@ -7,9 +7,9 @@ use super::args::{in_range, read_config, read_in, require, write_optional, write
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
 use super::result::rungs_result;
 use super::types::{
-    human_seats, local_seat, rungs_frame_rate_changed_fn, rungs_player_message_fn, rungs_report,
-    rungs_seat_event_fn, rungs_timing, rungs_timing_changed_fn, rungs_timing_event, timing_policy,
-    RUNGS_NO_SEAT,
+    detailed_report, human_seats, local_seat, rungs_frame_rate_changed_fn, rungs_player_message_fn,
+    rungs_report, rungs_report_detail, rungs_seat_event_fn, rungs_timing, rungs_timing_changed_fn,
+    rungs_timing_event, timing_policy, RUNGS_NO_SEAT,
 };
 use crate::report::Report;
 use crate::timing::machine::player_message_c_text;
@@ -366,7 +366,10 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_timing_event(
 
 /// A report from `seat` executes on the current frame (S3). A report from
 /// a player already removed (it was in flight when the removal was issued)
-/// is a late event of normal play: accepted, and it changes nothing.
+/// is a late event of normal play: accepted, and it changes nothing. Under
+/// `RUNGS_POLICY_TRACKING` a report without its detail reads as its worst
+/// round trip and as one stalled frame if it waited at all; execute the
+/// detail too with `rungs_timing_machine_execute_detailed_report`.
 ///
 /// Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if m
 /// or report is NULL; RUNGS_ERR_INVALID_ARGUMENT if report->has_worst_rtt is
@@ -384,6 +387,40 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_report(
         machine_call("rungs_timing_machine_execute_report", m, |o| {
             o.machine
                 .execute_report(seat, Report::try_from(read_in(report, "report")?)?)
+                .map(|_late_or_applied| ())
+        })
+    }
+}
+
+/// A report from `seat` with its detail (the detailed NETWORK_REPORT
+/// layout's round-trip distribution and stalls) executes on the current
+/// frame (S3): what a game on `RUNGS_POLICY_TRACKING` executes, so the
+/// policy reads the distribution and the stalls rather than the worst
+/// round trip alone (`rungs_timing_machine_execute_report` gives it only
+/// that). The adaptive policy reads the `rungs_report` part, as from
+/// `rungs_timing_machine_execute_report`. A report from a player already
+/// removed is accepted and changes nothing.
+///
+/// Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if m,
+/// report or detail is NULL; RUNGS_ERR_INVALID_ARGUMENT if a has_ flag is
+/// neither 0 nor 1, detail->waited_for is neither 0–15 nor `RUNGS_NO_SEAT`,
+/// or the pair breaks a rule of `rungs_report_detail` (nothing changes);
+/// RUNGS_ERR_UNKNOWN_SEAT if seat never was a human seat of the game
+/// (nothing changes); RUNGS_ERR_STATE if no frame is open;
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_timing_machine_execute_detailed_report(
+    m: *mut rungs_timing_machine,
+    seat: u8,
+    report: *const rungs_report,
+    detail: *const rungs_report_detail,
+) -> rungs_result {
+    unsafe {
+        machine_call("rungs_timing_machine_execute_detailed_report", m, |o| {
+            let report = detailed_report(read_in(report, "report")?, read_in(detail, "detail")?)?;
+            o.machine
+                .execute_report(seat, report)
                 .map(|_late_or_applied| ())
         })
     }

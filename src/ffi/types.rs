@@ -9,8 +9,9 @@ use std::ffi::c_void;
 use super::args::{flag, in_range, read_in};
 use crate::error::{Error, Result};
 use crate::report::record::MAX_SEATS;
-use crate::report::Report;
+use crate::report::{Report, ReportDetail};
 use crate::timing::{PolicyKind, Timing, TimingEvent};
+use crate::wire::events::check_detail;
 
 /// Seat value meaning "no seat" (an observer's local seat, or no master).
 pub const RUNGS_NO_SEAT: u8 = 0xFF;
@@ -208,6 +209,119 @@ impl From<Report> for rungs_report {
     }
 }
 
+/// What a report in the detailed NETWORK_REPORT layout
+/// (`RUNGS_REPORT_LAYOUT_DETAILED`) adds to its `rungs_report`: the report
+/// interval's round-trip distribution and the stalls the reporter suffered,
+/// what the `RUNGS_POLICY_TRACKING` policy reads (docs/tracking.md). It
+/// always travels with the `rungs_report` it belongs to; the calls that take
+/// or give one take or give both.
+///
+/// Rules (a pair that breaks one is refused, by the encoder and the timing
+/// machine with RUNGS_ERR_INVALID_ARGUMENT, in bytes by the decoder with
+/// RUNGS_ERR_MALFORMED): the three round trips are all present exactly when
+/// the report's `has_worst_rtt` is 1, and then `median <= p90 <= worst` and
+/// `latest <= worst` (compared as the layout carries them, saturated at
+/// 65534); `stalled_frames <= frames`; with no stalled frame, `stall_ms` is 0
+/// and `waited_for` is `RUNGS_NO_SEAT`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct rungs_report_detail {
+    /// Median round trip of the interval's clean samples, per peer, the
+    /// largest over peers, ms; meaningful only when `has_median_rtt` is 1.
+    pub median_rtt_ms: u32,
+    /// 90th percentile, the same way, ms; meaningful only when `has_p90_rtt` is 1.
+    pub p90_rtt_ms: u32,
+    /// The latest clean sample when the report was taken, the largest over
+    /// peers, ms; meaningful only when `has_latest_rtt` is 1.
+    pub latest_rtt_ms: u32,
+    /// Frames the machine ran in the interval.
+    pub frames: u32,
+    /// Of those, the frames it had to wait for (a stall each).
+    pub stalled_frames: u32,
+    /// Total time it waited in the interval, ms rounded up.
+    pub stall_ms: u32,
+    /// 1 when `median_rtt_ms` is present, 0 for none (0 is written then).
+    pub has_median_rtt: u8,
+    /// 1 when `p90_rtt_ms` is present, 0 for none (0 is written then).
+    pub has_p90_rtt: u8,
+    /// 1 when `latest_rtt_ms` is present, 0 for none (0 is written then).
+    pub has_latest_rtt: u8,
+    /// The seat (0 to 15) whose turns the machine waited for longest, or
+    /// `RUNGS_NO_SEAT` when it did not wait or waited for no known seat.
+    pub waited_for: u8,
+}
+
+impl Default for rungs_report_detail {
+    /// No round trips, nothing counted, nobody waited for.
+    fn default() -> Self {
+        rungs_report_detail::from(ReportDetail::default())
+    }
+}
+
+impl From<ReportDetail> for rungs_report_detail {
+    fn from(d: ReportDetail) -> rungs_report_detail {
+        rungs_report_detail {
+            median_rtt_ms: d.median_rtt_ms.unwrap_or(0),
+            p90_rtt_ms: d.p90_rtt_ms.unwrap_or(0),
+            latest_rtt_ms: d.latest_rtt_ms.unwrap_or(0),
+            frames: d.frames,
+            stalled_frames: d.stalled_frames,
+            stall_ms: d.stall_ms,
+            has_median_rtt: u8::from(d.median_rtt_ms.is_some()),
+            has_p90_rtt: u8::from(d.p90_rtt_ms.is_some()),
+            has_latest_rtt: u8::from(d.latest_rtt_ms.is_some()),
+            waited_for: d.waited_for.unwrap_or(RUNGS_NO_SEAT),
+        }
+    }
+}
+
+/// A report with its detail, from C: every flag 0 or 1, `waited_for` a
+/// seat or `RUNGS_NO_SEAT`, and the pair within the detailed layout's
+/// rules (the core's, `wire::events::check_detail`). Refusals name the
+/// fields of `report` and `detail` and say what was got.
+pub(crate) fn detailed_report(report: rungs_report, detail: rungs_report_detail) -> Result<Report> {
+    let mut rust = Report::try_from(report)?;
+    let present = |value: u32, has: u8, name: &'static str| -> Result<Option<u32>> {
+        Ok(flag(has, name)?.then_some(value))
+    };
+    let d = ReportDetail {
+        median_rtt_ms: present(
+            detail.median_rtt_ms,
+            detail.has_median_rtt,
+            "detail->has_median_rtt",
+        )?,
+        p90_rtt_ms: present(detail.p90_rtt_ms, detail.has_p90_rtt, "detail->has_p90_rtt")?,
+        latest_rtt_ms: present(
+            detail.latest_rtt_ms,
+            detail.has_latest_rtt,
+            "detail->has_latest_rtt",
+        )?,
+        frames: detail.frames,
+        stalled_frames: detail.stalled_frames,
+        stall_ms: detail.stall_ms,
+        waited_for: seat_or_none(detail.waited_for, "detail->waited_for")?,
+    };
+    check_detail(rust.worst_rtt_ms, &d).map_err(|rule| {
+        let rtt = |value: Option<u32>| value.map_or("none".to_string(), |ms| ms.to_string());
+        Error::InvalidArgument(rule).detailed(format!(
+            "report and detail break a rule of the detailed layout ({rule}): got \
+             report->worst_rtt_ms {}, detail->median_rtt_ms {}, detail->p90_rtt_ms {}, \
+             detail->latest_rtt_ms {}, detail->frames {}, detail->stalled_frames {}, \
+             detail->stall_ms {}, detail->waited_for {}",
+            rtt(rust.worst_rtt_ms),
+            rtt(d.median_rtt_ms),
+            rtt(d.p90_rtt_ms),
+            rtt(d.latest_rtt_ms),
+            d.frames,
+            d.stalled_frames,
+            d.stall_ms,
+            detail.waited_for,
+        ))
+    })?;
+    rust.detail = Some(d);
+    Ok(rust)
+}
+
 /// A game's timing policy from its C value (`RUNGS_POLICY_*`).
 pub fn timing_policy(value: u8, name: &str) -> Result<PolicyKind> {
     match value {
@@ -340,6 +454,104 @@ mod tests {
             ..c
         };
         assert!(matches!(Report::try_from(bad), Err(Error::InvalidValue(_))));
+    }
+
+    #[test]
+    fn a_detail_converts_both_ways_and_every_broken_field_is_refused() {
+        let report = rungs_report {
+            process_us: 5000,
+            max_wait_ms: 40,
+            worst_rtt_ms: 180,
+            has_worst_rtt: 1,
+        };
+        let rust = ReportDetail {
+            median_rtt_ms: Some(120),
+            p90_rtt_ms: Some(150),
+            latest_rtt_ms: Some(125),
+            frames: 128,
+            stalled_frames: 2,
+            stall_ms: 40,
+            waited_for: Some(3),
+        };
+        let detail = rungs_report_detail::from(rust);
+        assert_eq!(detailed_report(report, detail).unwrap().detail, Some(rust));
+        // No round trip anywhere is a valid pair too, written as 0s.
+        let none = rungs_report_detail::from(ReportDetail::default());
+        assert_eq!(
+            (none.has_p90_rtt, none.p90_rtt_ms, none.waited_for),
+            (0, 0, RUNGS_NO_SEAT)
+        );
+        let no_rtt = rungs_report {
+            worst_rtt_ms: 0,
+            has_worst_rtt: 0,
+            ..report
+        };
+        assert_eq!(
+            detailed_report(no_rtt, none).unwrap().detail,
+            Some(ReportDetail::default())
+        );
+        let refused = |report: rungs_report, detail: rungs_report_detail| {
+            detailed_report(report, detail).unwrap_err().to_string()
+        };
+        assert_eq!(
+            refused(
+                report,
+                rungs_report_detail {
+                    has_median_rtt: 2,
+                    ..detail
+                }
+            ),
+            "detail->has_median_rtt is 2; expected 0 or 1"
+        );
+        assert_eq!(
+            refused(
+                report,
+                rungs_report_detail {
+                    waited_for: 16,
+                    ..detail
+                }
+            ),
+            "detail->waited_for is 16; expected a seat, 0 to 15, or RUNGS_NO_SEAT (255)"
+        );
+        assert_eq!(
+            refused(
+                report,
+                rungs_report_detail {
+                    p90_rtt_ms: 119,
+                    ..detail
+                }
+            ),
+            "report and detail break a rule of the detailed layout (NETWORK_REPORT detail \
+             must have median <= p90 <= worst round trip): got report->worst_rtt_ms 180, \
+             detail->median_rtt_ms 120, detail->p90_rtt_ms 119, detail->latest_rtt_ms 125, \
+             detail->frames 128, detail->stalled_frames 2, detail->stall_ms 40, \
+             detail->waited_for 3"
+        );
+        for broken in [
+            rungs_report_detail {
+                has_latest_rtt: 0,
+                ..detail
+            },
+            rungs_report_detail {
+                latest_rtt_ms: 181,
+                ..detail
+            },
+            rungs_report_detail {
+                stalled_frames: 129,
+                ..detail
+            },
+            rungs_report_detail {
+                stalled_frames: 0,
+                ..detail
+            },
+        ] {
+            let e = detailed_report(report, broken).unwrap_err();
+            assert!(matches!(e.kind(), Error::InvalidArgument(_)), "{e}");
+        }
+        assert!(matches!(
+            detailed_report(no_rtt, detail).unwrap_err().kind(),
+            Error::InvalidArgument(_)
+        ));
     }
 
     #[test]

@@ -367,8 +367,10 @@ impl ReportLayout {
     }
 }
 
-/// [`ReportDetail`]'s invariants, in the order of the layout's fields.
-fn check_detail(
+/// [`ReportDetail`]'s invariants, in the order of the layout's fields: the
+/// rule broken first, or `Ok`. The encoder and decoder check these; so does
+/// the C API for a detail it is handed (`ffi::types::detailed_report`).
+pub fn check_detail(
     worst_rtt_ms: Option<u32>,
     d: &ReportDetail,
 ) -> std::result::Result<(), &'static str> {

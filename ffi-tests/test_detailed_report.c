@@ -1,0 +1,652 @@
+/* The detailed NETWORK_REPORT layout (version 2, what the tracking policy
+ * reads) for a C engine that drives the pieces itself: a report and its
+ * rungs_report_detail taken from rungs_measurements, encoded, decoded and
+ * executed on a rungs_timing_machine; the documented bytes; every refusal
+ * (NULLs, flags, seats, each rule of the layout, short buffers, malformed
+ * bytes), each changing nothing; and a whole game under
+ * RUNGS_POLICY_TRACKING whose timing events are the Rust core's for the
+ * same inputs (tests/c_detailed_report.rs plays the same game through the
+ * core's types and pins the same events). */
+#include <stdint.h>
+
+#include "harness.h"
+#include "rungs.h"
+
+#define FILL 0xA5
+
+/* docs/payloads.md's example: 5000 us, worst 180 ms, longest wait 40 ms,
+ * median 120, p90 150, latest 125, 128 frames of which 2 stalled for 40 ms,
+ * mostly waiting for seat 3. */
+static const uint8_t EXAMPLE[RUNGS_REPORT_DETAILED_PAYLOAD_LEN] = {
+    0x02, 0x88, 0x13, 0x00, 0x00, 0xB4, 0x00, 0x28, 0x00, 0x78, 0x00,
+    0x96, 0x00, 0x7D, 0x00, 0x80, 0x00, 0x02, 0x00, 0x28, 0x00, 0x03};
+
+static rungs_report example_report(void) {
+    rungs_report r;
+    memset(&r, 0, sizeof r);
+    r.process_us = 5000;
+    r.max_wait_ms = 40;
+    r.worst_rtt_ms = 180;
+    r.has_worst_rtt = 1;
+    return r;
+}
+
+static rungs_report_detail example_detail(void) {
+    rungs_report_detail d;
+    memset(&d, 0, sizeof d);
+    d.median_rtt_ms = 120;
+    d.p90_rtt_ms = 150;
+    d.latest_rtt_ms = 125;
+    d.has_median_rtt = 1;
+    d.has_p90_rtt = 1;
+    d.has_latest_rtt = 1;
+    d.frames = 128;
+    d.stalled_frames = 2;
+    d.stall_ms = 40;
+    d.waited_for = 3;
+    return d;
+}
+
+static int all_bytes_are(const uint8_t *buf, size_t len, uint8_t value) {
+    size_t i;
+    for (i = 0; i < len; i++) {
+        if (buf[i] != value) return 0;
+    }
+    return 1;
+}
+
+static int same_detail(const rungs_report_detail *a, const rungs_report_detail *b) {
+    return a->median_rtt_ms == b->median_rtt_ms && a->p90_rtt_ms == b->p90_rtt_ms &&
+           a->latest_rtt_ms == b->latest_rtt_ms && a->frames == b->frames &&
+           a->stalled_frames == b->stalled_frames && a->stall_ms == b->stall_ms &&
+           a->has_median_rtt == b->has_median_rtt && a->has_p90_rtt == b->has_p90_rtt &&
+           a->has_latest_rtt == b->has_latest_rtt && a->waited_for == b->waited_for;
+}
+
+static int same_report(const rungs_report *a, const rungs_report *b) {
+    return a->process_us == b->process_us && a->max_wait_ms == b->max_wait_ms &&
+           a->worst_rtt_ms == b->worst_rtt_ms && a->has_worst_rtt == b->has_worst_rtt;
+}
+
+static void test_documented_bytes(void) {
+    rungs_report r = example_report(), got;
+    rungs_report_detail d = example_detail(), got_detail;
+    uint8_t buf[32];
+    size_t len = 0;
+    CHECK_EQ(RUNGS_REPORT_DETAILED_PAYLOAD_LEN, 22);
+    CHECK_EQ(RUNGS_REPORT_LAYOUT_DETAILED, 2);
+    memset(buf, FILL, sizeof buf);
+    CHECK_EQ(rungs_report_payload_encode_detailed(&r, &d, buf, sizeof buf, &len), RUNGS_OK);
+    CHECK_EQ(len, RUNGS_REPORT_DETAILED_PAYLOAD_LEN);
+    CHECK(memcmp(buf, EXAMPLE, sizeof EXAMPLE) == 0);
+    CHECK(all_bytes_are(buf + len, sizeof buf - len, FILL));
+    memset(&got, 0xEE, sizeof got);
+    memset(&got_detail, 0xEE, sizeof got_detail);
+    CHECK_EQ(rungs_report_payload_decode_detailed(EXAMPLE, sizeof EXAMPLE, &got, &got_detail),
+             RUNGS_OK);
+    CHECK(same_report(&got, &r));
+    CHECK(same_detail(&got_detail, &d));
+
+    /* No round trip and no stall: FF FF everywhere and FF for the seat;
+     * decoded, every round trip is absent and written as 0. */
+    r.has_worst_rtt = 0;
+    r.worst_rtt_ms = 0;
+    memset(&d, 0, sizeof d);
+    d.frames = 16;
+    d.waited_for = RUNGS_NO_SEAT;
+    CHECK_EQ(rungs_report_payload_encode_detailed(&r, &d, buf, sizeof buf, &len), RUNGS_OK);
+    CHECK(buf[5] == 0xFF && buf[6] == 0xFF && buf[9] == 0xFF && buf[14] == 0xFF);
+    CHECK_EQ(buf[21], 0xFF);
+    memset(&got_detail, 0xEE, sizeof got_detail);
+    CHECK_EQ(rungs_report_payload_decode_detailed(buf, len, &got, &got_detail), RUNGS_OK);
+    CHECK_EQ(got.has_worst_rtt, 0);
+    CHECK(same_detail(&got_detail, &d));
+
+    /* Saturation keeps the rules: frames first, the stalled frames within
+     * them; round trips at 65534 (65535 is none). */
+    r = example_report();
+    d = example_detail();
+    r.worst_rtt_ms = 100000;
+    d.median_rtt_ms = d.p90_rtt_ms = d.latest_rtt_ms = 90000;
+    d.frames = 70000;
+    d.stalled_frames = 70000;
+    d.stall_ms = 1000000;
+    CHECK_EQ(rungs_report_payload_encode_detailed(&r, &d, buf, sizeof buf, &len), RUNGS_OK);
+    CHECK_EQ(rungs_report_payload_decode_detailed(buf, len, &got, &got_detail), RUNGS_OK);
+    CHECK_EQ(got.worst_rtt_ms, 65534);
+    CHECK_EQ(got_detail.median_rtt_ms, 65534);
+    CHECK_EQ(got_detail.latest_rtt_ms, 65534);
+    CHECK_EQ(got_detail.frames, 65535);
+    CHECK_EQ(got_detail.stalled_frames, 65535);
+    CHECK_EQ(got_detail.stall_ms, 65535);
+}
+
+/* take -> encode -> decode -> execute, as a C engine does it. */
+static void test_round_trip_from_measurements_to_a_machine(void) {
+    rungs_measurements *m = NULL;
+    rungs_timing_machine *machine = NULL;
+    rungs_timing_machine_config c;
+    rungs_report r, got;
+    rungs_report_detail d, got_detail;
+    uint8_t buf[RUNGS_REPORT_DETAILED_PAYLOAD_LEN];
+    size_t len = 0;
+    uint32_t frame, stalls = 99;
+    int32_t has = -1;
+    rungs_timing_event e;
+
+    CHECK_EQ(rungs_measurements_new(&m), RUNGS_OK);
+    if (!m) return;
+    CHECK_EQ(rungs_measurements_add_peer(m, 1), RUNGS_OK);
+    for (frame = 0; frame < 20; frame++) {
+        CHECK_EQ(rungs_measurements_add_frame_work_us(m, 4000), RUNGS_OK);
+        CHECK_EQ(rungs_measurements_add_rtt_sample(m, 1, frame == 5 ? 400 : 50 + frame % 3, 1),
+                 RUNGS_OK);
+    }
+    /* Two stalls for seat 1 (one bracketed, one a duration), one for nobody. */
+    CHECK_EQ(rungs_measurements_wait_begin_for(m, 1000, 1), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_wait_end(m, 31000), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_add_wait_for_us(m, 20000, 1), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_add_wait_us(m, 35000), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_unreported_stalls(m, &stalls), RUNGS_OK);
+    CHECK_EQ(stalls, 3);
+    CHECK_EQ(rungs_measurements_take_detailed_report(m, &r, &d), RUNGS_OK);
+    CHECK_EQ(r.process_us, 4000);
+    CHECK_EQ(r.max_wait_ms, 35);
+    CHECK_EQ(r.has_worst_rtt, 1);
+    CHECK_EQ(r.worst_rtt_ms, 400);
+    CHECK(d.has_median_rtt == 1 && d.has_p90_rtt == 1 && d.has_latest_rtt == 1);
+    CHECK_EQ(d.median_rtt_ms, 51);
+    CHECK_EQ(d.p90_rtt_ms, 52);
+    CHECK_EQ(d.latest_rtt_ms, 51); /* frame 19: 50 + 19 % 3 */
+    CHECK_EQ(d.frames, 20);
+    CHECK_EQ(d.stalled_frames, 3);
+    CHECK_EQ(d.stall_ms, 85);
+    CHECK_EQ(d.waited_for, 1); /* 50 ms for seat 1 against 35 for nobody */
+    CHECK_EQ(rungs_measurements_unreported_stalls(m, &stalls), RUNGS_OK);
+    CHECK_EQ(stalls, 0);
+    /* The same report as rungs_measurements_take_report gives: the next
+     * interval has no frame (the average repeats) and no stall. */
+    CHECK_EQ(rungs_measurements_take_detailed_report(m, &got, &got_detail), RUNGS_OK);
+    CHECK_EQ(got.process_us, 4000);
+    CHECK_EQ(got.max_wait_ms, 35); /* the longest wait covers two intervals */
+    CHECK_EQ(got_detail.stalled_frames, 0);
+    CHECK_EQ(got_detail.stall_ms, 0);
+    CHECK_EQ(got_detail.waited_for, RUNGS_NO_SEAT);
+    CHECK_EQ(rungs_measurements_free(m), RUNGS_OK);
+
+    CHECK_EQ(rungs_report_payload_encode_detailed(&r, &d, buf, sizeof buf, &len), RUNGS_OK);
+    CHECK_EQ(len, sizeof buf);
+    CHECK_EQ(rungs_report_payload_decode_detailed(buf, len, &got, &got_detail), RUNGS_OK);
+    CHECK(same_report(&got, &r));
+    CHECK(same_detail(&got_detail, &d));
+
+    memset(&c, 0, sizeof c);
+    c.struct_size = sizeof c;
+    c.speed_fps = 30;
+    c.seat_count = 2;
+    c.local_seat = 0;
+    c.policy = RUNGS_POLICY_TRACKING;
+    c.human_seat_mask = 0x3;
+    CHECK_EQ(rungs_timing_machine_new(&c, &machine), RUNGS_OK);
+    if (!machine) return;
+    CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 0, &got, &got_detail),
+             RUNGS_ERR_STATE); /* no frame open */
+    CHECK_EQ(rungs_timing_machine_begin_frame(machine, 0, NULL), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 0, &got, &got_detail),
+             RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 1, &got, &got_detail),
+             RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_end_frame(machine, &has, &e), RUNGS_OK);
+    /* p90 52 plus its spread of 1 above the median: 53 ms needs one frame at
+     * 30 fps (the worst sample, 400 ms, would need 6). The stalls, typically
+     * 85 / 3 ms late while the look-ahead in force (1/9) already covered
+     * every round trip, are unexplained: one frame of margin. */
+    CHECK_EQ(has, 1);
+    CHECK(e.send_period == 1 && e.look_ahead == 2 && e.fps == 30);
+    CHECK_EQ(rungs_timing_machine_free(machine), RUNGS_OK);
+}
+
+static void test_encode_refusals(void) {
+    rungs_report r = example_report(), bad_r;
+    rungs_report_detail d = example_detail(), bad;
+    uint8_t buf[RUNGS_REPORT_DETAILED_PAYLOAD_LEN];
+    size_t len = 99;
+
+#define REFUSED(report, detail, code)                                                        \
+    do {                                                                                     \
+        memset(buf, FILL, sizeof buf);                                                       \
+        CHECK_EQ(rungs_report_payload_encode_detailed((report), (detail), buf, sizeof buf,   \
+                                                      &len),                                 \
+                 (code));                                                                    \
+        CHECK(all_bytes_are(buf, sizeof buf, FILL));                                         \
+        CHECK_EQ(len, 99);                                                                   \
+    } while (0)
+
+    REFUSED(NULL, &d, RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE("rungs_report_payload_encode_detailed: report is NULL");
+    REFUSED(&r, NULL, RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE("rungs_report_payload_encode_detailed: detail is NULL");
+    CHECK_EQ(rungs_report_payload_encode_detailed(&r, &d, buf, sizeof buf, NULL),
+             RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE("rungs_report_payload_encode_detailed: out_len is NULL");
+    CHECK_EQ(rungs_report_payload_encode_detailed(&r, &d, NULL, sizeof buf, &len),
+             RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(len, 99);
+
+    /* Flags and the seat. */
+    bad_r = r;
+    bad_r.has_worst_rtt = 2;
+    REFUSED(&bad_r, &d, RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_report_payload_encode_detailed: report->has_worst_rtt is 2; "
+                  "expected 0 or 1");
+    bad = d;
+    bad.has_median_rtt = 7;
+    REFUSED(&r, &bad, RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_report_payload_encode_detailed: detail->has_median_rtt is 7; "
+                  "expected 0 or 1");
+    bad = d;
+    bad.has_p90_rtt = 255;
+    REFUSED(&r, &bad, RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("detail->has_p90_rtt is 255");
+    bad = d;
+    bad.has_latest_rtt = 2;
+    REFUSED(&r, &bad, RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("detail->has_latest_rtt is 2");
+    bad = d;
+    bad.waited_for = 16;
+    REFUSED(&r, &bad, RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_report_payload_encode_detailed: detail->waited_for is 16; expected a "
+                  "seat, 0 to 15, or RUNGS_NO_SEAT (255)");
+
+    /* Each rule of the layout. */
+    bad = d;
+    bad.p90_rtt_ms = 119; /* below the median */
+    REFUSED(&r, &bad, RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_report_payload_encode_detailed: report and detail break a rule of the "
+                  "detailed layout (NETWORK_REPORT detail must have median <= p90 <= worst "
+                  "round trip): got report->worst_rtt_ms 180, detail->median_rtt_ms 120, "
+                  "detail->p90_rtt_ms 119, detail->latest_rtt_ms 125, detail->frames 128, "
+                  "detail->stalled_frames 2, detail->stall_ms 40, detail->waited_for 3");
+    bad = d;
+    bad.p90_rtt_ms = 181; /* above the worst */
+    REFUSED(&r, &bad, RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("median <= p90 <= worst");
+    bad = d;
+    bad.latest_rtt_ms = 181;
+    REFUSED(&r, &bad, RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("latest <= worst");
+    bad = d;
+    bad.has_p90_rtt = 0; /* some round trips without the others */
+    REFUSED(&r, &bad, RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("lacks a round trip the worst one has");
+    CHECK_MESSAGE_HAS("detail->p90_rtt_ms none");
+    bad_r = r;
+    bad_r.has_worst_rtt = 0; /* round trips without a worst one */
+    REFUSED(&bad_r, &d, RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("has round trips but no worst round trip");
+    bad = d;
+    bad.stalled_frames = 129;
+    REFUSED(&r, &bad, RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("more stalled frames than frames");
+    bad = d;
+    bad.stalled_frames = 0; /* stall time and a seat without a stall */
+    REFUSED(&r, &bad, RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("stall time or a seat waited for without a stall");
+    bad.stall_ms = 0;
+    REFUSED(&r, &bad, RUNGS_ERR_INVALID_ARGUMENT); /* the seat alone */
+    bad.waited_for = RUNGS_NO_SEAT;
+    CHECK_EQ(rungs_report_payload_encode_detailed(&r, &bad, buf, sizeof buf, &len), RUNGS_OK);
+    len = 99;
+
+    /* A short buffer: nothing written. */
+    memset(buf, FILL, sizeof buf);
+    CHECK_EQ(rungs_report_payload_encode_detailed(&r, &d, buf, sizeof buf - 1, &len),
+             RUNGS_ERR_BUFFER_TOO_SMALL);
+    CHECK_MESSAGE("rungs_report_payload_encode_detailed: cap is 21; expected at least 22");
+    CHECK_EQ(rungs_report_payload_encode_detailed(&r, &d, NULL, 0, &len),
+             RUNGS_ERR_BUFFER_TOO_SMALL);
+    CHECK(all_bytes_are(buf, sizeof buf, FILL));
+    CHECK_EQ(len, 99);
+#undef REFUSED
+}
+
+static void test_decode_refusals(void) {
+    rungs_report out;
+    rungs_report_detail out_detail;
+    uint8_t bytes[RUNGS_REPORT_DETAILED_PAYLOAD_LEN + 1];
+
+#define MALFORMED(len_)                                                                       \
+    do {                                                                                     \
+        memset(&out, 0x77, sizeof out);                                                      \
+        memset(&out_detail, 0x77, sizeof out_detail);                                        \
+        CHECK_EQ(rungs_report_payload_decode_detailed(bytes, (len_), &out, &out_detail),     \
+                 RUNGS_ERR_MALFORMED);                                                       \
+        CHECK_EQ(out.process_us, 0x77777777u);                                               \
+        CHECK_EQ(out_detail.frames, 0x77777777u);                                            \
+        CHECK_EQ(out_detail.waited_for, 0x77);                                               \
+    } while (0)
+#define BROKEN(offset, value)                                                                \
+    do {                                                                                     \
+        memcpy(bytes, EXAMPLE, sizeof EXAMPLE);                                              \
+        bytes[(offset)] = (value);                                                           \
+        MALFORMED(sizeof EXAMPLE);                                                           \
+    } while (0)
+
+    memcpy(bytes, EXAMPLE, sizeof EXAMPLE);
+    bytes[22] = 0;
+    CHECK_EQ(rungs_report_payload_decode_detailed(NULL, 22, &out, &out_detail),
+             RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_report_payload_decode_detailed(bytes, 22, NULL, &out_detail),
+             RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE("rungs_report_payload_decode_detailed: out is NULL");
+    CHECK_EQ(rungs_report_payload_decode_detailed(bytes, 22, &out, NULL),
+             RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE("rungs_report_payload_decode_detailed: out_detail is NULL");
+
+    MALFORMED(21);
+    CHECK_MESSAGE("rungs_report_payload_decode_detailed: len is 21; expected 22, the "
+                  "payload's length");
+    MALFORMED(23);
+    MALFORMED(0);
+    MALFORMED(SIZE_MAX);
+    CHECK_EQ(rungs_report_payload_decode_detailed(NULL, 0, &out, &out_detail),
+             RUNGS_ERR_MALFORMED);
+    /* An extended payload is not a detailed one. */
+    BROKEN(0, 1);
+    CHECK_MESSAGE("rungs_report_payload_decode_detailed: malformed input: detailed "
+                  "NETWORK_REPORT version must be 2");
+    /* Each rule of the layout. */
+    BROKEN(11, 0x77); /* p90 119 below the median 120 */
+    CHECK_MESSAGE_HAS("median <= p90 <= worst");
+    BROKEN(13, 0xB5); /* latest 181 above the worst 180 */
+    CHECK_MESSAGE_HAS("latest <= worst");
+    memcpy(bytes, EXAMPLE, sizeof EXAMPLE);
+    bytes[11] = 0xFF; /* p90 none while the worst is 150 */
+    bytes[12] = 0xFF;
+    MALFORMED(sizeof EXAMPLE);
+    CHECK_MESSAGE_HAS("lacks a round trip the worst one has");
+    memcpy(bytes, EXAMPLE, sizeof EXAMPLE);
+    bytes[5] = 0xFF; /* no worst, but the others */
+    bytes[6] = 0xFF;
+    MALFORMED(sizeof EXAMPLE);
+    CHECK_MESSAGE_HAS("has round trips but no worst round trip");
+    BROKEN(17, 0x81); /* 129 stalled of 128 frames */
+    CHECK_MESSAGE_HAS("more stalled frames than frames");
+    BROKEN(17, 0); /* no stall, but stall time and a seat */
+    CHECK_MESSAGE_HAS("without a stall");
+    BROKEN(21, 16); /* a seat that cannot be */
+    CHECK_MESSAGE_HAS("seat waited for must be 0 to 15 or 0xFF");
+#undef BROKEN
+#undef MALFORMED
+}
+
+/* The older calls keep refusing layout 2 (rungs_report cannot hold its
+ * detail), and say where to go. */
+static void test_compact_calls_point_to_the_detailed_ones(void) {
+    rungs_report r = example_report(), out;
+    uint8_t buf[RUNGS_REPORT_DETAILED_PAYLOAD_LEN];
+    size_t len = 99;
+    CHECK_EQ(rungs_report_payload_encode(&r, RUNGS_REPORT_LAYOUT_DETAILED, buf, sizeof buf, &len),
+             RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_report_payload_encode: layout is RUNGS_REPORT_LAYOUT_DETAILED (2), "
+                  "whose detail a rungs_report cannot hold (use "
+                  "rungs_report_payload_encode_detailed / _decode_detailed); expected "
+                  "RUNGS_REPORT_LAYOUT_COMPACT (0) or RUNGS_REPORT_LAYOUT_EXTENDED (1)");
+    CHECK_EQ(len, 99);
+    CHECK_EQ(rungs_report_payload_decode(EXAMPLE, sizeof EXAMPLE, RUNGS_REPORT_LAYOUT_DETAILED,
+                                         &out),
+             RUNGS_ERR_INVALID_ARGUMENT);
+}
+
+static void test_measurement_refusals(void) {
+    rungs_measurements *m = NULL;
+    rungs_report r;
+    rungs_report_detail d;
+    uint32_t stalls = 99;
+    CHECK_EQ(rungs_measurements_new(&m), RUNGS_OK);
+    if (!m) return;
+    CHECK_EQ(rungs_measurements_add_wait_for_us(NULL, 1000, 1), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_measurements_take_detailed_report(NULL, &r, &d), RUNGS_ERR_NULL_POINTER);
+    /* A refused seat counts nothing. */
+    CHECK_EQ(rungs_measurements_add_wait_for_us(m, 1000, 16), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_measurements_add_wait_for_us: seat is 16; expected a seat, 0 to 15, "
+                  "or RUNGS_NO_SEAT (255)");
+    CHECK_EQ(rungs_measurements_unreported_stalls(m, &stalls), RUNGS_OK);
+    CHECK_EQ(stalls, 0);
+    CHECK_EQ(rungs_measurements_add_wait_for_us(m, 2500, 4), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_add_frame_work_us(m, 7000), RUNGS_OK);
+    /* A NULL out-pointer ends no interval. */
+    CHECK_EQ(rungs_measurements_take_detailed_report(m, NULL, &d), RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE("rungs_measurements_take_detailed_report: out is NULL");
+    CHECK_EQ(rungs_measurements_take_detailed_report(m, &r, NULL), RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE("rungs_measurements_take_detailed_report: out_detail is NULL");
+    CHECK_EQ(rungs_measurements_take_detailed_report(m, &r, &d), RUNGS_OK);
+    CHECK_EQ(r.process_us, 7000);
+    CHECK_EQ(r.max_wait_ms, 3);
+    CHECK_EQ(r.has_worst_rtt, 1); /* alone: 0 ms */
+    CHECK_EQ(r.worst_rtt_ms, 0);
+    CHECK(d.has_median_rtt == 1 && d.median_rtt_ms == 0);
+    CHECK_EQ(d.frames, 1);
+    CHECK_EQ(d.stalled_frames, 1);
+    CHECK_EQ(d.stall_ms, 3);
+    CHECK_EQ(d.waited_for, 4);
+    /* Poisoned: refused like every call. */
+    rungs_testing_panic_next_call();
+    CHECK_EQ(rungs_measurements_take_detailed_report(m, &r, &d), RUNGS_ERR_PANIC);
+    CHECK_EQ(rungs_measurements_take_detailed_report(m, &r, &d), RUNGS_ERR_POISONED);
+    CHECK_EQ(rungs_measurements_add_wait_for_us(m, 1, 1), RUNGS_ERR_POISONED);
+    CHECK_EQ(rungs_measurements_free(m), RUNGS_OK);
+}
+
+static rungs_timing_machine *tracking_machine(void) {
+    rungs_timing_machine_config c;
+    rungs_timing_machine *machine = NULL;
+    memset(&c, 0, sizeof c);
+    c.struct_size = sizeof c;
+    c.speed_fps = 30;
+    c.seat_count = 3;
+    c.local_seat = 0;
+    c.policy = RUNGS_POLICY_TRACKING;
+    c.human_seat_mask = 0x3; /* seat 2 is an AI */
+    CHECK_EQ(rungs_timing_machine_new(&c, &machine), RUNGS_OK);
+    return machine;
+}
+
+static void test_execute_refusals_change_nothing(void) {
+    rungs_timing_machine *machine = tracking_machine();
+    rungs_report r = example_report(), bad_r;
+    rungs_report_detail d = example_detail(), bad;
+    int32_t has = -1;
+    rungs_timing_event e;
+    if (!machine) return;
+    CHECK_EQ(rungs_timing_machine_execute_detailed_report(NULL, 0, &r, &d),
+             RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_timing_machine_begin_frame(machine, 0, NULL), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 0, NULL, &d),
+             RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE("rungs_timing_machine_execute_detailed_report: report is NULL");
+    CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 0, &r, NULL),
+             RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE("rungs_timing_machine_execute_detailed_report: detail is NULL");
+    bad_r = r;
+    bad_r.has_worst_rtt = 3;
+    CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 0, &bad_r, &d),
+             RUNGS_ERR_INVALID_ARGUMENT);
+    bad = d;
+    bad.has_latest_rtt = 2;
+    CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 0, &r, &bad),
+             RUNGS_ERR_INVALID_ARGUMENT);
+    bad = d;
+    bad.waited_for = 200;
+    CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 0, &r, &bad),
+             RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_timing_machine_execute_detailed_report: detail->waited_for is 200; "
+                  "expected a seat, 0 to 15, or RUNGS_NO_SEAT (255)");
+    bad = d;
+    bad.median_rtt_ms = 160; /* above the p90 */
+    CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 0, &r, &bad),
+             RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_STARTS("rungs_timing_machine_execute_detailed_report: report and detail break "
+                         "a rule of the detailed layout (NETWORK_REPORT detail must have median "
+                         "<= p90 <= worst round trip)");
+    bad = d;
+    bad.stalled_frames = 200;
+    CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 1, &r, &bad),
+             RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 2, &r, &d),
+             RUNGS_ERR_UNKNOWN_SEAT);
+    CHECK_MESSAGE("rungs_timing_machine_execute_detailed_report: seat 2 never was a human seat "
+                  "of this game; expected one of the human seats 0, 1");
+    /* None of it executed: with no report from either player the master
+     * does not evaluate. */
+    CHECK_EQ(rungs_timing_machine_end_frame(machine, &has, &e), RUNGS_OK);
+    CHECK_EQ(has, 0);
+    /* Only seat 0's valid report: still waiting for seat 1's. */
+    CHECK_EQ(rungs_timing_machine_begin_frame(machine, 1, NULL), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 0, &r, &d), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_end_frame(machine, &has, &e), RUNGS_OK);
+    CHECK_EQ(has, 0);
+    CHECK_EQ(rungs_timing_machine_begin_frame(machine, 2, NULL), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 1, &r, &d), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_end_frame(machine, &has, &e), RUNGS_OK);
+    /* p90 150 plus its spread of 30 (within latest 125 + 60 and the worst):
+     * 180 ms, 3 frames; the two stalls for seat 3 (no player here, so not a
+     * slow CPU) are unexplained: one frame of margin. */
+    CHECK_EQ(has, 1);
+    CHECK(e.send_period == 1 && e.look_ahead == 4 && e.fps == 30);
+    /* Poisoned. */
+    CHECK_EQ(rungs_timing_machine_begin_frame(machine, 3, NULL), RUNGS_OK);
+    rungs_testing_panic_next_call();
+    CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 0, &r, &d), RUNGS_ERR_PANIC);
+    CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 0, &r, &d),
+             RUNGS_ERR_POISONED);
+    CHECK_EQ(rungs_timing_machine_free(machine), RUNGS_OK);
+}
+
+/* ---- The game of tests/c_detailed_report.rs, from C. ---- */
+
+#define GAME_SEATS 2
+#define GAME_LAST_FRAME 144
+#define MAX_SENT 16
+
+typedef struct {
+    uint32_t frame;
+    uint8_t send_period, look_ahead, fps;
+} sent_t;
+
+/* Two players at 30 fps on a 60 ms link, reporting every 16 frames; seat
+ * 0's frames take 31 ms (CPU-bound at 30 fps). A 600 ms sample on frame 20
+ * (a spike over by the report on 32); on frames 66, 70, 74 seat 1 waits
+ * 100 ms for seat 0; on 88-94 seat 0 waits 10 ms for seat 1, on 95 100 ms.
+ * Each report goes through the payload codecs, detailed or extended, and
+ * executes on the master's machine. Returns the number of events sent. */
+static size_t play(int detailed, sent_t *sent) {
+    rungs_measurements *m[GAME_SEATS] = {NULL, NULL};
+    rungs_timing_machine *machine = tracking_machine();
+    size_t count = 0;
+    uint32_t frame;
+    uint8_t seat;
+    if (!machine) return 0;
+    for (seat = 0; seat < GAME_SEATS; seat++) {
+        CHECK_EQ(rungs_measurements_new(&m[seat]), RUNGS_OK);
+        if (!m[seat]) return 0;
+        CHECK_EQ(rungs_measurements_add_peer(m[seat], (uint8_t)(1 - seat)), RUNGS_OK);
+    }
+    for (frame = 0; frame <= GAME_LAST_FRAME; frame++) {
+        int32_t report = 0, has = 0;
+        rungs_timing_event e;
+        CHECK_EQ(rungs_timing_machine_begin_frame(machine, frame, NULL), RUNGS_OK);
+        if (frame > 0) {
+            uint32_t rtt = frame == 20 ? 600 : 60;
+            CHECK_EQ(rungs_measurements_add_frame_work_us(m[0], 31000), RUNGS_OK);
+            CHECK_EQ(rungs_measurements_add_frame_work_us(m[1], 5000), RUNGS_OK);
+            CHECK_EQ(rungs_measurements_add_rtt_sample(m[0], 1, rtt, 1), RUNGS_OK);
+            CHECK_EQ(rungs_measurements_add_rtt_sample(m[1], 0, rtt, 1), RUNGS_OK);
+        }
+        if (frame == 66 || frame == 70 || frame == 74)
+            CHECK_EQ(rungs_measurements_add_wait_for_us(m[1], 100000, 0), RUNGS_OK);
+        if (frame >= 88 && frame < 95)
+            CHECK_EQ(rungs_measurements_add_wait_for_us(m[0], 10000, 1), RUNGS_OK);
+        if (frame == 95) CHECK_EQ(rungs_measurements_add_wait_for_us(m[0], 100000, 1), RUNGS_OK);
+        CHECK_EQ(rungs_timing_machine_is_report_frame(machine, frame, &report), RUNGS_OK);
+        for (seat = 0; report && seat < GAME_SEATS; seat++) {
+            rungs_report r, got;
+            rungs_report_detail d, got_detail;
+            uint8_t buf[RUNGS_REPORT_DETAILED_PAYLOAD_LEN];
+            size_t len = 0;
+            if (detailed) {
+                CHECK_EQ(rungs_measurements_take_detailed_report(m[seat], &r, &d), RUNGS_OK);
+                CHECK_EQ(rungs_report_payload_encode_detailed(&r, &d, buf, sizeof buf, &len),
+                         RUNGS_OK);
+                CHECK_EQ(rungs_report_payload_decode_detailed(buf, len, &got, &got_detail),
+                         RUNGS_OK);
+                CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, seat, &got,
+                                                                      &got_detail),
+                         RUNGS_OK);
+            } else {
+                CHECK_EQ(rungs_measurements_take_report(m[seat], &r), RUNGS_OK);
+                CHECK_EQ(rungs_report_payload_encode(&r, RUNGS_REPORT_LAYOUT_EXTENDED, buf,
+                                                     sizeof buf, &len),
+                         RUNGS_OK);
+                CHECK_EQ(rungs_report_payload_decode(buf, len, RUNGS_REPORT_LAYOUT_EXTENDED,
+                                                     &got),
+                         RUNGS_OK);
+                CHECK_EQ(rungs_timing_machine_execute_report(machine, seat, &got), RUNGS_OK);
+            }
+        }
+        CHECK_EQ(rungs_timing_machine_end_frame(machine, &has, &e), RUNGS_OK);
+        if (has && count < MAX_SENT) {
+            sent[count].frame = frame;
+            sent[count].send_period = e.send_period;
+            sent[count].look_ahead = e.look_ahead;
+            sent[count].fps = e.fps;
+            count++;
+        }
+    }
+    for (seat = 0; seat < GAME_SEATS; seat++) CHECK_EQ(rungs_measurements_free(m[seat]), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_free(machine), RUNGS_OK);
+    return count;
+}
+
+static void check_sent(const sent_t *sent, size_t count, const sent_t *expected,
+                       size_t expected_count) {
+    size_t i;
+    CHECK_EQ(count, expected_count);
+    for (i = 0; i < count && i < expected_count; i++) {
+        CHECK_EQ(sent[i].frame, expected[i].frame);
+        CHECK_EQ(sent[i].send_period, expected[i].send_period);
+        CHECK_EQ(sent[i].look_ahead, expected[i].look_ahead);
+        CHECK_EQ(sent[i].fps, expected[i].fps);
+    }
+}
+
+static void test_tracking_reacts_to_the_detail_as_the_core_does(void) {
+    /* The Rust core's events for the same game (tests/c_detailed_report.rs).
+     * With the detail: frame 16 needs one frame for 60 ms; the spike is one
+     * sample of 16 and over; the waits for seat 0 are its slow CPU, which
+     * the rate answers; the stalls of 81-96 were typically 170 / 8 ms late:
+     * one frame of margin on 96. */
+    static const sent_t with_detail[] = {{16, 1, 1, 30}, {96, 1, 2, 30}};
+    /* Without it: the 600 ms worst sample is answered on 32 and dropped on
+     * 48; a 100 ms wait of nobody known buys three frames on 80, which also
+     * holds off the stalls of 81-96. */
+    static const sent_t worst_only[] = {
+        {16, 1, 1, 30}, {32, 1, 9, 30}, {48, 1, 1, 30}, {80, 1, 4, 30}};
+    sent_t sent[MAX_SENT];
+    size_t count = play(1, sent);
+    check_sent(sent, count, with_detail, sizeof with_detail / sizeof with_detail[0]);
+    count = play(0, sent);
+    check_sent(sent, count, worst_only, sizeof worst_only / sizeof worst_only[0]);
+}
+
+int main(void) {
+    test_documented_bytes();
+    test_round_trip_from_measurements_to_a_machine();
+    test_encode_refusals();
+    test_decode_refusals();
+    test_compact_calls_point_to_the_detailed_ones();
+    test_measurement_refusals();
+    test_execute_refusals_change_nothing();
+    test_tracking_reacts_to_the_detail_as_the_core_does();
+    return harness_report("detailed_report");
+}
