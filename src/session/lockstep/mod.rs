@@ -71,6 +71,7 @@ mod driver;
 mod drops;
 mod pings;
 mod relay;
+mod stalls;
 mod turns;
 
 use std::collections::VecDeque;
@@ -91,6 +92,7 @@ use drops::Drops;
 use pings::ClockPings;
 use relay::RelayLockstep;
 pub use relay::{RelaySettings, DEFAULT_JITTER_TICKS};
+use stalls::StallWatch;
 use turns::{Inbound, ItemStore, Origin, Outbox, SendSchedule, Stored, TurnBuffers};
 
 /// Control messages (votes, relay requests, relays, pongs) waiting for room
@@ -258,7 +260,8 @@ pub struct LockstepSession {
     clock: ClockSync,
     pings: ClockPings,
     pacer: Option<FramePacer>,
-    waiting_since: Option<u64>,
+    /// The open wait for turns, and what counts as a stall ([`stalls`]).
+    stalls: StallWatch,
     last_local_us: u64,
     stats: LockstepStats,
     receive_buffer: Vec<u8>,
@@ -348,7 +351,7 @@ impl LockstepSession {
             clock: ClockSync::new(ClockSyncConfig::default())?,
             pings: ClockPings::new(now_us),
             pacer: None,
-            waiting_since: None,
+            stalls: StallWatch::default(),
             last_local_us: now_us,
             stats: LockstepStats::default(),
             receive_buffer: Vec::new(),
@@ -679,7 +682,7 @@ impl LockstepSession {
             next = Some(next.map_or(ping, |t| t.min(ping)));
         }
         // A frame waiting for turns is released by a datagram, not by time.
-        if self.waiting_since.is_none() {
+        if !self.stalls.is_waiting() {
             if let Some(due) = self.next_frame_local_due() {
                 next = Some(next.map_or(due, |t| t.min(due)));
             }
@@ -774,21 +777,15 @@ impl LockstepSession {
             self.stats.backpressure_waits += 1;
         }
         if !ready || !room {
-            if self.waiting_since.is_none() {
-                self.waiting_since = Some(now_us);
-                // Whose turn it waits for goes into the report (tracking).
-                let seat = self.missing_for(next_frame).next();
-                self.measurements.wait_begin_for(now_us, seat)?;
-            }
+            // Whose turn it waits for goes into the report (tracking).
+            let seat = self.missing_for(next_frame).next();
+            self.stalls.waiting(now_us, || seat);
             return Ok(Advance::Waiting);
         }
-        let mut late = false;
-        if let Some(since) = self.waiting_since.take() {
-            self.measurements.wait_end(now_us.max(since))?;
-            self.stats.stalled_frames += 1;
-            self.stats.stall_us += now_us.saturating_sub(since);
-            late = true;
-        }
+        let frame_us = 1_000_000 / u64::from(self.machine.fps().max(1));
+        let late =
+            self.stalls
+                .frame_starts(now_us, frame_us, &mut self.measurements, &mut self.stats);
         if self.is_master() {
             // The master's schedule is where it actually is: re-anchor so
             // nobody races to catch up after a stall, nor while the master

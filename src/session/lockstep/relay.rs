@@ -54,6 +54,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 
+use super::stalls::StallWatch;
 use super::{Advance, ExecutedCommand, LockstepStats, SessionEvent};
 use crate::error::{Error, Result};
 use crate::link::Transmit;
@@ -116,7 +117,8 @@ pub(super) struct RelayLockstep {
     executed: Vec<ExecutedCommand>,
     events: VecDeque<SessionEvent>,
     presence: [SeatPresence; MAX_SEATS],
-    waiting_since: Option<u64>,
+    /// The open wait for a bundle, and what counts as a stall.
+    stalls: StallWatch,
     left: bool,
     leaving: bool,
     welcomed: bool,
@@ -170,7 +172,7 @@ impl RelayLockstep {
             executed: Vec::new(),
             events: VecDeque::new(),
             presence: [SeatPresence::Ai; MAX_SEATS],
-            waiting_since: None,
+            stalls: StallWatch::default(),
             left: false,
             leaving: false,
             welcomed: false,
@@ -415,17 +417,16 @@ impl RelayLockstep {
             });
         }
         if !self.next_is_held() {
-            if self.waiting_since.is_none() {
-                self.waiting_since = Some(now_us);
-                let _ = measurements.wait_begin(now_us);
-            }
+            self.stalls.waiting(now_us, || None);
             return Ok(Advance::Waiting);
         }
-        if let Some(since) = self.waiting_since.take() {
-            let _ = measurements.wait_end(now_us.max(since));
-            self.stats.stalled_frames += 1;
-            self.stats.stall_us += now_us.saturating_sub(since);
-        }
+        // The tick's length in match time: the rate in force.
+        let tick_us = next
+            .checked_sub(1)
+            .and_then(|previous| self.due_match_us(previous))
+            .map_or(0, |previous| due.saturating_sub(previous).max(0) as u64);
+        self.stalls
+            .frame_starts(now_us, tick_us, measurements, &mut self.stats);
         let Some(turn) = self.client.next_turn() else {
             return Ok(Advance::Waiting); // held was checked just above
         };

@@ -1,0 +1,120 @@
+//! When a frame stalls, and by how much: one rule for both lockstep
+//! sessions (peer to peer and relayed), feeding the reports (S3) and the
+//! session's stats alike.
+//!
+//! A frame waits when it is due and its turns (or the relay's bundle) are
+//! not there yet. What a player sees as a stall is a frame that starts
+//! later than the rate puts it after the frame before; only that part of
+//! the wait is a stall. The rest was taken off the frame by the pacing
+//! (S9): after a stall a machine steers back toward the master's schedule
+//! a tenth of a frame at a time, and the master's new anchor reaches it
+//! only a one-way trip later; until then its frames come due early and
+//! wait for turns that arrive at the rate — on time, no stall. Counted as
+//! stalls, those waits made each spike's onset look some twenty stalled
+//! frames longer than the players saw it (decision 47 in docs/decisions.md).
+
+use super::LockstepStats;
+use crate::report::Measurements;
+
+/// A frame later than the rate by at most this share of a frame (1/256:
+/// 130 µs at 30 fps) is on the rate: the schedule's µs rounding and clocks
+/// up to 100 ppm apart, nothing a player sees.
+const ON_RATE_SLACK_DIVISOR: u64 = 256;
+
+/// The open wait, if any, and when the last frame started.
+#[derive(Debug, Clone, Default)]
+pub(super) struct StallWatch {
+    waiting_since: Option<u64>,
+    /// The seat whose turn the open wait is for (the report names it).
+    waiting_for: Option<u8>,
+    last_frame_start_us: Option<u64>,
+}
+
+impl StallWatch {
+    /// The next frame is due but cannot start at `now_us`: a wait opens,
+    /// for `seat`'s turn (asked only when the wait opens).
+    pub(super) fn waiting(&mut self, now_us: u64, seat: impl FnOnce() -> Option<u8>) {
+        if self.waiting_since.is_none() {
+            self.waiting_since = Some(now_us);
+            self.waiting_for = seat();
+        }
+    }
+
+    /// Whether a wait is open (a datagram, not time, releases the frame).
+    pub(super) fn is_waiting(&self) -> bool {
+        self.waiting_since.is_some()
+    }
+
+    /// The next frame starts at `now_us`, the rate in force being
+    /// `frame_us` per frame: its stall, if any, is measured and counted.
+    /// Whether it waited at all.
+    pub(super) fn frame_starts(
+        &mut self,
+        now_us: u64,
+        frame_us: u64,
+        measurements: &mut Measurements,
+        stats: &mut LockstepStats,
+    ) -> bool {
+        let last = self.last_frame_start_us.replace(now_us);
+        let Some(since) = self.waiting_since.take() else {
+            return false;
+        };
+        let seat = self.waiting_for.take();
+        let from = last.map_or(since, |last| since.max(last.saturating_add(frame_us)));
+        let stall_us = now_us.saturating_sub(from);
+        if stall_us > frame_us / ON_RATE_SLACK_DIVISOR {
+            measurements.add_wait_for_us(stall_us, seat);
+            stats.stalled_frames += 1;
+            stats.stall_us += stall_us;
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FRAME: u64 = 33_333;
+
+    fn start(watch: &mut StallWatch, at: u64, stats: &mut LockstepStats) -> bool {
+        watch.frame_starts(at, FRAME, &mut Measurements::new(), stats)
+    }
+
+    #[test]
+    fn a_wait_past_the_rate_is_a_stall_and_one_within_it_is_not() {
+        let mut watch = StallWatch::default();
+        let mut stats = LockstepStats::default();
+        assert!(!start(&mut watch, 1_000_000, &mut stats));
+        // Due on the rate, turns 20 ms late: a 20 ms stall.
+        watch.waiting(1_000_000 + FRAME, || Some(2));
+        assert!(start(&mut watch, 1_000_000 + FRAME + 20_000, &mut stats));
+        assert_eq!((stats.stalled_frames, stats.stall_us), (1, 20_000));
+        // Due a tenth early (the pacer catching up), turns on the rate: it
+        // waited, but starts one period after the last frame: no stall.
+        let last = 1_000_000 + FRAME + 20_000;
+        watch.waiting(last + FRAME - 3_333, || Some(2));
+        assert!(start(&mut watch, last + FRAME + 1, &mut stats));
+        assert_eq!((stats.stalled_frames, stats.stall_us), (1, 20_000));
+        // Due early and turns later than the rate: the part past it.
+        let last = last + FRAME + 1;
+        watch.waiting(last + FRAME - 3_333, || None);
+        assert!(start(&mut watch, last + FRAME + 5_000, &mut stats));
+        assert_eq!((stats.stalled_frames, stats.stall_us), (2, 25_000));
+    }
+
+    #[test]
+    fn the_stall_goes_into_the_report_with_its_seat() {
+        let mut watch = StallWatch::default();
+        let mut stats = LockstepStats::default();
+        let mut measurements = Measurements::new();
+        watch.frame_starts(0, FRAME, &mut measurements, &mut stats);
+        watch.waiting(FRAME, || Some(3));
+        watch.waiting(FRAME + 10, || panic!("asked only when the wait opens"));
+        watch.frame_starts(FRAME + 40_000, FRAME, &mut measurements, &mut stats);
+        let detail = measurements.take_report().detail.unwrap();
+        assert_eq!(detail.stalled_frames, 1);
+        assert_eq!(detail.stall_ms, 40);
+        assert_eq!(detail.waited_for, Some(3));
+    }
+}
