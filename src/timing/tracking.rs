@@ -103,9 +103,14 @@ pub struct TrackingPolicy {
     rate: u8,
     /// Extra frames of look-ahead, earned by stalls players reported.
     margin: u8,
-    /// A stall reported before this frame does not raise the margin again:
-    /// the last raise had not reached the turns it was sent in yet.
+    /// A stall reported before this frame does not raise the margin again
+    /// by itself: the last raise had not reached the turns it was sent in
+    /// yet. It raises only to what it shows the look-ahead before the
+    /// raise lacked, when that is more than the raise gave.
     raise_blocked_until: u32,
+    /// The look-ahead before the last raise: what stalls reported before
+    /// `raise_blocked_until` waited under.
+    look_ahead_before_raise: u32,
     /// The last frame an unexplained stall was reported (or the margin shed).
     last_unexplained_stall: u32,
     /// The latest report frame already taken in, per seat (so one report's
@@ -125,6 +130,7 @@ impl TrackingPolicy {
             rate: speed_fps,
             margin: 0,
             raise_blocked_until: 0,
+            look_ahead_before_raise: 0,
             last_unexplained_stall: 0,
             seen: [None; MAX_SEATS],
             unexplained_raise: None,
@@ -216,17 +222,28 @@ impl TrackingPolicy {
             .filter_map(Self::needed_rtt_ms)
             .max()?;
         let rate = Self::rate_with_headroom(record, frame, self.speed_fps, self.rate);
-        let (unexplained, typical) = self.take_in_reports(record, rate);
+        // The look-ahead the reported stalls waited under: the one before
+        // the last raise while that raise has not reached the turns.
+        let in_force = if frame < self.raise_blocked_until {
+            self.look_ahead_before_raise
+        } else {
+            u32::from(self.target.look_ahead())
+        };
+        let blocked = frame < self.raise_blocked_until;
+        let asked = self.take_in_reports(record, rate, in_force, blocked);
         let for_round_trips = Self::look_ahead_for(needed_rtt, rate);
         self.take_back_explained_raise(for_round_trips, frame);
         let margin_before = self.margin;
-        let raised = self.update_margin(unexplained, typical, rate, frame);
+        let raised = self.update_margin(&asked, for_round_trips, rate, frame);
         if raised {
             self.unexplained_raise = Some((frame, self.margin - margin_before, for_round_trips));
         }
         let look_ahead =
             (for_round_trips + u32::from(self.margin)).min(u32::from(MAX_LOOK_AHEAD)) as u8;
         if raised || is_spike_rise(u32::from(self.target.look_ahead()), u32::from(look_ahead)) {
+            if frame >= self.raise_blocked_until {
+                self.look_ahead_before_raise = u32::from(self.target.look_ahead());
+            }
             // Stalls reported before a raise reached the turns (its own
             // look-ahead, then a whole report interval) say nothing new,
             // whether the margin or a spike in the round trips raised it: a
@@ -288,16 +305,20 @@ impl TrackingPolicy {
         })
     }
 
-    /// Mark the new reports seen and count their unexplained stalled
-    /// frames (the most any one player reports): a stall while waiting for
-    /// a CPU-bound seat is the slow CPU, which the frame rate answers; a
-    /// stall by a player whose round trips needed more than the look-ahead
-    /// in force is the network's, which the look-ahead follows; any other
-    /// (loss, jitter the distribution does not show, clock error) is
-    /// unexplained and counts towards the margin.
-    fn take_in_reports(&mut self, record: &Record, rate: u8) -> (u32, u32) {
-        let mut unexplained = 0;
-        let mut typical_frames = 0;
+    /// Mark the new reports seen and read what their stalls ask of the
+    /// look-ahead ([`StallsAsk`]): a stall while waiting for a CPU-bound
+    /// seat is the slow CPU, which the frame rate answers; a stall whose
+    /// report's worst round trip needs as much look-ahead as the stall says
+    /// was lacking is the network's, which the look-ahead follows; any
+    /// other is unexplained.
+    fn take_in_reports(
+        &mut self,
+        record: &Record,
+        rate: u8,
+        in_force: u32,
+        blocked: bool,
+    ) -> StallsAsk {
+        let mut asked = StallsAsk::default();
         for seat in record.seats() {
             let Some((report, executed)) = record.latest(seat) else {
                 continue;
@@ -309,10 +330,15 @@ impl TrackingPolicy {
                 continue;
             }
             *seen = Some(executed);
-            let (stalled, waited_for, stall_ms) = match report.detail {
-                Some(d) => (d.stalled_frames, d.waited_for, d.stall_ms),
+            let (stalled, frames, waited_for, stall_ms) = match report.detail {
+                Some(d) => (d.stalled_frames, d.frames, d.waited_for, d.stall_ms),
                 // The older layouts say only whether a wait happened.
-                None => (u32::from(report.max_wait_ms > 0), None, report.max_wait_ms),
+                None => (
+                    u32::from(report.max_wait_ms > 0),
+                    0,
+                    None,
+                    report.max_wait_ms,
+                ),
             };
             if stalled == 0 {
                 continue;
@@ -327,41 +353,98 @@ impl TrackingPolicy {
             if cpu_bound {
                 continue;
             }
-            // How late a turn typically was: the look-ahead that would have
-            // absorbed it. The part the interval's worst round trip
-            // explains (it needed more than the look-ahead in force: a
-            // spike, which the look-ahead follows while it lasts) is not
-            // the margin's; only the rest (loss: Karn keeps retransmitted
-            // samples out of the round trips) is unexplained.
-            let typical = (u64::from(stall_ms) * u64::from(rate))
-                .div_ceil(u64::from(stalled) * 1000)
-                .min(u64::from(MAX_LOOK_AHEAD)) as u32;
-            let shortfall = report
+            let lacking = Self::lacking_frames(&report, stalled, frames, stall_ms, rate, in_force);
+            let for_worst = report
                 .worst_rtt_ms
-                .map(|rtt| Self::look_ahead_for(rtt, rate))
-                .unwrap_or(0)
-                .saturating_sub(u32::from(self.target.look_ahead()));
-            if typical > shortfall {
-                unexplained = unexplained.max(stalled);
-                typical_frames = typical_frames.max(typical - shortfall);
+                .map_or(0, |rtt| Self::look_ahead_for(rtt, rate));
+            if for_worst >= in_force + lacking {
+                continue; // the round trips explain it: the look-ahead follows them
+            }
+            asked.unexplained = asked.unexplained.max(stalled);
+            if for_worst > in_force || blocked {
+                // The round trips rose past the look-ahead in force but say
+                // less than the stall: a spike whose round trips are only
+                // half back (the first samples after its start went out
+                // before it, and come back at the old one-way delay plus the
+                // new one). The stall reads it whole. So does one that
+                // waited under the look-ahead before a raise that has not
+                // reached the turns yet: it asks for more only if it
+                // lacked more than the raise gave.
+                asked.look_ahead = asked.look_ahead.max(in_force + lacking);
+            } else {
+                // The round trips do not show it at all: loss (Karn keeps
+                // retransmitted samples out of them), jitter the
+                // distribution does not show, a late sender. Margin on top
+                // of what the round trips need (the look-ahead in force
+                // may be more than they need: the opening's, or one
+                // coming down), at least a frame.
+                asked.margin = asked.margin.max(lacking.max(1));
             }
         }
-        (unexplained, typical_frames)
+        asked
     }
 
-    /// A stall the round trips do not explain raises the margin by the
-    /// frames a turn was typically late (at least 1), once per raise that
-    /// has had time to act, up to [`MAX_STALL_MARGIN_MS`]; the budget of
-    /// 0.5 % of frames is too small to spend on learning (a 900-frame game
-    /// may stall on 4), so every such stall counts. Calm sheds a quarter of
-    /// the margin (at least a frame) every [`CALM_FRAMES_TO_SHED_MARGIN`]
-    /// frames. Whether the margin rose.
-    fn update_margin(&mut self, unexplained: u32, typical: u32, rate: u8, frame: u32) -> bool {
-        let most = Self::most_margin(rate);
-        if unexplained > 0 {
+    /// The frames of look-ahead a report's stalls say `in_force` lacked:
+    /// its longest single wait, in frames rounded up (a lost turn waiting
+    /// for its copy, the first stall of a spike); and when every frame of
+    /// the interval waited (two at least), `in_force` times a stalled
+    /// frame's average wait, if more. The turns then arrive slower than the
+    /// game's pace, as they do from a spike's start until the look-ahead
+    /// covers it: the game runs `in_force` frames per one-way trip, and
+    /// each such run of frames waits, in all, what the look-ahead lacks —
+    /// mostly in its first frame, whose turn took the whole trip, the
+    /// others' turns following close behind. A stalled frame's average
+    /// wait alone read the first report of a 1.5 s spike on a 120 ms game
+    /// (a 684 ms stall and a 3 ms one) as 11 frames lacking, not 21, and
+    /// every stall until the spike's round trips came back (two of its
+    /// round trips after it began) waited on it.
+    fn lacking_frames(
+        report: &Report,
+        stalled: u32,
+        frames: u32,
+        stall_ms: u32,
+        rate: u8,
+        in_force: u32,
+    ) -> u32 {
+        let chained = stalled >= 2 && stalled >= frames;
+        let chained_ms = if chained {
+            u64::from(stall_ms) * u64::from(in_force.max(1)) / u64::from(stalled)
+        } else {
+            0
+        };
+        let lacking_ms = chained_ms.max(u64::from(report.max_wait_ms));
+        (lacking_ms * u64::from(rate))
+            .div_ceil(1000)
+            .min(u64::from(MAX_LOOK_AHEAD)) as u32
+    }
+
+    /// A stall the round trips do not explain raises the margin: by what
+    /// the stalls ask on top of the round trips (at least a frame), or to
+    /// the look-ahead a spike's half-back round trips fall short of, up to
+    /// [`MAX_STALL_MARGIN_MS`]. Once per raise that has had time to act:
+    /// stalls reported before a raise reached the turns waited under the
+    /// look-ahead before it, and raise only to a look-ahead beyond what the
+    /// raise gave ([`Self::take_in_reports`]). The budget of 0.5 % of frames is too small to spend on
+    /// learning (a 900-frame game may stall on 4), so every such stall
+    /// counts. Calm sheds a quarter of the margin (at least a frame) every
+    /// [`CALM_FRAMES_TO_SHED_MARGIN`] frames. Whether the margin rose.
+    fn update_margin(
+        &mut self,
+        asked: &StallsAsk,
+        for_round_trips: u32,
+        rate: u8,
+        frame: u32,
+    ) -> bool {
+        let most = u32::from(Self::most_margin(rate));
+        let margin = u32::from(self.margin);
+        if asked.unexplained > 0 {
             self.last_unexplained_stall = frame;
-            if frame >= self.raise_blocked_until && self.margin < most {
-                self.margin = (u32::from(self.margin) + typical.max(1)).min(u32::from(most)) as u8;
+            // A look-ahead to reach asks nothing when the round trips
+            // already ask for as much, or a raise since the stall gave it.
+            let to_reach = asked.look_ahead.saturating_sub(for_round_trips + margin);
+            let raise = asked.margin.max(to_reach);
+            if raise > 0 && margin < most {
+                self.margin = (margin + raise).min(most) as u8;
                 return true;
             }
         } else if self.margin > 0
@@ -372,6 +455,19 @@ impl TrackingPolicy {
         }
         false
     }
+}
+
+/// What the stalls of an evaluation's new reports ask of the look-ahead.
+#[derive(Debug, Clone, Copy, Default)]
+struct StallsAsk {
+    /// The most unexplained stalled frames any one report has.
+    unexplained: u32,
+    /// Frames of margin on top of the round trips' look-ahead: stalls the
+    /// round trips do not show at all, outside a raise's way to the turns.
+    margin: u32,
+    /// A look-ahead to reach: stalls of a spike whose round trips are only
+    /// half back, and stalls under the look-ahead before a raise.
+    look_ahead: u32,
 }
 
 #[cfg(test)]
@@ -400,7 +496,8 @@ mod tests {
     fn report(worst: u32, process_us: u32, detail: ReportDetail) -> Report {
         Report {
             process_us,
-            max_wait_ms: detail.stall_ms,
+            // The longest wait: here every stall of the interval as long.
+            max_wait_ms: detail.stall_ms / detail.stalled_frames.max(1),
             worst_rtt_ms: Some(worst),
             detail: Some(detail),
         }
@@ -564,6 +661,66 @@ mod tests {
         assert_eq!(
             policy.evaluate(&record, 57).unwrap().target.to_string(),
             "1/3"
+        );
+    }
+
+    #[test]
+    fn a_spike_s_first_stall_is_read_whole_and_half_back_round_trips_do_not_explain_it() {
+        let mut policy = TrackingPolicy::new(30);
+        let mut record = Record::new(0, [0, 1]);
+        apply(
+            &mut record,
+            25,
+            report(120, 5000, detail(120, 120, 120, 0, None)),
+        );
+        assert_eq!(
+            policy.evaluate(&record, 25).unwrap().target.to_string(),
+            "1/2"
+        );
+        // A 1500 ms spike: the first stall waits 684 ms (and the next frame
+        // 3 ms); the first samples went out before it and say 810 ms, the
+        // old one-way 60 plus the new 750. They need 13 frames; the stall
+        // says 2 + 21, and the margin gives the 9 frames of its 300 ms most.
+        let mut first = detail(120, 810, 810, 2, Some(1));
+        first.frames = 6;
+        first.stall_ms = 687;
+        let mut onset = report(810, 5000, first);
+        onset.max_wait_ms = 684;
+        apply(&mut record, 41, onset);
+        assert_eq!(
+            policy.evaluate(&record, 41).unwrap().target.to_string(),
+            "1/22"
+        );
+        // Its whole round trips come back: the look-ahead they need is the
+        // spike's, and the margin goes.
+        apply(
+            &mut record,
+            57,
+            report(1500, 5000, detail(1500, 1500, 1500, 0, None)),
+        );
+        policy.evaluate(&record, 57);
+        assert_eq!(policy.margin(), 0);
+        assert_eq!(policy.target().to_string(), "1/23");
+    }
+
+    #[test]
+    fn when_every_frame_waits_the_look_ahead_lacks_its_frames_times_a_frame_s_wait() {
+        // Turns slower than the game: each of 4 frames waits 67 ms under
+        // `1/3`, so a run of 3 frames waits 201 ms: 7 frames lacking.
+        let chained = report(200, 5000, {
+            let mut d = detail(200, 200, 200, 4, Some(1));
+            d.frames = 4;
+            d.stall_ms = 268;
+            d
+        });
+        assert_eq!(
+            TrackingPolicy::lacking_frames(&chained, 4, 4, 268, 30, 3),
+            7
+        );
+        // Stalls here and there: the longest wait alone (67 ms: 3 frames).
+        assert_eq!(
+            TrackingPolicy::lacking_frames(&chained, 4, 16, 268, 30, 3),
+            3
         );
     }
 
