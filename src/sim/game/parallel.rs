@@ -58,7 +58,7 @@ use parking_lot::Mutex;
 use super::host::{deliver, transmit, Host, Machine, Outside, Play, Rules};
 use crate::error::{Error, Result};
 use crate::report::record::MAX_SEATS;
-use crate::sim::NetSim;
+use crate::sim::{HostId, NetSim};
 
 /// Shortest window worth handing to two threads, µs.
 pub(super) const MIN_WINDOW_US: u64 = 5_000;
@@ -96,6 +96,7 @@ pub(super) fn run(host: &mut Host<'_>) -> Result<u64> {
     std::thread::scope(|scope| {
         let helper = scope.spawn(|| board.help(rules));
         let played = (|| {
+            let mut routes = Routes::default();
             let mut windows = 0;
             let mut alone = 0u32;
             while play.playing(rules) {
@@ -105,7 +106,8 @@ pub(super) fn run(host: &mut Host<'_>) -> Result<u64> {
                         let helped = alone == 0;
                         alone = alone.saturating_sub(1);
                         let wake = || helper.thread().unpark();
-                        let waited = play_window(play, rules, &board, end, helped, wake)?;
+                        routes.update(play);
+                        let waited = play_window(play, rules, &board, &routes, end, helped, wake)?;
                         if waited > SLOW_HELPER {
                             alone = ALONE_WINDOWS;
                         }
@@ -163,7 +165,48 @@ struct Arrival {
 struct Sent {
     at_us: u64,
     to: SocketAddr,
+    /// The network's id of `to` when it is a player's (always, in a game
+    /// without faults): the network skips the address lookup.
+    to_host: Option<HostId>,
     bytes: Vec<u8>,
+}
+
+/// Where the lobby's addresses are in the network, both ways: the caller
+/// routes arrivals by host id, the machines name their datagrams' hosts.
+#[derive(Default)]
+struct Routes {
+    /// The lobby's addresses these were worked out for.
+    addresses: Vec<SocketAddr>,
+    /// The network's id of each player's address, by seat.
+    hosts: Vec<HostId>,
+    /// The seat at each host id, if a player's.
+    seats: Vec<Option<usize>>,
+}
+
+impl Routes {
+    /// Work the routes out again if the lobby's addresses changed (they do
+    /// not in a game played in windows: this happens once).
+    fn update(&mut self, play: &mut Play) {
+        if self.addresses == play.lobby.addresses {
+            return;
+        }
+        let net = &mut play.lobby.net;
+        self.addresses.clone_from(&play.lobby.addresses);
+        self.hosts = self.addresses.iter().map(|a| net.host_id(*a)).collect();
+        self.seats.clear();
+        for (seat, host) in self.hosts.iter().enumerate() {
+            let at = net.host_index(*host);
+            if self.seats.len() <= at {
+                self.seats.resize(at + 1, None);
+            }
+            self.seats[at] = Some(seat);
+        }
+    }
+
+    /// The seat whose machine is at `host`, if a player's.
+    fn seat_at(&self, host: HostId, net: &NetSim) -> Option<usize> {
+        self.seats.get(net.host_index(host)).copied().flatten()
+    }
 }
 
 /// Datagram buffers a job keeps for reuse, at most: a machine receives
@@ -188,8 +231,10 @@ struct Job {
     /// read by the threads that play the machines; the caller's thread
     /// only passes the buffers on.
     spare: Vec<Vec<u8>>,
-    /// The lobby's addresses (fixed: games with moves are played in order).
+    /// The lobby's addresses (fixed: games with moves are played in order)
+    /// and their hosts in the network, by seat.
     addresses: Vec<SocketAddr>,
+    hosts: Vec<HostId>,
     failed: Option<Error>,
 }
 
@@ -200,6 +245,7 @@ struct Window<'a> {
     sent: &'a mut Vec<Sent>,
     spare: &'a mut Vec<Vec<u8>>,
     addresses: &'a [SocketAddr],
+    hosts: &'a [HostId],
 }
 
 impl Outside for Window<'_> {
@@ -213,9 +259,11 @@ impl Outside for Window<'_> {
         let mut bytes = self.spare.pop().unwrap_or_default();
         bytes.clear();
         bytes.extend_from_slice(datagram);
+        let seat = self.addresses.iter().position(|a| *a == to);
         self.sent.push(Sent {
             at_us: now,
             to,
+            to_host: seat.and_then(|seat| self.hosts.get(seat).copied()),
             bytes,
         });
     }
@@ -242,6 +290,7 @@ impl Job {
             sent,
             spare,
             addresses,
+            hosts,
             ..
         } = self;
         let Some(m) = machine.as_deref_mut() else {
@@ -252,6 +301,7 @@ impl Job {
             sent,
             spare,
             addresses,
+            hosts,
         };
         let gone = [false; MAX_SEATS];
         loop {
@@ -354,6 +404,7 @@ fn play_window(
     play: &mut Play,
     rules: &Rules<'_>,
     board: &Board,
+    routes: &Routes,
     end_us: u64,
     helped: bool,
     wake_helper: impl Fn(),
@@ -371,17 +422,19 @@ fn play_window(
             .extend(job.inbox.drain(..).map(|used| used.bytes).take(room));
         job.inbox.clear();
         job.delivered = 0;
-        if job.addresses != play.lobby.addresses {
-            job.addresses.clone_from(&play.lobby.addresses);
+        if job.addresses != routes.addresses {
+            job.addresses.clone_from(&routes.addresses);
+            job.hosts.clone_from(&routes.hosts);
         }
     }
-    while let Some(arrival) = play.lobby.net.poll_delivery(end_us - 1) {
+    let net = &mut play.lobby.net;
+    while let Some(arrival) = net.poll_arrival(end_us - 1) {
         // The lobby's addresses are the machines' (games with moves are
-        // played in order), and the caller's thread keeps them in its cache.
-        if let Some(at) = play.lobby.addresses.iter().position(|a| *a == arrival.to) {
+        // played in order).
+        if let Some(at) = routes.seat_at(arrival.to, net) {
             jobs[at].inbox.push(Arrival {
                 at_us: arrival.at_us,
-                from: arrival.from,
+                from: net.address_of(arrival.from),
                 bytes: arrival.bytes,
             });
         }
@@ -428,7 +481,7 @@ fn play_window(
     if play.machines.len() != count {
         return Err(Error::State("a machine went missing in a parallel window"));
     }
-    send_in_play_order(play, &mut jobs);
+    send_in_play_order(play, routes, &mut jobs);
     drop(jobs);
     if let Some(e) = failed {
         return Err(e);
@@ -460,7 +513,12 @@ fn draw_commands(play: &mut Play, jobs: &mut [parking_lot::MutexGuard<'_, Job>],
 
 /// Feed the window's datagrams to the network by send time, then seat,
 /// then each machine's own order.
-fn send_in_play_order(play: &mut Play, jobs: &mut [parking_lot::MutexGuard<'_, Job>]) {
+fn send_in_play_order(
+    play: &mut Play,
+    routes: &Routes,
+    jobs: &mut [parking_lot::MutexGuard<'_, Job>],
+) {
+    let net = &mut play.lobby.net;
     let mut heads = [0usize; MAX_SEATS];
     loop {
         let mut first: Option<(usize, u64)> = None;
@@ -477,9 +535,10 @@ fn send_in_play_order(play: &mut Play, jobs: &mut [parking_lot::MutexGuard<'_, J
         let job = &mut **jobs.get_mut(at).expect("a job per machine");
         let sent = &mut job.sent[heads[at]];
         heads[at] += 1;
-        let from = play.lobby.addresses[at];
+        let from = routes.hosts[at];
+        let to = sent.to_host.unwrap_or_else(|| net.host_id(sent.to));
         let bytes = std::mem::take(&mut sent.bytes);
-        if let Some(lost) = play.lobby.net.send_buffer(sent.at_us, from, sent.to, bytes) {
+        if let Some(lost) = net.send_between(sent.at_us, from, to, bytes) {
             if job.spare.len() < SPARE_BUFFERS {
                 job.spare.push(lost);
             }
