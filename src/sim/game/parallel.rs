@@ -662,25 +662,37 @@ fn send_in_play_order(net: &mut NetSim, routes: &Routes, carried: &mut Carried) 
     let Carried { unsent, lost, .. } = carried;
     let mut heads = [0usize; MAX_SEATS];
     loop {
-        let mut first: Option<(usize, u64)> = None;
+        // The first datagram in play order, and the first of any other
+        // seat: the first seat's datagrams go out until that one's turn
+        // (a machine sends a burst at once, so one look sends many).
+        let mut first: Option<(u64, usize)> = None;
+        let mut second: Option<(u64, usize)> = None;
         for (seat, sent) in unsent.iter().enumerate() {
             if let Some(sent) = sent.get(heads[seat]) {
-                if first.map_or(true, |(_, t)| sent.at_us < t) {
-                    first = Some((seat, sent.at_us));
+                let key = (sent.at_us, seat);
+                if first.map_or(true, |f| key < f) {
+                    second = first;
+                    first = Some(key);
+                } else if second.map_or(true, |s| key < s) {
+                    second = Some(key);
                 }
             }
         }
-        let Some((seat, _)) = first else {
+        let Some((_, seat)) = first else {
             break;
         };
-        let sent = &mut unsent[seat][heads[seat]];
-        heads[seat] += 1;
         let from = routes.hosts[seat];
-        let to = sent.to_host.unwrap_or_else(|| net.host_id(sent.to));
-        let bytes = std::mem::take(&mut sent.bytes);
-        if let Some(buffer) = net.send_between(sent.at_us, from, to, bytes) {
-            if lost[seat].len() < SPARE_BUFFERS {
-                lost[seat].push(buffer);
+        while let Some(sent) = unsent[seat].get_mut(heads[seat]) {
+            if second.is_some_and(|s| (sent.at_us, seat) > s) {
+                break;
+            }
+            heads[seat] += 1;
+            let to = sent.to_host.unwrap_or_else(|| net.host_id(sent.to));
+            let bytes = std::mem::take(&mut sent.bytes);
+            if let Some(buffer) = net.send_between(sent.at_us, from, to, bytes) {
+                if lost[seat].len() < SPARE_BUFFERS {
+                    lost[seat].push(buffer);
+                }
             }
         }
     }
