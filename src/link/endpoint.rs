@@ -366,11 +366,16 @@ impl Endpoint {
                 continue;
             }
             let peer = &mut self.peers[at];
-            let sent = peer.link.poll_transmit(now_us, buf);
-            // Nothing sent and no timer due (the cache is exact unless a
-            // link was handed out): the link did not change.
-            if sent.is_some() || self.timeouts_unknown || peer.timeout.is_some_and(|t| t <= now_us)
-            {
+            // The cached timer is exact unless a link was handed out: when
+            // it is not due, the link's timers would change nothing.
+            let timer_due = self.timeouts_unknown || peer.timeout.is_some_and(|t| t <= now_us);
+            let sent = if timer_due {
+                peer.link.poll_transmit(now_us, buf)
+            } else {
+                peer.link.poll_transmit_no_timer_due(now_us, buf)
+            };
+            // Nothing sent and no timer due: the link did not change.
+            if sent.is_some() || timer_due {
                 peer.refresh_timeout();
             }
             if sent.is_none() && at < 64 {

@@ -832,21 +832,30 @@ impl Link {
     /// the liveness timeout (a [`LinkEvent::Lost`]).
     /// [`poll_transmit`](Self::poll_transmit) calls this itself.
     pub fn handle_timeout(&mut self, now_us: u64) {
-        if let Some(started) = self.rto_started_us {
-            if now_us.saturating_sub(started) >= self.rtt.backed_off_rto_us() {
-                let resent = self.resend_oldest(u64::MAX, now_us);
-                self.rto_started_us = None;
-                if resent {
-                    self.rtt.on_rto_expired();
-                    self.counters.rto_expirations += 1;
-                }
+        if self.rto_expired(now_us) {
+            let resent = self.resend_oldest(u64::MAX, now_us);
+            self.rto_started_us = None;
+            if resent {
+                self.rtt.on_rto_expired();
+                self.counters.rto_expirations += 1;
             }
         }
-        let heard = self.last_heard_us.unwrap_or(self.created_us);
-        if !self.lost && now_us.saturating_sub(heard) >= self.liveness_timeout_us() {
+        if self.liveness_expired(now_us) {
             self.lost = true;
             self.push_event(LinkEvent::Lost);
         }
+    }
+
+    /// The retransmission timer runs and has expired at `now_us`.
+    fn rto_expired(&self, now_us: u64) -> bool {
+        self.rto_started_us
+            .is_some_and(|started| now_us.saturating_sub(started) >= self.rtt.backed_off_rto_us())
+    }
+
+    /// Not heard from within the liveness timeout, and not reported lost yet.
+    fn liveness_expired(&self, now_us: u64) -> bool {
+        let heard = self.last_heard_us.unwrap_or(self.created_us);
+        !self.lost && now_us.saturating_sub(heard) >= self.liveness_timeout_us()
     }
 
     /// The earliest time a timer needs [`handle_timeout`](Self::handle_timeout)
@@ -880,6 +889,23 @@ impl Link {
     /// `buf` should hold `max_packet_bytes`; a shorter one gets smaller packets.
     pub fn poll_transmit(&mut self, now_us: u64, buf: &mut [u8]) -> Option<usize> {
         self.handle_timeout(now_us);
+        self.poll_transmit_no_timer_due(now_us, buf)
+    }
+
+    /// [`poll_transmit`](Self::poll_transmit) for a caller that knows no
+    /// timer is due at `now_us` ([`poll_timeout`](Self::poll_timeout) is
+    /// later, or none): [`handle_timeout`](Self::handle_timeout) would
+    /// change nothing, so it is skipped. The endpoint keeps each link's
+    /// timer and asks every link after every datagram.
+    pub(crate) fn poll_transmit_no_timer_due(
+        &mut self,
+        now_us: u64,
+        buf: &mut [u8],
+    ) -> Option<usize> {
+        debug_assert!(
+            !self.rto_expired(now_us) && !self.liveness_expired(now_us),
+            "a timer is due: poll_transmit must handle it"
+        );
         if self.next_packet_number > u64::from(u32::MAX) {
             return None; // 2^32 packets sent: numbers are never reused, so stop.
         }
