@@ -350,7 +350,15 @@ impl Endpoint {
                 .filter_map(|p| p.link.poll_timeout())
                 .min();
         }
-        self.peers.iter().filter_map(|p| p.timeout).min()
+        // Branch-free over the cached timers: a machine asks after every
+        // datagram.
+        let mut earliest = u64::MAX;
+        let mut any = false;
+        for peer in &self.peers {
+            any |= peer.timeout.is_some();
+            earliest = earliest.min(peer.timeout.unwrap_or(u64::MAX));
+        }
+        any.then_some(earliest)
     }
 
     /// Write the next datagram to send into `buf`, taking links in turn; call

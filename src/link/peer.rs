@@ -865,23 +865,25 @@ impl Link {
     /// not a timer: drain `poll_transmit` after every `send` and
     /// `handle_packet`.
     pub fn poll_timeout(&self) -> Option<u64> {
-        let heard = self.last_heard_us.unwrap_or(self.created_us);
-        // Folded by reference: it compiles to noticeably less than by value
-        // (`into_iter`), and the endpoint asks after every packet.
-        [
-            self.ack_due_us,
-            self.rto_started_us
-                .map(|started| started.saturating_add(self.rtt.backed_off_rto_us())),
-            (self.config.keepalive_interval_us > 0).then(|| {
+        // Straight-line: the endpoint asks after every packet sent or
+        // received, and this compiles to much less than folding an array
+        // of options.
+        let mut next = self.ack_due_us;
+        let mut consider = |due: u64| next = Some(next.map_or(due, |n| n.min(due)));
+        if let Some(started) = self.rto_started_us {
+            consider(started.saturating_add(self.rtt.backed_off_rto_us()));
+        }
+        if self.config.keepalive_interval_us > 0 {
+            consider(
                 self.last_ack_eliciting_sent_us
-                    .saturating_add(self.config.keepalive_interval_us)
-            }),
-            (!self.lost).then(|| heard.saturating_add(self.liveness_timeout_us())),
-        ]
-        .iter()
-        .flatten()
-        .copied()
-        .min()
+                    .saturating_add(self.config.keepalive_interval_us),
+            );
+        }
+        if !self.lost {
+            let heard = self.last_heard_us.unwrap_or(self.created_us);
+            consider(heard.saturating_add(self.liveness_timeout_us()));
+        }
+        next
     }
 
     /// Write the next packet to send into `buf` and return its length, or
