@@ -77,6 +77,13 @@ use crate::error::{Error, Result};
 use crate::report::record::MAX_SEATS;
 use crate::sim::{HostId, NetSim};
 
+/// Windows of half the least delay, the next prepared while one plays
+/// (the network's serial work off the critical path, twice the windows),
+/// rather than whole ones with the network fed between them. Both give the
+/// same result byte for byte; which is faster depends on how much the
+/// windows' hand-over costs against the network's part (see
+/// docs/rungs-sim.md, "Two threads").
+const PREPARE_AHEAD: bool = true;
 /// Shortest window worth handing to two threads, µs.
 pub(super) const MIN_WINDOW_US: u64 = 5_000;
 /// How long the caller spins for the helper's last job before it yields.
@@ -101,6 +108,12 @@ pub(super) struct Windows {
 /// Play the game of `host` to its end, on two threads where the game
 /// allows (see the module docs), in order elsewhere.
 pub(super) fn run(host: &mut Host<'_>) -> Result<Windows> {
+    run_windows(host, PREPARE_AHEAD)
+}
+
+/// [`run`], with windows of half the least delay prepared ahead, or whole
+/// ones (the same result either way).
+fn run_windows(host: &mut Host<'_>, prepare_ahead: bool) -> Result<Windows> {
     if !splittable(&host.rules) {
         return host.run().map(|()| Windows::default());
     }
@@ -128,7 +141,8 @@ pub(super) fn run(host: &mut Host<'_>) -> Result<Windows> {
                 play.check_progress(rules)?;
                 // The window prepared by the last one, or a new one.
                 windows.prepared += u64::from(carried.prepared_end.is_some());
-                let Some(end) = carried.prepared_end.or_else(|| window(play, rules)) else {
+                let ahead = prepare_ahead;
+                let Some(end) = carried.prepared_end.or_else(|| window(play, rules, ahead)) else {
                     play.iteration(rules)?;
                     continue;
                 };
@@ -171,12 +185,12 @@ fn splittable(rules: &Rules<'_>) -> bool {
 /// frame (or the end) inside it. Half the least delay when that is long
 /// enough, so that the next window can be prepared while this one plays
 /// (see [`next_window`]); the whole least delay otherwise.
-fn window(play: &Play, rules: &Rules<'_>) -> Option<u64> {
+fn window(play: &Play, rules: &Rules<'_>, prepare_ahead: bool) -> Option<u64> {
     let delay = play.lobby.net.min_delay_from(play.now);
     if delay < MIN_WINDOW_US || !machines_stay_in_play(play, rules, delay) {
         return None;
     }
-    let length = if delay / 2 >= MIN_WINDOW_US {
+    let length = if prepare_ahead && delay / 2 >= MIN_WINDOW_US {
         delay / 2
     } else {
         delay
@@ -712,13 +726,15 @@ mod tests {
     fn both_ways(spec: &GameSpec) -> (String, String, Windows) {
         let mut in_order = Host::new(spec).unwrap();
         in_order.run().unwrap();
+        let (split, windows) = in_windows(spec, true);
+        (format!("{:?}", in_order.judge()), split, windows)
+    }
+
+    /// The report of `spec` played in windows prepared ahead or whole ones.
+    fn in_windows(spec: &GameSpec, prepare_ahead: bool) -> (String, Windows) {
         let mut split = Host::new(spec).unwrap();
-        let windows = run(&mut split).unwrap();
-        (
-            format!("{:?}", in_order.judge()),
-            format!("{:?}", split.judge()),
-            windows,
-        )
+        let windows = run_windows(&mut split, prepare_ahead).unwrap();
+        (format!("{:?}", split.judge()), windows)
     }
 
     #[test]
@@ -758,6 +774,11 @@ mod tests {
                 "{windows:?}: the windows were not prepared ahead"
             );
             assert_eq!(in_order, split, "{spec:?}");
+            // Whole windows, the network fed between them: the same again.
+            let (whole, whole_windows) = in_windows(&spec, false);
+            assert_eq!(whole_windows.prepared, 0, "{whole_windows:?}");
+            assert!(whole_windows.played > 10, "{whole_windows:?}");
+            assert_eq!(in_order, whole, "{spec:?}");
         }
         // Paths of 6 to 9 ms one way: whole windows, none prepared ahead.
         let short = GameSpec::new(4, 900, 30, 12);
