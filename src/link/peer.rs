@@ -963,22 +963,22 @@ impl Link {
             if first_message.is_some_and(|first| number - first >= PACKET_MESSAGE_SPAN) {
                 break;
             }
-            let len = message.payload.len();
-            if message.needs_send {
-                if !writer.fits(len) {
-                    break; // the rest goes in the next packet
-                }
-            } else {
-                // Piggyback an already-sent message (seed 002: every packet
-                // re-sends what is unacknowledged, so a lost message is
-                // recovered by the very next one), the newest within budget
-                // (`piggyback_from`), and never twice in one instant so due
-                // messages always make progress.
-                if index < piggyback_from || message.last_sent_us == now_us || !writer.fits(len) {
+            // Piggyback an already-sent message (seed 002: every packet
+            // re-sends what is unacknowledged, so a lost message is
+            // recovered by the very next one), the newest within budget
+            // (`piggyback_from`), and never twice in one instant so due
+            // messages always make progress.
+            let piggyback = !message.needs_send;
+            if piggyback && (index < piggyback_from || message.last_sent_us == now_us) {
+                continue;
+            }
+            // `push` writes nothing when the message does not fit.
+            if !writer.push(number as u16, &message.payload) {
+                if piggyback {
                     continue;
                 }
+                break; // the rest goes in the next packet
             }
-            writer.push(number as u16, &message.payload);
             if message.transmissions == 0 {
                 first_transmission = true;
                 message.first_sent_us = now_us;
