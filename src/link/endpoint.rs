@@ -350,7 +350,15 @@ impl Endpoint {
                 .filter_map(|p| p.link.poll_timeout())
                 .min();
         }
-        self.peers.iter().filter_map(|p| p.timeout).min()
+        // Branch-free over the cached timers: a machine asks after every
+        // datagram.
+        let mut earliest = u64::MAX;
+        let mut any = false;
+        for peer in &self.peers {
+            any |= peer.timeout.is_some();
+            earliest = earliest.min(peer.timeout.unwrap_or(u64::MAX));
+        }
+        any.then_some(earliest)
     }
 
     /// Write the next datagram to send into `buf`, taking links in turn; call
@@ -366,11 +374,16 @@ impl Endpoint {
                 continue;
             }
             let peer = &mut self.peers[at];
-            let sent = peer.link.poll_transmit(now_us, buf);
-            // Nothing sent and no timer due (the cache is exact unless a
-            // link was handed out): the link did not change.
-            if sent.is_some() || self.timeouts_unknown || peer.timeout.is_some_and(|t| t <= now_us)
-            {
+            // The cached timer is exact unless a link was handed out: when
+            // it is not due, the link's timers would change nothing.
+            let timer_due = self.timeouts_unknown || peer.timeout.is_some_and(|t| t <= now_us);
+            let sent = if timer_due {
+                peer.link.poll_transmit(now_us, buf)
+            } else {
+                peer.link.poll_transmit_no_timer_due(now_us, buf)
+            };
+            // Nothing sent and no timer due: the link did not change.
+            if sent.is_some() || timer_due {
                 peer.refresh_timeout();
             }
             if sent.is_none() && at < 64 {

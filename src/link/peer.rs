@@ -832,21 +832,30 @@ impl Link {
     /// the liveness timeout (a [`LinkEvent::Lost`]).
     /// [`poll_transmit`](Self::poll_transmit) calls this itself.
     pub fn handle_timeout(&mut self, now_us: u64) {
-        if let Some(started) = self.rto_started_us {
-            if now_us.saturating_sub(started) >= self.rtt.backed_off_rto_us() {
-                let resent = self.resend_oldest(u64::MAX, now_us);
-                self.rto_started_us = None;
-                if resent {
-                    self.rtt.on_rto_expired();
-                    self.counters.rto_expirations += 1;
-                }
+        if self.rto_expired(now_us) {
+            let resent = self.resend_oldest(u64::MAX, now_us);
+            self.rto_started_us = None;
+            if resent {
+                self.rtt.on_rto_expired();
+                self.counters.rto_expirations += 1;
             }
         }
-        let heard = self.last_heard_us.unwrap_or(self.created_us);
-        if !self.lost && now_us.saturating_sub(heard) >= self.liveness_timeout_us() {
+        if self.liveness_expired(now_us) {
             self.lost = true;
             self.push_event(LinkEvent::Lost);
         }
+    }
+
+    /// The retransmission timer runs and has expired at `now_us`.
+    fn rto_expired(&self, now_us: u64) -> bool {
+        self.rto_started_us
+            .is_some_and(|started| now_us.saturating_sub(started) >= self.rtt.backed_off_rto_us())
+    }
+
+    /// Not heard from within the liveness timeout, and not reported lost yet.
+    fn liveness_expired(&self, now_us: u64) -> bool {
+        let heard = self.last_heard_us.unwrap_or(self.created_us);
+        !self.lost && now_us.saturating_sub(heard) >= self.liveness_timeout_us()
     }
 
     /// The earliest time a timer needs [`handle_timeout`](Self::handle_timeout)
@@ -856,23 +865,25 @@ impl Link {
     /// not a timer: drain `poll_transmit` after every `send` and
     /// `handle_packet`.
     pub fn poll_timeout(&self) -> Option<u64> {
-        let heard = self.last_heard_us.unwrap_or(self.created_us);
-        // Folded by reference: it compiles to noticeably less than by value
-        // (`into_iter`), and the endpoint asks after every packet.
-        [
-            self.ack_due_us,
-            self.rto_started_us
-                .map(|started| started.saturating_add(self.rtt.backed_off_rto_us())),
-            (self.config.keepalive_interval_us > 0).then(|| {
+        // Straight-line: the endpoint asks after every packet sent or
+        // received, and this compiles to much less than folding an array
+        // of options.
+        let mut next = self.ack_due_us;
+        let mut consider = |due: u64| next = Some(next.map_or(due, |n| n.min(due)));
+        if let Some(started) = self.rto_started_us {
+            consider(started.saturating_add(self.rtt.backed_off_rto_us()));
+        }
+        if self.config.keepalive_interval_us > 0 {
+            consider(
                 self.last_ack_eliciting_sent_us
-                    .saturating_add(self.config.keepalive_interval_us)
-            }),
-            (!self.lost).then(|| heard.saturating_add(self.liveness_timeout_us())),
-        ]
-        .iter()
-        .flatten()
-        .copied()
-        .min()
+                    .saturating_add(self.config.keepalive_interval_us),
+            );
+        }
+        if !self.lost {
+            let heard = self.last_heard_us.unwrap_or(self.created_us);
+            consider(heard.saturating_add(self.liveness_timeout_us()));
+        }
+        next
     }
 
     /// Write the next packet to send into `buf` and return its length, or
@@ -880,6 +891,23 @@ impl Link {
     /// `buf` should hold `max_packet_bytes`; a shorter one gets smaller packets.
     pub fn poll_transmit(&mut self, now_us: u64, buf: &mut [u8]) -> Option<usize> {
         self.handle_timeout(now_us);
+        self.poll_transmit_no_timer_due(now_us, buf)
+    }
+
+    /// [`poll_transmit`](Self::poll_transmit) for a caller that knows no
+    /// timer is due at `now_us` ([`poll_timeout`](Self::poll_timeout) is
+    /// later, or none): [`handle_timeout`](Self::handle_timeout) would
+    /// change nothing, so it is skipped. The endpoint keeps each link's
+    /// timer and asks every link after every datagram.
+    pub(crate) fn poll_transmit_no_timer_due(
+        &mut self,
+        now_us: u64,
+        buf: &mut [u8],
+    ) -> Option<usize> {
+        debug_assert!(
+            !self.rto_expired(now_us) && !self.liveness_expired(now_us),
+            "a timer is due: poll_transmit must handle it"
+        );
         if self.next_packet_number > u64::from(u32::MAX) {
             return None; // 2^32 packets sent: numbers are never reused, so stop.
         }
@@ -935,22 +963,22 @@ impl Link {
             if first_message.is_some_and(|first| number - first >= PACKET_MESSAGE_SPAN) {
                 break;
             }
-            let len = message.payload.len();
-            if message.needs_send {
-                if !writer.fits(len) {
-                    break; // the rest goes in the next packet
-                }
-            } else {
-                // Piggyback an already-sent message (seed 002: every packet
-                // re-sends what is unacknowledged, so a lost message is
-                // recovered by the very next one), the newest within budget
-                // (`piggyback_from`), and never twice in one instant so due
-                // messages always make progress.
-                if index < piggyback_from || message.last_sent_us == now_us || !writer.fits(len) {
+            // Piggyback an already-sent message (seed 002: every packet
+            // re-sends what is unacknowledged, so a lost message is
+            // recovered by the very next one), the newest within budget
+            // (`piggyback_from`), and never twice in one instant so due
+            // messages always make progress.
+            let piggyback = !message.needs_send;
+            if piggyback && (index < piggyback_from || message.last_sent_us == now_us) {
+                continue;
+            }
+            // `push` writes nothing when the message does not fit.
+            if !writer.push(number as u16, &message.payload) {
+                if piggyback {
                     continue;
                 }
+                break; // the rest goes in the next packet
             }
-            writer.push(number as u16, &message.payload);
             if message.transmissions == 0 {
                 first_transmission = true;
                 message.first_sent_us = now_us;

@@ -24,7 +24,7 @@ pub use faults::{Attack, Fault};
 pub use game::{run_game, run_game_parallel, Departure, GameReport, GameSpec, OutageSpec, Spike};
 pub use instant::InstantGame;
 pub use machine_clock::MachineClock;
-pub use network::{Conditions, Delivery, NetSim, NetStats, Outage};
+pub use network::{Arrival, Conditions, Delivery, HostId, NetSim, NetStats, Outage};
 pub use oracle::{find_oracle, stalls_within_oracle_bound, Oracle};
 pub use relay_game::{run_relay_game, RelayPlacement};
 pub use rng::SplitMix64;

@@ -8,6 +8,7 @@
 //! ties in delivery time are broken by send order: the same seed and the
 //! same calls give the same deliveries, bit for bit.
 
+use std::cell::Cell;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::net::SocketAddr;
@@ -121,9 +122,42 @@ fn in_flight_key(at_us: u64, order: u64) -> InFlightKey {
 
 #[derive(Debug)]
 struct Payload {
-    from: SocketAddr,
-    to: SocketAddr,
+    from: HostId,
+    to: HostId,
     bytes: Vec<u8>,
+}
+
+/// An address the network has seen, by its position among them: the
+/// callers that send many datagrams name hosts by this and skip the
+/// address comparisons ([`NetSim::host_id`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostId(u32);
+
+impl HostId {
+    fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A datagram arriving, its hosts named by [`HostId`].
+#[derive(Debug)]
+pub struct Arrival {
+    /// When it arrives.
+    pub at_us: u64,
+    /// Who sent it.
+    pub from: HostId,
+    /// Who receives it.
+    pub to: HostId,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// [`NetSim::min_delay_from`] for every time in `from_us..until_us`.
+#[derive(Debug, Clone, Copy)]
+struct MinDelay {
+    from_us: u64,
+    until_us: u64,
+    delay_us: u64,
 }
 
 /// The simulated network. See the module docs.
@@ -133,9 +167,17 @@ pub struct NetSim {
     default_conditions: Conditions,
     /// Every address seen, interned: schedules are indexed by position.
     hosts: Vec<SocketAddr>,
+    /// Per host: given conditions (interned by [`set_conditions`](Self::set_conditions)),
+    /// rather than only named by a caller or a datagram; only these count in
+    /// [`min_delay_from`](Self::min_delay_from).
+    scheduled: Vec<bool>,
     /// `schedules[from][to]`: conditions from a time on, sorted by time.
     schedules: Vec<Vec<Vec<(u64, Conditions)>>>,
     outages: Vec<Outage>,
+    /// The last answer of [`min_delay_from`](Self::min_delay_from) and the
+    /// times it holds for: from the time asked until the next change of
+    /// any schedule (parallel play asks at every window).
+    min_delay: Cell<Option<MinDelay>>,
     in_flight: BinaryHeap<Reverse<InFlightKey>>,
     /// The payload of the datagram sent `payloads_base + i`-th at `i`
     /// (`None` once delivered): datagrams arrive roughly in send order, so
@@ -154,8 +196,10 @@ impl NetSim {
             rng: SplitMix64::new(seed),
             default_conditions,
             hosts: Vec::new(),
+            scheduled: Vec::new(),
             schedules: Vec::new(),
             outages: Vec::new(),
+            min_delay: Cell::new(None),
             in_flight: BinaryHeap::new(),
             payloads: VecDeque::new(),
             payloads_base: 0,
@@ -166,21 +210,43 @@ impl NetSim {
     }
 
     /// The position of `address` among the hosts seen, if seen.
-    fn host(&self, address: SocketAddr) -> Option<usize> {
-        self.hosts.iter().position(|h| *h == address)
+    fn host(&self, address: SocketAddr) -> Option<HostId> {
+        let index = self.hosts.iter().position(|h| *h == address)?;
+        Some(HostId(index as u32))
     }
 
-    /// The position of `address`, interning it on first sight.
-    fn intern(&mut self, address: SocketAddr) -> usize {
-        if let Some(index) = self.host(address) {
-            return index;
+    /// The id of `address`, interning it on first sight (as a host without
+    /// conditions of its own: every datagram to or from it sees the
+    /// default ones until [`set_conditions`](Self::set_conditions) names it).
+    pub fn host_id(&mut self, address: SocketAddr) -> HostId {
+        if let Some(id) = self.host(address) {
+            return id;
         }
         self.hosts.push(address);
+        self.scheduled.push(false);
         for row in &mut self.schedules {
             row.push(Vec::new());
         }
         self.schedules.push(vec![Vec::new(); self.hosts.len()]);
-        self.hosts.len() - 1
+        HostId(self.hosts.len() as u32 - 1)
+    }
+
+    /// The position of a host among those seen (0, 1, ...), for tables
+    /// indexed by host.
+    pub fn host_index(&self, id: HostId) -> usize {
+        id.index()
+    }
+
+    /// The address of a host.
+    pub fn address_of(&self, id: HostId) -> SocketAddr {
+        self.hosts[id.index()]
+    }
+
+    /// The position of `address`, interning it as a host with conditions.
+    fn intern(&mut self, address: SocketAddr) -> usize {
+        let id = self.host_id(address).index();
+        self.scheduled[id] = true;
+        id
     }
 
     /// From `from_us` on, datagrams from `from` to `to` see `conditions`
@@ -193,6 +259,7 @@ impl NetSim {
         conditions: Conditions,
     ) {
         let (from, to) = (self.intern(from), self.intern(to));
+        self.min_delay.set(None);
         let schedule = &mut self.schedules[from][to];
         let at = schedule.partition_point(|(t, _)| *t <= from_us);
         schedule.insert(at, (from_us, conditions));
@@ -220,7 +287,12 @@ impl NetSim {
         let (Some(from), Some(to)) = (self.host(from), self.host(to)) else {
             return self.default_conditions;
         };
-        self.schedules[from][to]
+        self.conditions_between(from, to, now_us)
+    }
+
+    /// [`conditions`](Self::conditions) between hosts named by id.
+    fn conditions_between(&self, from: HostId, to: HostId, now_us: u64) -> Conditions {
+        self.schedules[from.index()][to.index()]
             .iter()
             .rev()
             .find(|(t, _)| *t <= now_us)
@@ -233,9 +305,46 @@ impl NetSim {
     /// outages only add or drop). A datagram sent at `t >= from_us` to one
     /// of these hosts arrives at `t +` this at the earliest.
     pub fn min_delay_from(&self, from_us: u64) -> u64 {
+        if let Some(known) = self.min_delay.get() {
+            if (known.from_us..known.until_us).contains(&from_us) {
+                return known.delay_us;
+            }
+        }
+        // No schedule changes before the next entry starts: the answer
+        // holds until then.
+        let until_us = self
+            .schedules
+            .iter()
+            .flatten()
+            .flatten()
+            .map(|(t, _)| *t)
+            .filter(|t| *t > from_us)
+            .min()
+            .unwrap_or(u64::MAX);
+        let delay_us = self.work_out_min_delay_from(from_us);
+        self.min_delay.set(Some(MinDelay {
+            from_us,
+            until_us,
+            delay_us,
+        }));
+        delay_us
+    }
+
+    /// [`min_delay_from`](Self::min_delay_from), worked out.
+    fn work_out_min_delay_from(&self, from_us: u64) -> u64 {
         let mut min = u64::MAX;
-        for (from, row) in self.schedules.iter().enumerate() {
-            for (_, schedule) in row.iter().enumerate().filter(|(to, _)| *to != from) {
+        let scheduled = |host: &usize| self.scheduled[*host];
+        for (from, row) in self
+            .schedules
+            .iter()
+            .enumerate()
+            .filter(|(f, _)| scheduled(f))
+        {
+            let others = row
+                .iter()
+                .enumerate()
+                .filter(|(to, _)| *to != from && scheduled(to));
+            for (_, schedule) in others {
                 // The entry in force at `from_us` (or the default before any)
                 // and every later one.
                 let later = schedule.partition_point(|(t, _)| *t <= from_us);
@@ -249,7 +358,7 @@ impl NetSim {
                     .fold(min.min(in_force), u64::min);
             }
         }
-        if self.hosts.len() < 2 {
+        if self.scheduled.iter().filter(|s| **s).count() < 2 {
             return self.default_conditions.delay_us;
         }
         min
@@ -257,6 +366,7 @@ impl NetSim {
 
     /// Send a datagram at `now_us`.
     pub fn send(&mut self, now_us: u64, from: SocketAddr, to: SocketAddr, bytes: &[u8]) {
+        let (from, to) = (self.host_id(from), self.host_id(to));
         let (arrivals, copies) = self.fate(now_us, from, to);
         for at_us in &arrivals[..copies] {
             let mut buffer = self.spare_buffers.pop().unwrap_or_default();
@@ -276,6 +386,18 @@ impl NetSim {
         to: SocketAddr,
         bytes: Vec<u8>,
     ) -> Option<Vec<u8>> {
+        let (from, to) = (self.host_id(from), self.host_id(to));
+        self.send_between(now_us, from, to, bytes)
+    }
+
+    /// [`send_buffer`](Self::send_buffer) between hosts named by id.
+    pub fn send_between(
+        &mut self,
+        now_us: u64,
+        from: HostId,
+        to: HostId,
+        bytes: Vec<u8>,
+    ) -> Option<Vec<u8>> {
         let (arrivals, copies) = self.fate(now_us, from, to);
         match copies {
             0 => return Some(bytes),
@@ -289,14 +411,19 @@ impl NetSim {
     /// What becomes of a datagram sent at `now_us`: the arrival time of
     /// each copy that gets through (none, one, or two when duplicated),
     /// counted in the stats. The random draws happen here, in a fixed order.
-    fn fate(&mut self, now_us: u64, from: SocketAddr, to: SocketAddr) -> ([u64; 2], usize) {
+    fn fate(&mut self, now_us: u64, from: HostId, to: HostId) -> ([u64; 2], usize) {
         let mut arrivals = [0; 2];
         self.stats.sent += 1;
-        if self.outages.iter().any(|o| o.covers(now_us, from, to)) {
+        let (from_address, to_address) = (self.address_of(from), self.address_of(to));
+        if self
+            .outages
+            .iter()
+            .any(|o| o.covers(now_us, from_address, to_address))
+        {
             self.stats.blacked_out += 1;
             return (arrivals, 0);
         }
-        let conditions = self.conditions(from, to, now_us);
+        let conditions = self.conditions_between(from, to, now_us);
         if self.rng.chance_ppm(conditions.loss_ppm) {
             self.stats.lost += 1;
             return (arrivals, 0);
@@ -319,7 +446,7 @@ impl NetSim {
     }
 
     /// Put a datagram in flight, after every one sent before it.
-    fn enqueue(&mut self, at_us: u64, from: SocketAddr, to: SocketAddr, bytes: Vec<u8>) {
+    fn enqueue(&mut self, at_us: u64, from: HostId, to: HostId, bytes: Vec<u8>) {
         self.payloads.push_back(Some(Payload { from, to, bytes }));
         self.in_flight
             .push(Reverse(in_flight_key(at_us, self.order)));
@@ -356,6 +483,17 @@ impl NetSim {
         let (at_us, payload) = self.pop_due(now_us)?;
         Some(Delivery {
             at_us,
+            from: self.address_of(payload.from),
+            to: self.address_of(payload.to),
+            bytes: payload.bytes,
+        })
+    }
+
+    /// [`poll_delivery`](Self::poll_delivery) with the hosts named by id.
+    pub fn poll_arrival(&mut self, now_us: u64) -> Option<Arrival> {
+        let (at_us, payload) = self.pop_due(now_us)?;
+        Some(Arrival {
+            at_us,
             from: payload.from,
             to: payload.to,
             bytes: payload.bytes,
@@ -373,7 +511,11 @@ impl NetSim {
         let (at_us, mut payload) = self.pop_due(now_us)?;
         std::mem::swap(bytes, &mut payload.bytes);
         self.spare_buffers.push(payload.bytes);
-        Some((at_us, payload.from, payload.to))
+        Some((
+            at_us,
+            self.address_of(payload.from),
+            self.address_of(payload.to),
+        ))
     }
 
     /// Datagrams still in flight.
@@ -470,6 +612,32 @@ mod tests {
         jittery.jitter_us = 40_000;
         net.set_conditions(addr(2), addr(1), 9_500, jittery);
         assert_eq!(net.min_delay_from(9_000), 50_000);
+    }
+
+    #[test]
+    fn hosts_named_by_id_or_datagram_only_do_not_count_in_the_min_delay() {
+        let mut net = NetSim::new(0, Conditions::PERFECT);
+        net.set_path_conditions(addr(1), addr(2), 0, Conditions::delay_ms(40));
+        assert_eq!(net.min_delay_from(0), 40_000);
+        // A third address seen only as a datagram's sender and by id: the
+        // default conditions, and no say in the bound.
+        let stranger = net.host_id(addr(3));
+        assert_eq!(net.address_of(stranger), addr(3));
+        net.send(0, addr(3), addr(1), b"s");
+        assert_eq!(net.min_delay_from(0), 40_000);
+        let one = net.host_id(addr(1));
+        let two = net.host_id(addr(2));
+        assert_eq!(net.send_between(0, one, two, b"t".to_vec()), None);
+        let first = net.poll_arrival(u64::MAX).unwrap();
+        assert_eq!(
+            (first.at_us, first.from, first.bytes),
+            (0, stranger, b"s".to_vec())
+        );
+        let second = net.poll_delivery(u64::MAX).unwrap();
+        assert_eq!(
+            (second.at_us, second.from, second.to),
+            (40_000, addr(1), addr(2))
+        );
     }
 
     #[test]

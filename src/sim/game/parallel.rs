@@ -11,10 +11,23 @@
 //! at its own moments (a delivery, its wake-up, its player's command), so
 //! each machine goes through exactly the steps it goes through in order.
 //!
+//! Windows are half that long where half is long enough, so that the
+//! network's serial work leaves the critical path: what window `W` sends
+//! arrives after `W + 1` ends (the two together last at most `d`, see
+//! [`next_window`]), so while the machines play `W + 1` the caller feeds
+//! `W`'s datagrams to the network and then takes out the arrivals of
+//! `W + 2`, which is then ready to open the moment `W + 1` ends. Whether
+//! every machine stays in play through `W + 2` is checked when `W + 1`
+//! opens, over both windows. A window that prepares no next one (the last
+//! before in-order play, or a window of the whole `d`, where half is too
+//! short) feeds its datagrams at its end.
+//!
 //! What the machines share is handled so that nothing depends on which
 //! thread ran what, or when:
-//! - **Arrivals**: taken out of [`NetSim`] before the window opens, in the
-//!   network's order, into each machine's inbox.
+//! - **Arrivals**: taken out of [`NetSim`] before the window opens (while
+//!   the one before plays, when it was prepared), in the network's order,
+//!   into each machine's inbox. Every datagram that can arrive by then was
+//!   fed to the network before.
 //! - **Commands**: the players' command gaps come from one random stream
 //!   drawn in play order (time, then seat). Before the window opens the
 //!   draws of every command due in it are made in that order and handed to
@@ -22,9 +35,11 @@
 //!   change inside a window (checked: no player can reach the last issuing
 //!   frame within it, see [`window`]).
 //! - **Sends**: each machine's datagrams are collected with their send time
-//!   and fed to [`NetSim`] after the window in exactly the order in-order
-//!   play sends them (time, then seat, then the machine's own order), so
-//!   the network's random draws and its tie-breaking are the same.
+//!   and fed to [`NetSim`] after the window (during the next one, when that
+//!   was prepared) in exactly the order in-order play sends them (time,
+//!   then seat, then the machine's own order), so the network's random
+//!   draws and its tie-breaking are the same; no datagram that could
+//!   arrive earlier than they do is taken out of the network in between.
 //! - **Everything else** a step changes belongs to its machine (its issued
 //!   commands, its counters, the executions it credits, which are settled
 //!   after the window: crediting commutes).
@@ -40,8 +55,10 @@
 //! Threads: the calling thread and one helper. At each window the machines
 //! are jobs on a board; the caller takes them from the first up, the helper
 //! from the last down, until none is left (a machine mostly stays on one
-//! core, its state in that core's cache). Between windows the caller feeds
-//! the network while the helper waits awake, yielding, so that it starts
+//! core, its state in that core's cache). The caller first does the
+//! network's part (feeding the last window's datagrams, taking out the
+//! next window's arrivals), the helper meanwhile already plays machines.
+//! Between windows the helper waits awake, yielding, so that it starts
 //! the next window at once yet leaves the core to the caller when both
 //! share one. A helper that kept the caller waiting (its thread was not
 //! running: the cores are busy with other work) is left alone for a while:
@@ -58,8 +75,15 @@ use parking_lot::Mutex;
 use super::host::{deliver, transmit, Host, Machine, Outside, Play, Rules};
 use crate::error::{Error, Result};
 use crate::report::record::MAX_SEATS;
-use crate::sim::NetSim;
+use crate::sim::{HostId, NetSim};
 
+/// Windows of half the least delay, the next prepared while one plays
+/// (the network's serial work off the critical path, twice the windows),
+/// rather than whole ones with the network fed between them. Both give the
+/// same result byte for byte; which is faster depends on how much the
+/// windows' hand-over costs against the network's part (see
+/// docs/rungs-sim.md, "Two threads").
+const PREPARE_AHEAD: bool = true;
 /// Shortest window worth handing to two threads, µs.
 pub(super) const MIN_WINDOW_US: u64 = 5_000;
 /// How long the caller spins for the helper's last job before it yields.
@@ -73,12 +97,25 @@ const SLOW_HELPER: Duration = Duration::from_micros(300);
 /// helper again. Who plays a job never changes the result.
 const ALONE_WINDOWS: u32 = 64;
 
+/// How many windows a game was played in, and how many of them were
+/// prepared while the one before played.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Windows {
+    pub(super) played: u64,
+    pub(super) prepared: u64,
+}
+
 /// Play the game of `host` to its end, on two threads where the game
-/// allows (see the module docs), in order elsewhere. Returns how many
-/// windows were played on two threads.
-pub(super) fn run(host: &mut Host<'_>) -> Result<u64> {
+/// allows (see the module docs), in order elsewhere.
+pub(super) fn run(host: &mut Host<'_>) -> Result<Windows> {
+    run_windows(host, PREPARE_AHEAD)
+}
+
+/// [`run`], with windows of half the least delay prepared ahead, or whole
+/// ones (the same result either way).
+fn run_windows(host: &mut Host<'_>, prepare_ahead: bool) -> Result<Windows> {
     if !splittable(&host.rules) {
-        return host.run().map(|()| 0);
+        return host.run().map(|()| Windows::default());
     }
     let Host { rules, play } = host;
     let rules: &Rules<'_> = rules;
@@ -96,23 +133,38 @@ pub(super) fn run(host: &mut Host<'_>) -> Result<u64> {
     std::thread::scope(|scope| {
         let helper = scope.spawn(|| board.help(rules));
         let played = (|| {
-            let mut windows = 0;
+            let mut routes = Routes::default();
+            let mut carried = Carried::new(play.machines.len());
+            let mut windows = Windows::default();
             let mut alone = 0u32;
             while play.playing(rules) {
                 play.check_progress(rules)?;
-                match window(play, rules) {
-                    Some(end) => {
-                        let helped = alone == 0;
-                        alone = alone.saturating_sub(1);
-                        let wake = || helper.thread().unpark();
-                        let waited = play_window(play, rules, &board, end, helped, wake)?;
-                        if waited > SLOW_HELPER {
-                            alone = ALONE_WINDOWS;
-                        }
-                        windows += 1;
-                    }
-                    None => play.iteration(rules)?,
+                // The window prepared by the last one, or a new one.
+                windows.prepared += u64::from(carried.prepared_end.is_some());
+                let ahead = prepare_ahead;
+                let Some(end) = carried.prepared_end.or_else(|| window(play, rules, ahead)) else {
+                    play.iteration(rules)?;
+                    continue;
+                };
+                let next_end = next_window(play, rules, end);
+                let helped = alone == 0;
+                alone = alone.saturating_sub(1);
+                let wake = || helper.thread().unpark();
+                routes.update(play);
+                let waited = play_window(
+                    play,
+                    rules,
+                    &board,
+                    &routes,
+                    &mut carried,
+                    (end, next_end),
+                    helped,
+                    wake,
+                )?;
+                if waited > SLOW_HELPER {
+                    alone = ALONE_WINDOWS;
                 }
+                windows.played += 1;
             }
             Ok(windows)
         })();
@@ -130,12 +182,45 @@ fn splittable(rules: &Rules<'_>) -> bool {
 
 /// The end of a window opening at `play.now`, if one can open: long enough,
 /// every machine in play, and no player able to reach the last issuing
-/// frame (or the end) inside it.
-fn window(play: &Play, rules: &Rules<'_>) -> Option<u64> {
-    let length = play.lobby.net.min_delay_from(play.now);
-    if length < MIN_WINDOW_US {
+/// frame (or the end) inside it. Half the least delay when that is long
+/// enough, so that the next window can be prepared while this one plays
+/// (see [`next_window`]); the whole least delay otherwise.
+fn window(play: &Play, rules: &Rules<'_>, prepare_ahead: bool) -> Option<u64> {
+    let delay = play.lobby.net.min_delay_from(play.now);
+    if delay < MIN_WINDOW_US || !machines_stay_in_play(play, rules, delay) {
         return None;
     }
+    let length = if prepare_ahead && delay / 2 >= MIN_WINDOW_US {
+        delay / 2
+    } else {
+        delay
+    };
+    Some(play.now + length)
+}
+
+/// The end of the window that follows `[play.now, end_us)`, if it can be
+/// prepared while this one plays: what this window sends must not arrive
+/// before it ends (the two together last at most the least delay from
+/// `play.now`), it must be long enough, and no player may reach the last
+/// issuing frame (or the end) within both. This window's sends are then
+/// fed to the network while the next one plays, and its arrivals taken out
+/// of the network while this one plays.
+fn next_window(play: &Play, rules: &Rules<'_>, end_us: u64) -> Option<u64> {
+    let net = &play.lobby.net;
+    let length = end_us - play.now;
+    let delay = net.min_delay_from(play.now);
+    // What this window sends arrives at `play.now + delay` at the earliest.
+    let next_length = (net.min_delay_from(end_us) / 2).min(delay.checked_sub(length)?);
+    if next_length < MIN_WINDOW_US || !machines_stay_in_play(play, rules, length + next_length) {
+        return None;
+    }
+    Some(end_us + next_length)
+}
+
+/// Whether every machine stays in play, issuing, through the next
+/// `length` µs from `play.now`: active, and unable to reach the last
+/// issuing frame (or the end) so soon.
+fn machines_stay_in_play(play: &Play, rules: &Rules<'_>, length: u64) -> bool {
     for m in &play.machines {
         // A frame's work keeps the machine busy: at most this many frames
         // start inside the window.
@@ -146,10 +231,10 @@ fn window(play: &Play, rules: &Rules<'_>) -> Option<u64> {
             || reach >= u64::from(rules.last_issue_frame)
             || usize::from(m.seat) >= MAX_SEATS
         {
-            return None;
+            return false;
         }
     }
-    Some(play.now + length)
+    true
 }
 
 /// A datagram due in the window.
@@ -163,7 +248,48 @@ struct Arrival {
 struct Sent {
     at_us: u64,
     to: SocketAddr,
+    /// The network's id of `to` when it is a player's (always, in a game
+    /// without faults): the network skips the address lookup.
+    to_host: Option<HostId>,
     bytes: Vec<u8>,
+}
+
+/// Where the lobby's addresses are in the network, both ways: the caller
+/// routes arrivals by host id, the machines name their datagrams' hosts.
+#[derive(Default)]
+struct Routes {
+    /// The lobby's addresses these were worked out for.
+    addresses: Vec<SocketAddr>,
+    /// The network's id of each player's address, by seat.
+    hosts: Vec<HostId>,
+    /// The seat at each host id, if a player's.
+    seats: Vec<Option<usize>>,
+}
+
+impl Routes {
+    /// Work the routes out again if the lobby's addresses changed (they do
+    /// not in a game played in windows: this happens once).
+    fn update(&mut self, play: &mut Play) {
+        if self.addresses == play.lobby.addresses {
+            return;
+        }
+        let net = &mut play.lobby.net;
+        self.addresses.clone_from(&play.lobby.addresses);
+        self.hosts = self.addresses.iter().map(|a| net.host_id(*a)).collect();
+        self.seats.clear();
+        for (seat, host) in self.hosts.iter().enumerate() {
+            let at = net.host_index(*host);
+            if self.seats.len() <= at {
+                self.seats.resize(at + 1, None);
+            }
+            self.seats[at] = Some(seat);
+        }
+    }
+
+    /// The seat whose machine is at `host`, if a player's.
+    fn seat_at(&self, host: HostId, net: &NetSim) -> Option<usize> {
+        self.seats.get(net.host_index(host)).copied().flatten()
+    }
 }
 
 /// Datagram buffers a job keeps for reuse, at most: a machine receives
@@ -188,9 +314,35 @@ struct Job {
     /// read by the threads that play the machines; the caller's thread
     /// only passes the buffers on.
     spare: Vec<Vec<u8>>,
-    /// The lobby's addresses (fixed: games with moves are played in order).
+    /// The lobby's addresses (fixed: games with moves are played in order)
+    /// and their hosts in the network, by seat.
     addresses: Vec<SocketAddr>,
+    hosts: Vec<HostId>,
     failed: Option<Error>,
+}
+
+/// What the caller carries from one window to the next, per seat: the
+/// datagrams a window sent that are not fed to the network yet, the
+/// buffers of those the network lost (back to their sender's job), and
+/// the arrivals of the window prepared next.
+struct Carried {
+    unsent: Vec<Vec<Sent>>,
+    lost: Vec<Vec<Vec<u8>>>,
+    inboxes: Vec<Vec<Arrival>>,
+    /// The end of the next window (it opens where the last one ended),
+    /// when its arrivals are in `inboxes`.
+    prepared_end: Option<u64>,
+}
+
+impl Carried {
+    fn new(seats: usize) -> Carried {
+        Carried {
+            unsent: (0..seats).map(|_| Vec::new()).collect(),
+            lost: (0..seats).map(|_| Vec::new()).collect(),
+            inboxes: (0..seats).map(|_| Vec::new()).collect(),
+            prepared_end: None,
+        }
+    }
 }
 
 /// What a machine's step reaches in a window: the gaps drawn for it, and
@@ -200,6 +352,7 @@ struct Window<'a> {
     sent: &'a mut Vec<Sent>,
     spare: &'a mut Vec<Vec<u8>>,
     addresses: &'a [SocketAddr],
+    hosts: &'a [HostId],
 }
 
 impl Outside for Window<'_> {
@@ -213,9 +366,11 @@ impl Outside for Window<'_> {
         let mut bytes = self.spare.pop().unwrap_or_default();
         bytes.clear();
         bytes.extend_from_slice(datagram);
+        let seat = self.addresses.iter().position(|a| *a == to);
         self.sent.push(Sent {
             at_us: now,
             to,
+            to_host: seat.and_then(|seat| self.hosts.get(seat).copied()),
             bytes,
         });
     }
@@ -242,6 +397,7 @@ impl Job {
             sent,
             spare,
             addresses,
+            hosts,
             ..
         } = self;
         let Some(m) = machine.as_deref_mut() else {
@@ -252,6 +408,7 @@ impl Job {
             sent,
             spare,
             addresses,
+            hosts,
         };
         let gone = [false; MAX_SEATS];
         loop {
@@ -347,21 +504,27 @@ impl Board {
 }
 
 /// Play the window `[play.now, end_us)` on the board (see the module docs),
-/// `helped` by the other thread or alone. Returns how long the caller
+/// `helped` by the other thread or alone; with `next_end`, prepare the
+/// window `[end_us, next_end)` meanwhile. Returns how long the caller
 /// waited for the helper to finish its jobs (wall clock, for scheduling
 /// only: who plays a job never changes what it does).
+#[allow(clippy::too_many_arguments)]
 fn play_window(
     play: &mut Play,
     rules: &Rules<'_>,
     board: &Board,
-    end_us: u64,
+    routes: &Routes,
+    carried: &mut Carried,
+    (end_us, next_end): (u64, Option<u64>),
     helped: bool,
     wake_helper: impl Fn(),
 ) -> Result<Duration> {
     let count = play.machines.len();
-    // Hand every machine its arrivals and its command gaps.
+    let prepared = carried.prepared_end.take() == Some(end_us);
+    // Hand every machine its arrivals and its command gaps; take what the
+    // last window sent, if it is not fed to the network yet.
     let mut jobs: Vec<_> = board.jobs.iter().map(|job| job.lock()).collect();
-    for job in jobs.iter_mut() {
+    for (seat, job) in jobs.iter_mut().enumerate() {
         let job = &mut **job;
         job.end_us = end_us;
         job.gaps.clear();
@@ -369,22 +532,26 @@ fn play_window(
         let room = SPARE_BUFFERS.saturating_sub(job.spare.len());
         job.spare
             .extend(job.inbox.drain(..).map(|used| used.bytes).take(room));
+        let room = SPARE_BUFFERS.saturating_sub(job.spare.len());
+        job.spare.extend(carried.lost[seat].drain(..).take(room));
+        carried.lost[seat].clear();
         job.inbox.clear();
         job.delivered = 0;
-        if job.addresses != play.lobby.addresses {
-            job.addresses.clone_from(&play.lobby.addresses);
+        if prepared {
+            std::mem::swap(&mut job.inbox, &mut carried.inboxes[seat]);
+        }
+        std::mem::swap(&mut job.sent, &mut carried.unsent[seat]);
+        if job.addresses != routes.addresses {
+            job.addresses.clone_from(&routes.addresses);
+            job.hosts.clone_from(&routes.hosts);
         }
     }
-    while let Some(arrival) = play.lobby.net.poll_delivery(end_us - 1) {
-        // The lobby's addresses are the machines' (games with moves are
-        // played in order), and the caller's thread keeps them in its cache.
-        if let Some(at) = play.lobby.addresses.iter().position(|a| *a == arrival.to) {
-            jobs[at].inbox.push(Arrival {
-                at_us: arrival.at_us,
-                from: arrival.from,
-                bytes: arrival.bytes,
-            });
-        }
+    if !prepared {
+        // Everything sent before is in the network (a window that prepares
+        // none feeds its datagrams at its end).
+        take_arrivals(&mut play.lobby.net, routes, end_us, |seat, arrival| {
+            jobs[seat].inbox.push(arrival);
+        });
     }
     draw_commands(play, &mut jobs, end_us);
     for (job, m) in jobs.iter_mut().zip(play.machines.drain(..)) {
@@ -392,7 +559,9 @@ fn play_window(
     }
     drop(jobs);
 
-    // Both threads take jobs.
+    // Both threads take jobs; the caller first feeds the network what the
+    // last window sent and prepares the next window, while the helper
+    // already plays machines.
     board.done.store(0, Ordering::Release);
     for taken in &board.taken {
         taken.store(false, Ordering::Release);
@@ -400,6 +569,14 @@ fn play_window(
     if helped {
         board.round.fetch_add(1, Ordering::AcqRel);
         wake_helper();
+    }
+    send_in_play_order(&mut play.lobby.net, routes, carried);
+    if let Some(next_end) = next_end {
+        let inboxes = &mut carried.inboxes;
+        take_arrivals(&mut play.lobby.net, routes, next_end, |seat, arrival| {
+            inboxes[seat].push(arrival);
+        });
+        carried.prepared_end = Some(next_end);
     }
     board.work(rules, false);
     let waiting = Instant::now();
@@ -414,7 +591,8 @@ fn play_window(
     }
     let waited = waiting.elapsed();
 
-    // Take the machines back, and send what they sent in play order.
+    // Take the machines back; what they sent goes to the network now, or
+    // while the next window plays.
     let mut jobs: Vec<_> = board.jobs.iter().map(|job| job.lock()).collect();
     let mut failed = None;
     for job in jobs.iter_mut() {
@@ -428,14 +606,47 @@ fn play_window(
     if play.machines.len() != count {
         return Err(Error::State("a machine went missing in a parallel window"));
     }
-    send_in_play_order(play, &mut jobs);
+    if next_end.is_none() {
+        for (seat, job) in jobs.iter_mut().enumerate() {
+            std::mem::swap(&mut job.sent, &mut carried.unsent[seat]);
+        }
+        send_in_play_order(&mut play.lobby.net, routes, carried);
+    }
     drop(jobs);
     if let Some(e) = failed {
         return Err(e);
     }
     play.settle_credits();
-    play.now = play.next_moment().max(end_us);
+    play.now = match next_end {
+        // The prepared window opens where this one ends.
+        Some(_) => end_us,
+        None => play.next_moment().max(end_us),
+    };
     Ok(waited)
+}
+
+/// Take every datagram arriving before `end_us` out of the network, in its
+/// order, and hand each to `arrive` with the seat it arrives at.
+fn take_arrivals(
+    net: &mut NetSim,
+    routes: &Routes,
+    end_us: u64,
+    mut arrive: impl FnMut(usize, Arrival),
+) {
+    while let Some(arrival) = net.poll_arrival(end_us - 1) {
+        // The lobby's addresses are the machines' (games with moves are
+        // played in order).
+        if let Some(seat) = routes.seat_at(arrival.to, net) {
+            arrive(
+                seat,
+                Arrival {
+                    at_us: arrival.at_us,
+                    from: net.address_of(arrival.from),
+                    bytes: arrival.bytes,
+                },
+            );
+        }
+    }
 }
 
 /// Draw the command gaps of every command due before `end_us`, in play
@@ -458,35 +669,49 @@ fn draw_commands(play: &mut Play, jobs: &mut [parking_lot::MutexGuard<'_, Job>],
     }
 }
 
-/// Feed the window's datagrams to the network by send time, then seat,
-/// then each machine's own order.
-fn send_in_play_order(play: &mut Play, jobs: &mut [parking_lot::MutexGuard<'_, Job>]) {
+/// Feed a window's datagrams (`carried.unsent`) to the network by send
+/// time, then seat, then each machine's own order: the order in-order play
+/// sends them in. The buffers of those lost go to `carried.lost`.
+fn send_in_play_order(net: &mut NetSim, routes: &Routes, carried: &mut Carried) {
+    let Carried { unsent, lost, .. } = carried;
     let mut heads = [0usize; MAX_SEATS];
     loop {
-        let mut first: Option<(usize, u64)> = None;
-        for (at, job) in jobs.iter().enumerate() {
-            if let Some(sent) = job.sent.get(heads[at]) {
-                if first.map_or(true, |(_, t)| sent.at_us < t) {
-                    first = Some((at, sent.at_us));
+        // The first datagram in play order, and the first of any other
+        // seat: the first seat's datagrams go out until that one's turn
+        // (a machine sends a burst at once, so one look sends many).
+        let mut first: Option<(u64, usize)> = None;
+        let mut second: Option<(u64, usize)> = None;
+        for (seat, sent) in unsent.iter().enumerate() {
+            if let Some(sent) = sent.get(heads[seat]) {
+                let key = (sent.at_us, seat);
+                if first.map_or(true, |f| key < f) {
+                    second = first;
+                    first = Some(key);
+                } else if second.map_or(true, |s| key < s) {
+                    second = Some(key);
                 }
             }
         }
-        let Some((at, _)) = first else {
+        let Some((_, seat)) = first else {
             break;
         };
-        let job = &mut **jobs.get_mut(at).expect("a job per machine");
-        let sent = &mut job.sent[heads[at]];
-        heads[at] += 1;
-        let from = play.lobby.addresses[at];
-        let bytes = std::mem::take(&mut sent.bytes);
-        if let Some(lost) = play.lobby.net.send_buffer(sent.at_us, from, sent.to, bytes) {
-            if job.spare.len() < SPARE_BUFFERS {
-                job.spare.push(lost);
+        let from = routes.hosts[seat];
+        while let Some(sent) = unsent[seat].get_mut(heads[seat]) {
+            if second.is_some_and(|s| (sent.at_us, seat) > s) {
+                break;
+            }
+            heads[seat] += 1;
+            let to = sent.to_host.unwrap_or_else(|| net.host_id(sent.to));
+            let bytes = std::mem::take(&mut sent.bytes);
+            if let Some(buffer) = net.send_between(sent.at_us, from, to, bytes) {
+                if lost[seat].len() < SPARE_BUFFERS {
+                    lost[seat].push(buffer);
+                }
             }
         }
     }
-    for job in jobs.iter_mut() {
-        job.sent.clear();
+    for sent in unsent.iter_mut() {
+        sent.clear();
     }
 }
 
@@ -498,16 +723,18 @@ mod tests {
 
     /// The report of `spec` played in order, and played in windows with how
     /// many windows there were.
-    fn both_ways(spec: &GameSpec) -> (String, String, u64) {
+    fn both_ways(spec: &GameSpec) -> (String, String, Windows) {
         let mut in_order = Host::new(spec).unwrap();
         in_order.run().unwrap();
+        let (split, windows) = in_windows(spec, true);
+        (format!("{:?}", in_order.judge()), split, windows)
+    }
+
+    /// The report of `spec` played in windows prepared ahead or whole ones.
+    fn in_windows(spec: &GameSpec, prepare_ahead: bool) -> (String, Windows) {
         let mut split = Host::new(spec).unwrap();
-        let windows = run(&mut split).unwrap();
-        (
-            format!("{:?}", in_order.judge()),
-            format!("{:?}", split.judge()),
-            windows,
-        )
+        let windows = run_windows(&mut split, prepare_ahead).unwrap();
+        (format!("{:?}", split.judge()), windows)
     }
 
     #[test]
@@ -539,9 +766,26 @@ mod tests {
         tracking.commands_per_minute = 600;
         for spec in [plain, rough, spiky, tracking] {
             let (in_order, split, windows) = both_ways(&spec);
-            assert!(windows > 10, "{windows} windows: the game was not split");
+            assert!(windows.played > 10, "{windows:?}: the game was not split");
+            // Every path is 40 ms one way or more: half of that is a
+            // window, and most are prepared while the one before plays.
+            assert!(
+                windows.prepared * 10 > windows.played * 9,
+                "{windows:?}: the windows were not prepared ahead"
+            );
             assert_eq!(in_order, split, "{spec:?}");
+            // Whole windows, the network fed between them: the same again.
+            let (whole, whole_windows) = in_windows(&spec, false);
+            assert_eq!(whole_windows.prepared, 0, "{whole_windows:?}");
+            assert!(whole_windows.played > 10, "{whole_windows:?}");
+            assert_eq!(in_order, whole, "{spec:?}");
         }
+        // Paths of 6 to 9 ms one way: whole windows, none prepared ahead.
+        let short = GameSpec::new(4, 900, 30, 12);
+        let (in_order, split, windows) = both_ways(&short);
+        assert!(windows.played > 10, "{windows:?}: the game was not split");
+        assert_eq!(windows.prepared, 0, "{windows:?}");
+        assert_eq!(in_order, split);
     }
 
     #[test]
@@ -553,7 +797,7 @@ mod tests {
         idle.proc_us = vec![0];
         for spec in [crash, lan, idle] {
             let (in_order, split, windows) = both_ways(&spec);
-            assert_eq!(windows, 0, "{spec:?}");
+            assert_eq!(windows.played, 0, "{spec:?}");
             assert_eq!(in_order, split);
         }
     }
