@@ -485,7 +485,7 @@ impl Sequencer {
         };
         let mut chosen = None;
         for frame in from..=to {
-            if let (_, Some(event)) = policy.evaluate(&self.record, frame) {
+            if let (_, Some(event)) = policy.evaluate(&self.record, frame, None) {
                 chosen = Some(event);
             }
         }

@@ -34,7 +34,7 @@ use super::queue::{CommandQueue, Queued};
 use super::readiness::{answer, SendHistory};
 use super::schedule::{Applied, Changed, Schedule};
 use super::seats::Seats;
-use super::tracking::TrackingPolicy;
+use super::tracking::{InForce, TrackingPolicy};
 use super::TimingEvent;
 use crate::error::{Error, Result};
 use crate::report::record::Effect;
@@ -114,17 +114,20 @@ impl Policy {
         }
     }
 
+    /// `in_force`: the schedule the events execute in, where the caller
+    /// keeps one (the timing machine; the relay's sequencer does not).
     pub(crate) fn evaluate(
         &mut self,
         record: &Record,
         frame: u32,
+        in_force: Option<InForce>,
     ) -> (Verdict, Option<TimingEvent>) {
         match self {
             Policy::Adaptive(p) => p.evaluate(record, frame),
             Policy::Fixed { .. } => (Verdict::NoEvaluation, None),
             Policy::RedAlert(p) => (Verdict::NoEvaluation, p.evaluate(record, frame)),
             Policy::Protocol0(p) => (Verdict::NoEvaluation, p.evaluate(record, frame)),
-            Policy::Tracking(p) => (Verdict::NoEvaluation, p.evaluate(record, frame)),
+            Policy::Tracking(p) => (Verdict::NoEvaluation, p.evaluate(record, frame, in_force)),
         }
     }
 
@@ -505,7 +508,11 @@ impl TimingMachine {
     /// as a command is returned.
     pub fn end_frame(&mut self) -> Result<Option<TimingEvent>> {
         let frame = self.current_frame()?;
-        let (verdict, event) = self.policy.evaluate(&self.record, frame);
+        let in_force = InForce {
+            timing: self.schedule.timing(),
+            staged: self.schedule.staged_target(),
+        };
+        let (verdict, event) = self.policy.evaluate(&self.record, frame, Some(in_force));
         if verdict != Verdict::NoEvaluation {
             self.last_verdict = verdict;
         }

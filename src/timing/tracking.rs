@@ -119,6 +119,19 @@ pub struct TrackingPolicy {
     /// The last margin raise not yet explained: its frame, the frames of it
     /// left, and the look-ahead the round trips needed then.
     unexplained_raise: Option<(u32, u8, u32)>,
+    /// The frame the last event was issued on, and the look-ahead in force
+    /// then (it executes within it).
+    issued: Option<(u32, u8)>,
+}
+
+/// The schedule where the policy's events execute (S5), as the timing
+/// machine has it on the frame it evaluates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InForce {
+    /// The timing in force.
+    pub timing: Timing,
+    /// A staged decrease's target, until it has finished.
+    pub staged: Option<Timing>,
 }
 
 impl TrackingPolicy {
@@ -134,6 +147,7 @@ impl TrackingPolicy {
             last_unexplained_stall: 0,
             seen: [None; MAX_SEATS],
             unexplained_raise: None,
+            issued: None,
         }
     }
 
@@ -211,7 +225,15 @@ impl TrackingPolicy {
     /// On a frame where new reports have executed and every player has a
     /// fresh one (every machine executes the same reports on the same
     /// frames, so every machine evaluates on the same frames).
-    pub fn evaluate(&mut self, record: &Record, frame: u32) -> Option<TimingEvent> {
+    /// `schedule` is where the events execute (the timing machine's), if
+    /// the caller keeps one: a decrease on its way there is not replaced by
+    /// another ([`InForce`]).
+    pub fn evaluate(
+        &mut self,
+        record: &Record,
+        frame: u32,
+        schedule: Option<InForce>,
+    ) -> Option<TimingEvent> {
         // Every player's round trip is needed: one missing would let the
         // nearer players' bring the look-ahead down.
         if !record.all_fresh(frame) || record.any_missing(frame) || !self.any_new_report(record) {
@@ -258,9 +280,38 @@ impl TrackingPolicy {
         if (target, rate) == (self.target, self.rate) {
             return None;
         }
+        if let Some(now) = schedule {
+            if rate == self.rate
+                && self.decrease_on_its_way(now, frame)
+                && target.look_ahead() <= self.target.look_ahead()
+            {
+                return None;
+            }
+        }
         self.target = target;
         self.rate = rate;
+        self.issued = Some((frame, schedule.map_or(0, |now| now.timing.look_ahead())));
         Some(TimingEvent { target, fps: rate })
+    }
+
+    /// Whether the last event is a decrease still on its way: in flight
+    /// (it executes within the look-ahead it was sent under, and a frame),
+    /// or staged (S5: it waits until every command scheduled under the old
+    /// look-ahead has come due, then steps down a frame at a time). Another
+    /// decrease now would replace it and start that wait again: after a
+    /// spike the round trips' one-frame wobble from report to report kept
+    /// a 68-frame look-ahead up for 8 s after a 2.5 s spike, one new event
+    /// every 16 frames. A further decrease waits for the one on its way; a
+    /// smaller one (a stall's margin, the round trips up again) or an
+    /// increase (or a new rate) goes at once.
+    fn decrease_on_its_way(&self, now: InForce, frame: u32) -> bool {
+        if self.target.look_ahead() >= now.timing.look_ahead() {
+            return false;
+        }
+        let in_flight = self
+            .issued
+            .is_some_and(|(on, over)| frame <= on + u32::from(over) + 1);
+        in_flight || now.staged == Some(self.target)
     }
 
     /// A spike's first stalls come before its round trips do (those come
@@ -557,15 +608,15 @@ mod tests {
     fn it_follows_the_reports_down_at_once_and_unexplained_stalls_buy_margin() {
         let mut policy = TrackingPolicy::new(30);
         let mut record = Record::new(0, [0, 1]);
-        assert_eq!(policy.evaluate(&record, 20), None, "no reports yet");
+        assert_eq!(policy.evaluate(&record, 20, None), None, "no reports yet");
         apply(
             &mut record,
             25,
             report(220, 5000, detail(220, 220, 220, 0, None)),
         );
-        let first = policy.evaluate(&record, 25).unwrap();
+        let first = policy.evaluate(&record, 25, None).unwrap();
         assert_eq!(first.target.to_string(), "1/4"); // 110 ms: 3.3 frames
-        assert_eq!(policy.evaluate(&record, 26), None, "nothing new");
+        assert_eq!(policy.evaluate(&record, 26, None), None, "nothing new");
         // The round trip falls: the very next report brings it down.
         apply(
             &mut record,
@@ -573,7 +624,11 @@ mod tests {
             report(20, 5000, detail(20, 20, 20, 0, None)),
         );
         assert_eq!(
-            policy.evaluate(&record, 41).unwrap().target.to_string(),
+            policy
+                .evaluate(&record, 41, None)
+                .unwrap()
+                .target
+                .to_string(),
             "1/1"
         );
         // A 10 ms stall on a 20 ms network at 1/1 is unexplained: a frame
@@ -584,7 +639,11 @@ mod tests {
             report(20, 5000, detail(20, 20, 20, 1, Some(1))),
         );
         assert_eq!(
-            policy.evaluate(&record, 57).unwrap().target.to_string(),
+            policy
+                .evaluate(&record, 57, None)
+                .unwrap()
+                .target
+                .to_string(),
             "1/2"
         );
         assert_eq!(policy.margin(), 1);
@@ -594,7 +653,7 @@ mod tests {
             73,
             report(20, 5000, detail(20, 20, 20, 5, Some(1))),
         );
-        assert_eq!(policy.evaluate(&record, 73), None);
+        assert_eq!(policy.evaluate(&record, 73, None), None);
         assert_eq!(policy.margin(), 1);
         // After it, turns typically 100 ms late (3 stalls, 300 ms): three
         // frames more.
@@ -602,7 +661,11 @@ mod tests {
         late.stall_ms = 300;
         apply(&mut record, 121, report(20, 5000, late));
         assert_eq!(
-            policy.evaluate(&record, 121).unwrap().target.to_string(),
+            policy
+                .evaluate(&record, 121, None)
+                .unwrap()
+                .target
+                .to_string(),
             "1/5"
         );
         // Calm reports shed a quarter (at least a frame) every 512 frames.
@@ -614,7 +677,7 @@ mod tests {
                 frame,
                 report(20, 5000, detail(20, 20, 20, 0, None)),
             );
-            policy.evaluate(&record, frame);
+            policy.evaluate(&record, frame, None);
         }
         assert_eq!(policy.margin(), 3);
     }
@@ -629,7 +692,11 @@ mod tests {
             report(200, 5000, detail(200, 200, 200, 0, None)),
         );
         assert_eq!(
-            policy.evaluate(&record, 25).unwrap().target.to_string(),
+            policy
+                .evaluate(&record, 25, None)
+                .unwrap()
+                .target
+                .to_string(),
             "1/3"
         );
         // The spike's first stall (150 ms) comes before its round trips:
@@ -638,7 +705,11 @@ mod tests {
         first.stall_ms = 150;
         apply(&mut record, 30, report(200, 5000, first));
         assert_eq!(
-            policy.evaluate(&record, 30).unwrap().target.to_string(),
+            policy
+                .evaluate(&record, 30, None)
+                .unwrap()
+                .target
+                .to_string(),
             "1/8"
         );
         assert_eq!(policy.margin(), 5);
@@ -649,7 +720,7 @@ mod tests {
             41,
             report(500, 5000, detail(200, 500, 500, 0, None)),
         );
-        policy.evaluate(&record, 41);
+        policy.evaluate(&record, 41, None);
         assert_eq!(policy.margin(), 0);
         assert_eq!(policy.target().to_string(), "1/8");
         // The spike ends: straight back down, no margin left behind.
@@ -659,7 +730,11 @@ mod tests {
             report(200, 5000, detail(200, 200, 200, 0, None)),
         );
         assert_eq!(
-            policy.evaluate(&record, 57).unwrap().target.to_string(),
+            policy
+                .evaluate(&record, 57, None)
+                .unwrap()
+                .target
+                .to_string(),
             "1/3"
         );
     }
@@ -674,7 +749,11 @@ mod tests {
             report(120, 5000, detail(120, 120, 120, 0, None)),
         );
         assert_eq!(
-            policy.evaluate(&record, 25).unwrap().target.to_string(),
+            policy
+                .evaluate(&record, 25, None)
+                .unwrap()
+                .target
+                .to_string(),
             "1/2"
         );
         // A 1500 ms spike: the first stall waits 684 ms (and the next frame
@@ -688,7 +767,11 @@ mod tests {
         onset.max_wait_ms = 684;
         apply(&mut record, 41, onset);
         assert_eq!(
-            policy.evaluate(&record, 41).unwrap().target.to_string(),
+            policy
+                .evaluate(&record, 41, None)
+                .unwrap()
+                .target
+                .to_string(),
             "1/22"
         );
         // Its whole round trips come back: the look-ahead they need is the
@@ -698,7 +781,7 @@ mod tests {
             57,
             report(1500, 5000, detail(1500, 1500, 1500, 0, None)),
         );
-        policy.evaluate(&record, 57);
+        policy.evaluate(&record, 57, None);
         assert_eq!(policy.margin(), 0);
         assert_eq!(policy.target().to_string(), "1/23");
     }
@@ -725,6 +808,44 @@ mod tests {
     }
 
     #[test]
+    fn a_decrease_on_its_way_is_not_replaced_by_a_further_one() {
+        let mut policy = TrackingPolicy::new(30);
+        let mut record = Record::new(0, [0, 1]);
+        let at = |look_ahead: u8, staged: Option<u8>| {
+            Some(InForce {
+                timing: Timing::new(1, look_ahead).unwrap(),
+                staged: staged.map(|l| Timing::new(1, l).unwrap()),
+            })
+        };
+        let mut target = |record: &mut Record, frame: u32, rtt: u32, now| {
+            apply(
+                record,
+                frame,
+                report(rtt, 5000, detail(rtt, rtt, rtt, 0, None)),
+            );
+            policy
+                .evaluate(record, frame, now)
+                .map(|e| e.target.to_string())
+        };
+        assert_eq!(target(&mut record, 25, 300, at(9, None)).unwrap(), "1/5");
+        // In flight (it executes within the 9 frames it was sent under): a
+        // further decrease waits; replacing it would restart S5's wait of
+        // the old look-ahead.
+        assert_eq!(target(&mut record, 30, 200, at(9, None)), None);
+        // Staged, not finished: still waits.
+        assert_eq!(target(&mut record, 41, 100, at(9, Some(5))), None);
+        // A smaller decrease (the round trips up again) goes at once, and
+        // so does an increase past the look-ahead in force.
+        assert_eq!(target(&mut record, 57, 400, at(9, Some(5))).unwrap(), "1/6");
+        assert_eq!(
+            target(&mut record, 73, 700, at(9, Some(6))).unwrap(),
+            "1/11"
+        );
+        // Once nothing is on its way, the next decrease goes.
+        assert_eq!(target(&mut record, 89, 100, at(11, None)).unwrap(), "1/2");
+    }
+
+    #[test]
     fn jitter_s_wobble_does_not_take_back_a_margin_for_loss() {
         let mut policy = TrackingPolicy::new(60);
         let mut record = Record::new(0, [0, 1]);
@@ -733,11 +854,11 @@ mod tests {
             25,
             report(400, 5000, detail(390, 400, 390, 0, None)),
         );
-        policy.evaluate(&record, 25).unwrap(); // 12 frames
+        policy.evaluate(&record, 25, None).unwrap(); // 12 frames
         let mut lost = detail(390, 400, 390, 1, Some(1));
         lost.stall_ms = 30;
         apply(&mut record, 41, report(400, 5000, lost));
-        policy.evaluate(&record, 41).unwrap();
+        policy.evaluate(&record, 41, None).unwrap();
         assert_eq!(policy.margin(), 2);
         // One frame more for the round trips (jitter): a wobble, not a
         // spike; the margin stays.
@@ -746,7 +867,7 @@ mod tests {
             57,
             report(430, 5000, detail(400, 430, 400, 0, None)),
         );
-        policy.evaluate(&record, 57);
+        policy.evaluate(&record, 57, None);
         assert_eq!(policy.margin(), 2);
     }
 
@@ -764,7 +885,7 @@ mod tests {
         };
         record.apply_report(1, 25, none).unwrap();
         assert_eq!(
-            policy.evaluate(&record, 25),
+            policy.evaluate(&record, 25, None),
             None,
             "the near player alone must not decide"
         );
@@ -780,7 +901,7 @@ mod tests {
             25,
             report(60, 5000, detail(60, 60, 60, 0, None)),
         );
-        policy.evaluate(&record, 25).unwrap();
+        policy.evaluate(&record, 25, None).unwrap();
         // Seat 1 needs 45 ms a frame: the rate drops to 21 (S4.2's 22 would
         // leave it 0.5 ms; 21 leaves it the 5 % headroom); waiting for it is
         // the slow CPU.
@@ -790,7 +911,7 @@ mod tests {
         record
             .apply_report(1, 41, report(60, 45_000, detail(60, 60, 60, 0, None)))
             .unwrap();
-        let slow = policy.evaluate(&record, 41).unwrap();
+        let slow = policy.evaluate(&record, 41, None).unwrap();
         assert_eq!(slow.fps, 21);
         assert_eq!(policy.margin(), 0);
         // A spike still going on: its stalls are the round trip's, which
@@ -800,7 +921,7 @@ mod tests {
             57,
             report(900, 5000, detail(60, 900, 900, 4, Some(0))),
         );
-        let spike = policy.evaluate(&record, 57).unwrap();
+        let spike = policy.evaluate(&record, 57, None).unwrap();
         assert_eq!(policy.margin(), 0);
         assert_eq!(
             u32::from(spike.target.look_ahead()),

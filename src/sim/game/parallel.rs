@@ -50,7 +50,9 @@
 //! window), a window shorter than [`MIN_WINDOW_US`] (a LAN: the
 //! hand-over would cost more than it saves), the start before the paths are
 //! set, and the last frames (where players stop issuing and the game ends).
-//! `tests/sim_parallel.rs` plays games both ways and compares the reports.
+//! The unit tests below play games both ways (in order, in windows whole
+//! and prepared ahead) and compare the reports byte for byte, and
+//! `tests/rungs_sim_cli.rs` compares `--threads 1` with `--threads 2`.
 //!
 //! Threads: the calling thread and one helper. At each window the machines
 //! are jobs on a board; the caller takes them from the first up, the helper
