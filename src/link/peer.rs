@@ -867,9 +867,20 @@ impl Link {
     pub fn poll_timeout(&self) -> Option<u64> {
         // Straight-line: the endpoint asks after every packet sent or
         // received, and this compiles to much less than folding an array
-        // of options.
-        let mut next = self.ack_due_us;
-        let mut consider = |due: u64| next = Some(next.map_or(due, |n| n.min(due)));
+        // of options. The running minimum is a plain integer with a flag,
+        // not an `Option` compared as it goes: the optimiser compared a
+        // `None`'s unset payload before looking at the tag (harmless, but
+        // valgrind rightly flags a branch on an uninitialised value).
+        let mut next = u64::MAX;
+        let mut any = false;
+        if let Some(due) = self.ack_due_us {
+            next = due;
+            any = true;
+        }
+        let mut consider = |due: u64| {
+            next = next.min(due);
+            any = true;
+        };
         if let Some(started) = self.rto_started_us {
             consider(started.saturating_add(self.rtt.backed_off_rto_us()));
         }
@@ -883,7 +894,7 @@ impl Link {
             let heard = self.last_heard_us.unwrap_or(self.created_us);
             consider(heard.saturating_add(self.liveness_timeout_us()));
         }
-        next
+        any.then_some(next)
     }
 
     /// Write the next packet to send into `buf` and return its length, or
