@@ -554,6 +554,15 @@ mod tests {
         }
     }
 
+    /// The target of the event `policy` issues on `frame` (one must come).
+    fn issued(policy: &mut TrackingPolicy, record: &Record, frame: u32) -> String {
+        policy
+            .evaluate(record, frame, None)
+            .unwrap()
+            .target
+            .to_string()
+    }
+
     /// Both seats report `r` on `executed`.
     fn apply(record: &mut Record, executed: u32, r: Report) {
         for seat in 0..2 {
@@ -623,14 +632,7 @@ mod tests {
             41,
             report(20, 5000, detail(20, 20, 20, 0, None)),
         );
-        assert_eq!(
-            policy
-                .evaluate(&record, 41, None)
-                .unwrap()
-                .target
-                .to_string(),
-            "1/1"
-        );
+        assert_eq!(issued(&mut policy, &record, 41), "1/1");
         // A 10 ms stall on a 20 ms network at 1/1 is unexplained: a frame
         // of margin (10 ms is a third of a frame, rounded up).
         apply(
@@ -638,14 +640,7 @@ mod tests {
             57,
             report(20, 5000, detail(20, 20, 20, 1, Some(1))),
         );
-        assert_eq!(
-            policy
-                .evaluate(&record, 57, None)
-                .unwrap()
-                .target
-                .to_string(),
-            "1/2"
-        );
+        assert_eq!(issued(&mut policy, &record, 57), "1/2");
         assert_eq!(policy.margin(), 1);
         // Stalls reported before the raise could act add nothing.
         apply(
@@ -660,14 +655,7 @@ mod tests {
         let mut late = detail(20, 20, 20, 3, Some(1));
         late.stall_ms = 300;
         apply(&mut record, 121, report(20, 5000, late));
-        assert_eq!(
-            policy
-                .evaluate(&record, 121, None)
-                .unwrap()
-                .target
-                .to_string(),
-            "1/5"
-        );
+        assert_eq!(issued(&mut policy, &record, 121), "1/5");
         // Calm reports shed a quarter (at least a frame) every 512 frames.
         let mut frame = 121;
         while frame < 121 + CALM_FRAMES_TO_SHED_MARGIN {
@@ -691,27 +679,13 @@ mod tests {
             25,
             report(200, 5000, detail(200, 200, 200, 0, None)),
         );
-        assert_eq!(
-            policy
-                .evaluate(&record, 25, None)
-                .unwrap()
-                .target
-                .to_string(),
-            "1/3"
-        );
+        assert_eq!(issued(&mut policy, &record, 25), "1/3");
         // The spike's first stall (150 ms) comes before its round trips:
         // unexplained, five frames of margin.
         let mut first = detail(200, 200, 200, 1, Some(1));
         first.stall_ms = 150;
         apply(&mut record, 30, report(200, 5000, first));
-        assert_eq!(
-            policy
-                .evaluate(&record, 30, None)
-                .unwrap()
-                .target
-                .to_string(),
-            "1/8"
-        );
+        assert_eq!(issued(&mut policy, &record, 30), "1/8");
         assert_eq!(policy.margin(), 5);
         // Its round trips come back (500 ms: 8 frames one way): the spike
         // is what the margin was, and the look-ahead follows it alone.
@@ -729,14 +703,7 @@ mod tests {
             57,
             report(200, 5000, detail(200, 200, 200, 0, None)),
         );
-        assert_eq!(
-            policy
-                .evaluate(&record, 57, None)
-                .unwrap()
-                .target
-                .to_string(),
-            "1/3"
-        );
+        assert_eq!(issued(&mut policy, &record, 57), "1/3");
     }
 
     #[test]
@@ -748,14 +715,7 @@ mod tests {
             25,
             report(120, 5000, detail(120, 120, 120, 0, None)),
         );
-        assert_eq!(
-            policy
-                .evaluate(&record, 25, None)
-                .unwrap()
-                .target
-                .to_string(),
-            "1/2"
-        );
+        assert_eq!(issued(&mut policy, &record, 25), "1/2");
         // A 1500 ms spike: the first stall waits 684 ms (and the next frame
         // 3 ms); the first samples went out before it and say 810 ms, the
         // old one-way 60 plus the new 750. They need 13 frames; the stall
@@ -766,14 +726,7 @@ mod tests {
         let mut onset = report(810, 5000, first);
         onset.max_wait_ms = 684;
         apply(&mut record, 41, onset);
-        assert_eq!(
-            policy
-                .evaluate(&record, 41, None)
-                .unwrap()
-                .target
-                .to_string(),
-            "1/22"
-        );
+        assert_eq!(issued(&mut policy, &record, 41), "1/22");
         // Its whole round trips come back: the look-ahead they need is the
         // spike's, and the margin goes.
         apply(
