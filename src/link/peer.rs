@@ -30,7 +30,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use super::replay::{ReplayWindow, REPLAY_WINDOW};
-use super::rtt::RttEstimator;
+use super::rtt::{ms_rounded_up, RttEstimator};
 use super::stats::{DropCounts, DropReason, LinkEvent, LinkStats};
 use crate::error::{Error, Result};
 use crate::wire::packet::{
@@ -1105,16 +1105,13 @@ impl Link {
     /// Worst recent round trip in whole milliseconds, rounded up, for a
     /// report (S3); `None` until the link has a clean measurement.
     pub fn worst_recent_rtt_ms(&self, now_us: u64) -> Option<u32> {
-        let us = self.rtt.worst_recent_us(now_us)?;
-        Some(u32::try_from(us.div_ceil(1000)).unwrap_or(u32::MAX))
+        self.rtt.worst_recent_us(now_us).map(ms_rounded_up)
     }
 
     /// The latest clean round-trip sample in whole milliseconds, rounded
     /// up; `None` before the first.
     pub fn latest_rtt_ms(&self) -> Option<u32> {
-        self.rtt
-            .latest_us()
-            .map(|us| u32::try_from(us.div_ceil(1000)).unwrap_or(u32::MAX))
+        self.rtt.latest_us().map(ms_rounded_up)
     }
 
     /// What the reports need now: clean measurement, retransmitting, worst recent (S3, S8).

@@ -15,6 +15,12 @@ pub const WORST_BUCKET_US: u64 = 1_000_000;
 /// Buckets in the worst-recent window: the window spans this many seconds,
 /// more than two report intervals at 30 fps (S3: one every 128 frames).
 pub const WORST_BUCKETS: usize = 10;
+/// `us` in whole milliseconds, rounded up (saturating): how reports (S3)
+/// and the links that feed them state a round trip or a wait.
+pub(crate) fn ms_rounded_up(us: u64) -> u32 {
+    u32::try_from(us.div_ceil(1000)).unwrap_or(u32::MAX)
+}
+
 /// Most backoff doublings counted (beyond this the RTO is at its ceiling anyway).
 const MAX_BACKOFF: u32 = 16;
 /// The largest round trip a sample may claim: anything longer is a clock

@@ -40,6 +40,7 @@
 //!   cover this interval only, so one stall is reported once.
 
 use crate::error::{Error, Result};
+use crate::link::rtt::ms_rounded_up;
 use crate::report::record::MAX_SEATS;
 use crate::report::{Report, ReportDetail};
 
@@ -371,10 +372,6 @@ impl Measurements {
             .binary_search_by_key(&peer, |p| p.peer)
             .map_err(|_| Error::UnknownSeat(peer))
     }
-}
-
-fn ms_rounded_up(us: u64) -> u32 {
-    u32::try_from(us.div_ceil(1000)).unwrap_or(u32::MAX)
 }
 
 /// A begin/end pair around something the engine times, with the messages

@@ -480,12 +480,12 @@ impl NetSim {
 
     /// The next datagram arriving at or before `now_us`, in arrival order.
     pub fn poll_delivery(&mut self, now_us: u64) -> Option<Delivery> {
-        let (at_us, payload) = self.pop_due(now_us)?;
+        let arrival = self.poll_arrival(now_us)?;
         Some(Delivery {
-            at_us,
-            from: self.address_of(payload.from),
-            to: self.address_of(payload.to),
-            bytes: payload.bytes,
+            at_us: arrival.at_us,
+            from: self.address_of(arrival.from),
+            to: self.address_of(arrival.to),
+            bytes: arrival.bytes,
         })
     }
 
