@@ -490,8 +490,8 @@ impl TimingMachine {
     /// measurements holding `unreported_stalls` stalled frames since its
     /// last report: on the game's report frames ([`Self::is_report_frame`]),
     /// and under `tracking` also on the first frame after a stall, at most
-    /// every [`super::tracking::STALL_REPORT_MIN_FRAMES`] frames, so the master hears of a
-    /// spike's first stall at once instead of up to 16 slowed frames later
+    /// every [`super::tracking::STALL_REPORT_MIN_FRAMES`] frames, so the
+    /// master hears of a spike's first stall at once instead of up to 16 slowed frames later
     /// (docs/tracking.md). A session asks once per frame, at its end; the
     /// answer is remembered as the last report.
     pub fn report_due(&mut self, frame: u32, unreported_stalls: u32) -> bool {

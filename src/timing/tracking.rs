@@ -246,12 +246,12 @@ impl TrackingPolicy {
         let rate = Self::rate_with_headroom(record, frame, self.speed_fps, self.rate);
         // The look-ahead the reported stalls waited under: the one before
         // the last raise while that raise has not reached the turns.
-        let in_force = if frame < self.raise_blocked_until {
+        let blocked = frame < self.raise_blocked_until;
+        let in_force = if blocked {
             self.look_ahead_before_raise
         } else {
             u32::from(self.target.look_ahead())
         };
-        let blocked = frame < self.raise_blocked_until;
         let asked = self.take_in_reports(record, rate, in_force, blocked);
         let for_round_trips = Self::look_ahead_for(needed_rtt, rate);
         self.take_back_explained_raise(for_round_trips, frame);
@@ -475,9 +475,9 @@ impl TrackingPolicy {
     /// [`MAX_STALL_MARGIN_MS`]. Once per raise that has had time to act:
     /// stalls reported before a raise reached the turns waited under the
     /// look-ahead before it, and raise only to a look-ahead beyond what the
-    /// raise gave ([`Self::take_in_reports`]). The budget of 0.5 % of frames is too small to spend on
-    /// learning (a 900-frame game may stall on 4), so every such stall
-    /// counts. Calm sheds a quarter of the margin (at least a frame) every
+    /// raise gave ([`Self::take_in_reports`]). The budget of 0.5 % of
+    /// frames is too small to spend on learning (a 900-frame game may stall
+    /// on 4), so every such stall counts. Calm sheds a quarter of the margin (at least a frame) every
     /// [`CALM_FRAMES_TO_SHED_MARGIN`] frames. Whether the margin rose.
     fn update_margin(
         &mut self,

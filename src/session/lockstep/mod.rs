@@ -777,9 +777,12 @@ impl LockstepSession {
             self.stats.backpressure_waits += 1;
         }
         if !ready || !room {
-            // Whose turn it waits for goes into the report (tracking).
-            let seat = self.missing_for(next_frame).next();
-            self.stalls.waiting(now_us, || seat);
+            if !self.stalls.is_waiting() {
+                // Whose turn it waits for goes into the report (tracking);
+                // looked up once, as the wait opens.
+                let seat = self.missing_for(next_frame).next();
+                self.stalls.waiting(now_us, || seat);
+            }
             return Ok(Advance::Waiting);
         }
         let frame_us = 1_000_000 / u64::from(self.machine.fps().max(1));
