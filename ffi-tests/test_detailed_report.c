@@ -639,6 +639,75 @@ static void test_tracking_reacts_to_the_detail_as_the_core_does(void) {
     check_sent(sent, count, worst_only, sizeof worst_only / sizeof worst_only[0]);
 }
 
+/* A master queues its raise for its own stall with its report: 120 ms round
+ * trips at 30 fps run 1/2; a spike's first stall waits 684 ms while the
+ * round trips, half back, say 810 ms (tests/c_detailed_report.rs). */
+static void test_master_raises_for_its_own_stall(void) {
+    rungs_timing_machine *m = tracking_machine();
+    rungs_report calm, onset;
+    rungs_report_detail calm_detail, onset_detail;
+    rungs_timing_event e, opening;
+    int32_t has = -1;
+    uint32_t f;
+    memset(&calm, 0, sizeof calm);
+    calm.process_us = 5000;
+    calm.worst_rtt_ms = 120;
+    calm.has_worst_rtt = 1;
+    memset(&calm_detail, 0, sizeof calm_detail);
+    calm_detail.median_rtt_ms = calm_detail.p90_rtt_ms = calm_detail.latest_rtt_ms = 120;
+    calm_detail.has_median_rtt = calm_detail.has_p90_rtt = calm_detail.has_latest_rtt = 1;
+    calm_detail.frames = 16;
+    calm_detail.waited_for = RUNGS_NO_SEAT;
+    onset = calm;
+    onset.max_wait_ms = 684;
+    onset.worst_rtt_ms = 810;
+    onset_detail = calm_detail;
+    onset_detail.p90_rtt_ms = onset_detail.latest_rtt_ms = 810;
+    onset_detail.frames = 6;
+    onset_detail.stalled_frames = 2;
+    onset_detail.stall_ms = 687;
+    onset_detail.waited_for = 1;
+    memset(&opening, 0, sizeof opening);
+
+    /* No frame open yet. */
+    CHECK_EQ(rungs_timing_machine_raise_for_own_stall(m, &onset, &onset_detail, &has, &e),
+             RUNGS_ERR_STATE);
+    for (f = 0; f <= 59; f++) {
+        CHECK_EQ(rungs_timing_machine_begin_frame(m, f, NULL), RUNGS_OK);
+        if (f == 25) {
+            CHECK_EQ(rungs_timing_machine_execute_detailed_report(m, 0, &calm, &calm_detail),
+                     RUNGS_OK);
+            CHECK_EQ(rungs_timing_machine_execute_detailed_report(m, 1, &calm, &calm_detail),
+                     RUNGS_OK);
+        }
+        if (f == 35) {
+            CHECK_EQ(rungs_timing_machine_execute_timing_event(m, 0, &opening), RUNGS_OK);
+        }
+        has = -1;
+        CHECK_EQ(rungs_timing_machine_end_frame(m, &has, &e), RUNGS_OK);
+        if (has == 1) {
+            opening = e;
+        }
+    }
+    CHECK(opening.send_period == 1 && opening.look_ahead == 2);
+    CHECK_EQ(rungs_timing_machine_begin_frame(m, 60, NULL), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_raise_for_own_stall(m, NULL, &onset_detail, &has, &e),
+             RUNGS_ERR_NULL_POINTER);
+    has = -1;
+    CHECK_EQ(rungs_timing_machine_raise_for_own_stall(m, &onset, &onset_detail, &has, &e),
+             RUNGS_OK);
+    /* 2 in force, 21 lacking, up to the margin's 9 over the 13 frames the
+     * half-back round trips need. */
+    CHECK(has == 1 && e.send_period == 1 && e.look_ahead == 22 && e.fps == 30);
+    /* Once per raise; without the detail it asks no more either. */
+    CHECK_EQ(rungs_timing_machine_raise_for_own_stall(m, &onset, &onset_detail, &has, &e),
+             RUNGS_OK);
+    CHECK(has == 0);
+    CHECK_EQ(rungs_timing_machine_raise_for_own_stall(m, &onset, NULL, &has, NULL), RUNGS_OK);
+    CHECK(has == 0);
+    CHECK_EQ(rungs_timing_machine_free(m), RUNGS_OK);
+}
+
 int main(void) {
     test_documented_bytes();
     test_round_trip_from_measurements_to_a_machine();
@@ -648,5 +717,6 @@ int main(void) {
     test_measurement_refusals();
     test_execute_refusals_change_nothing();
     test_tracking_reacts_to_the_detail_as_the_core_does();
+    test_master_raises_for_its_own_stall();
     return harness_report("detailed_report");
 }

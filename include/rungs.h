@@ -2765,6 +2765,36 @@ rungs_result RUNGS_CALL rungs_timing_machine_execute_detailed_report(struct rung
                                                           const struct rungs_report_detail *detail);
 
 /**
+ * Under `RUNGS_POLICY_TRACKING`, on the master's machine: the timing
+ * event for the stall the master's own report shows, to queue as a
+ * command with that report, on the frame it was taken
+ * (`rungs_measurements_take_detailed_report` on a frame
+ * `rungs_timing_machine_report_due` answered 1). The evaluation of the
+ * report where it executes makes the same raise a look-ahead later; queued
+ * now, the raise executes with the report, one run of a spike's stalls
+ * sooner (docs/decisions.md, decision 50). `*out_has_event` is 1 and
+ * `*out_event` holds the event when there is one; otherwise (not the
+ * master, another policy, no stall the round trips or a slow CPU do not
+ * explain, no more than in force, or a raise already on its way)
+ * `*out_has_event` is 0. Either may be NULL. `detail` may be NULL: the
+ * report then reads as an older layout's (its worst round trip, one
+ * stalled frame if it waited).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or report is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if a has_ flag is neither 0 nor 1,
+ * detail->waited_for is neither 0–15 nor `RUNGS_NO_SEAT`, or the pair
+ * breaks a rule of `rungs_report_detail`; RUNGS_ERR_STATE if no frame is
+ * open; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
+ * RUNGS_ERR_PANIC (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_timing_machine_raise_for_own_stall(struct rungs_timing_machine *m,
+                                                      const struct rungs_report *report,
+                                                      const struct rungs_report_detail *detail,
+                                                      int32_t *out_has_event,
+                                                      struct rungs_timing_event *out_event);
+
+/**
  * The removal of `seat` executes on the current frame (S3); removing the
  * master hands the role to the next human in house order (S4.6). A second
  * removal of a seat already removed (every machine may issue one for the

@@ -33,7 +33,9 @@ trait Game {
     fn is_report_frame(&mut self, frame: u32) -> bool;
     /// `seat` takes its report, sends it in the detailed layout (or the
     /// extended one), and the report executes on the master's machine.
-    fn report(&mut self, seat: u8, detailed: bool);
+    /// The master's own report first asks for a raise for its own stall:
+    /// the event, if any, it would queue with the report.
+    fn report(&mut self, seat: u8, detailed: bool) -> Option<(u8, u8, u8)>;
     /// The timing event the master sends at the end of the frame.
     fn end_frame(&mut self) -> Option<(u8, u8, u8)>;
 }
@@ -43,7 +45,8 @@ trait Game {
 /// 600 ms sample on frame 20 (a spike already over by the report on 32); on
 /// frames 66, 70, 74 seat 1 waits 100 ms for seat 0's turns; on 88-94 seat
 /// 0 waits 10 ms for seat 1's, on 95 100 ms. Returns the timing events the
-/// master (seat 0) sends: (frame, send period, look-ahead, fps).
+/// master (seat 0) sends: (frame, send period, look-ahead, fps), its
+/// raises for its own stalls marked with a look-ahead's bit 7 (128 +).
 fn play(game: &mut dyn Game, detailed: bool) -> Vec<(u32, u8, u8, u8)> {
     let mut sent = Vec::new();
     for frame in 0..=LAST_FRAME {
@@ -66,7 +69,9 @@ fn play(game: &mut dyn Game, detailed: bool) -> Vec<(u32, u8, u8, u8)> {
         }
         if game.is_report_frame(frame) {
             for seat in 0..SEATS {
-                game.report(seat, detailed);
+                if let Some((send_period, look_ahead, fps)) = game.report(seat, detailed) {
+                    sent.push((frame, send_period, 128 + look_ahead, fps));
+                }
             }
         }
         if let Some((send_period, look_ahead, fps)) = game.end_frame() {
@@ -116,17 +121,29 @@ impl Game for Core {
     fn is_report_frame(&mut self, frame: u32) -> bool {
         self.machine.is_report_frame(frame)
     }
-    fn report(&mut self, seat: u8, detailed: bool) {
+    fn report(&mut self, seat: u8, detailed: bool) -> Option<(u8, u8, u8)> {
         let layout = if detailed {
             ReportLayout::Detailed
         } else {
             ReportLayout::Extended
         };
         let report = self.measurements[usize::from(seat)].take_report();
+        let raise = if seat == 0 {
+            self.machine.raise_for_own_stall(&report).unwrap()
+        } else {
+            None
+        };
         let mut bytes = [0u8; 22];
         let len = layout.encode(&report, &mut bytes).unwrap();
         let executed = layout.decode(&bytes[..len]).unwrap();
         self.machine.execute_report(seat, executed).unwrap();
+        raise.map(|event| {
+            (
+                event.target.send_period(),
+                event.target.look_ahead(),
+                event.fps,
+            )
+        })
     }
     fn end_frame(&mut self) -> Option<(u8, u8, u8)> {
         let event = self.machine.end_frame().unwrap()?;
@@ -182,6 +199,29 @@ impl CApi {
     fn m(&self, seat: u8) -> *mut rungs_measurements {
         self.measurements[usize::from(seat)]
     }
+
+    /// The master's raise for its own stall, `detail` NULL for a report
+    /// without one.
+    fn raise_for_own_stall(
+        &self,
+        report: &rungs_report,
+        detail: *const rungs_report_detail,
+    ) -> Option<(u8, u8, u8)> {
+        let mut has = -1;
+        let mut event = rungs_timing_event::default();
+        // SAFETY: a live machine, a report, a detail or NULL, out-pointers.
+        let result = unsafe {
+            rungs_timing_machine_raise_for_own_stall(
+                self.machine,
+                report,
+                detail,
+                &mut has,
+                &mut event,
+            )
+        };
+        assert_eq!(result, RUNGS_OK);
+        (has == 1).then_some((event.send_period, event.look_ahead, event.fps))
+    }
 }
 
 impl Drop for CApi {
@@ -227,8 +267,9 @@ impl Game for CApi {
         assert_eq!(result, RUNGS_OK);
         due == 1
     }
-    fn report(&mut self, seat: u8, detailed: bool) {
+    fn report(&mut self, seat: u8, detailed: bool) -> Option<(u8, u8, u8)> {
         let mut report = rungs_report::default();
+        let mut raise = None;
         let mut detail = rungs_report_detail::default();
         let mut bytes = [0u8; RUNGS_REPORT_DETAILED_PAYLOAD_LEN];
         let mut len = 0;
@@ -261,6 +302,9 @@ impl Game for CApi {
                     (report, detail),
                     "nothing here saturates"
                 );
+                if seat == 0 {
+                    raise = self.raise_for_own_stall(&report, &detail);
+                }
                 let result = rungs_timing_machine_execute_detailed_report(
                     self.machine,
                     seat,
@@ -274,6 +318,9 @@ impl Game for CApi {
                     rungs_measurements_take_report(self.m(seat), &mut report),
                     RUNGS_OK
                 );
+                if seat == 0 {
+                    raise = self.raise_for_own_stall(&report, std::ptr::null());
+                }
                 let (buf, cap) = (bytes.as_mut_ptr(), bytes.len());
                 assert_eq!(
                     rungs_report_payload_encode(&report, layout, buf, cap, &mut len),
@@ -288,6 +335,7 @@ impl Game for CApi {
                 assert_eq!(result, RUNGS_OK);
             }
         }
+        raise
     }
     fn end_frame(&mut self) -> Option<(u8, u8, u8)> {
         let mut has = -1;
@@ -326,4 +374,147 @@ fn a_c_engine_on_detailed_reports_gets_the_core_s_events() {
             (80, 1, 4, 30)
         ]
     );
+}
+
+/// A C engine's master queues its raise for its own stall with its report
+/// (`rungs_timing_machine_raise_for_own_stall`), as the lockstep and
+/// engine sessions do: 120 ms round trips at 30 fps run `1/2`; a spike's
+/// first stall waits 684 ms while the round trips, half back, say 810 ms.
+#[test]
+fn a_c_master_raises_for_its_own_stall_with_its_report() {
+    use rungs::ffi::result::{RUNGS_ERR_NULL_POINTER, RUNGS_ERR_STATE};
+    let api = CApi::new();
+    let m = api.machine;
+    let calm = rungs_report {
+        process_us: 5000,
+        max_wait_ms: 0,
+        worst_rtt_ms: 120,
+        has_worst_rtt: 1,
+    };
+    let calm_detail = rungs_report_detail {
+        median_rtt_ms: 120,
+        p90_rtt_ms: 120,
+        latest_rtt_ms: 120,
+        frames: 16,
+        stalled_frames: 0,
+        stall_ms: 0,
+        has_median_rtt: 1,
+        has_p90_rtt: 1,
+        has_latest_rtt: 1,
+        waited_for: rungs::ffi::types::RUNGS_NO_SEAT,
+    };
+    let onset = rungs_report {
+        max_wait_ms: 684,
+        worst_rtt_ms: 810,
+        ..calm
+    };
+    let onset_detail = rungs_report_detail {
+        p90_rtt_ms: 810,
+        latest_rtt_ms: 810,
+        frames: 6,
+        stalled_frames: 2,
+        stall_ms: 687,
+        waited_for: 1,
+        ..calm_detail
+    };
+    let (mut has, mut event) = (-1, rungs_timing_event::default());
+    let mut opening = None;
+    // SAFETY: a live machine, reports and out-pointers (NULLs where the
+    // test says so).
+    unsafe {
+        let frame = |f: u32| {
+            assert_eq!(
+                rungs_timing_machine_begin_frame(m, f, ptr::null_mut()),
+                RUNGS_OK
+            );
+        };
+        let end = || {
+            let (mut has, mut event) = (-1, rungs_timing_event::default());
+            assert_eq!(
+                rungs_timing_machine_end_frame(m, &mut has, &mut event),
+                RUNGS_OK
+            );
+            (has == 1).then_some(event)
+        };
+        // No frame open.
+        assert_eq!(
+            rungs_timing_machine_raise_for_own_stall(
+                m,
+                &onset,
+                &onset_detail,
+                &mut has,
+                &mut event
+            ),
+            RUNGS_ERR_STATE
+        );
+        for f in 0..=59 {
+            frame(f);
+            if f == 25 {
+                for seat in 0..2 {
+                    let result =
+                        rungs_timing_machine_execute_detailed_report(m, seat, &calm, &calm_detail);
+                    assert_eq!(result, RUNGS_OK);
+                }
+            }
+            if f == 35 {
+                let opening: &rungs_timing_event = opening.as_ref().unwrap();
+                assert_eq!(
+                    rungs_timing_machine_execute_timing_event(m, 0, opening),
+                    RUNGS_OK
+                );
+            }
+            if let Some(sent) = end() {
+                opening = Some(sent);
+            }
+        }
+        assert_eq!(opening.map(|e| e.look_ahead), Some(2));
+        frame(60);
+        assert_eq!(
+            rungs_timing_machine_raise_for_own_stall(
+                m,
+                ptr::null(),
+                ptr::null(),
+                &mut has,
+                &mut event
+            ),
+            RUNGS_ERR_NULL_POINTER
+        );
+        assert_eq!(
+            rungs_timing_machine_raise_for_own_stall(
+                m,
+                &onset,
+                &onset_detail,
+                &mut has,
+                &mut event
+            ),
+            RUNGS_OK
+        );
+        // 2 in force, 21 lacking, up to the margin's 9 over the 13 frames
+        // the half-back round trips need.
+        assert_eq!((has, event.send_period, event.look_ahead), (1, 1, 22));
+        // Once per raise; and without the detail the same stall reads as
+        // one stalled frame of 684 ms, no more than the raise on its way.
+        assert_eq!(
+            rungs_timing_machine_raise_for_own_stall(
+                m,
+                &onset,
+                &onset_detail,
+                &mut has,
+                &mut event
+            ),
+            RUNGS_OK
+        );
+        assert_eq!(has, 0);
+        assert_eq!(
+            rungs_timing_machine_raise_for_own_stall(
+                m,
+                &onset,
+                ptr::null(),
+                &mut has,
+                ptr::null_mut()
+            ),
+            RUNGS_OK
+        );
+        assert_eq!(has, 0);
+    }
 }

@@ -617,3 +617,98 @@ fn round_trips_come_from_the_transport_links() {
         "measured {rtt} ms over an 80 ms round trip"
     );
 }
+
+/// Two engine sessions under `tracking` on a perfect network: every event
+/// a session queues executes on its tag on both. The master's frame 60
+/// waits 684 ms (a spike's first stall) while its round trips, half back,
+/// say 810 ms: it queues its raise with its report, on the same frame, and
+/// both execute it with the report, a look-ahead sooner than the
+/// evaluation of that report could have sent it.
+#[test]
+fn a_tracking_master_queues_its_raise_with_the_report_of_its_own_stall() {
+    let config = |local: u8| SessionConfig {
+        machine: MachineConfig {
+            policy: rungs::timing::PolicyKind::Tracking,
+            ..MachineConfig::adaptive(30, vec![true, true], Some(local))
+        },
+        ids: EventIds {
+            timing: TIMING_ID,
+            network_report: REPORT_ID,
+            latency_fudge: None,
+        },
+        timing_layout: TimingLayout::TIBERIAN_SUN,
+        report_layout: ReportLayout::Detailed,
+    };
+    let mut sessions = [
+        EngineSession::new(&config(0)).unwrap(),
+        EngineSession::new(&config(1)).unwrap(),
+    ];
+    // (tag, seat, type, payload, queued on) of every event queued.
+    let mut queue: Vec<(u32, u8, u8, Vec<u8>, u32)> = Vec::new();
+    let mut timings: [Vec<(u32, Timing)>; 2] = [Vec::new(), Vec::new()];
+    for frame in 0..=120u32 {
+        for (seat, session) in sessions.iter_mut().enumerate() {
+            let seat = seat as u8;
+            let rtt = if seat == 0 && frame >= 60 { 810 } else { 120 };
+            session.rtt_sample(1 - seat, rtt, true).unwrap();
+            if seat == 0 && frame == 60 {
+                let m = session.measurements();
+                m.wait_begin_for(0, Some(1)).unwrap();
+                m.wait_end(684_000).unwrap();
+            }
+            if session.frame_begin(frame).unwrap() {
+                for (_, from, type_id, payload, _) in queue.iter().filter(|e| e.0 == frame) {
+                    session
+                        .event_executed(*type_id, *from, frame, payload)
+                        .unwrap();
+                }
+            }
+            session.frame_end().unwrap();
+            let mut queued = Vec::new();
+            while let Some(output) = session.poll_output() {
+                match output {
+                    SessionOutput::QueueEvent {
+                        type_id, payload, ..
+                    } => queued.push((type_id, payload.as_bytes().to_vec())),
+                    SessionOutput::SendFrame { tag, .. } => {
+                        for (type_id, payload) in queued.drain(..) {
+                            queue.push((tag, seat, type_id, payload, frame));
+                        }
+                    }
+                    SessionOutput::Timing(Output::TimingChanged { frame, timing }) => {
+                        timings[usize::from(seat)].push((frame, timing))
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    assert_eq!(
+        timings[0], timings[1],
+        "both sessions follow the same timing"
+    );
+    // The master's report of its stall and its raise went out together on
+    // frame 60 (the same send frame, so the same tag).
+    let on_60: Vec<u8> = queue
+        .iter()
+        .filter(|e| e.1 == 0 && e.4 == 60)
+        .map(|e| e.2)
+        .collect();
+    assert_eq!(on_60, [TIMING_ID, REPORT_ID]);
+    let raise_tag = queue
+        .iter()
+        .find(|e| e.1 == 0 && e.4 == 60 && e.2 == TIMING_ID)
+        .unwrap()
+        .0;
+    // In force on the frame the report executes, before anything the
+    // evaluation of that report sends could be: `1/2` in force, 21 frames
+    // lacking, up to the margin's most (9 frames, 300 ms) over the 2 the
+    // round trips' distribution still needs (one sample of 810 is not its
+    // 90th percentile).
+    assert_eq!(raise_tag, 62);
+    let raised = timings[0]
+        .iter()
+        .find(|(frame, _)| *frame == raise_tag)
+        .map(|(_, timing)| timing.to_string());
+    assert_eq!(raised.as_deref(), Some("1/11"), "{:?}", timings[0]);
+}

@@ -34,7 +34,7 @@ use std::fmt::Write as _;
 
 use crate::error::{Error, Result};
 use crate::report::{Effect, Measurements};
-use crate::timing::{MachineConfig, Output, TimingMachine, Verdict};
+use crate::timing::{MachineConfig, Output, TimingEvent, TimingMachine, Verdict};
 use crate::wire::events::{ReportLayout, TimingLayout, TS_EVENT_DATA_LEN};
 
 /// The engine's own event IDs for rungs' events (S7). rungs never invents one.
@@ -428,6 +428,11 @@ impl EngineSession {
                 .report_due(frame, self.measurements.unreported_stalls())
         {
             let report = self.measurements.take_report();
+            // The master raises for its own stall with the report, not a
+            // look-ahead after it (tracking; decision 50).
+            if let Some(event) = self.machine.raise_for_own_stall(&report)? {
+                self.queue_timing_event(frame, event, "for its own stall")?;
+            }
             let payload = encode_with(|buf| self.report_layout.encode(&report, buf))?;
             self.outputs.push_back(SessionOutput::QueueEvent {
                 frame,
@@ -436,20 +441,8 @@ impl EngineSession {
             });
         }
         if let Some(event) = self.machine.end_frame()? {
-            let payload = encode_with(|buf| self.timing_layout.encode(&event, buf))?;
-            self.outputs.push_back(SessionOutput::QueueEvent {
-                frame,
-                type_id: self.ids.timing,
-                payload,
-            });
             let verdict = self.machine.status().last_verdict;
-            self.log(
-                LogLevel::Info,
-                format_args!(
-                    "frame {frame}: master sends {} at {} fps ({verdict:?})",
-                    event.target, event.fps
-                ),
-            );
+            self.queue_timing_event(frame, event, &format!("{verdict:?}"))?;
         }
         if self.machine.is_send_frame() {
             self.outputs.push_back(SessionOutput::SendFrame {
@@ -459,6 +452,24 @@ impl EngineSession {
         }
         self.phase = Phase::Ended(frame);
         self.collect_machine_outputs();
+        Ok(())
+    }
+
+    /// Queue the master's timing event as an engine event on `frame`.
+    fn queue_timing_event(&mut self, frame: u32, event: TimingEvent, why: &str) -> Result<()> {
+        let payload = encode_with(|buf| self.timing_layout.encode(&event, buf))?;
+        self.outputs.push_back(SessionOutput::QueueEvent {
+            frame,
+            type_id: self.ids.timing,
+            payload,
+        });
+        self.log(
+            LogLevel::Info,
+            format_args!(
+                "frame {frame}: master sends {} at {} fps ({why})",
+                event.target, event.fps
+            ),
+        );
         Ok(())
     }
 

@@ -272,6 +272,10 @@ pub struct TimingMachine {
     outputs: VecDeque<Output>,
     /// The last frame [`TimingMachine::report_due`] said to report on.
     last_report_frame: Option<u32>,
+    /// The master's last raise for its own stall
+    /// ([`TimingMachine::raise_for_own_stall`]): the frame by which it has
+    /// executed, and its look-ahead.
+    own_raise: Option<(u32, u8)>,
 }
 
 impl TimingMachine {
@@ -306,6 +310,7 @@ impl TimingMachine {
             sends: SendHistory::new(),
             outputs: VecDeque::with_capacity(OUTPUT_CAPACITY),
             last_report_frame: None,
+            own_raise: None,
         })
     }
 
@@ -503,15 +508,53 @@ impl TimingMachine {
         )
     }
 
+    /// Under `tracking`, on the master's machine: the timing event for
+    /// the stall its own `report` shows, to send with that report, which
+    /// it has just taken on the current frame ([`Self::report_due`]), or
+    /// `None` (not the master, another policy, no raise, or one already on
+    /// its way); `State` when no frame is open. The evaluation of the
+    /// report, where it executes, makes
+    /// the same raise a look-ahead later: sent now, the raise is in force
+    /// one look-ahead sooner, one run of a spike's stalls fewer (decision
+    /// 50 in docs/decisions.md). An engine session may send it the same
+    /// way: as a timing event of the master, like those `end_frame` gives.
+    pub fn raise_for_own_stall(&mut self, report: &Report) -> Result<Option<TimingEvent>> {
+        let frame = self.current_frame()?;
+        let Policy::Tracking(policy) = &self.policy else {
+            return Ok(None);
+        };
+        if !self.is_master() {
+            return Ok(None);
+        }
+        let in_force = self.in_force();
+        let Some(event) = policy.raise_for_own_stall(&self.record, report, frame, in_force) else {
+            return Ok(None);
+        };
+        let on_its_way = self.own_raise.is_some_and(|(until, look_ahead)| {
+            frame <= until && look_ahead >= event.target.look_ahead()
+        });
+        if on_its_way {
+            return Ok(None);
+        }
+        let executes_by = frame + u32::from(in_force.timing.look_ahead()) + 1;
+        self.own_raise = Some((executes_by, event.target.look_ahead()));
+        Ok(Some(event))
+    }
+
+    /// The schedule the policy's events execute in, as `tracking` reads it.
+    fn in_force(&self) -> InForce {
+        InForce {
+            timing: self.schedule.timing(),
+            staged: self.schedule.staged_target(),
+        }
+    }
+
     /// Ends the current frame with the master's evaluation (S4). Every
     /// machine evaluates; on the master's machine the timing event to queue
     /// as a command is returned.
     pub fn end_frame(&mut self) -> Result<Option<TimingEvent>> {
         let frame = self.current_frame()?;
-        let in_force = InForce {
-            timing: self.schedule.timing(),
-            staged: self.schedule.staged_target(),
-        };
+        let in_force = self.in_force();
         let (verdict, event) = self.policy.evaluate(&self.record, frame, Some(in_force));
         if verdict != Verdict::NoEvaluation {
             self.last_verdict = verdict;
@@ -695,5 +738,113 @@ mod report_tests {
         let mut adaptive = machine(PolicyKind::Adaptive);
         let due: Vec<u32> = (1..=70).filter(|&f| adaptive.report_due(f, 1)).collect();
         assert_eq!(due, [32, 64]);
+    }
+
+    fn report(worst: u32, median: u32, stalled: u32, max_wait_ms: u32) -> Report {
+        Report {
+            process_us: 5000,
+            max_wait_ms,
+            worst_rtt_ms: Some(worst),
+            detail: Some(crate::report::ReportDetail {
+                median_rtt_ms: Some(median),
+                p90_rtt_ms: Some(worst),
+                latest_rtt_ms: Some(worst),
+                frames: 6,
+                stalled_frames: stalled,
+                stall_ms: max_wait_ms + 3 * stalled.saturating_sub(1),
+                waited_for: (stalled > 0).then_some(1),
+            }),
+        }
+    }
+
+    /// Frames up to `to` with nothing executed; the master's events, if
+    /// any, returned with the frames they were issued on.
+    fn run_to(m: &mut TimingMachine, to: u32) -> Vec<(u32, TimingEvent)> {
+        let mut events = Vec::new();
+        let from = match m.phase {
+            Phase::NotStarted => 0,
+            Phase::Ended(f) => f + 1,
+            Phase::InFrame(_) => unreachable!(),
+        };
+        for frame in from..=to {
+            m.begin_frame(frame).unwrap();
+            if let Some(event) = m.end_frame().unwrap() {
+                events.push((frame, event));
+            }
+        }
+        events
+    }
+
+    #[test]
+    fn the_master_raises_for_its_own_stall_with_the_report_and_the_evaluation_agrees() {
+        let calm = report(120, 120, 0, 0);
+        // Seat 0 is the master; seat 1 is not.
+        let mut machines = [machine(PolicyKind::Tracking), {
+            TimingMachine::new(&MachineConfig {
+                policy: PolicyKind::Tracking,
+                ..MachineConfig::adaptive(30, vec![true, true], Some(1))
+            })
+            .unwrap()
+        }];
+        let mut opening = None;
+        for m in &mut machines {
+            run_to(m, 24);
+            m.begin_frame(25).unwrap();
+            m.execute_report(0, calm).unwrap();
+            m.execute_report(1, calm).unwrap();
+            opening = m.end_frame().unwrap().or(opening);
+        }
+        // 120 ms round trips at 30 fps: `1/2`, executed where it was sent
+        // (the opening look-ahead of 9 frames later).
+        let opening = opening.unwrap();
+        assert_eq!(opening.target.to_string(), "1/2");
+        for m in &mut machines {
+            run_to(m, 34);
+            m.begin_frame(35).unwrap();
+            m.execute_timing_event(0, opening).unwrap();
+            m.end_frame().unwrap();
+            run_to(m, 59);
+        }
+        // A 1500 ms spike: the master's frame 60 waited 684 ms; its first
+        // round trips are half back (810 ms).
+        let onset = report(810, 120, 2, 684);
+        let mut raises = Vec::new();
+        for m in &mut machines {
+            m.begin_frame(60).unwrap();
+            raises.push(m.raise_for_own_stall(&onset).unwrap());
+            // Once per raise: the same stall again raises nothing more.
+            assert_eq!(m.raise_for_own_stall(&onset).unwrap(), None);
+            m.end_frame().unwrap();
+        }
+        // Only the master raises: 2 frames in force, 21 lacking, at most
+        // the margin's 9 frames over what the round trips need (13).
+        let raise = raises[0].unwrap();
+        assert_eq!(raise.target.to_string(), "1/22");
+        assert_eq!(raises[1], None);
+        // Sent with the report, it executes with it, two frames later, and
+        // the evaluation of that report makes the same raise on every
+        // machine: the master sends it again (in force already, it changes
+        // nothing where it executes), and every machine holds its target.
+        for (seat, m) in machines.iter_mut().enumerate() {
+            run_to(m, 61);
+            m.begin_frame(62).unwrap();
+            m.execute_timing_event(0, raise).unwrap();
+            m.execute_report(0, onset).unwrap();
+            m.execute_report(1, report(810, 120, 0, 0)).unwrap();
+            let again = m.end_frame().unwrap();
+            assert_eq!(again, (seat == 0).then_some(raise));
+            assert_eq!(m.timing().to_string(), "1/22");
+            assert_eq!(m.policy.target().0.to_string(), "1/22");
+        }
+        // Every other policy leaves the raise to its evaluation.
+        let mut adaptive = machine(PolicyKind::Adaptive);
+        run_to(&mut adaptive, 59);
+        adaptive.begin_frame(60).unwrap();
+        assert_eq!(adaptive.raise_for_own_stall(&onset).unwrap(), None);
+        assert!(adaptive.end_frame().is_ok());
+        assert!(
+            adaptive.raise_for_own_stall(&onset).is_err(),
+            "no frame open"
+        );
     }
 }

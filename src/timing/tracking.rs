@@ -122,6 +122,15 @@ pub struct TrackingPolicy {
     /// The frame the last event was issued on, and the look-ahead in force
     /// then (it executes within it).
     issued: Option<(u32, u8)>,
+    /// A look-ahead a spike's first stalls asked for, held until the frame
+    /// given, when its round trips are back whole and the look-ahead
+    /// follows them (decision 50).
+    spike_hold: Option<(u32, u32)>,
+    /// The look-ahead the round trips needed at the last evaluation.
+    for_round_trips: u32,
+    /// The round trips' jitter at the last evaluation: the largest spread
+    /// (90th percentile less median) a report showed, ms.
+    jitter_ms: u32,
 }
 
 /// The schedule where the policy's events execute (S5), as the timing
@@ -148,6 +157,9 @@ impl TrackingPolicy {
             seen: [None; MAX_SEATS],
             unexplained_raise: None,
             issued: None,
+            spike_hold: None,
+            for_round_trips: 0,
+            jitter_ms: 0,
         }
     }
 
@@ -254,14 +266,29 @@ impl TrackingPolicy {
         };
         let asked = self.take_in_reports(record, rate, in_force, blocked);
         let for_round_trips = Self::look_ahead_for(needed_rtt, rate);
+        self.for_round_trips = for_round_trips;
+        if asked.unexplained == 0 && !blocked {
+            // Calm reports only: a spike's reports mix its samples with
+            // those before it, and their spread is the spike.
+            self.jitter_ms = record
+                .fresh_reports(frame)
+                .filter_map(|r| {
+                    let d = r.detail?;
+                    Some(d.p90_rtt_ms?.saturating_sub(d.median_rtt_ms?))
+                })
+                .max()
+                .unwrap_or(0);
+        }
         self.take_back_explained_raise(for_round_trips, frame);
         let margin_before = self.margin;
         let raised = self.update_margin(&asked, for_round_trips, rate, frame);
         if raised {
             self.unexplained_raise = Some((frame, self.margin - margin_before, for_round_trips));
         }
-        let look_ahead =
-            (for_round_trips + u32::from(self.margin)).min(u32::from(MAX_LOOK_AHEAD)) as u8;
+        let held = self.hold_spike(&asked, for_round_trips, rate, frame);
+        let look_ahead = (for_round_trips + u32::from(self.margin))
+            .max(held)
+            .min(u32::from(MAX_LOOK_AHEAD)) as u8;
         if raised || is_spike_rise(u32::from(self.target.look_ahead()), u32::from(look_ahead)) {
             if frame >= self.raise_blocked_until {
                 self.look_ahead_before_raise = u32::from(self.target.look_ahead());
@@ -308,10 +335,14 @@ impl TrackingPolicy {
         if self.target.look_ahead() >= now.timing.look_ahead() {
             return false;
         }
-        let in_flight = self
-            .issued
-            .is_some_and(|(on, over)| frame <= on + u32::from(over) + 1);
-        in_flight || now.staged == Some(self.target)
+        self.event_in_flight(frame) || now.staged == Some(self.target)
+    }
+
+    /// Whether the last event issued may not have executed yet: it
+    /// executes within the look-ahead it was sent under, and a frame.
+    fn event_in_flight(&self, frame: u32) -> bool {
+        self.issued
+            .is_some_and(|(on, over)| frame <= on + u32::from(over) + 1)
     }
 
     /// A spike's first stalls come before its round trips do (those come
@@ -381,56 +412,75 @@ impl TrackingPolicy {
                 continue;
             }
             *seen = Some(executed);
-            let (stalled, frames, waited_for, stall_ms) = match report.detail {
-                Some(d) => (d.stalled_frames, d.frames, d.waited_for, d.stall_ms),
-                // The older layouts say only whether a wait happened.
-                None => (
-                    u32::from(report.max_wait_ms > 0),
-                    0,
-                    None,
-                    report.max_wait_ms,
-                ),
-            };
-            if stalled == 0 {
-                continue;
-            }
-            let cpu_bound =
-                waited_for
-                    .and_then(|slow| record.latest(slow))
-                    .is_some_and(|(slow, _)| {
-                        u64::from(slow.process_us) * u64::from(rate)
-                            >= u64::from(CPU_BOUND_PERMILLE) * 1000
-                    });
-            if cpu_bound {
-                continue;
-            }
-            let lacking = Self::lacking_frames(&report, stalled, frames, stall_ms, rate, in_force);
-            let for_worst = report
-                .worst_rtt_ms
-                .map_or(0, |rtt| Self::look_ahead_for(rtt, rate));
-            if for_worst >= in_force + lacking {
-                continue; // the round trips explain it: the look-ahead follows them
-            }
-            asked.unexplained = asked.unexplained.max(stalled);
-            if for_worst > in_force || blocked {
-                // The round trips rose past the look-ahead in force but say
-                // less than the stall: a spike whose round trips are only
-                // half back (the first samples after its start went out
-                // before it, and come back at the old one-way delay plus the
-                // new one). The stall reads it whole. So does one that
-                // waited under the look-ahead before a raise that has not
-                // reached the turns yet: it asks for more only if it
-                // lacked more than the raise gave.
-                asked.look_ahead = asked.look_ahead.max(in_force + lacking);
+            let one = Self::ask_of_report(record, &report, rate, in_force, blocked, self.jitter_ms);
+            asked.unexplained = asked.unexplained.max(one.unexplained);
+            asked.margin = asked.margin.max(one.margin);
+            asked.look_ahead = asked.look_ahead.max(one.look_ahead);
+            asked.spike = asked.spike.max(one.spike);
+        }
+        asked
+    }
+
+    /// What one report's stalls ask ([`Self::take_in_reports`]).
+    fn ask_of_report(
+        record: &Record,
+        report: &Report,
+        rate: u8,
+        in_force: u32,
+        blocked: bool,
+        jitter_ms: u32,
+    ) -> StallsAsk {
+        let mut asked = StallsAsk::default();
+        let (stalled, frames, waited_for, stall_ms) = match report.detail {
+            Some(d) => (d.stalled_frames, d.frames, d.waited_for, d.stall_ms),
+            // The older layouts say only whether a wait happened.
+            None => (
+                u32::from(report.max_wait_ms > 0),
+                0,
+                None,
+                report.max_wait_ms,
+            ),
+        };
+        if stalled == 0 {
+            return asked;
+        }
+        let cpu_bound = waited_for
+            .and_then(|slow| record.latest(slow))
+            .is_some_and(|(slow, _)| {
+                u64::from(slow.process_us) * u64::from(rate) >= u64::from(CPU_BOUND_PERMILLE) * 1000
+            });
+        if cpu_bound {
+            return asked;
+        }
+        let lacking = Self::lacking_frames(report, stalled, frames, stall_ms, rate, in_force);
+        let for_worst = report
+            .worst_rtt_ms
+            .map_or(0, |rtt| Self::look_ahead_for(rtt, rate));
+        if for_worst >= in_force + lacking {
+            return asked; // the round trips explain it: the look-ahead follows them
+        }
+        asked.unexplained = stalled;
+        if for_worst > in_force || blocked {
+            // The round trips rose past the look-ahead in force but say
+            // less than the stall: a spike whose round trips are only half
+            // back (the first samples after its start went out before it,
+            // and come back at the old one-way delay plus the new one). The
+            // stall reads it whole. So does one that waited under the
+            // look-ahead before a raise that has not reached the turns yet:
+            // it asks for more only if it lacked more than the raise gave.
+            let jitter = (u64::from(jitter_ms) * u64::from(rate)).div_ceil(1000) as u32;
+            if for_worst > in_force {
+                asked.spike = in_force + lacking + jitter;
             } else {
-                // The round trips do not show it at all: loss (Karn keeps
-                // retransmitted samples out of them), jitter the
-                // distribution does not show, a late sender. Margin on top
-                // of what the round trips need (the look-ahead in force
-                // may be more than they need: the opening's, or one
-                // coming down), at least a frame.
-                asked.margin = asked.margin.max(lacking.max(1));
+                asked.look_ahead = in_force + lacking;
             }
+        } else {
+            // The round trips do not show it at all: loss (Karn keeps
+            // retransmitted samples out of them), jitter the distribution
+            // does not show, a late sender. Margin on top of what the round
+            // trips need (the look-ahead in force may be more than they
+            // need: the opening's, or one coming down), at least a frame.
+            asked.margin = lacking.max(1);
         }
         asked
     }
@@ -486,16 +536,11 @@ impl TrackingPolicy {
         rate: u8,
         frame: u32,
     ) -> bool {
-        let most = u32::from(Self::most_margin(rate));
         let margin = u32::from(self.margin);
         if asked.unexplained > 0 {
             self.last_unexplained_stall = frame;
-            // A look-ahead to reach asks nothing when the round trips
-            // already ask for as much, or a raise since the stall gave it.
-            let to_reach = asked.look_ahead.saturating_sub(for_round_trips + margin);
-            let raise = asked.margin.max(to_reach);
-            if raise > 0 && margin < most {
-                self.margin = (margin + raise).min(most) as u8;
+            if let Some(raised) = Self::raised_margin(asked, for_round_trips, margin, rate) {
+                self.margin = raised;
                 return true;
             }
         } else if self.margin > 0
@@ -505,6 +550,118 @@ impl TrackingPolicy {
             self.last_unexplained_stall = frame;
         }
         false
+    }
+
+    /// The look-ahead a spike's first stalls hold up (0 when none): one
+    /// newly asked for beyond what the round trips and margin give, held
+    /// until it has reached the turns and two more reports have brought
+    /// the spike's round trips back whole; then the look-ahead follows
+    /// them. Kept as margin, a short spike's ask outlived it by 512 frames
+    /// a quarter (decision 50).
+    fn hold_spike(&mut self, asked: &StallsAsk, for_round_trips: u32, rate: u8, frame: u32) -> u32 {
+        let held = self.held_spike(frame);
+        let spike = Self::spike_look_ahead(asked, for_round_trips, rate);
+        if spike > held.max(for_round_trips + u32::from(self.margin)) {
+            let until = frame + spike + 2 * TRACKING_REPORT_PERIOD;
+            self.spike_hold = Some((until, spike));
+            return spike;
+        }
+        held
+    }
+
+    /// The look-ahead a spike's stalls ask for: up to the margin's most on
+    /// top of the round trips, as when it was margin (a report whose every
+    /// frame waited under a long look-ahead reads as that look-ahead times
+    /// the frames' wait).
+    fn spike_look_ahead(asked: &StallsAsk, for_round_trips: u32, rate: u8) -> u32 {
+        asked
+            .spike
+            .min(for_round_trips + u32::from(Self::most_margin(rate)))
+    }
+
+    /// The look-ahead held for a spike on `frame`, 0 when none.
+    fn held_spike(&self, frame: u32) -> u32 {
+        self.spike_hold
+            .filter(|(until, _)| frame < *until)
+            .map_or(0, |(_, look_ahead)| look_ahead)
+    }
+
+    /// The margin after unexplained stalls asked `asked` of it, if they
+    /// raise it: by what they ask on top of the round trips, or to the
+    /// look-ahead they ask to reach (which asks nothing when the round
+    /// trips already ask for as much, or a raise since the stall gave it),
+    /// up to [`MAX_STALL_MARGIN_MS`].
+    fn raised_margin(asked: &StallsAsk, for_round_trips: u32, margin: u32, rate: u8) -> Option<u8> {
+        let most = u32::from(Self::most_margin(rate));
+        let to_reach = asked.look_ahead.saturating_sub(for_round_trips + margin);
+        let raise = asked.margin.max(to_reach);
+        (raise > 0 && margin < most).then(|| (margin + raise).min(most) as u8)
+    }
+
+    /// The master's own stall, read before its report has gone anywhere
+    /// (decision 50): the raise the evaluation will make when that report
+    /// executes, `report` being the one just taken, as a timing event to
+    /// send now, or `None` when it raises nothing (no stall, one the round
+    /// trips or a slow CPU explain, or no more than the look-ahead
+    /// `in_force` already has).
+    ///
+    /// A spike's stalls come one per look-ahead of frames (each run of
+    /// frames waits on the turns sent after the last run's stall), until a
+    /// longer look-ahead is in force; the report and then the event each
+    /// take one look-ahead to execute, three runs of stalls in all. Sent
+    /// with the report, the event executes with it, and saves one run. It
+    /// changes nothing in the policy: every machine evaluates the report
+    /// when it executes, as before, and makes the same raise, which the
+    /// master sends again (in force already, it changes nothing where it
+    /// executes); were the evaluation's raise smaller, its next target
+    /// brings the look-ahead down as usual.
+    pub fn raise_for_own_stall(
+        &self,
+        record: &Record,
+        report: &Report,
+        frame: u32,
+        in_force: InForce,
+    ) -> Option<TimingEvent> {
+        if record.any_missing(frame) {
+            return None;
+        }
+        let blocked = frame < self.raise_blocked_until;
+        let stalled_under = if blocked {
+            self.look_ahead_before_raise
+        } else {
+            u32::from(self.target.look_ahead())
+        };
+        let asked = Self::ask_of_report(
+            record,
+            report,
+            self.rate,
+            stalled_under,
+            blocked,
+            self.jitter_ms,
+        );
+        if asked.unexplained == 0 {
+            return None;
+        }
+        let margin = u32::from(self.margin);
+        // What the round trips need once this report has executed: its
+        // own, or the others' at the last evaluation.
+        let for_round_trips = Self::needed_rtt_ms(report)
+            .map_or(0, |rtt| Self::look_ahead_for(rtt, self.rate))
+            .max(self.for_round_trips);
+        let raised =
+            Self::raised_margin(&asked, for_round_trips, margin, self.rate).unwrap_or(self.margin);
+        let look_ahead = (for_round_trips + u32::from(raised))
+            .max(Self::spike_look_ahead(&asked, for_round_trips, self.rate))
+            .max(self.held_spike(frame))
+            .min(u32::from(MAX_LOOK_AHEAD)) as u8;
+        if look_ahead <= self.target.look_ahead().max(in_force.timing.look_ahead()) {
+            return None;
+        }
+        let target = Timing::new(1, look_ahead).ok()?;
+        Some(TimingEvent {
+            target,
+            fps: self.rate,
+        })
     }
 }
 
@@ -519,6 +676,9 @@ struct StallsAsk {
     /// A look-ahead to reach: stalls of a spike whose round trips are only
     /// half back, and stalls under the look-ahead before a raise.
     look_ahead: u32,
+    /// A look-ahead a spike's first stalls ask for, its round trips only
+    /// half back: held until they are back whole, not kept as margin.
+    spike: u32,
 }
 
 #[cfg(test)]
@@ -737,6 +897,41 @@ mod tests {
         policy.evaluate(&record, 57, None);
         assert_eq!(policy.margin(), 0);
         assert_eq!(policy.target().to_string(), "1/23");
+    }
+
+    #[test]
+    fn a_short_spike_s_raise_is_held_until_its_round_trips_are_back_then_let_go() {
+        let mut policy = TrackingPolicy::new(30);
+        let mut record = Record::new(0, [0, 1]);
+        apply(
+            &mut record,
+            25,
+            report(120, 5000, detail(100, 120, 110, 0, None)),
+        );
+        assert_eq!(issued(&mut policy, &record, 25), "1/2");
+        // As in the test above, but the spike is over by the next report:
+        // the round trips never show it whole.
+        let mut first = detail(120, 810, 810, 2, Some(1));
+        first.frames = 6;
+        first.stall_ms = 687;
+        let mut onset = report(810, 5000, first);
+        onset.max_wait_ms = 684;
+        apply(&mut record, 41, onset);
+        // 2 in force, 21 lacking, and a frame for the 20 ms the round trips
+        // jittered before: at most 9 over the 13 the round trips need.
+        assert_eq!(issued(&mut policy, &record, 41), "1/22");
+        assert_eq!(policy.margin(), 0);
+        // Held while the raise reaches the turns and two reports follow
+        // (22 + 32 frames), whatever the calm reports say meanwhile...
+        let calm = report(120, 5000, detail(100, 120, 110, 0, None));
+        for frame in [57, 73, 89] {
+            apply(&mut record, frame, calm);
+            assert_eq!(policy.evaluate(&record, frame, None), None);
+        }
+        // ...then let go: it was never margin, which would have stayed for
+        // 512 calm frames a quarter.
+        apply(&mut record, 105, calm);
+        assert_eq!(issued(&mut policy, &record, 105), "1/2");
     }
 
     #[test]

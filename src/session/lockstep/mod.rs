@@ -833,6 +833,12 @@ impl LockstepSession {
                 .report_due(frame, self.measurements.unreported_stalls())
             {
                 let report = self.measurements.take_report();
+                // The master raises for its own stall with the report, not
+                // a look-ahead after it (decision 50).
+                // Fails only with no frame open; this one is.
+                if let Ok(Some(event)) = self.machine.raise_for_own_stall(&report) {
+                    self.outbox.push_own(Item::Timing(event));
+                }
                 self.outbox.push_own(Item::Report(report));
             }
             // Fails only out of frame order, which `begin_frame` just ruled out.
