@@ -786,6 +786,9 @@ impl LockstepSession {
             return Ok(Advance::Waiting);
         }
         let frame_us = 1_000_000 / u64::from(self.machine.fps().max(1));
+        if let Some(until) = self.stalls.cushion(now_us, frame_us) {
+            return Ok(Advance::NotDue { at_us: until });
+        }
         let late =
             self.stalls
                 .frame_starts(now_us, frame_us, &mut self.measurements, &mut self.stats);

@@ -12,6 +12,11 @@
 //! wait for turns that arrive at the rate — on time, no stall. Counted as
 //! stalls, those waits made each spike's onset look some twenty stalled
 //! frames longer than the players saw it (decision 47 in docs/decisions.md).
+//!
+//! A frame that waited a whole frame past the rate or more waits one frame
+//! longer (the cushion, decision 52): the turns of the frames after it
+//! follow its own with the network's jitter, and without the cushion they
+//! stalled one after another, a few ms each.
 
 use super::LockstepStats;
 use crate::report::Measurements;
@@ -28,6 +33,8 @@ pub(super) struct StallWatch {
     /// The seat whose turn the open wait is for (the report names it).
     waiting_for: Option<u8>,
     last_frame_start_us: Option<u64>,
+    /// Until when a frame that waited a whole frame or more waits on.
+    cushion_until: Option<u64>,
 }
 
 impl StallWatch {
@@ -38,6 +45,28 @@ impl StallWatch {
             self.waiting_since = Some(now_us);
             self.waiting_for = seat();
         }
+    }
+
+    /// The frame due is ready at `now_us` after waiting: when it may start.
+    /// A frame that waited a whole frame past the rate or more waits one
+    /// frame more, so the frames after it, whose turns follow its own with
+    /// the network's jitter, start on the rate instead of each waiting
+    /// again: one longer stall instead of a stall and a string of short
+    /// ones. `None`: start now.
+    pub(super) fn cushion(&mut self, now_us: u64, frame_us: u64) -> Option<u64> {
+        let since = self.waiting_since?;
+        if let Some(until) = self.cushion_until {
+            return (now_us < until).then_some(until);
+        }
+        let from = self
+            .last_frame_start_us
+            .map_or(since, |last| since.max(last.saturating_add(frame_us)));
+        if now_us.saturating_sub(from) < frame_us {
+            return None;
+        }
+        let until = now_us + frame_us;
+        self.cushion_until = Some(until);
+        Some(until)
     }
 
     /// Whether a wait is open (a datagram, not time, releases the frame).
@@ -56,6 +85,7 @@ impl StallWatch {
         stats: &mut LockstepStats,
     ) -> bool {
         let last = self.last_frame_start_us.replace(now_us);
+        self.cushion_until = None;
         let Some(since) = self.waiting_since.take() else {
             return false;
         };
@@ -101,6 +131,30 @@ mod tests {
         watch.waiting(last + FRAME - 3_333, || None);
         assert!(start(&mut watch, last + FRAME + 5_000, &mut stats));
         assert_eq!((stats.stalled_frames, stats.stall_us), (2, 25_000));
+    }
+
+    #[test]
+    fn a_frame_that_waited_a_whole_frame_waits_one_more_and_counts_once() {
+        let mut watch = StallWatch::default();
+        let mut stats = LockstepStats::default();
+        start(&mut watch, 0, &mut stats);
+        // Due on the rate; its turns come 40 ms late, more than a frame:
+        // it starts a frame after they came.
+        watch.waiting(FRAME, || Some(1));
+        let ready = FRAME + 40_000;
+        assert_eq!(watch.cushion(ready, FRAME), Some(ready + FRAME));
+        assert_eq!(watch.cushion(ready + 5_000, FRAME), Some(ready + FRAME));
+        assert_eq!(watch.cushion(ready + FRAME, FRAME), None);
+        assert!(start(&mut watch, ready + FRAME, &mut stats));
+        assert_eq!((stats.stalled_frames, stats.stall_us), (1, 40_000 + FRAME));
+        // A wait under a frame past the rate starts at once.
+        let last = ready + FRAME;
+        watch.waiting(last + FRAME, || Some(1));
+        assert_eq!(watch.cushion(last + FRAME + 10_000, FRAME), None);
+        assert!(start(&mut watch, last + FRAME + 10_000, &mut stats));
+        assert_eq!(stats.stalled_frames, 2);
+        // No wait open: nothing to hold.
+        assert_eq!(watch.cushion(last + 3 * FRAME, FRAME), None);
     }
 
     #[test]
