@@ -388,40 +388,71 @@ impl Endpoint {
     /// [`poll_timeout`](Self::poll_timeout) says.
     pub fn poll_transmit(&mut self, now_us: u64, buf: &mut [u8]) -> Option<Transmit> {
         let count = self.peers.len();
+        if count == 0 {
+            return None;
+        }
+        let start = wrap(self.next_transmit, count);
+        if count <= 64 {
+            // The marked links in turn from `start`: walk the set bits (a
+            // machine asks after every datagram, most links unmarked).
+            let live = u64::MAX >> (64 - count);
+            let pending = self.may_transmit & live;
+            let before_start = (1u64 << start) - 1;
+            for mut marked in [pending & !before_start, pending & before_start] {
+                while marked != 0 {
+                    let at = marked.trailing_zeros() as usize;
+                    marked &= marked - 1;
+                    if let Some(transmit) = self.transmit_from(at, now_us, buf) {
+                        return Some(transmit);
+                    }
+                }
+            }
+            return None;
+        }
         for step in 0..count {
-            let at = wrap(self.next_transmit + step, count);
+            let at = wrap(start + step, count);
             if at < 64 && self.may_transmit & (1 << at) == 0 {
                 continue;
             }
-            let peer = &mut self.peers[at];
-            // The cached timer is exact unless a link was handed out: when
-            // it is not due, the link's timers would change nothing.
-            let timer_due = self.timeouts_unknown || peer.timeout.is_some_and(|t| t <= now_us);
-            let sent = if timer_due {
-                if at < 64 {
-                    self.event_links |= 1 << at; // its timers may report a loss
-                }
-                peer.link.poll_transmit(now_us, buf)
-            } else {
-                peer.link.poll_transmit_no_timer_due(now_us, buf)
-            };
-            // Nothing sent and no timer due: the link did not change.
-            if sent.is_some() || timer_due {
-                peer.refresh_timeout();
-            }
-            if sent.is_none() && at < 64 {
-                self.may_transmit &= !(1 << at);
-            }
-            if let Some(len) = sent {
-                self.next_transmit = wrap(at + 1, count);
-                return Some(Transmit {
-                    seat: peer.seat,
-                    destination: peer.address,
-                    len,
-                });
+            if let Some(transmit) = self.transmit_from(at, now_us, buf) {
+                return Some(transmit);
             }
         }
         None
+    }
+
+    /// [`poll_transmit`](Self::poll_transmit) of the link at `at`; a link
+    /// with nothing to send loses its mark.
+    fn transmit_from(&mut self, at: usize, now_us: u64, buf: &mut [u8]) -> Option<Transmit> {
+        let count = self.peers.len();
+        let peer = &mut self.peers[at];
+        // The cached timer is exact unless a link was handed out: when
+        // it is not due, the link's timers would change nothing.
+        let timer_due = self.timeouts_unknown || peer.timeout.is_some_and(|t| t <= now_us);
+        let sent = if timer_due {
+            if at < 64 {
+                self.event_links |= 1 << at; // its timers may report a loss
+            }
+            peer.link.poll_transmit(now_us, buf)
+        } else {
+            peer.link.poll_transmit_no_timer_due(now_us, buf)
+        };
+        // Nothing sent and no timer due: the link did not change.
+        if sent.is_some() || timer_due {
+            peer.refresh_timeout();
+        }
+        let Some(len) = sent else {
+            if at < 64 {
+                self.may_transmit &= !(1 << at);
+            }
+            return None;
+        };
+        self.next_transmit = wrap(at + 1, count);
+        Some(Transmit {
+            seat: peer.seat,
+            destination: peer.address,
+            len,
+        })
     }
 
     /// The next delivered message from any peer, taking seats in turn.
