@@ -447,6 +447,12 @@ impl Endpoint {
             }
             return None;
         };
+        // Asked again at once, a link with no timer due and nothing else
+        // to send would say so and change nothing: unmark it now.
+        let timer_due = self.timeouts_unknown || peer.timeout.is_some_and(|t| t <= now_us);
+        if at < 64 && !timer_due && !peer.link.may_transmit_now(now_us) {
+            self.may_transmit &= !(1 << at);
+        }
         self.next_transmit = wrap(at + 1, count);
         Some(Transmit {
             seat: peer.seat,

@@ -919,16 +919,7 @@ impl Link {
             !self.rto_expired(now_us) && !self.liveness_expired(now_us),
             "a timer is due: poll_transmit must handle it"
         );
-        if self.next_packet_number > u64::from(u32::MAX) {
-            return None; // 2^32 packets sent: numbers are never reused, so stop.
-        }
-        let ping_due = self.config.keepalive_interval_us > 0
-            && now_us.saturating_sub(self.last_ack_eliciting_sent_us)
-                >= self.config.keepalive_interval_us;
-        let ack_due = self.ack_due_us.is_some_and(|due| now_us >= due);
-        if self.messages_due == 0 && !ack_due && !ping_due {
-            return None;
-        }
+        let (ack_due, ping_due) = self.transmit_due(now_us)?;
         let ping = ping_due && self.messages_due == 0;
         let largest_received = self.replay.largest();
         let first_ack =
@@ -1040,6 +1031,30 @@ impl Link {
         self.counters.packets_sent += 1;
         self.counters.bytes_sent += len as u64;
         Some(len)
+    }
+
+    /// Whether [`poll_transmit_no_timer_due`](Self::poll_transmit_no_timer_due)
+    /// has anything to send at `now_us` (`None`: it returns `None` at once,
+    /// changing nothing): whether an ack is due and whether a keep-alive is.
+    fn transmit_due(&self, now_us: u64) -> Option<(bool, bool)> {
+        if self.next_packet_number > u64::from(u32::MAX) {
+            return None; // 2^32 packets sent: numbers are never reused, so stop.
+        }
+        let ping_due = self.config.keepalive_interval_us > 0
+            && now_us.saturating_sub(self.last_ack_eliciting_sent_us)
+                >= self.config.keepalive_interval_us;
+        let ack_due = self.ack_due_us.is_some_and(|due| now_us >= due);
+        if self.messages_due == 0 && !ack_due && !ping_due {
+            return None;
+        }
+        Some((ack_due, ping_due))
+    }
+
+    /// Whether [`poll_transmit_no_timer_due`](Self::poll_transmit_no_timer_due)
+    /// at `now_us` may send something; `false` when it would return `None`
+    /// without changing anything.
+    pub(crate) fn may_transmit_now(&self, now_us: u64) -> bool {
+        self.transmit_due(now_us).is_some()
     }
 
     /// The oldest index of `outgoing` a packet piggybacks from: the newest
