@@ -557,7 +557,7 @@ impl<'b> PacketWriter<'b> {
     }
 
     /// Append a message; `false` (and nothing written) when it does not fit.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, number: u16, payload: &[u8]) -> bool {
         if !self.fits(payload.len()) {
             return false;
