@@ -9,6 +9,7 @@
 #   make pkgconfig-check      compile a C program through pkg-config, shared and static
 #   make windows              rungs.dll for i686 and x86_64 Windows (mk/windows.mk, docs/windows.md)
 #   make windows-test         Windows and 32-bit checks: imports, exports, layouts, Wine, gcc -m32, tsmod
+#   make sim-pgo              rungs-sim with profile-guided optimisation (target/pgo/release)
 
 PREFIX  ?= /usr/local
 ROOT    := $(CURDIR)
@@ -84,3 +85,10 @@ clean:
 .PHONY: sim-suite
 sim-suite:
 	cargo run --release --quiet --bin rungs-sim -- suite
+
+# rungs-sim built with profile-guided optimisation, in $(TARGET_DIR)/pgo/release
+# (target/release untouched): the same results, about 10 % faster
+# (scripts/sim-pgo.sh; needs llvm-profdata of rustc's LLVM).
+.PHONY: sim-pgo
+sim-pgo:
+	./scripts/sim-pgo.sh $(TARGET_DIR)

@@ -72,6 +72,11 @@ pub struct Endpoint {
     /// skipped by `poll_transmit`, which otherwise asks every link for every
     /// datagram.
     may_transmit: u64,
+    /// Bit per peer index: the link may have liveness events queued (it
+    /// handled a packet or a timer, or was handed out). A clear bit means
+    /// none: `poll_event`, which a session asks after every datagram, looks
+    /// only at these links, in the same order as at all of them.
+    event_links: u64,
     /// This machine's connection epoch (S8 restarts).
     epoch: u32,
     /// A link was handed out mutably ([`link_mut`](Self::link_mut)): the
@@ -117,6 +122,7 @@ impl Endpoint {
             next_transmit: 0,
             next_receive: 0,
             may_transmit: 0,
+            event_links: 0,
             epoch: 1,
             timeouts_unknown: false,
         })
@@ -188,6 +194,7 @@ impl Endpoint {
         let mut link = Link::new(self.config.link, identity, now_us)?;
         link.set_local_epoch(self.epoch)?;
         self.may_transmit = u64::MAX; // indices shift
+        self.event_links = u64::MAX;
         let timeout = link.poll_timeout();
         self.peers.insert(
             at,
@@ -215,6 +222,7 @@ impl Endpoint {
         let at = self.index(seat)?;
         self.peers.remove(at);
         self.may_transmit = u64::MAX; // indices shift
+        self.event_links = u64::MAX;
         Ok(())
     }
 
@@ -232,6 +240,7 @@ impl Endpoint {
     pub fn link_mut(&mut self, seat: u8) -> Option<&mut Link> {
         let at = self.index(seat).ok()?;
         self.timeouts_unknown = true;
+        self.mark_events(at);
         Some(&mut self.peers[at].link)
     }
 
@@ -248,6 +257,13 @@ impl Endpoint {
     fn mark(&mut self, at: usize) {
         if at < 64 {
             self.may_transmit |= 1 << at;
+        }
+    }
+
+    /// Note that link `at` may have queued events.
+    fn mark_events(&mut self, at: usize) {
+        if at < 64 {
+            self.event_links |= 1 << at;
         }
     }
 
@@ -306,6 +322,9 @@ impl Endpoint {
         }
         let handled = peer.link.handle_packet(now_us, &packet, datagram.len());
         peer.refresh_timeout();
+        // A restart or a packet after a loss queues an event.
+        self.mark_events(at);
+        let peer = &mut self.peers[at];
         handled?;
         if moved {
             peer.address = canonical_address(source);
@@ -339,6 +358,7 @@ impl Endpoint {
         }
         self.timeouts_unknown = false;
         self.may_transmit |= due; // a timer may have made work
+        self.event_links |= due; // or a loss
     }
 
     /// The earliest timer of any link.
@@ -368,37 +388,77 @@ impl Endpoint {
     /// [`poll_timeout`](Self::poll_timeout) says.
     pub fn poll_transmit(&mut self, now_us: u64, buf: &mut [u8]) -> Option<Transmit> {
         let count = self.peers.len();
+        if count == 0 {
+            return None;
+        }
+        let start = wrap(self.next_transmit, count);
+        if count <= 64 {
+            // The marked links in turn from `start`: walk the set bits (a
+            // machine asks after every datagram, most links unmarked).
+            let live = u64::MAX >> (64 - count);
+            let pending = self.may_transmit & live;
+            let before_start = (1u64 << start) - 1;
+            for mut marked in [pending & !before_start, pending & before_start] {
+                while marked != 0 {
+                    let at = marked.trailing_zeros() as usize;
+                    marked &= marked - 1;
+                    if let Some(transmit) = self.transmit_from(at, now_us, buf) {
+                        return Some(transmit);
+                    }
+                }
+            }
+            return None;
+        }
         for step in 0..count {
-            let at = wrap(self.next_transmit + step, count);
+            let at = wrap(start + step, count);
             if at < 64 && self.may_transmit & (1 << at) == 0 {
                 continue;
             }
-            let peer = &mut self.peers[at];
-            // The cached timer is exact unless a link was handed out: when
-            // it is not due, the link's timers would change nothing.
-            let timer_due = self.timeouts_unknown || peer.timeout.is_some_and(|t| t <= now_us);
-            let sent = if timer_due {
-                peer.link.poll_transmit(now_us, buf)
-            } else {
-                peer.link.poll_transmit_no_timer_due(now_us, buf)
-            };
-            // Nothing sent and no timer due: the link did not change.
-            if sent.is_some() || timer_due {
-                peer.refresh_timeout();
-            }
-            if sent.is_none() && at < 64 {
-                self.may_transmit &= !(1 << at);
-            }
-            if let Some(len) = sent {
-                self.next_transmit = wrap(at + 1, count);
-                return Some(Transmit {
-                    seat: peer.seat,
-                    destination: peer.address,
-                    len,
-                });
+            if let Some(transmit) = self.transmit_from(at, now_us, buf) {
+                return Some(transmit);
             }
         }
         None
+    }
+
+    /// [`poll_transmit`](Self::poll_transmit) of the link at `at`; a link
+    /// with nothing to send loses its mark.
+    fn transmit_from(&mut self, at: usize, now_us: u64, buf: &mut [u8]) -> Option<Transmit> {
+        let count = self.peers.len();
+        let peer = &mut self.peers[at];
+        // The cached timer is exact unless a link was handed out: when
+        // it is not due, the link's timers would change nothing.
+        let timer_due = self.timeouts_unknown || peer.timeout.is_some_and(|t| t <= now_us);
+        let sent = if timer_due {
+            if at < 64 {
+                self.event_links |= 1 << at; // its timers may report a loss
+            }
+            peer.link.poll_transmit(now_us, buf)
+        } else {
+            peer.link.poll_transmit_no_timer_due(now_us, buf)
+        };
+        // Nothing sent and no timer due: the link did not change.
+        if sent.is_some() || timer_due {
+            peer.refresh_timeout();
+        }
+        let Some(len) = sent else {
+            if at < 64 {
+                self.may_transmit &= !(1 << at);
+            }
+            return None;
+        };
+        // Asked again at once, a link with no timer due and nothing else
+        // to send would say so and change nothing: unmark it now.
+        let timer_due = self.timeouts_unknown || peer.timeout.is_some_and(|t| t <= now_us);
+        if at < 64 && !timer_due && !peer.link.may_transmit_now(now_us) {
+            self.may_transmit &= !(1 << at);
+        }
+        self.next_transmit = wrap(at + 1, count);
+        Some(Transmit {
+            seat: peer.seat,
+            destination: peer.address,
+            len,
+        })
     }
 
     /// The next delivered message from any peer, taking seats in turn.
@@ -461,8 +521,23 @@ impl Endpoint {
 
     /// The next liveness event of any link.
     pub fn poll_event(&mut self) -> Option<(u8, LinkEvent)> {
+        // The marked links among the first 64, lowest index first, then
+        // every link past them.
+        let mut marked = self.event_links;
+        while marked != 0 {
+            let at = marked.trailing_zeros() as usize;
+            marked &= marked - 1;
+            let Some(peer) = self.peers.get_mut(at) else {
+                break; // bits past the last peer
+            };
+            match peer.link.poll_event() {
+                Some(event) => return Some((peer.seat, event)),
+                None => self.event_links &= !(1 << at),
+            }
+        }
         self.peers
             .iter_mut()
+            .skip(64)
             .find_map(|p| p.link.poll_event().map(|event| (p.seat, event)))
     }
 

@@ -273,6 +273,12 @@ pub struct Link {
     acked_mask: u64,
     rto_started_us: Option<u64>,
     last_ack_eliciting_sent_us: u64,
+    /// No message that [`resend_oldest`](Self::resend_oldest) could make due
+    /// (sent, unacknowledged, not due) was last sent before this: set by its
+    /// full scans, lowered by any send earlier than it. Most calls (every
+    /// packet that acknowledges new data) find nothing stale, and this says
+    /// so without walking the messages.
+    resend_floor_us: u64,
 
     // Receiving side.
     replay: ReplayWindow,
@@ -338,6 +344,7 @@ impl Link {
             acked_mask: 0,
             rto_started_us: None,
             last_ack_eliciting_sent_us: now_us,
+            resend_floor_us: 0,
             replay: ReplayWindow::new(),
             recv_next: 0,
             out_of_order: BTreeMap::new(),
@@ -796,19 +803,32 @@ impl Link {
     /// unacknowledged messages last sent at least `older_than_us` ago;
     /// whether any became due.
     fn resend_oldest(&mut self, older_than_us: u64, now_us: u64) -> bool {
+        let stale = |last_sent_us: u64| {
+            older_than_us == u64::MAX || now_us.saturating_sub(last_sent_us) >= older_than_us
+        };
+        if !stale(self.resend_floor_us) {
+            return false; // every candidate was sent since the floor: none is stale
+        }
         let mut batch = 0;
+        // The candidates left as they are were last sent no earlier than
+        // this (nor than now: one sent later has a later time).
+        let mut floor = now_us;
         for message in self.outgoing.iter_mut() {
             if batch == RESEND_BATCH {
+                floor = 0; // the rest unseen
                 break;
             }
-            let stale = older_than_us == u64::MAX
-                || now_us.saturating_sub(message.last_sent_us) >= older_than_us;
-            if !message.acked && message.transmissions > 0 && !message.needs_send && stale {
-                message.needs_send = true;
-                self.messages_due += 1;
-                batch += 1;
+            if !message.acked && message.transmissions > 0 && !message.needs_send {
+                if stale(message.last_sent_us) {
+                    message.needs_send = true;
+                    self.messages_due += 1;
+                    batch += 1;
+                } else {
+                    floor = floor.min(message.last_sent_us);
+                }
             }
         }
+        self.resend_floor_us = floor;
         batch > 0
     }
 
@@ -919,16 +939,7 @@ impl Link {
             !self.rto_expired(now_us) && !self.liveness_expired(now_us),
             "a timer is due: poll_transmit must handle it"
         );
-        if self.next_packet_number > u64::from(u32::MAX) {
-            return None; // 2^32 packets sent: numbers are never reused, so stop.
-        }
-        let ping_due = self.config.keepalive_interval_us > 0
-            && now_us.saturating_sub(self.last_ack_eliciting_sent_us)
-                >= self.config.keepalive_interval_us;
-        let ack_due = self.ack_due_us.is_some_and(|due| now_us >= due);
-        if self.messages_due == 0 && !ack_due && !ping_due {
-            return None;
-        }
+        let (ack_due, ping_due) = self.transmit_due(now_us)?;
         let ping = ping_due && self.messages_due == 0;
         let largest_received = self.replay.largest();
         let first_ack =
@@ -1002,6 +1013,7 @@ impl Link {
             }
             message.transmissions += 1;
             message.last_sent_us = now_us;
+            self.resend_floor_us = self.resend_floor_us.min(now_us);
             let first = *first_message.get_or_insert(number);
             carried |= 1 << (number - first);
         }
@@ -1040,6 +1052,30 @@ impl Link {
         self.counters.packets_sent += 1;
         self.counters.bytes_sent += len as u64;
         Some(len)
+    }
+
+    /// Whether [`poll_transmit_no_timer_due`](Self::poll_transmit_no_timer_due)
+    /// has anything to send at `now_us` (`None`: it returns `None` at once,
+    /// changing nothing): whether an ack is due and whether a keep-alive is.
+    fn transmit_due(&self, now_us: u64) -> Option<(bool, bool)> {
+        if self.next_packet_number > u64::from(u32::MAX) {
+            return None; // 2^32 packets sent: numbers are never reused, so stop.
+        }
+        let ping_due = self.config.keepalive_interval_us > 0
+            && now_us.saturating_sub(self.last_ack_eliciting_sent_us)
+                >= self.config.keepalive_interval_us;
+        let ack_due = self.ack_due_us.is_some_and(|due| now_us >= due);
+        if self.messages_due == 0 && !ack_due && !ping_due {
+            return None;
+        }
+        Some((ack_due, ping_due))
+    }
+
+    /// Whether [`poll_transmit_no_timer_due`](Self::poll_transmit_no_timer_due)
+    /// at `now_us` may send something; `false` when it would return `None`
+    /// without changing anything.
+    pub(crate) fn may_transmit_now(&self, now_us: u64) -> bool {
+        self.transmit_due(now_us).is_some()
     }
 
     /// The oldest index of `outgoing` a packet piggybacks from: the newest

@@ -367,6 +367,11 @@ impl NetSim {
     /// Send a datagram at `now_us`.
     pub fn send(&mut self, now_us: u64, from: SocketAddr, to: SocketAddr, bytes: &[u8]) {
         let (from, to) = (self.host_id(from), self.host_id(to));
+        self.send_copy_between(now_us, from, to, bytes);
+    }
+
+    /// [`send`](Self::send) between hosts named by id.
+    pub fn send_copy_between(&mut self, now_us: u64, from: HostId, to: HostId, bytes: &[u8]) {
         let (arrivals, copies) = self.fate(now_us, from, to);
         for at_us in &arrivals[..copies] {
             let mut buffer = self.spare_buffers.pop().unwrap_or_default();

@@ -22,7 +22,7 @@ use crate::link::LinkConfig;
 use crate::report::record::MAX_SEATS;
 use crate::session::{Advance, LockstepConfig, LockstepSession, SessionEvent, Topology};
 use crate::sim::faults::{self, Attack, Fault};
-use crate::sim::{Conditions, MachineClock, NetSim, Outage, SplitMix64};
+use crate::sim::{Conditions, HostId, MachineClock, NetSim, Outage, SplitMix64};
 use crate::timing::{MachineConfig, Output};
 use crate::wire::packet::SessionKey;
 
@@ -149,8 +149,17 @@ pub(super) trait Outside {
     /// The wait before `seat`'s next command, µs (at least 1): the game's
     /// command randomness, one stream drawn in play order.
     fn command_gap(&mut self, seat: u8) -> u64;
-    /// The machine at `from` sends `datagram` to `to` at `now`.
-    fn send(&mut self, now: u64, from: SocketAddr, to: SocketAddr, datagram: &[u8]);
+    /// The machine at `addresses.0` sends `datagram` to `addresses.1` at
+    /// `now`; `seats`:
+    /// the sender's seat, and the addressee's when it is a player's (the
+    /// address is then the one the lobby knows for it, or was).
+    fn send(
+        &mut self,
+        now: u64,
+        addresses: (SocketAddr, SocketAddr),
+        seats: (u8, Option<u8>),
+        datagram: &[u8],
+    );
     /// Where every player is, as the lobby knows it.
     fn addresses(&self) -> &[SocketAddr];
     /// The network and the lobby's addresses, for a machine that moves:
@@ -166,9 +175,29 @@ pub(super) struct Lobby {
     /// Where every player is now, as the lobby knows it.
     pub(super) addresses: Vec<SocketAddr>,
     commands_per_minute: u32,
+    /// Per seat, the address its datagrams last came from or went to and
+    /// the network's id of it.
+    hosts: Vec<Option<(SocketAddr, HostId)>>,
 }
 
 impl Lobby {
+    /// The network's id of `address`, a seat's (as far as the caller
+    /// knows): remembered per seat, so the network's search by address runs
+    /// only when a seat's address is new.
+    fn host_of(&mut self, seat: Option<u8>, address: SocketAddr) -> HostId {
+        let Some(known) = seat.and_then(|s| self.hosts.get_mut(usize::from(s))) else {
+            return self.net.host_id(address);
+        };
+        match *known {
+            Some((at, host)) if at == address => host,
+            _ => {
+                let host = self.net.host_id(address);
+                *known = Some((address, host));
+                host
+            }
+        }
+    }
+
     /// The wait before the next command of any player, µs (at least 1).
     pub(super) fn draw_command_gap(&mut self) -> u64 {
         next_gap(&mut self.rng, self.commands_per_minute).max(1)
@@ -180,8 +209,16 @@ impl Outside for Lobby {
         self.draw_command_gap()
     }
 
-    fn send(&mut self, now: u64, from: SocketAddr, to: SocketAddr, datagram: &[u8]) {
-        self.net.send(now, from, to, datagram);
+    fn send(
+        &mut self,
+        now: u64,
+        (from, to): (SocketAddr, SocketAddr),
+        (from_seat, to_seat): (u8, Option<u8>),
+        datagram: &[u8],
+    ) {
+        let from = self.host_of(Some(from_seat), from);
+        let to = self.host_of(to_seat, to);
+        self.net.send_copy_between(now, from, to, datagram);
     }
 
     fn addresses(&self) -> &[SocketAddr] {
@@ -275,6 +312,7 @@ impl<'s> Host<'s> {
                     net,
                     addresses: (0..spec.players).map(address).collect(),
                     commands_per_minute: spec.commands_per_minute,
+                    hosts: vec![None; usize::from(spec.players)],
                 },
                 datagram: Vec::with_capacity(1500),
                 now: 0,
@@ -676,7 +714,7 @@ impl Rules<'_> {
                 ..
             } => {
                 for (to, datagram) in &m.captured {
-                    out.send(now, m.address, *to, datagram);
+                    out.send(now, (m.address, *to), (m.seat, None), datagram);
                 }
             }
             Fault::Attack { attack, .. } => {
@@ -755,7 +793,12 @@ pub(super) fn transmit(m: &mut Machine, now: u64, out: &mut impl Outside) {
             m.captured
                 .push((transmit.destination, m.buf[..transmit.len].to_vec()));
         }
-        out.send(now, m.address, transmit.destination, &m.buf[..transmit.len]);
+        out.send(
+            now,
+            (m.address, transmit.destination),
+            (m.seat, Some(transmit.seat)),
+            &m.buf[..transmit.len],
+        );
     }
     if m.crash_mid_turn {
         m.crashed = true;

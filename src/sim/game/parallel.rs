@@ -364,11 +364,22 @@ impl Outside for Window<'_> {
         self.gaps.pop_front().unwrap_or(u64::MAX / 4)
     }
 
-    fn send(&mut self, now: u64, _from: SocketAddr, to: SocketAddr, datagram: &[u8]) {
+    fn send(
+        &mut self,
+        now: u64,
+        (_, to): (SocketAddr, SocketAddr),
+        (_, to_seat): (u8, Option<u8>),
+        datagram: &[u8],
+    ) {
         let mut bytes = self.spare.pop().unwrap_or_default();
         bytes.clear();
         bytes.extend_from_slice(datagram);
-        let seat = self.addresses.iter().position(|a| *a == to);
+        // The addressee's seat when its address is the lobby's for it (the
+        // addresses are distinct), else the seat at that address, if any.
+        let seat = to_seat
+            .map(usize::from)
+            .filter(|s| self.addresses.get(*s) == Some(&to))
+            .or_else(|| self.addresses.iter().position(|a| *a == to));
         self.sent.push(Sent {
             at_us: now,
             to,
