@@ -436,17 +436,11 @@ fn a_c_master_raises_for_its_own_stall_with_its_report() {
             );
             (has == 1).then_some(event)
         };
+        let raise = |has: &mut i32, event: &mut rungs_timing_event| {
+            rungs_timing_machine_raise_for_own_stall(m, &onset, &onset_detail, has, event)
+        };
         // No frame open.
-        assert_eq!(
-            rungs_timing_machine_raise_for_own_stall(
-                m,
-                &onset,
-                &onset_detail,
-                &mut has,
-                &mut event
-            ),
-            RUNGS_ERR_STATE
-        );
+        assert_eq!(raise(&mut has, &mut event), RUNGS_ERR_STATE);
         for f in 0..=59 {
             frame(f);
             if f == 25 {
@@ -479,31 +473,13 @@ fn a_c_master_raises_for_its_own_stall_with_its_report() {
             ),
             RUNGS_ERR_NULL_POINTER
         );
-        assert_eq!(
-            rungs_timing_machine_raise_for_own_stall(
-                m,
-                &onset,
-                &onset_detail,
-                &mut has,
-                &mut event
-            ),
-            RUNGS_OK
-        );
+        assert_eq!(raise(&mut has, &mut event), RUNGS_OK);
         // 2 in force, 21 lacking, up to the margin's 9 over the 13 frames
         // the half-back round trips need.
         assert_eq!((has, event.send_period, event.look_ahead), (1, 1, 22));
         // Once per raise; and without the detail the same stall reads as
         // one stalled frame of 684 ms, no more than the raise on its way.
-        assert_eq!(
-            rungs_timing_machine_raise_for_own_stall(
-                m,
-                &onset,
-                &onset_detail,
-                &mut has,
-                &mut event
-            ),
-            RUNGS_OK
-        );
+        assert_eq!(raise(&mut has, &mut event), RUNGS_OK);
         assert_eq!(has, 0);
         assert_eq!(
             rungs_timing_machine_raise_for_own_stall(

@@ -714,6 +714,19 @@ mod tests {
         }
     }
 
+    /// The first report of a 1500 ms spike on a 120 ms game at 30 fps: its
+    /// first stall waits 684 ms (and the next frame 3 ms); the first
+    /// samples went out before it and say 810 ms, the old one-way 60 plus
+    /// the new 750.
+    fn spike_onset() -> Report {
+        let mut first = detail(120, 810, 810, 2, Some(1));
+        first.frames = 6;
+        first.stall_ms = 687;
+        let mut onset = report(810, 5000, first);
+        onset.max_wait_ms = 684;
+        onset
+    }
+
     /// The target of the event `policy` issues on `frame` (one must come).
     fn issued(policy: &mut TrackingPolicy, record: &Record, frame: u32) -> String {
         policy
@@ -876,16 +889,10 @@ mod tests {
             report(120, 5000, detail(120, 120, 120, 0, None)),
         );
         assert_eq!(issued(&mut policy, &record, 25), "1/2");
-        // A 1500 ms spike: the first stall waits 684 ms (and the next frame
-        // 3 ms); the first samples went out before it and say 810 ms, the
-        // old one-way 60 plus the new 750. They need 13 frames; the stall
-        // says 2 + 21, and the margin gives the 9 frames of its 300 ms most.
-        let mut first = detail(120, 810, 810, 2, Some(1));
-        first.frames = 6;
-        first.stall_ms = 687;
-        let mut onset = report(810, 5000, first);
-        onset.max_wait_ms = 684;
-        apply(&mut record, 41, onset);
+        // A 1500 ms spike (`spike_onset`): the round trips need 13 frames;
+        // the stall says 2 + 21, and the hold gives the 9 frames of its
+        // 300 ms most over them.
+        apply(&mut record, 41, spike_onset());
         assert_eq!(issued(&mut policy, &record, 41), "1/22");
         // Its whole round trips come back: the look-ahead they need is the
         // spike's, and the margin goes.
@@ -911,12 +918,7 @@ mod tests {
         assert_eq!(issued(&mut policy, &record, 25), "1/2");
         // As in the test above, but the spike is over by the next report:
         // the round trips never show it whole.
-        let mut first = detail(120, 810, 810, 2, Some(1));
-        first.frames = 6;
-        first.stall_ms = 687;
-        let mut onset = report(810, 5000, first);
-        onset.max_wait_ms = 684;
-        apply(&mut record, 41, onset);
+        apply(&mut record, 41, spike_onset());
         // 2 in force, 21 lacking, and a frame for the 20 ms the round trips
         // jittered before: at most 9 over the 13 the round trips need.
         assert_eq!(issued(&mut policy, &record, 41), "1/22");
