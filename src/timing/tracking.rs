@@ -8,7 +8,9 @@
 //!
 //! Like every policy it reads only executed reports (S3) and integer
 //! arithmetic, on the same frames on every machine, so every machine holds
-//! the same target; only the master's machine sends the timing events.
+//! the same target; only the master's machine sends the timing events —
+//! and, ahead of its own report's evaluation, the raise that report will
+//! make ([`TrackingPolicy::raise_for_own_stall`], which changes no state).
 
 use super::ladder::{Timing, MAX_LOOK_AHEAD};
 use super::policy::rate_within;
@@ -124,7 +126,7 @@ pub struct TrackingPolicy {
     issued: Option<(u32, u8)>,
     /// A look-ahead a spike's first stalls asked for, held until the frame
     /// given, when its round trips are back whole and the look-ahead
-    /// follows them (decision 50).
+    /// follows them (decision 51).
     spike_hold: Option<(u32, u32)>,
     /// The look-ahead the round trips needed at the last evaluation.
     for_round_trips: u32,
@@ -521,13 +523,15 @@ impl TrackingPolicy {
 
     /// A stall the round trips do not explain raises the margin: by what
     /// the stalls ask on top of the round trips (at least a frame), or to
-    /// the look-ahead a spike's half-back round trips fall short of, up to
-    /// [`MAX_STALL_MARGIN_MS`]. Once per raise that has had time to act:
-    /// stalls reported before a raise reached the turns waited under the
-    /// look-ahead before it, and raise only to a look-ahead beyond what the
-    /// raise gave ([`Self::take_in_reports`]). The budget of 0.5 % of
-    /// frames is too small to spend on learning (a 900-frame game may stall
-    /// on 4), so every such stall counts. Calm sheds a quarter of the margin (at least a frame) every
+    /// the look-ahead a stall under the look-ahead before a raise asks for,
+    /// up to [`MAX_STALL_MARGIN_MS`] (a spike's half-back round trips ask
+    /// for a look-ahead held apart, [`Self::hold_spike`]). Once per raise
+    /// that has had time to act: stalls reported before a raise reached the
+    /// turns waited under the look-ahead before it, and raise only to a
+    /// look-ahead beyond what the raise gave ([`Self::take_in_reports`]).
+    /// The budget of 0.5 % of frames is too small to spend on learning (a
+    /// 900-frame game may stall on 4), so every such stall counts. Calm
+    /// sheds a quarter of the margin (at least a frame) every
     /// [`CALM_FRAMES_TO_SHED_MARGIN`] frames. Whether the margin rose.
     fn update_margin(
         &mut self,
@@ -557,7 +561,7 @@ impl TrackingPolicy {
     /// until it has reached the turns and two more reports have brought
     /// the spike's round trips back whole; then the look-ahead follows
     /// them. Kept as margin, a short spike's ask outlived it by 512 frames
-    /// a quarter (decision 50).
+    /// a quarter (decision 51).
     fn hold_spike(&mut self, asked: &StallsAsk, for_round_trips: u32, rate: u8, frame: u32) -> u32 {
         let held = self.held_spike(frame);
         let spike = Self::spike_look_ahead(asked, for_round_trips, rate);
