@@ -236,6 +236,13 @@ impl TrackingPolicy {
         Some(steady.min(now).min(worst))
     }
 
+    /// A report's round-trip spread: its 90th percentile less its median,
+    /// ms (`None` without the detail's distribution).
+    fn spread_ms(report: &Report) -> Option<u32> {
+        let detail = report.detail?;
+        Some(detail.p90_rtt_ms?.saturating_sub(detail.median_rtt_ms?))
+    }
+
     /// On a frame where new reports have executed and every player has a
     /// fresh one (every machine executes the same reports on the same
     /// frames, so every machine evaluates on the same frames).
@@ -258,14 +265,7 @@ impl TrackingPolicy {
             .filter_map(Self::needed_rtt_ms)
             .max()?;
         let rate = Self::rate_with_headroom(record, frame, self.speed_fps, self.rate);
-        // The look-ahead the reported stalls waited under: the one before
-        // the last raise while that raise has not reached the turns.
-        let blocked = frame < self.raise_blocked_until;
-        let in_force = if blocked {
-            self.look_ahead_before_raise
-        } else {
-            u32::from(self.target.look_ahead())
-        };
+        let (in_force, blocked) = self.stalled_under(frame);
         let asked = self.take_in_reports(record, rate, in_force, blocked);
         let for_round_trips = Self::look_ahead_for(needed_rtt, rate);
         self.for_round_trips = for_round_trips;
@@ -274,10 +274,7 @@ impl TrackingPolicy {
             // those before it, and their spread is the spike.
             self.jitter_ms = record
                 .fresh_reports(frame)
-                .filter_map(|r| {
-                    let d = r.detail?;
-                    Some(d.p90_rtt_ms?.saturating_sub(d.median_rtt_ms?))
-                })
+                .filter_map(Self::spread_ms)
                 .max()
                 .unwrap_or(0);
         }
@@ -321,6 +318,17 @@ impl TrackingPolicy {
         self.rate = rate;
         self.issued = Some((frame, schedule.map_or(0, |now| now.timing.look_ahead())));
         Some(TimingEvent { target, fps: rate })
+    }
+
+    /// The look-ahead stalls reported on `frame` waited under — the one
+    /// before the last raise while that raise has not reached the turns
+    /// (then `true`: blocked), else the target's.
+    fn stalled_under(&self, frame: u32) -> (u32, bool) {
+        if frame < self.raise_blocked_until {
+            (self.look_ahead_before_raise, true)
+        } else {
+            (u32::from(self.target.look_ahead()), false)
+        }
     }
 
     /// Whether the last event is a decrease still on its way: in flight
@@ -629,12 +637,7 @@ impl TrackingPolicy {
         if record.any_missing(frame) {
             return None;
         }
-        let blocked = frame < self.raise_blocked_until;
-        let stalled_under = if blocked {
-            self.look_ahead_before_raise
-        } else {
-            u32::from(self.target.look_ahead())
-        };
+        let (stalled_under, blocked) = self.stalled_under(frame);
         let asked = Self::ask_of_report(
             record,
             report,

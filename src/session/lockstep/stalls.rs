@@ -58,15 +58,21 @@ impl StallWatch {
         if let Some(until) = self.cushion_until {
             return (now_us < until).then_some(until);
         }
-        let from = self
-            .last_frame_start_us
-            .map_or(since, |last| since.max(last.saturating_add(frame_us)));
+        let from = Self::on_rate_after(self.last_frame_start_us, since, frame_us);
         if now_us.saturating_sub(from) < frame_us {
             return None;
         }
         let until = now_us + frame_us;
         self.cushion_until = Some(until);
         Some(until)
+    }
+
+    /// When the frame whose wait opened at `since` would have started on
+    /// the rate: a period after the last frame's start (the wait before
+    /// that was the pacer bringing it forward), or the wait's opening if
+    /// later. Only what comes after is a stall.
+    fn on_rate_after(last_start_us: Option<u64>, since: u64, frame_us: u64) -> u64 {
+        last_start_us.map_or(since, |last| since.max(last.saturating_add(frame_us)))
     }
 
     /// Whether a wait is open (a datagram, not time, releases the frame).
@@ -90,7 +96,7 @@ impl StallWatch {
             return false;
         };
         let seat = self.waiting_for.take();
-        let from = last.map_or(since, |last| since.max(last.saturating_add(frame_us)));
+        let from = Self::on_rate_after(last, since, frame_us);
         let stall_us = now_us.saturating_sub(from);
         if stall_us > frame_us / ON_RATE_SLACK_DIVISOR {
             measurements.add_wait_for_us(stall_us, seat);
