@@ -200,9 +200,10 @@ static void test_round_trip_from_measurements_to_a_machine(void) {
     /* p90 52 plus its spread of 1 above the median: 53 ms needs one frame at
      * 30 fps (the worst sample, 400 ms, would need 6). The stalls, the
      * longest 35 ms while the look-ahead in force (1/9) already covered
-     * every round trip, are unexplained: two frames of margin. */
+     * every round trip, are unexplained: two frames of margin on the game's
+     * prior one. */
     CHECK_EQ(has, 1);
-    CHECK(e.send_period == 1 && e.look_ahead == 3 && e.fps == 30);
+    CHECK(e.send_period == 1 && e.look_ahead == 4 && e.fps == 30);
     CHECK_EQ(rungs_timing_machine_free(machine), RUNGS_OK);
 }
 
@@ -511,9 +512,10 @@ static void test_execute_refusals_change_nothing(void) {
     CHECK_EQ(rungs_timing_machine_end_frame(machine, &has, &e), RUNGS_OK);
     /* p90 150 plus its spread of 30 (within latest 125 + 60 and the worst):
      * 180 ms, 3 frames; the two stalls for seat 3 (no player here, so not a
-     * slow CPU), the longest 40 ms, are unexplained: two frames of margin. */
+     * slow CPU), the longest 40 ms, are unexplained: two frames of margin
+     * on the game's prior one. */
     CHECK_EQ(has, 1);
-    CHECK(e.send_period == 1 && e.look_ahead == 5 && e.fps == 30);
+    CHECK(e.send_period == 1 && e.look_ahead == 6 && e.fps == 30);
     /* Poisoned. */
     CHECK_EQ(rungs_timing_machine_begin_frame(machine, 3, NULL), RUNGS_OK);
     rungs_testing_panic_next_call();
@@ -622,16 +624,17 @@ static void check_sent(const sent_t *sent, size_t count, const sent_t *expected,
 
 static void test_tracking_reacts_to_the_detail_as_the_core_does(void) {
     /* The Rust core's events for the same game (tests/c_detailed_report.rs).
+     * Every target carries the game's prior frame of margin.
      * With the detail: frame 16 needs one frame for 60 ms; the spike is one
      * sample of 16 and over; the waits for seat 0 are its slow CPU, which
      * the rate answers; of the stalls of 81-96 the longest waited 100 ms:
      * three frames of margin on 96. */
-    static const sent_t with_detail[] = {{16, 1, 1, 30}, {96, 1, 4, 30}};
+    static const sent_t with_detail[] = {{16, 1, 2, 30}, {96, 1, 5, 30}};
     /* Without it: the 600 ms worst sample is answered on 32 and dropped on
      * 48; a 100 ms wait of nobody known buys three frames on 80, which also
      * holds off the stalls of 81-96. */
     static const sent_t worst_only[] = {
-        {16, 1, 1, 30}, {32, 1, 9, 30}, {48, 1, 1, 30}, {80, 1, 4, 30}};
+        {16, 1, 2, 30}, {32, 1, 10, 30}, {48, 1, 2, 30}, {80, 1, 5, 30}};
     sent_t sent[MAX_SENT];
     size_t count = play(1, sent);
     check_sent(sent, count, with_detail, sizeof with_detail / sizeof with_detail[0]);
@@ -640,7 +643,7 @@ static void test_tracking_reacts_to_the_detail_as_the_core_does(void) {
 }
 
 /* A master queues its raise for its own stall with its report: 120 ms round
- * trips at 30 fps run 1/2; a spike's first stall waits 684 ms while the
+ * trips at 30 fps run 1/3 (two frames and the prior margin's one); a spike's first stall waits 684 ms while the
  * round trips, half back, say 810 ms (tests/c_detailed_report.rs). */
 static void test_master_raises_for_its_own_stall(void) {
     rungs_timing_machine *m = tracking_machine();
@@ -689,14 +692,14 @@ static void test_master_raises_for_its_own_stall(void) {
             opening = e;
         }
     }
-    CHECK(opening.send_period == 1 && opening.look_ahead == 2);
+    CHECK(opening.send_period == 1 && opening.look_ahead == 3);
     CHECK_EQ(rungs_timing_machine_begin_frame(m, 60, NULL), RUNGS_OK);
     CHECK_EQ(rungs_timing_machine_raise_for_own_stall(m, NULL, &onset_detail, &has, &e),
              RUNGS_ERR_NULL_POINTER);
     has = -1;
     CHECK_EQ(rungs_timing_machine_raise_for_own_stall(m, &onset, &onset_detail, &has, &e),
              RUNGS_OK);
-    /* 2 in force, 21 lacking, up to the margin's 9 over the 13 frames the
+    /* 3 in force, 21 lacking, up to the margin's 9 over the 13 frames the
      * half-back round trips need. */
     CHECK(has == 1 && e.send_period == 1 && e.look_ahead == 22 && e.fps == 30);
     /* Once per raise; without the detail it asks no more either. */

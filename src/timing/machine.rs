@@ -794,10 +794,11 @@ mod report_tests {
             m.execute_report(1, calm).unwrap();
             opening = m.end_frame().unwrap().or(opening);
         }
-        // 120 ms round trips at 30 fps: `1/2`, executed where it was sent
-        // (the opening look-ahead of 9 frames later).
+        // 120 ms round trips at 30 fps: 2 frames and the prior margin's
+        // one, `1/3`, executed where it was sent (the opening look-ahead of
+        // 9 frames later).
         let opening = opening.unwrap();
-        assert_eq!(opening.target.to_string(), "1/2");
+        assert_eq!(opening.target.to_string(), "1/3");
         for m in &mut machines {
             run_to(m, 34);
             m.begin_frame(35).unwrap();
@@ -816,18 +817,18 @@ mod report_tests {
             assert_eq!(m.raise_for_own_stall(&onset).unwrap(), None);
             m.end_frame().unwrap();
         }
-        // Only the master raises: 2 frames in force, 21 lacking, at most
+        // Only the master raises: 3 frames in force, 21 lacking, at most
         // the margin's 9 frames over what the round trips need (13).
         let raise = raises[0].unwrap();
         assert_eq!(raise.target.to_string(), "1/22");
         assert_eq!(raises[1], None);
-        // Sent with the report, it executes with it, two frames later, and
+        // Sent with the report, it executes with it, three frames later, and
         // the evaluation of that report makes the same raise on every
         // machine: the master sends it again (in force already, it changes
         // nothing where it executes), and every machine holds its target.
         for (seat, m) in machines.iter_mut().enumerate() {
-            run_to(m, 61);
-            m.begin_frame(62).unwrap();
+            run_to(m, 62);
+            m.begin_frame(63).unwrap();
             m.execute_timing_event(0, raise).unwrap();
             m.execute_report(0, onset).unwrap();
             m.execute_report(1, report(810, 120, 0, 0)).unwrap();
