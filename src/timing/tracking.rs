@@ -605,16 +605,23 @@ impl TrackingPolicy {
                 }
                 return true;
             }
-        } else if self.margin > 0
-            && frame.saturating_sub(self.last_unexplained_stall) >= self.calm_to_shed
-        {
-            if self.last_shed.is_some() {
-                // The last shed held a whole calm period.
+        } else {
+            if self
+                .last_shed
+                .is_some_and(|shed| frame.saturating_sub(shed) >= self.calm_to_shed)
+            {
+                // The last shed held a whole calm period (also when it
+                // left no margin to shed next).
                 self.calm_to_shed = (self.calm_to_shed / 2).max(CALM_FRAMES_TO_SHED_MARGIN);
+                self.last_shed = None;
             }
-            self.margin -= (self.margin / 4).max(1);
-            self.last_unexplained_stall = frame;
-            self.last_shed = Some(frame);
+            if self.margin > 0
+                && frame.saturating_sub(self.last_unexplained_stall) >= self.calm_to_shed
+            {
+                self.margin -= (self.margin / 4).max(1);
+                self.last_unexplained_stall = frame;
+                self.last_shed = Some(frame);
+            }
         }
         false
     }
