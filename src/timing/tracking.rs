@@ -38,8 +38,9 @@ pub const MAX_STALL_MARGIN_MS: u32 = 300;
 /// the margin (at least a frame) goes.
 pub const CALM_FRAMES_TO_SHED_MARGIN: u32 = 512;
 /// The calm before a shed doubles, up to this many frames, each time a
-/// shed has to be earned back within it (decision 53).
-pub const MOST_CALM_FRAMES_TO_SHED_MARGIN: u32 = 8192;
+/// shed has to be earned back within it (decision 53). Longer held lossy
+/// paths' margins past what their stalls needed in five-minute games.
+pub const MOST_CALM_FRAMES_TO_SHED_MARGIN: u32 = 2 * CALM_FRAMES_TO_SHED_MARGIN;
 /// The margin a game starts with, frames: as if it had been earned and a
 /// shed of it had failed once, so it goes after twice the calm (decision
 /// 53). Nearly every internet path loses a packet now and then, and
@@ -180,7 +181,7 @@ impl TrackingPolicy {
             raise_blocked_until: 0,
             look_ahead_before_raise: 0,
             last_unexplained_stall: 0,
-            calm_to_shed: 2 * CALM_FRAMES_TO_SHED_MARGIN,
+            calm_to_shed: MOST_CALM_FRAMES_TO_SHED_MARGIN,
             last_shed: None,
             tolerated: None,
             seen: [None; MAX_SEATS],
@@ -1147,27 +1148,39 @@ mod tests {
         );
         assert_eq!(policy.margin(), 0);
         assert_eq!(policy.target().to_string(), "1/1");
-        // A lost turn soon after: the shed failed, the margin comes back.
-        let frame = frame + TRACKING_REPORT_PERIOD;
-        apply(&mut record, frame, lost_turn());
-        assert_eq!(issued(&mut policy, &record, frame), "1/3");
-        assert_eq!(policy.margin(), 2);
-        // Now the next shed waits twice as long again: 2048 calm frames.
-        let shed_due = frame + 4 * CALM_FRAMES_TO_SHED_MARGIN;
-        let frame = calm(&mut policy, &mut record, frame, shed_due - 16);
-        assert_eq!(policy.margin(), 2, "no shed before 2048 calm frames");
-        let frame = calm(&mut policy, &mut record, frame, shed_due + 16);
-        assert_eq!(policy.margin(), 1);
-        // That shed held a whole period: the next one comes 2048 frames
-        // later, and the period halves back.
-        calm(
+        // That shed held a whole period: the calm period is back to 512.
+        let frame = calm(
             &mut policy,
             &mut record,
             frame,
-            shed_due + 4 * CALM_FRAMES_TO_SHED_MARGIN + 16,
+            4 * CALM_FRAMES_TO_SHED_MARGIN + 16,
         );
-        assert_eq!(policy.margin(), 0);
-        assert_eq!(policy.calm_to_shed, 2 * CALM_FRAMES_TO_SHED_MARGIN);
+        assert_eq!(policy.calm_to_shed, CALM_FRAMES_TO_SHED_MARGIN);
+        // A lost turn: two frames of margin; a quarter (a frame) goes
+        // after 512 calm frames.
+        let lost_at = frame + TRACKING_REPORT_PERIOD;
+        apply(&mut record, lost_at, lost_turn());
+        assert_eq!(issued(&mut policy, &record, lost_at), "1/3");
+        let frame = calm(
+            &mut policy,
+            &mut record,
+            lost_at,
+            lost_at + CALM_FRAMES_TO_SHED_MARGIN + 16,
+        );
+        assert_eq!(policy.margin(), 1);
+        // Another lost turn soon after: that shed failed, the margin rises
+        // by what it lacked (two frames), and the next shed waits twice as
+        // long, 1024 calm frames.
+        let lost_at = frame + TRACKING_REPORT_PERIOD;
+        apply(&mut record, lost_at, lost_turn());
+        policy.evaluate(&record, lost_at, None).unwrap();
+        assert_eq!(policy.margin(), 3);
+        assert_eq!(policy.calm_to_shed, MOST_CALM_FRAMES_TO_SHED_MARGIN);
+        let shed_due = lost_at + MOST_CALM_FRAMES_TO_SHED_MARGIN;
+        let frame = calm(&mut policy, &mut record, lost_at, shed_due - 16);
+        assert_eq!(policy.margin(), 3, "no shed before 1024 calm frames");
+        calm(&mut policy, &mut record, frame, shed_due + 16);
+        assert_eq!(policy.margin(), 2);
     }
 
     #[test]
