@@ -3,8 +3,8 @@
 //! round-trip *distribution* of the detailed reports (not their worst
 //! sample), plus a margin earned only by stalls the round trips do not
 //! explain and that a slow CPU did not cause (a game starts with one frame
-//! of it, and a lone near miss now and then earns none); reports of its own every
-//! [`TRACKING_REPORT_PERIOD`] frames; no hysteresis on the way down. Design
+//! of it, and a lone near miss now and then earns none); reports of its own
+//! every [`TRACKING_REPORT_PERIOD`] frames; no hysteresis on the way down. Design
 //! and the measurements behind each rule: `docs/tracking.md`.
 //!
 //! Like every policy it reads only executed reports (S3) and integer
@@ -38,8 +38,9 @@ pub const MAX_STALL_MARGIN_MS: u32 = 300;
 /// the margin (at least a frame) goes.
 pub const CALM_FRAMES_TO_SHED_MARGIN: u32 = 512;
 /// The calm before a shed doubles, up to this many frames, each time a
-/// shed has to be earned back within it (decision 53). Longer held lossy
-/// paths' margins past what their stalls needed in five-minute games.
+/// shed has to be earned back within it (decision 53). A longer most kept
+/// lossy paths' margins in five-minute games long past what their stalls
+/// needed.
 pub const MOST_CALM_FRAMES_TO_SHED_MARGIN: u32 = 2 * CALM_FRAMES_TO_SHED_MARGIN;
 /// The margin a game starts with, frames: as if it had been earned and a
 /// shed of it had failed once, so it goes after twice the calm (decision
@@ -313,9 +314,7 @@ impl TrackingPolicy {
             self.unexplained_raise = Some((frame, self.margin - margin_before, for_round_trips));
         }
         let held = self.hold_spike(&asked, for_round_trips, rate, frame);
-        let look_ahead = (for_round_trips + u32::from(self.margin))
-            .max(held)
-            .min(u32::from(MAX_LOOK_AHEAD)) as u8;
+        let look_ahead = Self::look_ahead_of(for_round_trips, self.margin, held);
         if raised || is_spike_rise(u32::from(self.target.look_ahead()), u32::from(look_ahead)) {
             if frame >= self.raise_blocked_until {
                 self.look_ahead_before_raise = u32::from(self.target.look_ahead());
@@ -346,6 +345,16 @@ impl TrackingPolicy {
         self.rate = rate;
         self.issued = Some((frame, schedule.map_or(0, |now| now.timing.look_ahead())));
         Some(TimingEvent { target, fps: rate })
+    }
+
+    /// The look-ahead the policy asks for: what the round trips need plus
+    /// the margin, or a spike's held look-ahead if more, up to
+    /// [`MAX_LOOK_AHEAD`]. The evaluation and the master's fast raise
+    /// ([`Self::raise_for_own_stall`]) both read it here, so they agree.
+    fn look_ahead_of(for_round_trips: u32, margin: u8, held: u32) -> u8 {
+        (for_round_trips + u32::from(margin))
+            .max(held)
+            .min(u32::from(MAX_LOOK_AHEAD)) as u8
     }
 
     /// The look-ahead stalls reported on `frame` waited under — the one
@@ -451,12 +460,7 @@ impl TrackingPolicy {
             }
             *seen = Some(executed);
             let one = Self::ask_of_report(record, &report, rate, in_force, blocked, self.jitter_ms);
-            asked.unexplained = asked.unexplained.max(one.unexplained);
-            asked.margin = asked.margin.max(one.margin);
-            asked.look_ahead = asked.look_ahead.max(one.look_ahead);
-            asked.spike = asked.spike.max(one.spike);
-            asked.near_misses += one.near_misses;
-            asked.others += one.others;
+            asked.join(&one);
         }
         asked
     }
@@ -734,10 +738,9 @@ impl TrackingPolicy {
             .max(self.for_round_trips);
         let raised =
             Self::raised_margin(&asked, for_round_trips, margin, self.rate).unwrap_or(self.margin);
-        let look_ahead = (for_round_trips + u32::from(raised))
-            .max(Self::spike_look_ahead(&asked, for_round_trips, self.rate))
-            .max(self.held_spike(frame))
-            .min(u32::from(MAX_LOOK_AHEAD)) as u8;
+        let held =
+            Self::spike_look_ahead(&asked, for_round_trips, self.rate).max(self.held_spike(frame));
+        let look_ahead = Self::look_ahead_of(for_round_trips, raised, held);
         if look_ahead <= self.target.look_ahead().max(in_force.timing.look_ahead()) {
             return None;
         }
@@ -757,8 +760,8 @@ struct StallsAsk {
     /// Frames of margin on top of the round trips' look-ahead: stalls the
     /// round trips do not show at all, outside a raise's way to the turns.
     margin: u32,
-    /// A look-ahead to reach: stalls of a spike whose round trips are only
-    /// half back, and stalls under the look-ahead before a raise.
+    /// A look-ahead to reach: stalls under the look-ahead before a raise
+    /// that had not reached the turns yet.
     look_ahead: u32,
     /// A look-ahead a spike's first stalls ask for, its round trips only
     /// half back: held until they are back whole, not kept as margin.
@@ -771,6 +774,17 @@ struct StallsAsk {
 }
 
 impl StallsAsk {
+    /// Take in what one more report asks: the most any asks, and every
+    /// report's near miss or other stall counted.
+    fn join(&mut self, one: &StallsAsk) {
+        self.unexplained = self.unexplained.max(one.unexplained);
+        self.margin = self.margin.max(one.margin);
+        self.look_ahead = self.look_ahead.max(one.look_ahead);
+        self.spike = self.spike.max(one.spike);
+        self.near_misses += one.near_misses;
+        self.others += one.others;
+    }
+
     /// One near miss and nothing else.
     fn lone_near_miss(&self) -> bool {
         self.near_misses == 1 && self.others == 0
