@@ -295,7 +295,8 @@ impl TrackingPolicy {
             .max()?;
         let rate = Self::rate_with_headroom(record, frame, self.speed_fps, self.rate);
         let (in_force, blocked) = self.stalled_under(frame);
-        let asked = self.take_in_reports(record, rate, in_force, blocked);
+        let mut asked = self.take_in_reports(record, rate, in_force, blocked);
+        self.join_held_spike(&mut asked, frame);
         let for_round_trips = Self::look_ahead_for(needed_rtt, rate);
         self.for_round_trips = for_round_trips;
         if asked.unexplained == 0 && !blocked {
@@ -672,6 +673,19 @@ impl TrackingPolicy {
             .min(for_round_trips + u32::from(Self::most_margin(rate)))
     }
 
+    /// A stall that waited under the look-ahead before a raise still on its
+    /// way asks to reach a look-ahead (rule 5); while a spike's ask is held
+    /// it is that spike's stall, and joins the hold instead of the margin
+    /// (decision 55). Its report can be taken after the spike's round
+    /// trips have passed, so they do not show it: read as margin, a 1.1 s
+    /// spike's stall kept 17 frames of margin for 17 s after it.
+    fn join_held_spike(&self, asked: &mut StallsAsk, frame: u32) {
+        if self.held_spike(frame) > 0 && asked.look_ahead > 0 {
+            asked.spike = asked.spike.max(asked.look_ahead);
+            asked.look_ahead = 0;
+        }
+    }
+
     /// The look-ahead held for a spike on `frame`, 0 when none.
     fn held_spike(&self, frame: u32) -> u32 {
         self.spike_hold
@@ -719,7 +733,7 @@ impl TrackingPolicy {
             return None;
         }
         let (stalled_under, blocked) = self.stalled_under(frame);
-        let asked = Self::ask_of_report(
+        let mut asked = Self::ask_of_report(
             record,
             report,
             self.rate,
@@ -727,6 +741,7 @@ impl TrackingPolicy {
             blocked,
             self.jitter_ms,
         );
+        self.join_held_spike(&mut asked, frame);
         if asked.unexplained == 0 || self.tolerates(&asked, frame) {
             return None;
         }
@@ -1053,6 +1068,36 @@ mod tests {
         // 512 calm frames a quarter.
         apply(&mut record, 105, calm);
         assert_eq!(issued(&mut policy, &record, 105), "1/2");
+    }
+
+    #[test]
+    fn a_held_spike_s_stall_reported_with_calm_round_trips_joins_the_hold_not_the_margin() {
+        let mut policy = without_prior(30);
+        let mut record = Record::new(0, [0, 1]);
+        let calm = report(120, 5000, detail(100, 120, 110, 0, None));
+        apply(&mut record, 25, calm);
+        assert_eq!(issued(&mut policy, &record, 25), "1/2");
+        apply(&mut record, 41, spike_onset());
+        assert_eq!(issued(&mut policy, &record, 41), "1/22");
+        // The next report was taken once the spike's round trips had passed
+        // (they say 120 ms), but its frame waited 700 ms under the 1/2
+        // before the raise: 21 frames lacking, a look-ahead of 23 asked.
+        // It is the held spike's stall: no margin (before decision 55: 9
+        // frames, the most, left behind when the hold let go).
+        let mut late = detail(100, 120, 110, 1, Some(1));
+        late.stall_ms = 700;
+        let mut late = report(120, 5000, late);
+        late.max_wait_ms = 700;
+        apply(&mut record, 57, late);
+        assert_eq!(policy.evaluate(&record, 57, None), None);
+        assert_eq!(policy.margin(), 0);
+        for frame in [73, 89] {
+            apply(&mut record, frame, calm);
+            assert_eq!(policy.evaluate(&record, frame, None), None);
+        }
+        apply(&mut record, 105, calm);
+        assert_eq!(issued(&mut policy, &record, 105), "1/2");
+        assert_eq!(policy.margin(), 0);
     }
 
     #[test]
