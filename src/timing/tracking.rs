@@ -529,6 +529,10 @@ impl TrackingPolicy {
         }
         if asked.margin > 0 && stalled == 1 && u64::from(stall_ms) * u64::from(rate) < 1000 {
             asked.near_misses = 1;
+            match waited_for.filter(|seat| usize::from(*seat) < MAX_SEATS) {
+                Some(seat) => asked.near_miss_seats = 1 << seat,
+                None => asked.near_misses_for_nobody = 1,
+            }
         } else {
             asked.others = 1;
         }
@@ -767,6 +771,10 @@ impl TrackingPolicy {
     }
 }
 
+/// A bit per seat.
+type SeatMask = u16;
+const _: () = assert!(MAX_SEATS <= SeatMask::BITS as usize);
+
 /// What the stalls of an evaluation's new reports ask of the look-ahead.
 #[derive(Debug, Clone, Copy, Default)]
 struct StallsAsk {
@@ -786,6 +794,10 @@ struct StallsAsk {
     near_misses: u32,
     /// Reports with any other unexplained stall.
     others: u32,
+    /// The seats the near misses waited for, a bit per seat.
+    near_miss_seats: SeatMask,
+    /// Near misses that waited for no seat known.
+    near_misses_for_nobody: u32,
 }
 
 impl StallsAsk {
@@ -798,11 +810,17 @@ impl StallsAsk {
         self.spike = self.spike.max(one.spike);
         self.near_misses += one.near_misses;
         self.others += one.others;
+        self.near_miss_seats |= one.near_miss_seats;
+        self.near_misses_for_nobody += one.near_misses_for_nobody;
     }
 
-    /// One near miss and nothing else.
+    /// Near misses and nothing else, all of them one late turn: one
+    /// player's, or several players' that waited for the same seat
+    /// (decision 56).
     fn lone_near_miss(&self) -> bool {
-        self.near_misses == 1 && self.others == 0
+        let one_late_turn = self.near_misses == 1
+            || (self.near_misses_for_nobody == 0 && self.near_miss_seats.count_ones() == 1);
+        self.near_misses > 0 && self.others == 0 && one_late_turn
     }
 }
 
@@ -870,9 +888,10 @@ mod tests {
             .to_string()
     }
 
-    /// Both seats report `r` on `executed`.
+    /// Every seat reports `r` on `executed`.
     fn apply(record: &mut Record, executed: u32, r: Report) {
-        for seat in 0..2 {
+        let seats: Vec<u8> = record.seats().collect();
+        for seat in seats {
             record.apply_report(seat, executed, r).unwrap();
         }
     }
@@ -941,12 +960,12 @@ mod tests {
         );
         assert_eq!(issued(&mut policy, &record, 41), "1/1");
         // A 10 ms stall on a 20 ms network at 1/1 is unexplained: a frame
-        // of margin (10 ms is a third of a frame, rounded up).
-        apply(
-            &mut record,
-            57,
-            report(20, 5000, detail(20, 20, 20, 1, Some(1))),
-        );
+        // of margin (10 ms is a third of a frame, rounded up). Each player
+        // waited for the other's turn: two late turns, no lone near miss.
+        for (seat, waited_for) in [(0, 1), (1, 0)] {
+            let stalled = report(20, 5000, detail(20, 20, 20, 1, Some(waited_for)));
+            record.apply_report(seat, 57, stalled).unwrap();
+        }
         assert_eq!(issued(&mut policy, &record, 57), "1/2");
         assert_eq!(policy.margin(), 1);
         // Stalls reported before the raise could act add nothing.
@@ -1276,12 +1295,35 @@ mod tests {
         record.apply_report(1, frame, calm_report).unwrap();
         assert_eq!(issued(&mut policy, &record, frame), "1/2");
         assert_eq!(policy.margin(), 1);
-        // Two players' near misses in one evaluation are no lone one.
+        // Two players' near misses for two seats' turns are no lone one.
         let mut policy = without_prior(30);
         let frame = calm(&mut policy, &mut record, frame, frame + 32);
         let frame = frame + TRACKING_REPORT_PERIOD;
-        apply(&mut record, frame, near_miss);
+        let near_miss_for_0 = report(20, 5000, detail(20, 20, 20, 1, Some(0)));
+        record.apply_report(0, frame, near_miss).unwrap();
+        record.apply_report(1, frame, near_miss_for_0).unwrap();
         policy.evaluate(&record, frame, None);
+        assert_eq!(policy.margin(), 1);
+        // Several players' near misses for the same seat's turn are one
+        // late turn (decision 56): let pass as one, not a second time
+        // within 1024 frames.
+        let mut policy = without_prior(30);
+        let mut three = Record::new(0, [0, 1, 2]);
+        apply(&mut three, 25, calm_report);
+        policy.evaluate(&three, 25, None).unwrap();
+        let frame = calm(&mut policy, &mut three, 25, 25 + 32);
+        let frame = frame + TRACKING_REPORT_PERIOD;
+        three.apply_report(0, frame, calm_report).unwrap();
+        three.apply_report(1, frame, near_miss_for_0).unwrap();
+        three.apply_report(2, frame, near_miss_for_0).unwrap();
+        assert_eq!(policy.evaluate(&three, frame, None), None);
+        assert_eq!(policy.margin(), 0);
+        let frame = calm(&mut policy, &mut three, frame, frame + 512);
+        let frame = frame + TRACKING_REPORT_PERIOD;
+        three.apply_report(0, frame, calm_report).unwrap();
+        three.apply_report(1, frame, near_miss_for_0).unwrap();
+        three.apply_report(2, frame, near_miss_for_0).unwrap();
+        assert_eq!(issued(&mut policy, &three, frame), "1/2");
         assert_eq!(policy.margin(), 1);
         // Nor is a wait of a whole frame (40 ms at 30 fps), even alone.
         let mut policy = without_prior(30);
