@@ -13,10 +13,10 @@
 //! stalls, those waits made each spike's onset look some twenty stalled
 //! frames longer than the players saw it (decision 47 in docs/decisions.md).
 //!
-//! A frame that waited a whole frame past the rate or more waits one frame
-//! longer (the cushion, decision 52): the turns of the frames after it
-//! follow its own with the network's jitter, and without the cushion they
-//! stalled one after another, a few ms each.
+//! A frame that waited a whole frame past the rate or more waits a frame
+//! and a half longer (the cushion, decisions 52 and 57): the turns of the
+//! frames after it follow its own with the network's jitter, and without
+//! the cushion they stalled one after another, a few ms each.
 
 use super::LockstepStats;
 use crate::report::Measurements;
@@ -25,6 +25,12 @@ use crate::report::Measurements;
 /// 130 µs at 30 fps) is on the rate: the schedule's µs rounding and clocks
 /// up to 100 ppm apart, nothing a player sees.
 const ON_RATE_SLACK_DIVISOR: u64 = 256;
+
+/// A frame that waited a whole frame past the rate or more starts this
+/// many half frame periods after its turns came (decision 57: one frame,
+/// decision 52's, still left a string of short stalls behind a spike's
+/// onset on a jittery path).
+pub(super) const CUSHION_HALF_FRAMES: u64 = 3;
 
 /// The open wait, if any, and when the last frame started.
 #[derive(Debug, Clone, Default)]
@@ -48,11 +54,11 @@ impl StallWatch {
     }
 
     /// The frame due is ready at `now_us` after waiting: when it may start.
-    /// A frame that waited a whole frame past the rate or more waits one
-    /// frame more, so the frames after it, whose turns follow its own with
-    /// the network's jitter, start on the rate instead of each waiting
-    /// again: one longer stall instead of a stall and a string of short
-    /// ones. `None`: start now.
+    /// A frame that waited a whole frame past the rate or more waits a
+    /// frame and a half more ([`CUSHION_HALF_FRAMES`]), so the frames after
+    /// it, whose turns follow its own with the network's jitter, start on
+    /// the rate instead of each waiting again: one longer stall instead of
+    /// a stall and a string of short ones. `None`: start now.
     pub(super) fn cushion(&mut self, now_us: u64, frame_us: u64) -> Option<u64> {
         let since = self.waiting_since?;
         if let Some(until) = self.cushion_until {
@@ -62,7 +68,7 @@ impl StallWatch {
         if now_us.saturating_sub(from) < frame_us {
             return None;
         }
-        let until = now_us + frame_us;
+        let until = now_us + frame_us * CUSHION_HALF_FRAMES / 2;
         self.cushion_until = Some(until);
         Some(until)
     }
@@ -140,21 +146,25 @@ mod tests {
     }
 
     #[test]
-    fn a_frame_that_waited_a_whole_frame_waits_one_more_and_counts_once() {
+    fn a_frame_that_waited_a_whole_frame_waits_one_and_a_half_more_and_counts_once() {
         let mut watch = StallWatch::default();
         let mut stats = LockstepStats::default();
         start(&mut watch, 0, &mut stats);
         // Due on the rate; its turns come 40 ms late, more than a frame:
-        // it starts a frame after they came.
+        // it starts a frame and a half after they came.
         watch.waiting(FRAME, || Some(1));
         let ready = FRAME + 40_000;
-        assert_eq!(watch.cushion(ready, FRAME), Some(ready + FRAME));
-        assert_eq!(watch.cushion(ready + 5_000, FRAME), Some(ready + FRAME));
-        assert_eq!(watch.cushion(ready + FRAME, FRAME), None);
-        assert!(start(&mut watch, ready + FRAME, &mut stats));
-        assert_eq!((stats.stalled_frames, stats.stall_us), (1, 40_000 + FRAME));
+        let cushion = FRAME * 3 / 2;
+        assert_eq!(watch.cushion(ready, FRAME), Some(ready + cushion));
+        assert_eq!(watch.cushion(ready + 5_000, FRAME), Some(ready + cushion));
+        assert_eq!(watch.cushion(ready + cushion, FRAME), None);
+        assert!(start(&mut watch, ready + cushion, &mut stats));
+        assert_eq!(
+            (stats.stalled_frames, stats.stall_us),
+            (1, 40_000 + cushion)
+        );
         // A wait under a frame past the rate starts at once.
-        let last = ready + FRAME;
+        let last = ready + cushion;
         watch.waiting(last + FRAME, || Some(1));
         assert_eq!(watch.cushion(last + FRAME + 10_000, FRAME), None);
         assert!(start(&mut watch, last + FRAME + 10_000, &mut stats));
