@@ -35,4 +35,20 @@ if [ ! -f "$WINEPREFIX/.rungs-ready" ]; then
         fi
     ) 9>"$WINEPREFIX.lock"
 fi
-exec "$wine64" "$@"
+# Wine's client can lose its wineserver while the server shuts down after
+# its last client (seen in a CI run: "wine client error:0: recvmsg:
+# Connection reset by peer", before the program ran). That one failure of
+# Wine's own, and only it, is retried once, loudly, after the old server has
+# gone; any failure of the program itself stands.
+err=$(mktemp)
+trap 'rm -f "$err"' EXIT
+for attempt in 1 2; do
+    status=0
+    "$wine64" "$@" 2>"$err" || status=$?
+    cat "$err" >&2
+    if [ "$status" -eq 0 ] || [ "$attempt" -eq 2 ] || ! grep -q '^wine client error:' "$err"; then
+        exit "$status"
+    fi
+    echo "wine-run: Wine lost its server (exit $status); waiting for it to go and running $1 again" >&2
+    "$(dirname "$wine64")/wineserver" -w 2>/dev/null || wineserver -w 2>/dev/null || true
+done
