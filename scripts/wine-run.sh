@@ -21,6 +21,12 @@ if [ -z "$wine64" ]; then
     exit 1
 fi
 
+# Wait until the prefix's wineserver has exited (Wine's own, else the one
+# on PATH).
+wait_for_wineserver() {
+    "$(dirname "$wine64")/wineserver" -w 2>/dev/null || wineserver -w || true
+}
+
 if [ ! -f "$WINEPREFIX/.rungs-ready" ]; then
     mkdir -p "$(dirname "$WINEPREFIX")"
     (
@@ -29,7 +35,7 @@ if [ ! -f "$WINEPREFIX/.rungs-ready" ]; then
         if [ ! -f "$WINEPREFIX/.rungs-ready" ]; then
             echo "wine-run: creating the Wine prefix $WINEPREFIX (once)" >&2
             "$wine64" wineboot --init >/dev/null 2>&1 || true
-            "$(dirname "$wine64")/wineserver" -w 2>/dev/null || wineserver -w || true
+            wait_for_wineserver
             [ -f "$WINEPREFIX/system.reg" ] || { echo "wine-run: wineboot did not create $WINEPREFIX" >&2; exit 1; }
             touch "$WINEPREFIX/.rungs-ready"
         fi
@@ -50,5 +56,5 @@ for attempt in 1 2; do
         exit "$status"
     fi
     echo "wine-run: Wine lost its server (exit $status); waiting for it to go and running $1 again" >&2
-    "$(dirname "$wine64")/wineserver" -w 2>/dev/null || wineserver -w 2>/dev/null || true
+    wait_for_wineserver
 done

@@ -1309,20 +1309,21 @@ mod tests {
         // within 1024 frames.
         let mut policy = without_prior(30);
         let mut three = Record::new(0, [0, 1, 2]);
+        let seat_0_late = |record: &mut Record, frame: u32| {
+            record.apply_report(0, frame, calm_report).unwrap();
+            record.apply_report(1, frame, near_miss_for_0).unwrap();
+            record.apply_report(2, frame, near_miss_for_0).unwrap();
+        };
         apply(&mut three, 25, calm_report);
         policy.evaluate(&three, 25, None).unwrap();
         let frame = calm(&mut policy, &mut three, 25, 25 + 32);
         let frame = frame + TRACKING_REPORT_PERIOD;
-        three.apply_report(0, frame, calm_report).unwrap();
-        three.apply_report(1, frame, near_miss_for_0).unwrap();
-        three.apply_report(2, frame, near_miss_for_0).unwrap();
+        seat_0_late(&mut three, frame);
         assert_eq!(policy.evaluate(&three, frame, None), None);
         assert_eq!(policy.margin(), 0);
         let frame = calm(&mut policy, &mut three, frame, frame + 512);
         let frame = frame + TRACKING_REPORT_PERIOD;
-        three.apply_report(0, frame, calm_report).unwrap();
-        three.apply_report(1, frame, near_miss_for_0).unwrap();
-        three.apply_report(2, frame, near_miss_for_0).unwrap();
+        seat_0_late(&mut three, frame);
         assert_eq!(issued(&mut policy, &three, frame), "1/2");
         assert_eq!(policy.margin(), 1);
         // Nor is a wait of a whole frame (40 ms at 30 fps), even alone.

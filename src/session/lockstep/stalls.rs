@@ -30,7 +30,7 @@ const ON_RATE_SLACK_DIVISOR: u64 = 256;
 /// many half frame periods after its turns came (decision 57: one frame,
 /// decision 52's, still left a string of short stalls behind a spike's
 /// onset on a jittery path).
-pub(super) const CUSHION_HALF_FRAMES: u64 = 3;
+const CUSHION_HALF_FRAMES: u64 = 3;
 
 /// The open wait, if any, and when the last frame started.
 #[derive(Debug, Clone, Default)]
