@@ -16,7 +16,12 @@
 //! A frame that waited a whole frame past the rate or more waits a frame
 //! and a half longer (the cushion, decisions 52 and 57): the turns of the
 //! frames after it follow its own with the network's jitter, and without
-//! the cushion they stalled one after another, a few ms each.
+//! the cushion they stalled one after another, a few ms each. The player
+//! sees the cushion as part of the stall, so the session's stats count it;
+//! the report does not (decision 58): S3's wait is the wait *for the other
+//! players*, and the cushion starts when their turns are there. Reported,
+//! it read to the `tracking` policy as a frame and a half of look-ahead
+//! the turns lacked, on every stall of a frame or more.
 
 use super::LockstepStats;
 use crate::report::Measurements;
@@ -39,8 +44,16 @@ pub(super) struct StallWatch {
     /// The seat whose turn the open wait is for (the report names it).
     waiting_for: Option<u8>,
     last_frame_start_us: Option<u64>,
-    /// Until when a frame that waited a whole frame or more waits on.
-    cushion_until: Option<u64>,
+    /// Until when a frame that waited a whole frame or more waits on, and
+    /// when its turns came (where its wait for the other players ended).
+    cushion: Option<Cushion>,
+}
+
+/// A frame held on after its turns came ([`StallWatch::cushion`]).
+#[derive(Debug, Clone, Copy)]
+struct Cushion {
+    turns_came_us: u64,
+    until_us: u64,
 }
 
 impl StallWatch {
@@ -61,16 +74,19 @@ impl StallWatch {
     /// a stall and a string of short ones. `None`: start now.
     pub(super) fn cushion(&mut self, now_us: u64, frame_us: u64) -> Option<u64> {
         let since = self.waiting_since?;
-        if let Some(until) = self.cushion_until {
-            return (now_us < until).then_some(until);
+        if let Some(held) = self.cushion {
+            return (now_us < held.until_us).then_some(held.until_us);
         }
         let from = Self::on_rate_after(self.last_frame_start_us, since, frame_us);
         if now_us.saturating_sub(from) < frame_us {
             return None;
         }
-        let until = now_us + frame_us * CUSHION_HALF_FRAMES / 2;
-        self.cushion_until = Some(until);
-        Some(until)
+        let until_us = now_us + frame_us * CUSHION_HALF_FRAMES / 2;
+        self.cushion = Some(Cushion {
+            turns_came_us: now_us,
+            until_us,
+        });
+        Some(until_us)
     }
 
     /// When the frame whose wait opened at `since` would have started on
@@ -87,7 +103,9 @@ impl StallWatch {
     }
 
     /// The next frame starts at `now_us`, the rate in force being
-    /// `frame_us` per frame: its stall, if any, is measured and counted.
+    /// `frame_us` per frame: its stall, if any, is measured and counted —
+    /// in the stats with its cushion, as the player saw it; in the report
+    /// up to when its turns came (the wait for the other players, S3).
     /// Whether it waited at all.
     pub(super) fn frame_starts(
         &mut self,
@@ -97,7 +115,7 @@ impl StallWatch {
         stats: &mut LockstepStats,
     ) -> bool {
         let last = self.last_frame_start_us.replace(now_us);
-        self.cushion_until = None;
+        let cushion = self.cushion.take();
         let Some(since) = self.waiting_since.take() else {
             return false;
         };
@@ -105,7 +123,8 @@ impl StallWatch {
         let from = Self::on_rate_after(last, since, frame_us);
         let stall_us = now_us.saturating_sub(from);
         if stall_us > frame_us / ON_RATE_SLACK_DIVISOR {
-            measurements.add_wait_for_us(stall_us, seat);
+            let turns_came_us = cushion.map_or(now_us, |held| held.turns_came_us.min(now_us));
+            measurements.add_wait_for_us(turns_came_us.saturating_sub(from), seat);
             stats.stalled_frames += 1;
             stats.stall_us += stall_us;
         }
@@ -171,6 +190,27 @@ mod tests {
         assert_eq!(stats.stalled_frames, 2);
         // No wait open: nothing to hold.
         assert_eq!(watch.cushion(last + 3 * FRAME, FRAME), None);
+    }
+
+    #[test]
+    fn the_report_waits_until_the_turns_came_and_the_stats_see_the_cushion() {
+        let mut watch = StallWatch::default();
+        let mut stats = LockstepStats::default();
+        let mut measurements = Measurements::new();
+        watch.frame_starts(0, FRAME, &mut measurements, &mut stats);
+        // Due on the rate; its turns come 40 ms late: the player sees a
+        // 40 ms stall and the cushion after it, the report the 40 ms the
+        // other players kept it waiting (S3).
+        watch.waiting(FRAME, || Some(2));
+        let ready = FRAME + 40_000;
+        let until = watch.cushion(ready, FRAME).expect("a whole frame late");
+        watch.frame_starts(until, FRAME, &mut measurements, &mut stats);
+        assert_eq!(stats.stall_us, 40_000 + FRAME * 3 / 2);
+        let report = measurements.take_report();
+        assert_eq!(report.max_wait_ms, 40);
+        let detail = report.detail.unwrap();
+        assert_eq!((detail.stalled_frames, detail.stall_ms), (1, 40));
+        assert_eq!(detail.waited_for, Some(2));
     }
 
     #[test]
