@@ -628,13 +628,17 @@ static void test_tracking_reacts_to_the_detail_as_the_core_does(void) {
      * With the detail: frame 16 needs one frame for 60 ms; the spike is one
      * sample of 16 and over; the waits for seat 0 are its slow CPU, which
      * the rate answers; of the stalls of 81-96 the longest waited 100 ms:
-     * three frames of margin on 96. */
-    static const sent_t with_detail[] = {{16, 1, 2, 30}, {96, 1, 5, 30}};
-    /* Without it: the 600 ms worst sample is answered on 32 and dropped on
-     * 48; a 100 ms wait of nobody known buys three frames on 80, which also
-     * holds off the stalls of 81-96. */
+     * three frames of margin on 96, and the phase frame of a rise that
+     * large (decision 59) until it has reached the turns and two reports
+     * followed; 144 lets it go. */
+    static const sent_t with_detail[] = {{16, 1, 2, 30}, {96, 1, 6, 30}, {144, 1, 5, 30}};
+    /* Without it: the 600 ms worst sample is answered on 32, with the phase
+     * frame, held until 75; a 100 ms wait of nobody known buys three frames
+     * on 80; the stalls of 81-96 waited under the 11 still in force, lacked
+     * 3 frames, and take the margin to its most (9) on 96; 144 lets the
+     * phase frame go. */
     static const sent_t worst_only[] = {
-        {16, 1, 2, 30}, {32, 1, 10, 30}, {48, 1, 2, 30}, {80, 1, 5, 30}};
+        {16, 1, 2, 30}, {32, 1, 11, 30}, {80, 1, 5, 30}, {96, 1, 11, 30}, {144, 1, 10, 30}};
     sent_t sent[MAX_SENT];
     size_t count = play(1, sent);
     check_sent(sent, count, with_detail, sizeof with_detail / sizeof with_detail[0]);
@@ -700,8 +704,9 @@ static void test_master_raises_for_its_own_stall(void) {
     CHECK_EQ(rungs_timing_machine_raise_for_own_stall(m, &onset, &onset_detail, &has, &e),
              RUNGS_OK);
     /* 3 in force, 21 lacking, up to the margin's 9 over the 13 frames the
-     * half-back round trips need. */
-    CHECK(has == 1 && e.send_period == 1 && e.look_ahead == 22 && e.fps == 30);
+     * half-back round trips need, and the phase frame of a spike's rise
+     * (decision 59). */
+    CHECK(has == 1 && e.send_period == 1 && e.look_ahead == 23 && e.fps == 30);
     /* Once per raise; without the detail it asks no more either. */
     CHECK_EQ(rungs_timing_machine_raise_for_own_stall(m, &onset, &onset_detail, &has, &e),
              RUNGS_OK);

@@ -818,9 +818,10 @@ mod report_tests {
             m.end_frame().unwrap();
         }
         // Only the master raises: 3 frames in force, 21 lacking, at most
-        // the margin's 9 frames over what the round trips need (13).
+        // the margin's 9 frames over what the round trips need (13), and
+        // the phase frame of a spike's rise (decision 59).
         let raise = raises[0].unwrap();
-        assert_eq!(raise.target.to_string(), "1/22");
+        assert_eq!(raise.target.to_string(), "1/23");
         assert_eq!(raises[1], None);
         // Sent with the report, it executes with it, three frames later, and
         // the evaluation of that report makes the same raise on every
@@ -834,8 +835,8 @@ mod report_tests {
             m.execute_report(1, report(810, 120, 0, 0)).unwrap();
             let again = m.end_frame().unwrap();
             assert_eq!(again, (seat == 0).then_some(raise));
-            assert_eq!(m.timing().to_string(), "1/22");
-            assert_eq!(m.policy.target().0.to_string(), "1/22");
+            assert_eq!(m.timing().to_string(), "1/23");
+            assert_eq!(m.policy.target().0.to_string(), "1/23");
         }
         // Every other policy leaves the raise to its evaluation.
         let mut adaptive = machine(PolicyKind::Adaptive);

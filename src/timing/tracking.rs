@@ -57,6 +57,13 @@ pub const NEAR_MISS_PASSES_EVERY_FRAMES: u32 = 2 * CALM_FRAMES_TO_SHED_MARGIN;
 /// is taken back: by as much as the look-ahead they need rose, if it rose
 /// by a quarter and two frames at least (a spike, not jitter's wobble).
 pub const RAISE_EXPLAINED_WITHIN_FRAMES: u32 = 128;
+/// Frames a spike's rise is held above what it asks for, until it has
+/// reached the turns and two more reports have come (decision 59): the
+/// machines come out of a spike's first stalls at different times, and
+/// until the pacing has brought them back in phase the turns of the
+/// one that resumed last reach the others up to a frame later than the
+/// round trips say.
+pub const SPIKE_PHASE_FRAMES: u8 = 1;
 /// The share of a frame (per mille) the rate leaves free on the slowest
 /// machine.
 pub const CPU_HEADROOM_PERMILLE: u32 = 50;
@@ -315,7 +322,8 @@ impl TrackingPolicy {
             self.unexplained_raise = Some((frame, self.margin - margin_before, for_round_trips));
         }
         let held = self.hold_spike(&asked, for_round_trips, rate, frame);
-        let look_ahead = Self::look_ahead_of(for_round_trips, self.margin, held);
+        let asked_for = Self::look_ahead_of(for_round_trips, self.margin, held);
+        let look_ahead = self.hold_phase_frame(asked_for, frame);
         if raised || is_spike_rise(u32::from(self.target.look_ahead()), u32::from(look_ahead)) {
             if frame >= self.raise_blocked_until {
                 self.look_ahead_before_raise = u32::from(self.target.look_ahead());
@@ -356,6 +364,32 @@ impl TrackingPolicy {
         (for_round_trips + u32::from(margin))
             .max(held)
             .min(u32::from(MAX_LOOK_AHEAD)) as u8
+    }
+
+    /// `look_ahead` and, when it is a spike's rise over the target
+    /// ([`is_spike_rise`]), [`SPIKE_PHASE_FRAMES`] more (up to
+    /// [`MAX_LOOK_AHEAD`]). The evaluation and the master's fast raise
+    /// ([`Self::raise_for_own_stall`]) both read it here, so they agree.
+    fn with_phase_frame(&self, look_ahead: u8) -> u8 {
+        if is_spike_rise(u32::from(self.target.look_ahead()), u32::from(look_ahead)) {
+            look_ahead
+                .saturating_add(SPIKE_PHASE_FRAMES)
+                .min(MAX_LOOK_AHEAD)
+        } else {
+            look_ahead
+        }
+    }
+
+    /// [`Self::with_phase_frame`], and a rise's phase frame held with it
+    /// as a spike's ask is ([`Self::hold_spike`]): until it has reached the
+    /// turns and two more reports have come.
+    fn hold_phase_frame(&mut self, look_ahead: u8, frame: u32) -> u8 {
+        let phased = self.with_phase_frame(look_ahead);
+        if phased > look_ahead {
+            let until = frame + u32::from(phased) + 2 * TRACKING_REPORT_PERIOD;
+            self.spike_hold = Some((until, u32::from(phased)));
+        }
+        phased
     }
 
     /// The look-ahead stalls reported on `frame` waited under — the one
@@ -759,7 +793,7 @@ impl TrackingPolicy {
             Self::raised_margin(&asked, for_round_trips, margin, self.rate).unwrap_or(self.margin);
         let held =
             Self::spike_look_ahead(&asked, for_round_trips, self.rate).max(self.held_spike(frame));
-        let look_ahead = Self::look_ahead_of(for_round_trips, raised, held);
+        let look_ahead = self.with_phase_frame(Self::look_ahead_of(for_round_trips, raised, held));
         if look_ahead <= self.target.look_ahead().max(in_force.timing.look_ahead()) {
             return None;
         }
@@ -977,11 +1011,13 @@ mod tests {
         assert_eq!(policy.evaluate(&record, 73, None), None);
         assert_eq!(policy.margin(), 1);
         // After it, turns typically 100 ms late (3 stalls, 300 ms): three
-        // frames more.
+        // frames more, and a rise that large gets the phase frame for a
+        // while (decision 59).
         let mut late = detail(20, 20, 20, 3, Some(1));
         late.stall_ms = 300;
         apply(&mut record, 121, report(20, 5000, late));
-        assert_eq!(issued(&mut policy, &record, 121), "1/5");
+        assert_eq!(issued(&mut policy, &record, 121), "1/6");
+        assert_eq!(policy.margin(), 4);
         // Calm reports shed a quarter (at least a frame) every 512 frames.
         let mut frame = 121;
         while frame < 121 + CALM_FRAMES_TO_SHED_MARGIN {
@@ -1011,7 +1047,10 @@ mod tests {
         let mut first = detail(200, 200, 200, 1, Some(1));
         first.stall_ms = 150;
         apply(&mut record, 30, report(200, 5000, first));
-        assert_eq!(issued(&mut policy, &record, 30), "1/8");
+        // 3 + 5, and the phase frame of a spike's rise (decision 59), held
+        // until the raise has reached the turns and two reports followed
+        // (9 + 32 frames).
+        assert_eq!(issued(&mut policy, &record, 30), "1/9");
         assert_eq!(policy.margin(), 5);
         // Its round trips come back (500 ms: 8 frames one way): the spike
         // is what the margin was, and the look-ahead follows it alone.
@@ -1022,14 +1061,14 @@ mod tests {
         );
         policy.evaluate(&record, 41, None);
         assert_eq!(policy.margin(), 0);
-        assert_eq!(policy.target().to_string(), "1/8");
-        // The spike ends: straight back down, no margin left behind.
-        apply(
-            &mut record,
-            57,
-            report(200, 5000, detail(200, 200, 200, 0, None)),
-        );
-        assert_eq!(issued(&mut policy, &record, 57), "1/3");
+        assert_eq!(policy.target().to_string(), "1/9");
+        // The spike ends: back down once the phase frame's hold is over,
+        // no margin left behind.
+        let calm = report(200, 5000, detail(200, 200, 200, 0, None));
+        apply(&mut record, 57, calm);
+        assert_eq!(policy.evaluate(&record, 57, None), None, "held to 71");
+        apply(&mut record, 73, calm);
+        assert_eq!(issued(&mut policy, &record, 73), "1/3");
     }
 
     #[test]
@@ -1044,9 +1083,10 @@ mod tests {
         assert_eq!(issued(&mut policy, &record, 25), "1/2");
         // A 1500 ms spike (`spike_onset`): the round trips need 13 frames;
         // the stall says 2 + 21, and the hold gives the 9 frames of its
-        // 300 ms most over them.
+        // 300 ms most over them, and the phase frame of a spike's rise
+        // (decision 59).
         apply(&mut record, 41, spike_onset());
-        assert_eq!(issued(&mut policy, &record, 41), "1/22");
+        assert_eq!(issued(&mut policy, &record, 41), "1/23");
         // Its whole round trips come back: the look-ahead they need is the
         // spike's, and the margin goes.
         apply(
@@ -1073,11 +1113,12 @@ mod tests {
         // the round trips never show it whole.
         apply(&mut record, 41, spike_onset());
         // 2 in force, 21 lacking, and a frame for the 20 ms the round trips
-        // jittered before: at most 9 over the 13 the round trips need.
-        assert_eq!(issued(&mut policy, &record, 41), "1/22");
+        // jittered before: at most 9 over the 13 the round trips need; and
+        // the phase frame.
+        assert_eq!(issued(&mut policy, &record, 41), "1/23");
         assert_eq!(policy.margin(), 0);
         // Held while the raise reaches the turns and two reports follow
-        // (22 + 32 frames), whatever the calm reports say meanwhile...
+        // (23 + 32 frames), whatever the calm reports say meanwhile...
         let calm = report(120, 5000, detail(100, 120, 110, 0, None));
         for frame in [57, 73, 89] {
             apply(&mut record, frame, calm);
@@ -1090,6 +1131,32 @@ mod tests {
     }
 
     #[test]
+    fn a_spike_s_rise_holds_a_frame_for_the_machines_phase_then_lets_it_go() {
+        let mut policy = without_prior(30);
+        let mut record = Record::new(0, [0, 1]);
+        let steady = |rtt| report(rtt, 5000, detail(rtt, rtt, rtt, 0, None));
+        apply(&mut record, 25, steady(120));
+        assert_eq!(issued(&mut policy, &record, 25), "1/2");
+        // A frame more is jitter's wobble, not a spike: no phase frame.
+        apply(&mut record, 41, steady(160));
+        assert_eq!(issued(&mut policy, &record, 41), "1/3");
+        // A spike's round trips: 23 frames, and one for the machines'
+        // phase as they come out of its stalls (decision 59)...
+        apply(&mut record, 57, steady(1500));
+        assert_eq!(issued(&mut policy, &record, 57), "1/24");
+        // ...held until it has reached the turns and two reports followed
+        // (57 + 24 + 32 = 113)...
+        for frame in [73, 89, 105] {
+            apply(&mut record, frame, steady(1500));
+            assert_eq!(policy.evaluate(&record, frame, None), None);
+        }
+        // ...then the look-ahead is what the round trips need.
+        apply(&mut record, 121, steady(1500));
+        assert_eq!(issued(&mut policy, &record, 121), "1/23");
+        assert_eq!(policy.margin(), 0);
+    }
+
+    #[test]
     fn a_held_spike_s_stall_reported_with_calm_round_trips_joins_the_hold_not_the_margin() {
         let mut policy = without_prior(30);
         let mut record = Record::new(0, [0, 1]);
@@ -1097,7 +1164,7 @@ mod tests {
         apply(&mut record, 25, calm);
         assert_eq!(issued(&mut policy, &record, 25), "1/2");
         apply(&mut record, 41, spike_onset());
-        assert_eq!(issued(&mut policy, &record, 41), "1/22");
+        assert_eq!(issued(&mut policy, &record, 41), "1/23");
         // The next report was taken once the spike's round trips had passed
         // (they say 120 ms), but its frame waited 700 ms under the 1/2
         // before the raise: 21 frames lacking, a look-ahead of 23 asked.
@@ -1168,14 +1235,15 @@ mod tests {
         // Staged, not finished: still waits.
         assert_eq!(target(&mut record, 41, 100, at(9, Some(5))), None);
         // A smaller decrease (the round trips up again) goes at once, and
-        // so does an increase past the look-ahead in force.
+        // so does an increase past the look-ahead in force (11 frames, and
+        // the phase frame of a spike's rise, held to frame 73 + 12 + 32).
         assert_eq!(target(&mut record, 57, 400, at(9, Some(5))).unwrap(), "1/6");
         assert_eq!(
             target(&mut record, 73, 700, at(9, Some(6))).unwrap(),
-            "1/11"
+            "1/12"
         );
         // Once nothing is on its way, the next decrease goes.
-        assert_eq!(target(&mut record, 89, 100, at(11, None)).unwrap(), "1/2");
+        assert_eq!(target(&mut record, 121, 100, at(12, None)).unwrap(), "1/2");
     }
 
     /// Calm reports of a 20 ms network every report period after `from`,
@@ -1234,11 +1302,13 @@ mod tests {
             4 * CALM_FRAMES_TO_SHED_MARGIN + 16,
         );
         assert_eq!(policy.calm_to_shed, CALM_FRAMES_TO_SHED_MARGIN);
-        // A lost turn: two frames of margin; a quarter (a frame) goes
-        // after 512 calm frames.
+        // A lost turn: two frames of margin (and, a rise of two frames
+        // from 1, the phase frame of decision 59 while it reaches the
+        // turns); a quarter (a frame) goes after 512 calm frames.
         let lost_at = frame + TRACKING_REPORT_PERIOD;
         apply(&mut record, lost_at, lost_turn());
-        assert_eq!(issued(&mut policy, &record, lost_at), "1/3");
+        assert_eq!(issued(&mut policy, &record, lost_at), "1/4");
+        assert_eq!(policy.margin(), 2);
         let frame = calm(
             &mut policy,
             &mut record,
@@ -1410,7 +1480,8 @@ mod tests {
         assert_eq!(slow.fps, 21);
         assert_eq!(policy.margin(), 0);
         // A spike still going on: its stalls are the round trip's, which
-        // the look-ahead follows.
+        // the look-ahead follows (with the phase frame of a spike's rise,
+        // decision 59), no margin.
         apply(
             &mut record,
             57,
@@ -1420,7 +1491,7 @@ mod tests {
         assert_eq!(policy.margin(), 0);
         assert_eq!(
             u32::from(spike.target.look_ahead()),
-            TrackingPolicy::look_ahead_for(900, spike.fps)
+            TrackingPolicy::look_ahead_for(900, spike.fps) + u32::from(SPIKE_PHASE_FRAMES)
         );
     }
 }
