@@ -192,12 +192,18 @@ mod tests {
         assert_eq!(watch.cushion(last + 3 * FRAME, FRAME), None);
     }
 
-    #[test]
-    fn the_report_waits_until_the_turns_came_and_the_stats_see_the_cushion() {
+    /// A watch whose first frame started at 0, its stats and measurements.
+    fn started_at_zero() -> (StallWatch, LockstepStats, Measurements) {
         let mut watch = StallWatch::default();
         let mut stats = LockstepStats::default();
         let mut measurements = Measurements::new();
         watch.frame_starts(0, FRAME, &mut measurements, &mut stats);
+        (watch, stats, measurements)
+    }
+
+    #[test]
+    fn the_report_waits_until_the_turns_came_and_the_stats_see_the_cushion() {
+        let (mut watch, mut stats, mut measurements) = started_at_zero();
         // Due on the rate; its turns come 40 ms late: the player sees a
         // 40 ms stall and the cushion after it, the report the 40 ms the
         // other players kept it waiting (S3).
@@ -215,10 +221,7 @@ mod tests {
 
     #[test]
     fn the_stall_goes_into_the_report_with_its_seat() {
-        let mut watch = StallWatch::default();
-        let mut stats = LockstepStats::default();
-        let mut measurements = Measurements::new();
-        watch.frame_starts(0, FRAME, &mut measurements, &mut stats);
+        let (mut watch, mut stats, mut measurements) = started_at_zero();
         watch.waiting(FRAME, || Some(3));
         watch.waiting(FRAME + 10, || panic!("asked only when the wait opens"));
         watch.frame_starts(FRAME + 40_000, FRAME, &mut measurements, &mut stats);
