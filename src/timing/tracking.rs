@@ -386,8 +386,7 @@ impl TrackingPolicy {
     fn hold_phase_frame(&mut self, look_ahead: u8, frame: u32) -> u8 {
         let phased = self.with_phase_frame(look_ahead);
         if phased > look_ahead {
-            let until = frame + u32::from(phased) + 2 * TRACKING_REPORT_PERIOD;
-            self.spike_hold = Some((until, u32::from(phased)));
+            self.start_hold(u32::from(phased), frame);
         }
         phased
     }
@@ -694,11 +693,18 @@ impl TrackingPolicy {
         let held = self.held_spike(frame);
         let spike = Self::spike_look_ahead(asked, for_round_trips, rate);
         if spike > held.max(for_round_trips + u32::from(self.margin)) {
-            let until = frame + spike + 2 * TRACKING_REPORT_PERIOD;
-            self.spike_hold = Some((until, spike));
+            self.start_hold(spike, frame);
             return spike;
         }
         held
+    }
+
+    /// Hold `look_ahead` from `frame` until it has reached the turns and
+    /// two more reports have come: a spike's ask ([`Self::hold_spike`]) and
+    /// a rise's phase frame ([`Self::hold_phase_frame`]) alike.
+    fn start_hold(&mut self, look_ahead: u32, frame: u32) {
+        let until = frame + look_ahead + 2 * TRACKING_REPORT_PERIOD;
+        self.spike_hold = Some((until, look_ahead));
     }
 
     /// The look-ahead a spike's stalls ask for: up to the margin's most on
