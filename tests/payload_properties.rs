@@ -4,11 +4,11 @@
 //! never a panic.
 
 use proptest::prelude::*;
-use rungs::report::{Report, ReportDetail};
+use rungs::report::{LookAheadNeeds, Report, ReportDetail};
 use rungs::timing::{Timing, TimingEvent};
 use rungs::wire::events::{
-    ReportLayout, TimingLayout, REPORT_DETAILED_LEN, REPORT_DETAILED_VERSION, RTT_NONE,
-    TS_EVENT_DATA_LEN,
+    ReportLayout, TimingLayout, REPORT_DETAILED_LEN, REPORT_DETAILED_VERSION, REPORT_NEEDS_LEN,
+    REPORT_NEEDS_VERSION, RTT_NONE, TS_EVENT_DATA_LEN,
 };
 use rungs::Error;
 
@@ -33,15 +33,42 @@ fn timing_layout() -> impl Strategy<Value = TimingLayout> {
     ]
 }
 
+/// Any look-ahead needs that keep [`LookAheadNeeds`]' invariants: counts
+/// sorted, 0 exactly on the levels at or above the most.
+fn needs() -> impl Strategy<Value = LookAheadNeeds> {
+    (1u8..=250, 1u8..=250, any::<[u16; 4]>()).prop_map(|(reference, most, mut above)| {
+        above.sort_unstable();
+        for (k, count) in above.iter_mut().enumerate() {
+            let level = i32::from(reference) - k as i32;
+            *count = if i32::from(most) <= level {
+                0
+            } else {
+                (*count).max(1)
+            };
+        }
+        LookAheadNeeds {
+            reference,
+            most,
+            above,
+        }
+    })
+}
+
 /// Any report, with a detail that keeps [`ReportDetail`]'s invariants.
 fn report() -> impl Strategy<Value = Report> {
     (
         (any::<u32>(), any::<u32>(), any::<Option<u32>>()),
         (any::<[u64; 3]>(), any::<u32>(), any::<u64>(), any::<u32>()),
         proptest::option::of(0u8..16),
+        proptest::option::of(needs()),
     )
         .prop_map(
-            |((process_us, max_wait_ms, worst_rtt_ms), (rtts, frames, stalled, stall_ms), seat)| {
+            |(
+                (process_us, max_wait_ms, worst_rtt_ms),
+                (rtts, frames, stalled, stall_ms),
+                seat,
+                needs,
+            )| {
                 let below_worst = |r: u64| worst_rtt_ms.map(|w| (r % (u64::from(w) + 1)) as u32);
                 let (median, p90) = (below_worst(rtts[0]), below_worst(rtts[1]));
                 let stalled_frames = (stalled % (u64::from(frames) + 1)) as u32;
@@ -57,6 +84,7 @@ fn report() -> impl Strategy<Value = Report> {
                         stalled_frames,
                         stall_ms: if stalled_frames == 0 { 0 } else { stall_ms },
                         waited_for: seat.filter(|_| stalled_frames > 0),
+                        needs,
                     }),
                 }
             },
@@ -67,7 +95,8 @@ fn report_layout() -> impl Strategy<Value = ReportLayout> {
     prop_oneof![
         Just(ReportLayout::Compact),
         Just(ReportLayout::Extended),
-        Just(ReportLayout::Detailed)
+        Just(ReportLayout::Detailed),
+        Just(ReportLayout::Needs)
     ]
 }
 
@@ -82,11 +111,31 @@ fn arbitrary_bytes() -> impl Strategy<Value = Vec<u8>> {
             bytes[0] = REPORT_DETAILED_VERSION;
             bytes
         }),
+        // The needs layout: the detailed bytes, then needs that are valid
+        // often enough (random counts rarely are).
+        (
+            proptest::collection::vec(any::<u8>(), REPORT_DETAILED_LEN),
+            proptest::option::of(needs()),
+        )
+            .prop_map(|(mut bytes, needs)| {
+                bytes[0] = REPORT_NEEDS_VERSION;
+                match needs {
+                    None => bytes.extend_from_slice(&[0; 10]),
+                    Some(n) => {
+                        bytes.extend_from_slice(&[n.reference, n.most]);
+                        for count in n.above {
+                            bytes.extend_from_slice(&count.to_le_bytes());
+                        }
+                    }
+                }
+                bytes
+            }),
     ]
 }
 
-/// What the detailed layout can say about `report` (saturation).
-fn as_detailed_reads(report: Report) -> Report {
+/// What the detailed layout (`needs_too`: the needs layout) can say about
+/// `report` (saturation; the detailed one has no needs).
+fn as_detailed_reads(report: Report, needs_too: bool) -> Report {
     let rtt = |ms: Option<u32>| ms.map(|ms| ms.min(u32::from(RTT_NONE) - 1));
     let detail = report.detail.map(|d| {
         let frames = d.frames.min(0xFFFF);
@@ -98,6 +147,7 @@ fn as_detailed_reads(report: Report) -> Report {
             stalled_frames: d.stalled_frames.min(frames),
             stall_ms: d.stall_ms.min(0xFFFF),
             waited_for: d.waited_for,
+            needs: if needs_too { d.needs } else { None },
         }
     });
     Report {
@@ -152,7 +202,7 @@ proptest! {
         prop_assert_eq!(len, REPORT_DETAILED_LEN);
         prop_assert_eq!(buf[0], REPORT_DETAILED_VERSION);
         let decoded = ReportLayout::Detailed.decode(&buf[..len]).unwrap();
-        prop_assert_eq!(decoded, as_detailed_reads(report));
+        prop_assert_eq!(decoded, as_detailed_reads(report, false));
         // Without a detail, or with one that breaks an invariant, the
         // detailed layout refuses to encode and writes nothing.
         let mut untouched = [0xA5u8; REPORT_DETAILED_LEN];
@@ -171,6 +221,32 @@ proptest! {
             ));
         }
         prop_assert!(untouched.iter().all(|&b| b == 0xA5));
+    }
+
+    #[test]
+    fn report_round_trips_in_needs_up_to_saturation(report in report()) {
+        let mut buf = [0u8; TS_EVENT_DATA_LEN];
+        let len = ReportLayout::Needs.encode(&report, &mut buf).unwrap();
+        prop_assert_eq!(len, REPORT_NEEDS_LEN);
+        prop_assert_eq!(buf[0], REPORT_NEEDS_VERSION);
+        let decoded = ReportLayout::Needs.decode(&buf[..len]).unwrap();
+        prop_assert_eq!(decoded, as_detailed_reads(report, true));
+        // The first 22 bytes are the detailed layout's but for the version.
+        let mut detailed = [0u8; REPORT_DETAILED_LEN];
+        ReportLayout::Detailed.encode(&report, &mut detailed).unwrap();
+        prop_assert_eq!(&buf[1..REPORT_DETAILED_LEN], &detailed[1..]);
+        // Needs that break a rule are refused, and nothing is written.
+        if let Some(needs) = report.detail.and_then(|d| d.needs) {
+            let mut broken = report.detail.unwrap();
+            broken.needs = Some(LookAheadNeeds { most: 0, ..needs });
+            let broken = Report { detail: Some(broken), ..report };
+            let mut untouched = [0xA5u8; REPORT_NEEDS_LEN];
+            prop_assert!(matches!(
+                ReportLayout::Needs.encode(&broken, &mut untouched),
+                Err(Error::InvalidArgument(_))
+            ));
+            prop_assert!(untouched.iter().all(|&b| b == 0xA5));
+        }
     }
 
     #[test]

@@ -300,6 +300,7 @@ pub(crate) fn detailed_report(report: rungs_report, detail: rungs_report_detail)
         stalled_frames: detail.stalled_frames,
         stall_ms: detail.stall_ms,
         waited_for: seat_or_none(detail.waited_for, "detail->waited_for")?,
+        needs: None,
     };
     check_detail(rust.worst_rtt_ms, &d).map_err(|rule| {
         let rtt = |value: Option<u32>| value.map_or("none".to_string(), |ms| ms.to_string());
@@ -472,6 +473,7 @@ mod tests {
             stalled_frames: 2,
             stall_ms: 40,
             waited_for: Some(3),
+            needs: None,
         };
         let detail = rungs_report_detail::from(rust);
         assert_eq!(detailed_report(report, detail).unwrap().detail, Some(rust));

@@ -38,11 +38,19 @@
 //!   [`add_wait_for_us`](Measurements::add_wait_for_us)); a wait for no
 //!   known seat counts as a stall of nobody. Unlike the longest wait, these
 //!   cover this interval only, so one stall is reported once.
+//!
+//! The needs layout (NETWORK_REPORT version 3) adds the look-ahead each of
+//! the interval's frames needed ([`LookAheadNeeds`], `report::needs`): the
+//! engine passes it per frame ([`add_frame_need`](Measurements::add_frame_need),
+//! computed with [`needed_look_ahead`](crate::report::needed_look_ahead));
+//! an interval without one carries none.
 
 use crate::error::{Error, Result};
 use crate::link::rtt::ms_rounded_up;
+use crate::report::needs::NeedTally;
 use crate::report::record::MAX_SEATS;
-use crate::report::{Report, ReportDetail};
+use crate::report::{LookAheadNeeds, Report, ReportDetail};
+use crate::timing::ladder::MAX_LOOK_AHEAD;
 
 /// The first report goes out on this frame (S3).
 pub const FIRST_REPORT_FRAME: u32 = 32;
@@ -78,6 +86,7 @@ pub struct Measurements {
     stall_us_this_interval: u64,
     wait_us_by_seat: [u64; MAX_SEATS],
     peers: Vec<PeerRoundTrip>,
+    needs: NeedTally,
 }
 
 /// What one peer link contributes to the worst round trip.
@@ -163,6 +172,7 @@ impl Measurements {
             stall_us_this_interval: 0,
             wait_us_by_seat: [0; MAX_SEATS],
             peers: Vec::new(),
+            needs: NeedTally::new(),
         }
     }
 
@@ -226,6 +236,21 @@ impl Measurements {
         if let Some(total) = seat.and_then(|s| self.wait_us_by_seat.get_mut(usize::from(s))) {
             *total = total.saturating_add(duration_us);
         }
+    }
+
+    /// A frame ran with its turns sent `look_ahead` frames before it and
+    /// needed `needed` frames of look-ahead
+    /// ([`needed_look_ahead`](crate::report::needed_look_ahead)). Both must
+    /// be 1–250 (`InvalidArgument`, nothing counted).
+    pub fn add_frame_need(&mut self, look_ahead: u8, needed: u8) -> Result<()> {
+        let valid = 1..=MAX_LOOK_AHEAD;
+        if !valid.contains(&look_ahead) || !valid.contains(&needed) {
+            return Err(Error::InvalidArgument(
+                "a frame's look-ahead and the look-ahead it needed must be 1 to 250",
+            ));
+        }
+        self.needs.add(look_ahead, needed);
+        Ok(())
     }
 
     /// Start measuring round trips to `peer`. Until it has a clean sample,
@@ -306,11 +331,15 @@ impl Measurements {
             .longest_wait_us_this_interval
             .max(self.longest_wait_us_previous_interval);
         let worst_rtt_ms = self.worst_rtt_ms();
+        let needs: Option<LookAheadNeeds> = self.needs.take();
         let report = Report {
             process_us,
             max_wait_ms: ms_rounded_up(longest_wait_us),
             worst_rtt_ms,
-            detail: Some(self.detail(worst_rtt_ms.is_some())),
+            detail: Some(ReportDetail {
+                needs,
+                ..self.detail(worst_rtt_ms.is_some())
+            }),
         };
 
         self.previous_process_us = process_us;
@@ -356,6 +385,7 @@ impl Measurements {
             stalled_frames,
             stall_ms: ms_rounded_up(self.stall_us_this_interval),
             waited_for,
+            needs: None,
         }
     }
 
@@ -729,5 +759,56 @@ mod tests {
         let report = m.take_report();
         assert_eq!(report.process_us, u32::MAX);
         assert_eq!(report.max_wait_ms, u32::MAX);
+    }
+
+    #[test]
+    fn each_frame_s_need_goes_into_its_interval_s_report_once() {
+        let mut m = Measurements::new();
+        assert_eq!(
+            m.take_report().detail.unwrap().needs,
+            None,
+            "nothing measured"
+        );
+        for needed in [2, 3, 3, 5] {
+            m.add_frame_need(4, needed).unwrap();
+        }
+        // Out of range: refused, nothing counted.
+        assert!(matches!(
+            m.add_frame_need(0, 3),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            m.add_frame_need(4, 251),
+            Err(Error::InvalidArgument(_))
+        ));
+        let needs = m.take_report().detail.unwrap().needs.unwrap();
+        assert_eq!(
+            needs,
+            LookAheadNeeds {
+                reference: 4,
+                most: 5,
+                above: [1, 1, 3, 4],
+            }
+        );
+        assert_eq!(
+            m.take_report().detail.unwrap().needs,
+            None,
+            "a new interval"
+        );
+        // The reference is the look-ahead of the interval's last frame.
+        m.add_frame_need(9, 9).unwrap();
+        m.add_frame_need(8, 6).unwrap();
+        let needs = m.take_report().detail.unwrap().needs.unwrap();
+        assert_eq!(
+            (needs.reference, needs.most, needs.above),
+            (8, 9, [1, 1, 1, 2])
+        );
+        // Every report that carries needs keeps the layout's rules.
+        use crate::wire::events::ReportLayout;
+        let mut buf = [0; crate::wire::events::REPORT_NEEDS_LEN];
+        m.add_frame_need(250, 250).unwrap();
+        let report = m.take_report();
+        let len = ReportLayout::Needs.encode(&report, &mut buf).unwrap();
+        assert_eq!(ReportLayout::Needs.decode(&buf[..len]), Ok(report));
     }
 }

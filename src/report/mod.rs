@@ -2,8 +2,10 @@
 //! reports every machine builds from executed events.
 
 pub mod measure;
+pub mod needs;
 
 pub use measure::{is_report_frame, Measurements};
+pub use needs::{needed_look_ahead, LookAheadNeeds};
 
 /// One player's report, as carried by a NETWORK_REPORT event (S3, S7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -48,6 +50,10 @@ pub struct ReportDetail {
     /// The seat whose turns it waited for longest in the interval; `None`
     /// when it did not wait, or waited for something else (room to send).
     pub waited_for: Option<u8>,
+    /// How much look-ahead the interval's frames needed; carried only by
+    /// the needs layout (NETWORK_REPORT version 3), `None` in the detailed
+    /// one and for an interval whose frames were not measured.
+    pub needs: Option<LookAheadNeeds>,
 }
 
 impl ReportDetail {

@@ -753,6 +753,7 @@ mod report_tests {
                 stalled_frames: stalled,
                 stall_ms: max_wait_ms + 3 * stalled.saturating_sub(1),
                 waited_for: (stalled > 0).then_some(1),
+                needs: None,
             }),
         }
     }

@@ -95,11 +95,35 @@
 //! encoder (`InvalidArgument`). Counts saturate (the frames first, so
 //! `stalled <= frames` survives saturation).
 //!
+//! # NETWORK_REPORT, needs layout (32 bytes, version 3)
+//!
+//! The detailed layout's 22 bytes (with version byte 3), then how much
+//! look-ahead the interval's frames needed ([`LookAheadNeeds`],
+//! `report::needs`), which the `tracking` policy sheds its margin and
+//! guards its decreases by (docs/tracking.md, rule 10):
+//!
+//! | offset | size | field            | meaning                                   |
+//! |-------:|-----:|------------------|-------------------------------------------|
+//! | 0      | 1    | version          | always 3                                  |
+//! | 1      | 21   | detailed fields  | as in the detailed layout, offsets 1–21   |
+//! | 22     | 1    | reference        | look-ahead 1–250 the counts are below; 0 = no needs measured |
+//! | 23     | 1    | most             | the most look-ahead a frame needed, 1–250 |
+//! | 24     | 2    | above reference  | frames that needed more than `reference`  |
+//! | 26     | 2    | above - 1        | … more than `reference - 1`               |
+//! | 28     | 2    | above - 2        | … more than `reference - 2`               |
+//! | 30     | 2    | above - 3        | … more than `reference - 3`               |
+//!
+//! With reference 0 the seven bytes after it are 0. Otherwise the counts
+//! never decrease from one to the next, and a count is 0 exactly when
+//! `most` is at or below its level ([`LookAheadNeeds::check`]). Bytes that
+//! break this are malformed; so is any detailed field that breaks the
+//! detailed layout's rules. The detailed layout leaves the needs out.
+//!
 //! Every layout fits Tiberian Sun's 36-byte event data union
 //! ([`TS_EVENT_DATA_LEN`]), checked at compile time.
 
 use crate::error::{Error, Result};
-use crate::report::{Report, ReportDetail};
+use crate::report::{LookAheadNeeds, Report, ReportDetail};
 use crate::timing::{Timing, TimingEvent};
 
 /// Bytes in Tiberian Sun's event data union: every payload must fit (S7).
@@ -118,6 +142,10 @@ pub const REPORT_EXTENDED_VERSION: u8 = 1;
 pub const REPORT_DETAILED_LEN: usize = 22;
 /// The version byte that opens the detailed NETWORK_REPORT layout.
 pub const REPORT_DETAILED_VERSION: u8 = 2;
+/// Length of NETWORK_REPORT in the needs layout.
+pub const REPORT_NEEDS_LEN: usize = 32;
+/// The version byte that opens the needs NETWORK_REPORT layout.
+pub const REPORT_NEEDS_VERSION: u8 = 3;
 /// The waited-for value that means "nobody known".
 pub const SEAT_NONE: u8 = 0xFF;
 /// What vanilla Tiberian Sun adds to `MaxAhead` while fog of war is on.
@@ -130,6 +158,9 @@ const _: () = assert!(RA_TIMING_LEN <= TS_EVENT_DATA_LEN);
 const _: () = assert!(REPORT_LEN <= TS_EVENT_DATA_LEN);
 const _: () = assert!(REPORT_EXTENDED_LEN <= TS_EVENT_DATA_LEN);
 const _: () = assert!(REPORT_DETAILED_LEN <= TS_EVENT_DATA_LEN);
+const _: () = assert!(REPORT_NEEDS_LEN <= TS_EVENT_DATA_LEN);
+const _: () =
+    assert!(REPORT_NEEDS_LEN == REPORT_DETAILED_LEN + 2 + 2 * crate::report::needs::NEED_LEVELS);
 
 /// How an engine lays out its TIMING event's payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -242,6 +273,9 @@ pub enum ReportLayout {
     /// 22 bytes, version 2: the extended fields plus the round-trip
     /// distribution and the stalls ([`ReportDetail`]).
     Detailed,
+    /// 32 bytes, version 3: the detailed fields plus the look-ahead the
+    /// interval's frames needed ([`LookAheadNeeds`]).
+    Needs,
 }
 
 impl ReportLayout {
@@ -251,21 +285,39 @@ impl ReportLayout {
             ReportLayout::Compact => REPORT_LEN,
             ReportLayout::Extended => REPORT_EXTENDED_LEN,
             ReportLayout::Detailed => REPORT_DETAILED_LEN,
+            ReportLayout::Needs => REPORT_NEEDS_LEN,
+        }
+    }
+
+    /// Whether this layout carries the detail (the detailed and needs
+    /// layouts).
+    pub fn has_detail(self) -> bool {
+        matches!(self, ReportLayout::Detailed | ReportLayout::Needs)
+    }
+
+    /// The version byte the layout opens with (`None`: the compact one has
+    /// none).
+    fn version(self) -> Option<u8> {
+        match self {
+            ReportLayout::Compact => None,
+            ReportLayout::Extended => Some(REPORT_EXTENDED_VERSION),
+            ReportLayout::Detailed => Some(REPORT_DETAILED_VERSION),
+            ReportLayout::Needs => Some(REPORT_NEEDS_VERSION),
         }
     }
 
     /// Write `report` into the start of `buf`; returns the bytes written.
     /// Large values saturate and the compact layout rounds the processing
     /// time up (module docs); the compact and extended layouts leave the
-    /// detail out. The detailed layout refuses a report without a detail or
-    /// with one that breaks [`ReportDetail`]'s invariants
-    /// (`InvalidArgument`). A `buf` shorter than
+    /// detail out, the detailed layout its needs. The detailed and needs
+    /// layouts refuse a report without a detail or with one that breaks
+    /// [`ReportDetail`]'s invariants (`InvalidArgument`). A `buf` shorter than
     /// [`payload_len`](Self::payload_len) gets `BufferTooSmall`. On error
     /// nothing is written.
     pub fn encode(self, report: &Report, buf: &mut [u8]) -> Result<usize> {
-        if self == ReportLayout::Detailed {
+        if self.has_detail() {
             let detail = report.detail.as_ref().ok_or(Error::InvalidArgument(
-                "the detailed NETWORK_REPORT layout needs the report's detail",
+                "the detailed and needs NETWORK_REPORT layouts need the report's detail",
             ))?;
             check_detail(report.worst_rtt_ms, detail).map_err(Error::InvalidArgument)?;
         }
@@ -278,19 +330,15 @@ impl ReportLayout {
                 out[0..2].copy_from_slice(&process_ms.to_le_bytes());
                 &mut out[2..]
             }
-            ReportLayout::Extended | ReportLayout::Detailed => {
-                out[0] = if self == ReportLayout::Extended {
-                    REPORT_EXTENDED_VERSION
-                } else {
-                    REPORT_DETAILED_VERSION
-                };
+            ReportLayout::Extended | ReportLayout::Detailed | ReportLayout::Needs => {
+                out[0] = self.version().unwrap_or_default();
                 out[1..5].copy_from_slice(&report.process_us.to_le_bytes());
                 &mut out[5..]
             }
         };
         tail[0..2].copy_from_slice(&rtt.to_le_bytes());
         tail[2..4].copy_from_slice(&wait.to_le_bytes());
-        if let (ReportLayout::Detailed, Some(d)) = (self, report.detail.as_ref()) {
+        if let (true, Some(d)) = (self.has_detail(), report.detail.as_ref()) {
             let frames = saturate_u16(d.frames);
             let stalled = saturate_u16(d.stalled_frames).min(frames);
             let fields = [
@@ -305,6 +353,9 @@ impl ReportLayout {
                 tail[4 + 2 * i..6 + 2 * i].copy_from_slice(&value.to_le_bytes());
             }
             tail[16] = d.waited_for.unwrap_or(SEAT_NONE);
+            if self == ReportLayout::Needs {
+                write_needs(d.needs.as_ref(), &mut tail[17..]);
+            }
         }
         Ok(out.len())
     }
@@ -318,31 +369,25 @@ impl ReportLayout {
                 ReportLayout::Compact => "NETWORK_REPORT payload must be 6 bytes",
                 ReportLayout::Extended => "extended NETWORK_REPORT payload must be 9 bytes",
                 ReportLayout::Detailed => "detailed NETWORK_REPORT payload must be 22 bytes",
+                ReportLayout::Needs => "needs NETWORK_REPORT payload must be 32 bytes",
             }));
         }
         let (process_us, tail) = match self {
             ReportLayout::Compact => (u32::from(read_u16(bytes, 0)) * 1000, &bytes[2..]),
-            ReportLayout::Extended | ReportLayout::Detailed => {
-                let (version, wrong) = if self == ReportLayout::Extended {
-                    (
-                        REPORT_EXTENDED_VERSION,
-                        "extended NETWORK_REPORT version must be 1",
-                    )
-                } else {
-                    (
-                        REPORT_DETAILED_VERSION,
-                        "detailed NETWORK_REPORT version must be 2",
-                    )
-                };
-                if bytes[0] != version {
-                    return Err(Error::Malformed(wrong));
+            ReportLayout::Extended | ReportLayout::Detailed | ReportLayout::Needs => {
+                if Some(bytes[0]) != self.version() {
+                    return Err(Error::Malformed(match self {
+                        ReportLayout::Extended => "extended NETWORK_REPORT version must be 1",
+                        ReportLayout::Detailed => "detailed NETWORK_REPORT version must be 2",
+                        _ => "needs NETWORK_REPORT version must be 3",
+                    }));
                 }
                 let process = [bytes[1], bytes[2], bytes[3], bytes[4]];
                 (u32::from_le_bytes(process), &bytes[5..])
             }
         };
         let worst_rtt_ms = rtt_from_u16(read_u16(tail, 0));
-        let detail = if self == ReportLayout::Detailed {
+        let detail = if self.has_detail() {
             let seat = tail[16];
             let detail = ReportDetail {
                 median_rtt_ms: rtt_from_u16(read_u16(tail, 4)),
@@ -352,6 +397,11 @@ impl ReportLayout {
                 stalled_frames: u32::from(read_u16(tail, 12)),
                 stall_ms: u32::from(read_u16(tail, 14)),
                 waited_for: (seat != SEAT_NONE).then_some(seat),
+                needs: if self == ReportLayout::Needs {
+                    read_needs(&tail[17..])?
+                } else {
+                    None
+                },
             };
             check_detail(worst_rtt_ms, &detail).map_err(Error::Malformed)?;
             Some(detail)
@@ -403,7 +453,44 @@ pub fn check_detail(
     {
         return Err("NETWORK_REPORT detail's seat waited for must be 0 to 15 or 0xFF");
     }
-    Ok(())
+    match d.needs {
+        Some(needs) => needs.check(),
+        None => Ok(()),
+    }
+}
+
+/// The needs layout's last ten bytes: reference 0 and zeros for none.
+fn write_needs(needs: Option<&LookAheadNeeds>, out: &mut [u8]) {
+    let Some(needs) = needs else {
+        out[..10].fill(0);
+        return;
+    };
+    out[0] = needs.reference;
+    out[1] = needs.most;
+    for (k, count) in needs.above.iter().enumerate() {
+        out[2 + 2 * k..4 + 2 * k].copy_from_slice(&count.to_le_bytes());
+    }
+}
+
+/// The needs layout's last ten bytes; `check_detail` judges them after.
+fn read_needs(bytes: &[u8]) -> Result<Option<LookAheadNeeds>> {
+    if bytes[0] == 0 {
+        if bytes[1..10].iter().any(|&b| b != 0) {
+            return Err(Error::Malformed(
+                "NETWORK_REPORT without needs (reference 0) must have zeros after it",
+            ));
+        }
+        return Ok(None);
+    }
+    let mut above = [0u16; crate::report::needs::NEED_LEVELS];
+    for (k, count) in above.iter_mut().enumerate() {
+        *count = read_u16(bytes, 2 + 2 * k);
+    }
+    Ok(Some(LookAheadNeeds {
+        reference: bytes[0],
+        most: bytes[1],
+        above,
+    }))
 }
 
 fn rtt_u16(ms: Option<u32>) -> u16 {
@@ -648,6 +735,7 @@ mod tests {
                 stalled_frames: 2,
                 stall_ms: 40,
                 waited_for: Some(3),
+                needs: None,
             }),
         }
     }
@@ -730,15 +818,98 @@ mod tests {
         assert_eq!(decoded.detail.unwrap().p90_rtt_ms, None);
     }
 
+    fn needs_example() -> Report {
+        let mut report = detailed_example();
+        if let Some(detail) = report.detail.as_mut() {
+            detail.needs = Some(LookAheadNeeds {
+                reference: 6,
+                most: 7,
+                above: [1, 2, 40, 300],
+            });
+        }
+        report
+    }
+
+    /// The detailed example's bytes with version 3, then reference 6, most
+    /// 7 and the four counts.
+    const NEEDS_EXAMPLE_BYTES: [u8; REPORT_NEEDS_LEN] = [
+        3, 0x88, 0x13, 0, 0, 180, 0, 40, 0, 120, 0, 150, 0, 125, 0, 128, 0, 2, 0, 40, 0, 3, 6, 7,
+        1, 0, 2, 0, 40, 0, 0x2C, 0x01,
+    ];
+
+    #[test]
+    fn needs_report_bytes_are_the_documented_ones() {
+        let mut buf = [0xAA; REPORT_NEEDS_LEN + 2];
+        assert_eq!(
+            ReportLayout::Needs.encode(&needs_example(), &mut buf),
+            Ok(REPORT_NEEDS_LEN)
+        );
+        assert_eq!(buf[..REPORT_NEEDS_LEN], NEEDS_EXAMPLE_BYTES);
+        assert_eq!(buf[REPORT_NEEDS_LEN..], [0xAA; 2]);
+        assert_eq!(
+            ReportLayout::Needs.decode(&NEEDS_EXAMPLE_BYTES),
+            Ok(needs_example())
+        );
+        // Without needs: reference 0 and zeros.
+        let mut without = [0xAA; REPORT_NEEDS_LEN];
+        ReportLayout::Needs
+            .encode(&detailed_example(), &mut without)
+            .unwrap();
+        assert_eq!(without[1..22], DETAILED_EXAMPLE_BYTES[1..]);
+        assert_eq!(without[22..], [0; 10]);
+        assert_eq!(ReportLayout::Needs.decode(&without), Ok(detailed_example()));
+        // The detailed layout leaves the needs out.
+        let mut detailed = [0; REPORT_DETAILED_LEN];
+        ReportLayout::Detailed
+            .encode(&needs_example(), &mut detailed)
+            .unwrap();
+        assert_eq!(detailed, DETAILED_EXAMPLE_BYTES);
+    }
+
+    #[test]
+    fn needs_report_decoder_refuses_each_broken_field_and_the_encoder_broken_needs() {
+        let broken = |at: usize, value: &[u8]| {
+            let mut bytes = NEEDS_EXAMPLE_BYTES;
+            bytes[at..at + value.len()].copy_from_slice(value);
+            bytes
+        };
+        for (what, bytes) in [
+            ("version 2", broken(0, &[2])),
+            ("median above p90", broken(9, &[151, 0])),
+            ("reference 251", broken(22, &[251])),
+            ("most 0", broken(23, &[0])),
+            ("counts decreasing", broken(24, &[3, 0])),
+            ("nothing above 6 though the most is 7", broken(24, &[0, 0])),
+            ("something above 6 though the most is 6", broken(23, &[6])),
+            ("no needs but a most", broken(22, &[0])),
+        ] {
+            assert!(
+                matches!(ReportLayout::Needs.decode(&bytes), Err(Error::Malformed(_))),
+                "{what} must be malformed"
+            );
+        }
+        let mut report = needs_example();
+        if let Some(detail) = report.detail.as_mut() {
+            detail.needs = detail.needs.map(|n| LookAheadNeeds { most: 0, ..n });
+        }
+        let mut buf = [0xAA; REPORT_NEEDS_LEN];
+        assert!(matches!(
+            ReportLayout::Needs.encode(&report, &mut buf),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert_eq!(buf, [0xAA; REPORT_NEEDS_LEN], "nothing written");
+    }
+
     #[test]
     fn report_decoders_refuse_wrong_lengths_and_encoders_small_buffers() {
         for layout in [
             ReportLayout::Compact,
             ReportLayout::Extended,
             ReportLayout::Detailed,
+            ReportLayout::Needs,
         ] {
             let n = layout.payload_len();
-            let bytes = [1u8; REPORT_DETAILED_LEN + 1];
+            let bytes = [1u8; REPORT_NEEDS_LEN + 1];
             assert!(matches!(
                 layout.decode(&bytes[..n - 1]),
                 Err(Error::Malformed(_))

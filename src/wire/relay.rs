@@ -1505,6 +1505,7 @@ mod tests {
             stalled_frames: 2,
             stall_ms: 40,
             waited_for: Some(0),
+            needs: None,
         };
         let report = crate::report::Report {
             process_us: 0x0403_0201,

@@ -7,7 +7,7 @@
 //! authenticate the sender; everything here is about *what* a seated player
 //! says, and [`crate::session`] decides whether it may say it (S4.7).
 //!
-//! # Layout, version 2
+//! # Layout, version 3
 //!
 //! All multi-byte integers are little-endian. Every message starts with its
 //! kind and the layout version:
@@ -15,7 +15,7 @@
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 1 | kind: `1` turn, `2` ping, `3` pong, `4` drop vote, `5` relay, `6` relay request |
-//! | 1 | 1 | layout version, `2` ([`TURN_LAYOUT_VERSION`]) |
+//! | 1 | 1 | layout version, `3` ([`TURN_LAYOUT_VERSION`]) |
 //!
 //! **Turn** (kind 1), one *part* of the turn a seat sends on a send frame:
 //!
@@ -33,7 +33,7 @@
 //! | kind | body |
 //! |---|---|
 //! | `0` command | the engine's bytes |
-//! | `1` report | `ReportLayout::Detailed` (22 bytes, version 2) |
+//! | `1` report | `ReportLayout::Needs` (32 bytes, version 3) |
 //! | `2` timing event | `TimingLayout::TIBERIAN_SUN` (5 bytes) |
 //! | `3` removal | seat (1 byte) |
 //! | `10` checksum | frame `u32`, state checksum `u64` |
@@ -63,15 +63,17 @@
 //! the cut.
 //!
 //! Version 1 (rungs ≤ 0.1) had no version byte, no part index and no drop
-//! mask; its messages fail the version check.
+//! mask; version 2 carried reports in the detailed layout (22 bytes,
+//! without the look-ahead the frames needed). Their messages fail the
+//! version check.
 
 use crate::error::{Error, Result};
 use crate::report::{Report, ReportDetail};
 use crate::timing::TimingEvent;
-use crate::wire::events::{ReportLayout, TimingLayout, REPORT_DETAILED_LEN, TIMING_LEN};
+use crate::wire::events::{ReportLayout, TimingLayout, REPORT_NEEDS_LEN, TIMING_LEN};
 
 /// The layout version this code speaks.
-pub const TURN_LAYOUT_VERSION: u8 = 2;
+pub const TURN_LAYOUT_VERSION: u8 = 3;
 
 /// Message kinds.
 pub const MSG_TURN: u8 = 1;
@@ -122,7 +124,7 @@ impl Item {
         ITEM_HEADER_BYTES
             + match self {
                 Item::Command(bytes) => bytes.len(),
-                Item::Report(_) => REPORT_DETAILED_LEN,
+                Item::Report(_) => REPORT_NEEDS_LEN,
                 Item::Timing(_) => TIMING_LEN,
                 Item::Removal(_) => 1,
             }
@@ -288,7 +290,9 @@ pub fn encode_relay(dropped: u8, raw: &[u8]) -> Vec<u8> {
 }
 
 fn encode_item(out: &mut Vec<u8>, item: &Item) {
-    let mut body = [0u8; 32];
+    // The largest fixed-size body: a report in the needs layout.
+    const _: () = assert!(TIMING_LEN <= REPORT_NEEDS_LEN);
+    let mut body = [0u8; REPORT_NEEDS_LEN];
     let (kind, bytes): (u8, &[u8]) = match item {
         Item::Command(bytes) => (ITEM_COMMAND, bytes),
         Item::Report(report) => {
@@ -302,9 +306,7 @@ fn encode_item(out: &mut Vec<u8>, item: &Item) {
                 ),
                 ..*report
             };
-            let len = ReportLayout::Detailed
-                .encode(&report, &mut body)
-                .unwrap_or(0);
+            let len = ReportLayout::Needs.encode(&report, &mut body).unwrap_or(0);
             (ITEM_REPORT, &body[..len])
         }
         Item::Timing(event) => {
@@ -509,7 +511,7 @@ fn decode_turn_body(
             ITEM_COMMAND => part.items.push(Item::Command(body.to_vec())),
             ITEM_REPORT => part
                 .items
-                .push(Item::Report(ReportLayout::Detailed.decode(body)?)),
+                .push(Item::Report(ReportLayout::Needs.decode(body)?)),
             ITEM_TIMING => part
                 .items
                 .push(Item::Timing(TimingLayout::TIBERIAN_SUN.decode(body)?)),

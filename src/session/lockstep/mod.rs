@@ -66,6 +66,7 @@
 //! dropped with [`LockstepSession::drop_player`] (the engine's decision,
 //! usually after [`SessionEvent::LinkLost`]); see [`drops`].
 
+mod arrivals;
 mod checksums;
 mod driver;
 mod drops;
@@ -86,6 +87,7 @@ use crate::timing::{MachineConfig, Output, TimingMachine};
 use crate::wire::packet::{SessionKey, MAX_MESSAGE_BYTES};
 use crate::wire::turn::{self, Item, Message, Record};
 
+use arrivals::TurnArrivals;
 use checksums::Checksums;
 pub use driver::{LockstepDriver, Wake, IDLE_WAKE_US};
 use drops::Drops;
@@ -273,6 +275,8 @@ pub struct LockstepSession {
     /// The relay topology, when chosen: it then answers every call of the
     /// session API, and the peer-to-peer state above stays idle.
     relay: Option<Box<RelayLockstep>>,
+    /// When each peer's turns arrived: the look-ahead frames needed.
+    arrivals: TurnArrivals,
 }
 
 impl LockstepSession {
@@ -321,6 +325,11 @@ impl LockstepSession {
             }
         }
         let mut measurements = Measurements::new();
+        let arrivals = TurnArrivals::new(
+            seats
+                .present()
+                .filter(|s| *s != local_seat && relay.is_none()),
+        );
         if relay.is_some() {
             // Behind a relay the one round trip that matters is to the relay.
             measurements.add_peer(crate::relay::RELAY_LINK_SEAT)?;
@@ -358,6 +367,7 @@ impl LockstepSession {
             turn_buffers: TurnBuffers::default(),
             rtt_samples_seen: [0; MAX_SEATS],
             link_keys: config.link_keys.clone(),
+            arrivals,
             relay,
         })
     }
@@ -789,6 +799,8 @@ impl LockstepSession {
         if let Some(until) = self.stalls.cushion(now_us, frame_us) {
             return Ok(Advance::NotDue { at_us: until });
         }
+        let due_local = u64::try_from(due - (now_ref - now_us as i64)).unwrap_or(0);
+        self.measure_need(next_frame, now_us, due_local, frame_us);
         let late =
             self.stalls
                 .frame_starts(now_us, frame_us, &mut self.measurements, &mut self.stats);

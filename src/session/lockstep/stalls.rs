@@ -97,6 +97,11 @@ impl StallWatch {
         last_start_us.map_or(since, |last| since.max(last.saturating_add(frame_us)))
     }
 
+    /// When the last frame started, if one has.
+    pub(super) fn last_start(&self) -> Option<u64> {
+        self.last_frame_start_us
+    }
+
     /// Whether a wait is open (a datagram, not time, releases the frame).
     pub(super) fn is_waiting(&self) -> bool {
         self.waiting_since.is_some()

@@ -576,6 +576,8 @@ impl LockstepSession {
                 return;
             }
         };
+        self.arrivals
+            .arrived(seat, turn.send_frame, self.last_local_us);
         if turn.raw.is_empty() {
             self.inbound[s].keep(turn.send_frame, std::iter::once(raw));
         } else {

@@ -684,6 +684,7 @@ mod tests {
             stalled_frames: stalled,
             stall_ms: stalled * 10,
             waited_for: waited_for.filter(|_| stalled > 0),
+            needs: None,
         }
     }
 
