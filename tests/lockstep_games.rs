@@ -238,3 +238,42 @@ fn a_diverging_machine_is_reported_as_a_desync() {
         "the commands were the same; the state was not"
     );
 }
+
+#[test]
+fn under_tracking_the_frames_needs_shed_the_margin_a_clean_path_does_not_need() {
+    // 120 ms, nothing lost: the round trips need 2 frames at 30 fps and
+    // the game starts with a frame of margin. Every machine reports the
+    // look-ahead its frames needed (at most 2), and after 512 frames of
+    // that the margin goes; the calm shed alone waited 1024 frames.
+    let mut spec = GameSpec::new(4, 1500, 30, 120);
+    spec.policy = PolicyKind::Tracking;
+    let report = run_game(&spec).unwrap();
+    assert_sound(&report);
+    assert_eq!(report.stall_frames, 0);
+    let shed = report
+        .timeline
+        .iter()
+        .find(|(_, _, la, _)| *la == 2)
+        .map(|(frame, ..)| *frame);
+    assert!(
+        shed.is_some_and(|f| (512..700).contains(&f)),
+        "{:?}",
+        report.timeline
+    );
+    assert_eq!(report.timeline.last().map(|t| t.2), Some(2));
+
+    // 4 % loss: frames need the margin's frame now and then, so it stays
+    // (a shed would have to earn it back with stalls).
+    spec.loss_ppm = 40_000;
+    spec.frames = 3000;
+    spec.rtt_ms = vec![150];
+    let report = run_game(&spec).unwrap();
+    assert_sound(&report);
+    assert!(
+        report.stall_frames * 1000 <= u64::from(report.frames) * 2,
+        "{} stalled frames of {}: {:?}",
+        report.stall_frames,
+        report.frames,
+        report.timeline
+    );
+}

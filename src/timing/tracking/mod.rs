@@ -14,6 +14,7 @@
 //! make ([`TrackingPolicy::raise_for_own_stall`], which changes no state).
 
 mod cadence;
+mod evidence;
 mod stalls_ask;
 
 pub use cadence::{
@@ -26,6 +27,7 @@ use super::policy::rate_within;
 use super::TimingEvent;
 use crate::report::record::MAX_SEATS;
 use crate::report::{Record, Report};
+use evidence::Evidence;
 use stalls_ask::StallsAsk;
 
 /// The look-ahead before the first reports, as a duration: it covers the
@@ -64,6 +66,11 @@ pub const RAISE_EXPLAINED_WITHIN_FRAMES: u32 = 128;
 /// one that resumed last reach the others up to a frame later than the
 /// round trips say.
 pub const SPIKE_PHASE_FRAMES: u8 = 1;
+/// A decrease of at least this many frames (and a third of the look-ahead)
+/// is a spike's end: not held back by what the frames needed during the
+/// spike, which is forgotten (rule 10). Smaller ones are the round trips'
+/// wobble, which the frames' needs check.
+pub const SPIKE_FALL_FRAMES: u8 = 4;
 /// The share of a frame (per mille) the rate leaves free on the slowest
 /// machine.
 pub const CPU_HEADROOM_PERMILLE: u32 = 50;
@@ -126,6 +133,10 @@ pub struct TrackingPolicy {
     /// The round trips' jitter at the last evaluation: the largest spread
     /// (90th percentile less median) a report showed, ms.
     jitter_ms: u32,
+    /// Every seat's recent reports of the look-ahead its frames needed
+    /// (rule 10): what the margin sheds by, and what stops a decrease.
+    /// Boxed: 8 KB, made once with the policy.
+    evidence: Box<Evidence>,
 }
 
 /// The schedule where the policy's events execute (S5), as the timing
@@ -158,6 +169,7 @@ impl TrackingPolicy {
             spike_hold: None,
             for_round_trips: 0,
             jitter_ms: 0,
+            evidence: Box::new(Evidence::new()),
         }
     }
 
@@ -277,13 +289,18 @@ impl TrackingPolicy {
         }
         self.take_back_explained_raise(for_round_trips, frame);
         let margin_before = self.margin;
-        let raised = self.update_margin(&asked, for_round_trips, rate, frame);
+        let by_evidence = self.evidence.covers(record.seats());
+        let raised = self.update_margin(&asked, for_round_trips, rate, frame, by_evidence);
+        if !raised && asked.unexplained == 0 {
+            self.shed_by_evidence(record, for_round_trips, frame);
+        }
         if raised {
             self.unexplained_raise = Some((frame, self.margin - margin_before, for_round_trips));
         }
         let held = self.hold_spike(&asked, for_round_trips, rate, frame);
         let asked_for = Self::look_ahead_of(for_round_trips, self.margin, held);
-        let look_ahead = self.hold_phase_frame(asked_for, frame);
+        let phased = self.hold_phase_frame(asked_for, frame);
+        let look_ahead = self.guard_decrease(record, phased);
         if raised || is_spike_rise(u32::from(self.target.look_ahead()), u32::from(look_ahead)) {
             if frame >= self.raise_blocked_until {
                 self.look_ahead_before_raise = u32::from(self.target.look_ahead());
@@ -453,6 +470,9 @@ impl TrackingPolicy {
                 continue;
             }
             *seen = Some(executed);
+            if let Some(detail) = report.detail {
+                self.evidence.take_in(seat, detail.frames, detail.needs);
+            }
             let one = Self::ask_of_report(record, &report, rate, in_force, blocked, self.jitter_ms);
             asked.join(&one);
         }
@@ -481,6 +501,7 @@ impl TrackingPolicy {
         for_round_trips: u32,
         rate: u8,
         frame: u32,
+        by_evidence: bool,
     ) -> bool {
         let margin = u32::from(self.margin);
         if asked.unexplained > 0 {
@@ -512,6 +533,7 @@ impl TrackingPolicy {
                 self.last_shed = None;
             }
             if self.margin > 0
+                && !by_evidence
                 && frame.saturating_sub(self.last_unexplained_stall) >= self.calm_to_shed
             {
                 self.margin -= (self.margin / 4).max(1);
@@ -520,6 +542,49 @@ impl TrackingPolicy {
             }
         }
         false
+    }
+
+    /// The margin sheds down to what the frames' needs vouch for (rule 10,
+    /// decision 60): the lowest look-ahead every seat's last
+    /// [`EVIDENCE_REPORTS`](evidence::EVIDENCE_REPORTS) reports would have
+    /// held, once they cover half the calm period (`calm_to_shed`, which a
+    /// failed shed doubles, as for the calm shed it replaces). A shed counts
+    /// as one for that backoff.
+    fn shed_by_evidence(&mut self, record: &Record, for_round_trips: u32, frame: u32) {
+        let Some(floor) =
+            self.evidence
+                .floor(record, evidence::EVIDENCE_REPORTS, self.calm_to_shed / 2)
+        else {
+            return;
+        };
+        let vouched = floor.saturating_sub(for_round_trips);
+        if vouched < u32::from(self.margin) {
+            self.margin = vouched as u8;
+            self.last_unexplained_stall = frame;
+            self.last_shed = Some(frame);
+        }
+    }
+
+    /// A decrease to `look_ahead` goes no lower than the frames of every
+    /// seat's last [`GUARD_REPORTS`](evidence::GUARD_REPORTS) reports held
+    /// (rule 10): jitter's wobble in the round trips asks now and then for
+    /// a look-ahead those frames just showed too short. A spike's end — a
+    /// fall of four frames and a third at least — goes as asked, and what
+    /// the frames needed during the spike is forgotten.
+    fn guard_decrease(&mut self, record: &Record, look_ahead: u8) -> u8 {
+        let current = self.target.look_ahead();
+        if look_ahead >= current {
+            return look_ahead;
+        }
+        let fall = current - look_ahead;
+        if fall >= SPIKE_FALL_FRAMES && u32::from(fall) * 3 >= u32::from(current) {
+            self.evidence.forget();
+            return look_ahead;
+        }
+        match self.evidence.floor(record, evidence::GUARD_REPORTS, 1) {
+            Some(floor) => look_ahead.max(floor.min(u32::from(current)) as u8),
+            None => look_ahead,
+        }
     }
 
     /// Whether `asked` is a lone near miss let pass: one every
@@ -1136,6 +1201,124 @@ mod tests {
         assert_eq!(policy.margin(), 3, "no shed before 1024 calm frames");
         calm(&mut policy, &mut record, frame, shed_due + 16);
         assert_eq!(policy.margin(), 2);
+    }
+
+    /// A calm report whose 16 frames, run under `reference`, needed
+    /// `needed` each but `later` for the last `late` of them.
+    fn with_needs(rtt: u32, reference: u8, needed: u8, late: usize, later: u8) -> Report {
+        let mut tally = crate::report::needs::NeedTally::new();
+        for i in 0..16 {
+            tally.add(reference, if i >= 16 - late { later } else { needed });
+        }
+        let mut d = detail(rtt, rtt, rtt, 0, None);
+        d.needs = tally.take();
+        report(rtt, 5000, d)
+    }
+
+    /// Every seat reports `r` every 16 frames from `from` until `to`.
+    fn reports_until(
+        policy: &mut TrackingPolicy,
+        record: &mut Record,
+        from: u32,
+        to: u32,
+        r: Report,
+    ) -> u32 {
+        let mut frame = from;
+        while frame + TRACKING_REPORT_PERIOD <= to {
+            frame += TRACKING_REPORT_PERIOD;
+            apply(record, frame, r);
+            policy.evaluate(record, frame, None);
+        }
+        frame
+    }
+
+    #[test]
+    fn the_margin_sheds_to_what_the_frames_needs_vouch_for() {
+        // 100 ms at 30 fps: 2 frames for the round trips, 3 with the prior
+        // margin; every frame needed 2 at most.
+        let mut policy = TrackingPolicy::new(30);
+        let mut record = Record::new(0, [0, 1]);
+        let clean = with_needs(100, 3, 2, 0, 2);
+        apply(&mut record, 16, clean);
+        assert_eq!(issued(&mut policy, &record, 16), "1/3");
+        // Half the calm period (1024 for the prior margin) of evidence:
+        // 512 frames, then it goes at once, not after 1024 calm frames.
+        let frame = reports_until(&mut policy, &mut record, 16, 16 + 480, clean);
+        assert_eq!(policy.margin(), 1, "not before 512 frames of evidence");
+        reports_until(&mut policy, &mut record, frame, frame + 32, clean);
+        assert_eq!(policy.margin(), 0);
+        assert_eq!(policy.target().to_string(), "1/2");
+
+        // A lossy path: one frame in each report needed the margin's
+        // frame. The evidence never vouches for less, the calm shed does
+        // not run: the margin stays, and no stall is spent finding out.
+        let mut policy = TrackingPolicy::new(30);
+        let mut record = Record::new(0, [0, 1]);
+        let lossy = with_needs(100, 3, 2, 1, 3);
+        let frame = reports_until(&mut policy, &mut record, 0, 2048, lossy);
+        assert_eq!(policy.margin(), 1);
+        assert_eq!(policy.target().to_string(), "1/3");
+        // One seat alone without needs (the detailed layout): the calm shed
+        // as before decides.
+        let detailed_only = report(100, 5000, detail(100, 100, 100, 0, None));
+        let mut mixed = Record::new(0, [0, 1]);
+        let mut policy = TrackingPolicy::new(30);
+        let mut at = 0;
+        while at + 16 <= frame {
+            at += 16;
+            mixed.apply_report(0, at, lossy).unwrap();
+            mixed.apply_report(1, at, detailed_only).unwrap();
+            policy.evaluate(&mixed, at, None);
+        }
+        assert_eq!(policy.margin(), 0, "the calm shed went after 1024 frames");
+    }
+
+    #[test]
+    fn a_decrease_stops_where_the_frames_needs_say_it_would_stall_but_not_a_spike_s_end() {
+        let mut policy = without_prior(30);
+        let mut record = Record::new(0, [0, 1]);
+        // 160 ms: 3 frames. Frames needed 3 now and then (one in 16).
+        let steady = with_needs(160, 3, 2, 1, 3);
+        let frame = reports_until(&mut policy, &mut record, 0, 128, steady);
+        assert_eq!(policy.target().to_string(), "1/3");
+        // The round trips wobble down to 120 ms (2 frames): the frames just
+        // showed 2 too short, the decrease does not go.
+        let mut wobble = with_needs(120, 3, 2, 1, 3);
+        apply(&mut record, frame + 16, wobble);
+        assert_eq!(policy.evaluate(&record, frame + 16, None), None);
+        assert_eq!(policy.target().to_string(), "1/3");
+        // Once the last 8 reports show 2 enough, it goes.
+        wobble = with_needs(120, 3, 2, 0, 2);
+        let frame = reports_until(
+            &mut policy,
+            &mut record,
+            frame + 16,
+            frame + 16 + 112,
+            wobble,
+        );
+        assert_eq!(
+            policy.target().to_string(),
+            "1/3",
+            "seven clean reports are not eight"
+        );
+        apply(&mut record, frame + 16, wobble);
+        assert_eq!(issued(&mut policy, &record, frame + 16), "1/2");
+
+        // A spike's end: from 1/24 to 1/3 at once, whatever the frames
+        // needed during the spike, which is then forgotten.
+        let mut policy = without_prior(30);
+        let mut record = Record::new(0, [0, 1]);
+        let spike = with_needs(1500, 24, 23, 4, 24);
+        let frame = reports_until(&mut policy, &mut record, 0, 256, spike);
+        assert_eq!(policy.target().to_string(), "1/24");
+        let after = with_needs(160, 24, 3, 0, 3);
+        apply(&mut record, frame + 16, after);
+        assert_eq!(issued(&mut policy, &record, frame + 16), "1/3");
+        assert_eq!(
+            policy.evidence.floor(&record, evidence::GUARD_REPORTS, 1),
+            None,
+            "the spike's needs are forgotten"
+        );
     }
 
     #[test]
