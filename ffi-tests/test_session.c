@@ -115,7 +115,7 @@ static void test_setup(void) {
     c.timing_event_id = 256;
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
     c = config_for(&seen, 0);
-    c.report_layout = 3;
+    c.report_layout = 4;
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
     c = config_for(&seen, 0);
     c.struct_size = 8;
@@ -468,10 +468,11 @@ static void test_refused_configurations(void) {
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_MESSAGE_HAS("config->speed_fps is 0; expected 1 to 255");
     c = config_for(&seen, 0);
-    c.report_layout = 3;
+    c.report_layout = 4;
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("config->report_layout is 3; expected RUNGS_REPORT_LAYOUT_COMPACT (0), "
-                      "RUNGS_REPORT_LAYOUT_EXTENDED (1) or RUNGS_REPORT_LAYOUT_DETAILED (2)");
+    CHECK_MESSAGE_HAS("config->report_layout is 4; expected RUNGS_REPORT_LAYOUT_COMPACT (0), "
+                      "RUNGS_REPORT_LAYOUT_EXTENDED (1), RUNGS_REPORT_LAYOUT_DETAILED (2) or "
+                      "RUNGS_REPORT_LAYOUT_NEEDS (3)");
     c = config_for(&seen, 0);
     c.timing_event_id = 300;
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
@@ -941,6 +942,71 @@ static void test_tracking_reports_in_the_detailed_layout(void) {
     CHECK_EQ(detail.waited_for, seen.last_payload[21]);
 }
 
+/* Tracking with the needs layout: the engine passes each frame's need
+ * (rungs_session_add_frame_need) and every report carries the interval's:
+ * 32 bytes, version 3, the reference the counts are below, the most any
+ * frame needed and the four counts; an interval without a need carries
+ * reference 0 and zeros. */
+static void test_tracking_reports_in_the_needs_layout(void) {
+    seen_t seen;
+    rungs_session_config c;
+    rungs_session *s = NULL;
+    uint32_t frame;
+    rungs_report decoded;
+    rungs_report_detail detail;
+    rungs_look_ahead_needs needs;
+    uint8_t needed = 0;
+    memset(&seen, 0, sizeof seen);
+    c = config_for(&seen, 0);
+    c.policy = RUNGS_POLICY_TRACKING;
+    c.report_layout = RUNGS_REPORT_LAYOUT_NEEDS;
+    CHECK_EQ(rungs_session_new(&c, &s), RUNGS_OK);
+    if (!s) return;
+    CHECK_EQ(rungs_session_rtt_sample(s, 1, 80, 1), RUNGS_OK);
+    CHECK_EQ(rungs_session_add_frame_need(s, 0, 3), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("rungs_session_add_frame_need: a frame's look-ahead and the look-ahead "
+                      "it needed must be 1 to 250");
+    CHECK_EQ(rungs_session_add_frame_need(s, 5, 251), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(rungs_session_add_frame_need(NULL, 5, 3), RUNGS_ERR_NULL_POINTER);
+    for (frame = 0; frame <= 16; frame++) {
+        /* Under 5: ready 2.5 frames early needs 3; frame 10 came 10 ms late. */
+        uint64_t deadline = 1000000 + (uint64_t)frame * 33333;
+        uint64_t ready = frame == 10 ? deadline + 10000 : deadline - 83333;
+        CHECK_EQ(rungs_needed_look_ahead(5, deadline, ready, 33333, &needed), RUNGS_OK);
+        CHECK_EQ(needed, frame == 10 ? 6 : 3);
+        CHECK_EQ(rungs_session_add_frame_need(s, 5, needed), RUNGS_OK);
+        plain_frame(s, frame);
+    }
+    CHECK_EQ(seen.queued, 1);
+    CHECK_EQ(seen.last_len, RUNGS_REPORT_NEEDS_PAYLOAD_LEN);
+    CHECK_EQ(seen.last_payload[0], 3);               /* version */
+    CHECK_EQ(seen.last_payload[5], 80);              /* worst round trip, as detailed */
+    CHECK_EQ(seen.last_payload[22], 5);              /* the reference */
+    CHECK_EQ(seen.last_payload[23], 6);              /* the most: frame 10's */
+    CHECK_EQ(seen.last_payload[24], 1);              /* above 5: frame 10 */
+    CHECK_EQ(seen.last_payload[26], 1);              /* above 4 */
+    CHECK_EQ(seen.last_payload[28], 1);              /* above 3 */
+    CHECK_EQ(seen.last_payload[30], 17);             /* above 2: every frame, 0..16 */
+    CHECK_EQ(rungs_report_payload_decode_needs(seen.last_payload, seen.last_len, &decoded,
+                                               &detail, &needs),
+             RUNGS_OK);
+    CHECK_EQ(needs.reference, 5);
+    CHECK_EQ(needs.most, 6);
+    CHECK_EQ(needs.above[3], 17);
+    CHECK_EQ(detail.frames, 17);
+    /* No need passed in the next interval: reference 0, zeros. */
+    for (frame = 17; frame <= 32; frame++) plain_frame(s, frame);
+    CHECK_EQ(seen.queued, 2);
+    CHECK_EQ(seen.last_len, RUNGS_REPORT_NEEDS_PAYLOAD_LEN);
+    CHECK_EQ(seen.last_payload[22], 0);
+    CHECK_EQ(seen.last_payload[31], 0);
+    CHECK_EQ(rungs_report_payload_decode_needs(seen.last_payload, seen.last_len, &decoded,
+                                               &detail, &needs),
+             RUNGS_OK);
+    CHECK_EQ(needs.reference, 0);
+    CHECK_EQ(rungs_session_free(s), RUNGS_OK);
+}
+
 int main(void) {
 
     test_setup();
@@ -953,5 +1019,6 @@ int main(void) {
     test_frame_readiness_through_a_staged_decrease();
     test_round_trips_from_the_transport();
     test_tracking_reports_in_the_detailed_layout();
+    test_tracking_reports_in_the_needs_layout();
     return harness_report("session");
 }

@@ -203,6 +203,24 @@
 #define RUNGS_REPORT_DETAILED_PAYLOAD_LEN 22
 
 /**
+ * NETWORK_REPORT layout: 32 bytes, version 3, the detailed layout's fields
+ * plus how much look-ahead the interval's frames needed
+ * (`rungs_look_ahead_needs`, docs/payloads.md), what the tracking policy
+ * sheds its margin and checks its decreases by. A `rungs_session` with it
+ * in `rungs_session_config.report_layout` encodes and decodes it itself
+ * (the engine passes each frame's need with `rungs_session_add_frame_need`);
+ * an engine with its own event queue uses
+ * `rungs_report_payload_encode_needs` / `_decode_needs`. The lockstep
+ * session's turns carry their reports in it.
+ */
+#define RUNGS_REPORT_LAYOUT_NEEDS 3
+
+/**
+ * Bytes of a NETWORK_REPORT payload in the needs layout.
+ */
+#define RUNGS_REPORT_NEEDS_PAYLOAD_LEN 32
+
+/**
  * Bytes of a relay ticket.
  */
 #define RUNGS_RELAY_TICKET_BYTES 42
@@ -437,6 +455,12 @@
  * Seat value meaning "no seat" (an observer's local seat, or no master).
  */
 #define RUNGS_NO_SEAT 255
+
+/**
+ * Look-aheads `rungs_look_ahead_needs` counts frames above: the one in
+ * force and the three below it.
+ */
+#define RUNGS_NEED_LEVELS 4
 
 /**
  * Timing policy: rungs' adaptive ladder (S4), the default.
@@ -1007,6 +1031,42 @@ typedef struct rungs_report_detail {
 } rungs_report_detail;
 
 /**
+ * How much look-ahead one report interval's frames needed: what the needs
+ * NETWORK_REPORT layout (`RUNGS_REPORT_LAYOUT_NEEDS`) adds to a report and
+ * its `rungs_report_detail`, and what the `RUNGS_POLICY_TRACKING` policy
+ * sheds its margin and checks its decreases by (docs/tracking.md, rule
+ * 10). A frame *needed* the look-ahead under which its last turn would
+ * still have come before it was due (`rungs_needed_look_ahead`); the
+ * engine passes each frame's with `rungs_measurements_add_frame_need`.
+ *
+ * `reference` 0 means no needs (an interval without a measured frame, or
+ * an engine that does not measure them); every other field is 0 then.
+ * Otherwise (a struct that breaks one is refused, by the encoder and the
+ * timing machine with RUNGS_ERR_INVALID_ARGUMENT, in bytes by the decoder
+ * with RUNGS_ERR_MALFORMED): `reference` and `most` are 1–250; `above`
+ * never decreases from one element to the next; and `above[k]` is 0
+ * exactly when `most <= reference - k`.
+ */
+typedef struct rungs_look_ahead_needs {
+    /**
+     * `above[k]`: the interval's frames that needed more than
+     * `reference - k` frames of look-ahead (that would have stalled under
+     * it).
+     */
+    uint16_t above[RUNGS_NEED_LEVELS];
+    /**
+     * The look-ahead the counts are relative to (the one the interval's
+     * last measured frame ran under), 1–250; 0 for no needs.
+     */
+    uint8_t reference;
+    /**
+     * The most look-ahead any frame of the interval needed, 1–250 (0 with
+     * no needs).
+     */
+    uint8_t most;
+} rungs_look_ahead_needs;
+
+/**
  * A TIMING event's content (S4): the target timing and the frame rate
  * every machine paces at.
  */
@@ -1095,8 +1155,10 @@ typedef struct rungs_session_config {
      */
     uint8_t local_seat;
     /**
-     * `RUNGS_REPORT_LAYOUT_COMPACT`, `RUNGS_REPORT_LAYOUT_EXTENDED` or
-     * `RUNGS_REPORT_LAYOUT_DETAILED` (what the tracking policy reads).
+     * `RUNGS_REPORT_LAYOUT_COMPACT`, `RUNGS_REPORT_LAYOUT_EXTENDED`,
+     * `RUNGS_REPORT_LAYOUT_DETAILED` (what the tracking policy reads) or
+     * `RUNGS_REPORT_LAYOUT_NEEDS` (that and the look-ahead the frames
+     * needed, `rungs_session_add_frame_need`).
      */
     uint8_t report_layout;
     /**
@@ -2033,6 +2095,45 @@ rungs_result RUNGS_CALL rungs_measurements_add_wait_for_us(struct rungs_measurem
                                                 uint8_t seat);
 
 /**
+ * The look-ahead a frame needed, into `*out` (1–250): it ran with its
+ * turns (the peers' packets of one send frame) sent `look_ahead` frames
+ * before it, the last of them arrived at `ready_us`, and it could have
+ * started until `deadline_us` without counting as a stall (when it was
+ * due, or a frame period after the frame before started, whichever is
+ * later); `frame_us` is a frame period. Ready `k` whole frame periods
+ * before its deadline, it needed `k` frames less; after it (it stalled),
+ * a frame more for each frame period or part of one it waited
+ * (docs/tracking.md, rule 10). Any one microsecond clock for both times.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if `look_ahead` is not 1–250 or `frame_us` is
+ * 0; RUNGS_ERR_PANIC.
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_needed_look_ahead(uint8_t look_ahead,
+                                     uint64_t deadline_us,
+                                     uint64_t ready_us,
+                                     uint64_t frame_us,
+                                     uint8_t *out);
+
+/**
+ * A frame ran with its turns sent `look_ahead` frames before it and
+ * needed `needed` frames of look-ahead (`rungs_needed_look_ahead`). The
+ * report of the interval carries how many of its frames needed more than
+ * each of the four look-aheads from the last frame's down
+ * (`rungs_look_ahead_needs`, `rungs_measurements_take_report_with_needs`).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `look_ahead` or
+ * `needed` is not 1–250 (nothing counted); RUNGS_ERR_NULL_POINTER if
+ * measurements is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+ * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_measurements_add_frame_need(struct rungs_measurements *measurements,
+                                               uint8_t look_ahead,
+                                               uint8_t needed);
+
+/**
  * Start measuring round trips to `peer` (a seat). Reports carry no round
  * trip until it has a clean sample (S3).
  *
@@ -2120,6 +2221,26 @@ RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_take_detailed_report(struct rungs_measurements *measurements,
                                                      struct rungs_report *out,
                                                      struct rungs_report_detail *out_detail);
+
+/**
+ * The report for the interval now ending into `*out`, its detail into
+ * `*out_detail` and how much look-ahead its frames needed into
+ * `*out_needs` (reference 0 when no frame's need was passed); the next
+ * interval starts. What the needs NETWORK_REPORT layout carries: queue it
+ * with `rungs_report_payload_encode_needs`, or execute it on a timing
+ * machine with `rungs_timing_machine_execute_report_with_needs`. The three
+ * always keep the layout's rules.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements, out,
+ * out_detail or out_needs is NULL (the interval does not end);
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_measurements_take_report_with_needs(struct rungs_measurements *measurements,
+                                                       struct rungs_report *out,
+                                                       struct rungs_report_detail *out_detail,
+                                                       struct rungs_look_ahead_needs *out_needs);
 
 /**
  * Encode `*event` as a Tiberian Sun TIMING payload (5 bytes) into `buf` of
@@ -2258,6 +2379,47 @@ rungs_result RUNGS_CALL rungs_report_payload_decode_detailed(const uint8_t *byte
                                                   size_t len,
                                                   struct rungs_report *out,
                                                   struct rungs_report_detail *out_detail);
+
+/**
+ * Encode `*report` with its `*detail` and the interval's `*needs` as a
+ * NETWORK_REPORT payload in the needs layout (`RUNGS_REPORT_LAYOUT_NEEDS`,
+ * 32 bytes) into `buf` of `cap` bytes; `*out_len` receives the length.
+ * `needs` may be NULL (or have reference 0): the payload then says no
+ * needs were measured. Large values saturate as in the detailed layout.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if report, detail or out_len is
+ * NULL, or buf is NULL with cap above 0; RUNGS_ERR_INVALID_ARGUMENT if the
+ * report and detail break a rule of `rungs_report_detail` or the needs one
+ * of `rungs_look_ahead_needs` (the message names the fields);
+ * RUNGS_ERR_BUFFER_TOO_SMALL if cap is below 32; RUNGS_ERR_PANIC. Nothing
+ * is written on error.
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_report_payload_encode_needs(const struct rungs_report *report,
+                                               const struct rungs_report_detail *detail,
+                                               const struct rungs_look_ahead_needs *needs,
+                                               uint8_t *buf,
+                                               size_t cap,
+                                               size_t *out_len);
+
+/**
+ * Decode a NETWORK_REPORT payload of `len` bytes in the needs layout
+ * (`RUNGS_REPORT_LAYOUT_NEEDS`) into `*out`, its detail into `*out_detail`
+ * and its needs into `*out_needs` (reference 0 when it carries none).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out, out_detail or
+ * out_needs is NULL, or bytes is NULL with len above 0;
+ * RUNGS_ERR_MALFORMED if len is not 32, the version byte is not 3, or the
+ * fields break a rule of `rungs_report_detail` or
+ * `rungs_look_ahead_needs` (docs/payloads.md); RUNGS_ERR_PANIC. Nothing is
+ * written unless it succeeds.
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_report_payload_decode_needs(const uint8_t *bytes,
+                                               size_t len,
+                                               struct rungs_report *out,
+                                               struct rungs_report_detail *out_detail,
+                                               struct rungs_look_ahead_needs *out_needs);
 
 /**
  * Issue a ticket admitting `seat` (0–15) to the match `match_id` until the
@@ -2573,6 +2735,26 @@ RUNGS_API rungs_result RUNGS_CALL rungs_session_wait_end(struct rungs_session *s
 RUNGS_API rungs_result RUNGS_CALL rungs_session_add_wait_us(struct rungs_session *s, uint64_t duration_us);
 
 /**
+ * A frame ran with its turns sent `look_ahead` frames before it (the
+ * frame less the send frame whose packets it needed) and needed `needed`
+ * frames of look-ahead (`rungs_needed_look_ahead` from when its last
+ * packet came and when it was due). A session whose
+ * `config->report_layout` is `RUNGS_REPORT_LAYOUT_NEEDS` carries the
+ * interval's needs in its reports, so a `tracking` game sheds its margin
+ * on evidence instead of by the clock (docs/tracking.md, rule 10); with
+ * another layout they are dropped.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if `look_ahead` or `needed` is not 1–250
+ * (nothing counted); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+ * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_session_add_frame_need(struct rungs_session *s,
+                                          uint8_t look_ahead,
+                                          uint8_t needed);
+
+/**
  * A round trip to `peer` in ms; `clean` is 1 when it was measured on a
  * packet sent once, 0 for a retransmitted one (it then never replaces a
  * measured value, S3/S8). Only other human players are peers.
@@ -2763,6 +2945,31 @@ rungs_result RUNGS_CALL rungs_timing_machine_execute_detailed_report(struct rung
                                                           uint8_t seat,
                                                           const struct rungs_report *report,
                                                           const struct rungs_report_detail *detail);
+
+/**
+ * A report from `seat` with its detail and how much look-ahead its
+ * interval's frames needed (the needs NETWORK_REPORT layout) executes on
+ * the current frame (S3): under `RUNGS_POLICY_TRACKING` the needs are the
+ * evidence the margin sheds by and a decrease is checked against
+ * (docs/tracking.md, rule 10); the rest reads as from
+ * `rungs_timing_machine_execute_detailed_report`. `needs` may be NULL (or
+ * have reference 0): no needs. A report from a player already removed is
+ * accepted and changes nothing.
+ *
+ * Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if m,
+ * report or detail is NULL; RUNGS_ERR_INVALID_ARGUMENT if the report and
+ * detail break a rule of `rungs_report_detail` or the needs one of
+ * `rungs_look_ahead_needs` (nothing changes); RUNGS_ERR_UNKNOWN_SEAT if
+ * seat never was a human seat of the game (nothing changes);
+ * RUNGS_ERR_STATE if no frame is open; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+ * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_timing_machine_execute_report_with_needs(struct rungs_timing_machine *m,
+                                                            uint8_t seat,
+                                                            const struct rungs_report *report,
+                                                            const struct rungs_report_detail *detail,
+                                                            const struct rungs_look_ahead_needs *needs);
 
 /**
  * Under `RUNGS_POLICY_TRACKING`, on the master's machine: the timing

@@ -59,6 +59,15 @@ pub unsafe fn read_in<T: Copy>(ptr: *const T, name: &'static str) -> Result<T> {
     Ok(unsafe { ptr.read() })
 }
 
+/// Copy an optional C input struct from behind a pointer: NULL gives `None`.
+///
+/// # Safety
+/// `ptr` is NULL or valid for reads of `T`.
+pub unsafe fn read_optional<T: Copy>(ptr: *const T) -> Option<T> {
+    // SAFETY: non-NULL (checked) and valid for reads by the caller's contract.
+    (!ptr.is_null()).then(|| unsafe { ptr.read() })
+}
+
 /// Copy a config struct whose first field is `uint32_t struct_size` out from
 /// behind `ptr`. The size is checked before the rest is read: a caller built
 /// against an older, smaller struct is refused instead of read past its end;

@@ -1,12 +1,12 @@
 //! C API of one machine's report measurements (S3): `rungs_measurements`,
 //! and the report schedule.
 
-use super::args::{flag, in_range, require, write_out};
+use super::args::{flag, in_range, require, write_out, write_to};
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
 use super::result::rungs_result;
-use super::types::{rungs_report, rungs_report_detail, seat_or_none};
+use super::types::{rungs_look_ahead_needs, rungs_report, rungs_report_detail, seat_or_none};
 use crate::report::record::MAX_SEATS;
-use crate::report::{is_report_frame, Measurements, ReportDetail};
+use crate::report::{is_report_frame, needed_look_ahead, Measurements, ReportDetail};
 
 /// One machine's measurements for its reports (S3): processing time per
 /// frame, waits for the other players, round trips to each peer. Opaque;
@@ -203,6 +203,57 @@ pub unsafe extern "C" fn rungs_measurements_add_wait_for_us(
     }
 }
 
+/// The look-ahead a frame needed, into `*out` (1–250): it ran with its
+/// turns (the peers' packets of one send frame) sent `look_ahead` frames
+/// before it, the last of them arrived at `ready_us`, and it could have
+/// started until `deadline_us` without counting as a stall (when it was
+/// due, or a frame period after the frame before started, whichever is
+/// later); `frame_us` is a frame period. Ready `k` whole frame periods
+/// before its deadline, it needed `k` frames less; after it (it stalled),
+/// a frame more for each frame period or part of one it waited
+/// (docs/tracking.md, rule 10). Any one microsecond clock for both times.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out is NULL;
+/// RUNGS_ERR_INVALID_ARGUMENT if `look_ahead` is not 1–250 or `frame_us` is
+/// 0; RUNGS_ERR_PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_needed_look_ahead(
+    look_ahead: u8,
+    deadline_us: u64,
+    ready_us: u64,
+    frame_us: u64,
+    out: *mut u8,
+) -> rungs_result {
+    super::guard::call("rungs_needed_look_ahead", || {
+        require(out, "out")?;
+        let needed = needed_look_ahead(look_ahead, deadline_us, ready_us, frame_us)?;
+        unsafe { write_to(out, "out", needed) }
+    })
+}
+
+/// A frame ran with its turns sent `look_ahead` frames before it and
+/// needed `needed` frames of look-ahead (`rungs_needed_look_ahead`). The
+/// report of the interval carries how many of its frames needed more than
+/// each of the four look-aheads from the last frame's down
+/// (`rungs_look_ahead_needs`, `rungs_measurements_take_report_with_needs`).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `look_ahead` or
+/// `needed` is not 1–250 (nothing counted); RUNGS_ERR_NULL_POINTER if
+/// measurements is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_measurements_add_frame_need(
+    measurements: *mut rungs_measurements,
+    look_ahead: u8,
+    needed: u8,
+) -> rungs_result {
+    unsafe {
+        object_call("rungs_measurements_add_frame_need", measurements, |m| {
+            m.add_frame_need(look_ahead, needed)
+        })
+    }
+}
+
 /// Start measuring round trips to `peer` (a seat). Reports carry no round
 /// trip until it has a clean sample (S3).
 ///
@@ -340,6 +391,46 @@ pub unsafe extern "C" fn rungs_measurements_take_detailed_report(
                     .unwrap_or_else(|| ReportDetail::from_worst(report.worst_rtt_ms));
                 write_out(out, rungs_report::from(report));
                 write_out(out_detail, rungs_report_detail::from(detail));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// The report for the interval now ending into `*out`, its detail into
+/// `*out_detail` and how much look-ahead its frames needed into
+/// `*out_needs` (reference 0 when no frame's need was passed); the next
+/// interval starts. What the needs NETWORK_REPORT layout carries: queue it
+/// with `rungs_report_payload_encode_needs`, or execute it on a timing
+/// machine with `rungs_timing_machine_execute_report_with_needs`. The three
+/// always keep the layout's rules.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements, out,
+/// out_detail or out_needs is NULL (the interval does not end);
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_measurements_take_report_with_needs(
+    measurements: *mut rungs_measurements,
+    out: *mut rungs_report,
+    out_detail: *mut rungs_report_detail,
+    out_needs: *mut rungs_look_ahead_needs,
+) -> rungs_result {
+    unsafe {
+        object_call(
+            "rungs_measurements_take_report_with_needs",
+            measurements,
+            |m| {
+                require(out, "out")?;
+                require(out_detail, "out_detail")?;
+                require(out_needs, "out_needs")?;
+                let report = m.take_report();
+                let detail = report
+                    .detail
+                    .unwrap_or_else(|| ReportDetail::from_worst(report.worst_rtt_ms));
+                write_out(out, rungs_report::from(report));
+                write_out(out_detail, rungs_report_detail::from(detail));
+                write_out(out_needs, rungs_look_ahead_needs::from(detail.needs));
                 Ok(())
             },
         )

@@ -7,10 +7,13 @@
 //! take exactly the payload's bytes; anything else is `RUNGS_ERR_MALFORMED`.
 //! Buffers follow the C API's rule: NULL is accepted with a length of 0.
 
-use super::args::{in_range, read_in, require, slice_in, slice_out, write_out};
+use super::args::{in_range, read_in, read_optional, require, slice_in, slice_out, write_out};
 use super::guard::call;
 use super::result::rungs_result;
-use super::types::{detailed_report, rungs_report, rungs_report_detail, rungs_timing_event};
+use super::types::{
+    detailed_report, report_with_needs, rungs_look_ahead_needs, rungs_report, rungs_report_detail,
+    rungs_timing_event,
+};
 use crate::error::{Error, Result};
 use crate::report::Report;
 use crate::timing::TimingEvent;
@@ -45,6 +48,18 @@ pub const RUNGS_REPORT_LAYOUT_EXTENDED: u8 = 1;
 pub const RUNGS_REPORT_LAYOUT_DETAILED: u8 = 2;
 /// Bytes of a NETWORK_REPORT payload in the detailed layout.
 pub const RUNGS_REPORT_DETAILED_PAYLOAD_LEN: usize = 22;
+/// NETWORK_REPORT layout: 32 bytes, version 3, the detailed layout's fields
+/// plus how much look-ahead the interval's frames needed
+/// (`rungs_look_ahead_needs`, docs/payloads.md), what the tracking policy
+/// sheds its margin and checks its decreases by. A `rungs_session` with it
+/// in `rungs_session_config.report_layout` encodes and decodes it itself
+/// (the engine passes each frame's need with `rungs_session_add_frame_need`);
+/// an engine with its own event queue uses
+/// `rungs_report_payload_encode_needs` / `_decode_needs`. The lockstep
+/// session's turns carry their reports in it.
+pub const RUNGS_REPORT_LAYOUT_NEEDS: u8 = 3;
+/// Bytes of a NETWORK_REPORT payload in the needs layout.
+pub const RUNGS_REPORT_NEEDS_PAYLOAD_LEN: usize = 32;
 
 // The C constants are literals (cbindgen copies them into the header); they
 // must agree with the codecs.
@@ -53,6 +68,7 @@ const _: () = assert!(RUNGS_RA_TIMING_PAYLOAD_LEN == events::RA_TIMING_LEN);
 const _: () = assert!(RUNGS_REPORT_PAYLOAD_LEN == events::REPORT_LEN);
 const _: () = assert!(RUNGS_REPORT_EXTENDED_PAYLOAD_LEN == events::REPORT_EXTENDED_LEN);
 const _: () = assert!(RUNGS_REPORT_DETAILED_PAYLOAD_LEN == events::REPORT_DETAILED_LEN);
+const _: () = assert!(RUNGS_REPORT_NEEDS_PAYLOAD_LEN == events::REPORT_NEEDS_LEN);
 const _: () = assert!(RUNGS_TS_FOG_BIAS == events::TS_FOG_BIAS);
 
 /// Encode `*event` as a Tiberian Sun TIMING payload (5 bytes) into `buf` of
@@ -278,6 +294,80 @@ pub unsafe extern "C" fn rungs_report_payload_decode_detailed(
     })
 }
 
+/// Encode `*report` with its `*detail` and the interval's `*needs` as a
+/// NETWORK_REPORT payload in the needs layout (`RUNGS_REPORT_LAYOUT_NEEDS`,
+/// 32 bytes) into `buf` of `cap` bytes; `*out_len` receives the length.
+/// `needs` may be NULL (or have reference 0): the payload then says no
+/// needs were measured. Large values saturate as in the detailed layout.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if report, detail or out_len is
+/// NULL, or buf is NULL with cap above 0; RUNGS_ERR_INVALID_ARGUMENT if the
+/// report and detail break a rule of `rungs_report_detail` or the needs one
+/// of `rungs_look_ahead_needs` (the message names the fields);
+/// RUNGS_ERR_BUFFER_TOO_SMALL if cap is below 32; RUNGS_ERR_PANIC. Nothing
+/// is written on error.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_report_payload_encode_needs(
+    report: *const rungs_report,
+    detail: *const rungs_report_detail,
+    needs: *const rungs_look_ahead_needs,
+    buf: *mut u8,
+    cap: usize,
+    out_len: *mut usize,
+) -> rungs_result {
+    call("rungs_report_payload_encode_needs", || {
+        let report = unsafe { read_in(report, "report") }?;
+        let detail = unsafe { read_in(detail, "detail") }?;
+        let needs = unsafe { read_optional(needs) };
+        let report = report_with_needs(report, detail, needs)?;
+        let layout = ReportLayout::Needs;
+        unsafe {
+            encode_into(buf, cap, out_len, layout.payload_len(), |out| {
+                layout.encode(&report, out)
+            })
+        }
+    })
+}
+
+/// Decode a NETWORK_REPORT payload of `len` bytes in the needs layout
+/// (`RUNGS_REPORT_LAYOUT_NEEDS`) into `*out`, its detail into `*out_detail`
+/// and its needs into `*out_needs` (reference 0 when it carries none).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out, out_detail or
+/// out_needs is NULL, or bytes is NULL with len above 0;
+/// RUNGS_ERR_MALFORMED if len is not 32, the version byte is not 3, or the
+/// fields break a rule of `rungs_report_detail` or
+/// `rungs_look_ahead_needs` (docs/payloads.md); RUNGS_ERR_PANIC. Nothing is
+/// written unless it succeeds.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_report_payload_decode_needs(
+    bytes: *const u8,
+    len: usize,
+    out: *mut rungs_report,
+    out_detail: *mut rungs_report_detail,
+    out_needs: *mut rungs_look_ahead_needs,
+) -> rungs_result {
+    call("rungs_report_payload_decode_needs", || {
+        require(out, "out")?;
+        require(out_detail, "out_detail")?;
+        require(out_needs, "out_needs")?;
+        let layout = ReportLayout::Needs;
+        let report = unsafe {
+            decode_view(bytes, len, layout.payload_len(), |bytes| {
+                layout.decode(bytes)
+            })
+        }?;
+        // The decoder gives every needs payload its detail.
+        let detail = report.detail.unwrap_or_default();
+        unsafe {
+            write_out(out, rungs_report::from(report));
+            write_out(out_detail, rungs_report_detail::from(detail));
+            write_out(out_needs, rungs_look_ahead_needs::from(detail.needs));
+        }
+        Ok(())
+    })
+}
+
 unsafe fn encode_timing(
     event: *const rungs_timing_event,
     layout: TimingLayout,
@@ -293,8 +383,9 @@ unsafe fn encode_timing(
     }
 }
 
-/// A payload call's layout: compact or extended (the detailed layout has
-/// calls of its own, which take the detail beside the report).
+/// A payload call's layout: compact or extended (the detailed and needs
+/// layouts have calls of their own, which take the detail beside the
+/// report).
 pub(crate) fn report_layout(layout: u8) -> Result<ReportLayout> {
     match layout {
         RUNGS_REPORT_LAYOUT_COMPACT => Ok(ReportLayout::Compact),
@@ -305,6 +396,12 @@ pub(crate) fn report_layout(layout: u8) -> Result<ReportLayout> {
              expected RUNGS_REPORT_LAYOUT_COMPACT (0) or RUNGS_REPORT_LAYOUT_EXTENDED (1)"
                 .to_string(),
         )),
+        RUNGS_REPORT_LAYOUT_NEEDS => Err(Error::InvalidValue(
+            "layout is RUNGS_REPORT_LAYOUT_NEEDS (3), whose detail and needs a rungs_report \
+             cannot hold (use rungs_report_payload_encode_needs / _decode_needs); \
+             expected RUNGS_REPORT_LAYOUT_COMPACT (0) or RUNGS_REPORT_LAYOUT_EXTENDED (1)"
+                .to_string(),
+        )),
         _ => Err(Error::InvalidValue(format!(
             "layout is {layout}; expected RUNGS_REPORT_LAYOUT_COMPACT (0) or \
              RUNGS_REPORT_LAYOUT_EXTENDED (1)"
@@ -312,10 +409,11 @@ pub(crate) fn report_layout(layout: u8) -> Result<ReportLayout> {
     }
 }
 
-/// A session's layout: any of the three.
+/// A session's layout: any of the four.
 pub(crate) fn session_report_layout(layout: u8) -> Option<ReportLayout> {
     match layout {
         RUNGS_REPORT_LAYOUT_DETAILED => Some(ReportLayout::Detailed),
+        RUNGS_REPORT_LAYOUT_NEEDS => Some(ReportLayout::Needs),
         other => report_layout(other).ok(),
     }
 }

@@ -72,8 +72,10 @@ pub struct rungs_session_config {
     /// This machine's seat (a human seat), or `RUNGS_NO_SEAT` to follow a
     /// recording without reporting or sending.
     pub local_seat: u8,
-    /// `RUNGS_REPORT_LAYOUT_COMPACT`, `RUNGS_REPORT_LAYOUT_EXTENDED` or
-    /// `RUNGS_REPORT_LAYOUT_DETAILED` (what the tracking policy reads).
+    /// `RUNGS_REPORT_LAYOUT_COMPACT`, `RUNGS_REPORT_LAYOUT_EXTENDED`,
+    /// `RUNGS_REPORT_LAYOUT_DETAILED` (what the tracking policy reads) or
+    /// `RUNGS_REPORT_LAYOUT_NEEDS` (that and the look-ahead the frames
+    /// needed, `rungs_session_add_frame_need`).
     pub report_layout: u8,
     /// Bit `i` set: seat `i` is a human player.
     pub human_seat_mask: u32,
@@ -215,7 +217,8 @@ fn session_config(c: &rungs_session_config) -> Result<SessionConfig> {
     let report_layout = session_report_layout(c.report_layout).ok_or_else(|| {
         Error::InvalidValue(format!(
             "config->report_layout is {}; expected RUNGS_REPORT_LAYOUT_COMPACT (0), \
-             RUNGS_REPORT_LAYOUT_EXTENDED (1) or RUNGS_REPORT_LAYOUT_DETAILED (2)",
+             RUNGS_REPORT_LAYOUT_EXTENDED (1), RUNGS_REPORT_LAYOUT_DETAILED (2) or \
+             RUNGS_REPORT_LAYOUT_NEEDS (3)",
             c.report_layout
         ))
     })?;
@@ -616,6 +619,32 @@ pub unsafe extern "C" fn rungs_session_add_wait_us(
         session_call("rungs_session_add_wait_us", s, |session| {
             session.measurements().add_wait_us(duration_us);
             Ok(())
+        })
+    }
+}
+
+/// A frame ran with its turns sent `look_ahead` frames before it (the
+/// frame less the send frame whose packets it needed) and needed `needed`
+/// frames of look-ahead (`rungs_needed_look_ahead` from when its last
+/// packet came and when it was due). A session whose
+/// `config->report_layout` is `RUNGS_REPORT_LAYOUT_NEEDS` carries the
+/// interval's needs in its reports, so a `tracking` game sheds its margin
+/// on evidence instead of by the clock (docs/tracking.md, rule 10); with
+/// another layout they are dropped.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
+/// RUNGS_ERR_INVALID_ARGUMENT if `look_ahead` or `needed` is not 1–250
+/// (nothing counted); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_session_add_frame_need(
+    s: *mut rungs_session,
+    look_ahead: u8,
+    needed: u8,
+) -> rungs_result {
+    unsafe {
+        session_call("rungs_session_add_frame_need", s, |session| {
+            session.measurements().add_frame_need(look_ahead, needed)
         })
     }
 }

@@ -3,13 +3,16 @@
 
 use std::ffi::c_void;
 
-use super::args::{in_range, read_config, read_in, require, write_optional, write_out, write_to};
+use super::args::{
+    in_range, read_config, read_in, read_optional, require, write_optional, write_out, write_to,
+};
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
 use super::result::rungs_result;
 use super::types::{
-    detailed_report, human_seats, local_seat, rungs_frame_rate_changed_fn, rungs_player_message_fn,
-    rungs_report, rungs_report_detail, rungs_seat_event_fn, rungs_timing, rungs_timing_changed_fn,
-    rungs_timing_event, timing_policy, RUNGS_NO_SEAT,
+    detailed_report, human_seats, local_seat, report_with_needs, rungs_frame_rate_changed_fn,
+    rungs_look_ahead_needs, rungs_player_message_fn, rungs_report, rungs_report_detail,
+    rungs_seat_event_fn, rungs_timing, rungs_timing_changed_fn, rungs_timing_event, timing_policy,
+    RUNGS_NO_SEAT,
 };
 use crate::report::Report;
 use crate::timing::machine::player_message_c_text;
@@ -419,6 +422,44 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_detailed_report(
     unsafe {
         machine_call("rungs_timing_machine_execute_detailed_report", m, |o| {
             let report = detailed_report(read_in(report, "report")?, read_in(detail, "detail")?)?;
+            o.machine
+                .execute_report(seat, report)
+                .map(|_late_or_applied| ())
+        })
+    }
+}
+
+/// A report from `seat` with its detail and how much look-ahead its
+/// interval's frames needed (the needs NETWORK_REPORT layout) executes on
+/// the current frame (S3): under `RUNGS_POLICY_TRACKING` the needs are the
+/// evidence the margin sheds by and a decrease is checked against
+/// (docs/tracking.md, rule 10); the rest reads as from
+/// `rungs_timing_machine_execute_detailed_report`. `needs` may be NULL (or
+/// have reference 0): no needs. A report from a player already removed is
+/// accepted and changes nothing.
+///
+/// Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if m,
+/// report or detail is NULL; RUNGS_ERR_INVALID_ARGUMENT if the report and
+/// detail break a rule of `rungs_report_detail` or the needs one of
+/// `rungs_look_ahead_needs` (nothing changes); RUNGS_ERR_UNKNOWN_SEAT if
+/// seat never was a human seat of the game (nothing changes);
+/// RUNGS_ERR_STATE if no frame is open; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_timing_machine_execute_report_with_needs(
+    m: *mut rungs_timing_machine,
+    seat: u8,
+    report: *const rungs_report,
+    detail: *const rungs_report_detail,
+    needs: *const rungs_look_ahead_needs,
+) -> rungs_result {
+    unsafe {
+        machine_call("rungs_timing_machine_execute_report_with_needs", m, |o| {
+            let report = report_with_needs(
+                read_in(report, "report")?,
+                read_in(detail, "detail")?,
+                read_optional(needs),
+            )?;
             o.machine
                 .execute_report(seat, report)
                 .map(|_late_or_applied| ())

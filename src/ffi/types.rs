@@ -9,7 +9,7 @@ use std::ffi::c_void;
 use super::args::{flag, in_range, read_in};
 use crate::error::{Error, Result};
 use crate::report::record::MAX_SEATS;
-use crate::report::{Report, ReportDetail};
+use crate::report::{LookAheadNeeds, Report, ReportDetail};
 use crate::timing::{PolicyKind, Timing, TimingEvent};
 use crate::wire::events::check_detail;
 
@@ -320,6 +320,104 @@ pub(crate) fn detailed_report(report: rungs_report, detail: rungs_report_detail)
         ))
     })?;
     rust.detail = Some(d);
+    Ok(rust)
+}
+
+/// Look-aheads `rungs_look_ahead_needs` counts frames above: the one in
+/// force and the three below it.
+pub const RUNGS_NEED_LEVELS: usize = 4;
+const _: () = assert!(RUNGS_NEED_LEVELS == crate::report::needs::NEED_LEVELS);
+
+/// How much look-ahead one report interval's frames needed: what the needs
+/// NETWORK_REPORT layout (`RUNGS_REPORT_LAYOUT_NEEDS`) adds to a report and
+/// its `rungs_report_detail`, and what the `RUNGS_POLICY_TRACKING` policy
+/// sheds its margin and checks its decreases by (docs/tracking.md, rule
+/// 10). A frame *needed* the look-ahead under which its last turn would
+/// still have come before it was due (`rungs_needed_look_ahead`); the
+/// engine passes each frame's with `rungs_measurements_add_frame_need`.
+///
+/// `reference` 0 means no needs (an interval without a measured frame, or
+/// an engine that does not measure them); every other field is 0 then.
+/// Otherwise (a struct that breaks one is refused, by the encoder and the
+/// timing machine with RUNGS_ERR_INVALID_ARGUMENT, in bytes by the decoder
+/// with RUNGS_ERR_MALFORMED): `reference` and `most` are 1–250; `above`
+/// never decreases from one element to the next; and `above[k]` is 0
+/// exactly when `most <= reference - k`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct rungs_look_ahead_needs {
+    /// `above[k]`: the interval's frames that needed more than
+    /// `reference - k` frames of look-ahead (that would have stalled under
+    /// it).
+    pub above: [u16; RUNGS_NEED_LEVELS],
+    /// The look-ahead the counts are relative to (the one the interval's
+    /// last measured frame ran under), 1–250; 0 for no needs.
+    pub reference: u8,
+    /// The most look-ahead any frame of the interval needed, 1–250 (0 with
+    /// no needs).
+    pub most: u8,
+}
+
+impl From<Option<LookAheadNeeds>> for rungs_look_ahead_needs {
+    fn from(needs: Option<LookAheadNeeds>) -> rungs_look_ahead_needs {
+        needs.map_or_else(rungs_look_ahead_needs::default, |n| {
+            rungs_look_ahead_needs {
+                above: n.above,
+                reference: n.reference,
+                most: n.most,
+            }
+        })
+    }
+}
+
+/// Needs from C: `None` for reference 0 (with every other field 0), else
+/// needs within their rules. Refusals name the fields.
+pub(crate) fn look_ahead_needs(needs: rungs_look_ahead_needs) -> Result<Option<LookAheadNeeds>> {
+    let shown = |n: &rungs_look_ahead_needs| {
+        format!(
+            "got needs->reference {}, needs->most {}, needs->above {{{}, {}, {}, {}}}",
+            n.reference, n.most, n.above[0], n.above[1], n.above[2], n.above[3]
+        )
+    };
+    if needs.reference == 0 {
+        if needs.most != 0 || needs.above.iter().any(|&c| c != 0) {
+            return Err(Error::InvalidArgument(
+                "look-ahead needs with reference 0 (none) must be all 0",
+            )
+            .detailed(format!(
+                "needs->reference is 0 (no needs), so every other field must be 0: {}",
+                shown(&needs)
+            )));
+        }
+        return Ok(None);
+    }
+    let rust = LookAheadNeeds {
+        reference: needs.reference,
+        most: needs.most,
+        above: needs.above,
+    };
+    rust.check().map_err(|rule| {
+        Error::InvalidArgument(rule).detailed(format!("{rule}: {}", shown(&needs)))
+    })?;
+    Ok(Some(rust))
+}
+
+/// A report with its detail and the interval's needs, from C (`needs`
+/// `None`: a NULL pointer, no needs): [`detailed_report`]'s rules and the
+/// needs' own.
+pub(crate) fn report_with_needs(
+    report: rungs_report,
+    detail: rungs_report_detail,
+    needs: Option<rungs_look_ahead_needs>,
+) -> Result<Report> {
+    let mut rust = detailed_report(report, detail)?;
+    let needs = match needs {
+        Some(needs) => look_ahead_needs(needs)?,
+        None => None,
+    };
+    if let Some(d) = rust.detail.as_mut() {
+        d.needs = needs;
+    }
     Ok(rust)
 }
 
