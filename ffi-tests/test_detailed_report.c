@@ -10,9 +10,8 @@
 #include <stdint.h>
 
 #include "harness.h"
+#include "report_examples.h"
 #include "rungs.h"
-
-#define FILL 0xA5
 
 /* docs/payloads.md's example: 5000 us, worst 180 ms, longest wait 40 ms,
  * median 120, p90 150, latest 125, 128 frames of which 2 stalled for 40 ms,
@@ -20,53 +19,6 @@
 static const uint8_t EXAMPLE[RUNGS_REPORT_DETAILED_PAYLOAD_LEN] = {
     0x02, 0x88, 0x13, 0x00, 0x00, 0xB4, 0x00, 0x28, 0x00, 0x78, 0x00,
     0x96, 0x00, 0x7D, 0x00, 0x80, 0x00, 0x02, 0x00, 0x28, 0x00, 0x03};
-
-static rungs_report example_report(void) {
-    rungs_report r;
-    memset(&r, 0, sizeof r);
-    r.process_us = 5000;
-    r.max_wait_ms = 40;
-    r.worst_rtt_ms = 180;
-    r.has_worst_rtt = 1;
-    return r;
-}
-
-static rungs_report_detail example_detail(void) {
-    rungs_report_detail d;
-    memset(&d, 0, sizeof d);
-    d.median_rtt_ms = 120;
-    d.p90_rtt_ms = 150;
-    d.latest_rtt_ms = 125;
-    d.has_median_rtt = 1;
-    d.has_p90_rtt = 1;
-    d.has_latest_rtt = 1;
-    d.frames = 128;
-    d.stalled_frames = 2;
-    d.stall_ms = 40;
-    d.waited_for = 3;
-    return d;
-}
-
-static int all_bytes_are(const uint8_t *buf, size_t len, uint8_t value) {
-    size_t i;
-    for (i = 0; i < len; i++) {
-        if (buf[i] != value) return 0;
-    }
-    return 1;
-}
-
-static int same_detail(const rungs_report_detail *a, const rungs_report_detail *b) {
-    return a->median_rtt_ms == b->median_rtt_ms && a->p90_rtt_ms == b->p90_rtt_ms &&
-           a->latest_rtt_ms == b->latest_rtt_ms && a->frames == b->frames &&
-           a->stalled_frames == b->stalled_frames && a->stall_ms == b->stall_ms &&
-           a->has_median_rtt == b->has_median_rtt && a->has_p90_rtt == b->has_p90_rtt &&
-           a->has_latest_rtt == b->has_latest_rtt && a->waited_for == b->waited_for;
-}
-
-static int same_report(const rungs_report *a, const rungs_report *b) {
-    return a->process_us == b->process_us && a->max_wait_ms == b->max_wait_ms &&
-           a->worst_rtt_ms == b->worst_rtt_ms && a->has_worst_rtt == b->has_worst_rtt;
-}
 
 static void test_documented_bytes(void) {
     rungs_report r = example_report(), got;
@@ -180,13 +132,7 @@ static void test_round_trip_from_measurements_to_a_machine(void) {
     CHECK(same_report(&got, &r));
     CHECK(same_detail(&got_detail, &d));
 
-    memset(&c, 0, sizeof c);
-    c.struct_size = sizeof c;
-    c.speed_fps = 30;
-    c.seat_count = 2;
-    c.local_seat = 0;
-    c.policy = RUNGS_POLICY_TRACKING;
-    c.human_seat_mask = 0x3;
+    c = tracking_config();
     CHECK_EQ(rungs_timing_machine_new(&c, &machine), RUNGS_OK);
     if (!machine) return;
     CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 0, &got, &got_detail),
@@ -442,13 +388,8 @@ static void test_measurement_refusals(void) {
 static rungs_timing_machine *tracking_machine(void) {
     rungs_timing_machine_config c;
     rungs_timing_machine *machine = NULL;
-    memset(&c, 0, sizeof c);
-    c.struct_size = sizeof c;
-    c.speed_fps = 30;
-    c.seat_count = 3;
-    c.local_seat = 0;
-    c.policy = RUNGS_POLICY_TRACKING;
-    c.human_seat_mask = 0x3; /* seat 2 is an AI */
+    c = tracking_config();
+    c.seat_count = 3; /* seat 2 is an AI */
     CHECK_EQ(rungs_timing_machine_new(&c, &machine), RUNGS_OK);
     return machine;
 }

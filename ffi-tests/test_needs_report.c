@@ -9,9 +9,8 @@
 #include <stdint.h>
 
 #include "harness.h"
+#include "report_examples.h"
 #include "rungs.h"
-
-#define FILL 0xA5
 
 /* docs/payloads.md's needs example: the detailed example with version 3,
  * then reference 6, most 7, and 1, 2, 40, 300 frames above 6, 5, 4, 3. */
@@ -19,32 +18,6 @@ static const uint8_t EXAMPLE[RUNGS_REPORT_NEEDS_PAYLOAD_LEN] = {
     0x03, 0x88, 0x13, 0x00, 0x00, 0xB4, 0x00, 0x28, 0x00, 0x78, 0x00,
     0x96, 0x00, 0x7D, 0x00, 0x80, 0x00, 0x02, 0x00, 0x28, 0x00, 0x03,
     0x06, 0x07, 0x01, 0x00, 0x02, 0x00, 0x28, 0x00, 0x2C, 0x01};
-
-static rungs_report example_report(void) {
-    rungs_report r;
-    memset(&r, 0, sizeof r);
-    r.process_us = 5000;
-    r.max_wait_ms = 40;
-    r.worst_rtt_ms = 180;
-    r.has_worst_rtt = 1;
-    return r;
-}
-
-static rungs_report_detail example_detail(void) {
-    rungs_report_detail d;
-    memset(&d, 0, sizeof d);
-    d.median_rtt_ms = 120;
-    d.p90_rtt_ms = 150;
-    d.latest_rtt_ms = 125;
-    d.has_median_rtt = 1;
-    d.has_p90_rtt = 1;
-    d.has_latest_rtt = 1;
-    d.frames = 128;
-    d.stalled_frames = 2;
-    d.stall_ms = 40;
-    d.waited_for = 3;
-    return d;
-}
 
 static rungs_look_ahead_needs example_needs(void) {
     rungs_look_ahead_needs n;
@@ -56,14 +29,6 @@ static rungs_look_ahead_needs example_needs(void) {
     n.above[2] = 40;
     n.above[3] = 300;
     return n;
-}
-
-static int all_bytes_are(const uint8_t *buf, size_t len, uint8_t value) {
-    size_t i;
-    for (i = 0; i < len; i++) {
-        if (buf[i] != value) return 0;
-    }
-    return 1;
 }
 
 static int same_needs(const rungs_look_ahead_needs *a, const rungs_look_ahead_needs *b) {
@@ -261,13 +226,7 @@ static uint32_t frame_the_margin_went(int with_needs) {
     n.most = 2;
     n.above[2] = 16; /* all 16 needed more than 1 (and 0), none more than 2 */
     n.above[3] = 16;
-    memset(&c, 0, sizeof c);
-    c.struct_size = sizeof c;
-    c.speed_fps = 30;
-    c.seat_count = 2;
-    c.local_seat = 0;
-    c.policy = RUNGS_POLICY_TRACKING;
-    c.human_seat_mask = 0x3;
+    c = tracking_config();
     CHECK_EQ(rungs_timing_machine_new(&c, &machine), RUNGS_OK);
     if (!machine) return 0;
     for (frame = 0; frame < 1200 && !went; frame++) {

@@ -4,9 +4,12 @@
 use super::args::{flag, in_range, require, write_out, write_to};
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
 use super::result::rungs_result;
-use super::types::{rungs_look_ahead_needs, rungs_report, rungs_report_detail, seat_or_none};
+use super::types::{
+    rungs_look_ahead_needs, rungs_report, rungs_report_detail, seat_or_none,
+    write_report_with_detail,
+};
 use crate::report::record::MAX_SEATS;
-use crate::report::{is_report_frame, needed_look_ahead, Measurements, ReportDetail};
+use crate::report::{is_report_frame, needed_look_ahead, Measurements};
 
 /// One machine's measurements for its reports (S3): processing time per
 /// frame, waits for the other players, round trips to each peer. Opaque;
@@ -382,17 +385,7 @@ pub unsafe extern "C" fn rungs_measurements_take_detailed_report(
         object_call(
             "rungs_measurements_take_detailed_report",
             measurements,
-            |m| {
-                require(out, "out")?;
-                require(out_detail, "out_detail")?;
-                let report = m.take_report();
-                let detail = report
-                    .detail
-                    .unwrap_or_else(|| ReportDetail::from_worst(report.worst_rtt_ms));
-                write_out(out, rungs_report::from(report));
-                write_out(out_detail, rungs_report_detail::from(detail));
-                Ok(())
-            },
+            |m| take_with_detail(m, out, out_detail, None),
         )
     }
 }
@@ -421,18 +414,29 @@ pub unsafe extern "C" fn rungs_measurements_take_report_with_needs(
             "rungs_measurements_take_report_with_needs",
             measurements,
             |m| {
-                require(out, "out")?;
-                require(out_detail, "out_detail")?;
                 require(out_needs, "out_needs")?;
-                let report = m.take_report();
-                let detail = report
-                    .detail
-                    .unwrap_or_else(|| ReportDetail::from_worst(report.worst_rtt_ms));
-                write_out(out, rungs_report::from(report));
-                write_out(out_detail, rungs_report_detail::from(detail));
-                write_out(out_needs, rungs_look_ahead_needs::from(detail.needs));
-                Ok(())
+                take_with_detail(m, out, out_detail, Some(out_needs))
             },
         )
     }
+}
+
+/// Take the report with its detail (and, when asked for: `out_needs`,
+/// checked non-NULL by the caller, its needs) into the caller's structs;
+/// the next interval starts. A NULL out refuses the call before the
+/// interval ends.
+///
+/// # Safety
+/// The out-pointers are NULL or valid for writes ([`write_out`]).
+unsafe fn take_with_detail(
+    m: &mut Measurements,
+    out: *mut rungs_report,
+    out_detail: *mut rungs_report_detail,
+    out_needs: Option<*mut rungs_look_ahead_needs>,
+) -> crate::error::Result<()> {
+    require(out, "out")?;
+    require(out_detail, "out_detail")?;
+    let report = m.take_report();
+    unsafe { write_report_with_detail(report, out, out_detail, out_needs) };
+    Ok(())
 }

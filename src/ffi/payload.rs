@@ -12,7 +12,7 @@ use super::guard::call;
 use super::result::rungs_result;
 use super::types::{
     detailed_report, report_with_needs, rungs_look_ahead_needs, rungs_report, rungs_report_detail,
-    rungs_timing_event,
+    rungs_timing_event, write_report_with_detail,
 };
 use crate::error::{Error, Result};
 use crate::report::Report;
@@ -246,16 +246,16 @@ pub unsafe extern "C" fn rungs_report_payload_encode_detailed(
     cap: usize,
     out_len: *mut usize,
 ) -> rungs_result {
-    call("rungs_report_payload_encode_detailed", || {
-        let report = unsafe { read_in(report, "report") }?;
-        let detail = unsafe { read_in(detail, "detail") }?;
-        let report = detailed_report(report, detail)?;
-        let layout = ReportLayout::Detailed;
-        unsafe {
-            encode_into(buf, cap, out_len, layout.payload_len(), |out| {
-                layout.encode(&report, out)
-            })
-        }
+    call("rungs_report_payload_encode_detailed", || unsafe {
+        encode_with_detail(
+            report,
+            detail,
+            None,
+            ReportLayout::Detailed,
+            buf,
+            cap,
+            out_len,
+        )
     })
 }
 
@@ -275,22 +275,8 @@ pub unsafe extern "C" fn rungs_report_payload_decode_detailed(
     out: *mut rungs_report,
     out_detail: *mut rungs_report_detail,
 ) -> rungs_result {
-    call("rungs_report_payload_decode_detailed", || {
-        require(out, "out")?;
-        require(out_detail, "out_detail")?;
-        let layout = ReportLayout::Detailed;
-        let report = unsafe {
-            decode_view(bytes, len, layout.payload_len(), |bytes| {
-                layout.decode(bytes)
-            })
-        }?;
-        // The decoder gives every detailed payload its detail.
-        let detail = report.detail.unwrap_or_default();
-        unsafe {
-            write_out(out, rungs_report::from(report));
-            write_out(out_detail, rungs_report_detail::from(detail));
-        }
-        Ok(())
+    call("rungs_report_payload_decode_detailed", || unsafe {
+        decode_with_detail(bytes, len, ReportLayout::Detailed, out, out_detail, None)
     })
 }
 
@@ -315,17 +301,17 @@ pub unsafe extern "C" fn rungs_report_payload_encode_needs(
     cap: usize,
     out_len: *mut usize,
 ) -> rungs_result {
-    call("rungs_report_payload_encode_needs", || {
-        let report = unsafe { read_in(report, "report") }?;
-        let detail = unsafe { read_in(detail, "detail") }?;
-        let needs = unsafe { read_optional(needs) };
-        let report = report_with_needs(report, detail, needs)?;
-        let layout = ReportLayout::Needs;
-        unsafe {
-            encode_into(buf, cap, out_len, layout.payload_len(), |out| {
-                layout.encode(&report, out)
-            })
-        }
+    call("rungs_report_payload_encode_needs", || unsafe {
+        let needs = read_optional(needs);
+        encode_with_detail(
+            report,
+            detail,
+            needs,
+            ReportLayout::Needs,
+            buf,
+            cap,
+            out_len,
+        )
     })
 }
 
@@ -347,25 +333,69 @@ pub unsafe extern "C" fn rungs_report_payload_decode_needs(
     out_detail: *mut rungs_report_detail,
     out_needs: *mut rungs_look_ahead_needs,
 ) -> rungs_result {
-    call("rungs_report_payload_decode_needs", || {
-        require(out, "out")?;
-        require(out_detail, "out_detail")?;
+    call("rungs_report_payload_decode_needs", || unsafe {
         require(out_needs, "out_needs")?;
-        let layout = ReportLayout::Needs;
-        let report = unsafe {
-            decode_view(bytes, len, layout.payload_len(), |bytes| {
-                layout.decode(bytes)
-            })
-        }?;
-        // The decoder gives every needs payload its detail.
-        let detail = report.detail.unwrap_or_default();
-        unsafe {
-            write_out(out, rungs_report::from(report));
-            write_out(out_detail, rungs_report_detail::from(detail));
-            write_out(out_needs, rungs_look_ahead_needs::from(detail.needs));
-        }
-        Ok(())
+        decode_with_detail(
+            bytes,
+            len,
+            ReportLayout::Needs,
+            out,
+            out_detail,
+            Some(out_needs),
+        )
     })
+}
+
+/// The detailed and needs encoders: the report and detail (and needs) from
+/// C, checked by the layout's rules, encoded into the caller's buffer.
+///
+/// # Safety
+/// The pointers follow the C API's contract ([`read_in`], [`encode_into`]).
+unsafe fn encode_with_detail(
+    report: *const rungs_report,
+    detail: *const rungs_report_detail,
+    needs: Option<rungs_look_ahead_needs>,
+    layout: ReportLayout,
+    buf: *mut u8,
+    cap: usize,
+    out_len: *mut usize,
+) -> Result<()> {
+    let report = unsafe { read_in(report, "report") }?;
+    let detail = unsafe { read_in(detail, "detail") }?;
+    let report = match layout {
+        ReportLayout::Needs => report_with_needs(report, detail, needs)?,
+        _ => detailed_report(report, detail)?,
+    };
+    unsafe {
+        encode_into(buf, cap, out_len, layout.payload_len(), |out| {
+            layout.encode(&report, out)
+        })
+    }
+}
+
+/// The detailed and needs decoders: `len` bytes in `layout` into the
+/// report, its detail and, when asked for (`out_needs`, checked non-NULL by
+/// the caller), its needs; nothing written unless they decode.
+///
+/// # Safety
+/// The pointers follow the C API's contract ([`decode_view`], [`write_out`]).
+unsafe fn decode_with_detail(
+    bytes: *const u8,
+    len: usize,
+    layout: ReportLayout,
+    out: *mut rungs_report,
+    out_detail: *mut rungs_report_detail,
+    out_needs: Option<*mut rungs_look_ahead_needs>,
+) -> Result<()> {
+    require(out, "out")?;
+    require(out_detail, "out_detail")?;
+    let report = unsafe {
+        decode_view(bytes, len, layout.payload_len(), |bytes| {
+            layout.decode(bytes)
+        })
+    }?;
+    unsafe { write_report_with_detail(report, out, out_detail, out_needs) };
+    Ok(())
 }
 
 unsafe fn encode_timing(

@@ -6,7 +6,7 @@
 
 use std::ffi::c_void;
 
-use super::args::{flag, in_range, read_in};
+use super::args::{flag, in_range, read_in, write_out};
 use crate::error::{Error, Result};
 use crate::report::record::MAX_SEATS;
 use crate::report::{LookAheadNeeds, Report, ReportDetail};
@@ -367,6 +367,30 @@ impl From<Option<LookAheadNeeds>> for rungs_look_ahead_needs {
                 most: n.most,
             }
         })
+    }
+}
+
+/// Write `report` with its detail (the worst round trip standing for the
+/// distribution if it has none) into the caller's structs, and its needs
+/// too when asked for (`out_needs`). The callers checked every pointer.
+///
+/// # Safety
+/// `out`, `out_detail` and any `out_needs` are valid for writes.
+pub(crate) unsafe fn write_report_with_detail(
+    report: Report,
+    out: *mut rungs_report,
+    out_detail: *mut rungs_report_detail,
+    out_needs: Option<*mut rungs_look_ahead_needs>,
+) {
+    let detail = report
+        .detail
+        .unwrap_or_else(|| ReportDetail::from_worst(report.worst_rtt_ms));
+    unsafe {
+        write_out(out, rungs_report::from(report));
+        write_out(out_detail, rungs_report_detail::from(detail));
+        if let Some(out_needs) = out_needs {
+            write_out(out_needs, rungs_look_ahead_needs::from(detail.needs));
+        }
     }
 }
 
