@@ -6,7 +6,7 @@
 /// Players report every this many frames under `tracking` (16, 32, 48, …),
 /// instead of S3's 32, 64, then every 128: a reaction (to a spike, to its
 /// end, to a stall) comes within a fraction of a second rather than 4 s
-/// at 30 fps. A 22-byte item every 16 frames per player.
+/// at 30 fps. A 32-byte item (the needs layout) every 16 frames per player.
 pub const TRACKING_REPORT_PERIOD: u32 = 16;
 /// Under `tracking` a player also reports on the first frame after a stall,
 /// at most every this many frames: the stall is the first sign of a spike,

@@ -1,5 +1,5 @@
 //! What the frames' needs say a look-ahead would have cost (rule 10 of
-//! docs/tracking.md; decision 60).
+//! docs/tracking.md; decisions 61 and 62).
 //!
 //! A report in the needs layout says how many of its interval's frames
 //! needed more than each of four look-aheads ([`LookAheadNeeds`]): how many

@@ -3,9 +3,11 @@
 //! round-trip *distribution* of the detailed reports (not their worst
 //! sample), plus a margin earned only by stalls the round trips do not
 //! explain and that a slow CPU did not cause (a game starts with one frame
-//! of it, and a lone near miss now and then earns none); reports of its own
-//! every [`TRACKING_REPORT_PERIOD`] frames; no hysteresis on the way down. Design
-//! and the measurements behind each rule: `docs/tracking.md`.
+//! of it, and a lone near miss now and then earns none), shed when the
+//! look-ahead the frames needed vouches for less (`evidence.rs`); reports of
+//! its own every [`TRACKING_REPORT_PERIOD`] frames; no hysteresis on the way
+//! down but where the frames' needs just showed a decrease too short.
+//! Design and the measurements behind each rule: `docs/tracking.md`.
 //!
 //! Like every policy it reads only executed reports (S3) and integer
 //! arithmetic, on the same frames on every machine, so every machine holds
@@ -545,7 +547,7 @@ impl TrackingPolicy {
     }
 
     /// The margin sheds down to what the frames' needs vouch for (rule 10,
-    /// decision 60): the lowest look-ahead every seat's last
+    /// decision 61): the lowest look-ahead every seat's last
     /// [`EVIDENCE_REPORTS`](evidence::EVIDENCE_REPORTS) reports would have
     /// held, once they cover half the calm period (`calm_to_shed`, which a
     /// failed shed doubles, as for the calm shed it replaces). A shed counts
@@ -567,10 +569,10 @@ impl TrackingPolicy {
 
     /// A decrease to `look_ahead` goes no lower than the frames of every
     /// seat's last [`GUARD_REPORTS`](evidence::GUARD_REPORTS) reports held
-    /// (rule 10): jitter's wobble in the round trips asks now and then for
-    /// a look-ahead those frames just showed too short. A spike's end — a
-    /// fall of four frames and a third at least — goes as asked, and what
-    /// the frames needed during the spike is forgotten.
+    /// (rule 10, decision 62): jitter's wobble in the round trips asks now
+    /// and then for a look-ahead those frames just showed too short. A
+    /// spike's end — a fall of four frames and a third at least — goes as
+    /// asked, and what the frames needed during the spike is forgotten.
     fn guard_decrease(&mut self, record: &Record, look_ahead: u8) -> u8 {
         let current = self.target.look_ahead();
         if look_ahead >= current {
