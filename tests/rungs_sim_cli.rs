@@ -462,6 +462,37 @@ fn the_json_has_every_required_key_with_sound_values() {
 }
 
 #[test]
+fn the_json_lists_the_stalls_it_counts() {
+    // 1/1 over an 80 ms round trip waits for the turns on most frames.
+    let json = Json::parse(&run_ok(&small_game_with(&[
+        "--policy",
+        "fixed:1/1",
+        "--json",
+    ])));
+    let stalls = json.get("stalls").array();
+    let frames = json.get("stall_frames").number();
+    assert!(frames > 0.0 && !stalls.is_empty(), "{frames}");
+    // A stall noted once may cover frames counted together; never more entries.
+    assert!(stalls.len() as f64 <= frames, "{} > {frames}", stalls.len());
+    let mut previous = 0.0;
+    let mut waited = 0.0;
+    for stall in stalls {
+        let (at, wait) = (stall.array()[0].number(), stall.array()[1].number());
+        assert!(
+            at >= previous && wait > 0.0,
+            "{at} after {previous}, {wait}"
+        );
+        previous = at;
+        waited += wait;
+    }
+    let stall_ms = json.get("stall_ms").number();
+    assert!(
+        (waited - stall_ms).abs() < 0.001 * stalls.len() as f64 + 0.01,
+        "{waited} vs {stall_ms}"
+    );
+}
+
+#[test]
 fn the_summary_shows_the_json_figures_and_the_speed() {
     let json = Json::parse(&run_ok(&small_game_with(&["--json"])));
     let summary = run_ok(&small_game_with(&[]));

@@ -179,6 +179,12 @@ pub fn run(scenario: Option<&str>, spec: &GameSpec, report: &GameReport) -> Stri
         .uint("stall_frames", report.stall_frames)
         .raw("stall_percent", number(stall_percent(report), 3))
         .raw("stall_ms", ms(report.stall_ms))
+        .raw(
+            "stalls",
+            array(&report.stall_events, |(at, wait)| {
+                format!("[{}, {}]", ms(*at), ms(*wait))
+            }),
+        )
         .uint("desyncs", report.desyncs)
         .uint("commands_issued", report.commands_issued)
         .uint("commands_executed", report.commands_executed)
