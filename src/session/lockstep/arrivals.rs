@@ -79,8 +79,7 @@ impl LockstepSession {
         let Some(ready) = ready.map(|r| r.min(now_us)) else {
             return;
         };
-        let on_rate = self.stalls.last_start().map_or(due_us, |l| l + frame_us);
-        let deadline = due_us.max(on_rate);
+        let deadline = self.stalls.stall_deadline(due_us, frame_us);
         let look_ahead = u8::try_from(frame.saturating_sub(needed))
             .unwrap_or(MAX_LOOK_AHEAD)
             .clamp(1, MAX_LOOK_AHEAD);

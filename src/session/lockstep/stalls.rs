@@ -97,9 +97,12 @@ impl StallWatch {
         last_start_us.map_or(since, |last| since.max(last.saturating_add(frame_us)))
     }
 
-    /// When the last frame started, if one has.
-    pub(super) fn last_start(&self) -> Option<u64> {
-        self.last_frame_start_us
+    /// The latest the next frame, due at `due_us`, can start without
+    /// counting as a stall: its due time, or a frame period after the last
+    /// frame started if that is later (the rule [`Self::frame_starts`]
+    /// measures stalls by).
+    pub(super) fn stall_deadline(&self, due_us: u64, frame_us: u64) -> u64 {
+        Self::on_rate_after(self.last_frame_start_us, due_us, frame_us)
     }
 
     /// Whether a wait is open (a datagram, not time, releases the frame).
