@@ -11,7 +11,7 @@ use super::args::{in_range, read_in, read_optional, require, slice_in, slice_out
 use super::guard::call;
 use super::result::rungs_result;
 use super::types::{
-    detailed_report, report_with_needs, rungs_look_ahead_needs, rungs_report, rungs_report_detail,
+    report_with_needs, rungs_look_ahead_needs, rungs_report, rungs_report_detail,
     rungs_timing_event, write_report_with_detail,
 };
 use crate::error::{Error, Result};
@@ -362,10 +362,9 @@ unsafe fn encode_with_detail(
 ) -> Result<()> {
     let report = unsafe { read_in(report, "report") }?;
     let detail = unsafe { read_in(detail, "detail") }?;
-    let report = match layout {
-        ReportLayout::Needs => report_with_needs(report, detail, needs)?,
-        _ => detailed_report(report, detail)?,
-    };
+    // Without needs (the detailed layout's call passes none) this is
+    // `detailed_report`'s report.
+    let report = report_with_needs(report, detail, needs)?;
     unsafe {
         encode_into(buf, cap, out_len, layout.payload_len(), |out| {
             layout.encode(&report, out)
