@@ -225,6 +225,7 @@ fn a_session_that_left_never_asks_to_be_woken_in_the_past() {
                 link: LinkConfig::default(),
                 checksum_interval: 0,
                 topology: rungs::session::Topology::PeerToPeer,
+                manual_drops: false,
             };
             let mut s = LockstepSession::new(&config, 0).unwrap();
             s.add_peer(1 - seat, addr(1 - seat), 0).unwrap();

@@ -181,6 +181,7 @@ fn fuzz_session_receive_path() {
         link: LinkConfig::default(),
         checksum_interval: 64,
         topology: rungs::session::Topology::PeerToPeer,
+        manual_drops: false,
     };
     let mut session = LockstepSession::new(&config, 0).unwrap();
     session.add_peer(1, addr(1), 0).unwrap();
