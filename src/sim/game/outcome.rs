@@ -402,13 +402,15 @@ pub(super) fn judge(
         .map(|m| m.record.seat)
         .collect();
     let departed = |seat: u8| {
-        faults.iter().any(|f| {
-            f.seat() == seat
-                && matches!(
-                    f,
-                    Fault::Quit { .. } | Fault::Crash { .. } | Fault::Restart { .. }
-                )
-        })
+        let placed_in_time = spec.timed_faults.iter().any(|f| f.seat == seat);
+        placed_in_time
+            || faults.iter().any(|f| {
+                f.seat() == seat
+                    && matches!(
+                        f,
+                        Fault::Quit { .. } | Fault::Crash { .. } | Fault::Restart { .. }
+                    )
+            })
     };
     let count = latencies.len().max(1) as f64;
     let latency_mean_ms = latencies.iter().map(|l| l.0).sum::<f64>() / count;
