@@ -93,6 +93,50 @@ pub unsafe fn read_config<T: Copy>(ptr: *const T, name: &'static str) -> Result<
     Ok(unsafe { ptr.read() })
 }
 
+/// [`read_config`] for a config struct that grew: fields from byte
+/// `first_added` on were appended in a later release. A caller built
+/// against the struct before them (its `struct_size` at least the old
+/// `sizeof`, `first_added` rounded up to the struct's alignment, but less
+/// than the new one) gets them zero — their defaults — and nothing past its
+/// struct is read; smaller sizes are refused.
+///
+/// # Safety
+/// `ptr` is NULL or valid for reads of `struct_size` bytes; `T` is a C
+/// struct for which all-zero bytes are a valid value (integers, arrays,
+/// pointers, optional function pointers).
+pub unsafe fn read_grown_config<T: Copy>(
+    ptr: *const T,
+    name: &'static str,
+    first_added: usize,
+) -> Result<T> {
+    require(ptr, name)?;
+    // SAFETY: every config struct starts with a u32 struct_size; ptr is readable.
+    let struct_size = unsafe { ptr.cast::<u32>().read_unaligned() } as usize;
+    let align = std::mem::align_of::<T>();
+    let old_size = first_added.div_ceil(align) * align;
+    if struct_size >= std::mem::size_of::<T>() || struct_size < old_size {
+        // SAFETY: forwarded; refuses sizes below the whole struct.
+        return unsafe { read_config(ptr, name) }.map_err(|e| match struct_size < old_size {
+            true => Error::InvalidValue(format!(
+                "{name}->struct_size is {struct_size}; expected at least {old_size} (set it \
+                 to sizeof the struct)"
+            )),
+            false => e,
+        });
+    }
+    // SAFETY: all-zero is a valid T (contract); the caller's struct has at
+    // least `old_size >= first_added` readable bytes.
+    unsafe {
+        let mut value: T = std::mem::zeroed();
+        std::ptr::copy_nonoverlapping(
+            ptr.cast::<u8>(),
+            (&mut value as *mut T).cast::<u8>(),
+            first_added,
+        );
+        Ok(value)
+    }
+}
+
 /// The C buffer `ptr` of `len` elements as a slice. NULL is accepted for an
 /// empty buffer (`len` 0, giving `&[]`); NULL with `len > 0` is refused,
 /// naming `name`.
