@@ -4,7 +4,8 @@
 //! authority). Like `transport_fuzz.rs`, on stable inside the test command.
 //!
 //! Target 1 mutates a corpus of genuine messages of every kind (turn parts,
-//! pings, pongs, votes, relays, relay requests) and decodes them. Target 2
+//! pings, pongs, votes, relays, relay requests, drop decisions) and decodes
+//! them. Target 2
 //! sends mutated and freshly forged messages — plausible turns for the send
 //! frames the session expects, removals of others, timing events from a
 //! non-master, relays, votes — over an authenticated link into a running
@@ -89,6 +90,10 @@ fn corpus() -> Vec<Vec<u8>> {
         out.push(turn::encode_relay_request(
             (n % 4) as u8,
             (n % 2 == 0).then_some(n),
+        ));
+        out.push(turn::encode_drop_decided(
+            (n % 4) as u8,
+            (n % 3 != 1).then_some(n),
         ));
         out.push(turn::encode_ping(rng.next_u64() as i64).to_vec());
         out.push(turn::encode_pong(1, 2, 3).to_vec());
