@@ -230,7 +230,7 @@ pub struct rungs_lockstep_stats {
     /// player, a timing event from a non-master.
     pub refused_items: u64,
     /// Messages refused on receipt: turns outside the schedule or the
-    /// bounds, relays not from a drop's holder (S4.7, S8).
+    /// bounds, relays this machine did not ask for (S4.7, S8).
     pub refused_messages: u64,
     /// Frames that waited for room on a link (S8 backpressure).
     pub backpressure_waits: u64,
