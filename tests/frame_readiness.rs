@@ -13,7 +13,7 @@
 //! - The session's rule (`frame_ready`: hold the last send frame tagged at
 //!   or before F) makes seat 1 wait, and every machine runs the order on 54.
 
-use rungs::session::{EngineSession, EventIds, SessionConfig, SessionOutput};
+use rungs::session::{EngineRules, EngineSession, EventIds, SessionConfig, SessionOutput};
 use rungs::timing::{MachineConfig, Timing, TimingEvent};
 use rungs::wire::events::{ReportLayout, TimingLayout};
 
@@ -91,6 +91,7 @@ impl Machine {
             },
             timing_layout: TimingLayout::TIBERIAN_SUN,
             report_layout: ReportLayout::Compact,
+            rules: EngineRules::default(),
         };
         Machine {
             seat,
