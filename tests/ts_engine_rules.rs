@@ -650,3 +650,37 @@ fn tick_measurements_become_the_reports_units() {
     let mut s = EngineSession::new(&plain).unwrap();
     assert!(matches!(kind(s.add_frame_ticks(1)), Error::State(_)));
 }
+
+#[test]
+fn the_look_ahead_is_converted_at_the_rate_the_timer_plays() {
+    // 250 ms round trips; the slowest machine can keep 52 fps, so a 60 Hz
+    // timer plays 30. Calibration (S4.3, with headroom) at 30 fps needs
+    // `ceil(250 * 5 * 30 / 8000)` = 5 frames: `3/9`. At 52 fps, which the
+    // timer cannot play, it would be 9 frames: `5/15`, 500 ms at 30 fps.
+    let calibrate = |timer: Option<TickTimer>| {
+        let config = MachineConfig::adaptive(60, vec![true, true], Some(0));
+        let mut m = TimingMachine::with_tick_timer(&config, timer).unwrap();
+        let report = Report {
+            process_us: 19_000,
+            max_wait_ms: 0,
+            worst_rtt_ms: Some(250),
+            detail: None,
+        };
+        let mut sent = None;
+        for frame in 0..=64 {
+            m.begin_frame(frame).unwrap();
+            if frame == 40 {
+                m.execute_report(0, report).unwrap();
+                m.execute_report(1, report).unwrap();
+            }
+            sent = m.end_frame().unwrap().or(sent);
+        }
+        let event = sent.expect("calibration sends");
+        (event.target.to_string(), event.fps)
+    };
+    assert_eq!(
+        calibrate(Some(TickTimer::SIXTY_HZ)),
+        ("3/9".to_string(), 30)
+    );
+    assert_eq!(calibrate(None), ("5/15".to_string(), 52));
+}

@@ -280,9 +280,6 @@ pub struct TimingMachine {
     /// The engine's tick timer, when it paces by one: every rate is one it
     /// hits (`timing::tick_timer`).
     tick_timer: Option<TickTimer>,
-    /// The policy's last event as sent (its rate fitted to the tick timer):
-    /// an event that fitting left unchanged is not sent again.
-    last_policy_event: Option<TimingEvent>,
 }
 
 impl TimingMachine {
@@ -292,7 +289,8 @@ impl TimingMachine {
     }
 
     /// A machine for an engine that paces by `tick_timer` (S7): the starting
-    /// rate, every rate the master sends and every rate an executed timing
+    /// rate, every rate the policy chooses (S4.2, through the record, so the
+    /// round trips are converted at it) and every rate an executed timing
     /// event carries is the largest the timer hits at or below the rate the
     /// rules chose ([`TickTimer::rate_at_most`]). Every machine of a game
     /// must use the same timer. `None` is [`TimingMachine::new`].
@@ -304,7 +302,8 @@ impl TimingMachine {
             return Err(Error::InvalidArgument("speed_fps must be 1 to 255"));
         }
         let seats = Seats::new(&config.human_seats)?;
-        let record = Record::new(0, seats.present());
+        let mut record = Record::new(0, seats.present());
+        record.set_tick_timer(tick_timer);
         if let Some(local) = config.local_seat {
             if !seats.is_human(local) {
                 return Err(Error::InvalidArgument(
@@ -312,9 +311,9 @@ impl TimingMachine {
                 ));
             }
         }
-        let policy = Policy::new(config.policy, config.speed_fps);
+        let start_fps = record.fit_rate(config.speed_fps);
+        let policy = Policy::new(config.policy, start_fps);
         let start = policy.initial_timing();
-        let start_fps = tick_timer.map_or(config.speed_fps, |t| t.rate_at_most(config.speed_fps));
         Ok(TimingMachine {
             local_seat: config.local_seat,
             seats,
@@ -332,7 +331,6 @@ impl TimingMachine {
             last_report_frame: None,
             own_raise: None,
             tick_timer,
-            last_policy_event: None,
         })
     }
 
@@ -579,7 +577,7 @@ impl TimingMachine {
         }
         let executes_by = frame + u32::from(in_force.timing.look_ahead()) + 1;
         self.own_raise = Some((executes_by, event.target.look_ahead()));
-        Ok(Some(self.fitted(event)))
+        Ok(Some(event))
     }
 
     /// The schedule the policy's events execute in, as `tracking` reads it.
@@ -605,13 +603,6 @@ impl TimingMachine {
         // and tag are final.
         let send = self.is_send_frame().then(|| self.command_tag());
         self.sends.frame_ended(frame, send);
-        // Every machine fits and remembers the event, so a new master knows
-        // what was sent last (S4.6).
-        let event = event.map(|e| self.fitted(e)).filter(|e| {
-            let repeat = self.tick_timer.is_some() && self.last_policy_event == Some(*e);
-            self.last_policy_event = Some(*e);
-            !repeat
-        });
         Ok(event.filter(|_| self.is_master()))
     }
 
