@@ -120,8 +120,8 @@ pub unsafe fn read_grown_config<T: Copy>(
         let type_name = std::any::type_name::<T>();
         let c_name = type_name.rsplit("::").next().unwrap_or(type_name);
         return Err(Error::InvalidValue(format!(
-            "{name}->struct_size is {struct_size}; expected sizeof({c_name}): {full} in this \
-             library's rungs.h, or {since} from an older one (set it to sizeof the struct)"
+            "{name}->struct_size is {struct_size}; expected at least sizeof({c_name}) = {full} in \
+             this library's rungs.h, or {since} from an older one (set it to sizeof the struct)"
         )));
     }
     let mut value = std::mem::MaybeUninit::<T>::zeroed();
