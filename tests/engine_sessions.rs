@@ -19,7 +19,7 @@ use rungs::timing::{player_message_text, MachineConfig, Output, Timing};
 use rungs::wire::events::{ReportLayout, TimingLayout};
 
 const TIMING_ID: u8 = 31;
-const REPORT_ID: u8 = 36;
+const REPORT_ID: u8 = 37;
 const REMOVE_ID: u8 = 34;
 const ORDER_ID: u8 = 1;
 

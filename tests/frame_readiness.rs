@@ -19,7 +19,7 @@ use rungs::wire::events::{ReportLayout, TimingLayout};
 
 const PLAYERS: u8 = 3;
 const TIMING_ID: u8 = 31;
-const REPORT_ID: u8 = 36;
+const REPORT_ID: u8 = 37;
 const ORDER_ID: u8 = 1;
 const FRAMES: u32 = 100;
 const LATE_SEND_FRAME: u32 = 48;
