@@ -14,8 +14,12 @@
 //!   or before F) makes seat 1 wait, and every machine runs the order on 54.
 
 use rungs::session::{EngineRules, EngineSession, EventIds, SessionConfig, SessionOutput};
-use rungs::timing::{MachineConfig, Timing, TimingEvent};
+use rungs::timing::{MachineConfig, Timing};
 use rungs::wire::events::{ReportLayout, TimingLayout};
+
+#[path = "common/timing_payload.rs"]
+mod timing_payload;
+use timing_payload::timing_payload;
 
 const PLAYERS: u8 = 3;
 const TIMING_ID: u8 = 31;
@@ -68,16 +72,6 @@ struct Machine {
     executed: Vec<(u32, u8, u32, u8, u8)>,
     /// (send frame, tag) of every send.
     sends: Vec<(u32, u32)>,
-}
-
-fn timing_payload(send_period: u8, look_ahead: u8) -> Vec<u8> {
-    let mut buf = [0u8; 5];
-    let event = TimingEvent {
-        target: Timing::new(send_period, look_ahead).unwrap(),
-        fps: 30,
-    };
-    let len = TimingLayout::TIBERIAN_SUN.encode(&event, &mut buf).unwrap();
-    buf[..len].to_vec()
 }
 
 impl Machine {

@@ -28,6 +28,10 @@ use rungs::timing::{MachineConfig, Output, TickTimer, Timing, TimingEvent, Timin
 use rungs::wire::events::{ReportLayout, TimingLayout};
 use rungs::{report::Report, Error};
 
+#[path = "common/timing_payload.rs"]
+mod timing_payload;
+use timing_payload::timing_payload;
+
 const PLAYERS: u8 = 3;
 const TIMING_ID: u8 = 31;
 /// The engine's own NETWORK_REPORT ID (37: after Tiberian Sun's 0-35 and the
@@ -101,16 +105,6 @@ struct Machine {
     /// Events the exact-frame DoList found for an earlier frame.
     too_late: u32,
     sends: Vec<(u32, u32)>,
-}
-
-fn timing_payload(send_period: u8, look_ahead: u8) -> Vec<u8> {
-    let mut buf = [0u8; 5];
-    let event = TimingEvent {
-        target: Timing::new(send_period, look_ahead).unwrap(),
-        fps: 30,
-    };
-    let len = TimingLayout::TIBERIAN_SUN.encode(&event, &mut buf).unwrap();
-    buf[..len].to_vec()
 }
 
 fn config(seat: u8, order: SendOrder) -> SessionConfig {

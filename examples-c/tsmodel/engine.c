@@ -145,17 +145,6 @@ static uint32_t fnv(uint32_t h, const void *data, size_t len) {
     return h;
 }
 
-static void put_u32(uint8_t *p, uint32_t v) {
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-    p[2] = (uint8_t)(v >> 16);
-    p[3] = (uint8_t)(v >> 24);
-}
-
-static uint32_t get_u32(const uint8_t *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 static uint32_t ticks_at(const machine_t *m, uint64_t us) {
     return (uint32_t)((us + m->tick_phase_us) * TICK_HZ / 1000000u);
 }
@@ -217,7 +206,7 @@ static void conn_send_entry(machine_t *m, connection_t *c, send_entry_t *e) {
     uint32_t now = ticks(m);
     buf[0] = 1; /* DATA */
     buf[1] = e->channel;
-    put_u32(buf + 2, e->id);
+    ts_put_u32(buf + 2, e->id);
     memcpy(buf + 6, e->bytes, e->len);
     if (e->sends == 0) e->first_tick = now;
     e->last_tick = now;
@@ -385,10 +374,10 @@ static void send_packet(machine_t *m, uint32_t tag) {
     m->out_count -= sent;
     m->my_sent += (uint32_t)sent;
     buf[0] = TS_EV_FRAMEINFO;
-    put_u32(buf + 1, tag);
+    ts_put_u32(buf + 1, tag);
     buf[5] = 0;
-    put_u32(buf + 6, (uint32_t)m->houses[m->house].id);
-    put_u32(buf + 10, m->crc);
+    ts_put_u32(buf + 6, (uint32_t)m->houses[m->house].id);
+    ts_put_u32(buf + 10, m->crc);
     buf[14] = (uint8_t)m->my_sent;
     buf[15] = (uint8_t)(m->my_sent >> 8);
     buf[16] = (uint8_t)delay;
@@ -412,9 +401,9 @@ static int receive_packet(machine_t *m, int from_house, const uint8_t *buf, size
         m->rep.refused[REFUSED_UNREGISTERED_EVENT]++;
         return 0;
     }
-    info.frame = get_u32(buf + 1);
-    info.id = (int32_t)get_u32(buf + 6);
-    info.crc = get_u32(buf + 10);
+    info.frame = ts_get_u32(buf + 1);
+    info.id = (int32_t)ts_get_u32(buf + 6);
+    info.crc = ts_get_u32(buf + 10);
     info.command_count = (uint16_t)(buf[14] | buf[15] << 8);
     info.delay = buf[16];
     h = house_of_id(m, info.id);
@@ -558,7 +547,7 @@ static void execute_event(machine_t *m, const ts_event *e) {
     m->crc = fnv(m->crc, &e->id, sizeof e->id);
     if (len > 0) m->crc = fnv(m->crc, e->data, (size_t)len);
     if (e->type == TS_EV_MEGAMISSION && m->setup.order_executed)
-        m->setup.order_executed(m->setup.driver, m->index, get_u32(e->data), m->now_us);
+        m->setup.order_executed(m->setup.driver, m->index, ts_get_u32(e->data), m->now_us);
     if (m->modded && m->hooks.execute_event && m->hooks.execute_event(m->hooks.mod, m->frame, e)) return;
     switch (e->type) {
     case TS_EV_TIMING:
@@ -570,7 +559,7 @@ static void execute_event(machine_t *m, const ts_event *e) {
         break;
     }
     case TS_EV_REMOVEPLAYER: {
-        int h = house_of_id(m, (int32_t)get_u32(e->data));
+        int h = house_of_id(m, (int32_t)ts_get_u32(e->data));
         remove_house(m, h);
         if (h == m->house) m->quit_frame = m->frame; /* leaves after this frame */
         break;
@@ -735,7 +724,7 @@ static void keepalive(machine_t *m) {
     int i;
     if (ticks(m) - m->keepalive_tick < 30) return;
     m->keepalive_tick = ticks(m);
-    put_u32(sync + 1, m->frame);
+    ts_put_u32(sync + 1, m->frame);
     for (i = 0; i < m->setup.machines; i++)
         if (conn_to(m, i) && !m->conns[i].leaving) transmit(m, i, sync, sizeof sync);
 }
@@ -750,7 +739,7 @@ static void game_logic(machine_t *m) {
         uint8_t data[21];
         uint32_t serial = ORDER_SERIAL(m->house, m->orders++);
         int i;
-        put_u32(data, serial);
+        ts_put_u32(data, serial);
         for (i = 4; i < 21; i++) data[i] = (uint8_t)rng_next(&m->rng);
         add_event(m, TS_EV_MEGAMISSION, data, sizeof data);
         if (m->setup.order_issued) m->setup.order_issued(m->setup.driver, m->index, serial, m->now_us);
@@ -870,16 +859,16 @@ void machine_datagram(machine_t *m, uint64_t now_us, int from, const uint8_t *by
     if (!c) return;
     c->last_heard_tick = ticks(m);
     if (bytes[0] == 2) {
-        conn_ack(m, c, get_u32(bytes + 1));
+        conn_ack(m, c, ts_get_u32(bytes + 1));
         return;
     }
     if (bytes[0] == 3) return; /* a FRAMESYNC keepalive: heard */
     if (bytes[0] != 1 || len < 6) return;
     {
         uint8_t ack[5];
-        uint32_t id = get_u32(bytes + 2);
+        uint32_t id = ts_get_u32(bytes + 2);
         ack[0] = 2;
-        put_u32(ack + 1, id);
+        ts_put_u32(ack + 1, id);
         transmit(m, from, ack, sizeof ack);
         if (conn_seen(c, id)) return;
     }
@@ -1039,7 +1028,7 @@ void machine_quit(machine_t *m) {
     if (m->crashed || m->state == ST_STOPPED || m->observer) return;
     {
         uint8_t data[4];
-        put_u32(data, (uint32_t)m->houses[m->house].id);
+        ts_put_u32(data, (uint32_t)m->houses[m->house].id);
         add_event(m, TS_EV_REMOVEPLAYER, data, 4);
     }
 }

@@ -104,17 +104,6 @@ typedef struct mod {
 
 static uint32_t error_count;
 
-static void put_u32(uint8_t *p, uint32_t v) {
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-    p[2] = (uint8_t)(v >> 16);
-    p[3] = (uint8_t)(v >> 24);
-}
-
-static uint32_t get_u32(const uint8_t *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 /* Every rungs call goes through here: a failure is printed (the first few)
  * and counted, and the game goes on (a mod must not take it down). */
 static void check(mod_t *m, rungs_result rc, const char *what) {
@@ -278,7 +267,7 @@ static void send_vote(mod_t *m, int seat) {
         if (m->drops[s].dropping) mask |= (uint16_t)(1u << s);
     msg[0] = MSG_VOTE;
     msg[1] = (uint8_t)seat;
-    put_u32(msg + 2, m->drops[seat].vote);
+    ts_put_u32(msg + 2, m->drops[seat].vote);
     msg[6] = (uint8_t)mask;
     msg[7] = (uint8_t)(mask >> 8);
     m->g->send_private(m->g->game, -1, msg, sizeof msg);
@@ -309,7 +298,7 @@ static void relay_to(mod_t *m, int seat, int asker) {
         if (!r || r->len > 1500) continue;
         msg[0] = MSG_RELAY;
         msg[1] = (uint8_t)seat;
-        put_u32(msg + 2, n);
+        ts_put_u32(msg + 2, n);
         memcpy(msg + 6, r->bytes, r->len);
         m->g->send_private(m->g->game, m->g->houses[asker].id, msg, 6 + r->len);
     }
@@ -328,7 +317,7 @@ static void drop_finish(mod_t *m, int seat) {
     e.type = TS_EV_REMOVEPLAYER;
     e.frame = tag;
     e.id = m->seat_house[seat];
-    put_u32(e.data, (uint32_t)m->seat_house[seat]);
+    ts_put_u32(e.data, (uint32_t)m->seat_house[seat]);
     m->g->do_list_add(m->g->game, &e, 1);
     if (m->verbose)
         fprintf(stderr, "tsmod house %d: removal of seat %d queued on tag %u\n", m->local_house, seat, (unsigned)tag);
@@ -373,7 +362,7 @@ static void drop_decide(mod_t *m, int seat) {
         uint8_t msg[6];
         msg[0] = MSG_REQUEST;
         msg[1] = (uint8_t)seat;
-        put_u32(msg + 2, watermark(m, seat));
+        ts_put_u32(msg + 2, watermark(m, seat));
         m->g->send_private(m->g->game, m->g->houses[d->holder].id, msg, sizeof msg);
     }
     drop_finish(m, seat);
@@ -394,7 +383,7 @@ static void TSMOD_CALL mod_message(void *mod, int32_t house_id, const uint8_t *b
         /* A vote from a seat this machine drops is not counted. */
         if (len < 8 || (from_seat >= 0 && m->drops[from_seat].dropping) || seat == from_seat) return;
         mask = (uint16_t)(bytes[6] | bytes[7] << 8);
-        d->votes[from] = get_u32(bytes + 2);
+        d->votes[from] = ts_get_u32(bytes + 2);
         d->voted |= 1u << from;
         /* Join a drop at once if this machine does not hear the seat either. */
         for (s = 0; s < m->seat_count; s++)
@@ -406,7 +395,7 @@ static void TSMOD_CALL mod_message(void *mod, int32_t house_id, const uint8_t *b
     }
     case MSG_REQUEST:
         if (len < 6) return;
-        d->requests[from] = get_u32(bytes + 2);
+        d->requests[from] = ts_get_u32(bytes + 2);
         if (d->decided && d->holder == m->local_house)
             relay_to(m, seat, from);
         else
@@ -415,7 +404,7 @@ static void TSMOD_CALL mod_message(void *mod, int32_t house_id, const uint8_t *b
     case MSG_RELAY: {
         uint32_t number;
         if (len < 6 + 17 || !d->decided || from != d->holder) return;
-        number = get_u32(bytes + 2);
+        number = ts_get_u32(bytes + 2);
         if (!below(watermark(m, seat), d->cut) || number > d->cut) return;
         m->g->receive_raw(m->g->game, m->seat_house[seat], bytes + 6, len - 6);
         drop_finish(m, seat);
@@ -450,7 +439,7 @@ static int TSMOD_CALL timing_events(void *mod, uint32_t frame) {
 static void TSMOD_CALL packet_extra(void *mod, uint8_t *out) {
     mod_t *m = mod;
     m->own_send_frame[m->packets_sent % RING] = m->send_frame;
-    put_u32(out, m->packets_sent++);
+    ts_put_u32(out, m->packets_sent++);
 }
 
 static int TSMOD_CALL receive_packet(void *mod, int32_t house_id, const ts_frameinfo *info,
@@ -463,7 +452,7 @@ static int TSMOD_CALL receive_packet(void *mod, int32_t house_id, const ts_frame
     rungs_result rc;
     if (seat < 0 || !m->human[seat] || extra_len != EXTRA_BYTES) return -1;
     if (m->removed[seat]) return 0;
-    number = get_u32(extra);
+    number = ts_get_u32(extra);
     d = &m->drops[seat];
     /* Past this machine's own vote a dropped seat's packets wait for the
      * cut; past the cut they are void. */
@@ -558,7 +547,7 @@ static int TSMOD_CALL execute_event(void *mod, uint32_t frame, const ts_event *e
         return 1;
     }
     if (e->type == TS_EV_REMOVEPLAYER) {
-        int gone = seat_of(m, (int32_t)get_u32(e->data));
+        int gone = seat_of(m, (int32_t)ts_get_u32(e->data));
         if (gone >= 0 && m->human[gone]) {
             check(m, rungs_session_player_removed(m->s, (uint8_t)gone), "rungs_session_player_removed");
             m->removed[gone] = 1;

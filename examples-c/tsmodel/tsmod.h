@@ -63,6 +63,18 @@ typedef struct TS_PACKED ts_event {
 #endif
 typedef char ts_event_is_46_bytes[sizeof(ts_event) == TS_EVENT_SIZE ? 1 : -1];
 
+/* Multi-byte fields of packets and events are little-endian (x86). */
+static inline void ts_put_u32(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+static inline uint32_t ts_get_u32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
 /* FRAMEINFO's data (the header of every packet, CRC u32, CommandCount u16,
  * Delay u8): the packet's events execute on `frame` (the event's Frame), sent
  * on frame `frame - delay`. */

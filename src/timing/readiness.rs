@@ -314,6 +314,29 @@ impl PeerStream {
         &mut self.ring[(number % PACKETS_AHEAD) as usize]
     }
 
+    /// Whether packet `number` of `seat`, if here, carries the send frame
+    /// the schedule has for it (or the schedule cannot tell yet); a wrong
+    /// one becomes the stream's fault. `false` once the stream has a fault.
+    fn verify(&mut self, seat: u8, number: u32, history: &SendHistory) -> bool {
+        if self.fault.is_some() {
+            return false;
+        }
+        if let (Some(carried), SendAt::Known(frame)) =
+            (self.stored(number), history.send_frame_at(number))
+        {
+            if carried != frame {
+                self.fault = Some(wrong_packet(
+                    seat,
+                    number,
+                    carried,
+                    &format!("send frame {frame}"),
+                ));
+                return false;
+            }
+        }
+        true
+    }
+
     fn stored(&self, number: u32) -> Option<u32> {
         if number < self.checked || number >= self.checked + PACKETS_AHEAD || self.ring.is_empty() {
             return None;
@@ -467,17 +490,8 @@ impl PeerStreams {
             while stream.checked < known && stream.fault.is_none() {
                 let number = stream.checked;
                 let here = stream.stored(number);
-                if let (Some(carried), SendAt::Known(frame)) = (here, history.send_frame_at(number))
-                {
-                    if carried != frame {
-                        stream.fault = Some(wrong_packet(
-                            seat as u8,
-                            number,
-                            carried,
-                            &format!("send frame {frame}"),
-                        ));
-                        break;
-                    }
+                if !stream.verify(seat as u8, number, history) {
+                    break;
                 }
                 if here.is_none() && number >= stream.held {
                     // Not here yet: checked when it comes.
@@ -492,19 +506,7 @@ impl PeerStreams {
             // the gap to fill.
             let end = known.min(stream.highest.map_or(0, |h| h + 1));
             let mut number = stream.scanned.max(stream.checked);
-            while number < end && stream.fault.is_none() {
-                if let (Some(carried), SendAt::Known(frame)) =
-                    (stream.stored(number), history.send_frame_at(number))
-                {
-                    if carried != frame {
-                        stream.fault = Some(wrong_packet(
-                            seat as u8,
-                            number,
-                            carried,
-                            &format!("send frame {frame}"),
-                        ));
-                    }
-                }
+            while number < end && stream.verify(seat as u8, number, history) {
                 number += 1;
             }
             stream.scanned = stream.scanned.max(number);
