@@ -663,4 +663,44 @@ mod tests {
         assert_eq!(m.required_send_frame(1300), Ok(Some(expected)));
         assert_eq!(m.required_send_frame(1301), Ok(Some(expected)));
     }
+
+    proptest::proptest! {
+        /// Whatever order a peer's packets arrive in, and with copies, the
+        /// watermark is the contiguous prefix and a send frame counts as
+        /// held exactly when every packet through it is here.
+        #[test]
+        fn the_watermark_is_the_contiguous_prefix_in_any_arrival_order(
+            send_period in 1u32..=5,
+            order in proptest::collection::vec(0usize..40, 60..120),
+        ) {
+            let mut history = SendHistory::new();
+            let mut sends = Vec::new();
+            for frame in 0..200u32 {
+                let send = (frame % send_period == 0).then_some(frame + 3 * send_period);
+                if send.is_some() {
+                    sends.push(frame);
+                }
+                history.frame_ended(frame, send);
+            }
+            let mut streams = PeerStreams::new();
+            let mut here = [false; 40];
+            for &number in &order {
+                streams
+                    .received(&history, 1, number as u32, sends[number])
+                    .unwrap();
+                here[number] = true;
+                let prefix = here.iter().take_while(|h| **h).count();
+                proptest::prop_assert_eq!(
+                    streams.watermark(1),
+                    prefix.checked_sub(1).map(|p| p as u32)
+                );
+                for (index, &frame) in sends.iter().take(40).enumerate() {
+                    proptest::prop_assert_eq!(
+                        streams.holds(&history, 1, frame).unwrap(),
+                        index < prefix
+                    );
+                }
+            }
+        }
+    }
 }
