@@ -83,7 +83,7 @@ pkgconfig-check: lib
 # last line is "ts-model: G games, D desyncs, L too late" for rungs mode.
 # (`make test` runs its short form through examples-c's `run`.)
 ts-model: lib
-	$(MAKE) -C examples-c/tsmodel full
+	@$(MAKE) --no-print-directory -C examples-c/tsmodel full
 
 clean:
 	cargo clean

@@ -1204,7 +1204,10 @@ typedef struct rungs_session_config {
     /**
      * Added to MaxAhead in TIMING payloads and removed on receipt:
      * `RUNGS_TS_FOG_BIAS` (10) for an engine keeping vanilla TS's fog-of-war
-     * quirk while fog is on, else 0 (`docs/payloads.md`).
+     * quirk in its TIMING bytes while fog is on, else 0 (`docs/payloads.md`).
+     * The bytes only: the game's own TIMING handler must not run as well
+     * (it applies decreases at once; rungs stages them, S5) — pass TIMING to
+     * `rungs_session_event_executed` instead.
      */
     uint8_t timing_fog_bias;
     /**
@@ -2621,9 +2624,13 @@ RUNGS_API rungs_result RUNGS_CALL rungs_session_free(struct rungs_session *s);
 /**
  * Start `frame` (0, 1, 2, ... without gaps). `*out_executes_commands` (may
  * be NULL) is 1 when this frame executes commands: execute every queued
- * event tagged at or before it, in (tag, seat, issue order), handing rungs'
- * events to `rungs_session_event_executed`. Before executing, make sure the
- * frame is ready (`rungs_session_frame_ready`).
+ * event tagged at or before it that has not run (`rungs_session_due_tags`
+ * gives the tags this frame runs), in (tag, seat, issue order), handing
+ * rungs' events to `rungs_session_event_executed`. Before executing, make
+ * sure the frame is ready (`rungs_session_peers_ready`). With
+ * `config->send_order = RUNGS_SEND_BEFORE_EXECUTE` the `send_frame`
+ * callback of a sending frame comes from this call, and a frame executes
+ * exactly when it sends.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
  * RUNGS_ERR_STATE if the previous frame is still running (call
@@ -2645,8 +2652,9 @@ rungs_result RUNGS_CALL rungs_session_frame_begin(struct rungs_session *s,
  * during a staged decrease two consecutive send frames can carry the same
  * tag, so "a packet tagged at or after `frame` from every peer" is not
  * enough. Count packets by the send frame number `send_frame` gave you.
- * Ask after `rungs_session_frame_end` of `frame - 1` (or during `frame`);
- * the answer is the same on every machine.
+ * Ask after `rungs_session_frame_end` of `frame - 1` (or during `frame`;
+ * with `RUNGS_SEND_BEFORE_EXECUTE`, also for `frame + 1` once `frame` has
+ * begun); the answer is the same on every machine.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_send_frame` is
  * NULL; RUNGS_ERR_STATE if `frame - 1` has not ended (its send frames are not
@@ -2661,16 +2669,21 @@ rungs_result RUNGS_CALL rungs_session_required_send_frame(struct rungs_session *
 
 /**
  * Frame readiness (S5) from what you hold: `held_send_frames[seat]` is the
- * latest send frame you hold from `seat` (`RUNGS_NO_FRAME` for none yet),
- * for every seat `0 .. seat_count - 1` (`count` must be `seat_count`).
- * Only peers are read: entries of your own seat, AI seats and removed
- * players are ignored. `*out_ready` is 1 when `frame` may execute, i.e.
- * every peer's entry is at or after `rungs_session_required_send_frame`.
+ * latest send frame you hold from `seat` *with every packet before it*
+ * (`RUNGS_NO_FRAME` for none yet), for every seat `0 .. seat_count - 1`
+ * (`count` must be `seat_count`). Only peers are read: entries of your own
+ * seat, AI seats and removed players are ignored. `*out_ready` is 1 when
+ * `frame` may execute, i.e. every peer's entry is at or after
+ * `rungs_session_required_send_frame`. On a transport that can deliver a
+ * later packet before an earlier one, use `rungs_session_packet_received`
+ * and `rungs_session_peers_ready`, which keep that watermark for you.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_ready` is NULL,
  * or `held_send_frames` is NULL while `count` is not 0;
- * RUNGS_ERR_INVALID_ARGUMENT if `count` is not the session's `seat_count`;
- * RUNGS_ERR_STATE as for `rungs_session_required_send_frame`;
+ * RUNGS_ERR_INVALID_ARGUMENT if `count` is not the session's `seat_count`,
+ * or a peer's entry is a frame that ended here without being a send frame
+ * (a tag passed for a send frame); RUNGS_ERR_STATE as for
+ * `rungs_session_required_send_frame`;
  * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
  * (every object call).
  */
