@@ -25,16 +25,25 @@ const SECRET: [u8; 16] = *b"fuzz-link-secret";
 fn corpus() -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     let mut buf = [0u8; MAX_MESSAGE_BYTES];
-    let len = write_hello(
-        &Hello {
-            nonce: 0xAABB_CCDD_0011_2233,
-            have_horizon: 77,
-            ticket: [3; TICKET_BYTES],
-        },
-        &SECRET,
-        &mut buf,
-    )
-    .unwrap();
+    for cookie in [NO_COOKIE, [0x5C; COOKIE_BYTES]] {
+        let len = write_hello(
+            &Hello {
+                nonce: 0xAABB_CCDD_0011_2233,
+                have_horizon: 77,
+                ticket: [3; TICKET_BYTES],
+                cookie,
+            },
+            &SECRET,
+            &mut buf,
+        )
+        .unwrap();
+        out.push(buf[..len].to_vec());
+    }
+    let challenge = CookieChallenge {
+        nonce: 0xAABB_CCDD_0011_2233,
+        cookie: [0x5C; COOKIE_BYTES],
+    };
+    let len = write_cookie(&challenge, &mut buf).unwrap();
     out.push(buf[..len].to_vec());
     for reason in RejectReason::ALL {
         let len = write_reject(&Reject { reason, nonce: 5 }, &mut buf).unwrap();
@@ -197,7 +206,8 @@ fn fuzz_relay_decoders_accept_only_canonical_input() {
     let mut rng = SplitMix64::new(0x5E1A7);
     let count = iterations(2_000_000, 10_000_000);
     let started = Instant::now();
-    let mut accepted = 0u64;
+    // Inputs each decoder accepted: server, client, Hello, Reject, Cookie.
+    let mut accepted_by = [0u64; 5];
     let mut input = Vec::with_capacity(2 * MAX_MESSAGE_BYTES + 64);
     let mut out = [0u8; 2 * MAX_MESSAGE_BYTES];
     for _ in 0..count {
@@ -206,7 +216,7 @@ fn fuzz_relay_decoders_accept_only_canonical_input() {
         mutate(&mut rng, &corpus, &mut input);
 
         if let Ok(m) = read_server_message(&input) {
-            accepted += 1;
+            accepted_by[0] += 1;
             if let ServerMessage::TurnBundle(b) = m {
                 let mut n = 0;
                 for e in b.entries() {
@@ -220,25 +230,44 @@ fn fuzz_relay_decoders_accept_only_canonical_input() {
             assert_eq!(&out[..len], &input[..], "server message not canonical");
         }
         if let Ok(m) = read_client_message(&input) {
-            accepted += 1;
+            accepted_by[1] += 1;
             let len = m.write(&mut out).expect("a decoded message re-encodes");
             assert_eq!(&out[..len], &input[..], "client message not canonical");
         }
         if let Ok(h) = read_hello(&input) {
-            accepted += 1;
+            accepted_by[2] += 1;
             let len = write_hello(&h, &SECRET, &mut out).unwrap();
             assert_eq!(&out[..len - 8], &input[..len - 8], "hello not canonical");
             // A mutated Hello verifies only when nothing the tag covers changed.
             assert_eq!(verify_hello_tag(&input, &SECRET), out[..len] == input[..]);
         }
         if let Ok(r) = read_reject(&input) {
-            accepted += 1;
+            accepted_by[3] += 1;
             let len = write_reject(&r, &mut out).unwrap();
             assert_eq!(&out[..len], &input[..], "reject not canonical");
         }
+        if let Ok(c) = read_cookie(&input) {
+            accepted_by[4] += 1;
+            assert_ne!(c.cookie, NO_COOKIE);
+            let len = write_cookie(&c, &mut out).unwrap();
+            assert_eq!(&out[..len], &input[..], "cookie not canonical");
+        }
     }
+    let accepted: u64 = accepted_by.iter().sum();
     report("relay decoders", count, Some(accepted), started);
-    assert!(accepted > count / 50, "only {accepted} accepted");
+    for (name, n) in [
+        "server message",
+        "client message",
+        "Hello",
+        "Reject",
+        "Cookie",
+    ]
+    .iter()
+    .zip(accepted_by)
+    {
+        eprintln!("  {name} decoder: {count} inputs, {n} accepted");
+        assert!(n > count / 2000, "the {name} decoder accepted only {n}");
+    }
 }
 
 /// Genuine datagrams of a relayed match in both directions, from a relay and
@@ -341,6 +370,19 @@ fn fuzz_relay_and_client_receive_paths() {
             Some((h.nonce as u32, seat, SessionKey(key)))
         })
         .collect();
+    // Both genuine connections open first: their Hellos with the cookies
+    // they carried, from their own addresses (the cookie key comes from
+    // the lobby secret, so it is this relay's too; a cookie is good for
+    // 10 s after it was issued).
+    let start_us = 1_000_000;
+    for hello in to_relay.iter().filter(|d| d[0] == MAGIC) {
+        if let Ok(h) = read_hello(hello) {
+            if h.cookie != NO_COOKIE {
+                relay.handle_datagram(start_us, 0, client_addr(usize::from(h.ticket[1])), hello);
+            }
+        }
+    }
+    assert_eq!(relay.connection_count(), 2, "{:?}", relay.counters());
     let mut rng = SplitMix64::new(0xF1A7);
     let mut next_pn = [vec![1000u32; keys.len()], vec![1000u32; keys.len()]];
     let count = iterations(2_000_000, 10_000_000) / 4;
@@ -349,7 +391,7 @@ fn fuzz_relay_and_client_receive_paths() {
     let mut buf = [0u8; 1500];
     for i in 0..count {
         // 10 µs apart: the connections stay alive (5 s liveness) throughout.
-        let now = 1000 + i * 10;
+        let now = start_us + i * 10;
         let to_relay_side = rng.chance_ppm(600_000);
         let corpus = if to_relay_side {
             &to_relay
@@ -361,9 +403,14 @@ fn fuzz_relay_and_client_receive_paths() {
         if rng.chance_ppm(800_000) {
             mutate(&mut rng, corpus, &mut input);
         }
+        // Where a re-signed packet comes from: mostly its seat's own
+        // address (only the newest packet may move a connection, so from
+        // elsewhere most are refused before the link's logic).
+        let mut signed_by = None;
         if input.first() == Some(&0xB7) && input.len() >= 20 && rng.chance_ppm(500_000) {
             let k = rng.below_or_equal(keys.len() as u64 - 1) as usize;
             let (id, seat, key) = keys[k];
+            signed_by = Some(seat);
             input[4..8].copy_from_slice(&id.to_le_bytes());
             // Mostly fresh packet numbers, so the link's logic runs; some
             // replayed or stale ones.
@@ -386,7 +433,10 @@ fn fuzz_relay_and_client_receive_paths() {
             write_tag(&mut input, &key, addressee);
         }
         if to_relay_side {
-            let from = client_addr(rng.below_or_equal(2) as usize);
+            let from = match signed_by {
+                Some(seat) if rng.chance_ppm(900_000) => client_addr(usize::from(seat)),
+                _ => client_addr(rng.below_or_equal(2) as usize),
+            };
             relay.handle_datagram(now, 0, from, &input);
         } else {
             client.handle_datagram(now, relay_addr, &input);

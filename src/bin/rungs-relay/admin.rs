@@ -215,9 +215,18 @@ fn counters(relay: &Relay) -> String {
     }
     lines.extend([
         ("rejects_not_queued".into(), c.rejects_not_queued),
+        (
+            "drop_hello_address_rate".into(),
+            c.hellos_limited_by_address,
+        ),
+        ("drop_hello_ticket_rate".into(), c.hellos_limited_by_ticket),
+        ("cookies_sent".into(), c.cookies_sent),
+        ("unverified_bytes_in".into(), c.unverified_bytes_in),
+        ("unverified_bytes_out".into(), c.unverified_bytes_out),
         ("connections_opened".into(), c.connections_opened),
         ("connections_live".into(), relay.connection_count() as u64),
         ("rebinds".into(), c.rebinds),
+        ("drop_move_not_newest".into(), c.moves_refused),
         ("events_dropped".into(), c.events_dropped),
     ]);
     let (mut loading, mut running, mut over) = (0u64, 0u64, 0u64);

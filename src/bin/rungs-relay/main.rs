@@ -22,6 +22,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use rungs::relay::admission::CookieKey;
 use rungs::relay::sequencer::MatchEvent;
 use rungs::relay::ticket::{issue, LobbySecret, TicketFields};
 use rungs::relay::{MatchSetup, Relay, RelayConfig, RelayEvent};
@@ -151,6 +152,22 @@ impl Args {
         };
         LobbySecret::from_hex(&text).map_err(|e| format!("lobby secret: {e}"))
     }
+}
+
+/// A cookie key of this process's own (see `RelayConfig::cookie_key`):
+/// from the operating system's random source, through the keys std draws
+/// from it for hash maps, so no crate is needed for it.
+fn random_cookie_key() -> CookieKey {
+    use std::collections::hash_map::RandomState;
+    use std::hash::{BuildHasher, Hasher};
+    let mut key = [0u8; 16];
+    for (i, half) in key.chunks_mut(8).enumerate() {
+        let mut h = RandomState::new().build_hasher();
+        h.write_usize(i);
+        h.write_u128(unix_now().as_nanos());
+        half.copy_from_slice(&h.finish().to_le_bytes());
+    }
+    CookieKey(key)
 }
 
 fn unix_now() -> Duration {
@@ -521,6 +538,7 @@ fn serve(args: &Args) -> Result<(), String> {
         grace_seconds: args.number("grace-seconds", Some("RUNGS_RELAY_GRACE_SECONDS"), Some(60))?,
     };
     let mut config = RelayConfig::new(secret);
+    config.cookie_key = random_cookie_key();
     config.max_connections = args.number(
         "max-connections",
         Some("RUNGS_RELAY_MAX_CONNECTIONS"),
