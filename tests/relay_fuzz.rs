@@ -1,7 +1,9 @@
 //! Deterministic mutation fuzzing of the relay protocol's decoders (S10,
 //! `src/wire/relay.rs`): no input may make them panic, and every input they
 //! accept must be canonical — writing the decoded value back gives the same
-//! bytes — so one meaning has one byte string.
+//! bytes — so one meaning has one byte string. Then the relay's and the
+//! client's whole receive paths, and the relay's Hello path (cookies,
+//! replays, rate limits), on mutated genuine traffic.
 //!
 //! Like `transport_fuzz.rs`: a seeded SplitMix64 mutates a corpus of genuine
 //! datagrams and messages (bit flips, byte overwrites, boundary values,
@@ -467,4 +469,143 @@ fn fuzz_relay_and_client_receive_paths() {
     );
     eprintln!("relay counters: {c:?}");
     assert!(c.link_drops > 0 && c.malformed_hellos + c.rejected.iter().sum::<u64>() > 0);
+}
+
+/// The relay's Hello path on genuine, half-genuine and mutated Hellos:
+/// first Hellos with fresh nonces, answers to the relay's own Cookies from
+/// the address they went to or another, mutated bytes re-signed with the
+/// ticket's link secret half the time (as a ticket holder could), from 64
+/// addresses over simulated minutes. No panic; a connection opens only on
+/// a Hello carrying a cookie the relay sent to that very address for that
+/// nonce; nothing goes back to an unverified address larger than what came.
+#[test]
+fn fuzz_hello_path_opens_only_with_the_relays_own_cookie() {
+    use rungs::relay::ticket::{issue, LobbySecret, TicketFields};
+    use rungs::relay::{MatchSetup, Relay, RelayConfig};
+    use std::collections::{HashMap, HashSet, VecDeque};
+    let secret = LobbySecret::new(*b"fuzz-lobby-key-2").unwrap();
+    let mut config = RelayConfig::new(secret);
+    // Connections often enough that the fuzz reaches the opening path.
+    config.hello_limits.ticket_interval_us = 20_000;
+    let mut relay = Relay::new(config).unwrap();
+    let mut setup = MatchSetup::new(9, 4, 0b1111);
+    setup.reconnect_grace_us = u64::MAX / 4;
+    setup.start_barrier_us = u64::MAX / 4;
+    relay.add_match(setup, 0).unwrap();
+    let creds: Vec<_> = (0..5u8)
+        .map(|seat| {
+            let match_id = if seat < 4 { 9 } else { 10 };
+            issue(
+                &secret,
+                &TicketFields {
+                    match_id,
+                    seat: seat % 4,
+                    expires_unix_s: u64::MAX,
+                    nonce: u64::from(seat),
+                },
+            )
+            .unwrap()
+        })
+        .collect();
+    let address = |i: u64| std::net::SocketAddr::from(([192, 0, 2, (i % 64) as u8], 4000));
+    let hello = |c: usize, nonce: u64, cookie: [u8; COOKIE_BYTES]| {
+        let mut buf = [0u8; HELLO_BYTES];
+        let h = Hello {
+            nonce,
+            have_horizon: 0,
+            ticket: creds[c].ticket,
+            cookie,
+        };
+        write_hello(&h, &creds[c].link_secret.0, &mut buf).unwrap();
+        buf.to_vec()
+    };
+    // Cookies the relay sent: (to, nonce, cookie), and which ticket asked.
+    let mut issued: HashSet<(std::net::SocketAddr, u64, [u8; COOKIE_BYTES])> = HashSet::new();
+    let mut recent: VecDeque<(std::net::SocketAddr, u64, [u8; COOKIE_BYTES], usize)> =
+        VecDeque::new();
+    let mut asked: HashMap<u64, usize> = HashMap::new();
+    let corpus: Vec<Vec<u8>> = (0..5).map(|c| hello(c, 1 + c as u64, NO_COOKIE)).collect();
+    let mut rng = SplitMix64::new(0xC00C1E);
+    let count = iterations(2_000_000, 10_000_000) / 4;
+    let started = Instant::now();
+    let mut buf = [0u8; 1500];
+    let mut opened = 0;
+    for i in 0..count {
+        let now = 1_000 + i * 37;
+        let mut from = address(rng.next_u64());
+        let mut input = match rng.below_or_equal(2) {
+            0 => {
+                let c = rng.below_or_equal(4) as usize;
+                let nonce = rng.next_u64() | 1;
+                asked.insert(nonce, c);
+                hello(c, nonce, NO_COOKIE)
+            }
+            _ if !recent.is_empty() => {
+                let k = rng.below_or_equal(recent.len() as u64 - 1) as usize;
+                let (to, nonce, cookie, c) = recent[k];
+                if rng.chance_ppm(800_000) {
+                    from = to;
+                }
+                hello(c, nonce, cookie)
+            }
+            _ => corpus[rng.below_or_equal(4) as usize].clone(),
+        };
+        if rng.chance_ppm(300_000) {
+            mutate(&mut rng, &corpus, &mut input);
+            if input.len() == HELLO_BYTES && rng.chance_ppm(500_000) {
+                // Re-signed by whoever holds one of the tickets.
+                let c = rng.below_or_equal(4) as usize;
+                let tag = {
+                    use std::hash::Hasher;
+                    let key = creds[c].link_secret.0;
+                    let mut h = siphasher::sip::SipHasher24::new_with_keys(
+                        u64::from_le_bytes(key[..8].try_into().unwrap()),
+                        u64::from_le_bytes(key[8..].try_into().unwrap()),
+                    );
+                    h.write(&input[..HELLO_BYTES - 8]);
+                    h.finish()
+                };
+                input[HELLO_BYTES - 8..].copy_from_slice(&tag.to_le_bytes());
+            }
+        }
+        let before = relay.counters().connections_opened;
+        relay.handle_datagram(now, 0, from, &input);
+        if relay.counters().connections_opened > before {
+            opened += 1;
+            let h = read_hello(&input).expect("only a Hello opens");
+            assert!(
+                issued.contains(&(from, h.nonce, h.cookie)),
+                "opened without the relay's cookie for {from}"
+            );
+        }
+        while let Some((to, len)) = relay.poll_transmit(now, &mut buf) {
+            if let Ok(c) = read_cookie(&buf[..len]) {
+                issued.insert((to, c.nonce, c.cookie));
+                if let Some(&t) = asked.get(&c.nonce) {
+                    recent.push_back((to, c.nonce, c.cookie, t));
+                    if recent.len() > 256 {
+                        recent.pop_front();
+                    }
+                }
+            }
+        }
+        if i % 256 == 0 {
+            relay.handle_timeout(now);
+            while relay.poll_event().is_some() {}
+        }
+        assert!(relay.connection_count() <= 4);
+    }
+    let c = *relay.counters();
+    report("relay Hello path", count, Some(opened), started);
+    eprintln!("relay counters: {c:?}");
+    assert!(c.unverified_bytes_out <= c.unverified_bytes_in, "{c:?}");
+    assert!(
+        opened > 100,
+        "the fuzz reached the opening path {opened} times"
+    );
+    assert!(c.rejected[RejectReason::Replayed as usize - 1] > 0, "{c:?}");
+    assert!(
+        c.hellos_limited_by_ticket > 0 && c.hellos_limited_by_address > 0,
+        "{c:?}"
+    );
 }
