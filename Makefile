@@ -13,6 +13,7 @@
 #   make ts-model             the Tiberian Sun-shaped engine model: 200 seeded games in every mode
 #                             and the figures table (docs/ts-integration.md)
 #   make sim-pgo              rungs-sim with profile-guided optimisation (target/pgo/release)
+#   make relay-attack         the relay binary attacked during an honest match (docs/relay.md "Security")
 
 PREFIX  ?= /usr/local
 ROOT    := $(CURDIR)
@@ -102,3 +103,11 @@ sim-suite:
 .PHONY: sim-pgo
 sim-pgo:
 	./scripts/sim-pgo.sh $(TARGET_DIR)
+
+# The relay attacked over loopback while an honest match plays: every attack
+# for 20 s, the table of docs/relay.md "Security" (Linux). Release build; the
+# 2 s short form runs in `make test` (tests/relay_attack_udp.rs).
+.PHONY: relay-attack
+relay-attack:
+	cargo build --release --quiet --bin rungs-relay --bin rungs-relay-attack
+	$(RELEASE)/rungs-relay-attack
