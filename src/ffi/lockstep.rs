@@ -21,8 +21,8 @@ use std::ffi::c_void;
 use std::net::SocketAddr;
 
 use super::args::{
-    in_range, read_grown_config, require, reserved_zero, slice_in, write_optional, write_out,
-    write_to,
+    field_offset, in_range, read_grown_config, require, reserved_zero, slice_in, write_optional,
+    write_out, write_to,
 };
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
 use super::result::rungs_result;
@@ -169,16 +169,6 @@ pub struct rungs_lockstep_config {
     /// `rungs_lockstep_drop_player` (the others still follow a drop once
     /// they lose that player too).
     pub manual_drops: u32,
-}
-
-/// The byte offset of the first field `rungs_lockstep_config` gained after
-/// its relay fields: callers built before it still work.
-fn lockstep_config_first_added() -> usize {
-    let probe = std::mem::MaybeUninit::<rungs_lockstep_config>::uninit();
-    let base = probe.as_ptr();
-    // SAFETY: field addresses of an uninitialised value, never read.
-    let field = unsafe { std::ptr::addr_of!((*base).liveness_timeout_ms) };
-    field as usize - base as usize
 }
 
 /// Longest `liveness_timeout_ms`.
@@ -482,7 +472,8 @@ pub unsafe extern "C" fn rungs_lockstep_new(
         require(out, "out")?;
         // SAFETY: the reader checks NULL and struct_size before reading the
         // rest; all-zero is a valid config (NULL pointers, no callbacks).
-        let config = unsafe { read_grown_config(config, "config", lockstep_config_first_added())? };
+        let since = field_offset!(rungs_lockstep_config, liveness_timeout_ms);
+        let config = unsafe { read_grown_config(config, "config", since)? };
         let bind = if config.bind_address.is_null() {
             SocketAddr::from(([0, 0, 0, 0], 0))
         } else {
