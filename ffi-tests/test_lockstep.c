@@ -146,26 +146,36 @@ static void test_setup_and_misuse(void) {
 
 /* Two players on loopback run `frames` frames; each issues a command every
  * 10 frames; both must execute the same commands on the same frames. */
-static void test_two_player_game(void) {
-    seen_t seen[2];
-    rungs_lockstep *ls[2] = {NULL, NULL};
+/* Two players on 127.0.0.1, each the other's peer; `liveness_ms` and
+ * `manual` as in the config. 0 if either could not be made. */
+static int two_players(seen_t seen[2], rungs_lockstep *ls[2], uint32_t liveness_ms, uint32_t manual) {
     uint16_t port[2];
     char address[32];
-    const uint32_t frames = 120;
-    uint32_t ran[2] = {0, 0};
-    uint64_t start = now_us();
-    int i, k, update_errors = 0, forecasts_in_the_past = 0, unexpected_outcomes = 0;
-    memset(seen, 0, sizeof seen);
+    int i;
+    memset(seen, 0, 2 * sizeof *seen);
     for (i = 0; i < 2; i++) {
         rungs_lockstep_config c = config_for(&seen[i], (uint8_t)i);
+        c.liveness_timeout_ms = liveness_ms;
+        c.manual_drops = manual;
         CHECK_EQ(rungs_lockstep_new(&c, now_us(), &ls[i]), RUNGS_OK);
-        if (!ls[i]) return;
+        if (!ls[i]) return 0;
         rungs_lockstep_local_port(ls[i], &port[i]);
     }
     for (i = 0; i < 2; i++) {
         snprintf(address, sizeof address, "127.0.0.1:%u", (unsigned)port[1 - i]);
         CHECK_EQ(rungs_lockstep_add_peer(ls[i], (uint8_t)(1 - i), address, now_us()), RUNGS_OK);
     }
+    return 1;
+}
+
+static void test_two_player_game(void) {
+    seen_t seen[2];
+    rungs_lockstep *ls[2] = {NULL, NULL};
+    const uint32_t frames = 120;
+    uint32_t ran[2] = {0, 0};
+    uint64_t start = now_us();
+    int i, k, update_errors = 0, forecasts_in_the_past = 0, unexpected_outcomes = 0;
+    if (!two_players(seen, ls, 0, 0)) return;
     /* Real time: count problems in the loop and check them once after, so
      * the number of checks does not depend on how often the loop ran. */
     while ((ran[0] < frames || ran[1] < frames) && now_us() - start < 20000000u) {
@@ -346,24 +356,10 @@ static void test_refused_configs_and_messages(void) {
 static void test_a_vanished_player_is_dropped(int manual) {
     seen_t seen[2];
     rungs_lockstep *ls[2] = {NULL, NULL};
-    uint16_t port[2];
-    char address[32];
     uint32_t ran = 0, waited_at = 0;
     uint64_t start = now_us(), vanished_at = 0;
     int i, dropped_by_engine = 0;
-    memset(seen, 0, sizeof seen);
-    for (i = 0; i < 2; i++) {
-        rungs_lockstep_config c = config_for(&seen[i], (uint8_t)i);
-        c.liveness_timeout_ms = 300;
-        c.manual_drops = (uint32_t)manual;
-        CHECK_EQ(rungs_lockstep_new(&c, now_us(), &ls[i]), RUNGS_OK);
-        if (!ls[i]) return;
-        rungs_lockstep_local_port(ls[i], &port[i]);
-    }
-    for (i = 0; i < 2; i++) {
-        snprintf(address, sizeof address, "127.0.0.1:%u", (unsigned)port[1 - i]);
-        CHECK_EQ(rungs_lockstep_add_peer(ls[i], (uint8_t)(1 - i), address, now_us()), RUNGS_OK);
-    }
+    if (!two_players(seen, ls, 300, (uint32_t)manual)) return;
     while (ran < 90 && now_us() - start < 10000000u) {
         rungs_lockstep_update_result r;
         for (i = 0; i < 2; i++) {

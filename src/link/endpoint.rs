@@ -135,13 +135,29 @@ impl Endpoint {
     /// their links instead of truncating its messages. Set it before adding
     /// peers; 0 is refused.
     pub fn set_epoch(&mut self, epoch: u32) -> Result<()> {
-        if epoch == 0 {
-            return Err(Error::InvalidArgument("a connection epoch must not be 0"));
+        self.check_run_identity(
+            epoch,
+            "a connection epoch must not be 0",
+            "set the epoch before adding peers",
+        )?;
+        self.epoch = epoch;
+        Ok(())
+    }
+
+    /// What an epoch or a nonce must be: not 0, and set before any link
+    /// exists (every link takes this run's at its start).
+    fn check_run_identity(
+        &self,
+        value: u32,
+        if_zero: &'static str,
+        if_late: &'static str,
+    ) -> Result<()> {
+        if value == 0 {
+            return Err(Error::InvalidArgument(if_zero));
         }
         if !self.peers.is_empty() {
-            return Err(Error::State("set the epoch before adding peers"));
+            return Err(Error::State(if_late));
         }
-        self.epoch = epoch;
         Ok(())
     }
 
@@ -155,12 +171,11 @@ impl Endpoint {
     /// program passes; a caller that needs the same bytes on every run (a
     /// simulation) sets its own, different for every run. 0 is refused.
     pub fn set_connection_nonce(&mut self, nonce: u32) -> Result<()> {
-        if nonce == 0 {
-            return Err(Error::InvalidArgument("a connection nonce must not be 0"));
-        }
-        if !self.peers.is_empty() {
-            return Err(Error::State("set the connection nonce before adding peers"));
-        }
+        self.check_run_identity(
+            nonce,
+            "a connection nonce must not be 0",
+            "set the connection nonce before adding peers",
+        )?;
         self.nonce = nonce;
         Ok(())
     }
