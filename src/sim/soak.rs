@@ -319,31 +319,7 @@ impl SoakGame {
             Ok(r) => r,
             Err(e) => return vec![format!("hang: {e}")],
         };
-        let mut out = Vec::new();
-        if report.desyncs > 0 {
-            out.push(format!("{} desyncs", report.desyncs));
-        }
-        if !report.logs_identical {
-            out.push("logs differ".into());
-        }
-        if !report.commands_in_order {
-            out.push("a command doubled or out of order".into());
-        }
-        if report.commands_lost > 0 {
-            out.push(format!("{} commands lost", report.commands_lost));
-        }
-        if report.forged_executed > 0 {
-            out.push(format!("{} forged commands obeyed", report.forged_executed));
-        }
-        if report.unexpected_removals > 0 {
-            out.push(format!(
-                "{} players removed by another",
-                report.unexpected_removals
-            ));
-        }
-        if !report.vanished_dropped {
-            out.push("a vanished player was not dropped".into());
-        }
+        let mut out = report.broken_invariants();
         if report.max_held_bytes > HELD_BYTES_LIMIT {
             out.push(format!("{} bytes held", report.max_held_bytes));
         }
