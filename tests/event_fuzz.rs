@@ -112,18 +112,7 @@ const EVENT: Format = Format {
 
 /// A u16 field near a boundary (frame rates, look-aheads, milliseconds).
 fn u16_field(rng: &mut SplitMix64, input: &mut [u8], _at: usize) -> bool {
-    if input.len() < 2 {
-        return false;
-    }
-    let i = rng.below_or_equal(input.len() as u64 - 2) as usize;
-    let v = match rng.below_or_equal(3) {
-        0 => 0u16,
-        1 => u16::MAX,
-        2 => rng.below_or_equal(300) as u16,
-        _ => rng.next_u64() as u16,
-    };
-    input[i..i + 2].copy_from_slice(&v.to_le_bytes());
-    true
+    common_fuzz::plant_boundary(rng, input, 2, 2)
 }
 
 /// Fuzz one decoder: `decode` either refuses the bytes as malformed or

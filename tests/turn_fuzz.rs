@@ -110,19 +110,8 @@ const TURN: Format = Format {
 
 /// A u32 field near a boundary (frames, tags, counts).
 fn u32_field(rng: &mut SplitMix64, input: &mut [u8], _at: usize) -> bool {
-    let len = input.len();
-    if len <= 12 {
-        return false;
-    }
-    let i = rng.below_or_equal(len as u64 - 4) as usize;
-    let v = match rng.below_or_equal(3) {
-        0 => 0u32,
-        1 => u32::MAX,
-        2 => rng.below_or_equal(300) as u32,
-        _ => rng.next_u64() as u32,
-    };
-    input[i..i + 4].copy_from_slice(&v.to_le_bytes());
-    true
+    // Past the 12-byte header: the fields of the messages.
+    common_fuzz::plant_boundary(rng, input, 4, 13)
 }
 
 fn mutate(rng: &mut SplitMix64, corpus: &[Vec<u8>], input: &mut Vec<u8>) {
