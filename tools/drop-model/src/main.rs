@@ -116,7 +116,7 @@ fn check(model: DropModel, threads: usize) -> bool {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let models = match args.first().map(String::as_str) {
         Some("quick") => table(&[3, 4]),
         Some("full") => table(&[3, 4, 5]),
@@ -137,6 +137,10 @@ fn main() -> ExitCode {
                     "--quitters" => match value() {
                         Some(mask) => model.quitters = mask,
                         None => return usage(),
+                    },
+                    "--threads" => match value() {
+                        Some(n @ 1..=256) => threads = n as usize,
+                        _ => return usage(),
                     },
                     "--lossy" => model.lossy = true,
                     "--late" => model.late_turns = true,
