@@ -109,10 +109,12 @@ impl Game {
                         seed ^ u64::from(seat) << 40,
                     ),
                 );
+                let mut session = LockstepSession::new(&config, 0).unwrap();
+                session.submit_initial_checksum(0).unwrap();
                 Machine {
                     seat,
                     address: SocketAddr::from(([10, 0, 1, seat], 9000)),
-                    session: LockstepSession::new(&config, 0).unwrap(),
+                    session,
                     frames: Vec::new(),
                     commands: Vec::new(),
                     events: Vec::new(),
@@ -186,7 +188,7 @@ impl Game {
                 if m.corrupt_at == Some(frame) {
                     m.state ^= 1;
                 }
-                if frame % CHECKSUM_INTERVAL == 0 {
+                if m.session.is_checksum_frame(frame) {
                     m.session.submit_checksum(frame, m.state).unwrap();
                 }
             }

@@ -119,6 +119,7 @@ impl Game {
     /// Start (or restart) a client process for `seat` with `have_horizon`.
     fn join(&mut self, seat: u8, have_horizon: u32) {
         let now = self.now;
+        let checksums = self.setup.checksum_interval > 0;
         let p = self.player(seat);
         p.generation += 1;
         p.address = player_addr(seat, p.generation);
@@ -130,7 +131,11 @@ impl Game {
                 u64::from(seat) << 32 | u64::from(p.generation),
             )
         };
-        p.client = Some(RelayClient::new(config, now).unwrap());
+        let mut client = RelayClient::new(config, now).unwrap();
+        if have_horizon == 0 && checksums {
+            client.report_checksum(0, 0); // the initial state
+        }
+        p.client = Some(client);
         p.executed.clear();
         p.state = 0;
     }
@@ -234,8 +239,9 @@ impl Game {
                     h ^= 1;
                 }
                 p.state = h;
-                if interval > 0 && turn.tick % interval == 0 {
-                    c.report_checksum(turn.tick, p.state);
+                // The state before the next tick (S10's checksum label).
+                if interval > 0 && (turn.tick + 1) % interval == 0 {
+                    c.report_checksum(turn.tick + 1, p.state);
                 }
                 // S3's report on its ticks: the relay's policy reads them.
                 if rungs::report::is_report_frame(turn.tick) {
@@ -334,7 +340,7 @@ impl Game {
                     let expected = by_tick.get(&(turn.tick, seat as u8));
                     match (s, expected) {
                         (SeatTurn::Order(o), Some((EntryKind::Order, e))) => assert_eq!(o, e),
-                        (SeatTurn::Quit, Some((EntryKind::Quit, _))) => {}
+                        (SeatTurn::Quit(o), Some((EntryKind::Quit, e))) => assert_eq!(o, e),
                         (SeatTurn::Dropped, Some((EntryKind::Dropped, _))) => {}
                         (SeatTurn::Null | SeatTurn::Ai | SeatTurn::Gone, None) => {}
                         other => {
@@ -361,7 +367,9 @@ fn seat_hash(s: &SeatTurn) -> u64 {
     match s {
         SeatTurn::Ai => 1,
         SeatTurn::Null => 2,
-        SeatTurn::Quit => 3,
+        SeatTurn::Quit(o) => o
+            .iter()
+            .fold(3u64, |h, b| h.wrapping_mul(31) ^ u64::from(*b)),
         SeatTurn::Dropped => 4,
         SeatTurn::Gone => 5,
         SeatTurn::Order(o) => o
@@ -542,8 +550,10 @@ fn confirmations_lost_in_an_outage_cause_no_resend_or_double() {
 
 /// A scripted client speaking the protocol by hand, to send what a correct
 /// client never would: the same sequences twice, a gap in the sequence.
+/// Resends are ignored and counted; a sequence above the highest judged is
+/// judged on its own (S10), and the one it skipped is then a resend.
 #[test]
-fn duplicate_and_out_of_order_submissions_are_ignored_and_counted() {
+fn resends_are_ignored_and_a_skipped_sequence_blocks_nothing() {
     use rungs::link::{Link, LinkConfig, LinkIdentity};
     use rungs::relay::RELAY_LINK_SEAT;
     use rungs::wire::packet::SessionKey;
@@ -603,15 +613,18 @@ fn duplicate_and_out_of_order_submissions_are_ignored_and_counted() {
         while link.recv().is_some() {}
     }
     let s = relay.sequencer(MATCH).unwrap();
-    assert_eq!(s.counters().orders_accepted, 4, "1, 2, 3 and 4");
-    assert_eq!(s.counters().duplicate_submissions, 3);
-    assert_eq!(s.counters().out_of_order_submissions, 1, "5 before 4");
+    assert_eq!(s.counters().orders_accepted, 4, "1, 2, 3 and 5");
+    assert_eq!(
+        s.counters().duplicate_submissions,
+        4,
+        "2, 3, 1, and 4 once 5 was judged"
+    );
     let payloads: Vec<u8> = s.log().iter().map(|e| e.payload[0]).collect();
-    assert_eq!(payloads, vec![1, 2, 3, 4]);
+    assert_eq!(payloads, vec![1, 2, 3, 5]);
 }
 
 #[test]
-fn a_restarted_client_resumes_from_zero_and_reloads() {
+fn a_restarted_client_starts_from_zero_and_one_beyond_the_log_hears_log_lost() {
     let mut g = Game::new(5, lan(), setup(2, 0b11));
     g.join(0, 0);
     g.join(1, 0);
@@ -630,16 +643,17 @@ fn a_restarted_client_resumes_from_zero_and_reloads() {
         Some(ClientEvent::Welcomed { welcome, .. }) if welcome.resume_from_tick == 0
             && welcome.highest_accepted_sequence == 4
     ));
-    // A process that kept its state but asks for more than the relay has
-    // is told to reload.
+    // A process that holds more than the relay ever had (the relay lost
+    // its log, or this is another match's state) is refused for good, with
+    // its own reason: nothing to resume from.
     g.crash(1);
     g.join(1, 1_000_000);
     g.run_until(6_000 * MS);
     assert!(g
         .player(1)
         .events
-        .iter()
-        .any(|e| matches!(e, ClientEvent::Welcomed { reload: true, .. })));
+        .contains(&ClientEvent::Rejected(RejectReason::LogLost)));
+    assert!(g.player(1).client.as_ref().unwrap().is_closed());
     assert_eq!(g.log().iter().filter(|e| e.1 == 1).count(), 7);
     g.check_invariants();
 }
@@ -756,7 +770,7 @@ fn quit_is_sequenced_then_the_match_is_over() {
         let at = p
             .executed
             .iter()
-            .position(|t| t.seats[2] == SeatTurn::Quit)
+            .position(|t| matches!(t.seats[2], SeatTurn::Quit(_)))
             .expect("quit executed");
         assert_eq!(p.executed[at].tick, quit_tick);
         assert!(p.executed[at + 1..]

@@ -212,12 +212,14 @@ pub struct rungs_lockstep_stats {
 
 /// The session, its socket and the engine's callbacks.
 pub struct LockstepObject {
-    driver: LockstepDriver,
-    callbacks: rungs_lockstep_callbacks,
+    pub(super) driver: LockstepDriver,
+    pub(super) callbacks: rungs_lockstep_callbacks,
+    /// The relay topology's own callbacks (`rungs_lockstep_set_relay_callbacks`).
+    pub(super) relay_callbacks: Option<super::relay::rungs_relay_callbacks>,
 }
 
 /// An opaque lockstep game, made by `rungs_lockstep_new`.
-pub struct rungs_lockstep(Guarded<LockstepObject>);
+pub struct rungs_lockstep(pub(super) Guarded<LockstepObject>);
 
 impl Handle for rungs_lockstep {
     type State = LockstepObject;
@@ -227,7 +229,18 @@ impl Handle for rungs_lockstep {
 }
 
 impl LockstepObject {
-    fn session(&mut self) -> &mut LockstepSession {
+    pub(super) fn new(
+        driver: LockstepDriver,
+        callbacks: rungs_lockstep_callbacks,
+    ) -> LockstepObject {
+        LockstepObject {
+            driver,
+            callbacks,
+            relay_callbacks: None,
+        }
+    }
+
+    pub(super) fn session(&mut self) -> &mut LockstepSession {
         self.driver.session_mut()
     }
 
@@ -273,6 +286,9 @@ impl LockstepObject {
                             f(cb.user, seat, RUNGS_LINK_EVENT_RESTARTED);
                         }
                     }
+                    SessionEvent::CommandRefused { id, reason } => {
+                        super::relay::deliver_refusal(self.relay_callbacks.as_ref(), id, reason);
+                    }
                 }
             }
         }
@@ -284,7 +300,7 @@ impl LockstepObject {
 ///
 /// # Safety
 /// `ls` is NULL or a live game from `rungs_lockstep_new`.
-unsafe fn lockstep_call(
+pub(super) unsafe fn lockstep_call(
     function: &'static str,
     ls: *const rungs_lockstep,
     f: impl FnOnce(&mut LockstepObject) -> Result<()>,
@@ -295,7 +311,7 @@ unsafe fn lockstep_call(
 
 /// # Safety
 /// `c.link_keys` is NULL or points to `c.link_key_count` readable entries.
-unsafe fn lockstep_config(c: &rungs_lockstep_config) -> Result<LockstepConfig> {
+pub(super) unsafe fn lockstep_config(c: &rungs_lockstep_config) -> Result<LockstepConfig> {
     let policy = timing_policy(c.policy, "config->policy")?;
     let topology = match c.topology {
         RUNGS_TOPOLOGY_PEER_TO_PEER => Topology::PeerToPeer,
@@ -446,10 +462,7 @@ pub unsafe extern "C" fn rungs_lockstep_new(
         unsafe {
             hand_out(
                 out,
-                rungs_lockstep(Guarded::new(LockstepObject {
-                    driver,
-                    callbacks: config.callbacks,
-                })),
+                rungs_lockstep(Guarded::new(LockstepObject::new(driver, config.callbacks))),
             )
         }
     })
@@ -676,6 +689,9 @@ pub unsafe extern "C" fn rungs_lockstep_update(
                     );
                 }
             })?;
+            if matches!(wake.advance, Advance::Ran { .. }) {
+                super::relay::deliver_ephemeral(o.relay_callbacks.as_ref(), o.driver.session());
+            }
             o.deliver_events();
             let outcome = match wake.advance {
                 Advance::Ran { .. } => RUNGS_LOCKSTEP_RAN,

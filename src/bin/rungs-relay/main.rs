@@ -489,6 +489,9 @@ impl Logger {
                 MatchEvent::Over { final_tick, reason } => {
                     format!("match {match_id} over at tick {final_tick}: {reason:?}")
                 }
+                // Counted, and told to the client; a client that floods
+                // must not flood the log.
+                MatchEvent::OrderRefused { .. } => return,
             },
         };
         log(&line);
