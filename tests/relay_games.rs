@@ -15,8 +15,8 @@ use std::net::SocketAddr;
 use rungs::relay::sequencer::MatchEvent;
 use rungs::relay::ticket::{issue, Credentials, LobbySecret, TicketFields};
 use rungs::relay::{
-    ClientConfig, ClientEvent, MatchSetup, Relay, RelayClient, RelayConfig, RelayEvent, SeatTurn,
-    Turn,
+    ClientConfig, ClientEvent, DurableRecord, MatchSetup, MatchState, Relay, RelayClient,
+    RelayConfig, RelayEvent, SeatTurn, Turn,
 };
 use rungs::sim::{Conditions, NetSim, Outage, SplitMix64};
 use rungs::wire::relay::{EntryKind, MatchOverReason, RejectReason};
@@ -79,6 +79,9 @@ struct Game {
     /// they died with the process.
     lost_with_process: Vec<Vec<u8>>,
     setup: MatchSetup,
+    /// With persistence on: the relay's durable records so far (written
+    /// before anything it sends, as `rungs-relay --state` does).
+    journal: Option<Vec<DurableRecord>>,
 }
 
 impl Game {
@@ -109,7 +112,45 @@ impl Game {
             relay_events: Vec::new(),
             lost_with_process: Vec::new(),
             setup,
+            journal: None,
         }
+    }
+
+    /// The same game with a relay that keeps its durable records.
+    fn persistent(seed: u64, conditions: Conditions, setup: MatchSetup) -> Game {
+        let mut config = RelayConfig::new(secret());
+        config.persistent = true;
+        let mut g = Game::new(seed, conditions, setup);
+        g.relay = Relay::new(config).unwrap();
+        g.relay.add_match(setup, 0).unwrap();
+        g.journal = Some(Vec::new());
+        g.take_records();
+        g
+    }
+
+    fn take_records(&mut self) {
+        if let Some(journal) = self.journal.as_mut() {
+            while let Some((_, record)) = self.relay.poll_durable() {
+                journal.push(record);
+            }
+        }
+    }
+
+    /// Kill the relay and start a new one from the first `keep` records of
+    /// its journal (all of them: a crash; fewer: a power loss that took the
+    /// unsynced tail).
+    fn restart_relay(&mut self, keep: usize) {
+        let journal = self.journal.as_mut().expect("a persistent game");
+        journal.truncate(keep);
+        let mut state = MatchState::from_created(&journal[0]).unwrap();
+        for record in journal.iter() {
+            state.apply(record);
+        }
+        let mut config = RelayConfig::new(secret());
+        config.persistent = true;
+        self.relay = Relay::new(config).unwrap();
+        self.relay.restore_match(&state, self.now).unwrap();
+        self.take_records();
     }
 
     fn player(&mut self, seat: u8) -> &mut Player {
@@ -257,6 +298,7 @@ impl Game {
                 p.executed.push(turn);
             }
         }
+        self.take_records();
         let mut buf = [0u8; 1500];
         while let Some((to, len)) = self.relay.poll_transmit(now, &mut buf) {
             self.net.send(now, relay_addr(), to, &buf[..len]);
@@ -1062,5 +1104,174 @@ fn a_client_behind_a_new_nat_mapping_keeps_its_connection() {
     let p = g.player(1);
     assert!(!p.events.contains(&ClientEvent::ConnectionLost));
     assert_eq!(g.log().iter().filter(|e| e.1 == 1).count(), 3);
+    g.check_invariants();
+}
+
+#[test]
+fn a_relay_restored_from_its_records_resumes_every_client_without_loss() {
+    // Three players on a lossy path; the relay dies at 4 s (everything it
+    // recorded kept, as with SIGKILL and a write before every send) and a
+    // new one starts from the records at 4.5 s. Orders keep coming the
+    // whole time: those sent to the dead relay are resent after the new
+    // Welcome.
+    let conditions = Conditions {
+        loss_ppm: 20_000,
+        ..lan()
+    };
+    let mut g = Game::persistent(31, conditions, setup(3, 0b111));
+    for s in 0..3 {
+        g.join(s, 0);
+    }
+    for at in (1..12).map(|s| s * 500) {
+        g.run_until(at * MS);
+        for s in 0..3 {
+            g.submit(s, 2);
+        }
+        if at == 4_000 {
+            let old = g.relay.sequencer(MATCH).unwrap();
+            let (broadcast, clock) = (old.horizon(), old.match_clock_us(g.now));
+            let keep = g.journal.as_ref().unwrap().len();
+            g.restart_relay(keep);
+            let restored = g.relay.sequencer(MATCH).unwrap();
+            assert!(restored.horizon() >= broadcast, "no broadcast tick reused");
+            assert_eq!(restored.match_clock_us(g.now), clock, "the same clock");
+            g.run_until(4_500 * MS);
+        }
+    }
+    g.run_until(20_000 * MS);
+    g.check_invariants();
+    for p in &g.players {
+        assert!(p.executed.len() > 400, "seat {} kept playing", p.seat);
+        let welcomes: Vec<bool> = p
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                ClientEvent::Welcomed { reload, .. } => Some(*reload),
+                _ => None,
+            })
+            .collect();
+        assert!(welcomes.len() >= 2, "seat {}: {welcomes:?}", p.seat);
+        assert!(!welcomes.contains(&true), "resumed, not reloaded");
+        assert!(p.submitted.len() >= 22);
+    }
+}
+
+#[test]
+fn a_relay_that_lost_its_journal_s_tail_makes_clients_beyond_it_reload() {
+    // A power loss took the records after the first second: the clients
+    // ran ticks the new relay never had. They reload from tick 0 and run
+    // the relay's log again; everyone agrees with it afterwards.
+    let mut g = Game::persistent(32, lan(), setup(2, 0b11));
+    g.join(0, 0);
+    g.join(1, 0);
+    g.run_until(1_000 * MS);
+    g.submit(0, 3);
+    let keep = g.journal.as_ref().unwrap().len();
+    g.run_until(3_000 * MS);
+    g.submit(1, 3);
+    g.run_until(3_500 * MS);
+    g.restart_relay(keep);
+    g.run_until(12_000 * MS);
+    for p in &g.players {
+        assert!(
+            p.events
+                .iter()
+                .any(|e| matches!(e, ClientEvent::Welcomed { reload: true, .. })),
+            "seat {} reloaded",
+            p.seat
+        );
+    }
+    // The orders the relay confirmed before the lost tail may be gone with
+    // it; the turns everyone ran since the reload are the relay's log.
+    for p in &mut g.players {
+        p.submitted.clear();
+    }
+    g.check_invariants();
+    assert_eq!(g.players[0].executed, g.players[1].executed);
+}
+
+#[test]
+fn refusals_reach_the_client_which_drops_the_order_and_goes_on() {
+    // A queue of 8 ticks: a burst of 20 orders gets 8 accepted and 12
+    // refused; the client hears each refusal by its id, and the orders it
+    // sends afterwards run.
+    let mut g = Game::new(
+        33,
+        lan(),
+        MatchSetup {
+            max_queued_ticks: 8,
+            ..setup(2, 0b11)
+        },
+    );
+    g.join(0, 0);
+    g.join(1, 0);
+    g.run_until(1_000 * MS);
+    let mut ids = Vec::new();
+    for n in 0..20u8 {
+        let p = g.player(0);
+        let order = vec![0, 0xEE, n];
+        ids.push(p.client.as_mut().unwrap().submit_order(&order).unwrap());
+        if n < 8 {
+            p.submitted.push(order); // the refused ones never run
+        }
+    }
+    g.run_until(2_000 * MS);
+    let refused: Vec<u64> = g
+        .player(0)
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            ClientEvent::OrderRefused { id, reason, .. } => {
+                assert_eq!(*reason, rungs::wire::relay::RefusalReason::QueueFull);
+                Some(*id)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(refused.len(), 12, "{refused:?}");
+    assert_eq!(refused, ids[8..].to_vec(), "the last twelve");
+    assert_eq!(g.player(0).client.as_ref().unwrap().unconfirmed(), 0);
+    g.submit(0, 3);
+    g.run_until(3_000 * MS);
+    g.check_invariants();
+    let burst = g.log().iter().filter(|e| e.3.get(1) == Some(&0xEE)).count();
+    assert_eq!(burst, 8);
+}
+
+#[test]
+fn ephemeral_orders_reach_live_clients_with_their_tick_and_never_a_catching_up_one() {
+    let mut g = Game::new(34, lan(), setup(3, 0b111));
+    for s in 0..3 {
+        g.join(s, 0);
+    }
+    g.run_until(1_000 * MS);
+    // Seat 2's process dies before the ephemeral orders and a new one
+    // catches up from tick 0 after them: a catch-up carries none.
+    g.crash(2);
+    for _ in 0..5 {
+        g.player(0)
+            .client
+            .as_mut()
+            .unwrap()
+            .submit_ephemeral(b"voice")
+            .unwrap();
+        g.run_until(g.now + 100 * MS);
+    }
+    g.run_until(2_000 * MS);
+    g.join(2, 0);
+    g.run_until(4_000 * MS);
+    let heard = |seat: u8, g: &mut Game| -> Vec<u32> {
+        g.player(seat)
+            .executed
+            .iter()
+            .filter(|t| t.ephemeral.iter().any(|(s, o)| *s == 0 && o == b"voice"))
+            .map(|t| t.tick)
+            .collect()
+    };
+    let sender = heard(0, &mut g);
+    assert_eq!(sender.len(), 5, "{sender:?}");
+    assert_eq!(heard(1, &mut g), sender, "same ticks on every live client");
+    assert!(heard(2, &mut g).is_empty(), "caught up: none");
+    assert!(g.log().is_empty(), "not in the turn log");
     g.check_invariants();
 }

@@ -377,6 +377,9 @@ struct Seat {
     /// Ephemeral orders waiting to go out on its connection.
     ephemeral_out: VecDeque<EphemeralOut>,
     over_sent: bool,
+    /// It connected since the match was restored (its horizon then came
+    /// from this relay's log).
+    connected_since_restore: bool,
 }
 
 impl Seat {
@@ -401,6 +404,7 @@ impl Seat {
             ephemeral_pending: 0,
             ephemeral_out: VecDeque::new(),
             over_sent: false,
+            connected_since_restore: false,
         }
     }
 
@@ -444,10 +448,11 @@ pub struct Sequencer {
     /// With persistence on: the records not yet taken, and the lease.
     durable: Option<VecDeque<DurableRecord>>,
     lease: u32,
-    /// Restored from its records after a relay restart: a client beyond
-    /// the horizon lost the log's tail with the relay (reload), rather than
-    /// holding a game this relay never had (`LogLost`).
-    restored: bool,
+    /// Restored from its records after a relay restart: the last tick the
+    /// records cover. A client beyond it ran ticks whose records were lost
+    /// (a power loss beyond the sync interval): it reloads, rather than
+    /// being told it holds a game this relay never had (`LogLost`).
+    restored_end: Option<u32>,
     /// No reconnect grace counts from before this (the restore: seats get a
     /// whole grace to come back to a relay that was down).
     grace_floor_us: u64,
@@ -498,7 +503,7 @@ impl Sequencer {
             ephemeral: Vec::new(),
             durable: None,
             lease: 0,
-            restored: false,
+            restored_end: None,
             grace_floor_us: 0,
         })
     }
@@ -566,7 +571,7 @@ impl Sequencer {
     pub fn restore(state: &MatchState, now_us: u64, durable: bool) -> Result<Sequencer> {
         let mut s = Sequencer::new(state.setup, now_us)?;
         s.created_us = state.created_us;
-        s.restored = true;
+        s.restored_end = Some(state.end_tick());
         s.grace_floor_us = now_us;
         for change in &state.clock {
             if s.plan.announce(*change) {
@@ -731,7 +736,7 @@ impl Sequencer {
 
     /// Whether the match was restored from its records after a restart.
     pub fn is_restored(&self) -> bool {
-        self.restored
+        self.restored_end.is_some()
     }
 
     /// The next event for the log.
@@ -789,9 +794,10 @@ impl Sequencer {
     /// replacing any connection the seat has, or say why not. The new
     /// connection's bundles resume from `have_horizon` when it is at most
     /// the horizon. A client beyond the horizon holds ticks this match does
-    /// not: refused with `LogLost` — unless the match was restored after a
-    /// relay restart, whose log lost only a tail (a power loss beyond the
-    /// sync interval): then it resumes from 0 and reloads.
+    /// not: refused with `LogLost`. In a match restored after a relay
+    /// restart, a client beyond the end of the records ran ticks whose
+    /// records were lost (a power loss beyond the sync interval): it
+    /// resumes from 0 and reloads, so it runs what the relay holds.
     pub fn connect(
         &mut self,
         seat: u8,
@@ -802,7 +808,7 @@ impl Sequencer {
             return Err(RejectReason::MatchOver);
         }
         let horizon = self.horizon;
-        let restored = self.restored;
+        let restored_end = self.restored_end;
         let Some(s) = self.seats.get_mut(usize::from(seat)) else {
             return Err(RejectReason::BadTicket);
         };
@@ -812,11 +818,16 @@ impl Sequencer {
         if s.departure != Departure::Present {
             return Err(RejectReason::SeatLeft);
         }
+        // Beyond the records, in its first Hello since the restore: it ran
+        // ticks of the lost tail.
+        let lost_tail =
+            restored_end.is_some_and(|end| have_horizon > end) && !s.connected_since_restore;
         let resume = match have_horizon {
+            _ if lost_tail => 0,
             h if h <= horizon => h,
-            _ if restored => 0,
             _ => return Err(RejectReason::LogLost),
         };
+        s.connected_since_restore = true;
         s.said_hello = true;
         s.stream = Some(Stream::at(resume));
         s.disconnected_since_us = None;
@@ -1962,10 +1973,14 @@ mod tests {
         let mut restored = Sequencer::restore(&state, 10 * MS, false).unwrap();
         assert_eq!(restored.connect(0, 100, 10 * MS), Ok(100));
         assert_eq!(
-            restored.connect(1, 500, 10 * MS),
+            restored.connect(1, 101, 10 * MS),
             Ok(0),
-            "its tail was lost with the relay: reload"
+            "it ran ticks the records lost: reload"
         );
+        // Later, a horizon beyond the records came from this relay.
+        restored.handle_timeout(10_000 * MS);
+        assert!(restored.horizon() > 200);
+        assert_eq!(restored.connect(0, 200, 10_000 * MS), Ok(200));
     }
 
     #[test]
