@@ -1208,6 +1208,10 @@ typedef struct rungs_relay_host_config {
      */
     uint8_t reserved;
     /**
+     * The match's id (the tickets name it).
+     */
+    uint64_t match_id;
+    /**
      * Bit `i` set: seat `i` is a human player (with a machine).
      */
     uint32_t human_seat_mask;
@@ -1228,9 +1232,9 @@ typedef struct rungs_relay_host_config {
      */
     uint32_t grace_seconds;
     /**
-     * The match's id (the tickets name it).
+     * Must be 0.
      */
-    uint64_t match_id;
+    uint32_t reserved2;
     /**
      * Where the relay listens, `"ip:port"`; NULL for `"0.0.0.0:0"` (every
      * interface, a port the OS picks: `rungs_relay_host_port`).
@@ -1243,7 +1247,7 @@ typedef struct rungs_relay_host_config {
 } rungs_relay_host_config;
 
 /**
- * What `rungs_relay_host_status` reports.
+ * What `rungs_relay_host_get_status` reports.
  */
 typedef struct rungs_relay_host_status {
     /**
@@ -2825,7 +2829,7 @@ rungs_result RUNGS_CALL rungs_lockstep_replay_new(const struct rungs_lockstep_co
  * RUNGS_ERR_INVALID_ARGUMENT if config->struct_size is too small,
  * seat_count/human_seat_mask do not make a match with a human seat, policy
  * is not a RUNGS_POLICY_*, ai_order_delay is over 8, checksum_interval is
- * over 65535, reserved is not 0, or listen_address does not parse;
+ * over 65535, reserved or reserved2 is not 0, or listen_address does not parse;
  * RUNGS_ERR_IO if the socket cannot be bound; RUNGS_ERR_PANIC.
  */
 RUNGS_API
@@ -2901,8 +2905,8 @@ rungs_result RUNGS_CALL rungs_relay_host_credentials(struct rungs_relay_host *ho
  * RUNGS_ERR_PANIC.
  */
 RUNGS_API
-rungs_result RUNGS_CALL rungs_relay_host_status(struct rungs_relay_host *host,
-                                     struct rungs_relay_host_status *out);
+rungs_result RUNGS_CALL rungs_relay_host_get_status(struct rungs_relay_host *host,
+                                         struct rungs_relay_host_status *out);
 
 /**
  * End the hosted match now: every player hears it is over (their

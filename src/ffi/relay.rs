@@ -542,6 +542,8 @@ pub struct rungs_relay_host_config {
     pub ai_order_delay: u8,
     /// Must be 0.
     pub reserved: u8,
+    /// The match's id (the tickets name it).
+    pub match_id: u64,
     /// Bit `i` set: seat `i` is a human player (with a machine).
     pub human_seat_mask: u32,
     /// Frames per 1000 s; 0: 30000 (30 frames a second).
@@ -552,8 +554,8 @@ pub struct rungs_relay_host_config {
     pub load_wait_seconds: u32,
     /// Drop a player whose link is lost this long; 0: 60 s.
     pub grace_seconds: u32,
-    /// The match's id (the tickets name it).
-    pub match_id: u64,
+    /// Must be 0.
+    pub reserved2: u32,
     /// Where the relay listens, `"ip:port"`; NULL for `"0.0.0.0:0"` (every
     /// interface, a port the OS picks: `rungs_relay_host_port`).
     pub listen_address: *const libc::c_char,
@@ -561,7 +563,7 @@ pub struct rungs_relay_host_config {
     pub lobby_secret: [u8; 16],
 }
 
-/// What `rungs_relay_host_status` reports.
+/// What `rungs_relay_host_get_status` reports.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct rungs_relay_host_status {
@@ -617,7 +619,7 @@ impl Handle for rungs_relay_host {
 /// RUNGS_ERR_INVALID_ARGUMENT if config->struct_size is too small,
 /// seat_count/human_seat_mask do not make a match with a human seat, policy
 /// is not a RUNGS_POLICY_*, ai_order_delay is over 8, checksum_interval is
-/// over 65535, reserved is not 0, or listen_address does not parse;
+/// over 65535, reserved or reserved2 is not 0, or listen_address does not parse;
 /// RUNGS_ERR_IO if the socket cannot be bound; RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_relay_host_new(
@@ -629,6 +631,12 @@ pub unsafe extern "C" fn rungs_relay_host_new(
         // SAFETY: read_config checks NULL and struct_size before the rest.
         let c = unsafe { read_config(config, "config")? };
         reserved_zero(c.reserved, "config->reserved")?;
+        if c.reserved2 != 0 {
+            return Err(Error::InvalidValue(format!(
+                "config->reserved2 is {}; expected 0",
+                c.reserved2
+            )));
+        }
         let humans = human_seats(c.seat_count, c.human_seat_mask)?;
         let human_mask = humans
             .iter()
@@ -783,12 +791,12 @@ pub unsafe extern "C" fn rungs_relay_host_credentials(
 /// thread stopped on a panic; RUNGS_ERR_POISONED, RUNGS_ERR_BUSY,
 /// RUNGS_ERR_PANIC.
 #[no_mangle]
-pub unsafe extern "C" fn rungs_relay_host_status(
+pub unsafe extern "C" fn rungs_relay_host_get_status(
     host: *mut rungs_relay_host,
     out: *mut rungs_relay_host_status,
 ) -> rungs_result {
     unsafe {
-        object_call("rungs_relay_host_status", host, |h| {
+        object_call("rungs_relay_host_get_status", host, |h| {
             require(out, "out")?;
             let s = h.status()?;
             let mut presence = [0u8; 16];
