@@ -543,7 +543,7 @@
  * The ABI version of this header. It changes only when an existing
  * declaration changes incompatibly; additions keep it.
  */
-#define RUNGS_ABI_VERSION 2
+#define RUNGS_ABI_VERSION 3
 
 /**
  * Synchronisation to a reference clock (the relay or the master, S9):

@@ -6,8 +6,10 @@
 //!
 //! The soak (`soak_many_seeded_games`) plays `RUNGS_RELAY_SOAK_GAMES` games
 //! (default 6) with loss, reordering, duplication, outages, client crashes
-//! and restarts; run it with `RUNGS_RELAY_SOAK_GAMES=500 cargo test --release
-//! --test relay_games soak -- --nocapture` for the full soak.
+//! and restarts, short queues that refuse bursts, and relays killed and
+//! restarted from their journal; run it with `RUNGS_RELAY_SOAK_GAMES=500
+//! cargo test --release --test relay_games soak -- --nocapture` for the full
+//! soak.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -67,6 +69,10 @@ struct Player {
     /// While the process is frozen (not scheduled): the datagrams its
     /// socket buffered, handed over when it runs again.
     frozen: Option<Vec<(SocketAddr, Vec<u8>)>>,
+    /// The current process's orders by the id its client gave them.
+    ids: HashMap<u64, Vec<u8>>,
+    /// Orders the relay refused (told to the client: they never run).
+    refused: Vec<Vec<u8>>,
 }
 
 struct Game {
@@ -102,6 +108,8 @@ impl Game {
                 submitted: Vec::new(),
                 next_order: 0,
                 frozen: None,
+                ids: HashMap::new(),
+                refused: Vec::new(),
             })
             .collect();
         Game {
@@ -177,6 +185,7 @@ impl Game {
             client.report_checksum(0, 0); // the initial state
         }
         p.client = Some(client);
+        p.ids.clear();
         p.executed.clear();
         p.state = 0;
     }
@@ -227,7 +236,8 @@ impl Game {
             .concat();
             p.next_order += 1;
             if let Some(c) = p.client.as_mut() {
-                if c.submit_order(&order).is_ok() {
+                if let Ok(id) = c.submit_order(&order) {
+                    p.ids.insert(id, order.clone());
                     p.submitted.push(order);
                 }
             }
@@ -268,6 +278,13 @@ impl Game {
                 if let ClientEvent::Welcomed { reload: true, .. } = e {
                     p.executed.clear();
                     p.state = 0;
+                }
+                if let ClientEvent::OrderRefused { id, .. } = e {
+                    // It never runs: not one of the orders that must.
+                    if let Some(order) = p.ids.remove(&id) {
+                        p.submitted.retain(|o| *o != order);
+                        p.refused.push(order);
+                    }
                 }
                 p.events.push(e);
             }
@@ -345,6 +362,11 @@ impl Game {
         }
         for (order, n) in &counts {
             assert_eq!(*n, 1, "order {order:?} sequenced {n} times");
+        }
+        for p in &self.players {
+            for order in &p.refused {
+                assert!(!counts.contains_key(order), "refused order {order:?} ran");
+            }
         }
         for p in &self.players {
             for order in &p.submitted {
@@ -943,7 +965,7 @@ fn bad_input_costs_a_validation_and_is_counted() {
 
 /// One seeded game with loss, reordering, duplication, an outage, a crash
 /// and restart: returns (orders sequenced, desyncs seen).
-fn soak_game(seed: u64) -> (usize, usize, u64) {
+fn soak_game(seed: u64) -> (usize, usize, u64, usize, u64) {
     let mut rng = SplitMix64::new(seed);
     let conditions = Conditions {
         delay_us: (5 + rng.below_or_equal(60)) * MS,
@@ -957,13 +979,22 @@ fn soak_game(seed: u64) -> (usize, usize, u64) {
     let humans = (1u16 << seats) - 1 - if seats > 3 { 1 << (seats - 1) } else { 0 };
     let mut setup = setup(seats, humans);
     setup.bundle_interval = 1 + rng.below_or_equal(2) as u8;
+    // Sometimes a short queue, so bursts are refused (and must block nothing).
+    if rng.chance_ppm(300_000) {
+        setup.max_queued_ticks = 2 + rng.below_or_equal(6) as u32;
+    }
     // The fixed interval, or a policy changing it as the reports come.
     setup.timing_policy = match rng.below_or_equal(2) {
         0 => None,
         1 => Some(rungs::timing::PolicyKind::Adaptive),
         _ => Some(rungs::timing::PolicyKind::Tracking),
     };
-    let mut g = Game::new(seed, conditions, setup);
+    let mut g = Game::persistent(seed, conditions, setup);
+    // Sometimes the relay dies and a new one starts from its journal.
+    let restart_at = rng
+        .chance_ppm(400_000)
+        .then(|| 1_000 + rng.below_or_equal(5_000));
+    let mut restarted = false;
     let human_seats: Vec<u8> = g.players.iter().map(|p| p.seat).collect();
     for &s in &human_seats {
         g.join(s, 0);
@@ -1003,6 +1034,11 @@ fn soak_game(seed: u64) -> (usize, usize, u64) {
             rejoined = true;
             g.join(crash_seat, 0);
         }
+        if restart_at.is_some_and(|at| t >= at) && !restarted {
+            restarted = true;
+            let keep = g.journal.as_ref().map_or(0, Vec::len);
+            g.restart_relay(keep);
+        }
     }
     // Stop submitting; let everything settle.
     g.run_until(16_000 * MS);
@@ -1020,7 +1056,14 @@ fn soak_game(seed: u64) -> (usize, usize, u64) {
         assert!(desyncs.is_empty(), "seed {seed}: false desync {desyncs:?}");
     }
     let changes = g.relay.sequencer(MATCH).unwrap().counters().timing_changes;
-    (g.log().len(), desyncs.len(), changes)
+    let refused: usize = g.players.iter().map(|p| p.refused.len()).sum();
+    (
+        g.log().len(),
+        desyncs.len(),
+        changes,
+        refused,
+        u64::from(restarted),
+    )
 }
 
 #[test]
@@ -1029,16 +1072,16 @@ fn soak_many_seeded_games() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(6);
-    let mut orders = 0;
-    let mut desyncs = 0;
-    let mut changes = 0;
+    let (mut orders, mut desyncs, mut changes, mut refused, mut restarts) = (0, 0, 0, 0, 0);
     for seed in 0..games {
-        let (o, d, c) = soak_game(0x50A4_0000 + seed);
+        let (o, d, c, r, x) = soak_game(0x50A4_0000 + seed);
         orders += o;
         desyncs += d;
         changes += c;
+        refused += r;
+        restarts += x;
     }
-    eprintln!("soak: {games} games, {orders} log entries, {desyncs} desync notices (all injected), {changes} timing changes announced, 0 lost, 0 doubled");
+    eprintln!("soak: {games} games, {orders} log entries, {desyncs} desync notices (all injected), {changes} timing changes announced, {refused} orders refused (none ran, none blocked the next), {restarts} relay restarts from the journal, 0 lost, 0 doubled");
 }
 
 #[test]
