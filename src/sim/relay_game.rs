@@ -733,6 +733,25 @@ mod tests {
     }
 
     #[test]
+    fn tracking_behind_a_relay_sheds_its_margin_on_the_ticks_needs() {
+        // The clients report the look-ahead each tick needed (the needs
+        // layout), so the relay's `tracking` sheds the starting frame of
+        // margin as soon as the needs vouch for it — as peer-to-peer — not
+        // only after 1024 calm ticks (what a report without needs allows).
+        let mut spec = GameSpec::new(4, 1800, 30, 60);
+        spec.policy = crate::timing::PolicyKind::Tracking;
+        let (report, check) = play(&spec, &RelayPlacement::default(), &[]).unwrap();
+        assert_eq!(report.stall_frames, 0);
+        let shed = check
+            .timeline
+            .iter()
+            .find(|e| e.2 == 1)
+            .map(|e| e.0)
+            .expect("down to one tick of look-ahead");
+        assert!(shed < 1024, "shed at tick {shed}: {:?}", check.timeline);
+    }
+
+    #[test]
     fn a_slow_machine_slows_only_itself() {
         // Machine 3 needs 45 ms a frame at 30 frames a second: it falls
         // behind on its own; the others keep the rate without a stall.
