@@ -10,6 +10,7 @@
 #   make windows              rungs.dll for i686 and x86_64 Windows (mk/windows.mk, docs/windows.md)
 #   make windows-test         Windows and 32-bit checks: imports, exports, layouts, Wine, gcc -m32, tsmod
 #   make sim-pgo              rungs-sim with profile-guided optimisation (target/pgo/release)
+#   make relay-attack         the relay binary attacked during an honest match (docs/relay.md "Security")
 
 PREFIX  ?= /usr/local
 ROOT    := $(CURDIR)
@@ -92,3 +93,11 @@ sim-suite:
 .PHONY: sim-pgo
 sim-pgo:
 	./scripts/sim-pgo.sh $(TARGET_DIR)
+
+# The relay attacked over loopback while an honest match plays: every attack
+# for 20 s, the table of docs/relay.md "Security" (Linux). Release build; the
+# 2 s short form runs in `make test` (tests/relay_attack_udp.rs).
+.PHONY: relay-attack
+relay-attack:
+	cargo build --release --quiet --bin rungs-relay --bin rungs-relay-attack
+	$(RELEASE)/rungs-relay-attack

@@ -5,6 +5,8 @@
 //!
 //! * [`ticket`]: seat admission (keyed MAC over match, seat, expiry, nonce)
 //!   and the per-ticket and per-connection keys derived from it.
+//! * [`admission`]: the Hello path's return-routability cookie, replay rule
+//!   and rate limits.
 //! * [`sequencer`]: one match's state machine (barrier, clock, tick
 //!   assignment and refusals, turn log, bundle streams, presence, grace,
 //!   ephemeral orders); [`checksums`] compares the clients' state
@@ -30,6 +32,7 @@
 //! [`crate::wire::relay`]; `docs/relay.md` describes the whole protocol and
 //! how relays scale.
 
+pub mod admission;
 pub mod checksums;
 mod chunk;
 pub mod client;
@@ -90,11 +93,15 @@ pub(crate) fn process_seed() -> u64 {
 
 /// Check a transport packet's tag under `key` for `local_seat` and its
 /// structure, and hand it to `link`. The caller has already routed it (by
-/// session id) and checked the sender seat.
+/// session id) and checked the sender seat. `from_new_address`: it came
+/// from another address than the link's; it is taken only if it is the
+/// newest packet yet (S8: an older one from elsewhere is a replay, and
+/// `SpoofedAddress`).
 fn receive_link_packet(
     link: &mut Link,
     key: &SessionKey,
     local_seat: u8,
+    from_new_address: bool,
     now_us: u64,
     bytes: &[u8],
 ) -> Result<(), DropReason> {
@@ -110,5 +117,9 @@ fn receive_link_packet(
             return Err(reason);
         }
     };
+    if from_new_address && !link.is_newest(packet.header.packet_number) {
+        link.count_drop(DropReason::SpoofedAddress);
+        return Err(DropReason::SpoofedAddress);
+    }
     link.handle_packet(now_us, &packet, bytes.len())
 }
