@@ -77,6 +77,17 @@ struct Machine {
     ephemeral: Vec<(u32, u8, Vec<u8>)>,
 }
 
+impl Machine {
+    /// (frame, bytes) of the commands `seat` ran here.
+    fn commands_of(&self, seat: u8) -> Vec<(u32, Vec<u8>)> {
+        self.commands
+            .iter()
+            .filter(|c| c.1 == seat)
+            .map(|c| (c.0, c.2.clone()))
+            .collect()
+    }
+}
+
 struct Game {
     net: NetSim,
     relay: Relay,
@@ -175,9 +186,9 @@ impl Game {
         m.submitted.push(order);
     }
 
-    fn step(&mut self) {
-        self.now += MS;
-        let now = self.now;
+    /// Hand every datagram due at `now` to the relay or its machine, and
+    /// fire the relay's timers.
+    fn deliver(&mut self, now: u64) {
         let mut bytes = Vec::new();
         while let Some((_, from, to)) = self.net.poll_delivery_into(now, &mut bytes) {
             if to == relay_addr() {
@@ -190,6 +201,29 @@ impl Game {
             self.relay.handle_timeout(now);
         }
         while self.relay.poll_event().is_some() {}
+    }
+
+    /// Send what the relay (its records kept first) and every machine have.
+    fn transmit(&mut self, now: u64) {
+        while let Some((_, record)) = self.relay.poll_durable() {
+            self.records.push(record);
+        }
+        let mut buf = [0u8; 1500];
+        while let Some((to, len)) = self.relay.poll_transmit(now, &mut buf) {
+            self.net.send(now, relay_addr(), to, &buf[..len]);
+        }
+        for m in &mut self.machines {
+            while let Some(t) = m.session.poll_transmit(now, &mut buf) {
+                assert_eq!((t.seat, t.destination), (RELAY_LINK_SEAT, relay_addr()));
+                self.net.send(now, m.address, t.destination, &buf[..t.len]);
+            }
+        }
+    }
+
+    fn step(&mut self) {
+        self.now += MS;
+        let now = self.now;
+        self.deliver(now);
         for m in &mut self.machines {
             // The background AI's decisions that are in: orders, then end.
             if let Some((ai_seat, _, _)) = m.background_ai {
@@ -258,19 +292,7 @@ impl Game {
                 m.events.push(e);
             }
         }
-        while let Some((_, record)) = self.relay.poll_durable() {
-            self.records.push(record);
-        }
-        let mut buf = [0u8; 1500];
-        while let Some((to, len)) = self.relay.poll_transmit(now, &mut buf) {
-            self.net.send(now, relay_addr(), to, &buf[..len]);
-        }
-        for m in &mut self.machines {
-            while let Some(t) = m.session.poll_transmit(now, &mut buf) {
-                assert_eq!((t.seat, t.destination), (RELAY_LINK_SEAT, relay_addr()));
-                self.net.send(now, m.address, t.destination, &buf[..t.len]);
-            }
-        }
+        self.transmit(now);
     }
 
     fn run_until(&mut self, until_us: u64) {
@@ -508,13 +530,7 @@ fn ai_orders_run_ai_order_delay_ticks_after_the_decision_on_every_machine() {
         m.ai = Some((2, 7));
     }
     g.run_until(3_000 * MS);
-    let ai = |m: &Machine| -> Vec<(u32, Vec<u8>)> {
-        m.commands
-            .iter()
-            .filter(|c| c.1 == 2)
-            .map(|c| (c.0, c.2.clone()))
-            .collect()
-    };
+    let ai = |m: &Machine| m.commands_of(2);
     let first = ai(&g.machines[0]);
     assert!(first.len() > 5, "{first:?}");
     for m in &mut g.machines {
@@ -554,13 +570,7 @@ fn ai_decisions_computed_in_the_background_run_on_their_tick_on_every_machine() 
         m.background_ai = Some((2, 9, takes_ms));
     }
     g.run_until(3_000 * MS);
-    let ai = |m: &Machine| -> Vec<(u32, Vec<u8>)> {
-        m.commands
-            .iter()
-            .filter(|c| c.1 == 2)
-            .map(|c| (c.0, c.2.clone()))
-            .collect()
-    };
+    let ai = |m: &Machine| m.commands_of(2);
     let first = ai(&g.machines[0]);
     assert!(first.len() > 5, "{first:?}");
     for (tick, bytes) in &first {
@@ -785,29 +795,12 @@ fn a_session_whose_checksum_interval_differs_from_the_match_is_told_so() {
     for _ in 0..1_000 {
         g.now += MS;
         let now = g.now;
-        let mut bytes = Vec::new();
-        while let Some((_, from, to)) = g.net.poll_delivery_into(now, &mut bytes) {
-            if to == relay_addr() {
-                g.relay.handle_datagram(now, UNIX, from, &bytes);
-            } else if let Some(m) = g.machines.iter_mut().find(|m| m.address == to) {
-                m.session.handle_datagram(now, from, &bytes);
-            }
-        }
-        if g.relay.poll_timeout().is_some_and(|t| t <= now) {
-            g.relay.handle_timeout(now);
-        }
-        let mut buf = [0u8; 1500];
-        while let Some((to, len)) = g.relay.poll_transmit(now, &mut buf) {
-            g.net.send(now, relay_addr(), to, &buf[..len]);
-        }
-        let m = &mut g.machines[0];
-        if let Err(e) = m.session.advance(now) {
+        g.deliver(now);
+        if let Err(e) = g.machines[0].session.advance(now) {
             error = Some(e);
             break;
         }
-        while let Some(t) = m.session.poll_transmit(now, &mut buf) {
-            g.net.send(now, m.address, t.destination, &buf[..t.len]);
-        }
+        g.transmit(now);
     }
     let error = error.expect("the mismatch is an error").to_string();
     assert!(

@@ -32,6 +32,7 @@ use super::checksums::DecidedRound;
 use super::durable::MatchState;
 use super::sequencer::{LogEntry, LEASE_TICKS};
 use crate::error::{Error, Result};
+use crate::wire::cursor::ByteReader;
 use crate::wire::relay::{
     EntryKind, MatchOverReason, ENTRY_HEADER_BYTES, MAX_ORDER_BYTES, MAX_SEATS,
 };
@@ -145,7 +146,7 @@ impl TurnLog {
     /// `InvalidValue` naming the first thing wrong.
     pub fn decode(bytes: &[u8]) -> Result<TurnLog> {
         let bad = |what: String| Error::InvalidValue(format!("not a rungs turn log: {what}"));
-        let mut r = Reader { bytes, at: 0 };
+        let mut r = ByteReader::new(bytes);
         if r.take(8)
             .ok_or_else(|| bad("shorter than its header".into()))?
             != TURN_LOG_MAGIC
@@ -293,23 +294,6 @@ impl TurnLog {
             entries,
             checksums,
         })
-    }
-}
-
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let out = self.bytes.get(self.at..self.at.checked_add(n)?)?;
-        self.at += n;
-        Some(out)
-    }
-
-    fn left(&self) -> usize {
-        self.bytes.len() - self.at
     }
 }
 

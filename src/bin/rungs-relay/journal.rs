@@ -27,6 +27,7 @@ use std::hash::Hasher;
 use rungs::relay::checksums::DecidedRound;
 use rungs::relay::{DurableRecord, LogEntry, MatchSetup};
 use rungs::timing::PolicyKind;
+use rungs::wire::cursor::ByteReader;
 use rungs::wire::relay::{EntryKind, MatchOverReason, RefusalReason, TimingChange, MAX_SEATS};
 use siphasher::sip::SipHasher13;
 
@@ -157,33 +158,6 @@ pub enum Read {
     Damaged(&'static str),
 }
 
-struct Fields<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Fields<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let out = self.bytes.get(self.at..self.at.checked_add(n)?)?;
-        self.at += n;
-        Some(out)
-    }
-    fn u8(&mut self) -> Option<u8> {
-        self.take(1).map(|b| b[0])
-    }
-    fn u16(&mut self) -> Option<u16> {
-        self.take(2).map(|b| u16::from_le_bytes([b[0], b[1]]))
-    }
-    fn u32(&mut self) -> Option<u32> {
-        self.take(4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    }
-    fn u64(&mut self) -> Option<u64> {
-        self.take(8)
-            .map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()))
-    }
-}
-
 /// Read the record at the start of `bytes`.
 pub fn decode(bytes: &[u8], clock: Clock) -> Read {
     if bytes.is_empty() {
@@ -210,7 +184,7 @@ pub fn decode(bytes: &[u8], clock: Clock) -> Read {
 }
 
 fn body_record(body: &[u8], clock: Clock) -> Option<(u64, DurableRecord)> {
-    let mut f = Fields { bytes: body, at: 0 };
+    let mut f = ByteReader::new(body);
     let kind = f.u8()?;
     let id = f.u64()?;
     let record = match kind {
@@ -291,7 +265,7 @@ fn body_record(body: &[u8], clock: Clock) -> Option<(u64, DurableRecord)> {
         _ => return None,
     };
     // Every byte of the body is a field.
-    (f.at == body.len()).then_some((id, record))
+    (f.left() == 0).then_some((id, record))
 }
 
 #[cfg(test)]
