@@ -75,10 +75,10 @@
 //!
 //! | kind | name | fields after the kind byte (offset: size field) | total |
 //! |---|---|---|---|
-//! | `0x01` | Welcome | 1: 1 seat, 2: 1 seat count, 3: 2 human seat mask, 5: 4 `tick_rate_millihz`, 9: 1 `bundle_interval`, 10: 1 `ai_order_delay`, 11: 2 `checksum_interval`, 13: 4 relay tick, 17: 4 `resume_from_tick`, 21: 4 horizon tick, 25: 4 highest accepted client sequence, 29: 1 flags (bit 0 match started, bit 1 reports every 16 ticks) | 30 |
+//! | `0x01` | Welcome | 1: 1 seat, 2: 1 seat count, 3: 2 human seat mask, 5: 4 `tick_rate_millihz`, 9: 1 `bundle_interval`, 10: 1 `ai_order_delay`, 11: 2 `checksum_interval`, 13: 4 relay tick, 17: 4 `resume_from_tick`, 21: 4 horizon tick, 25: 4 highest client sequence judged (accepted or refused), 29: 1 flags (bit 0 match started, bit 1 reports every 16 ticks) | 30 |
 //! | `0x02` | Presence | 1: 4 relay tick, 5: 1 seat count `n`, 6: `n` seat states ([`SeatPresence`]) | 6 + n |
 //! | `0x03` | TurnBundle | 1: 1 flags (bit 0 `MORE`: another chunk of the same range follows), 2: 4 `from_tick`, 6: 4 `horizon_tick`, 10: 2 entry count, 12: entries | 12 + entries |
-//! | `0x04` | Pong | 1: 8 echoed client send time `t0`, 9: 8 relay receive time `t1`, 17: 8 relay send time `t2` (relay match clock: µs since the match started, negative before), 25: 4 relay tick, 29: 4 highest accepted client sequence | 33 |
+//! | `0x04` | Pong | 1: 8 echoed client send time `t0`, 9: 8 relay receive time `t1`, 17: 8 relay send time `t2` (relay match clock: µs since the match started, negative before), 25: 4 relay tick, 29: 4 highest client sequence judged | 33 |
 //! | `0x05` | Desync | 1: 4 tick, 5: 2 mask of seats that reported, 7: 2 mask of seats that disagree | 9 |
 //! | `0x06` | MatchOver | 1: 4 final tick (the last horizon), 5: 1 reason ([`MatchOverReason`]) | 6 |
 //! | `0x07` | Timing | 1: 4 `from_tick`, 5: 4 `anchor_tick` (at most `from_tick`), 9: 8 `anchor_ms` (`u64`, when `anchor_tick` starts: ms after the match start), 17: 4 `tick_rate_millihz`, 21: 1 `bundle_interval`, 22: 1 `look_ahead` (ticks) | 23 |
@@ -654,7 +654,8 @@ pub struct Welcome {
     pub resume_from_tick: u32,
     /// The relay's horizon now: bundles up to it follow at once.
     pub horizon_tick: u32,
-    /// The highest client sequence the relay accepted from this seat.
+    /// The highest client sequence the relay judged from this seat
+    /// (accepted, or refused with an OrderRefused sent before this).
     pub highest_accepted_sequence: u32,
     /// Whether the match clock has started.
     pub match_started: bool,
@@ -776,7 +777,7 @@ pub enum ServerMessage<'a> {
         t2_us: i64,
         /// Relay tick at `t2`.
         relay_tick: u32,
-        /// Highest client sequence accepted from this seat.
+        /// Highest client sequence judged from this seat.
         highest_accepted_sequence: u32,
     },
     /// Clients disagree about the state at `tick`.
