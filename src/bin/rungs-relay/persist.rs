@@ -192,3 +192,22 @@ pub fn export(args: &Args) -> Result<(), String> {
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
     std::fs::write(path, bytes).map_err(|e| format!("io:{}: {e}", path.display()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_setup_file_line_is_played_once() {
+        // Without a state directory: a match the file added, which ended and
+        // was removed, is not added again when the file changes.
+        let mut p = Persistence {
+            store: None,
+            from_setup_file: HashSet::new(),
+        };
+        assert!(p.may_add(7));
+        p.added(7);
+        assert!(!p.may_add(7));
+        assert!(p.may_add(8));
+    }
+}
