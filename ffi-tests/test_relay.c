@@ -275,7 +275,16 @@ typedef struct {
     uint32_t removed_frame;
     uint32_t quit_order_frame;
     uint32_t refused;
+    /* The AI seat's decisions: the one computing (its tick, when it is
+     * in), and the orders that ran on their due frame. */
+    int ai_open;
+    uint32_t ai_tick;
+    uint64_t ai_in_at_us;
+    uint32_t ai_orders;
+    uint32_t ai_misplaced;
 } lan_player;
+
+enum { LAN_AI_SEAT = 2, LAN_AI_DELAY = 8 };
 
 static void RUNGS_CALL lan_command(void *user, uint32_t frame, uint8_t seat,
                                    const uint8_t *bytes, size_t len) {
@@ -283,6 +292,14 @@ static void RUNGS_CALL lan_command(void *user, uint32_t frame, uint8_t seat,
     size_t i;
     p->hash = p->hash * 31u + frame * 7u + seat;
     for (i = 0; i < len; i++) p->hash = p->hash * 31u + bytes[i];
+    if (seat == LAN_AI_SEAT) {
+        /* 'a' and the decision's tick: due on that tick + the delay. */
+        uint32_t decided = 0;
+        if (len == 5 && bytes[0] == 'a') memcpy(&decided, bytes + 1, 4);
+        if (len != 5 || frame != decided + LAN_AI_DELAY) p->ai_misplaced++;
+        p->ai_orders++;
+        return;
+    }
     p->commands++;
     if (len == 2 && bytes[0] == 'g' && bytes[1] == 'g') p->quit_order_frame = frame;
 }
@@ -338,7 +355,7 @@ static void test_lan_host_plays_a_match(void) {
     hc.reserved = 0;
     hc.ai_order_delay = 9;
     CHECK_EQ(rungs_relay_host_new(&hc, &host), RUNGS_ERR_INVALID_ARGUMENT);
-    hc.ai_order_delay = 8;
+    hc.ai_order_delay = LAN_AI_DELAY;
     CHECK(host == NULL);
     CHECK_EQ(rungs_relay_host_new(&hc, &host), RUNGS_OK);
     CHECK_EQ(rungs_relay_host_port(host, &port), RUNGS_OK);
@@ -397,8 +414,36 @@ static void test_lan_host_plays_a_match(void) {
                 done = 1;
                 break;
             }
+            if (players[i].ai_open && now_us() >= players[i].ai_in_at_us) {
+                /* The AI's decision is in: its order, then the end. */
+                uint8_t order[5] = {'a'};
+                uint32_t due = 0;
+                memcpy(order + 1, &players[i].ai_tick, 4);
+                CHECK_EQ(rungs_lockstep_submit_ai_order_at(ls[i], LAN_AI_SEAT, players[i].ai_tick,
+                                                           order, sizeof order, &due),
+                         RUNGS_OK);
+                CHECK_EQ(due, players[i].ai_tick + LAN_AI_DELAY);
+                CHECK_EQ(rungs_lockstep_end_ai_decision(ls[i], LAN_AI_SEAT, players[i].ai_tick),
+                         RUNGS_OK);
+                players[i].ai_open = 0;
+            }
             if (r.outcome == RUNGS_LOCKSTEP_RAN) {
                 players[i].last_frame = r.frame;
+                /* Every 15 frames both machines' AI decides for seat 2 with
+                 * the state before the next frame, as if on another thread:
+                 * machine 0's is in at once, machine 1's takes 400 ms, longer
+                 * than the delay (8 frames, 267 ms). The order runs on the
+                 * decision's frame + 8 on both machines all the same. */
+                if (r.frame % 15 == 0 && r.frame < 100 && !players[i].ai_open) {
+                    uint32_t due = 0;
+                    players[i].ai_open = 1;
+                    players[i].ai_tick = r.frame + 1;
+                    players[i].ai_in_at_us = now_us() + (i == 0 ? 0 : 400000);
+                    CHECK_EQ(rungs_lockstep_begin_ai_decision(ls[i], LAN_AI_SEAT,
+                                                              players[i].ai_tick, &due),
+                             RUNGS_OK);
+                    CHECK_EQ(due, players[i].ai_tick + LAN_AI_DELAY);
+                }
                 CHECK_EQ(rungs_lockstep_is_checksum_frame(ls[i], r.frame, &is), RUNGS_OK);
                 if (is) CHECK_EQ(rungs_lockstep_submit_checksum(ls[i], r.frame, players[i].hash), RUNGS_OK);
                 if (i == 0 && r.frame >= 20 && r.frame % 10 == 0 && sent < 10) {
@@ -438,6 +483,11 @@ static void test_lan_host_plays_a_match(void) {
     CHECK_EQ(players[0].quit_order_frame, players[0].removed_frame);
     CHECK(players[1].ephemeral >= 9);
     CHECK_EQ(players[0].refused, 0);
+    /* Seven AI decisions (frames 15 to 90), each on its frame + 8 on both. */
+    for (i = 0; i < 2; i++) {
+        CHECK_EQ(players[i].ai_orders, 7);
+        CHECK_EQ(players[i].ai_misplaced, 0);
+    }
     CHECK_EQ(rungs_relay_host_end(host), RUNGS_OK);
     for (i = 0; i < 2; i++) CHECK_EQ(rungs_lockstep_free(ls[i]), RUNGS_OK);
     CHECK_EQ(rungs_relay_host_free(host), RUNGS_OK);
