@@ -72,14 +72,6 @@ fn step(players: &mut [Player], now: u64, buf: &mut [u8]) {
     }
 }
 
-fn kill9(relay: &mut RelayProcess) {
-    // SAFETY: a plain signal to our own child.
-    unsafe {
-        libc::kill(relay.child.id() as libc::pid_t, libc::SIGKILL);
-    }
-    let _ = relay.child.wait();
-}
-
 #[test]
 fn a_relay_killed_mid_match_resumes_every_player_from_its_journal() {
     let setup = format!("match {MATCH} seats 3 humans 0,1,2 checksum_interval 10\n");
@@ -116,7 +108,7 @@ fn a_relay_killed_mid_match_resumes_every_player_from_its_journal() {
     let ran_before: Vec<usize> = players.iter().map(|p| p.turns.len()).collect();
     assert!(ran_before.iter().all(|n| *n > 40), "{ran_before:?}");
     let killed_at = Instant::now();
-    kill9(&mut first);
+    first.kill9();
     // Start again with the same flags, on the same address.
     let listen = address.to_string();
     let second = RelayProcess::serve_with(
