@@ -69,8 +69,11 @@ pub const RUNGS_TOPOLOGY_RELAY: u32 = 1;
 /// The seat number of the relay in `link_event` (relay topology): LOST when
 /// the link to the relay is lost (rungs reconnects by itself and resends
 /// what the relay has not confirmed), RECOVERED when it is back, RESTARTED
-/// when the relay could not resume where this machine stopped (reload the
-/// game and run again from frame 0).
+/// when the relay, restored from its journal, lost the journal's tail beyond
+/// this machine's frame (reload the game and run again from frame 0). A
+/// relay without this match's turn log at all refuses this machine instead:
+/// `rungs_lockstep_update` returns RUNGS_ERR_STATE ("the relay lost this
+/// match's turn log").
 pub const RUNGS_RELAY_SEAT: u8 = 0xFF;
 /// Default `relay_jitter_ticks`.
 pub const RUNGS_RELAY_DEFAULT_JITTER_TICKS: u32 = 2;
@@ -529,6 +532,10 @@ pub unsafe extern "C" fn rungs_lockstep_add_peer(
 /// the frame it is forecast to execute on or after. When this machine's
 /// next turn is full (about 30 KB of commands since the last send frame)
 /// nothing is queued and RUNGS_ERR_FULL says so: let a frame run first (S8).
+/// Behind a relay the relay may still refuse it (the seat's queue full, the
+/// match's tick limit): it then never runs, the `order_refused` relay
+/// callback names it, and the commands after it run; submit it with
+/// `rungs_lockstep_submit_order` to learn its id.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
 /// with len > 0; RUNGS_ERR_INVALID_ARGUMENT if len is more than one packet
@@ -583,12 +590,16 @@ pub unsafe extern "C" fn rungs_lockstep_submit_ai_order(
     }
 }
 
-/// Your state checksum after `frame` ran (a multiple of `checksum_interval`);
-/// machines compare them and report a mismatch through `desync`.
+/// Your state checksum after `frame` ran; machines compare them and report
+/// a mismatch through `desync`. Peer-to-peer `frame` is a multiple of
+/// `checksum_interval`; behind a relay the state *before* every
+/// interval-th frame is compared, so `frame + 1` is a multiple of it (and
+/// `rungs_lockstep_submit_initial_checksum` gives the state before frame 0).
+/// `rungs_lockstep_is_checksum_frame` says which frames, either topology.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if checksum_interval is 0 or frame is not a
-/// multiple of it; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
+/// checksum frame; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
 /// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_submit_checksum(
@@ -664,8 +675,13 @@ pub unsafe extern "C" fn rungs_lockstep_drop_player(
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL; RUNGS_ERR_STATE
 /// before frame 0 if a human seat has no address (call
 /// rungs_lockstep_add_peer for every other human seat), or frames were
-/// driven out of order; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call). An error never leaves a frame half
+/// driven out of order; in the relay topology RUNGS_ERR_STATE also when the
+/// relay refused this machine for good (the message says why: a bad or
+/// expired ticket, the seat left, the match over, "the relay lost this
+/// match's turn log" when the relay restarted without it) or its match
+/// compares checksums at another interval than `checksum_interval`;
+/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
+/// (every object call). An error never leaves a frame half
 /// run: either the frame ran and its commands reached the callback, or it
 /// did not start.
 #[no_mangle]
