@@ -412,24 +412,18 @@ fn matches_created_through_the_admin_socket_survive_a_restart_and_ended_ones_sta
         player(602, 0, second.address, now_us()),
         player(601, 0, second.address, now_us()),
     ];
-    while start.elapsed() < Duration::from_secs(5)
-        && !(players[0]
-            .events
+    let welcomed = |p: &Player| {
+        p.events
             .iter()
             .any(|e| matches!(e, ClientEvent::Welcomed { .. }))
-            && !players[1].events.is_empty())
+    };
+    while start.elapsed() < Duration::from_secs(5)
+        && (!welcomed(&players[0]) || players[1].events.is_empty())
     {
         step(&mut players, now_us());
         std::thread::sleep(Duration::from_millis(2));
     }
-    assert!(
-        players[0]
-            .events
-            .iter()
-            .any(|e| matches!(e, ClientEvent::Welcomed { .. })),
-        "{:?}",
-        players[0].events
-    );
+    assert!(welcomed(&players[0]), "{:?}", players[0].events);
     assert!(
         players[1].events.iter().any(|e| matches!(
             e,
