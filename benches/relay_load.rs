@@ -16,8 +16,11 @@
 //!
 //! Run: `cargo bench --bench relay_load` (or with `-- 100,250,500` to pick
 //! the match counts, and `RUNGS_RELAY_LOAD_SECONDS` for the simulated
-//! seconds per run, default 5). Figures depend on the machine; run on an
-//! otherwise idle core.
+//! seconds per run, default 5). `RUNGS_RELAY_LOAD_PERSISTENT=1` turns the
+//! relay's persistence on and takes its durable records in the timed part
+//! (what `rungs-relay --state` adds before its journal's encoding and
+//! write): the records per second and their payload bytes are printed.
+//! Figures depend on the machine; run on an otherwise idle core.
 
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -49,6 +52,8 @@ struct Figures {
     max_us: u64,
     datagrams_in: u64,
     turns: u64,
+    records: u64,
+    record_bytes: u64,
 }
 
 /// CPU time of this thread, ns (what the relay used, whatever else the
@@ -67,6 +72,8 @@ fn run(matches: usize, seconds: u64) -> Figures {
     let secret = LobbySecret::new(*b"load-lobby-key-1").unwrap();
     let mut config = RelayConfig::new(secret);
     config.max_connections = matches * usize::from(SEATS) + 16;
+    config.persistent = std::env::var("RUNGS_RELAY_LOAD_PERSISTENT").is_ok_and(|v| v == "1");
+    let (mut records, mut record_bytes) = (0u64, 0u64);
     let mut relay = Relay::new(config).unwrap();
     let relay_address: SocketAddr = "10.255.255.1:7000".parse().unwrap();
     let mut players: Vec<Player> = Vec::new();
@@ -144,6 +151,14 @@ fn run(matches: usize, seconds: u64) -> Figures {
             sent.push((index_of(to), buf[..len].to_vec()));
         }
         while relay.poll_event().is_some() {}
+        while let Some((_, record)) = relay.poll_durable() {
+            if measuring {
+                records += 1;
+                if let rungs::relay::DurableRecord::Entry(e) = &record {
+                    record_bytes += e.payload.len() as u64;
+                }
+            }
+        }
         let elapsed = t0.elapsed();
         let cpu = thread_cpu_ns() - cpu0;
         if measuring {
@@ -200,6 +215,8 @@ fn run(matches: usize, seconds: u64) -> Figures {
         max_us: *batch_us.last().unwrap_or(&0),
         datagrams_in,
         turns,
+        records,
+        record_bytes,
     }
 }
 
@@ -232,5 +249,12 @@ fn main() {
             f.datagrams_in as f64 / seconds as f64,
             f.turns as f64 / seconds as f64
         );
+        if f.records > 0 {
+            println!(
+                "        durable records: {:.0}/s, {:.0} order bytes/s in them",
+                f.records as f64 / seconds as f64,
+                f.record_bytes as f64 / seconds as f64
+            );
+        }
     }
 }

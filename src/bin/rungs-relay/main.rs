@@ -13,10 +13,13 @@
 #[cfg_attr(not(unix), allow(dead_code))]
 mod admin;
 mod events;
+mod journal;
 #[cfg_attr(not(unix), allow(dead_code))]
 mod latency;
 mod outbox;
+mod persist;
 mod setup;
+mod store;
 
 use std::net::{SocketAddr, UdpSocket};
 use std::process::ExitCode;
@@ -37,6 +40,7 @@ USAGE
   rungs-relay serve [FLAGS]     serve matches from a setup file and/or an
                                 admin socket
   rungs-relay ticket [FLAGS]    issue a ticket (for testing; lobbies do this)
+  rungs-relay export [FLAGS]    write a match's turn log (for replays)
 
 SERVE FLAGS (environment variable; default)
   --listen ADDR               RUNGS_RELAY_LISTEN; 0.0.0.0:7000
@@ -57,6 +61,14 @@ SERVE FLAGS (environment variable; default)
                               players have not joined
   --grace-seconds N           RUNGS_RELAY_GRACE_SECONDS; 60 (0-3600): reconnect grace
   --max-connections N         RUNGS_RELAY_MAX_CONNECTIONS; 65536 (1-1048576)
+  --state DIR                 RUNGS_RELAY_STATE: keep every match's turn log
+                              there, so a restart with the same flags resumes
+                              them (created 0700); without it a restart loses
+                              every match
+  --state-sync-ms N           RUNGS_RELAY_STATE_SYNC_MS; 1000: fdatasync the
+                              journal this often (what a power loss can lose)
+  --keep-turn-logs yes|no     RUNGS_RELAY_KEEP_TURN_LOGS; no: keep each ended
+                              match's turn log in DIR/turn-logs (replays)
 
 TICKET FLAGS
   --secret HEX | --secret-file PATH   as above (or the same variables)
@@ -64,6 +76,11 @@ TICKET FLAGS
   --expires-in SECONDS        default 21600 (6 hours)
   --nonce N                   default: from the clock
   Prints `<ticket hex>:<link secret hex>` on stdout.
+
+EXPORT FLAGS
+  --state DIR --match ID --out FILE   the match's turn log from the relay's
+                              state (docs/relay.md, Replays); a running
+                              match's up to its last final tick
 ";
 
 static SHUTDOWN: AtomicBool = AtomicBool::new(false);
@@ -193,6 +210,7 @@ fn main() -> ExitCode {
     let result = match command {
         "serve" => Args::parse(rest).and_then(|a| serve(&a)),
         "ticket" => Args::parse(rest).and_then(|a| ticket(&a)),
+        "export" => Args::parse(rest).and_then(|a| persist::export(&a)),
         _ => Err(String::new()),
     };
     match result {
@@ -305,8 +323,14 @@ struct SetupFile {
 }
 
 impl SetupFile {
-    /// Add the matches of the file not yet seen, when it changed.
-    fn refresh(&mut self, relay: &mut Relay, now_us: u64) -> Result<(), String> {
+    /// Add the matches of the file not yet seen, when it changed: not one
+    /// the relay holds, nor one it added before or its state saw end.
+    fn refresh(
+        &mut self,
+        relay: &mut Relay,
+        persistence: &mut persist::Persistence,
+        now_us: u64,
+    ) -> Result<(), String> {
         if self
             .checked
             .is_some_and(|t| t.elapsed() < Duration::from_secs(1))
@@ -326,11 +350,16 @@ impl SetupFile {
         for (number, line) in text.lines().enumerate() {
             match parse_line(line, &self.defaults) {
                 Ok(Some(setup)) => {
-                    if relay.sequencer(setup.match_id).is_some() {
+                    if relay.sequencer(setup.match_id).is_some()
+                        || !persistence.may_add(setup.match_id)
+                    {
                         continue;
                     }
                     match relay.add_match(setup, now_us) {
-                        Ok(()) => log_created(&setup, "setup file"),
+                        Ok(()) => {
+                            persistence.added(setup.match_id);
+                            log_created(&setup, "setup file")
+                        }
                         Err(e) => log(&format!("{}:{}: {e}", self.path, number + 1)),
                     }
                 }
@@ -438,6 +467,9 @@ fn serve(args: &Args) -> Result<(), String> {
         "grace-seconds",
         "max-connections",
         "admin-idle-seconds",
+        "state",
+        "state-sync-ms",
+        "keep-turn-logs",
     ])?;
     let secret = args.secret()?;
     let listen: SocketAddr = args
@@ -493,6 +525,7 @@ fn serve(args: &Args) -> Result<(), String> {
             "--matches PATH (a setup file) or --admin PATH (an admin socket) is required".into(),
         );
     }
+    config.persistent = persist::state_dir(args).is_some();
     let mut relay = Relay::new(config).map_err(|e| e.to_string())?;
     let mut setup_file = matches.map(|path| SetupFile {
         path,
@@ -520,8 +553,9 @@ fn serve(args: &Args) -> Result<(), String> {
 
     let start = Instant::now();
     let now_us = || start.elapsed().as_micros() as u64;
+    let mut persistence = persist::Persistence::open(args, &mut relay, now_us(), log)?;
     if let Some(file) = setup_file.as_mut() {
-        file.refresh(&mut relay, now_us())?;
+        file.refresh(&mut relay, &mut persistence, now_us())?;
     }
     let mut event_log = events::EventLog::new();
     let mut lines: Vec<String> = Vec::new();
@@ -544,7 +578,7 @@ fn serve(args: &Args) -> Result<(), String> {
         }
         if shutdown_deadline.is_none() {
             if let Some(file) = setup_file.as_mut() {
-                if let Err(e) = file.refresh(&mut relay, now_us()) {
+                if let Err(e) = file.refresh(&mut relay, &mut persistence, now_us()) {
                     log(&e[3..]);
                 }
             }
@@ -596,6 +630,8 @@ fn serve(args: &Args) -> Result<(), String> {
         if timer_due.is_some() {
             relay.handle_timeout(now);
         }
+        // Everything sent from here on is in the journal first.
+        persistence.write_ahead(&mut relay, log);
         // (The outbox always has a buffer: it is flushed when full.)
         while let Some(buf) = outbox.next_buffer() {
             let Some((to, len)) = relay.poll_transmit(now, buf) else {
@@ -621,6 +657,7 @@ fn serve(args: &Args) -> Result<(), String> {
         }
         let second = unix_now().as_secs();
         while let Some(event) = relay.poll_event() {
+            persistence.event(&event);
             event_log.event(second, &event, &mut lines);
         }
         event_log.tick(second, relay.counters(), &mut lines);
