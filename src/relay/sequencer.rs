@@ -399,7 +399,8 @@ impl Sequencer {
             .collect();
         let policy = setup
             .timing_policy
-            .map(|kind| Policy::new(kind, setup.speed_fps()));
+            .map(|kind| Policy::new(kind, setup.speed_fps()))
+            .transpose()?;
         let (bundle_interval, look_ahead) = match &policy {
             Some(p) => {
                 let t = p.initial_timing();

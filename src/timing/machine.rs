@@ -27,7 +27,7 @@
 
 use std::collections::VecDeque;
 
-use super::baselines::{PolicyKind, Protocol0Policy, RedAlertPolicy};
+use super::baselines::{PolicyKind, Protocol0Policy, Protocol0Table, RedAlertPolicy};
 use super::ladder::{Tier, Timing};
 use super::policy::{MasterPolicy, Verdict};
 use super::queue::{CommandQueue, Queued};
@@ -90,17 +90,32 @@ pub(crate) enum Policy {
 }
 
 impl Policy {
-    pub(crate) fn new(kind: PolicyKind, speed_fps: u8) -> Policy {
-        match kind {
+    /// The rule `kind` names. `lobby` is refused: it is a fixed timing
+    /// worked out from a lobby's pings before the game (the simulator
+    /// resolves it), so the caller names that fixed timing instead.
+    pub(crate) fn new(kind: PolicyKind, speed_fps: u8) -> Result<Policy> {
+        Ok(match kind {
             PolicyKind::Adaptive => Policy::Adaptive(MasterPolicy::new(speed_fps)),
             PolicyKind::Fixed(timing) => Policy::Fixed {
                 timing,
                 rate: speed_fps.max(1),
             },
             PolicyKind::RedAlert => Policy::RedAlert(RedAlertPolicy::new(speed_fps)),
-            PolicyKind::Protocol0 => Policy::Protocol0(Protocol0Policy::new(speed_fps)),
+            PolicyKind::Protocol0 => Policy::Protocol0(Protocol0Policy::new(
+                Protocol0Table::YurisRevenge,
+                speed_fps,
+            )),
+            PolicyKind::Protocol0Ts => Policy::Protocol0(Protocol0Policy::new(
+                Protocol0Table::TiberianSun,
+                speed_fps,
+            )),
             PolicyKind::Tracking => Policy::Tracking(TrackingPolicy::new(speed_fps)),
-        }
+            PolicyKind::Lobby => {
+                return Err(Error::InvalidArgument(
+                    "`lobby` is a fixed timing set from a lobby's pings before the game; name that fixed timing (fixed:SP/LA)",
+                ))
+            }
+        })
     }
 
     /// The timing the game starts at.
@@ -293,7 +308,7 @@ impl TimingMachine {
                 ));
             }
         }
-        let policy = Policy::new(config.policy, config.speed_fps);
+        let policy = Policy::new(config.policy, config.speed_fps)?;
         let start = policy.initial_timing();
         Ok(TimingMachine {
             local_seat: config.local_seat,

@@ -30,11 +30,12 @@ USAGE
 
 A scenario file holds game flags (see rungs-sim --help), whitespace-separated,
 with # comments; not --policy: the suite runs each scenario with tracking,
-adaptive, ra, protocol0, fixed:2/6 and fixed:3/9.
+adaptive, ra, protocol0, protocol0-ts, lobby, fixed:2/6 and fixed:3/9.
 
 TARGETS, judged on every scenario, for each policy against its baselines:
   adaptive (issue 5) against ra, protocol0 and fixed:2/6;
-  tracking (issue 12) against ra, protocol0, fixed:2/6 and fixed:3/9:
+  tracking (issues 12 and 27) against ra, protocol0, protocol0-ts, lobby,
+  fixed:2/6 and fixed:3/9:
   (a) stalled frames <= max(the fewest of the baselines, 0.5 % of the frames)
   (b) mean latency strictly below each baseline on every scenario where that
       baseline stalls on less than 1 % of the frames
@@ -43,11 +44,13 @@ a game that fails exits 1, machines that disagree exit 3.
 ";
 
 /// The policies every scenario runs with, in table order.
-pub const POLICIES: [&str; 6] = [
+pub const POLICIES: [&str; 8] = [
     "tracking",
     "adaptive",
     "ra",
     "protocol0",
+    "protocol0-ts",
+    "lobby",
     "fixed:2/6",
     "fixed:3/9",
 ];
@@ -57,8 +60,15 @@ pub const POLICIES: [&str; 6] = [
 pub const JUDGED: [(&str, &str, &[&str]); 2] = [
     (
         "tracking",
-        "issue 12",
-        &["ra", "protocol0", "fixed:2/6", "fixed:3/9"],
+        "issue 27",
+        &[
+            "ra",
+            "protocol0",
+            "protocol0-ts",
+            "lobby",
+            "fixed:2/6",
+            "fixed:3/9",
+        ],
     ),
     ("adaptive", "issue 5", &["ra", "protocol0", "fixed:2/6"]),
 ];
