@@ -47,15 +47,22 @@ impl LobbyPings {
         self.pairs.iter().map(|(_, samples)| samples.as_slice())
     }
 
+    /// `seat`'s own pings with every other player, µs: what its lobby
+    /// shows it (the paths between two other players it does not see).
+    pub fn pairs_of(&self, seat: u8) -> impl Iterator<Item = &[u64]> {
+        self.pairs
+            .iter()
+            .filter(move |((a, b), _)| *a == seat || *b == seat)
+            .map(|(_, samples)| samples.as_slice())
+    }
+
     /// The host's (`seat`'s) global channel response time, whole ticks: the
     /// mean of the ticks its pings with every other player took
     /// (`Global_Response_Time`), 0 when none came back.
     pub fn response_ticks_of(&self, seat: u8) -> u32 {
         let ticks: Vec<u64> = self
-            .pairs
-            .iter()
-            .filter(|((a, b), _)| *a == seat || *b == seat)
-            .flat_map(|(_, samples)| samples.iter().map(|us| ticks_at(*us)))
+            .pairs_of(seat)
+            .flat_map(|samples| samples.iter().map(|us| ticks_at(*us)))
             .collect();
         if ticks.is_empty() {
             return 0;

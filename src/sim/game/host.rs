@@ -95,6 +95,10 @@ impl Machine {
     }
 }
 
+/// The player who hosts the game's lobby and sets `lobby`'s delay from the
+/// pings it shows him (his own with each player).
+const LOBBY_HOST: u8 = 0;
+
 /// The game's secrets, drawn from the seed: session id, key, link keys;
 /// and the policy its sessions run (`lobby` resolved into its fixed timing).
 struct Secrets {
@@ -265,7 +269,7 @@ impl<'s> Host<'s> {
             key: SessionKey([rng.next_u64() as u8 | 1; 16]),
             session_id: rng.next_u64() as u32,
             policy: match spec.policy {
-                PolicyKind::Lobby => PolicyKind::Fixed(lobby_timing(lobby.pairs(), spec.fps)),
+                PolicyKind::Lobby => PolicyKind::Fixed(lobby_timing(lobby.pairs_of(LOBBY_HOST), spec.fps)),
                 policy => policy,
             },
         };
