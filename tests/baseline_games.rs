@@ -3,7 +3,9 @@
 //! and the delay a careful host sets from the lobby (`lobby`), judged on
 //! what they must keep and on the rules `docs/baselines.md` lists.
 
-use rungs::sim::{run_game, run_game_parallel, run_relay_game, Departure, GameSpec, RelayPlacement, Spike};
+use rungs::sim::{
+    run_game, run_game_parallel, run_relay_game, Departure, GameSpec, RelayPlacement, Spike,
+};
 use rungs::timing::PolicyKind;
 
 fn game(players: u8, frames: u32, fps: u8, rtt_ms: u32, policy: PolicyKind) -> GameSpec {
@@ -14,7 +16,10 @@ fn game(players: u8, frames: u32, fps: u8, rtt_ms: u32, policy: PolicyKind) -> G
 
 fn assert_sound(report: &rungs::sim::GameReport) {
     assert!(report.logs_identical, "every machine executed the same");
-    assert!(report.commands_in_order, "every command once, in issue order");
+    assert!(
+        report.commands_in_order,
+        "every command once, in issue order"
+    );
     assert_eq!(report.commands_executed, report.commands_issued);
     assert_eq!(report.commands_below_floor, 0);
 }
@@ -43,7 +48,11 @@ fn the_original_engines_run_every_command_once_everywhere_on_a_rough_network() {
         let report = run_game(&spec).unwrap();
         assert_sound(&report);
         assert!(report.commands_issued > 300, "{policy:?}");
-        assert_eq!(report, run_game(&spec).unwrap(), "deterministic: {policy:?}");
+        assert_eq!(
+            report,
+            run_game(&spec).unwrap(),
+            "deterministic: {policy:?}"
+        );
         assert_eq!(
             report,
             run_game_parallel(&spec).unwrap(),
@@ -60,7 +69,11 @@ fn red_alert_starts_at_3_6_and_its_master_sends_no_timing_before_frame_256() {
     // The first TIMING goes out on frame 256 (no PROCESS_TIME has executed
     // on 128) and executes a look-ahead later, on a send frame.
     let first_change = report.timeline[1].0;
-    assert!((256..=256 + 6 + 3).contains(&first_change), "{:?}", report.timeline);
+    assert!(
+        (256..=256 + 6 + 3).contains(&first_change),
+        "{:?}",
+        report.timeline
+    );
     // 150 ms: 9 ticks, 2 frames one way at 30 fps, at least three send
     // periods: 3/9.
     assert_eq!(report.timeline[1], (first_change, 3, 9, 30));
@@ -68,7 +81,11 @@ fn red_alert_starts_at_3_6_and_its_master_sends_no_timing_before_frame_256() {
     // TIMING takes it to 60.
     let fast = run_game(&game(2, 1200, 60, 40, PolicyKind::RedAlert)).unwrap();
     assert_eq!(fast.timeline[0], (0, 3, 6, 30));
-    assert!(fast.timeline.iter().any(|t| t.3 == 60), "{:?}", fast.timeline);
+    assert!(
+        fast.timeline.iter().any(|t| t.3 == 60),
+        "{:?}",
+        fast.timeline
+    );
 }
 
 #[test]
@@ -86,7 +103,11 @@ fn red_alerts_master_times_from_its_own_connections_only() {
     );
     // 3/9 waits for a peer's send frame 6 frames back: 200 ms, under the
     // 250 ms the far pair's packets take, so that pair stalls all game.
-    assert!(report.stall_frames * 10 > u64::from(report.frames), "{}", report.stall_frames);
+    assert!(
+        report.stall_frames * 10 > u64::from(report.frames),
+        "{}",
+        report.stall_frames
+    );
 }
 
 #[test]
@@ -104,7 +125,11 @@ fn red_alert_stalls_on_a_lost_command_packet_until_its_resend() {
     assert!(lossy.stall_frames > 20, "{}", lossy.stall_frames);
     // Such a stall lasts about the resend delay: 6 + 10 ticks less the
     // slack of 3/9's wait (200 ms), at least 30 ms on average.
-    assert!(lossy.stall_ms / lossy.stall_frames as f64 > 30.0, "{}", lossy.stall_ms);
+    assert!(
+        lossy.stall_ms / lossy.stall_frames as f64 > 30.0,
+        "{}",
+        lossy.stall_ms
+    );
 }
 
 #[test]
@@ -137,15 +162,32 @@ fn protocol0_levels_rise_at_60_fps_for_a_period_and_never_come_down() {
             .iter()
             .position(|t| (t.1, t.2, t.3) == (timing.0, timing.1, 60))
             .unwrap_or_else(|| panic!("{policy:?}: {:?}", report.timeline));
-        assert!(report.timeline[at].0 <= first_level + 20, "{:?}", report.timeline);
+        assert!(
+            report.timeline[at].0 <= first_level + 20,
+            "{:?}",
+            report.timeline
+        );
         // The next period's TIMING brings the game speed's 30 fps back.
         let next = report.timeline[at + 1];
-        assert_eq!((next.1, next.2, next.3), (timing.0, timing.1, 30), "{:?}", report.timeline);
+        assert_eq!(
+            (next.1, next.2, next.3),
+            (timing.0, timing.1, 30),
+            "{:?}",
+            report.timeline
+        );
         // The spike raises the level; nothing ever lowers it.
         let look_aheads: Vec<u8> = report.timeline.iter().map(|t| t.2).collect();
         let levels: Vec<u8> = report.timeline.iter().map(|t| t.1).collect();
-        assert!(levels.windows(2).all(|w| w[0] <= w[1]), "{:?}", report.timeline);
-        assert!(*look_aheads.last().unwrap() > timing.1, "{:?}", report.timeline);
+        assert!(
+            levels.windows(2).all(|w| w[0] <= w[1]),
+            "{:?}",
+            report.timeline
+        );
+        assert!(
+            *look_aheads.last().unwrap() > timing.1,
+            "{:?}",
+            report.timeline
+        );
     }
 }
 
@@ -185,6 +227,9 @@ fn the_original_engines_take_no_faults_and_no_relay() {
         assert!(run_game(&spec).is_err(), "{policy:?} refuses a divergence");
         let spec = game(3, 600, 30, 100, policy);
         let placement = RelayPlacement { one_way_ms: vec![] };
-        assert!(run_relay_game(&spec, &placement).is_err(), "{policy:?} is peer-to-peer");
+        assert!(
+            run_relay_game(&spec, &placement).is_err(),
+            "{policy:?} is peer-to-peer"
+        );
     }
 }

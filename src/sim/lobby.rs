@@ -105,10 +105,14 @@ mod tests {
         let rough = LobbyPings::measure(&spec);
         let samples: Vec<u64> = rough.pairs().flatten().copied().collect();
         assert!(samples.len() < 3 * PINGS_PER_PAIR, "some pings are lost");
-        assert!(samples.iter().all(|us| {
-            (100_000..=280_000).contains(us)
-        }));
+        assert!(samples
+            .iter()
+            .all(|us| { (100_000..=280_000).contains(us) }));
         assert!(samples.iter().any(|us| *us % 100_000 != 0), "jitter shows");
-        assert_eq!(rough, LobbyPings::measure(&spec), "the same seed, the same pings");
+        assert_eq!(
+            rough,
+            LobbyPings::measure(&spec),
+            "the same seed, the same pings"
+        );
     }
 }

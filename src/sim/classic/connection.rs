@@ -87,7 +87,8 @@ impl Connection {
         if let Some(at) = self.queued.iter().position(|q| q.id == id) {
             let q = self.queued.remove(at).expect("found above");
             let delay = now_tick.saturating_sub(q.first_tick);
-            self.response.add_delay(delay.min(u64::from(u32::MAX)) as u32);
+            self.response
+                .add_delay(delay.min(u64::from(u32::MAX)) as u32);
         }
     }
 

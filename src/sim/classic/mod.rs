@@ -50,9 +50,7 @@ use crate::link::Transmit;
 use crate::report::record::MAX_SEATS;
 use crate::session::{Advance, ExecutedCommand, LockstepStats, SessionEvent};
 use crate::timing::baselines::protocol0::{self, ResponseEvent};
-use crate::timing::baselines::{
-    red_alert, tick_edge_us, ticks_at, LatencyLevels, OriginalGame,
-};
+use crate::timing::baselines::{red_alert, tick_edge_us, ticks_at, LatencyLevels, OriginalGame};
 use crate::timing::{Changed, Output, Schedule, SendHistory, Timing, TimingEvent};
 
 /// The master's seat: the first human in house order (every seat of a
@@ -152,7 +150,9 @@ impl ClassicEngine {
     /// A machine on the eve of frame 0.
     pub fn new(config: &ClassicConfig) -> Result<ClassicEngine> {
         if config.seat >= config.players || usize::from(config.players) > MAX_SEATS {
-            return Err(Error::InvalidArgument("the seat must be one of the players"));
+            return Err(Error::InvalidArgument(
+                "the seat must be one of the players",
+            ));
         }
         let (start, fps, retry_ticks, levels) = match config.game {
             OriginalGame::RedAlert => {
@@ -357,7 +357,12 @@ impl ClassicEngine {
 
     /// The send frame's packet to every peer.
     fn send_packet(&mut self, frame: u32, tag: u32, now_us: u64) {
-        let queued = self.peers.iter().map(|p| p.connection.queued()).max().unwrap_or(0);
+        let queued = self
+            .peers
+            .iter()
+            .map(|p| p.connection.queued())
+            .max()
+            .unwrap_or(0);
         let mut count = red_alert::events_per_packet(queued, self.out_list.len());
         let mut bytes = 0;
         for (at, event) in self.out_list.iter().enumerate().take(count) {
@@ -409,7 +414,10 @@ impl ClassicEngine {
             max_ahead,
             self.peers.iter().map(|p| {
                 let holds_due = needed.map_or(true, |n| p.their_frame >= n);
-                (Some(p.their_frame), p.their_recv >= p.their_sent && holds_due)
+                (
+                    Some(p.their_frame),
+                    p.their_recv >= p.their_sent && holds_due,
+                )
             }),
         )
     }
@@ -468,8 +476,13 @@ impl ClassicEngine {
                         self.stats.refused_items += 1;
                         continue;
                     };
-                    let (_, changed) =
-                        self.schedule.apply(frame, TimingEvent { target, fps: fps.max(1) });
+                    let (_, changed) = self.schedule.apply(
+                        frame,
+                        TimingEvent {
+                            target,
+                            fps: fps.max(1),
+                        },
+                    );
                     self.announce(frame, changed);
                 }
                 Event::ResponseTime(event) => {
@@ -483,16 +496,18 @@ impl ClassicEngine {
 
     fn announce(&mut self, frame: u32, changed: Changed) {
         if changed.timing {
-            self.events.push_back(SessionEvent::Timing(Output::TimingChanged {
-                frame,
-                timing: self.schedule.timing(),
-            }));
+            self.events
+                .push_back(SessionEvent::Timing(Output::TimingChanged {
+                    frame,
+                    timing: self.schedule.timing(),
+                }));
         }
         if changed.fps {
-            self.events.push_back(SessionEvent::Timing(Output::FrameRateChanged {
-                frame,
-                fps: self.schedule.fps(),
-            }));
+            self.events
+                .push_back(SessionEvent::Timing(Output::FrameRateChanged {
+                    frame,
+                    fps: self.schedule.fps(),
+                }));
         }
     }
 
@@ -636,7 +651,8 @@ impl ClassicEngine {
         self.peers
             .iter()
             .filter(|p| {
-                p.their_recv < p.their_sent || u64::from(frame) >= u64::from(p.their_frame) + max_ahead
+                p.their_recv < p.their_sent
+                    || u64::from(frame) >= u64::from(p.their_frame) + max_ahead
             })
             .fold(0, |mask, p| mask | 1 << p.seat)
     }
@@ -645,7 +661,11 @@ impl ClassicEngine {
     pub fn held_bytes(&self) -> usize {
         let events = self.out_list.len() + self.do_list.len();
         events * 8
-            + self.peers.iter().map(|p| p.connection.held_bytes()).sum::<usize>()
+            + self
+                .peers
+                .iter()
+                .map(|p| p.connection.held_bytes())
+                .sum::<usize>()
             + self.outbox.iter().map(|(_, b)| b.len()).sum::<usize>()
     }
 
@@ -714,7 +734,10 @@ mod tests {
         let mut engine = red_alert();
         let (advance, _) = run_to(&mut engine, 0, 1_000);
         assert_eq!(advance, Advance::Ran { frame: 0 });
-        assert_eq!((engine.timing().to_string(), engine.fps()), ("3/6".to_owned(), 30));
+        assert_eq!(
+            (engine.timing().to_string(), engine.fps()),
+            ("3/6".to_owned(), 30)
+        );
         assert_eq!(
             engine.poll_event(),
             Some(SessionEvent::Timing(Output::TimingChanged {
@@ -723,7 +746,10 @@ mod tests {
             }))
         );
         // Frames are two whole ticks apart: the next is due at tick 2.
-        assert_eq!(engine.advance(1_000).unwrap(), Advance::NotDue { at_us: 33_334 });
+        assert_eq!(
+            engine.advance(1_000).unwrap(),
+            Advance::NotDue { at_us: 33_334 }
+        );
     }
 
     #[test]
@@ -735,16 +761,26 @@ mod tests {
         assert_eq!(advance, Advance::Ran { frame: 3 });
         // Frame 6 executes seat 1's command of send frame 0 (tagged 6), but
         // waits for its packet of send frame 3: 6 < 3 + 6.
-        engine.handle_datagram(now, address(1), &from_seat_1(0, 1, &[command.clone()]));
+        engine.handle_datagram(
+            now,
+            address(1),
+            &from_seat_1(0, 1, std::slice::from_ref(&command)),
+        );
         let (advance, now) = run_to(&mut engine, 6, now);
         assert_eq!(advance, Advance::Waiting);
         assert_eq!(engine.waiting_for(), 0b10);
         engine.handle_datagram(now + 5_000, address(1), &from_seat_1(3, 1, &[]));
-        assert_eq!(engine.advance(now + 5_000).unwrap(), Advance::Ran { frame: 6 });
+        assert_eq!(
+            engine.advance(now + 5_000).unwrap(),
+            Advance::Ran { frame: 6 }
+        );
         assert_eq!(engine.executed().len(), 1);
         assert_eq!(engine.executed()[0].seat, 1);
         // It waited 5 ms past its due time: one stalled frame.
-        assert_eq!((engine.stats().stalled_frames, engine.stats().stall_us), (1, 5_000));
+        assert_eq!(
+            (engine.stats().stalled_frames, engine.stats().stall_us),
+            (1, 5_000)
+        );
     }
 
     #[test]
@@ -756,7 +792,11 @@ mod tests {
         let second = Event::Command(vec![1, 1, 0, 0, 0]);
         engine.handle_datagram(now, address(1), &from_seat_1(3, 2, &[second]));
         let (advance, now) = run_to(&mut engine, 6, now);
-        assert_eq!(advance, Advance::Waiting, "their frame is 3, but an event is missing");
+        assert_eq!(
+            advance,
+            Advance::Waiting,
+            "their frame is 3, but an event is missing"
+        );
         let first = Event::Command(vec![1, 0, 0, 0, 0]);
         engine.handle_datagram(now, address(1), &from_seat_1(0, 1, &[first]));
         assert_eq!(engine.advance(now).unwrap(), Advance::Ran { frame: 6 });
@@ -770,7 +810,13 @@ mod tests {
         let mut buf = [0u8; 1500];
         let sent = engine.poll_transmit(now, &mut buf).unwrap();
         let first = buf[..sent.len].to_vec();
-        assert!(matches!(packet::read(&first), Some(Packet::Data { ack_id: Some(1), .. })));
+        assert!(matches!(
+            packet::read(&first),
+            Some(Packet::Data {
+                ack_id: Some(1),
+                ..
+            })
+        ));
         // The lobby's 9 ticks + 2: resent once more than 11 ticks have passed.
         assert_eq!(engine.peers[0].connection.next_resend_tick(), Some(12));
         engine.handle_timeout(tick_edge_us(11));
@@ -811,9 +857,15 @@ mod tests {
             .unwrap();
             assert_eq!(engine.timing().to_string(), "2/12");
             engine.run_alone_to(first - 1);
-            assert!(!engine.out_list.iter().any(|e| matches!(e, Event::ResponseTime(_))));
+            assert!(!engine
+                .out_list
+                .iter()
+                .any(|e| matches!(e, Event::ResponseTime(_))));
             engine.run_alone_to(first);
-            assert!(engine.out_list.iter().any(|e| matches!(e, Event::ResponseTime(_))));
+            assert!(engine
+                .out_list
+                .iter()
+                .any(|e| matches!(e, Event::ResponseTime(_))));
             assert_eq!(engine.next_response_frame, first + 31);
         }
     }

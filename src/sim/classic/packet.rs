@@ -27,7 +27,11 @@ pub(super) enum Event {
     /// The sender's average ticks per frame since its last one.
     ProcessTime(u16),
     /// The master's timing: frame rate, MaxAhead, FrameSendRate.
-    Timing { fps: u8, max_ahead: u8, send_period: u8 },
+    Timing {
+        fps: u8,
+        max_ahead: u8,
+        send_period: u8,
+    },
     /// Protocol 0's response time and level.
     ResponseTime(ResponseEvent),
 }
@@ -128,7 +132,11 @@ pub(super) fn read(bytes: &[u8]) -> Option<Packet> {
             r.0.is_empty().then_some(Packet::FrameSync(info))
         }
         kind @ (DATA_ACK | DATA) => {
-            let ack_id = if kind == DATA_ACK { Some(r.u32()?) } else { None };
+            let ack_id = if kind == DATA_ACK {
+                Some(r.u32()?)
+            } else {
+                None
+            };
             let (info, count) = r.frame_info()?;
             let events = (0..count).map(|_| r.event()).collect::<Option<Vec<_>>>()?;
             r.0.is_empty().then_some(Packet::Data {
@@ -240,7 +248,11 @@ mod tests {
                 },
             ),
         ] {
-            let evs = if written.is_some() { &events[..] } else { &[][..] };
+            let evs = if written.is_some() {
+                &events[..]
+            } else {
+                &[][..]
+            };
             data(&mut out, written, info, evs);
             assert_eq!(read(&out), Some(packet));
             for cut in 0..out.len() {

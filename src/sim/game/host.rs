@@ -269,7 +269,9 @@ impl<'s> Host<'s> {
             key: SessionKey([rng.next_u64() as u8 | 1; 16]),
             session_id: rng.next_u64() as u32,
             policy: match spec.policy {
-                PolicyKind::Lobby => PolicyKind::Fixed(lobby_timing(lobby.pairs_of(LOBBY_HOST), spec.fps)),
+                PolicyKind::Lobby => {
+                    PolicyKind::Fixed(lobby_timing(lobby.pairs_of(LOBBY_HOST), spec.fps))
+                }
                 policy => policy,
             },
         };

@@ -44,7 +44,8 @@ pub fn lobby_timing<'a>(pairs: impl IntoIterator<Item = &'a [u64]>, fps: u8) -> 
         return Timing::FALLBACK;
     };
     let one_way_frames = (cover_us / 2 * u64::from(fps.max(1))).div_ceil(1_000_000);
-    let look_ahead = (one_way_frames + u64::from(MARGIN_FRAMES)).clamp(1, u64::from(MAX_LOOK_AHEAD));
+    let look_ahead =
+        (one_way_frames + u64::from(MARGIN_FRAMES)).clamp(1, u64::from(MAX_LOOK_AHEAD));
     Timing::new(1, look_ahead as u8).unwrap_or(Timing::FALLBACK)
 }
 
@@ -59,9 +60,14 @@ mod tests {
         assert_eq!(lobby_timing([&steady[..]], 30).to_string(), "1/3");
         // A jittery pair: median 140, p90 180 -> cover 220 ms, 110 one way:
         // 3.3 frames -> 4, +1.
-        let jittery: Vec<u64> = (0..10).map(|i| [100, 120, 130, 140, 140, 140, 150, 160, 180, 190][i] * 1000).collect();
+        let jittery: Vec<u64> = (0..10)
+            .map(|i| [100, 120, 130, 140, 140, 140, 150, 160, 180, 190][i] * 1000)
+            .collect();
         assert_eq!(round_trip_to_cover_us(&jittery), Some(220_000));
-        assert_eq!(lobby_timing([&steady[..], &jittery[..]], 30).to_string(), "1/5");
+        assert_eq!(
+            lobby_timing([&steady[..], &jittery[..]], 30).to_string(),
+            "1/5"
+        );
         assert_eq!(lobby_timing([&jittery[..]], 60).to_string(), "1/8");
         // A LAN: a frame of margin.
         assert_eq!(lobby_timing([&[2_000u64; 10][..]], 30).to_string(), "1/2");

@@ -237,7 +237,10 @@ mod tests {
         let slow = ResponseEvent::of(Protocol0Table::YurisRevenge, 14);
         assert_eq!((slow.max_ahead, slow.level), (15, 4));
         assert_eq!(levels.execute(0, fast, 260), Some(1));
-        assert_eq!(levels.take_pending().map(|(t, f)| (t.to_string(), f)), Some(("1/4".to_owned(), 60)));
+        assert_eq!(
+            levels.take_pending().map(|(t, f)| (t.to_string(), f)),
+            Some(("1/4".to_owned(), 60))
+        );
         assert_eq!(levels.take_pending(), None);
         assert_eq!(levels.execute(1, slow, 262), Some(4));
         assert_eq!(levels.worst_max_ahead(), 15);
@@ -248,6 +251,16 @@ mod tests {
         // A player silent for 120 frames no longer counts.
         assert_eq!(levels.execute(0, fast, 293 + 120), None);
         assert_eq!(levels.worst_max_ahead(), 4);
-        assert_eq!(levels.execute(0, ResponseEvent { max_ahead: 0, level: 9 }, 500), None);
+        assert_eq!(
+            levels.execute(
+                0,
+                ResponseEvent {
+                    max_ahead: 0,
+                    level: 9
+                },
+                500
+            ),
+            None
+        );
     }
 }

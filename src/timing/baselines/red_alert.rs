@@ -97,7 +97,8 @@ pub fn can_advance(
     their: impl IntoIterator<Item = (Option<u32>, bool)>,
 ) -> bool {
     their.into_iter().all(|(their_frame, all_in)| {
-        all_in && their_frame.is_some_and(|f| u64::from(frame) < u64::from(f) + u64::from(max_ahead))
+        all_in
+            && their_frame.is_some_and(|f| u64::from(frame) < u64::from(f) + u64::from(max_ahead))
     })
 }
 

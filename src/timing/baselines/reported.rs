@@ -156,8 +156,7 @@ impl RedAlertPolicy {
         let rate = Self::rate_for(record, frame, self.speed_fps, self.rate);
         let worst = self.response.worst_ms(record)?;
         let look_ahead = Self::look_ahead_for(worst, rate);
-        let target =
-            Timing::new(red_alert::FRAME_SEND_RATE, look_ahead).unwrap_or(self.target);
+        let target = Timing::new(red_alert::FRAME_SEND_RATE, look_ahead).unwrap_or(self.target);
         if (target, rate) == (self.target, self.rate) {
             return None;
         }
@@ -263,8 +262,14 @@ mod tests {
         assert_eq!(event.target.to_string(), "3/9");
         // The slowest machine's whole ticks per frame set the rate: 45 ms is
         // 2 ticks, 30 fps; 51 ms is 3 ticks, 20 fps.
-        assert_eq!(RedAlertPolicy::rate_for(&record_with(20, 45_000, 1), 2, 30, 30), 30);
-        assert_eq!(RedAlertPolicy::rate_for(&record_with(20, 51_000, 1), 2, 30, 30), 20);
+        assert_eq!(
+            RedAlertPolicy::rate_for(&record_with(20, 45_000, 1), 2, 30, 30),
+            30
+        );
+        assert_eq!(
+            RedAlertPolicy::rate_for(&record_with(20, 51_000, 1), 2, 30, 30),
+            20
+        );
     }
 
     #[test]
@@ -282,6 +287,10 @@ mod tests {
         assert_eq!(p0.rate(), 30);
         let mut ts = Protocol0Policy::new(Protocol0Table::TiberianSun, 30);
         ts.evaluate(&record_with(180, 8000, 31), 32);
-        assert_eq!(ts.target().to_string(), "4/12", "10 ticks: the TS table's level 4");
+        assert_eq!(
+            ts.target().to_string(),
+            "4/12",
+            "10 ticks: the TS table's level 4"
+        );
     }
 }
