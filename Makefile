@@ -8,8 +8,12 @@
 #   make install PREFIX=DIR   install header, libraries and rungs.pc under DIR
 #   make pkgconfig-check      compile a C program through pkg-config, shared and static
 #   make windows              rungs.dll for i686 and x86_64 Windows (mk/windows.mk, docs/windows.md)
-#   make windows-test         Windows and 32-bit checks: imports, exports, layouts, Wine, gcc -m32, tsmod
+#   make windows-test         Windows and 32-bit checks: imports, exports, layouts, Wine (64- and 32-bit),
+#                             gcc -m32, the TS-shaped model as a 32-bit game with its mod DLL
+#   make ts-model             the Tiberian Sun-shaped engine model: 200 seeded games in every mode
+#                             and the figures table (docs/ts-integration.md)
 #   make sim-pgo              rungs-sim with profile-guided optimisation (target/pgo/release)
+#   make relay-attack         the relay binary attacked during an honest match (docs/relay.md "Security")
 
 PREFIX  ?= /usr/local
 ROOT    := $(CURDIR)
@@ -18,7 +22,7 @@ include $(ROOT)/mk/target.mk
 RELEASE := $(TARGET_DIR)/release
 PCDIR   := $(TARGET_DIR)/pkgconfig
 
-.PHONY: setup demo test lib pc install pkgconfig-check header-check clean
+.PHONY: setup demo test lib pc install pkgconfig-check header-check clean ts-model
 
 include mk/windows.mk
 
@@ -75,6 +79,13 @@ pkgconfig-check: lib
 	    $$tmp/static 250 30 | grep -q '2/6 Fast (rung 2)' || exit 1; \
 	done && echo "pkg-config: shared and static builds work from the build tree and an install"
 
+# The Tiberian Sun-shaped engine model (examples-c/tsmodel): 200 seeded games
+# with faults in each vanilla mode and in rungs mode, the figures table; the
+# last line is "ts-model: G games, D desyncs, L too late" for rungs mode.
+# (`make test` runs its short form through examples-c's `run`.)
+ts-model: lib
+	@$(MAKE) --no-print-directory -C examples-c/tsmodel full
+
 clean:
 	cargo clean
 	$(MAKE) -C ffi-tests clean
@@ -92,3 +103,11 @@ sim-suite:
 .PHONY: sim-pgo
 sim-pgo:
 	./scripts/sim-pgo.sh $(TARGET_DIR)
+
+# The relay attacked over loopback while an honest match plays: every attack
+# for 20 s, the table of docs/relay.md "Security" (Linux). Release build; the
+# 2 s short form runs in `make test` (tests/relay_attack_udp.rs).
+.PHONY: relay-attack
+relay-attack:
+	cargo build --release --quiet --bin rungs-relay --bin rungs-relay-attack
+	$(RELEASE)/rungs-relay-attack

@@ -159,6 +159,14 @@ fn admin_socket_creates_lists_and_ends_matches_of_the_running_binary() {
             "create 503 seats two humans 0",
             "error create: `seats` value `two`",
         ),
+        (
+            "create 503 seats 2 humans 0 tick_rate_millihz 1000000000",
+            "error create: `tick_rate_millihz` must be 1000 to 120000, got 1000000000",
+        ),
+        (
+            "create 18446744073709551615 seats 2 humans 0",
+            "error create: `match` must be 1 to 9223372036854775807, got 18446744073709551615",
+        ),
         ("end 999", "error no match 999"),
         ("end", "error end needs a match id"),
         ("launch 501", "error unknown command `launch`; try help"),
@@ -301,4 +309,56 @@ fn admin_flag_or_setup_file_is_required_and_a_live_socket_is_not_stolen() {
     assert!(child.wait().unwrap().success());
     assert!(!path.exists(), "socket removed on exit");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn idle_admin_connections_are_closed_and_cannot_lock_the_lobby_out() {
+    let relay = RelayProcess::serve_with(
+        "relay-admin-idle",
+        SECRET,
+        None,
+        &["--admin", "{dir}/admin.sock", "--admin-idle-seconds", "1"],
+    );
+    let path = relay.dir.join("admin.sock");
+    // Sixteen connections that never say anything take every place.
+    let mut idle: Vec<Admin> = (0..16).map(|_| Admin::connect(&path)).collect();
+    let mut refused = Admin::connect(&path);
+    let mut line = String::new();
+    refused.reader.read_line(&mut line).unwrap();
+    assert_eq!(line, "error too many admin connections\n");
+    // One that trickles a byte at a time without ending a line gains
+    // nothing by it either.
+    let trickle_started = Instant::now();
+    std::thread::sleep(Duration::from_millis(100));
+    let mut closed = 0;
+    for (i, a) in idle.iter_mut().enumerate() {
+        if i == 0 {
+            while trickle_started.elapsed() < Duration::from_millis(1500) {
+                if a.writer.write_all(b"l").is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+        let mut line = String::new();
+        a.reader.read_line(&mut line).unwrap();
+        assert_eq!(
+            line, "error no command for 1 s; closing\n",
+            "connection {i}"
+        );
+        line.clear();
+        assert_eq!(a.reader.read_line(&mut line).unwrap(), 0, "closed");
+        closed += 1;
+    }
+    assert_eq!(closed, 16);
+    assert!(trickle_started.elapsed() < Duration::from_secs(4));
+    // The lobby gets in again, and a connection that sends commands stays.
+    std::thread::sleep(Duration::from_millis(100));
+    let mut lobby = Admin::connect(&path);
+    for _ in 0..4 {
+        assert_eq!(lobby.command("list").1, "ok 0 matches");
+        std::thread::sleep(Duration::from_millis(600));
+    }
+    let (clean, log) = relay.stop();
+    assert!(clean, "{log}");
 }

@@ -1,7 +1,9 @@
 //! Deterministic mutation fuzzing of the relay protocol's decoders (S10,
 //! `src/wire/relay.rs`): no input may make them panic, and every input they
 //! accept must be canonical — writing the decoded value back gives the same
-//! bytes — so one meaning has one byte string.
+//! bytes — so one meaning has one byte string. Then the relay's and the
+//! client's whole receive paths, and the relay's Hello path (cookies,
+//! replays, rate limits), on mutated genuine traffic.
 //!
 //! Like `transport_fuzz.rs`: a seeded SplitMix64 mutates a corpus of genuine
 //! datagrams and messages (bit flips, byte overwrites, boundary values,
@@ -25,16 +27,25 @@ const SECRET: [u8; 16] = *b"fuzz-link-secret";
 fn corpus() -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     let mut buf = [0u8; MAX_MESSAGE_BYTES];
-    let len = write_hello(
-        &Hello {
-            nonce: 0xAABB_CCDD_0011_2233,
-            have_horizon: 77,
-            ticket: [3; TICKET_BYTES],
-        },
-        &SECRET,
-        &mut buf,
-    )
-    .unwrap();
+    for cookie in [NO_COOKIE, [0x5C; COOKIE_BYTES]] {
+        let len = write_hello(
+            &Hello {
+                nonce: 0xAABB_CCDD_0011_2233,
+                have_horizon: 77,
+                ticket: [3; TICKET_BYTES],
+                cookie,
+            },
+            &SECRET,
+            &mut buf,
+        )
+        .unwrap();
+        out.push(buf[..len].to_vec());
+    }
+    let challenge = CookieChallenge {
+        nonce: 0xAABB_CCDD_0011_2233,
+        cookie: [0x5C; COOKIE_BYTES],
+    };
+    let len = write_cookie(&challenge, &mut buf).unwrap();
     out.push(buf[..len].to_vec());
     for reason in RejectReason::ALL {
         let len = write_reject(&Reject { reason, nonce: 5 }, &mut buf).unwrap();
@@ -197,7 +208,8 @@ fn fuzz_relay_decoders_accept_only_canonical_input() {
     let mut rng = SplitMix64::new(0x5E1A7);
     let count = iterations(2_000_000, 10_000_000);
     let started = Instant::now();
-    let mut accepted = 0u64;
+    // Inputs each decoder accepted: server, client, Hello, Reject, Cookie.
+    let mut accepted_by = [0u64; 5];
     let mut input = Vec::with_capacity(2 * MAX_MESSAGE_BYTES + 64);
     let mut out = [0u8; 2 * MAX_MESSAGE_BYTES];
     for _ in 0..count {
@@ -206,7 +218,7 @@ fn fuzz_relay_decoders_accept_only_canonical_input() {
         mutate(&mut rng, &corpus, &mut input);
 
         if let Ok(m) = read_server_message(&input) {
-            accepted += 1;
+            accepted_by[0] += 1;
             if let ServerMessage::TurnBundle(b) = m {
                 let mut n = 0;
                 for e in b.entries() {
@@ -220,25 +232,44 @@ fn fuzz_relay_decoders_accept_only_canonical_input() {
             assert_eq!(&out[..len], &input[..], "server message not canonical");
         }
         if let Ok(m) = read_client_message(&input) {
-            accepted += 1;
+            accepted_by[1] += 1;
             let len = m.write(&mut out).expect("a decoded message re-encodes");
             assert_eq!(&out[..len], &input[..], "client message not canonical");
         }
         if let Ok(h) = read_hello(&input) {
-            accepted += 1;
+            accepted_by[2] += 1;
             let len = write_hello(&h, &SECRET, &mut out).unwrap();
             assert_eq!(&out[..len - 8], &input[..len - 8], "hello not canonical");
             // A mutated Hello verifies only when nothing the tag covers changed.
             assert_eq!(verify_hello_tag(&input, &SECRET), out[..len] == input[..]);
         }
         if let Ok(r) = read_reject(&input) {
-            accepted += 1;
+            accepted_by[3] += 1;
             let len = write_reject(&r, &mut out).unwrap();
             assert_eq!(&out[..len], &input[..], "reject not canonical");
         }
+        if let Ok(c) = read_cookie(&input) {
+            accepted_by[4] += 1;
+            assert_ne!(c.cookie, NO_COOKIE);
+            let len = write_cookie(&c, &mut out).unwrap();
+            assert_eq!(&out[..len], &input[..], "cookie not canonical");
+        }
     }
+    let accepted: u64 = accepted_by.iter().sum();
     report("relay decoders", count, Some(accepted), started);
-    assert!(accepted > count / 50, "only {accepted} accepted");
+    for (name, n) in [
+        "server message",
+        "client message",
+        "Hello",
+        "Reject",
+        "Cookie",
+    ]
+    .iter()
+    .zip(accepted_by)
+    {
+        eprintln!("  {name} decoder: {count} inputs, {n} accepted");
+        assert!(n > count / 2000, "the {name} decoder accepted only {n}");
+    }
 }
 
 /// Genuine datagrams of a relayed match in both directions, from a relay and
@@ -341,6 +372,19 @@ fn fuzz_relay_and_client_receive_paths() {
             Some((h.nonce as u32, seat, SessionKey(key)))
         })
         .collect();
+    // Both genuine connections open first: their Hellos with the cookies
+    // they carried, from their own addresses (the cookie key comes from
+    // the lobby secret, so it is this relay's too; a cookie is good for
+    // 10 s after it was issued).
+    let start_us = 1_000_000;
+    for hello in to_relay.iter().filter(|d| d[0] == MAGIC) {
+        if let Ok(h) = read_hello(hello) {
+            if h.cookie != NO_COOKIE {
+                relay.handle_datagram(start_us, 0, client_addr(usize::from(h.ticket[1])), hello);
+            }
+        }
+    }
+    assert_eq!(relay.connection_count(), 2, "{:?}", relay.counters());
     let mut rng = SplitMix64::new(0xF1A7);
     let mut next_pn = [vec![1000u32; keys.len()], vec![1000u32; keys.len()]];
     let count = iterations(2_000_000, 10_000_000) / 4;
@@ -349,7 +393,7 @@ fn fuzz_relay_and_client_receive_paths() {
     let mut buf = [0u8; 1500];
     for i in 0..count {
         // 10 µs apart: the connections stay alive (5 s liveness) throughout.
-        let now = 1000 + i * 10;
+        let now = start_us + i * 10;
         let to_relay_side = rng.chance_ppm(600_000);
         let corpus = if to_relay_side {
             &to_relay
@@ -361,9 +405,14 @@ fn fuzz_relay_and_client_receive_paths() {
         if rng.chance_ppm(800_000) {
             mutate(&mut rng, corpus, &mut input);
         }
+        // Where a re-signed packet comes from: mostly its seat's own
+        // address (only the newest packet may move a connection, so from
+        // elsewhere most are refused before the link's logic).
+        let mut signed_by = None;
         if input.first() == Some(&0xB7) && input.len() >= 20 && rng.chance_ppm(500_000) {
             let k = rng.below_or_equal(keys.len() as u64 - 1) as usize;
             let (id, seat, key) = keys[k];
+            signed_by = Some(seat);
             input[4..8].copy_from_slice(&id.to_le_bytes());
             // Mostly fresh packet numbers, so the link's logic runs; some
             // replayed or stale ones.
@@ -386,7 +435,10 @@ fn fuzz_relay_and_client_receive_paths() {
             write_tag(&mut input, &key, addressee);
         }
         if to_relay_side {
-            let from = client_addr(rng.below_or_equal(2) as usize);
+            let from = match signed_by {
+                Some(seat) if rng.chance_ppm(900_000) => client_addr(usize::from(seat)),
+                _ => client_addr(rng.below_or_equal(2) as usize),
+            };
             relay.handle_datagram(now, 0, from, &input);
         } else {
             client.handle_datagram(now, relay_addr, &input);
@@ -417,4 +469,143 @@ fn fuzz_relay_and_client_receive_paths() {
     );
     eprintln!("relay counters: {c:?}");
     assert!(c.link_drops > 0 && c.malformed_hellos + c.rejected.iter().sum::<u64>() > 0);
+}
+
+/// The relay's Hello path on genuine, half-genuine and mutated Hellos:
+/// first Hellos with fresh nonces, answers to the relay's own Cookies from
+/// the address they went to or another, mutated bytes re-signed with the
+/// ticket's link secret half the time (as a ticket holder could), from 64
+/// addresses over simulated minutes. No panic; a connection opens only on
+/// a Hello carrying a cookie the relay sent to that very address for that
+/// nonce; nothing goes back to an unverified address larger than what came.
+#[test]
+fn fuzz_hello_path_opens_only_with_the_relays_own_cookie() {
+    use rungs::relay::ticket::{issue, LobbySecret, TicketFields};
+    use rungs::relay::{MatchSetup, Relay, RelayConfig};
+    use std::collections::{HashMap, HashSet, VecDeque};
+    let secret = LobbySecret::new(*b"fuzz-lobby-key-2").unwrap();
+    let mut config = RelayConfig::new(secret);
+    // Connections often enough that the fuzz reaches the opening path.
+    config.hello_limits.ticket_interval_us = 20_000;
+    let mut relay = Relay::new(config).unwrap();
+    let mut setup = MatchSetup::new(9, 4, 0b1111);
+    setup.reconnect_grace_us = u64::MAX / 4;
+    setup.start_barrier_us = u64::MAX / 4;
+    relay.add_match(setup, 0).unwrap();
+    let creds: Vec<_> = (0..5u8)
+        .map(|seat| {
+            let match_id = if seat < 4 { 9 } else { 10 };
+            issue(
+                &secret,
+                &TicketFields {
+                    match_id,
+                    seat: seat % 4,
+                    expires_unix_s: u64::MAX,
+                    nonce: u64::from(seat),
+                },
+            )
+            .unwrap()
+        })
+        .collect();
+    let address = |i: u64| std::net::SocketAddr::from(([192, 0, 2, (i % 64) as u8], 4000));
+    let hello = |c: usize, nonce: u64, cookie: [u8; COOKIE_BYTES]| {
+        let mut buf = [0u8; HELLO_BYTES];
+        let h = Hello {
+            nonce,
+            have_horizon: 0,
+            ticket: creds[c].ticket,
+            cookie,
+        };
+        write_hello(&h, &creds[c].link_secret.0, &mut buf).unwrap();
+        buf.to_vec()
+    };
+    // Cookies the relay sent: (to, nonce, cookie), and which ticket asked.
+    let mut issued: HashSet<(std::net::SocketAddr, u64, [u8; COOKIE_BYTES])> = HashSet::new();
+    let mut recent: VecDeque<(std::net::SocketAddr, u64, [u8; COOKIE_BYTES], usize)> =
+        VecDeque::new();
+    let mut asked: HashMap<u64, usize> = HashMap::new();
+    let corpus: Vec<Vec<u8>> = (0..5).map(|c| hello(c, 1 + c as u64, NO_COOKIE)).collect();
+    let mut rng = SplitMix64::new(0xC00C1E);
+    let count = iterations(2_000_000, 10_000_000) / 4;
+    let started = Instant::now();
+    let mut buf = [0u8; 1500];
+    let mut opened = 0;
+    for i in 0..count {
+        let now = 1_000 + i * 37;
+        let mut from = address(rng.next_u64());
+        let mut input = match rng.below_or_equal(2) {
+            0 => {
+                let c = rng.below_or_equal(4) as usize;
+                let nonce = rng.next_u64() | 1;
+                asked.insert(nonce, c);
+                hello(c, nonce, NO_COOKIE)
+            }
+            _ if !recent.is_empty() => {
+                let k = rng.below_or_equal(recent.len() as u64 - 1) as usize;
+                let (to, nonce, cookie, c) = recent[k];
+                if rng.chance_ppm(800_000) {
+                    from = to;
+                }
+                hello(c, nonce, cookie)
+            }
+            _ => corpus[rng.below_or_equal(4) as usize].clone(),
+        };
+        if rng.chance_ppm(300_000) {
+            mutate(&mut rng, &corpus, &mut input);
+            if input.len() == HELLO_BYTES && rng.chance_ppm(500_000) {
+                // Re-signed by whoever holds one of the tickets.
+                let c = rng.below_or_equal(4) as usize;
+                let tag = {
+                    use std::hash::Hasher;
+                    let key = creds[c].link_secret.0;
+                    let mut h = siphasher::sip::SipHasher24::new_with_keys(
+                        u64::from_le_bytes(key[..8].try_into().unwrap()),
+                        u64::from_le_bytes(key[8..].try_into().unwrap()),
+                    );
+                    h.write(&input[..HELLO_BYTES - 8]);
+                    h.finish()
+                };
+                input[HELLO_BYTES - 8..].copy_from_slice(&tag.to_le_bytes());
+            }
+        }
+        let before = relay.counters().connections_opened;
+        relay.handle_datagram(now, 0, from, &input);
+        if relay.counters().connections_opened > before {
+            opened += 1;
+            let h = read_hello(&input).expect("only a Hello opens");
+            assert!(
+                issued.contains(&(from, h.nonce, h.cookie)),
+                "opened without the relay's cookie for {from}"
+            );
+        }
+        while let Some((to, len)) = relay.poll_transmit(now, &mut buf) {
+            if let Ok(c) = read_cookie(&buf[..len]) {
+                issued.insert((to, c.nonce, c.cookie));
+                if let Some(&t) = asked.get(&c.nonce) {
+                    recent.push_back((to, c.nonce, c.cookie, t));
+                    if recent.len() > 256 {
+                        recent.pop_front();
+                    }
+                }
+            }
+        }
+        if i % 256 == 0 {
+            relay.handle_timeout(now);
+            while relay.poll_event().is_some() {}
+        }
+        assert!(relay.connection_count() <= 4);
+    }
+    let c = *relay.counters();
+    report("relay Hello path", count, Some(opened), started);
+    eprintln!("relay counters: {c:?}");
+    assert!(c.unverified_bytes_out <= c.unverified_bytes_in, "{c:?}");
+    assert!(
+        opened > 100,
+        "the fuzz reached the opening path {opened} times"
+    );
+    assert!(c.rejected[RejectReason::Replayed as usize - 1] > 0, "{c:?}");
+    assert!(
+        c.hellos_limited_by_ticket > 0 && c.hellos_limited_by_address > 0,
+        "{c:?}"
+    );
 }

@@ -21,6 +21,9 @@ use rungs::relay::{
 use rungs::sim::{Conditions, NetSim, Outage, SplitMix64};
 use rungs::wire::relay::{EntryKind, MatchOverReason, RejectReason};
 
+#[path = "common/hello.rs"]
+mod hello;
+
 const MS: u64 = 1000;
 const MATCH: u64 = 0xAB_CDEF;
 const UNIX: u64 = 1_800_000_000;
@@ -547,7 +550,7 @@ fn duplicate_and_out_of_order_submissions_are_ignored_and_counted() {
     use rungs::link::{Link, LinkConfig, LinkIdentity};
     use rungs::relay::RELAY_LINK_SEAT;
     use rungs::wire::packet::SessionKey;
-    use rungs::wire::relay::{write_hello, ClientMessage, Hello};
+    use rungs::wire::relay::ClientMessage;
 
     let mut relay = Relay::new(RelayConfig::new(secret())).unwrap();
     relay.add_match(setup(2, 0b01), 0).unwrap();
@@ -567,17 +570,8 @@ fn duplicate_and_out_of_order_submissions_are_ignored_and_counted() {
     .unwrap();
     let me = player_addr(0, 1);
     let mut buf = [0u8; 1500];
-    let len = write_hello(
-        &Hello {
-            nonce,
-            have_horizon: 0,
-            ticket: creds.ticket,
-        },
-        &creds.link_secret.0,
-        &mut buf,
-    )
-    .unwrap();
-    relay.handle_datagram(0, UNIX, me, &buf[..len]);
+    hello::hello_with_cookie(&mut relay, 0, UNIX, me, &creds, nonce);
+    assert_eq!(relay.connection_count(), 1);
     for seq in [1u32, 2, 3, 2, 3, 1, 5, 4] {
         link.send(
             &ClientMessage::OrderSubmit {
@@ -679,7 +673,9 @@ fn freeze_game(freeze_ms: u64) -> (Game, Option<u64>, u64) {
             caught_up = Some(now - thawed_at);
         }
     }
-    g.run_until(g.now + 1_000 * MS);
+    // Seat 0 submitted an order a millisecond: they run one a tick, so
+    // the queue needs as many ticks to drain.
+    g.run_until(g.now + 2_000 * MS);
     (g, welcomed, caught_up.expect("caught up"))
 }
 
@@ -826,6 +822,7 @@ fn bad_input_costs_a_validation_and_is_counted() {
             nonce: rng.next_u64() | 1,
             have_horizon: 0,
             ticket: if i % 3 == 0 { genuine.ticket } else { ticket },
+            cookie: rungs::wire::relay::NO_COOKIE,
         };
         let len = rungs::wire::relay::write_hello(&hello, b"not-the-secret!!", &mut buf).unwrap();
         g.relay.handle_datagram(g.now, UNIX, from, &buf[..len]);
@@ -855,6 +852,7 @@ fn bad_input_costs_a_validation_and_is_counted() {
         nonce: 77,
         have_horizon: 0,
         ticket: expired.ticket,
+        cookie: rungs::wire::relay::NO_COOKIE,
     };
     let len = rungs::wire::relay::write_hello(&hello, &expired.link_secret.0, &mut buf).unwrap();
     g.relay
@@ -863,26 +861,28 @@ fn bad_input_costs_a_validation_and_is_counted() {
         g.relay.counters().rejected[RejectReason::Expired as usize - 1],
         1
     );
-    // A genuine Hello captured and replayed from another address.
-    let hello = rungs::wire::relay::Hello {
-        nonce: 0x1234_5678_9ABC,
-        have_horizon: 0,
-        ticket: genuine.ticket,
-    };
-    let len = rungs::wire::relay::write_hello(&hello, &genuine.link_secret.0, &mut buf).unwrap();
-    g.relay
-        .handle_datagram(g.now, UNIX, player_addr(1, 1), &buf[..len]);
-    assert_eq!(g.relay.connection_count(), before + 1);
-    g.relay
-        .handle_datagram(g.now, UNIX, player_addr(1, 1), &buf[..len]);
-    assert_eq!(g.relay.counters().duplicate_hellos, 1);
-    g.relay
-        .handle_datagram(g.now, UNIX, player_addr(1, 7), &buf[..len]);
-    assert_eq!(
-        g.relay.counters().rejected[RejectReason::Replayed as usize - 1],
-        1
+    // A genuine Hello captured and replayed from another address: the
+    // replayer gets a Cookie for its own address, which it cannot put into
+    // the Hello without the link secret.
+    let (captured, _) = hello::hello_with_cookie(
+        &mut g.relay,
+        g.now,
+        UNIX,
+        player_addr(1, 1),
+        &genuine,
+        0x1234_5678_9ABC,
     );
     assert_eq!(g.relay.connection_count(), before + 1);
+    g.relay
+        .handle_datagram(g.now, UNIX, player_addr(1, 1), &captured);
+    assert_eq!(g.relay.counters().duplicate_hellos, 1);
+    let cookies = g.relay.counters().cookies_sent;
+    g.relay
+        .handle_datagram(g.now, UNIX, player_addr(1, 7), &captured);
+    assert_eq!(g.relay.counters().cookies_sent, cookies + 1);
+    assert_eq!(g.relay.connection_count(), before + 1);
+    let c = *g.relay.counters();
+    assert!(c.unverified_bytes_out <= c.unverified_bytes_in, "{c:?}");
 }
 
 /// One seeded game with loss, reordering, duplication, an outage, a crash

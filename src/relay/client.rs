@@ -2,7 +2,8 @@
 //!
 //! Fed datagrams and time, it says what to send, like a link. It
 //!
-//! * says Hello (every `hello_interval_us` until a Welcome comes) and opens a
+//! * says Hello (every `hello_interval_us` until a Welcome comes; at once
+//!   again with the relay's cookie when its Cookie comes) and opens a
 //!   transport link with the connection key derived from its ticket;
 //! * keeps every order the relay has not confirmed and resends them, in
 //!   order, after each Welcome, so nothing is lost or executed twice across
@@ -39,9 +40,9 @@ use crate::report::Report;
 use crate::sim::SplitMix64;
 use crate::wire::packet::{self, SessionKey};
 use crate::wire::relay::{
-    read_reject, read_server_message, write_hello, ClientMessage, EntryKind, Hello,
+    read_cookie, read_reject, read_server_message, write_hello, ClientMessage, EntryKind, Hello,
     MatchOverReason, RejectReason, SeatPresence, ServerMessage, TimingChange, TurnBundle, Welcome,
-    HELLO_BYTES, MAX_ORDER_BYTES, MAX_SEATS,
+    COOKIE_BYTES, HELLO_BYTES, KIND_COOKIE, MAX_ORDER_BYTES, MAX_SEATS, NO_COOKIE,
 };
 
 /// Checksum reports a client keeps to send again after a reconnect.
@@ -153,6 +154,9 @@ pub enum ClientEvent {
 pub struct ClientCounters {
     /// Hellos sent.
     pub hellos: u64,
+    /// Cookies received (the relay's return-routability challenge, one per
+    /// connection attempt).
+    pub cookies: u64,
     /// Welcomes received.
     pub welcomes: u64,
     /// Orders resent after a Welcome.
@@ -192,6 +196,8 @@ struct Connection {
     key: SessionKey,
     link: Link,
     have_horizon: u32,
+    /// The relay's cookie for this nonce, once its Cookie came.
+    cookie: [u8; COOKIE_BYTES],
 }
 
 /// A player's connection to a relayed match. See the module docs.
@@ -299,6 +305,7 @@ impl RelayClient {
             key,
             link,
             have_horizon,
+            cookie: NO_COOKIE,
         })
     }
 
@@ -616,10 +623,31 @@ impl RelayClient {
             return;
         }
         match bytes.first() {
+            Some(&crate::wire::relay::MAGIC) if bytes.get(2) == Some(&KIND_COOKIE) => {
+                self.handle_cookie(bytes)
+            }
             Some(&crate::wire::relay::MAGIC) => self.handle_reject(now_us, bytes),
             Some(&packet::MAGIC) => self.handle_packet(now_us, bytes),
             _ => self.counters.dropped += 1,
         }
+    }
+
+    /// The relay's return-routability challenge: say Hello again at once,
+    /// with the cookie.
+    fn handle_cookie(&mut self, bytes: &[u8]) {
+        let Ok(challenge) = read_cookie(bytes) else {
+            self.counters.dropped += 1;
+            return;
+        };
+        if challenge.nonce != self.conn.nonce || !matches!(self.phase, Phase::Connecting { .. }) {
+            self.counters.dropped += 1; // not ours, or stale
+            return;
+        }
+        self.counters.cookies += 1;
+        self.conn.cookie = challenge.cookie;
+        self.phase = Phase::Connecting {
+            last_hello_us: None,
+        };
     }
 
     fn handle_reject(&mut self, now_us: u64, bytes: &[u8]) {
@@ -648,6 +676,7 @@ impl RelayClient {
                 &mut self.conn.link,
                 &self.conn.key,
                 self.seat,
+                false,
                 now_us,
                 bytes,
             )
@@ -916,6 +945,7 @@ impl RelayClient {
                     nonce: self.conn.nonce,
                     have_horizon: self.conn.have_horizon,
                     ticket: self.config.credentials.ticket,
+                    cookie: self.conn.cookie,
                 };
                 let len = write_hello(&hello, &self.config.credentials.link_secret.0, buf)?;
                 self.phase = Phase::Connecting {

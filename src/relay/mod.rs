@@ -5,6 +5,8 @@
 //!
 //! * [`ticket`]: seat admission (keyed MAC over match, seat, expiry, nonce)
 //!   and the per-ticket and per-connection keys derived from it.
+//! * [`admission`]: the Hello path's return-routability cookie, replay rule
+//!   and rate limits.
 //! * [`sequencer`]: one match's state machine (barrier, clock, tick
 //!   assignment, turn log, bundle streams, presence, grace, checksums).
 //! * [`server`]: many matches behind one port: Hellos, tickets, one
@@ -22,6 +24,7 @@
 //! [`crate::wire::relay`]; `docs/relay.md` describes the whole protocol and
 //! how relays scale.
 
+pub mod admission;
 pub mod client;
 pub mod sequencer;
 pub mod server;
@@ -57,11 +60,15 @@ pub fn relay_link_config() -> LinkConfig {
 
 /// Check a transport packet's tag under `key` for `local_seat` and its
 /// structure, and hand it to `link`. The caller has already routed it (by
-/// session id) and checked the sender seat.
+/// session id) and checked the sender seat. `from_new_address`: it came
+/// from another address than the link's; it is taken only if it is the
+/// newest packet yet (S8: an older one from elsewhere is a replay, and
+/// `SpoofedAddress`).
 fn receive_link_packet(
     link: &mut Link,
     key: &SessionKey,
     local_seat: u8,
+    from_new_address: bool,
     now_us: u64,
     bytes: &[u8],
 ) -> Result<(), DropReason> {
@@ -77,5 +84,9 @@ fn receive_link_packet(
             return Err(reason);
         }
     };
+    if from_new_address && !link.is_newest(packet.header.packet_number) {
+        link.count_drop(DropReason::SpoofedAddress);
+        return Err(DropReason::SpoofedAddress);
+    }
     link.handle_packet(now_us, &packet, bytes.len())
 }

@@ -8,18 +8,26 @@
 //! # Receiving
 //!
 //! * A relay datagram (`0xB8`): only a Hello is valid. It is checked in this
-//!   order, each failure counted, and answered with a Reject naming the
-//!   reason when the Hello was well-formed: version, structure, ticket MAC
-//!   and expiry, the Hello's tag under the ticket's link secret, the match,
-//!   then the connection rules (a replayed nonce, a connection id in use,
-//!   the relay full) and the match's own (seat left, match over). **Nothing
-//!   is allocated for a source before all of that passes**: a flood of
-//!   forged Hellos costs two SipHash computations each.
+//!   order, each failure counted: version and structure; the cookie; without
+//!   a valid cookie, the per-address rate limit (before any MAC); ticket MAC
+//!   and expiry; the Hello's tag under the ticket's link secret; the match.
+//!   A well-formed Hello that fails is answered with a Reject naming the
+//!   reason; one that passes but carries no valid cookie is answered with a
+//!   Cookie and nothing else ([`super::admission`]). With a valid cookie
+//!   come the connection rules (a resend of the live connection's Hello, a
+//!   cookie no newer than the seat's last connection's — a replay —, the
+//!   per-ticket rate limit, a connection id in use, the relay full) and the
+//!   match's own (seat left, match over). **Nothing is allocated for a
+//!   source before all of that passes**, and nothing larger than a Hello
+//!   goes to an address that has not returned a cookie: a flood of forged
+//!   Hellos costs at most four SipHash computations each and is answered
+//!   byte for byte with less.
 //! * A transport packet (`0xB7`): routed by its session id (the connection
 //!   id, the low 32 bits of the Hello's nonce) to one connection, then the
 //!   sender seat, the tag under that connection's key, the structure and the
-//!   link's own checks. Only a packet that passes everything may move the
-//!   connection to a new source address (NAT rebinding).
+//!   link's own checks. Only the newest packet of the connection that passes
+//!   everything may move it to a new source address (NAT rebinding): an old
+//!   packet replayed from elsewhere is dropped.
 //! * Anything else is counted and dropped.
 //!
 //! One match's input only ever reaches that match's sequencer and its own
@@ -29,15 +37,17 @@
 //!
 //! A valid Hello for a seat that has a connection replaces it (a reconnect):
 //! the old connection id stops routing at once. A repeated Hello (same nonce,
-//! same address: the Welcome was slow) is ignored; the same nonce from
-//! another address, or the nonce of a replaced connection, is refused as
-//! `Replayed`. A link reported lost is closed and the seat's reconnect grace
-//! starts. A seat that left, and every seat once the match is over, is
-//! closed after `close_linger_us` so the link can deliver its last bundles.
+//! same address: the Welcome was slow) is ignored; the live connection's
+//! nonce from another address, or a cookie no newer than the one that
+//! opened the seat's last connection, is refused as `Replayed`. A link
+//! reported lost is closed and the seat's reconnect grace starts. A seat
+//! that left, and every seat once the match is over, is closed after
+//! `close_linger_us` so the link can deliver its last bundles.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 
+use super::admission::{AddressLimiter, CookieClock, CookieKey, HelloLimits, SeatAdmission};
 use super::sequencer::{MatchEvent, MatchSetup, Sequencer};
 use super::ticket::{verify, LobbySecret};
 use super::{receive_link_packet, RELAY_LINK_SEAT};
@@ -45,16 +55,18 @@ use crate::error::{Error, Result};
 use crate::link::{canonical_address, Link, LinkConfig, LinkEvent, LinkIdentity};
 use crate::wire::packet::{self, SessionKey};
 use crate::wire::relay::{
-    peek_datagram, read_client_message, read_hello, verify_hello_tag, write_reject, DatagramPeek,
-    Reject, RejectReason, KIND_HELLO, MAX_MESSAGE_BYTES, REJECT_BYTES,
+    peek_datagram, read_client_message, read_hello, verify_hello_tag, write_cookie, write_reject,
+    CookieChallenge, DatagramPeek, Hello, Reject, RejectReason, COOKIE_DATAGRAM_BYTES, KIND_HELLO,
+    MAX_MESSAGE_BYTES,
 };
 
-/// Most Rejects waiting to be sent; beyond it they are counted, not queued.
+/// Most Rejects and Cookies waiting to be sent; beyond it they are counted,
+/// not queued.
 pub const MAX_QUEUED_REJECTS: usize = 1024;
 /// Most log events held; beyond it the oldest are dropped and counted.
 pub const MAX_QUEUED_EVENTS: usize = 4096;
-/// Nonces of replaced connections remembered per seat (refused as replays).
-pub const RETIRED_NONCES_PER_SEAT: usize = 8;
+
+const COOKIE_KEY_LABEL: &[u8] = b"rungs-relay cookie key v1";
 
 /// Settings of a relay.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,11 +81,21 @@ pub struct RelayConfig {
     pub close_linger_us: u64,
     /// How long a finished match stays before it is removed.
     pub over_linger_us: u64,
+    /// The key the relay's cookies are made with. **Give every relay
+    /// process its own random key** (the `rungs-relay` binary does): a
+    /// process that restarts with the key it had could take a Hello
+    /// captured just before the restart as fresh.
+    pub cookie_key: CookieKey,
+    /// Rate limits and the cookie lifetime of the Hello path.
+    pub hello_limits: HelloLimits,
 }
 
 impl RelayConfig {
     /// Defaults: links with a 5 s liveness timeout, 65536 connections, 2 s
-    /// close linger, 30 s linger for finished matches.
+    /// close linger, 30 s linger for finished matches, the default Hello
+    /// limits, and a cookie key derived from the lobby secret — the same
+    /// for every relay of the lobby and every run, which suits tests and
+    /// simulations; a served relay sets a random one.
     pub fn new(lobby_secret: LobbySecret) -> RelayConfig {
         RelayConfig {
             lobby_secret,
@@ -81,6 +103,8 @@ impl RelayConfig {
             max_connections: 65_536,
             close_linger_us: 2_000_000,
             over_linger_us: 30_000_000,
+            cookie_key: CookieKey(lobby_secret.derive(COOKIE_KEY_LABEL)),
+            hello_limits: HelloLimits::default(),
         }
     }
 }
@@ -96,10 +120,22 @@ pub struct RelayCounters {
     pub malformed_hellos: u64,
     /// Hellos refused, by reason (index: reason value − 1).
     pub rejected: [u64; 9],
-    /// Rejects not sent because the queue was full.
+    /// Rejects and Cookies not sent because the queue was full.
     pub rejects_not_queued: u64,
     /// Repeats of an accepted Hello (ignored).
     pub duplicate_hellos: u64,
+    /// Cookies sent (Hellos without a valid cookie that passed every other check).
+    pub cookies_sent: u64,
+    /// Hellos without a valid cookie dropped by the per-address rate limit.
+    pub hellos_limited_by_address: u64,
+    /// Hellos with a valid cookie dropped by the per-ticket rate limit.
+    pub hellos_limited_by_ticket: u64,
+    /// Bytes of relay datagrams received without a valid cookie (from
+    /// addresses the relay has not verified).
+    pub unverified_bytes_in: u64,
+    /// Bytes sent in answer to them (Cookies and Rejects): never more than
+    /// `unverified_bytes_in`.
+    pub unverified_bytes_out: u64,
     /// Connections opened.
     pub connections_opened: u64,
     /// Transport packets with no connection for their session id.
@@ -110,6 +146,9 @@ pub struct RelayCounters {
     pub bad_messages: u64,
     /// Connections moved to a new source address.
     pub rebinds: u64,
+    /// Authentic packets from a new address that were not the connection's
+    /// newest (replayed from elsewhere): dropped, the connection not moved.
+    pub moves_refused: u64,
     /// Log events dropped because nobody read them.
     pub events_dropped: u64,
 }
@@ -183,7 +222,10 @@ struct MatchSlot {
     id: u64,
     sequencer: Sequencer,
     connections: Vec<Option<Connection>>,
-    retired: Vec<VecDeque<u64>>,
+    /// Per seat: the replay rule's latest cookie and the connection allowance.
+    admission: Vec<SeatAdmission>,
+    /// When the match was added: only cookies issued after it open a seat.
+    created_us: u64,
     over_since: Option<u64>,
     /// The earliest timer of the slot, as of the last time it was drained
     /// (valid while not `dirty`).
@@ -223,7 +265,10 @@ pub struct Relay {
     by_id: HashMap<u64, usize>,
     /// Connection id → (slot, seat).
     routes: HashMap<u32, (usize, u8)>,
-    rejects: VecDeque<(SocketAddr, [u8; REJECT_BYTES])>,
+    /// Rejects and Cookies to send: (to, bytes, length).
+    replies: VecDeque<(SocketAddr, [u8; COOKIE_DATAGRAM_BYTES], u8)>,
+    addresses: AddressLimiter,
+    cookie_clock: CookieClock,
     events: VecDeque<RelayEvent>,
     counters: RelayCounters,
     /// Slots whose state changed since they were last drained, in order.
@@ -237,6 +282,7 @@ impl Relay {
     /// A relay with no matches.
     pub fn new(config: RelayConfig) -> Result<Relay> {
         config.link.validate()?;
+        config.hello_limits.validate()?;
         if config.link.max_message_bytes() < 600 {
             return Err(Error::InvalidArgument(
                 "relay links need max_packet_bytes of at least 632",
@@ -247,7 +293,9 @@ impl Relay {
             slots: Vec::new(),
             by_id: HashMap::new(),
             routes: HashMap::new(),
-            rejects: VecDeque::new(),
+            replies: VecDeque::new(),
+            addresses: AddressLimiter::new(),
+            cookie_clock: CookieClock::default(),
             events: VecDeque::new(),
             counters: RelayCounters::default(),
             dirty: VecDeque::new(),
@@ -276,7 +324,8 @@ impl Relay {
             id: setup.match_id,
             sequencer,
             connections: (0..setup.seat_count).map(|_| None).collect(),
-            retired: (0..setup.seat_count).map(|_| VecDeque::new()).collect(),
+            admission: vec![SeatAdmission::default(); usize::from(setup.seat_count)],
+            created_us: now_us,
             over_since: None,
             deadline: None,
             dirty: false,
@@ -364,16 +413,29 @@ impl Relay {
         self.events.push_back(event);
     }
 
-    fn reject(&mut self, source: SocketAddr, reason: RejectReason, nonce: u64) {
+    /// Queue a small datagram (a Reject or a Cookie) for `to`; whether it
+    /// was queued.
+    fn reply(&mut self, to: SocketAddr, bytes: &[u8]) -> bool {
+        if self.replies.len() >= MAX_QUEUED_REJECTS {
+            self.counters.rejects_not_queued += 1;
+            return false;
+        }
+        let mut out = [0u8; COOKIE_DATAGRAM_BYTES];
+        out[..bytes.len()].copy_from_slice(bytes);
+        self.replies
+            .push_back((canonical_address(to), out, bytes.len() as u8));
+        true
+    }
+
+    fn reject(&mut self, source: SocketAddr, reason: RejectReason, nonce: u64, verified: bool) {
         self.counters.rejected[reason as usize - 1] += 1;
         self.event(RelayEvent::Rejected { source, reason });
-        if self.rejects.len() >= MAX_QUEUED_REJECTS {
-            self.counters.rejects_not_queued += 1;
+        let mut bytes = [0u8; COOKIE_DATAGRAM_BYTES];
+        let Some(len) = write_reject(&Reject { reason, nonce }, &mut bytes) else {
             return;
-        }
-        let mut bytes = [0u8; REJECT_BYTES];
-        if write_reject(&Reject { reason, nonce }, &mut bytes).is_some() {
-            self.rejects.push_back((canonical_address(source), bytes));
+        };
+        if self.reply(source, &bytes[..len]) && !verified {
+            self.counters.unverified_bytes_out += len as u64;
         }
     }
 
@@ -388,61 +450,139 @@ impl Relay {
         }
     }
 
+    /// The Hello path, in the order the module docs give.
     fn handle_hello(&mut self, now_us: u64, unix_s: u64, source: SocketAddr, bytes: &[u8]) {
-        match peek_datagram(bytes) {
-            Ok(DatagramPeek::Current(KIND_HELLO)) => {}
+        let source = canonical_address(source);
+        let limits = self.config.hello_limits;
+        let hello = match peek_datagram(bytes) {
+            Ok(DatagramPeek::Current(KIND_HELLO)) => read_hello(bytes).ok(),
             Ok(DatagramPeek::OtherVersion(Some(nonce))) => {
-                return self.reject(source, RejectReason::WrongVersion, nonce);
+                self.counters.unverified_bytes_in += bytes.len() as u64;
+                if !self.addresses.allow(source, now_us, &limits) {
+                    self.counters.hellos_limited_by_address += 1;
+                    return;
+                }
+                return self.reject(source, RejectReason::WrongVersion, nonce, false);
             }
-            _ => {
-                self.counters.malformed_hellos += 1;
-                return;
-            }
-        }
-        let Ok(hello) = read_hello(bytes) else {
+            _ => None,
+        };
+        let Some(hello) = hello else {
+            self.counters.unverified_bytes_in += bytes.len() as u64;
             self.counters.malformed_hellos += 1;
             return;
         };
+        let cookie_now = self.cookie_clock.now(now_us);
+        let verified = self.config.cookie_key.check(
+            &hello.cookie,
+            hello.nonce,
+            source,
+            cookie_now,
+            limits.cookie_lifetime_us,
+        );
+        if verified.is_none() {
+            self.counters.unverified_bytes_in += bytes.len() as u64;
+            if !self.addresses.allow(source, now_us, &limits) {
+                self.counters.hellos_limited_by_address += 1;
+                return;
+            }
+        }
+        let is_verified = verified.is_some();
         let ticket = match verify(&self.config.lobby_secret, &hello.ticket, unix_s) {
             Ok(t) => t,
-            Err(reason) => return self.reject(source, reason, hello.nonce),
+            Err(reason) => return self.reject(source, reason, hello.nonce, is_verified),
         };
         if !verify_hello_tag(bytes, &ticket.link_secret.0) {
-            return self.reject(source, RejectReason::BadTicket, hello.nonce);
+            return self.reject(source, RejectReason::BadTicket, hello.nonce, is_verified);
         }
         let Some(&at) = self.by_id.get(&ticket.fields.match_id) else {
-            return self.reject(source, RejectReason::UnknownMatch, hello.nonce);
+            return self.reject(source, RejectReason::UnknownMatch, hello.nonce, is_verified);
         };
         let seat = ticket.fields.seat;
-        let source = canonical_address(source);
+        let Some(slot) = self.slots[at].as_ref() else {
+            return self.reject(source, RejectReason::UnknownMatch, hello.nonce, is_verified);
+        };
+        let Some(current) = slot.connections.get(usize::from(seat)) else {
+            return self.reject(source, RejectReason::BadTicket, hello.nonce, is_verified);
+        };
+        if let Some(c) = current {
+            if c.nonce == hello.nonce && c.address == source {
+                // The live connection's Hello again (the Welcome was slow).
+                self.counters.duplicate_hellos += 1;
+                return;
+            }
+        }
+        match verified {
+            None => self.send_cookie(now_us, source, hello.nonce),
+            Some(issued_us) => self.admit(
+                now_us,
+                source,
+                &hello,
+                (at, seat),
+                ticket.link_secret,
+                issued_us,
+            ),
+        }
+    }
+
+    /// Answer a Hello that passed every check but the cookie: a Cookie for
+    /// this address and nonce, smaller than the Hello.
+    fn send_cookie(&mut self, now_us: u64, source: SocketAddr, nonce: u64) {
+        let issued_us = self.cookie_clock.issue(now_us);
+        let cookie = self.config.cookie_key.mint(issued_us, nonce, source);
+        let mut bytes = [0u8; COOKIE_DATAGRAM_BYTES];
+        let Some(len) = write_cookie(&CookieChallenge { nonce, cookie }, &mut bytes) else {
+            return;
+        };
+        if self.reply(source, &bytes[..len]) {
+            self.counters.cookies_sent += 1;
+            self.counters.unverified_bytes_out += len as u64;
+        }
+    }
+
+    /// Open a connection for a Hello whose cookie (issued at `issued_us`)
+    /// proved its address: the replay rule, the per-ticket limit, the
+    /// connection rules, then the match.
+    fn admit(
+        &mut self,
+        now_us: u64,
+        source: SocketAddr,
+        hello: &Hello,
+        (at, seat): (usize, u8),
+        link_secret: super::ticket::LinkSecret,
+        issued_us: u64,
+    ) {
+        let limits = self.config.hello_limits;
         let conn_id = hello.nonce as u32;
         let live = self.routes.len();
         let Some(slot) = self.slots[at].as_mut() else {
-            return self.reject(source, RejectReason::UnknownMatch, hello.nonce);
+            return;
         };
-        let Some(current) = slot.connections.get(usize::from(seat)) else {
-            return self.reject(source, RejectReason::BadTicket, hello.nonce);
-        };
-        if let Some(c) = current {
-            if c.nonce == hello.nonce {
-                if c.address == source {
-                    self.counters.duplicate_hellos += 1;
-                    return;
-                }
-                return self.reject(source, RejectReason::Replayed, hello.nonce);
-            }
+        let s = usize::from(seat);
+        let current_nonce = slot.connections[s].as_ref().map(|c| c.nonce);
+        let admission = &mut slot.admission[s];
+        // A captured Hello: the live connection's from elsewhere, or a
+        // cookie no newer than the seat's last connection's (or the match).
+        if current_nonce == Some(hello.nonce)
+            || issued_us <= admission.latest_cookie_us
+            || issued_us <= slot.created_us
+        {
+            return self.reject(source, RejectReason::Replayed, hello.nonce, true);
         }
-        if slot.retired[usize::from(seat)].contains(&hello.nonce) {
-            return self.reject(source, RejectReason::Replayed, hello.nonce);
+        if !admission
+            .connections
+            .allow(now_us, limits.ticket_burst, limits.ticket_interval_us)
+        {
+            self.counters.hellos_limited_by_ticket += 1;
+            return;
         }
-        let replacing = current.is_some();
+        let replacing = current_nonce.is_some();
         if self.routes.contains_key(&conn_id) {
-            return self.reject(source, RejectReason::ConnectionIdTaken, hello.nonce);
+            return self.reject(source, RejectReason::ConnectionIdTaken, hello.nonce, true);
         }
         if !replacing && live >= self.config.max_connections {
-            return self.reject(source, RejectReason::RelayFull, hello.nonce);
+            return self.reject(source, RejectReason::RelayFull, hello.nonce, true);
         }
-        let key = SessionKey(ticket.link_secret.connection_key(hello.nonce));
+        let key = SessionKey(link_secret.connection_key(hello.nonce));
         let identity = LinkIdentity {
             session_id: conn_id,
             key,
@@ -455,9 +595,10 @@ impl Relay {
         // The match decides last (seat left, match over): nothing changes
         // before every check has passed.
         if let Err(reason) = slot.sequencer.connect(seat, hello.have_horizon, now_us) {
-            return self.reject(source, reason, hello.nonce);
+            return self.reject(source, reason, hello.nonce, true);
         }
-        let old = slot.connections[usize::from(seat)].replace(Connection {
+        slot.admission[s].latest_cookie_us = issued_us;
+        let old = slot.connections[s].replace(Connection {
             nonce: hello.nonce,
             address: source,
             key,
@@ -467,11 +608,6 @@ impl Relay {
         });
         if let Some(old) = old {
             self.routes.remove(&(old.nonce as u32));
-            let retired = &mut slot.retired[usize::from(seat)];
-            if retired.len() >= RETIRED_NONCES_PER_SEAT {
-                retired.pop_front();
-            }
-            retired.push_back(old.nonce);
         }
         let match_id = slot.id;
         self.routes.insert(conn_id, (at, seat));
@@ -508,12 +644,25 @@ impl Relay {
             self.counters.link_drops += 1;
             return;
         }
-        if receive_link_packet(&mut conn.link, &conn.key, RELAY_LINK_SEAT, now_us, bytes).is_err() {
+        let source = canonical_address(source);
+        let rebound = conn.address != source;
+        // Only the newest authentic packet may move the connection (S8):
+        // an older one from elsewhere is a replay.
+        let received = receive_link_packet(
+            &mut conn.link,
+            &conn.key,
+            RELAY_LINK_SEAT,
+            rebound,
+            now_us,
+            bytes,
+        );
+        if let Err(reason) = received {
+            if reason == crate::link::DropReason::SpoofedAddress {
+                self.counters.moves_refused += 1;
+            }
             self.counters.link_drops += 1;
             return;
         }
-        let source = canonical_address(source);
-        let rebound = conn.address != source;
         conn.address = source;
         let mut bad = 0;
         while let Some(message) = conn.link.recv() {
@@ -608,11 +757,6 @@ impl Relay {
             for &(seat, _) in &closed {
                 if let Some(conn) = slot.connections[usize::from(seat)].take() {
                     self.routes.remove(&(conn.nonce as u32));
-                    let retired = &mut slot.retired[usize::from(seat)];
-                    if retired.len() >= RETIRED_NONCES_PER_SEAT {
-                        retired.pop_front();
-                    }
-                    retired.push_back(conn.nonce);
                 }
                 slot.sequencer.disconnect(seat, now_us);
             }
@@ -676,10 +820,10 @@ impl Relay {
     /// Write the next datagram to send into `buf` (at least 1200 bytes):
     /// where to and its length. Call until `None`.
     pub fn poll_transmit(&mut self, now_us: u64, buf: &mut [u8]) -> Option<(SocketAddr, usize)> {
-        if let Some((to, bytes)) = self.rejects.pop_front() {
-            let out = buf.get_mut(..REJECT_BYTES)?;
-            out.copy_from_slice(&bytes);
-            return Some((to, REJECT_BYTES));
+        if let Some((to, bytes, len)) = self.replies.pop_front() {
+            let len = usize::from(len);
+            buf.get_mut(..len)?.copy_from_slice(&bytes[..len]);
+            return Some((to, len));
         }
         // Only matches whose state changed since they were last drained can
         // have something to send: the cost follows the traffic, not the

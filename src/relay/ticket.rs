@@ -35,7 +35,7 @@
 //! tickets altered to another seat, match or expiry (the MAC covers them);
 //! an eavesdropper who copies a ticket off the wire (without the link secret
 //! they can make no Hello with a new nonce and sign no packet; a replay of
-//! the captured Hello from another address is refused as `Replayed`); one
+//! a captured Hello is refused, see [`super::admission`]); one
 //! player signing packets as another (per-ticket keys); and old connections'
 //! packets after a reconnect (per-connection keys).
 //!
@@ -96,6 +96,12 @@ impl LobbySecret {
             return Err(Error::InvalidArgument("lobby secret is all zero"));
         }
         Ok(LobbySecret(bytes))
+    }
+
+    /// A key for another purpose, derived from this secret and `label`
+    /// (SipHash-2-4-128 keyed with the secret over the label).
+    pub(crate) fn derive(&self, label: &[u8]) -> [u8; 16] {
+        mac128(&self.0, label, b"")
     }
 
     /// A secret from 32 hex digits.

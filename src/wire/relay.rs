@@ -1,12 +1,13 @@
-//! The relay protocol (S10), version 2: byte layouts, writers into caller
+//! The relay protocol (S10), version 3: byte layouts, writers into caller
 //! buffers, and validating decoders that never panic and never allocate.
 //!
 //! Two layers:
 //!
 //! * **Datagrams** that travel outside any link, because no link exists yet:
-//!   the client's Hello (which carries the ticket) and the relay's Reject.
-//!   Their first byte is [`MAGIC`] (`0xB8`), so one UDP port can carry them
-//!   next to transport packets (`0xB7`, [`crate::wire::packet`]).
+//!   the client's Hello (which carries the ticket), the relay's Cookie (its
+//!   return-routability challenge) and the relay's Reject. Their first byte
+//!   is [`MAGIC`] (`0xB8`), so one UDP port can carry them next to
+//!   transport packets (`0xB7`, [`crate::wire::packet`]).
 //! * **Messages** carried as payloads of a transport link (S8: numbered,
 //!   acknowledged, resent until acked, authenticated with the per-connection
 //!   key). Their first byte is the message kind.
@@ -14,36 +15,56 @@
 //! All multi-byte integers are little-endian. Times are signed microseconds
 //! (`i64`), ticks `u32`, client sequences `u32` (first order is 1).
 //!
-//! # Hello datagram (client → relay), 66 bytes
+//! # Hello datagram (client → relay), 82 bytes
 //!
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 1 | magic `0xB8` |
-//! | 1 | 1 | relay protocol version, `1` |
+//! | 1 | 1 | relay protocol version, `3` |
 //! | 2 | 1 | kind `0x01` |
 //! | 3 | 1 | reserved, `0` |
 //! | 4 | 8 | connection nonce (`u64`, fresh per connection attempt; its low 32 bits are the link's session id; never 0) |
 //! | 12 | 4 | `have_horizon` (`u32`): every tick below it is already held by the client |
 //! | 16 | 42 | ticket (see [`crate::relay::ticket`]) |
-//! | 58 | 8 | tag: SipHash-2-4 (`u64`) keyed with the ticket's link secret over bytes 0..58 |
+//! | 58 | 16 | cookie: the one the relay's Cookie datagram gave for this nonce, or all zero before one came |
+//! | 74 | 8 | tag: SipHash-2-4 (`u64`) keyed with the ticket's link secret over bytes 0..74 |
 //!
 //! The nonce sits at offset 4 in every version, so a relay can echo it in a
 //! Reject for a version it does not speak.
+//!
+//! # Cookie datagram (relay → client), 28 bytes
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 1 | magic `0xB8` |
+//! | 1 | 1 | version `3` |
+//! | 2 | 1 | kind `0x03` |
+//! | 3 | 1 | reserved, `0` |
+//! | 4 | 8 | the Hello's connection nonce, echoed |
+//! | 12 | 16 | cookie (opaque to the client, never all zero) |
+//!
+//! The relay answers a Hello whose cookie is missing, stale or made for
+//! another address or nonce with a Cookie, and nothing else: a Welcome and
+//! bundles only ever go to an address that has shown it receives what the
+//! relay sends there (the return-routability check of QUIC's Retry and
+//! DTLS's HelloVerifyRequest). The client sends its Hello again at once with
+//! the cookie in it. A Cookie is smaller than the Hello that caused it.
 //!
 //! # Reject datagram (relay → client), 12 bytes
 //!
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 1 | magic `0xB8` |
-//! | 1 | 1 | version `1` |
+//! | 1 | 1 | version `3` |
 //! | 2 | 1 | kind `0x02` |
 //! | 3 | 1 | reason ([`RejectReason`]) |
 //! | 4 | 8 | the Hello's connection nonce, echoed |
 //!
-//! A Reject is not authenticated (the relay may not know the key: the ticket
-//! may be forged); the echoed nonce stops an off-path attacker, who would
-//! have to guess 64 bits. It is smaller than the Hello that caused it, so the
-//! relay cannot be used to amplify a reflection attack.
+//! Neither a Reject nor a Cookie is authenticated (the relay may not know
+//! the key: the ticket may be forged); the echoed nonce stops an off-path
+//! attacker, who would have to guess 64 bits. Both are smaller than the
+//! Hello that caused them, so the relay cannot be used to amplify a
+//! reflection attack.
 //!
 //! # Messages (inside link messages)
 //!
@@ -95,7 +116,8 @@
 //! | `0x16` | TimingReport | 1: 22 the detailed NETWORK_REPORT payload (version 2, `docs/payloads.md`): processing time per tick, longest wait for a bundle, the round trips to the relay (worst, median, p90, latest; none yet, else at most [`MAX_REPORTED_RTT_MS`]), the interval's ticks, stalled ticks and stall time; the seat waited for is always none | 23 |
 //!
 //! Version 2 added Timing and TimingReport (adaptive timing in relay mode);
-//! a relay refuses version-1 Hellos with `WrongVersion`.
+//! version 3 the cookie (the Hello's cookie field and the Cookie datagram).
+//! A relay refuses Hellos of other versions with `WrongVersion`.
 
 use crate::report::ReportDetail;
 use crate::wire::events::{ReportLayout, REPORT_DETAILED_LEN};
@@ -105,18 +127,26 @@ use std::hash::Hasher;
 /// First byte of a relay datagram (Hello, Reject).
 pub const MAGIC: u8 = 0xB8;
 /// The relay protocol version this code speaks.
-pub const VERSION: u8 = 2;
+pub const VERSION: u8 = 3;
 /// Datagram kind: Hello.
 pub const KIND_HELLO: u8 = 0x01;
 /// Datagram kind: Reject.
 pub const KIND_REJECT: u8 = 0x02;
+/// Datagram kind: Cookie (the relay's return-routability challenge).
+pub const KIND_COOKIE: u8 = 0x03;
 
 /// Bytes of a ticket inside a Hello.
 pub const TICKET_BYTES: usize = 42;
+/// Bytes of a cookie (inside a Hello and a Cookie datagram).
+pub const COOKIE_BYTES: usize = 16;
 /// Bytes of a Hello datagram.
-pub const HELLO_BYTES: usize = 16 + TICKET_BYTES + 8;
+pub const HELLO_BYTES: usize = 16 + TICKET_BYTES + COOKIE_BYTES + 8;
 /// Bytes of a Reject datagram.
 pub const REJECT_BYTES: usize = 12;
+/// Bytes of a Cookie datagram.
+pub const COOKIE_DATAGRAM_BYTES: usize = 12 + COOKIE_BYTES;
+/// Where a Hello's tag starts: it covers every byte before it.
+const HELLO_TAG_AT: usize = HELLO_BYTES - 8;
 /// Most seats a relayed match has (the seat masks are 16 bits).
 pub const MAX_SEATS: usize = 16;
 /// Largest order payload.
@@ -131,8 +161,10 @@ pub const MAX_MESSAGE_BYTES: usize = crate::wire::packet::MAX_MESSAGE_BYTES;
 pub const BUNDLE_MORE: u8 = 0x01;
 
 // A Hello and a Reject fit in one datagram; a bundle holds one maximal order.
-const _: () = assert!(HELLO_BYTES == 66);
-const _: () = assert!(REJECT_BYTES < HELLO_BYTES);
+const _: () = assert!(HELLO_BYTES == 82);
+// Nothing the relay sends to an address it has not verified is larger than
+// the Hello that caused it.
+const _: () = assert!(REJECT_BYTES < HELLO_BYTES && COOKIE_DATAGRAM_BYTES < HELLO_BYTES);
 const _: () = assert!(BUNDLE_HEADER_BYTES + ENTRY_HEADER_BYTES + MAX_ORDER_BYTES <= 600);
 const _: () = assert!(7 + MAX_ORDER_BYTES <= 600);
 
@@ -239,9 +271,10 @@ pub enum RejectReason {
     MatchOver = 5,
     /// No match with the ticket's id on this relay.
     UnknownMatch = 6,
-    /// This Hello (its nonce) was already used from another address, or
-    /// belongs to an older connection: a replay. A genuine client retries
-    /// with a fresh nonce.
+    /// A replay: the Hello's cookie is no newer than the one that opened
+    /// the seat's latest connection, or it carries the live connection's
+    /// nonce from another address. A genuine client retries with a fresh
+    /// nonce.
     Replayed = 7,
     /// Another connection uses the nonce's low 32 bits; retry with a fresh nonce.
     ConnectionIdTaken = 8,
@@ -369,6 +402,21 @@ pub struct Hello {
     pub have_horizon: u32,
     /// The ticket bytes.
     pub ticket: [u8; TICKET_BYTES],
+    /// The cookie the relay gave for this nonce ([`NO_COOKIE`] before one came).
+    pub cookie: [u8; COOKIE_BYTES],
+}
+
+/// A Hello's cookie field before the relay gave one.
+pub const NO_COOKIE: [u8; COOKIE_BYTES] = [0; COOKIE_BYTES];
+
+/// A Cookie datagram, decoded: the relay's challenge for the Hello with
+/// this nonce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CookieChallenge {
+    /// The Hello's nonce, echoed.
+    pub nonce: u64,
+    /// What the client puts in its next Hello (never [`NO_COOKIE`]).
+    pub cookie: [u8; COOKIE_BYTES],
 }
 
 /// A Reject, decoded.
@@ -384,7 +432,7 @@ pub struct Reject {
 /// build does not speak — the nonce to echo in a `WrongVersion` Reject.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DatagramPeek {
-    /// Version 1, kind as given (not yet validated further).
+    /// [`VERSION`], kind as given (not yet validated further).
     Current(u8),
     /// Another version; the nonce (when the datagram is long enough to hold one).
     OtherVersion(Option<u64>),
@@ -422,12 +470,13 @@ pub fn write_hello(hello: &Hello, link_secret: &[u8; 16], buf: &mut [u8]) -> Opt
     out[4..12].copy_from_slice(&hello.nonce.to_le_bytes());
     out[12..16].copy_from_slice(&hello.have_horizon.to_le_bytes());
     out[16..58].copy_from_slice(&hello.ticket);
-    let tag = hello_tag(link_secret, &out[..58]);
-    out[58..66].copy_from_slice(&tag.to_le_bytes());
+    out[58..HELLO_TAG_AT].copy_from_slice(&hello.cookie);
+    let tag = hello_tag(link_secret, &out[..HELLO_TAG_AT]);
+    out[HELLO_TAG_AT..].copy_from_slice(&tag.to_le_bytes());
     Some(HELLO_BYTES)
 }
 
-/// Decode a version-1 Hello (the tag is not checked here).
+/// Decode a Hello of this version (the tag is not checked here).
 pub fn read_hello(bytes: &[u8]) -> Result<Hello, RelayDecodeError> {
     match peek_datagram(bytes)? {
         DatagramPeek::Current(KIND_HELLO) => {}
@@ -443,16 +492,54 @@ pub fn read_hello(bytes: &[u8]) -> Result<Hello, RelayDecodeError> {
     }
     let mut ticket = [0u8; TICKET_BYTES];
     ticket.copy_from_slice(&bytes[16..58]);
+    let mut cookie = NO_COOKIE;
+    cookie.copy_from_slice(&bytes[58..HELLO_TAG_AT]);
     Ok(Hello {
         nonce,
         have_horizon: read_u32(bytes, 12),
         ticket,
+        cookie,
     })
 }
 
 /// Whether a Hello's tag is right for `link_secret` (one 64-bit comparison).
 pub fn verify_hello_tag(bytes: &[u8], link_secret: &[u8; 16]) -> bool {
-    bytes.len() == HELLO_BYTES && hello_tag(link_secret, &bytes[..58]) == read_u64(bytes, 58)
+    bytes.len() == HELLO_BYTES
+        && hello_tag(link_secret, &bytes[..HELLO_TAG_AT]) == read_u64(bytes, HELLO_TAG_AT)
+}
+
+/// Write a Cookie datagram into `buf`; its length, or `None` when `buf` is
+/// too short.
+pub fn write_cookie(challenge: &CookieChallenge, buf: &mut [u8]) -> Option<usize> {
+    let out = buf.get_mut(..COOKIE_DATAGRAM_BYTES)?;
+    out[0] = MAGIC;
+    out[1] = VERSION;
+    out[2] = KIND_COOKIE;
+    out[3] = 0;
+    out[4..12].copy_from_slice(&challenge.nonce.to_le_bytes());
+    out[12..].copy_from_slice(&challenge.cookie);
+    Some(COOKIE_DATAGRAM_BYTES)
+}
+
+/// Decode a Cookie datagram.
+pub fn read_cookie(bytes: &[u8]) -> Result<CookieChallenge, RelayDecodeError> {
+    match peek_datagram(bytes)? {
+        DatagramPeek::Current(KIND_COOKIE) => {}
+        DatagramPeek::Current(_) => return Err(RelayDecodeError::UnknownKind),
+        DatagramPeek::OtherVersion(_) => return Err(RelayDecodeError::BadVersion),
+    }
+    if bytes.len() != COOKIE_DATAGRAM_BYTES {
+        return Err(RelayDecodeError::BadLength);
+    }
+    let mut cookie = NO_COOKIE;
+    cookie.copy_from_slice(&bytes[12..]);
+    if bytes[3] != 0 || cookie == NO_COOKIE {
+        return Err(RelayDecodeError::Malformed);
+    }
+    Ok(CookieChallenge {
+        nonce: read_u64(bytes, 4),
+        cookie,
+    })
 }
 
 /// Write a Reject into `buf`; its length, or `None` when `buf` is too short.
@@ -1214,39 +1301,49 @@ mod tests {
             nonce: 0x0102_0304_0506_0708,
             have_horizon: 0x1122_3344,
             ticket: [0x5A; TICKET_BYTES],
+            cookie: [0xC0; COOKIE_BYTES],
         }
     }
 
     #[test]
     fn hello_layout_is_byte_for_byte_as_documented() {
         let mut buf = [0u8; 100];
-        assert_eq!(write_hello(&hello(), &SECRET, &mut buf), Some(66));
+        assert_eq!(write_hello(&hello(), &SECRET, &mut buf), Some(82));
         assert_eq!(
             &buf[..16],
-            &[0xB8, 2, 1, 0, 8, 7, 6, 5, 4, 3, 2, 1, 0x44, 0x33, 0x22, 0x11]
+            &[0xB8, 3, 1, 0, 8, 7, 6, 5, 4, 3, 2, 1, 0x44, 0x33, 0x22, 0x11]
         );
         assert_eq!(&buf[16..58], &[0x5A; 42][..]);
-        assert!(verify_hello_tag(&buf[..66], &SECRET));
-        assert!(!verify_hello_tag(&buf[..66], b"link-secret-0002"));
-        assert_eq!(read_hello(&buf[..66]), Ok(hello()));
-        for i in 0..66 {
+        assert_eq!(&buf[58..74], &[0xC0; 16][..]);
+        assert!(verify_hello_tag(&buf[..82], &SECRET));
+        assert!(!verify_hello_tag(&buf[..82], b"link-secret-0002"));
+        assert_eq!(read_hello(&buf[..82]), Ok(hello()));
+        // The tag covers everything before it, the cookie included.
+        for i in 0..82 {
             let mut q = buf;
             q[i] ^= 1;
-            assert!(!verify_hello_tag(&q[..66], &SECRET), "flip at {i}");
+            assert!(!verify_hello_tag(&q[..82], &SECRET), "flip at {i}");
         }
-        assert_eq!(write_hello(&hello(), &SECRET, &mut [0u8; 65]), None);
+        assert_eq!(write_hello(&hello(), &SECRET, &mut [0u8; 81]), None);
+        let first = Hello {
+            cookie: NO_COOKIE,
+            ..hello()
+        };
+        write_hello(&first, &SECRET, &mut buf).unwrap();
+        assert_eq!(&buf[58..74], &[0; 16][..]);
+        assert_eq!(read_hello(&buf[..82]), Ok(first));
     }
 
     #[test]
     fn hello_validation() {
-        let mut buf = [0u8; 66];
+        let mut buf = [0u8; 82];
         write_hello(&hello(), &SECRET, &mut buf).unwrap();
-        assert_eq!(read_hello(&buf[..65]), Err(RelayDecodeError::BadLength));
+        assert_eq!(read_hello(&buf[..81]), Err(RelayDecodeError::BadLength));
         let mut q = buf;
         q[0] = 0xB7;
         assert_eq!(read_hello(&q), Err(RelayDecodeError::BadMagic));
         let mut q = buf;
-        q[1] = 1; // version 1 (before timing messages)
+        q[1] = 2; // version 2 (before cookies)
         assert_eq!(read_hello(&q), Err(RelayDecodeError::BadVersion));
         assert_eq!(
             peek_datagram(&q),
@@ -1264,6 +1361,35 @@ mod tests {
     }
 
     #[test]
+    fn cookie_layout_and_validation() {
+        let c = CookieChallenge {
+            nonce: 0x0102_0304_0506_0708,
+            cookie: *b"0123456789abcdef",
+        };
+        let mut buf = [0u8; 40];
+        assert_eq!(write_cookie(&c, &mut buf), Some(28));
+        assert_eq!(&buf[..12], &[0xB8, 3, 3, 0, 8, 7, 6, 5, 4, 3, 2, 1]);
+        assert_eq!(&buf[12..28], b"0123456789abcdef");
+        assert_eq!(read_cookie(&buf[..28]), Ok(c));
+        assert_eq!(read_cookie(&buf[..27]), Err(RelayDecodeError::BadLength));
+        assert_eq!(read_cookie(&buf[..29]), Err(RelayDecodeError::BadLength));
+        let mut q = buf;
+        q[3] = 1;
+        assert_eq!(read_cookie(&q[..28]), Err(RelayDecodeError::Malformed));
+        let mut q = buf;
+        q[12..28].fill(0);
+        assert_eq!(
+            read_cookie(&q[..28]),
+            Err(RelayDecodeError::Malformed),
+            "an all-zero cookie means none"
+        );
+        let mut q = buf;
+        q[2] = KIND_REJECT;
+        assert_eq!(read_cookie(&q[..28]), Err(RelayDecodeError::UnknownKind));
+        assert_eq!(write_cookie(&c, &mut [0u8; 27]), None);
+    }
+
+    #[test]
     fn reject_layout_and_round_trip() {
         let mut buf = [0u8; 12];
         let r = Reject {
@@ -1271,7 +1397,7 @@ mod tests {
             nonce: 0x0102_0304_0506_0708,
         };
         assert_eq!(write_reject(&r, &mut buf), Some(12));
-        assert_eq!(buf, [0xB8, 2, 2, 2, 8, 7, 6, 5, 4, 3, 2, 1]);
+        assert_eq!(buf, [0xB8, 3, 2, 2, 8, 7, 6, 5, 4, 3, 2, 1]);
         assert_eq!(read_reject(&buf), Ok(r));
         for reason in RejectReason::ALL {
             assert_eq!(RejectReason::from_u8(reason as u8), Some(reason));

@@ -2,12 +2,11 @@
 //! admin socket). See `main.rs`.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, UdpSocket};
-use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
-use std::time::{Duration, Instant};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use super::relay_under_test::{cpu_seconds, number, LaunchFlags, RelayUnderTest};
 
 use rungs::relay::ticket::{issue, LobbySecret, TicketFields};
 use rungs::relay::{ClientConfig, ClientEvent, RelayClient, SeatTurn};
@@ -43,10 +42,7 @@ struct Options {
     seconds: u64,
     warmup: u64,
     sockets: usize,
-    relay: PathBuf,
-    pin: Option<(usize, usize)>,
-    relay_log: Option<PathBuf>,
-    realtime: bool,
+    launch: LaunchFlags,
 }
 
 fn parse_options() -> Result<Options, String> {
@@ -55,20 +51,13 @@ fn parse_options() -> Result<Options, String> {
         seconds: 10,
         warmup: 3,
         sockets: 64,
-        relay: std::env::current_exe()
-            .map_err(|e| e.to_string())?
-            .with_file_name("rungs-relay"),
-        pin: Some((0, 1)),
-        relay_log: None,
-        realtime: false,
+        launch: LaunchFlags::new()?,
     };
     let mut args = std::env::args().skip(1);
-    let number = |flag: &str, v: Option<String>| -> Result<u64, String> {
-        v.as_deref()
-            .and_then(|v| v.parse().ok())
-            .ok_or(format!("{flag} needs a number"))
-    };
     while let Some(flag) = args.next() {
+        if o.launch.take(&flag, &mut args)? {
+            continue;
+        }
         match flag.as_str() {
             "--matches" => {
                 let v = args.next().ok_or("--matches needs a list")?;
@@ -80,195 +69,10 @@ fn parse_options() -> Result<Options, String> {
             "--seconds" => o.seconds = number("--seconds", args.next())?.max(1),
             "--warmup" => o.warmup = number("--warmup", args.next())?,
             "--sockets" => o.sockets = number("--sockets", args.next())?.max(1) as usize,
-            "--relay" => o.relay = args.next().ok_or("--relay needs a path")?.into(),
-            "--relay-cpu" => {
-                let cpu = number("--relay-cpu", args.next())? as usize;
-                o.pin = o.pin.map(|(_, load)| (cpu, load));
-            }
-            "--load-cpu" => {
-                let cpu = number("--load-cpu", args.next())? as usize;
-                o.pin = o.pin.map(|(relay, _)| (relay, cpu));
-            }
-            "--no-pin" => o.pin = None,
-            "--realtime" => o.realtime = true,
-            "--relay-log" => {
-                o.relay_log = Some(args.next().ok_or("--relay-log needs a path")?.into())
-            }
             _ => return Err(String::new()),
         }
     }
     Ok(o)
-}
-
-/// Pin this process (every thread it starts later too) to `cpu`.
-fn pin_self(cpu: usize) {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes
-    // inside it; sched_setaffinity reads it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
-}
-
-/// User + system CPU seconds of process `pid`.
-fn cpu_seconds(pid: u32) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    // After the command: state is field 3, utime 14 and stime 15 (1-based).
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    Some((utime + stime) as f64 / hz)
-}
-
-/// The relay child: its admin connection and its address.
-struct RelayUnderTest {
-    child: Child,
-    address: SocketAddr,
-    admin_writer: UnixStream,
-    admin_reader: BufReader<UnixStream>,
-    dir: PathBuf,
-}
-
-impl RelayUnderTest {
-    fn start(o: &Options, matches: usize, tag: usize) -> Result<RelayUnderTest, String> {
-        let dir =
-            std::env::temp_dir().join(format!("rungs-relay-load-{}-{tag}", std::process::id()));
-        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        let admin = dir.join("admin.sock");
-        // chrt and taskset exec the next program: the child is the relay.
-        let mut words: Vec<std::ffi::OsString> = Vec::new();
-        if o.realtime {
-            words.extend(["chrt".into(), "-f".into(), "10".into()]);
-        }
-        if let Some((cpu, _)) = o.pin {
-            words.extend(["taskset".into(), "-c".into(), cpu.to_string().into()]);
-        }
-        words.push(o.relay.clone().into());
-        let mut command = Command::new(&words[0]);
-        command.args(&words[1..]);
-        command
-            .args(["serve", "--listen", "127.0.0.1:0", "--admin"])
-            .arg(&admin)
-            .arg("--max-connections")
-            .arg((matches * usize::from(SEATS) + 64).to_string())
-            .env("RUNGS_RELAY_SECRET", SECRET_HEX)
-            .env_remove("RUNGS_RELAY_MATCHES")
-            .stderr(Stdio::piped());
-        let mut child = command
-            .spawn()
-            .map_err(|e| format!("starting {}: {e}", o.relay.display()))?;
-        let mut log = BufReader::new(child.stderr.take().ok_or("no stderr")?);
-        let mut line = String::new();
-        log.read_line(&mut line).map_err(|e| e.to_string())?;
-        let address: SocketAddr = line
-            .trim()
-            .rsplit(' ')
-            .next()
-            .and_then(|a| a.parse().ok())
-            .ok_or(format!("relay did not start: {line:?}"))?;
-        // Keep reading its log (a line per connection) so it never blocks.
-        let mut keep = match &o.relay_log {
-            Some(path) => {
-                Some(std::fs::File::create(path).map_err(|e| format!("--relay-log: {e}"))?)
-            }
-            None => None,
-        };
-        std::thread::spawn(move || {
-            for line in log.lines().map_while(Result::ok) {
-                if let Some(file) = keep.as_mut() {
-                    let _ = writeln!(file, "{line}");
-                }
-            }
-        });
-        let stream = connect(&admin)?;
-        Ok(RelayUnderTest {
-            child,
-            address,
-            admin_writer: stream.try_clone().map_err(|e| e.to_string())?,
-            admin_reader: BufReader::new(stream),
-            dir,
-        })
-    }
-
-    /// Send one admin command; its data lines, or the error line.
-    fn admin(&mut self, command: &str) -> Result<Vec<String>, String> {
-        self.admin_writer
-            .write_all(format!("{command}\n").as_bytes())
-            .map_err(|e| e.to_string())?;
-        let mut lines = Vec::new();
-        loop {
-            let mut line = String::new();
-            if self
-                .admin_reader
-                .read_line(&mut line)
-                .map_err(|e| e.to_string())?
-                == 0
-            {
-                return Err("admin socket closed".into());
-            }
-            let line = line.trim_end().to_string();
-            if line.starts_with("ok") {
-                return Ok(lines);
-            }
-            if line.starts_with("error") {
-                return Err(format!("{command}: {line}"));
-            }
-            lines.push(line);
-        }
-    }
-
-    /// `name value` lines as a map (counters), or `name k v k v` (latency).
-    fn admin_fields(&mut self, command: &str) -> Result<HashMap<String, u64>, String> {
-        let mut map = HashMap::new();
-        for line in self.admin(command)? {
-            let words: Vec<&str> = line.split_whitespace().collect();
-            if words.len() == 2 {
-                map.insert(words[0].to_string(), words[1].parse().unwrap_or(0));
-            } else {
-                for pair in words[1..].chunks(2) {
-                    if let [k, v] = pair {
-                        map.insert(format!("{}.{k}", words[0]), v.parse().unwrap_or(0));
-                    }
-                }
-            }
-        }
-        Ok(map)
-    }
-
-    fn stop(self) {
-        drop(self);
-    }
-}
-
-/// However a run ends (an error included), the relay is stopped and its
-/// folder removed.
-impl Drop for RelayUnderTest {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            // SAFETY: kill sends a signal to our own, still running child.
-            unsafe {
-                libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
-            }
-            let _ = self.child.wait();
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn connect(path: &Path) -> Result<UnixStream, String> {
-    let start = Instant::now();
-    loop {
-        match UnixStream::connect(path) {
-            Ok(s) => return Ok(s),
-            Err(_) if start.elapsed() < Duration::from_secs(5) => {
-                std::thread::sleep(Duration::from_millis(10))
-            }
-            Err(e) => return Err(format!("admin socket {}: {e}", path.display())),
-        }
-    }
 }
 
 struct Player {
@@ -308,7 +112,10 @@ fn percentile(sorted: &[u64], permille: usize) -> u64 {
 
 fn run(o: &Options, matches: usize, tag: usize) -> Result<Figures, String> {
     let secret = LobbySecret::from_hex(SECRET_HEX).map_err(|e| e.to_string())?;
-    let mut relay = RelayUnderTest::start(o, matches, tag)?;
+    let launch = o.launch.launch(SECRET_HEX);
+    let max_connections = matches * usize::from(SEATS) + 64;
+    let mut relay =
+        RelayUnderTest::start(&launch, max_connections, &[], &format!("relay-load-{tag}"))?;
     // No timing policy: a bundle every tick, the relay's heaviest schedule
     // (the generator's clients send no timing reports, so a policy would
     // sit on its opening timing, a bundle every second tick).
@@ -538,16 +345,7 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if o.realtime {
-        // SAFETY: setpriority on this process; failure keeps the nice value.
-        if unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, -20) } != 0 {
-            println!("could not renice: {}", std::io::Error::last_os_error());
-        }
-    }
-    if let Some((relay_cpu, load_cpu)) = o.pin {
-        pin_self(load_cpu);
-        println!("relay pinned to CPU {relay_cpu} (taskset), load generator to CPU {load_cpu}");
-    }
+    o.launch.apply_to_self();
     println!(
         "8-seat matches at 30 ticks/s, 120 APM per player; {} s warm-up, {} s measured ({} build)",
         o.warmup.max(2),

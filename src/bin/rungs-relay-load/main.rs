@@ -35,6 +35,9 @@
 
 #[cfg(target_os = "linux")]
 mod load;
+#[cfg(target_os = "linux")]
+#[allow(dead_code)] // shared with rungs-relay-attack: each uses a part of it
+mod relay_under_test;
 
 #[cfg(target_os = "linux")]
 fn main() -> std::process::ExitCode {

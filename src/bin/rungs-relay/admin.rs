@@ -42,6 +42,10 @@ use super::setup::{parse_line, Defaults};
 pub const MAX_ADMIN_CONNECTIONS: usize = 16;
 /// Longest command line accepted, bytes.
 pub const MAX_LINE_BYTES: usize = 4096;
+/// By default, a connection that completes no line for this long is closed
+/// (with an error line), so forgotten or stalled connections cannot hold
+/// the [`MAX_ADMIN_CONNECTIONS`] places (`--admin-idle-seconds`).
+pub const DEFAULT_IDLE_SECONDS: u64 = 30;
 
 const HELP: &str = "\
 commands:
@@ -215,9 +219,18 @@ fn counters(relay: &Relay) -> String {
     }
     lines.extend([
         ("rejects_not_queued".into(), c.rejects_not_queued),
+        (
+            "drop_hello_address_rate".into(),
+            c.hellos_limited_by_address,
+        ),
+        ("drop_hello_ticket_rate".into(), c.hellos_limited_by_ticket),
+        ("cookies_sent".into(), c.cookies_sent),
+        ("unverified_bytes_in".into(), c.unverified_bytes_in),
+        ("unverified_bytes_out".into(), c.unverified_bytes_out),
         ("connections_opened".into(), c.connections_opened),
         ("connections_live".into(), relay.connection_count() as u64),
         ("rebinds".into(), c.rebinds),
+        ("drop_move_not_newest".into(), c.moves_refused),
         ("events_dropped".into(), c.events_dropped),
     ]);
     let (mut loading, mut running, mut over) = (0u64, 0u64, 0u64);
@@ -255,6 +268,10 @@ mod socket {
     use std::sync::mpsc::{channel, Receiver, Sender};
     use std::sync::Arc;
 
+    use std::time::Instant;
+
+    use std::time::Duration;
+
     use super::{MAX_ADMIN_CONNECTIONS, MAX_LINE_BYTES};
 
     /// A command from an admin connection and where its reply goes.
@@ -273,7 +290,7 @@ mod socket {
         /// Listen at `path`, created with mode 0600. A stale socket file
         /// (nothing listening) is replaced; a live one or any other file is
         /// an error.
-        pub fn bind(path: &Path) -> Result<AdminSocket, String> {
+        pub fn bind(path: &Path, idle: Duration) -> Result<AdminSocket, String> {
             if let Ok(meta) = std::fs::symlink_metadata(path) {
                 use std::os::unix::fs::FileTypeExt;
                 if !meta.file_type().is_socket() {
@@ -317,7 +334,7 @@ mod socket {
                     let sender = sender.clone();
                     let active = Arc::clone(&active);
                     std::thread::spawn(move || {
-                        serve_connection(stream, &sender);
+                        serve_connection(stream, &sender, idle);
                         active.fetch_sub(1, Ordering::SeqCst);
                     });
                 }
@@ -335,20 +352,58 @@ mod socket {
         }
     }
 
-    /// Read lines, hand each to the serving thread, write its reply.
-    fn serve_connection(stream: UnixStream, requests: &Sender<Request>) {
+    /// A stream whose reads fail once `until` has passed, however the
+    /// bytes trickle in (a read timeout alone restarts with every byte).
+    struct Deadline {
+        stream: UnixStream,
+        until: Instant,
+    }
+
+    impl Read for Deadline {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let left = self.until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(std::io::ErrorKind::TimedOut.into());
+            }
+            self.stream.set_read_timeout(Some(left))?;
+            self.stream.read(buf)
+        }
+    }
+
+    /// Read lines, hand each to the serving thread, write its reply. A
+    /// line must be complete within `idle` of the last one (or
+    /// of connecting); a reply the other end does not read within it
+    /// closes the connection too.
+    fn serve_connection(stream: UnixStream, requests: &Sender<Request>, idle: Duration) {
         let Ok(mut writer) = stream.try_clone() else {
             return;
         };
-        let mut reader = BufReader::new(stream);
+        let _ = writer.set_write_timeout(Some(idle));
+        let mut reader = BufReader::new(Deadline {
+            stream,
+            until: Instant::now() + idle,
+        });
         let (reply_to, replies) = channel();
         loop {
             let mut bytes = Vec::new();
             let limit = MAX_LINE_BYTES as u64 + 1;
             match (&mut reader).take(limit).read_until(b'\n', &mut bytes) {
-                Ok(0) | Err(_) => return,
+                Ok(0) => return,
                 Ok(_) => {}
+                Err(e) => {
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
+                    ) {
+                        let _ = writer.write_all(
+                            format!("error no command for {} s; closing\n", idle.as_secs())
+                                .as_bytes(),
+                        );
+                    }
+                    return;
+                }
             }
+            reader.get_mut().until = Instant::now() + idle;
             if bytes.len() > MAX_LINE_BYTES {
                 let _ = writer.write_all(
                     format!("error line longer than {MAX_LINE_BYTES} bytes; closing\n").as_bytes(),

@@ -12,6 +12,7 @@
 // report they give) are compiled and unit-tested but not reachable.
 #[cfg_attr(not(unix), allow(dead_code))]
 mod admin;
+mod events;
 #[cfg_attr(not(unix), allow(dead_code))]
 mod latency;
 mod outbox;
@@ -22,9 +23,9 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use rungs::relay::sequencer::MatchEvent;
+use rungs::relay::admission::CookieKey;
 use rungs::relay::ticket::{issue, LobbySecret, TicketFields};
-use rungs::relay::{MatchSetup, Relay, RelayConfig, RelayEvent};
+use rungs::relay::{MatchSetup, Relay, RelayConfig};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use setup::{parse_line, Defaults};
@@ -48,11 +49,14 @@ SERVE FLAGS (environment variable; default)
                               0600) taking `create`, `list`, `end`, `counters`,
                               `latency` lines (`help` lists them). At least one of
                               --matches and --admin is required.
-  --load-wait-seconds N       RUNGS_RELAY_LOAD_WAIT_SECONDS; 60: start a match
-                              this long after it was created even if some
+  --admin-idle-seconds N      RUNGS_RELAY_ADMIN_IDLE_SECONDS; 30: close an admin
+                              connection that sends no command for this long
+                              (16 are served at once)
+  --load-wait-seconds N       RUNGS_RELAY_LOAD_WAIT_SECONDS; 60 (0-3600): start a
+                              match this long after it was created even if some
                               players have not joined
-  --grace-seconds N           RUNGS_RELAY_GRACE_SECONDS; 60: reconnect grace
-  --max-connections N         RUNGS_RELAY_MAX_CONNECTIONS; 65536
+  --grace-seconds N           RUNGS_RELAY_GRACE_SECONDS; 60 (0-3600): reconnect grace
+  --max-connections N         RUNGS_RELAY_MAX_CONNECTIONS; 65536 (1-1048576)
 
 TICKET FLAGS
   --secret HEX | --secret-file PATH   as above (or the same variables)
@@ -151,6 +155,22 @@ impl Args {
         };
         LobbySecret::from_hex(&text).map_err(|e| format!("lobby secret: {e}"))
     }
+}
+
+/// A cookie key of this process's own (see `RelayConfig::cookie_key`):
+/// from the operating system's random source, through the keys std draws
+/// from it for hash maps, so no crate is needed for it.
+fn random_cookie_key() -> CookieKey {
+    use std::collections::hash_map::RandomState;
+    use std::hash::{BuildHasher, Hasher};
+    let mut key = [0u8; 16];
+    for (i, half) in key.chunks_mut(8).enumerate() {
+        let mut h = RandomState::new().build_hasher();
+        h.write_usize(i);
+        h.write_u128(unix_now().as_nanos());
+        half.copy_from_slice(&h.finish().to_le_bytes());
+    }
+    CookieKey(key)
 }
 
 fn unix_now() -> Duration {
@@ -336,13 +356,17 @@ fn log_created(setup: &MatchSetup, by: &str) {
 
 /// The admin socket, where the platform has Unix-domain sockets.
 #[cfg(unix)]
-fn open_admin(path: Option<String>) -> Result<Option<admin::AdminSocket>, String> {
-    path.map(|p| admin::AdminSocket::bind(std::path::Path::new(&p)))
+fn open_admin(path: Option<String>, idle_s: u64) -> Result<Option<admin::AdminSocket>, String> {
+    let idle = Duration::from_secs(idle_s);
+    path.map(|p| admin::AdminSocket::bind(std::path::Path::new(&p), idle))
         .transpose()
 }
 
 #[cfg(not(unix))]
-fn open_admin(path: Option<String>) -> Result<Option<std::convert::Infallible>, String> {
+fn open_admin(
+    path: Option<String>,
+    _idle_s: u64,
+) -> Result<Option<std::convert::Infallible>, String> {
     match path {
         Some(_) => {
             Err("--admin: the admin socket is a Unix-domain socket; not on this platform".into())
@@ -403,98 +427,6 @@ fn send_errors(io_errors: &mut u64, (failed, error): (u64, Option<std::io::Error
 /// batch bounds that wait (64 × a few µs) while still amortising the loop.
 const RECEIVE_BATCH: usize = 64;
 
-/// Rejects are logged one per line up to this many per second; the rest
-/// are summed (a flood must not flood the log).
-const REJECT_LINES_PER_SECOND: u32 = 20;
-
-struct Logger {
-    second: u64,
-    reject_lines: u32,
-    suppressed: u64,
-}
-
-impl Logger {
-    fn event(&mut self, event: RelayEvent) {
-        let line = match event {
-            RelayEvent::Rejected { source, reason } => {
-                let second = unix_now().as_secs();
-                if second != self.second {
-                    if self.suppressed > 0 {
-                        log(&format!(
-                            "{} more rejected Hellos not logged",
-                            self.suppressed
-                        ));
-                    }
-                    self.second = second;
-                    self.reject_lines = 0;
-                    self.suppressed = 0;
-                }
-                if self.reject_lines >= REJECT_LINES_PER_SECOND {
-                    self.suppressed += 1;
-                    return;
-                }
-                self.reject_lines += 1;
-                format!("rejected Hello from {source}: {reason:?}")
-            }
-            RelayEvent::Opened {
-                match_id,
-                seat,
-                source,
-                replaced,
-            } => format!(
-                "match {match_id} seat {seat} connected from {source}{}",
-                if replaced {
-                    " (replacing its connection)"
-                } else {
-                    ""
-                }
-            ),
-            RelayEvent::Rebound {
-                match_id,
-                seat,
-                source,
-            } => format!("match {match_id} seat {seat} moved to {source}"),
-            RelayEvent::Closed {
-                match_id,
-                seat,
-                lost,
-            } => format!(
-                "match {match_id} seat {seat} {}",
-                if lost { "connection lost" } else { "closed" }
-            ),
-            RelayEvent::Removed { match_id } => format!("match {match_id} removed"),
-            RelayEvent::Match { match_id, event } => match event {
-                MatchEvent::Started { all_present } => format!(
-                    "match {match_id} started ({})",
-                    if all_present {
-                        "everyone joined"
-                    } else {
-                        "load wait over"
-                    }
-                ),
-                MatchEvent::Connected {
-                    seat,
-                    resume_from_tick,
-                } => format!("match {match_id} seat {seat} resumes from tick {resume_from_tick}"),
-                MatchEvent::Disconnected { seat } => {
-                    format!("match {match_id} seat {seat} disconnected; grace running")
-                }
-                MatchEvent::SeatLeft { seat, tick, kind } => {
-                    format!("match {match_id} seat {seat} left at tick {tick} ({kind:?})")
-                }
-                MatchEvent::Desync(d) => format!(
-                    "match {match_id} DESYNC at tick {}: seats {:#06x} disagree (reported {:#06x})",
-                    d.tick, d.disagreeing_mask, d.reported_mask
-                ),
-                MatchEvent::Over { final_tick, reason } => {
-                    format!("match {match_id} over at tick {final_tick}: {reason:?}")
-                }
-            },
-        };
-        log(&line);
-    }
-}
-
 fn serve(args: &Args) -> Result<(), String> {
     args.check_known(&[
         "listen",
@@ -505,6 +437,7 @@ fn serve(args: &Args) -> Result<(), String> {
         "load-wait-seconds",
         "grace-seconds",
         "max-connections",
+        "admin-idle-seconds",
     ])?;
     let secret = args.secret()?;
     let listen: SocketAddr = args
@@ -512,20 +445,47 @@ fn serve(args: &Args) -> Result<(), String> {
         .unwrap_or_else(|| "0.0.0.0:7000".into())
         .parse()
         .map_err(|_| "--listen: not an address like 0.0.0.0:7000".to_string())?;
+    let flag = |e: String| format!("--{}", e.trim_start_matches('`').replacen('`', "", 1));
     let defaults = Defaults {
-        load_wait_seconds: args.number(
+        load_wait_seconds: setup::in_range(
             "load-wait-seconds",
-            Some("RUNGS_RELAY_LOAD_WAIT_SECONDS"),
-            Some(60),
-        )?,
-        grace_seconds: args.number("grace-seconds", Some("RUNGS_RELAY_GRACE_SECONDS"), Some(60))?,
+            args.number(
+                "load-wait-seconds",
+                Some("RUNGS_RELAY_LOAD_WAIT_SECONDS"),
+                Some(60),
+            )?,
+            0..=setup::MAX_WAIT_SECONDS,
+        )
+        .map_err(flag)?,
+        grace_seconds: setup::in_range(
+            "grace-seconds",
+            args.number("grace-seconds", Some("RUNGS_RELAY_GRACE_SECONDS"), Some(60))?,
+            0..=setup::MAX_WAIT_SECONDS,
+        )
+        .map_err(flag)?,
     };
     let mut config = RelayConfig::new(secret);
-    config.max_connections = args.number(
+    config.cookie_key = random_cookie_key();
+    config.max_connections = setup::in_range(
         "max-connections",
-        Some("RUNGS_RELAY_MAX_CONNECTIONS"),
-        Some(config.max_connections),
-    )?;
+        args.number(
+            "max-connections",
+            Some("RUNGS_RELAY_MAX_CONNECTIONS"),
+            Some(config.max_connections),
+        )?,
+        1..=1 << 20,
+    )
+    .map_err(flag)?;
+    let admin_idle_s = setup::in_range(
+        "admin-idle-seconds",
+        args.number(
+            "admin-idle-seconds",
+            Some("RUNGS_RELAY_ADMIN_IDLE_SECONDS"),
+            Some(admin::DEFAULT_IDLE_SECONDS),
+        )?,
+        1..=setup::MAX_WAIT_SECONDS,
+    )
+    .map_err(flag)?;
     let matches = args.get("matches", Some("RUNGS_RELAY_MATCHES"));
     let admin_path = args.get("admin", Some("RUNGS_RELAY_ADMIN"));
     if matches.is_none() && admin_path.is_none() {
@@ -551,7 +511,7 @@ fn serve(args: &Args) -> Result<(), String> {
     let local = socket
         .local_addr()
         .map_err(|e| format!("io:local address: {e}"))?;
-    let admin = open_admin(admin_path.clone())?;
+    let admin = open_admin(admin_path.clone(), admin_idle_s)?;
     install_signal_handlers();
     log(&format!("listening on {local}"));
     if let Some(path) = &admin_path {
@@ -563,11 +523,8 @@ fn serve(args: &Args) -> Result<(), String> {
     if let Some(file) = setup_file.as_mut() {
         file.refresh(&mut relay, now_us())?;
     }
-    let mut logger = Logger {
-        second: 0,
-        reject_lines: 0,
-        suppressed: 0,
-    };
+    let mut event_log = events::EventLog::new();
+    let mut lines: Vec<String> = Vec::new();
     let mut buf = vec![0u8; 2048];
     let mut outbox = outbox::Outbox::new();
     let mut shutdown_deadline: Option<Instant> = None;
@@ -651,12 +608,6 @@ fn serve(args: &Args) -> Result<(), String> {
         }
         send_errors(&mut io_errors, outbox.flush(&socket));
         if let Some(due) = timer_due {
-            if now_us().saturating_sub(due) > 3000 {
-                eprintln!(
-                    "DEBUG late: due {due} now {now} after {:?}",
-                    relay.poll_timeout()
-                );
-            }
             latency.timer.record(now_us().saturating_sub(due));
         }
         let done_ns = latency::realtime_ns();
@@ -668,8 +619,13 @@ fn serve(args: &Args) -> Result<(), String> {
                 .processing
                 .record(done_ns.saturating_sub(*received) / 1000);
         }
+        let second = unix_now().as_secs();
         while let Some(event) = relay.poll_event() {
-            logger.event(event);
+            event_log.event(second, &event, &mut lines);
+        }
+        event_log.tick(second, relay.counters(), &mut lines);
+        for line in lines.drain(..) {
+            log(&line);
         }
     }
     let c = relay.counters();

@@ -18,6 +18,33 @@
 use rungs::relay::MatchSetup;
 use rungs::timing::PolicyKind;
 
+/// Largest match id: a signed 64-bit integer, as lobbies' databases store
+/// ids (0 is refused: an id never set).
+pub const MAX_MATCH_ID: u64 = i64::MAX as u64;
+/// Tick rates a served match may have, mHz: 1 to 120 ticks a second (a
+/// tick per frame of the fastest lockstep games, with room; a faster
+/// clock would have the relay bundling for nobody).
+pub const TICK_RATES_MILLIHZ: std::ops::RangeInclusive<u32> = 1_000..=120_000;
+/// Longest load wait and reconnect grace, seconds (an hour).
+pub const MAX_WAIT_SECONDS: u64 = 3600;
+
+/// `value` if it is in `range`, else an error naming the key and the range.
+pub fn in_range<T: PartialOrd + std::fmt::Display>(
+    key: &str,
+    value: T,
+    range: std::ops::RangeInclusive<T>,
+) -> Result<T, String> {
+    if range.contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!(
+            "`{key}` must be {} to {}, got {value}",
+            range.start(),
+            range.end()
+        ))
+    }
+}
+
 /// Defaults the command line and environment give every match.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Defaults {
@@ -44,14 +71,14 @@ pub fn parse_line(line: &str, defaults: &Defaults) -> Result<Option<MatchSetup>,
     if words.next() != Some("match") {
         return Err("a line starts with `match <id>`".into());
     }
-    let id: u64 = number("match", words.next())?;
+    let id = in_range("match", number("match", words.next())?, 1..=MAX_MATCH_ID)?;
     let mut seats: Option<u8> = None;
     let mut humans: Option<u16> = None;
     let mut extra: Vec<(String, String)> = Vec::new();
     while let Some(key) = words.next() {
         let value = words.next();
         match key {
-            "seats" => seats = Some(number(key, value)?),
+            "seats" => seats = Some(in_range(key, number(key, value)?, 1..=16)?),
             "humans" => {
                 let list = value.ok_or("`humans` needs a list like 0,1,2")?;
                 let mut mask = 0u16;
@@ -77,15 +104,25 @@ pub fn parse_line(line: &str, defaults: &Defaults) -> Result<Option<MatchSetup>,
     // setups written before the field existed); lobbies creating new
     // matches write `ai_order_delay 8`.
     setup.ai_order_delay = 0;
-    setup.start_barrier_us = defaults.load_wait_seconds.saturating_mul(1_000_000);
-    setup.reconnect_grace_us = defaults.grace_seconds.saturating_mul(1_000_000);
+    let wait = 0..=MAX_WAIT_SECONDS;
+    setup.start_barrier_us = in_range(
+        "load_wait_seconds",
+        defaults.load_wait_seconds,
+        wait.clone(),
+    )? * 1_000_000;
+    setup.reconnect_grace_us =
+        in_range("grace_seconds", defaults.grace_seconds, wait.clone())? * 1_000_000;
     for (key, value) in extra {
         let v = Some(value.as_str());
         match key.as_str() {
-            "tick_rate_millihz" => setup.tick_rate_millihz = number(&key, v)?,
-            "bundle_interval" => setup.bundle_interval = number(&key, v)?,
+            "tick_rate_millihz" => {
+                setup.tick_rate_millihz = in_range(&key, number(&key, v)?, TICK_RATES_MILLIHZ)?
+            }
+            "bundle_interval" => {
+                setup.bundle_interval = in_range(&key, number(&key, v)?, 1..=u8::MAX)?
+            }
             "checksum_interval" => setup.checksum_interval = number(&key, v)?,
-            "ai_order_delay" => setup.ai_order_delay = number(&key, v)?,
+            "ai_order_delay" => setup.ai_order_delay = in_range(&key, number(&key, v)?, 0..=8)?,
             "timing_policy" if value == "off" => setup.timing_policy = None,
             "timing_policy" => match PolicyKind::from_name(&value) {
                 Some(Ok(policy)) => setup.timing_policy = Some(policy),
@@ -96,12 +133,13 @@ pub fn parse_line(line: &str, defaults: &Defaults) -> Result<Option<MatchSetup>,
                     ))
                 }
             },
-            "max_ticks" => setup.max_ticks = number(&key, v)?,
+            "max_ticks" => setup.max_ticks = in_range(&key, number(&key, v)?, 1..=u32::MAX)?,
             "load_wait_seconds" => {
-                setup.start_barrier_us = number::<u64>(&key, v)?.saturating_mul(1_000_000)
+                setup.start_barrier_us = in_range(&key, number(&key, v)?, wait.clone())? * 1_000_000
             }
             "grace_seconds" => {
-                setup.reconnect_grace_us = number::<u64>(&key, v)?.saturating_mul(1_000_000)
+                setup.reconnect_grace_us =
+                    in_range(&key, number(&key, v)?, wait.clone())? * 1_000_000
             }
             _ => return Err(format!("unknown key `{key}`")),
         }
@@ -145,6 +183,69 @@ mod tests {
             .unwrap_err()
             .contains("colour"));
         assert!(parse_line("match x seats 2 humans 0", &D).is_err());
+        for (line, error) in [
+            (
+                "match 18446744073709551615 seats 2 humans 0",
+                "`match` must be 1 to 9223372036854775807, got 18446744073709551615",
+            ),
+            (
+                "match 0 seats 2 humans 0",
+                "`match` must be 1 to 9223372036854775807, got 0",
+            ),
+            (
+                "match 7 seats 2 humans 0 tick_rate_millihz 1000000000",
+                "`tick_rate_millihz` must be 1000 to 120000, got 1000000000",
+            ),
+            (
+                "match 7 seats 2 humans 0 tick_rate_millihz 999",
+                "`tick_rate_millihz` must be 1000 to 120000, got 999",
+            ),
+            (
+                "match 7 seats 17 humans 0",
+                "`seats` must be 1 to 16, got 17",
+            ),
+            (
+                "match 7 seats 2 humans 0 bundle_interval 0",
+                "`bundle_interval` must be 1 to 255, got 0",
+            ),
+            (
+                "match 7 seats 2 humans 0 ai_order_delay 9",
+                "`ai_order_delay` must be 0 to 8, got 9",
+            ),
+            (
+                "match 7 seats 2 humans 0 grace_seconds 3601",
+                "`grace_seconds` must be 0 to 3600, got 3601",
+            ),
+            (
+                "match 7 seats 2 humans 0 load_wait_seconds 99999999999999",
+                "`load_wait_seconds` must be 0 to 3600, got 99999999999999",
+            ),
+            (
+                "match 7 seats 2 humans 0 max_ticks 0",
+                "`max_ticks` must be 1 to 4294967295, got 0",
+            ),
+            (
+                "match 7 seats 2 humans 0 max_ticks 4294967296",
+                "`max_ticks` value `4294967296` is not a valid number",
+            ),
+        ] {
+            assert_eq!(parse_line(line, &D), Err(error.to_string()), "{line}");
+        }
+        let s = parse_line(
+            "match 9223372036854775807 seats 2 humans 0 tick_rate_millihz 120000",
+            &D,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(s.match_id, i64::MAX as u64);
+        let far = Defaults {
+            load_wait_seconds: 7200,
+            grace_seconds: 30,
+        };
+        assert_eq!(
+            parse_line("match 1 seats 2 humans 0", &far),
+            Err("`load_wait_seconds` must be 0 to 3600, got 7200".to_string())
+        );
         let s = parse_line("match 9 seats 2 humans 0,1", &D)
             .unwrap()
             .unwrap();
