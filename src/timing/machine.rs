@@ -388,15 +388,7 @@ impl TimingMachine {
             );
         }
         self.phase = Phase::InFrame(frame);
-        let changed = if frame == 0 {
-            // Frame 0 announces the starting timing and rate.
-            Changed {
-                timing: true,
-                fps: true,
-            }
-        } else {
-            self.schedule.begin_frame(frame)
-        };
+        let changed = self.schedule.begin_announced(frame);
         self.announce(frame, changed);
         self.executes_commands = self.schedule.is_send_frame(frame);
         Ok(FrameStart {

@@ -273,14 +273,7 @@ impl ClassicEngine {
     /// Step 1 of a frame: the schedule, the frame's timer, the events the
     /// frame queues.
     fn begin(&mut self, frame: u32, now_us: u64) -> Result<()> {
-        let changed = if frame == 0 {
-            Changed {
-                timing: true,
-                fps: true,
-            }
-        } else {
-            self.schedule.begin_frame(frame)
-        };
+        let changed = self.schedule.begin_announced(frame);
         self.announce(frame, changed);
         // The frame's timer is set as it starts, at the rate in force.
         let ticks = red_alert::frame_ticks(self.schedule.fps());
