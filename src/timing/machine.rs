@@ -856,11 +856,25 @@ mod report_tests {
             run_to(m, 59);
         }
         // A 1500 ms spike: the master's frame 60 waited 684 ms; its first
-        // round trips are half back (810 ms).
+        // round trips are half back (810 ms). A spike's first stall raises
+        // nothing (decision 75), and where its report executes, three
+        // frames later, the evaluation answers nothing yet either.
         let onset = report(810, 120, 2, 684);
-        let mut raises = Vec::new();
         for m in &mut machines {
             m.begin_frame(60).unwrap();
+            assert_eq!(m.raise_for_own_stall(&onset).unwrap(), None);
+            m.end_frame().unwrap();
+            run_to(m, 62);
+            m.begin_frame(63).unwrap();
+            m.execute_report(0, onset).unwrap();
+            m.execute_report(1, report(810, 120, 0, 0)).unwrap();
+            assert_eq!(m.end_frame().unwrap(), None);
+        }
+        // The master's frame 70 waits as long again: the spike goes on.
+        let mut raises = Vec::new();
+        for m in &mut machines {
+            run_to(m, 69);
+            m.begin_frame(70).unwrap();
             raises.push(m.raise_for_own_stall(&onset).unwrap());
             // Once per raise: the same stall again raises nothing more.
             assert_eq!(m.raise_for_own_stall(&onset).unwrap(), None);
@@ -877,8 +891,8 @@ mod report_tests {
         // machine: the master sends it again (in force already, it changes
         // nothing where it executes), and every machine holds its target.
         for (seat, m) in machines.iter_mut().enumerate() {
-            run_to(m, 62);
-            m.begin_frame(63).unwrap();
+            run_to(m, 72);
+            m.begin_frame(73).unwrap();
             m.execute_timing_event(0, raise).unwrap();
             m.execute_report(0, onset).unwrap();
             m.execute_report(1, report(810, 120, 0, 0)).unwrap();
