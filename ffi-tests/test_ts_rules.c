@@ -164,9 +164,19 @@ static void test_packets_and_readiness(void) {
     /* The tag (8) given for send frame 2: refused, nothing changes. */
     CHECK_EQ(rungs_session_packet_received(s, 0, 4, 14), RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_MESSAGE_HAS("packet 4 from seat 0 carries send frame 14; expected send frame 8");
+    /* Numbered from 1: send frame 4 is packet 2 of the game, and the message says so. */
+    CHECK_EQ(rungs_session_packet_received(s, 2, 3, 4), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("send frame 4 is packet 2 of the game: number packets from 0");
+    /* Each message names the function once. */
     CHECK_EQ(rungs_session_packet_received(s, 1, 0, 0), RUNGS_ERR_INVALID_ARGUMENT); /* own seat */
+    CHECK_MESSAGE("rungs_session_packet_received: seat 1 is this machine's own seat; expected a peer's "
+                  "seat (your own packets need no readiness)");
     CHECK_EQ(rungs_session_packet_received(s, 9, 0, 0), RUNGS_ERR_UNKNOWN_SEAT);
+    CHECK_EQ(rungs_session_packet_watermark(s, 1, &mark), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_STARTS("rungs_session_packet_watermark: seat 1 is this machine's own seat");
+    /* Far ahead: nothing recorded, and the message says what to do. */
     CHECK_EQ(rungs_session_packet_received(s, 0, 100000, 200000), RUNGS_ERR_FULL);
+    CHECK_MESSAGE_HAS("nothing was recorded: keep the packet and hand it again");
     for (frame = 4; frame <= 7; frame++) {
         CHECK_EQ(rungs_session_packet_received(s, 0, frame, 2 * frame), RUNGS_OK);
         CHECK_EQ(rungs_session_packet_received(s, 2, frame, 2 * frame), RUNGS_OK);
@@ -201,6 +211,7 @@ static void test_ticks(void) {
     rungs_session *s = NULL;
     rungs_measurements *m = NULL;
     rungs_report r;
+    uint32_t first = 0, last = 0;
     memset(&seen, 0, sizeof seen);
     c = ts_config(&seen, 0);
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_OK);
@@ -208,6 +219,21 @@ static void test_ticks(void) {
     CHECK_EQ(rungs_session_rtt_sample_ticks(s, 1, 6, 2), RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_EQ(rungs_session_rtt_sample_ticks(s, 0, 6, 0), RUNGS_ERR_UNKNOWN_SEAT);
     CHECK_EQ(rungs_session_add_frame_ticks(s, 2), RUNGS_OK);
+    /* An acknowledgement still on its way when its sender's removal ran is a
+     * late event of normal play: accepted, nothing changes. */
+    CHECK_EQ(rungs_session_frame_begin(s, 0, NULL), RUNGS_OK);
+    CHECK_EQ(rungs_session_player_removed(s, 1), RUNGS_OK);
+    CHECK_EQ(rungs_session_rtt_sample_ticks(s, 1, 6, 0), RUNGS_OK);
+    CHECK_EQ(rungs_session_rtt_sample(s, 1, 100, 1), RUNGS_OK);
+    CHECK_EQ(rungs_session_rtt_sample_ticks(s, 0, 6, 0), RUNGS_ERR_UNKNOWN_SEAT); /* still: own seat */
+    CHECK_EQ(rungs_session_free(s), RUNGS_OK);
+    /* Without a tick timer the message names the function once. */
+    c.tick_hz = 0;
+    CHECK_EQ(rungs_session_new(&c, &s), RUNGS_OK);
+    CHECK_EQ(rungs_session_add_frame_ticks(s, 2), RUNGS_ERR_STATE);
+    CHECK_MESSAGE_STARTS("rungs_session_add_frame_ticks: the session has no tick timer");
+    CHECK_EQ(rungs_session_due_tags(s, &first, &last), RUNGS_ERR_STATE);
+    CHECK_MESSAGE_HAS("begin frame 0 first");
     CHECK_EQ(rungs_session_free(s), RUNGS_OK);
 
     CHECK_EQ(rungs_measurements_new(&m), RUNGS_OK);

@@ -1108,7 +1108,11 @@ typedef struct rungs_timing_event {
 /**
  * Engine session: queue an event of `type_id` with `len` payload bytes into
  * your own network stream, from your seat; it goes out with your next
- * packet. `payload` lives until the callback returns.
+ * packet and is stamped with that send's tag (the `send_frame` callback's),
+ * like your own commands. `frame` is the frame that queued it (the current
+ * one), for logs: it is not the event's tag. `len` is the length your event
+ * length table must hold for `type_id`. `payload` lives until the callback
+ * returns.
  */
 typedef void (RUNGS_CALL *rungs_queue_event_fn)(void *user,
                                      uint32_t frame,
@@ -1119,9 +1123,12 @@ typedef void (RUNGS_CALL *rungs_queue_event_fn)(void *user,
 /**
  * Engine session: send frame `send_frame`: flush your packet now, stamping
  * every event collected since the previous send frame (yours and the queued
- * ones) with `tag` (S5), and put `send_frame` in the packet: frame readiness
- * (`rungs_session_frame_ready`) counts packets by send frame, because two
- * consecutive send frames can carry the same tag.
+ * ones) with `tag` (S5), and put `send_frame` in the packet (Tiberian Sun's
+ * FRAMEINFO carries it as `Frame` = `tag`, `Delay` = `tag - send_frame`)
+ * with your packet number (0 for send frame 0's packet, one more per send
+ * frame): the receiver hands both to `rungs_session_packet_received`.
+ * Frame readiness counts packets by send frame, because two consecutive
+ * send frames can carry the same tag.
  */
 typedef void (RUNGS_CALL *rungs_send_frame_fn)(void *user, uint32_t send_frame, uint32_t tag);
 
@@ -1169,8 +1176,9 @@ typedef struct rungs_session_config {
      */
     uint8_t seat_count;
     /**
-     * This machine's seat (a human seat), or `RUNGS_NO_SEAT` to follow a
-     * recording without reporting or sending.
+     * This machine's seat (a human seat), or `RUNGS_NO_SEAT` for a machine
+     * that plays no seat — an observer, or one following a recording: it
+     * reports and sends nothing, and waits for every player's packets.
      */
     uint8_t local_seat;
     /**
@@ -1192,13 +1200,16 @@ typedef struct rungs_session_config {
      * Your NETWORK_REPORT event ID, 0–255: a new event, so an ID that no
      * part of your game uses — not its own events, nor those of any mod or
      * spawner loaded with it (in Tiberian Sun with the community spawner, 36
-     * is protocol 0's RESPONSE_TIME_2). There is no default; register its
-     * payload length (`RUNGS_REPORT_*_PAYLOAD_LEN` of `report_layout`) in
-     * your event length table.
+     * is protocol 0's RESPONSE_TIME_2). There is no default: a zeroed
+     * config says 0, which is an event of most games (EMPTY in Tiberian Sun
+     * and Red Alert), so set it. Register its payload length
+     * (`RUNGS_REPORT_*_PAYLOAD_LEN` of `report_layout`) in your event length
+     * table.
      */
     uint16_t network_report_event_id;
     /**
-     * Your LATENCYFUDGE event ID (35 in Tiberian Sun) or `RUNGS_NO_EVENT_ID`.
+     * Your LATENCYFUDGE event ID (35 in Tiberian Sun) or `RUNGS_NO_EVENT_ID`
+     * (a zeroed config says 0: set it).
      */
     uint16_t latency_fudge_event_id;
     /**
@@ -2625,8 +2636,10 @@ RUNGS_API rungs_result RUNGS_CALL rungs_session_free(struct rungs_session *s);
  * Start `frame` (0, 1, 2, ... without gaps). `*out_executes_commands` (may
  * be NULL) is 1 when this frame executes commands: execute every queued
  * event tagged at or before it that has not run (`rungs_session_due_tags`
- * gives the tags this frame runs), in (tag, seat, issue order), handing
- * rungs' events to `rungs_session_event_executed`. Before executing, make
+ * gives the tags this frame runs), in one order that is the same on every
+ * machine — (tag, seat, issue order), or an exact-frame DoList's own, house
+ * by house and each house's in packet order — handing rungs' events to
+ * `rungs_session_event_executed`. Before executing, make
  * sure the frame is ready (`rungs_session_peers_ready`). With
  * `config->send_order = RUNGS_SEND_BEFORE_EXECUTE` the `send_frame`
  * callback of a sending frame comes from this call, and a frame executes
@@ -2721,7 +2734,10 @@ rungs_result RUNGS_CALL rungs_session_event_executed(struct rungs_session *s,
  * Your removal of `seat` executed on the current frame (S3); removing the
  * master hands the role to the next human in house order (S4.6). A second
  * removal of a seat already removed (every machine may issue one for the
- * same lost player) is accepted and changes nothing.
+ * same lost player) is accepted and changes nothing. From then on no event
+ * of that seat may execute in your queue: packets it sent after the one
+ * carrying its removal reached some machines and not others, and no
+ * machine waits for them (docs/ts-integration.md, "A player who quits").
  *
  * Returns: RUNGS_OK (also for a repeated removal); RUNGS_ERR_NULL_POINTER
  * if `s` is NULL; RUNGS_ERR_STATE if no frame is running;
@@ -2858,11 +2874,13 @@ rungs_result RUNGS_CALL rungs_session_add_frame_need(struct rungs_session *s,
  * A round trip to `peer` in ms; `clean` is 1 when it was measured on a
  * packet sent once, 0 for a retransmitted one (it then never replaces a
  * measured value, S3/S8). Only other human players are peers.
+ * A sample from a player already removed (its acknowledgement was on its
+ * way) is a late event of normal play: accepted, it changes nothing (S3).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
- * RUNGS_ERR_INVALID_ARGUMENT if `clean` is not 0 or 1;
- * RUNGS_ERR_UNKNOWN_SEAT if `peer` is not another human player (your own
- * seat, an AI seat, a removed player or no seat);
+ * Returns: RUNGS_OK (also for a removed player); RUNGS_ERR_NULL_POINTER if
+ * `s` is NULL; RUNGS_ERR_INVALID_ARGUMENT if `clean` is not 0 or 1;
+ * RUNGS_ERR_UNKNOWN_SEAT if `peer` is not another human player of the game
+ * (your own seat, an AI seat or no seat);
  * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
  * (every object call).
  */
@@ -2932,7 +2950,10 @@ rungs_result RUNGS_CALL rungs_session_status(struct rungs_session *s,
  * RUNGS_ERR_INVALID_ARGUMENT if `seat` is your own seat, or the send frame
  * is not the one `packet_number` says; RUNGS_ERR_UNKNOWN_SEAT if `seat`
  * never was a human player of the game; RUNGS_ERR_FULL if the packet is
- * more than 512 packets past what this machine has checked; RUNGS_ERR_STATE
+ * more than 512 packets past what this machine has checked (nothing is
+ * recorded: keep the packet and hand it again after your next frames; only
+ * a machine nobody waits for, an observer, falls that far behind);
+ * RUNGS_ERR_STATE
  * if it is past the seat's cut (`rungs_session_peer_cut`);
  * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
  * (every object call).
@@ -3045,12 +3066,15 @@ rungs_result RUNGS_CALL rungs_session_cut_tag(struct rungs_session *s,
  * once: the sample is then not clean (S8) and never replaces a measured
  * value; 0 when it went out once.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
- * RUNGS_ERR_INVALID_ARGUMENT if `resent` is not 0 or 1; RUNGS_ERR_STATE if
- * the session has no tick timer (`config->tick_hz` 0);
- * RUNGS_ERR_UNKNOWN_SEAT if `peer` is not another human player still in
- * the game; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
- * RUNGS_ERR_PANIC (every object call).
+ * A sample from a player already removed is accepted and changes nothing,
+ * as for `rungs_session_rtt_sample`.
+ *
+ * Returns: RUNGS_OK (also for a removed player); RUNGS_ERR_NULL_POINTER if
+ * `s` is NULL; RUNGS_ERR_INVALID_ARGUMENT if `resent` is not 0 or 1;
+ * RUNGS_ERR_STATE if the session has no tick timer (`config->tick_hz` 0);
+ * RUNGS_ERR_UNKNOWN_SEAT if `peer` is not another human player of the game;
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_rtt_sample_ticks(struct rungs_session *s,

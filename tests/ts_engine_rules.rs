@@ -464,6 +464,20 @@ fn wrong_readiness_arguments_are_refused_before_they_can_desync() {
         tag_for_frame.to_string().contains("expected send frame 4"),
         "{tag_for_frame}"
     );
+    // The message names the likely mistake: 10 is packet 2's tag...
+    assert!(
+        tag_for_frame.to_string().contains("10 is packet 2's tag"),
+        "{tag_for_frame}"
+    );
+    // ...packets numbered from 1 (send frame 4 is packet 2)...
+    let from_one = s.packet_received(0, 3, 4).unwrap_err().to_string();
+    assert!(
+        from_one.contains("send frame 4 is packet 2 of the game"),
+        "{from_one}"
+    );
+    // ...a frame that ended here without being a send frame.
+    let odd = s.packet_received(0, 3, 5).unwrap_err().to_string();
+    assert!(odd.contains("frame 5 was not a send frame here"), "{odd}");
     // A number counted twice (or skipped): the same check.
     assert!(matches!(
         kind(s.packet_received(0, 4, 6)),
@@ -643,6 +657,61 @@ fn tick_measurements_become_the_reports_units() {
     plain.rules.tick_timer = None;
     let mut s = EngineSession::new(&plain).unwrap();
     assert!(matches!(kind(s.add_frame_ticks(1)), Error::State(_)));
+}
+
+#[test]
+fn an_acknowledgement_that_arrives_after_its_senders_removal_is_a_late_no_op() {
+    let mut s = EngineSession::new(&config(0, SendOrder::BeforeExecute)).unwrap();
+    s.rtt_sample_ticks(1, 6, false).unwrap();
+    s.rtt_sample_ticks(2, 12, false).unwrap();
+    s.frame_begin(0).unwrap();
+    s.player_removed(2).unwrap();
+    // The acknowledgement of a packet to seat 2 was on its way when the
+    // removal executed: normal play, like a report from a removed player.
+    s.rtt_sample_ticks(2, 30, false).unwrap();
+    s.rtt_sample(2, 900, true).unwrap();
+    // The own seat and a seat that never was a player stay errors.
+    assert!(matches!(
+        kind(s.rtt_sample_ticks(0, 6, false)),
+        Error::UnknownSeat(0)
+    ));
+    assert!(matches!(
+        kind(s.rtt_sample(7, 6, true)),
+        Error::UnknownSeat(7)
+    ));
+    // Nothing changed: the worst round trip is seat 1's 6 ticks.
+    assert_eq!(s.measurements().take_report().worst_rtt_ms, Some(100));
+}
+
+#[test]
+fn an_observer_far_behind_hands_refused_packets_again_and_misses_none() {
+    // Nobody waits for an observer, so the players can run more packets
+    // ahead of it than rungs holds for a peer.
+    let mut observing = config(0, SendOrder::BeforeExecute);
+    observing.machine.local_seat = None;
+    let mut s = EngineSession::new(&observing).unwrap();
+    // 2/6 throughout: packet n carries send frame 2n.
+    let mut refused = Vec::new();
+    for n in 0..600u32 {
+        for seat in 0..PLAYERS {
+            if let Err(e) = s.packet_received(seat, n, 2 * n) {
+                assert!(matches!(e.kind(), Error::Full(_)), "{e}");
+                assert!(e.to_string().contains("hand it again"), "{e}");
+                refused.push((seat, n));
+            }
+        }
+    }
+    assert_eq!(refused.len(), 3 * (600 - 512));
+    // Nothing of a refused packet was recorded; handed again as the
+    // observer runs, each is taken before a frame needs it.
+    for frame in 0..1_100 {
+        s.frame_begin(frame).unwrap();
+        while s.poll_output().is_some() {}
+        refused.retain(|&(seat, n)| s.packet_received(seat, n, 2 * n).is_err());
+        assert!(s.peers_ready().unwrap().ready, "frame {frame}");
+        s.frame_end().unwrap();
+    }
+    assert!(refused.is_empty());
 }
 
 #[test]

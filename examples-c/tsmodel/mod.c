@@ -368,6 +368,29 @@ static void drop_decide(mod_t *m, int seat) {
     drop_finish(m, seat);
 }
 
+/* A vote about a player this machine has already removed: it quit, and
+ * its game closed before every machine had its last packets. Those that
+ * lack them drop it; this machine ran the removal, so it holds every packet
+ * through it and votes them, once, and relays them if its vote is the cut.
+ * Without the answer the voters wait for it for ever. */
+static void answer_for_removed(mod_t *m, int seat) {
+    drop_t *d = &m->drops[seat];
+    int h;
+    if (d->decided) return;
+    d->vote = watermark(m, seat);
+    d->votes[m->local_house] = d->vote;
+    d->voted |= 1u << m->local_house;
+    send_vote(m, seat);
+    /* Nothing to decide here (the removal ran): only to relay. */
+    d->decided = 1;
+    d->cut = d->vote;
+    d->holder = m->local_house;
+    d->removal_queued = 1;
+    for (h = 0; h < HOUSES; h++)
+        if (d->asked >> h & 1) relay_to(m, seat, h);
+    d->asked = 0;
+}
+
 static void TSMOD_CALL mod_message(void *mod, int32_t house_id, const uint8_t *bytes, size_t len) {
     mod_t *m = mod;
     int from = house_index(m, house_id), from_seat = seat_of(m, house_id), seat;
@@ -385,6 +408,10 @@ static void TSMOD_CALL mod_message(void *mod, int32_t house_id, const uint8_t *b
         mask = (uint16_t)(bytes[6] | bytes[7] << 8);
         d->votes[from] = ts_get_u32(bytes + 2);
         d->voted |= 1u << from;
+        if (m->removed[seat]) {
+            answer_for_removed(m, seat);
+            break;
+        }
         /* Join a drop at once if this machine does not hear the seat either. */
         for (s = 0; s < m->seat_count; s++)
             if ((mask >> s & 1) && present_peer(m, s) &&

@@ -78,6 +78,7 @@ typedef struct scenario {
     uint32_t crash_ms[2];
     int quit_machine;
     uint32_t quit_frame;
+    int quit_closes; /* the quitter's game closes once its removal ran: unacknowledged packets are lost */
     int bad_input;
 } scenario_t;
 
@@ -154,6 +155,9 @@ static void random_scenario(uint64_t seed, uint32_t frames, scenario_t *s) {
     if (s->humans > 2 && rng_below(&r, 10) < 4) {
         s->quit_machine = (int)rng_below(&r, (uint32_t)s->humans);
         s->quit_frame = 200 + rng_below(&r, frames / 2);
+        /* Half the quitters close their game at once (without a draw, so
+         * the other faults stay as they were). */
+        s->quit_closes = (int)(seed & 1);
     }
     if (s->humans > 2 && rng_below(&r, 10) < 4) {
         s->crash_machine[0] = (int)rng_below(&r, (uint32_t)s->humans);
@@ -320,6 +324,11 @@ static void play(const scenario_t *sc, enum mode mode, uint64_t seed, int verbos
             machine_quit(machines[sc->quit_machine]);
             quit_done = 1;
         }
+        /* A quitter whose game closes: once it has stopped (its REMOVEPLAYER
+         * ran), its connections go too, with whatever was unacknowledged. */
+        if (quit_done && sc->quit_closes && !machine_alive(machines[sc->quit_machine]) &&
+            !machine_crashed(machines[sc->quit_machine]))
+            machine_crash(machines[sc->quit_machine]);
         if (sc->bad_input && now_us % 997000 == 0 && now_us > 0) {
             frame = machine_frame(machines[0]);
             inject_bad_input(machines, sc->humans, now_us, frame, (int)((now_us / 997000) % 3));

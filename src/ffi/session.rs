@@ -84,8 +84,9 @@ pub struct rungs_session_config {
     pub speed_fps: u8,
     /// Seats in house order, 1–16.
     pub seat_count: u8,
-    /// This machine's seat (a human seat), or `RUNGS_NO_SEAT` to follow a
-    /// recording without reporting or sending.
+    /// This machine's seat (a human seat), or `RUNGS_NO_SEAT` for a machine
+    /// that plays no seat — an observer, or one following a recording: it
+    /// reports and sends nothing, and waits for every player's packets.
     pub local_seat: u8,
     /// `RUNGS_REPORT_LAYOUT_COMPACT`, `RUNGS_REPORT_LAYOUT_EXTENDED`,
     /// `RUNGS_REPORT_LAYOUT_DETAILED` (what the tracking policy reads) or
@@ -99,11 +100,14 @@ pub struct rungs_session_config {
     /// Your NETWORK_REPORT event ID, 0–255: a new event, so an ID that no
     /// part of your game uses — not its own events, nor those of any mod or
     /// spawner loaded with it (in Tiberian Sun with the community spawner, 36
-    /// is protocol 0's RESPONSE_TIME_2). There is no default; register its
-    /// payload length (`RUNGS_REPORT_*_PAYLOAD_LEN` of `report_layout`) in
-    /// your event length table.
+    /// is protocol 0's RESPONSE_TIME_2). There is no default: a zeroed
+    /// config says 0, which is an event of most games (EMPTY in Tiberian Sun
+    /// and Red Alert), so set it. Register its payload length
+    /// (`RUNGS_REPORT_*_PAYLOAD_LEN` of `report_layout`) in your event length
+    /// table.
     pub network_report_event_id: u16,
-    /// Your LATENCYFUDGE event ID (35 in Tiberian Sun) or `RUNGS_NO_EVENT_ID`.
+    /// Your LATENCYFUDGE event ID (35 in Tiberian Sun) or `RUNGS_NO_EVENT_ID`
+    /// (a zeroed config says 0: set it).
     pub latency_fudge_event_id: u16,
     /// Added to MaxAhead in TIMING payloads and removed on receipt:
     /// `RUNGS_TS_FOG_BIAS` (10) for an engine keeping vanilla TS's fog-of-war
@@ -369,8 +373,10 @@ pub unsafe extern "C" fn rungs_session_free(s: *mut rungs_session) -> rungs_resu
 /// Start `frame` (0, 1, 2, ... without gaps). `*out_executes_commands` (may
 /// be NULL) is 1 when this frame executes commands: execute every queued
 /// event tagged at or before it that has not run (`rungs_session_due_tags`
-/// gives the tags this frame runs), in (tag, seat, issue order), handing
-/// rungs' events to `rungs_session_event_executed`. Before executing, make
+/// gives the tags this frame runs), in one order that is the same on every
+/// machine — (tag, seat, issue order), or an exact-frame DoList's own, house
+/// by house and each house's in packet order — handing rungs' events to
+/// `rungs_session_event_executed`. Before executing, make
 /// sure the frame is ready (`rungs_session_peers_ready`). With
 /// `config->send_order = RUNGS_SEND_BEFORE_EXECUTE` the `send_frame`
 /// callback of a sending frame comes from this call, and a frame executes
@@ -508,7 +514,10 @@ pub unsafe extern "C" fn rungs_session_event_executed(
 /// Your removal of `seat` executed on the current frame (S3); removing the
 /// master hands the role to the next human in house order (S4.6). A second
 /// removal of a seat already removed (every machine may issue one for the
-/// same lost player) is accepted and changes nothing.
+/// same lost player) is accepted and changes nothing. From then on no event
+/// of that seat may execute in your queue: packets it sent after the one
+/// carrying its removal reached some machines and not others, and no
+/// machine waits for them (docs/ts-integration.md, "A player who quits").
 ///
 /// Returns: RUNGS_OK (also for a repeated removal); RUNGS_ERR_NULL_POINTER
 /// if `s` is NULL; RUNGS_ERR_STATE if no frame is running;
@@ -723,11 +732,13 @@ pub unsafe extern "C" fn rungs_session_add_frame_need(
 /// A round trip to `peer` in ms; `clean` is 1 when it was measured on a
 /// packet sent once, 0 for a retransmitted one (it then never replaces a
 /// measured value, S3/S8). Only other human players are peers.
+/// A sample from a player already removed (its acknowledgement was on its
+/// way) is a late event of normal play: accepted, it changes nothing (S3).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
-/// RUNGS_ERR_INVALID_ARGUMENT if `clean` is not 0 or 1;
-/// RUNGS_ERR_UNKNOWN_SEAT if `peer` is not another human player (your own
-/// seat, an AI seat, a removed player or no seat);
+/// Returns: RUNGS_OK (also for a removed player); RUNGS_ERR_NULL_POINTER if
+/// `s` is NULL; RUNGS_ERR_INVALID_ARGUMENT if `clean` is not 0 or 1;
+/// RUNGS_ERR_UNKNOWN_SEAT if `peer` is not another human player of the game
+/// (your own seat, an AI seat or no seat);
 /// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
 /// (every object call).
 #[no_mangle]
@@ -828,7 +839,10 @@ pub unsafe extern "C" fn rungs_session_status(
 /// RUNGS_ERR_INVALID_ARGUMENT if `seat` is your own seat, or the send frame
 /// is not the one `packet_number` says; RUNGS_ERR_UNKNOWN_SEAT if `seat`
 /// never was a human player of the game; RUNGS_ERR_FULL if the packet is
-/// more than 512 packets past what this machine has checked; RUNGS_ERR_STATE
+/// more than 512 packets past what this machine has checked (nothing is
+/// recorded: keep the packet and hand it again after your next frames; only
+/// a machine nobody waits for, an observer, falls that far behind);
+/// RUNGS_ERR_STATE
 /// if it is past the seat's cut (`rungs_session_peer_cut`);
 /// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
 /// (every object call).
@@ -905,11 +919,7 @@ pub unsafe extern "C" fn rungs_session_due_tags(
         session_call("rungs_session_due_tags", s, |session| {
             require(out_first, "out_first")?;
             require(out_last, "out_last")?;
-            if !matches!(session.phase(), crate::session::Phase::Running(_)) {
-                return Err(Error::State(
-                    "due tags are asked for the running frame; begin it first",
-                ));
-            }
+            session.running_frame("due tags are asked for the running frame")?;
             let (first, last) = session
                 .due_tags()
                 .unwrap_or((RUNGS_NO_FRAME, RUNGS_NO_FRAME));
@@ -937,7 +947,7 @@ pub unsafe extern "C" fn rungs_session_packet_watermark(
     unsafe {
         session_call("rungs_session_packet_watermark", s, |session| {
             require(out_packet, "out_packet")?;
-            session.check_peer_seat(seat, "rungs_session_packet_watermark")?;
+            session.check_peer_seat(seat)?;
             let mark = session.packet_watermark(seat).unwrap_or(RUNGS_NO_PACKET);
             write_out(out_packet, mark);
             Ok(())
@@ -1004,12 +1014,15 @@ pub unsafe extern "C" fn rungs_session_cut_tag(
 /// once: the sample is then not clean (S8) and never replaces a measured
 /// value; 0 when it went out once.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
-/// RUNGS_ERR_INVALID_ARGUMENT if `resent` is not 0 or 1; RUNGS_ERR_STATE if
-/// the session has no tick timer (`config->tick_hz` 0);
-/// RUNGS_ERR_UNKNOWN_SEAT if `peer` is not another human player still in
-/// the game; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
-/// RUNGS_ERR_PANIC (every object call).
+/// A sample from a player already removed is accepted and changes nothing,
+/// as for `rungs_session_rtt_sample`.
+///
+/// Returns: RUNGS_OK (also for a removed player); RUNGS_ERR_NULL_POINTER if
+/// `s` is NULL; RUNGS_ERR_INVALID_ARGUMENT if `resent` is not 0 or 1;
+/// RUNGS_ERR_STATE if the session has no tick timer (`config->tick_hz` 0);
+/// RUNGS_ERR_UNKNOWN_SEAT if `peer` is not another human player of the game;
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_rtt_sample_ticks(
     s: *mut rungs_session,

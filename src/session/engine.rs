@@ -417,6 +417,15 @@ impl EngineSession {
         }
     }
 
+    /// The running frame, or `rule` broken outside a frame (the message says
+    /// which frame begins next).
+    pub(crate) fn running_frame(&self, rule: &'static str) -> Result<u32> {
+        match self.phase {
+            Phase::Running(frame) => Ok(frame),
+            _ => Err(self.no_frame_running(rule)),
+        }
+    }
+
     /// `rule` broken outside a frame: the message says which frame begins next.
     fn no_frame_running(&self, rule: &'static str) -> Error {
         let next = self.phase.next_frame().unwrap_or(u32::MAX);
@@ -639,7 +648,7 @@ impl EngineSession {
     /// `number`-th, a packet far ahead, a packet past the seat's cut
     /// (`timing::readiness::PeerStreams::received`).
     pub fn packet_received(&mut self, seat: u8, number: u32, send_frame: u32) -> Result<()> {
-        self.check_peer_seat(seat, "packet_received")?;
+        self.check_peer_seat(seat)?;
         if !self.machine.seats().present().any(|s| s == seat) {
             return Ok(());
         }
@@ -652,7 +661,7 @@ impl EngineSession {
     /// longer wait for it; the engine executes its removal on the first of
     /// them. Refused when packets past `last` are already held contiguously.
     pub fn peer_cut(&mut self, seat: u8, last: Option<u32>) -> Result<()> {
-        self.check_peer_seat(seat, "peer_cut")?;
+        self.check_peer_seat(seat)?;
         self.streams.cut(seat, last)
     }
 
@@ -709,20 +718,21 @@ impl EngineSession {
         self.streams.watermark(seat)
     }
 
-    /// Refuse a seat that cannot send this machine packets, naming `call`:
-    /// its own, or one that never was a human player.
-    pub fn check_peer_seat(&self, seat: u8, call: &str) -> Result<()> {
+    /// Refuse a seat that cannot send this machine packets: its own, or
+    /// one that never was a human player. (The C API names the function in
+    /// front of the message, so the message does not.)
+    pub fn check_peer_seat(&self, seat: u8) -> Result<()> {
         if Some(seat) == self.local_seat {
             return Err(
                 Error::InvalidArgument("a packet from this machine's own seat").detailed(format!(
-                    "{call}: seat {seat} is this machine's own seat; expected a peer's seat \
-                     (your own packets need no readiness)"
+                    "seat {seat} is this machine's own seat; expected a peer's seat (your own \
+                     packets need no readiness)"
                 )),
             );
         }
         if !self.machine.seats().is_human(seat) {
             return Err(Error::UnknownSeat(seat).detailed(format!(
-                "{call}: seat {seat} never was a human player of this game; expected a peer"
+                "seat {seat} never was a human player of this game; expected a peer"
             )));
         }
         Ok(())
@@ -746,8 +756,15 @@ impl EngineSession {
     }
 
     /// A round trip to `peer`: `clean` when taken from a packet sent once
-    /// (S8). Only human players other than this one are peers.
+    /// (S8). Only human players other than this one are peers. A sample
+    /// from a player already removed is a late event of normal play (the
+    /// acknowledgement was on its way when the removal executed): accepted,
+    /// and it changes nothing (S3).
     pub fn rtt_sample(&mut self, peer: u8, rtt_ms: u32, clean: bool) -> Result<()> {
+        let seats = self.machine.seats();
+        if Some(peer) != self.local_seat && seats.is_human(peer) && !seats.is_present(peer) {
+            return Ok(());
+        }
         if !self.peers().any(|p| p == peer) {
             let peers: Vec<String> = self.peers().map(|p| p.to_string()).collect();
             let peers = if peers.is_empty() {
@@ -769,7 +786,7 @@ impl EngineSession {
     /// clean (S8) and never replaces a measured value. `State` without a
     /// tick timer in [`EngineRules`].
     pub fn rtt_sample_ticks(&mut self, peer: u8, ticks: u32, resent: bool) -> Result<()> {
-        let timer = self.tick_timer("rtt_sample_ticks")?;
+        let timer = self.tick_timer()?;
         self.rtt_sample(peer, timer.ticks_to_ms(ticks), !resent)
     }
 
@@ -777,17 +794,18 @@ impl EngineSession {
     /// processing time, as Tiberian Sun counts it). `State` without a tick
     /// timer.
     pub fn add_frame_ticks(&mut self, ticks: u32) -> Result<()> {
-        let timer = self.tick_timer("add_frame_ticks")?;
+        let timer = self.tick_timer()?;
         self.measurements.add_frame_ticks(ticks, timer);
         Ok(())
     }
 
-    fn tick_timer(&self, call: &str) -> Result<TickTimer> {
+    fn tick_timer(&self) -> Result<TickTimer> {
         self.rules.tick_timer.ok_or_else(|| {
-            Error::State("no tick timer configured").detailed(format!(
-                "{call}: the session has no tick timer; set the engine's ticks per second \
+            Error::State("no tick timer configured").detailed(
+                "the session has no tick timer; set the engine's ticks per second \
                  (EngineRules::tick_timer, config->tick_hz) to give measurements in ticks"
-            ))
+                    .to_string(),
+            )
         })
     }
 

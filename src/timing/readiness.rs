@@ -326,6 +326,7 @@ impl PeerStream {
         {
             if carried != frame {
                 self.fault = Some(wrong_packet(
+                    history,
                     seat,
                     number,
                     carried,
@@ -359,13 +360,41 @@ impl Default for PeerStreams {
     }
 }
 
-/// Why the `n`-th packet's send frame is wrong, for messages.
-fn wrong_packet(seat: u8, number: u32, send_frame: u32, expected: &str) -> Error {
+/// Why the `n`-th packet's send frame is wrong, for messages: what the
+/// history says of the frame it carries points at the likely mistake.
+fn wrong_packet(
+    history: &SendHistory,
+    seat: u8,
+    number: u32,
+    send_frame: u32,
+    expected: &str,
+) -> Error {
+    let why = if history.tag_at(number) == Some(send_frame) {
+        // Tags are often send frames themselves (a look-ahead is a multiple
+        // of the send period), so this comes first.
+        format!(
+            "{send_frame} is packet {number}'s tag: pass its send frame (the sender's send_frame \
+             callback's first argument, FRAMEINFO Frame - Delay), not the tag"
+        )
+    } else if let Some(index) = history.index_of(send_frame) {
+        format!(
+            "send frame {send_frame} is packet {index} of the game: number packets from 0 for \
+             send frame 0's, one more per send frame"
+        )
+    } else if history.is_send_frame(send_frame) == Some(false) {
+        format!(
+            "frame {send_frame} was not a send frame here: pass the send frame the sender's \
+             send_frame callback gave (FRAMEINFO Frame - Delay), not the tag"
+        )
+    } else {
+        "packet n carries the game's n-th send frame, counting frame 0's as packet 0; pass the \
+         send frame, not the tag"
+            .to_string()
+    };
     Error::InvalidArgument("a packet's send frame is not the one its number says").detailed(
         format!(
             "packet {number} from seat {seat} carries send frame {send_frame}; expected {expected} \
-             (packet n carries the game's n-th send frame, counting frame 0's as packet 0; pass \
-             the send frame, not the tag)"
+             ({why})"
         ),
     )
 }
@@ -411,6 +440,7 @@ impl PeerStreams {
         match history.send_frame_at(number) {
             SendAt::Known(frame) if frame != send_frame => {
                 return Err(wrong_packet(
+                    history,
                     seat,
                     number,
                     send_frame,
@@ -419,6 +449,7 @@ impl PeerStreams {
             }
             SendAt::NotYet { after: Some(last) } if send_frame <= last => {
                 return Err(wrong_packet(
+                    history,
                     seat,
                     number,
                     send_frame,
@@ -438,7 +469,10 @@ impl PeerStreams {
             return Err(
                 Error::Full("packets too far ahead of this machine").detailed(format!(
                 "packet {number} from seat {seat} is more than {PACKETS_AHEAD} packets past the \
-                 {} this machine has checked; a peer cannot be that far ahead",
+                 {} this machine has checked; nothing was recorded: keep the packet and hand it \
+                 again once this machine has run further (an observer, which nobody waits for, \
+                 can fall this far behind; a player cannot, so on a player's machine the packet \
+                 numbers are wrong)",
                 stream.checked
             )),
             );
@@ -446,6 +480,7 @@ impl PeerStreams {
         if let Some(before) = stream.stored(number) {
             if before != send_frame {
                 return Err(wrong_packet(
+                    history,
                     seat,
                     number,
                     send_frame,
@@ -460,6 +495,7 @@ impl PeerStreams {
         if below.is_some_and(|b| b >= send_frame) || above.is_some_and(|a| a <= send_frame) {
             let shown = |f: Option<u32>| f.map_or("?".to_string(), |f| f.to_string());
             return Err(wrong_packet(
+                history,
                 seat,
                 number,
                 send_frame,
