@@ -23,6 +23,7 @@ use crate::report::{Record, Report};
 use crate::timing::machine::Policy;
 use crate::timing::PolicyKind;
 use crate::wire::relay::TimingChange;
+use crate::Result;
 
 /// A seat's policy, record and plan.
 #[derive(Debug)]
@@ -43,9 +44,10 @@ pub(crate) struct SeatTiming {
 
 impl SeatTiming {
     /// A seat's timing under `kind` on the match clock `clock` (whose
-    /// look-ahead is ignored).
-    pub(crate) fn new(kind: PolicyKind, speed_fps: u8, clock: &TimingPlan) -> SeatTiming {
-        let policy = Policy::new(kind, speed_fps);
+    /// look-ahead is ignored); refused for a policy a relay cannot run
+    /// (`lobby` is a fixed timing chosen before the game).
+    pub(crate) fn new(kind: PolicyKind, speed_fps: u8, clock: &TimingPlan) -> Result<SeatTiming> {
+        let policy = Policy::new(kind, speed_fps)?;
         let look_ahead = policy.initial_timing().look_ahead();
         let first = clock.changes().next().copied().unwrap_or(TimingChange {
             from_tick: 0,
@@ -65,14 +67,14 @@ impl SeatTiming {
                 ..*change
             });
         }
-        SeatTiming {
+        Ok(SeatTiming {
             policy,
             record: None,
             plan,
             announced: 1,
             sent: 0,
             fps: speed_fps.max(1),
-        }
+        })
     }
 
     /// The seat's plan.
@@ -219,7 +221,7 @@ mod tests {
     #[test]
     fn a_seat_starts_at_its_policys_look_ahead_on_the_match_clock() {
         let clock = clock();
-        let mut seat = SeatTiming::new(PolicyKind::Adaptive, 30, &clock);
+        let mut seat = SeatTiming::new(PolicyKind::Adaptive, 30, &clock).unwrap();
         let first = seat.next_to_send().unwrap();
         assert_eq!(
             (first.from_tick, first.bundle_interval, first.look_ahead),
@@ -237,7 +239,7 @@ mod tests {
     #[test]
     fn a_look_ahead_change_keeps_the_clock_and_later_clock_changes() {
         let mut clock = clock();
-        let mut seat = SeatTiming::new(PolicyKind::Tracking, 30, &clock);
+        let mut seat = SeatTiming::new(PolicyKind::Tracking, 30, &clock).unwrap();
         let slower = clock.change_at(60, 20_000, 1, 1);
         assert!(clock.announce(slower));
         seat.clock_changed(slower);

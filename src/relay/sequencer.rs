@@ -477,11 +477,12 @@ impl Sequencer {
                 if seat.human {
                     seat.timing = setup
                         .timing_policy
-                        .map(|kind| SeatTiming::new(kind, setup.speed_fps(), &plan));
+                        .map(|kind| SeatTiming::new(kind, setup.speed_fps(), &plan))
+                        .transpose()?;
                 }
-                seat
+                Ok(seat)
             })
-            .collect::<Vec<_>>();
+            .collect::<Result<Vec<_>>>()?;
         let first_timings = seats.iter().filter(|s| s.timing.is_some()).count() as u64;
         Ok(Sequencer {
             setup,

@@ -164,6 +164,11 @@ pub fn play(
             "a relay game needs 1 to 16 players and at least one frame",
         ));
     }
+    if spec.policy.original_game().is_some() {
+        return Err(Error::InvalidArgument(
+            "ra, protocol0 and protocol0-ts are the original games' peer-to-peer engines: a relay game cannot play them",
+        ));
+    }
     let faults = relay_faults(spec)?;
     let players = spec.players;
     let mut rng = SplitMix64::new(spec.seed);

@@ -131,7 +131,7 @@ pub fn parse_line(line: &str, defaults: &Defaults) -> Result<Option<MatchSetup>,
                 Some(Err(e)) => return Err(format!("`timing_policy` `{value}`: {e}")),
                 None => {
                     return Err(format!(
-                        "`timing_policy` `{value}` is not adaptive, tracking, fixed:SP/LA, ra, protocol0 or off"
+                        "`timing_policy` `{value}` is not adaptive, tracking, fixed:SP/LA, ra, protocol0, protocol0-ts or off"
                     ))
                 }
             },

@@ -104,10 +104,17 @@ FAULTS (repeatable; FRAME is the frame after which it happens)
 
 POLICY AND OUTPUT
   --policy P              adaptive   rungs' ladder (S4) [default]
-                          ra         Red Alert: send period 3, look-ahead from the
-                                     averaged round trip every 128 frames
-                          protocol0  CnCNet's spawner: 2/12, then levels 1/4 ...
-                                     9/36 by the averaged round trip, rising only
+                          ra         Red Alert's own engine (a LAN game): 3/6 from
+                                     the lobby, then the master's TIMING every 128
+                                     frames from its own connections' response
+                                     time; its wait, resends and pacing
+                          protocol0  CnCNet's RA2/YR spawner on the original
+                                     engine: 2/12, then levels 1/4 ... 9/36 by
+                                     the players' response times, rising only
+                          protocol0-ts  the same with Vinifera's newer Tiberian
+                                     Sun table (1/4 ... 9/27)
+                          lobby      a fixed timing a careful host sets from
+                                     the lobby's pings (docs/baselines.md)
                           tracking   send period 1, the look-ahead the reported
                                      round-trip distribution needs, a margin
                                      earned by stalls it does not explain;
