@@ -26,6 +26,7 @@
 
 pub mod admission;
 pub mod client;
+mod schedule;
 pub mod sequencer;
 pub mod server;
 pub mod ticket;

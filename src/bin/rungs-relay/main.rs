@@ -57,6 +57,10 @@ SERVE FLAGS (environment variable; default)
                               players have not joined
   --grace-seconds N           RUNGS_RELAY_GRACE_SECONDS; 60 (0-3600): reconnect grace
   --max-connections N         RUNGS_RELAY_MAX_CONNECTIONS; 65536 (1-1048576)
+  --address-hellos N          RUNGS_RELAY_ADDRESS_HELLOS; 16 (1-100000): Hellos
+                              without a cookie answered per second from one IPv4
+                              address or IPv6 /64, twice that at once (raise it
+                              for many players behind one address)
 
 TICKET FLAGS
   --secret HEX | --secret-file PATH   as above (or the same variables)
@@ -438,6 +442,7 @@ fn serve(args: &Args) -> Result<(), String> {
         "grace-seconds",
         "max-connections",
         "admin-idle-seconds",
+        "address-hellos",
     ])?;
     let secret = args.secret()?;
     let listen: SocketAddr = args
@@ -486,6 +491,18 @@ fn serve(args: &Args) -> Result<(), String> {
         1..=setup::MAX_WAIT_SECONDS,
     )
     .map_err(flag)?;
+    let address_hellos: u32 = setup::in_range(
+        "address-hellos",
+        args.number(
+            "address-hellos",
+            Some("RUNGS_RELAY_ADDRESS_HELLOS"),
+            Some(16),
+        )?,
+        1..=100_000,
+    )
+    .map_err(flag)?;
+    config.hello_limits.address_burst = 2 * address_hellos;
+    config.hello_limits.address_interval_us = 1_000_000 / u64::from(address_hellos);
     let matches = args.get("matches", Some("RUNGS_RELAY_MATCHES"));
     let admin_path = args.get("admin", Some("RUNGS_RELAY_ADMIN"));
     if matches.is_none() && admin_path.is_none() {
