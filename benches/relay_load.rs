@@ -68,10 +68,11 @@ fn thread_cpu_ns() -> u64 {
 type InFlight = Vec<(u64, usize, Vec<u8>)>;
 
 /// What the relay sent in a batch: every datagram's bytes one after the
-/// other (as a socket's send queue holds them), and (to, length) of each.
-#[derive(Default)]
+/// other in `bytes[..used]` (as a socket's send queue holds them), and
+/// (to, length) of each.
 struct Sent {
     bytes: Vec<u8>,
+    used: usize,
     datagrams: Vec<(SocketAddr, usize)>,
 }
 
@@ -87,18 +88,14 @@ fn relay_batch(relay: &mut Relay, now: u64, due: &InFlight, sent: &mut Sent) {
         relay.handle_timeout(now);
     }
     loop {
-        let at = sent.bytes.len();
-        sent.bytes.resize(at + 1500, 0);
-        match relay.poll_transmit(now, &mut sent.bytes[at..]) {
-            Some((to, len)) => {
-                sent.bytes.truncate(at + len);
-                sent.datagrams.push((to, len));
-            }
-            None => {
-                sent.bytes.truncate(at);
-                break;
-            }
+        if sent.used + 1500 > sent.bytes.len() {
+            sent.bytes.resize(2 * sent.bytes.len() + 1500, 0);
         }
+        let Some((to, len)) = relay.poll_transmit(now, &mut sent.bytes[sent.used..]) else {
+            break;
+        };
+        sent.used += len;
+        sent.datagrams.push((to, len));
     }
     while relay.poll_event().is_some() {}
 }
@@ -166,7 +163,11 @@ fn run(matches: usize, seconds: u64) -> Figures {
     let mut relay_cpu_ns: u128 = 0;
     let mut datagrams_in = 0u64;
     let mut datagrams_out = 0u64;
-    let mut sent = Sent::default();
+    let mut sent = Sent {
+        bytes: vec![0; 1 << 20],
+        used: 0,
+        datagrams: Vec::new(),
+    };
     let mut turns = 0u64;
     // Warm up for 2 s (everyone joins, the match starts), then measure.
     let warmup = 2_000 * MS;
@@ -183,7 +184,7 @@ fn run(matches: usize, seconds: u64) -> Figures {
         };
         let t0 = Instant::now();
         let cpu0 = thread_cpu_ns();
-        sent.bytes.clear();
+        sent.used = 0;
         sent.datagrams.clear();
         if measuring {
             relay_batch_measured(&mut relay, now, &due, &mut sent);

@@ -13,6 +13,7 @@
 #[cfg_attr(not(unix), allow(dead_code))]
 mod admin;
 mod events;
+mod inbox;
 #[cfg_attr(not(unix), allow(dead_code))]
 mod latency;
 mod outbox;
@@ -426,11 +427,6 @@ fn send_errors(io_errors: &mut u64, (failed, error): (u64, Option<std::io::Error
     }
 }
 
-/// Datagrams handled before the relay sends what they caused and runs its
-/// timers: a datagram's answers wait for the rest of its batch, so a small
-/// batch bounds that wait (64 × a few µs) while still amortising the loop.
-const RECEIVE_BATCH: usize = 64;
-
 fn serve(args: &Args) -> Result<(), String> {
     args.check_known(&[
         "listen",
@@ -524,7 +520,8 @@ fn serve(args: &Args) -> Result<(), String> {
         .map_err(|e| format!("io:socket: {e}"))?;
     let mut latency = latency::Latency::new();
     // (kernel arrival, recv returned) of the batch's datagrams, realtime ns.
-    let mut arrivals: Vec<(u64, u64)> = Vec::with_capacity(RECEIVE_BATCH);
+    let mut arrivals: Vec<(u64, u64)> = Vec::with_capacity(inbox::BATCH);
+    let mut inbox = inbox::Inbox::new();
     let local = socket
         .local_addr()
         .map_err(|e| format!("io:local address: {e}"))?;
@@ -542,7 +539,6 @@ fn serve(args: &Args) -> Result<(), String> {
     }
     let mut event_log = events::EventLog::new();
     let mut lines: Vec<String> = Vec::new();
-    let mut buf = vec![0u8; 2048];
     let mut outbox = outbox::Outbox::new();
     let mut shutdown_deadline: Option<Instant> = None;
     let mut io_errors = 0u64;
@@ -575,39 +571,30 @@ fn serve(args: &Args) -> Result<(), String> {
         if !batch_was_full {
             wait_for_datagram(&socket, wait_us);
         }
-        let mut received = 0;
+        // One system call for the batch, one clock reading for all of it:
+        // a datagram's time is when its batch was read.
+        let received = match inbox.receive(&socket) {
+            Ok(n) => n,
+            Err(e) => {
+                // ICMP errors from a client that went away show up here.
+                io_errors += 1;
+                if io_errors.is_power_of_two() {
+                    log(&format!("receive error ({io_errors} so far): {e}"));
+                }
+                0
+            }
+        };
         arrivals.clear();
-        loop {
-            match latency::recv_timestamped(&socket, &mut buf) {
-                Ok((len, source, arrived_ns)) => {
-                    relay.handle_datagram(now_us(), unix_now().as_secs(), source, &buf[..len]);
-                    arrivals.push((arrived_ns, latency::realtime_ns()));
-                    received += 1;
-                    if received >= RECEIVE_BATCH {
-                        break;
-                    }
-                }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock
-                            | std::io::ErrorKind::TimedOut
-                            | std::io::ErrorKind::Interrupted
-                    ) =>
-                {
-                    break
-                }
-                Err(e) => {
-                    // ICMP errors from a client that went away show up here.
-                    io_errors += 1;
-                    if io_errors.is_power_of_two() {
-                        log(&format!("receive error ({io_errors} so far): {e}"));
-                    }
-                    break;
-                }
+        if received > 0 {
+            let (batch_us, unix_s) = (now_us(), unix_now().as_secs());
+            let received_ns = latency::realtime_ns();
+            for i in 0..received {
+                let (bytes, source, arrived_ns) = inbox.get(i);
+                relay.handle_datagram(batch_us, unix_s, source, bytes);
+                arrivals.push((arrived_ns, received_ns));
             }
         }
-        batch_was_full = received >= RECEIVE_BATCH;
+        batch_was_full = received >= inbox::BATCH;
         let now = now_us();
         let timer_due = relay.poll_timeout().filter(|t| *t <= now);
         if timer_due.is_some() {
