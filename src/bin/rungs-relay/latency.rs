@@ -86,11 +86,31 @@ impl Histogram {
     }
 }
 
-/// The relay's two latency histograms.
+/// How the serving loop went: its iterations and the datagrams they
+/// carried (batching shows as datagrams per iteration).
+#[derive(Debug, Default)]
+pub struct Loops {
+    pub iterations: u64,
+    pub datagrams_in: u64,
+    pub datagrams_out: u64,
+}
+
+impl Loops {
+    /// `loops iterations N in M out K`.
+    pub fn line(&self) -> String {
+        format!(
+            "loops iterations {} in {} out {}",
+            self.iterations, self.datagrams_in, self.datagrams_out
+        )
+    }
+}
+
+/// The relay's latency histograms, and its loop's batching.
 pub struct Latency {
     pub datagram: Histogram,
     pub processing: Histogram,
     pub timer: Histogram,
+    pub loops: Loops,
 }
 
 impl Latency {
@@ -99,7 +119,16 @@ impl Latency {
             datagram: Histogram::new(),
             processing: Histogram::new(),
             timer: Histogram::new(),
+            loops: Loops::default(),
         }
+    }
+
+    /// Start every figure over.
+    pub fn reset(&mut self) {
+        self.datagram.reset();
+        self.processing.reset();
+        self.timer.reset();
+        self.loops = Loops::default();
     }
 }
 
