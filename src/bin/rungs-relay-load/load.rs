@@ -241,7 +241,14 @@ fn run(o: &Options, matches: usize, tag: usize) -> Result<Figures, String> {
             if std::mem::take(&mut fd.revents) == 0 {
                 continue;
             }
-            while let Ok((len, from)) = socket.recv_from(&mut buf) {
+            // At most a batch per socket per loop: a relay sending faster
+            // than this process reads must not keep it reading for ever
+            // while its clients' timers starve (they would take the gap for
+            // a freeze and reconnect).
+            for _ in 0..64 {
+                let Ok((len, from)) = socket.recv_from(&mut buf) else {
+                    break;
+                };
                 if len < 8 {
                     continue;
                 }
@@ -361,8 +368,8 @@ fn run(o: &Options, matches: usize, tag: usize) -> Result<Figures, String> {
     };
     if running != matches as u64 || f.connected == 0 || turns == 0 {
         return Err(format!(
-            "the load did not run: {running} of {matches} matches running, {} clients connected, {turns} turns",
-            f.connected
+            "the load did not run: {running} of {matches} matches running, {} clients connected, {turns} turns, {} reconnects",
+            f.connected, f.reconnects
         ));
     }
     Ok(f)
