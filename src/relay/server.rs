@@ -650,9 +650,11 @@ impl Relay {
         conn.address = source;
         let mut bad = 0;
         let mut messages = 0;
-        while let Some(message) = conn.link.recv() {
+        // Into the relay's own buffer: no allocation per message.
+        let buf = &mut self.message_buf;
+        while let Some(len) = conn.link.recv_into(buf) {
             messages += 1;
-            match read_client_message(&message) {
+            match read_client_message(&buf[..len]) {
                 Ok(m) => slot.sequencer.handle_message(seat, now_us, &m),
                 Err(_) => bad += 1,
             }

@@ -16,18 +16,49 @@ pub const BATCH: usize = 64;
 /// no relay datagram is longer than 1200 bytes).
 const SLOT_BYTES: usize = 2048;
 
+/// What `recvmmsg` reads into besides the datagrams, allocated once
+/// (zeroing it for every call cost more than the call's own work).
+#[cfg(target_os = "linux")]
+struct Headers {
+    storage: Box<[libc::sockaddr_storage]>,
+    control: Box<[[u64; 8]]>,
+    iovecs: Box<[libc::iovec]>,
+    headers: Box<[libc::mmsghdr]>,
+}
+
 /// Fixed buffers for one batch (allocated once).
 pub struct Inbox {
     buffers: Box<[[u8; SLOT_BYTES]]>,
+    #[cfg(target_os = "linux")]
+    headers: Headers,
     /// (buffer, length, source, kernel arrival in realtime ns) of each
     /// datagram read.
     received: Vec<(usize, usize, SocketAddr, u64)>,
+}
+
+#[cfg(target_os = "linux")]
+impl Headers {
+    fn new() -> Headers {
+        fn zeroed<T>() -> Box<[T]> {
+            // SAFETY: used for sockaddr_storage, iovec and mmsghdr: plain C
+            // data for which all-zero bytes are valid values.
+            (0..BATCH).map(|_| unsafe { std::mem::zeroed() }).collect()
+        }
+        Headers {
+            storage: zeroed(),
+            control: vec![[0u64; 8]; BATCH].into_boxed_slice(),
+            iovecs: zeroed(),
+            headers: zeroed(),
+        }
+    }
 }
 
 impl Inbox {
     pub fn new() -> Inbox {
         Inbox {
             buffers: vec![[0u8; SLOT_BYTES]; BATCH].into_boxed_slice(),
+            #[cfg(target_os = "linux")]
+            headers: Headers::new(),
             received: Vec::with_capacity(BATCH),
         }
     }
@@ -50,27 +81,25 @@ impl Inbox {
         // control buffers are 8-byte aligned (u64 arrays) as cmsghdr
         // needs; cmsg fields are read only through the CMSG_* helpers
         // within the msg_controllen the kernel wrote.
+        let h = &mut self.headers;
+        for i in 0..BATCH {
+            h.iovecs[i] = libc::iovec {
+                iov_base: self.buffers[i].as_mut_ptr() as *mut libc::c_void,
+                iov_len: SLOT_BYTES,
+            };
+            // Every field the kernel reads, and the lengths it overwrote.
+            let m = &mut h.headers[i].msg_hdr;
+            m.msg_name = &mut h.storage[i] as *mut _ as *mut libc::c_void;
+            m.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            m.msg_iov = &mut h.iovecs[i];
+            m.msg_iovlen = 1;
+            m.msg_control = h.control[i].as_mut_ptr() as *mut libc::c_void;
+            m.msg_controllen = std::mem::size_of_val(&h.control[i]) as _;
+        }
         unsafe {
-            let mut storage: [libc::sockaddr_storage; BATCH] = std::mem::zeroed();
-            let mut control = [[0u64; 8]; BATCH];
-            let mut iovecs: [libc::iovec; BATCH] = std::mem::zeroed();
-            let mut headers: [libc::mmsghdr; BATCH] = std::mem::zeroed();
-            for i in 0..BATCH {
-                iovecs[i] = libc::iovec {
-                    iov_base: self.buffers[i].as_mut_ptr() as *mut libc::c_void,
-                    iov_len: SLOT_BYTES,
-                };
-                let h = &mut headers[i].msg_hdr;
-                h.msg_name = &mut storage[i] as *mut _ as *mut libc::c_void;
-                h.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-                h.msg_iov = &mut iovecs[i];
-                h.msg_iovlen = 1;
-                h.msg_control = control[i].as_mut_ptr() as *mut libc::c_void;
-                h.msg_controllen = std::mem::size_of_val(&control[i]) as _;
-            }
             let n = libc::recvmmsg(
                 socket.as_raw_fd(),
-                headers.as_mut_ptr(),
+                h.headers.as_mut_ptr(),
                 BATCH as libc::c_uint,
                 libc::MSG_DONTWAIT,
                 std::ptr::null_mut(),
@@ -83,7 +112,7 @@ impl Inbox {
                 };
             }
             let now = latency::realtime_ns();
-            for (i, header) in headers.iter().enumerate().take(n as usize) {
+            for (i, header) in h.headers.iter().enumerate().take(n as usize) {
                 let msg = &header.msg_hdr;
                 let mut arrival = None;
                 let mut cmsg = libc::CMSG_FIRSTHDR(msg);
@@ -100,7 +129,7 @@ impl Inbox {
                 }
                 // A datagram from a non-IP address cannot come to a UDP
                 // socket; skip it rather than fail the batch.
-                if let Some(source) = latency::socket_address(&storage[i]) {
+                if let Some(source) = latency::socket_address(&h.storage[i]) {
                     let len = (header.msg_len as usize).min(SLOT_BYTES);
                     self.received.push((i, len, source, arrival.unwrap_or(now)));
                 }
