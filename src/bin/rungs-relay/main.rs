@@ -58,10 +58,6 @@ SERVE FLAGS (environment variable; default)
                               players have not joined
   --grace-seconds N           RUNGS_RELAY_GRACE_SECONDS; 60 (0-3600): reconnect grace
   --max-connections N         RUNGS_RELAY_MAX_CONNECTIONS; 65536 (1-1048576)
-  --batch-us N                RUNGS_RELAY_BATCH_US; 200 (0-2000): serve at most
-                              one batch of datagrams this often (unless a timer
-                              is due), so a loaded relay handles them many at a
-                              time; 0 serves each as it comes
   --address-hellos N          RUNGS_RELAY_ADDRESS_HELLOS; 16 (1-100000): Hellos
                               without a cookie answered per second from one IPv4
                               address or IPv6 /64, twice that at once (raise it
@@ -283,11 +279,6 @@ fn wait_for_datagram(socket: &UdpSocket, timeout_us: u64) {
     unsafe { libc::ppoll(&mut fd, 1, &timeout, std::ptr::null()) };
 }
 
-/// Sleep `us` microseconds.
-fn sleep_us(us: u64) {
-    std::thread::sleep(Duration::from_micros(us));
-}
-
 /// Let the kernel wake this process within a microsecond of its timers
 /// (its default slack is 50 µs; a relay's bundles are due at tick starts).
 #[cfg(target_os = "linux")]
@@ -447,9 +438,6 @@ fn send_errors(io_errors: &mut u64, (failed, error): (u64, Option<std::io::Error
     }
 }
 
-/// `--batch-us`: at most one loop iteration this often, µs.
-const DEFAULT_BATCH_US: u64 = 200;
-
 fn serve(args: &Args) -> Result<(), String> {
     args.check_known(&[
         "listen",
@@ -462,7 +450,6 @@ fn serve(args: &Args) -> Result<(), String> {
         "max-connections",
         "admin-idle-seconds",
         "address-hellos",
-        "batch-us",
     ])?;
     let secret = args.secret()?;
     let listen: SocketAddr = args
@@ -509,16 +496,6 @@ fn serve(args: &Args) -> Result<(), String> {
             Some(admin::DEFAULT_IDLE_SECONDS),
         )?,
         1..=setup::MAX_WAIT_SECONDS,
-    )
-    .map_err(flag)?;
-    let batch_us: u64 = setup::in_range(
-        "batch-us",
-        args.number(
-            "batch-us",
-            Some("RUNGS_RELAY_BATCH_US"),
-            Some(DEFAULT_BATCH_US),
-        )?,
-        0..=2_000,
     )
     .map_err(flag)?;
     let address_hellos: u32 = setup::in_range(
@@ -577,7 +554,6 @@ fn serve(args: &Args) -> Result<(), String> {
     let mut shutdown_deadline: Option<Instant> = None;
     let mut io_errors = 0u64;
     let mut batch_was_full = false;
-    let mut last_iteration_us = 0u64;
     precise_timers();
     loop {
         if SHUTDOWN.load(Ordering::SeqCst) && shutdown_deadline.is_none() {
@@ -600,25 +576,13 @@ fn serve(args: &Args) -> Result<(), String> {
             serve_admin(&admin, &mut relay, &defaults, &mut latency, now_us());
         }
         let now = now_us();
-        let next_timer = relay.poll_timeout();
+        let wait_us = relay
+            .poll_timeout()
+            .map_or(50_000, |t| t.saturating_sub(now))
+            .clamp(50, 50_000);
         if !batch_was_full {
-            // Batching: one iteration at most every `batch_us` (unless a
-            // timer is due sooner), so under load each carries many
-            // datagrams and shares its system calls and passes among them,
-            // for at most `batch_us` more wait; an idle relay still answers
-            // a lone datagram at once.
-            let gather_until = last_iteration_us + batch_us;
-            let until = next_timer.map_or(gather_until, |t| t.min(gather_until));
-            if until > now {
-                sleep_us(until - now);
-            } else {
-                let wait_us = next_timer
-                    .map_or(50_000, |t| t.saturating_sub(now))
-                    .clamp(50, 50_000);
-                wait_for_datagram(&socket, wait_us);
-            }
+            wait_for_datagram(&socket, wait_us);
         }
-        last_iteration_us = now_us();
         // One system call for the batch, one clock reading for all of it:
         // a datagram's time is when its batch was read.
         let received = match inbox.receive(&socket) {
@@ -636,11 +600,11 @@ fn serve(args: &Args) -> Result<(), String> {
         latency.loops.iterations += 1;
         latency.loops.datagrams_in += received as u64;
         if received > 0 {
-            let (batch_us, unix_s) = (now_us(), unix_now().as_secs());
+            let (read_us, unix_s) = (now_us(), unix_now().as_secs());
             let received_ns = latency::realtime_ns();
             for i in 0..received {
                 let (bytes, source, arrived_ns) = inbox.get(i);
-                relay.handle_datagram(batch_us, unix_s, source, bytes);
+                relay.handle_datagram(read_us, unix_s, source, bytes);
                 arrivals.push((arrived_ns, received_ns));
             }
         }
