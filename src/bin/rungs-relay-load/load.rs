@@ -31,12 +31,12 @@ FLAGS (default)
   --relay-cpu N      core to pin the relay to with taskset (0)
   --load-cpu N       core to pin this process to (1)
   --no-pin           pin nothing
-  --realtime         run the relay SCHED_FIFO (chrt -f 10): on a machine
-                     shared with other work, so the figures are the
-                     relay's own and not the scheduler's wait for a core.
-                     This process runs at nice -20 then (not SCHED_FIFO:
-                     on loopback the sender's core delivers its datagrams,
-                     and a SCHED_FIFO sender starves that work).
+  --realtime         run the relay SCHED_FIFO (chrt -f 10) and this process
+                     SCHED_FIFO below it (5): on a machine shared with other
+                     work, so the figures are the relay's own and not the
+                     scheduler's wait for a core. (At nice -20 alone this
+                     process got a quarter of its core under a load average
+                     of 12 and could not keep 200 matches going.)
   --relay-log PATH   keep the relay's log there (default: discarded)
 ";
 
