@@ -8,7 +8,10 @@
 #   make install PREFIX=DIR   install header, libraries and rungs.pc under DIR
 #   make pkgconfig-check      compile a C program through pkg-config, shared and static
 #   make windows              rungs.dll for i686 and x86_64 Windows (mk/windows.mk, docs/windows.md)
-#   make windows-test         Windows and 32-bit checks: imports, exports, layouts, Wine, gcc -m32, tsmod
+#   make windows-test         Windows and 32-bit checks: imports, exports, layouts, Wine (64- and 32-bit),
+#                             gcc -m32, the TS-shaped model as a 32-bit game with its mod DLL
+#   make ts-model             the Tiberian Sun-shaped engine model: 200 seeded games in every mode
+#                             and the figures table (docs/ts-integration.md)
 #   make sim-pgo              rungs-sim with profile-guided optimisation (target/pgo/release)
 #   make relay-attack         the relay binary attacked during an honest match (docs/relay.md "Security")
 
@@ -19,7 +22,7 @@ include $(ROOT)/mk/target.mk
 RELEASE := $(TARGET_DIR)/release
 PCDIR   := $(TARGET_DIR)/pkgconfig
 
-.PHONY: setup demo test lib pc install pkgconfig-check header-check clean
+.PHONY: setup demo test lib pc install pkgconfig-check header-check clean ts-model
 
 include mk/windows.mk
 
@@ -75,6 +78,13 @@ pkgconfig-check: lib
 	        $$(PKG_CONFIG_PATH=$$pcpath pkg-config --static --libs-only-other --libs-only-l rungs | sed 's/-lrungs//') && \
 	    $$tmp/static 250 30 | grep -q '2/6 Fast (rung 2)' || exit 1; \
 	done && echo "pkg-config: shared and static builds work from the build tree and an install"
+
+# The Tiberian Sun-shaped engine model (examples-c/tsmodel): 200 seeded games
+# with faults in each vanilla mode and in rungs mode, the figures table; the
+# last line is "ts-model: G games, D desyncs, L too late" for rungs mode.
+# (`make test` runs its short form through examples-c's `run`.)
+ts-model: lib
+	@$(MAKE) --no-print-directory -C examples-c/tsmodel full
 
 clean:
 	cargo clean

@@ -4,9 +4,9 @@
  *
  * The second C replay of the timing vectors (tests/vectors/README.md); the
  * first, replay.c, drives rungs_timing_machine directly. Here every player
- * is a rungs_session inside a minimal engine that keeps its own queue, as
- * examples-c/tsengine.c does: the vector's reports enter as NETWORK_REPORT
- * payloads executed on the vector's frames, removals through
+ * is a rungs_session inside a minimal engine that keeps its own queue (as
+ * examples-c/tsmodel's game does): the vector's reports enter as
+ * NETWORK_REPORT payloads executed on the vector's frames, removals through
  * rungs_session_player_removed, and the master's TIMING events travel
  * through the engine's queue, stamped with the send frame's tag and
  * executed when due.
@@ -17,8 +17,9 @@
 #include "rungs.h"
 #include "vector_file.h"
 
-/* The engine's event IDs (Tiberian Sun's, plus OpenTS's report). */
-enum { EV_TIMING = 31, EV_LATENCYFUDGE = 35, EV_NETWORK_REPORT = 36 };
+/* The engine's event IDs: Tiberian Sun's, and its own choice for the
+ * report (the first past the game's table and the spawner's event). */
+enum { EV_TIMING = 31, EV_LATENCYFUDGE = 35, EV_NETWORK_REPORT = 37 };
 
 typedef struct {
     uint32_t frame; /* the tag */

@@ -242,6 +242,25 @@
 #define RUNGS_NO_FRAME 4294967295
 
 /**
+ * No packet: a cut before a seat's first packet, or no packet held yet.
+ */
+#define RUNGS_NO_PACKET 4294967295
+
+/**
+ * `rungs_session_config.send_order`: begin, execute, end, then send (the
+ * `send_frame` callback comes from `rungs_session_frame_end`). The default.
+ */
+#define RUNGS_SEND_AFTER_EXECUTE 0
+
+/**
+ * `rungs_session_config.send_order`: Tiberian Sun's frame order — a send
+ * frame sends, then waits for its peers, then executes. The `send_frame`
+ * callback comes from `rungs_session_frame_begin`, and the frames that
+ * execute events are exactly the send frames.
+ */
+#define RUNGS_SEND_BEFORE_EXECUTE 1
+
+/**
  * Log level of an error.
  */
 #define RUNGS_LOG_ERROR 0
@@ -1089,7 +1108,11 @@ typedef struct rungs_timing_event {
 /**
  * Engine session: queue an event of `type_id` with `len` payload bytes into
  * your own network stream, from your seat; it goes out with your next
- * packet. `payload` lives until the callback returns.
+ * packet and is stamped with that send's tag (the `send_frame` callback's),
+ * like your own commands. `frame` is the frame that queued it (the current
+ * one), for logs: it is not the event's tag. `len` is the length your event
+ * length table must hold for `type_id`. `payload` lives until the callback
+ * returns.
  */
 typedef void (RUNGS_CALL *rungs_queue_event_fn)(void *user,
                                      uint32_t frame,
@@ -1100,9 +1123,12 @@ typedef void (RUNGS_CALL *rungs_queue_event_fn)(void *user,
 /**
  * Engine session: send frame `send_frame`: flush your packet now, stamping
  * every event collected since the previous send frame (yours and the queued
- * ones) with `tag` (S5), and put `send_frame` in the packet: frame readiness
- * (`rungs_session_frame_ready`) counts packets by send frame, because two
- * consecutive send frames can carry the same tag.
+ * ones) with `tag` (S5), and put `send_frame` in the packet (Tiberian Sun's
+ * FRAMEINFO carries it as `Frame` = `tag`, `Delay` = `tag - send_frame`)
+ * with your packet number (0 for send frame 0's packet, one more per send
+ * frame): the receiver hands both to `rungs_session_packet_received`.
+ * Frame readiness counts packets by send frame, because two consecutive
+ * send frames can carry the same tag.
  */
 typedef void (RUNGS_CALL *rungs_send_frame_fn)(void *user, uint32_t send_frame, uint32_t tag);
 
@@ -1150,8 +1176,9 @@ typedef struct rungs_session_config {
      */
     uint8_t seat_count;
     /**
-     * This machine's seat (a human seat), or `RUNGS_NO_SEAT` to follow a
-     * recording without reporting or sending.
+     * This machine's seat (a human seat), or `RUNGS_NO_SEAT` for a machine
+     * that plays no seat — an observer, or one following a recording: it
+     * reports and sends nothing, and waits for every player's packets.
      */
     uint8_t local_seat;
     /**
@@ -1170,17 +1197,28 @@ typedef struct rungs_session_config {
      */
     uint16_t timing_event_id;
     /**
-     * Your NETWORK_REPORT event ID, 0–255 (36 in OpenTS).
+     * Your NETWORK_REPORT event ID, 0–255: a new event, so an ID that no
+     * part of your game uses — not its own events, nor those of any mod or
+     * spawner loaded with it (in Tiberian Sun with the community spawner, 36
+     * is protocol 0's RESPONSE_TIME_2). There is no default: a zeroed
+     * config says 0, which is an event of most games (EMPTY in Tiberian Sun
+     * and Red Alert), so set it. Register its payload length
+     * (`RUNGS_REPORT_*_PAYLOAD_LEN` of `report_layout`) in your event length
+     * table.
      */
     uint16_t network_report_event_id;
     /**
-     * Your LATENCYFUDGE event ID (35 in Tiberian Sun) or `RUNGS_NO_EVENT_ID`.
+     * Your LATENCYFUDGE event ID (35 in Tiberian Sun) or `RUNGS_NO_EVENT_ID`
+     * (a zeroed config says 0: set it).
      */
     uint16_t latency_fudge_event_id;
     /**
      * Added to MaxAhead in TIMING payloads and removed on receipt:
      * `RUNGS_TS_FOG_BIAS` (10) for an engine keeping vanilla TS's fog-of-war
-     * quirk while fog is on, else 0 (`docs/payloads.md`).
+     * quirk in its TIMING bytes while fog is on, else 0 (`docs/payloads.md`).
+     * The bytes only: the game's own TIMING handler must not run as well
+     * (it applies decreases at once; rungs stages them, S5) — pass TIMING to
+     * `rungs_session_event_executed` instead.
      */
     uint8_t timing_fog_bias;
     /**
@@ -1189,6 +1227,23 @@ typedef struct rungs_session_config {
      */
     uint8_t policy;
     struct rungs_session_callbacks callbacks;
+    /**
+     * Ticks per second of your frame timer when it counts whole ticks (60
+     * for Tiberian Sun and Red Alert): every rate `set_frame_rate` gives is
+     * one the timer hits exactly (a divisor of `tick_hz`, the largest at or
+     * below the rate the rules chose), and `rungs_session_rtt_sample_ticks`
+     * / `rungs_session_add_frame_ticks` take its ticks. 0: you pace in µs,
+     * any rate. The same on every machine of a game. (Added after ABI 2's
+     * first release: a caller built against the older, smaller struct gets
+     * 0.)
+     */
+    uint8_t tick_hz;
+    /**
+     * `RUNGS_SEND_AFTER_EXECUTE` (0, the default) or
+     * `RUNGS_SEND_BEFORE_EXECUTE` (Tiberian Sun's frame order). (Added with
+     * `tick_hz`: 0 for an older caller.)
+     */
+    uint8_t send_order;
 } rungs_session_config;
 
 /**
@@ -1251,6 +1306,16 @@ typedef struct rungs_timing_machine_config {
      */
     uint32_t human_seat_mask;
     struct rungs_timing_callbacks callbacks;
+    /**
+     * Ticks per second of the engine's frame timer when it counts whole
+     * ticks (60 for Tiberian Sun and Red Alert): every rate the machine
+     * starts at, sends and applies is one the timer hits exactly (a divisor
+     * of `tick_hz`, the largest at or below the rate the rules chose). 0:
+     * any rate. The same on every machine of a game. (Added after ABI 2's
+     * first release: a caller built against the older, smaller struct gets
+     * 0.)
+     */
+    uint8_t tick_hz;
 } rungs_timing_machine_config;
 
 /**
@@ -2177,6 +2242,40 @@ rungs_result RUNGS_CALL rungs_measurements_add_rtt_sample(struct rungs_measureme
                                                uint8_t clean);
 
 /**
+ * A round trip to `peer` of `ticks` whole ticks of a `tick_hz` timer (60
+ * for Tiberian Sun and Red Alert), as those engines time one: from a
+ * packet's first send to its acknowledgement. `resent` is 1 when the packet
+ * went out more than once: the sample is then not clean (S8) and never
+ * replaces the link's measured value; 0 when it went out once.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `tick_hz` is 0 or
+ * `resent` is neither 0 nor 1; RUNGS_ERR_UNKNOWN_SEAT if peer is not
+ * measured; RUNGS_ERR_NULL_POINTER if measurements is NULL;
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_measurements_add_rtt_ticks(struct rungs_measurements *measurements,
+                                              uint8_t peer,
+                                              uint32_t ticks,
+                                              uint8_t tick_hz,
+                                              uint8_t resent);
+
+/**
+ * One frame's work spanned `ticks` whole ticks of a `tick_hz` timer, as a
+ * tick-counting engine measures its processing time (instead of
+ * `rungs_measurements_add_frame_work_us`).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `tick_hz` is 0;
+ * RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
+ * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_measurements_add_frame_ticks(struct rungs_measurements *measurements,
+                                                uint32_t ticks,
+                                                uint8_t tick_hz);
+
+/**
  * The stalled frames (waits) measured since the last report, into `*out`:
  * what `rungs_timing_machine_report_due` asks for.
  *
@@ -2510,8 +2609,10 @@ RUNGS_API rungs_result RUNGS_CALL rungs_last_error_message(char *buf, size_t cap
  * `callbacks.send_frame`; an observer (`RUNGS_NO_SEAT`) may leave them NULL.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `config` or `out` is NULL;
- * RUNGS_ERR_INVALID_ARGUMENT if `config->struct_size` is smaller than this
- * library's struct, `config->policy` is not a `RUNGS_POLICY_*`, `speed_fps` is 0, `seat_count`
+ * RUNGS_ERR_INVALID_ARGUMENT if `config->struct_size` is smaller than the
+ * struct before `tick_hz` (older callers get `tick_hz` and `send_order` 0),
+ * `config->policy` is not a `RUNGS_POLICY_*`, `send_order` is not a
+ * `RUNGS_SEND_*`, `speed_fps` is 0, `seat_count`
  * is not 1–16, `human_seat_mask` is 0 or has bits at or above `seat_count`,
  * `local_seat` is not a human seat nor `RUNGS_NO_SEAT`, `report_layout` is
  * not a `RUNGS_REPORT_LAYOUT_*`, an event ID is above 255, two roles share
@@ -2534,9 +2635,15 @@ RUNGS_API rungs_result RUNGS_CALL rungs_session_free(struct rungs_session *s);
 /**
  * Start `frame` (0, 1, 2, ... without gaps). `*out_executes_commands` (may
  * be NULL) is 1 when this frame executes commands: execute every queued
- * event tagged at or before it, in (tag, seat, issue order), handing rungs'
- * events to `rungs_session_event_executed`. Before executing, make sure the
- * frame is ready (`rungs_session_frame_ready`).
+ * event tagged at or before it that has not run (`rungs_session_due_tags`
+ * gives the tags this frame runs), in one order that is the same on every
+ * machine — (tag, seat, issue order), or an exact-frame DoList's own, house
+ * by house and each house's in packet order — handing rungs' events to
+ * `rungs_session_event_executed`. Before executing, make
+ * sure the frame is ready (`rungs_session_peers_ready`). With
+ * `config->send_order = RUNGS_SEND_BEFORE_EXECUTE` the `send_frame`
+ * callback of a sending frame comes from this call, and a frame executes
+ * exactly when it sends.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
  * RUNGS_ERR_STATE if the previous frame is still running (call
@@ -2558,8 +2665,9 @@ rungs_result RUNGS_CALL rungs_session_frame_begin(struct rungs_session *s,
  * during a staged decrease two consecutive send frames can carry the same
  * tag, so "a packet tagged at or after `frame` from every peer" is not
  * enough. Count packets by the send frame number `send_frame` gave you.
- * Ask after `rungs_session_frame_end` of `frame - 1` (or during `frame`);
- * the answer is the same on every machine.
+ * Ask after `rungs_session_frame_end` of `frame - 1` (or during `frame`;
+ * with `RUNGS_SEND_BEFORE_EXECUTE`, also for `frame + 1` once `frame` has
+ * begun); the answer is the same on every machine.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_send_frame` is
  * NULL; RUNGS_ERR_STATE if `frame - 1` has not ended (its send frames are not
@@ -2574,16 +2682,21 @@ rungs_result RUNGS_CALL rungs_session_required_send_frame(struct rungs_session *
 
 /**
  * Frame readiness (S5) from what you hold: `held_send_frames[seat]` is the
- * latest send frame you hold from `seat` (`RUNGS_NO_FRAME` for none yet),
- * for every seat `0 .. seat_count - 1` (`count` must be `seat_count`).
- * Only peers are read: entries of your own seat, AI seats and removed
- * players are ignored. `*out_ready` is 1 when `frame` may execute, i.e.
- * every peer's entry is at or after `rungs_session_required_send_frame`.
+ * latest send frame you hold from `seat` *with every packet before it*
+ * (`RUNGS_NO_FRAME` for none yet), for every seat `0 .. seat_count - 1`
+ * (`count` must be `seat_count`). Only peers are read: entries of your own
+ * seat, AI seats and removed players are ignored. `*out_ready` is 1 when
+ * `frame` may execute, i.e. every peer's entry is at or after
+ * `rungs_session_required_send_frame`. On a transport that can deliver a
+ * later packet before an earlier one, use `rungs_session_packet_received`
+ * and `rungs_session_peers_ready`, which keep that watermark for you.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_ready` is NULL,
  * or `held_send_frames` is NULL while `count` is not 0;
- * RUNGS_ERR_INVALID_ARGUMENT if `count` is not the session's `seat_count`;
- * RUNGS_ERR_STATE as for `rungs_session_required_send_frame`;
+ * RUNGS_ERR_INVALID_ARGUMENT if `count` is not the session's `seat_count`,
+ * or a peer's entry is a frame that ended here without being a send frame
+ * (a tag passed for a send frame); RUNGS_ERR_STATE as for
+ * `rungs_session_required_send_frame`;
  * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
  * (every object call).
  */
@@ -2621,7 +2734,10 @@ rungs_result RUNGS_CALL rungs_session_event_executed(struct rungs_session *s,
  * Your removal of `seat` executed on the current frame (S3); removing the
  * master hands the role to the next human in house order (S4.6). A second
  * removal of a seat already removed (every machine may issue one for the
- * same lost player) is accepted and changes nothing.
+ * same lost player) is accepted and changes nothing. From then on no event
+ * of that seat may execute in your queue: packets it sent after the one
+ * carrying its removal reached some machines and not others, and no
+ * machine waits for them (docs/ts-integration.md, "A player who quits").
  *
  * Returns: RUNGS_OK (also for a repeated removal); RUNGS_ERR_NULL_POINTER
  * if `s` is NULL; RUNGS_ERR_STATE if no frame is running;
@@ -2758,11 +2874,13 @@ rungs_result RUNGS_CALL rungs_session_add_frame_need(struct rungs_session *s,
  * A round trip to `peer` in ms; `clean` is 1 when it was measured on a
  * packet sent once, 0 for a retransmitted one (it then never replaces a
  * measured value, S3/S8). Only other human players are peers.
+ * A sample from a player already removed (its acknowledgement was on its
+ * way) is a late event of normal play: accepted, it changes nothing (S3).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
- * RUNGS_ERR_INVALID_ARGUMENT if `clean` is not 0 or 1;
- * RUNGS_ERR_UNKNOWN_SEAT if `peer` is not another human player (your own
- * seat, an AI seat, a removed player or no seat);
+ * Returns: RUNGS_OK (also for a removed player); RUNGS_ERR_NULL_POINTER if
+ * `s` is NULL; RUNGS_ERR_INVALID_ARGUMENT if `clean` is not 0 or 1;
+ * RUNGS_ERR_UNKNOWN_SEAT if `peer` is not another human player of the game
+ * (your own seat, an AI seat or no seat);
  * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
  * (every object call).
  */
@@ -2812,11 +2930,177 @@ rungs_result RUNGS_CALL rungs_session_status(struct rungs_session *s,
                                   struct rungs_timing_status *out);
 
 /**
+ * A packet from `seat` arrived (call it for every copy, in any order):
+ * its packet number — 0 for the packet of send frame 0, then one more per
+ * send frame, numbered by its sender — and the send frame it carries (the
+ * `send_frame` argument its sender's callback got, not the tag). rungs keeps
+ * the contiguous watermark per peer that frame readiness needs
+ * (`rungs_session_peers_ready`): a transport that resends a lost packet
+ * after later ones cannot make a frame run early. Copies are accepted;
+ * packets from a player already removed are ignored (they were in flight).
+ *
+ * A packet that cannot be right is refused and changes nothing: its send
+ * frame is not the game's `packet_number`-th (checked when this machine
+ * has reached that send frame; earlier, it must come after every send frame
+ * this machine has had, and one that turns out wrong later makes every
+ * `rungs_session_peers_ready` fail), it says another send frame than its
+ * first copy, or it is past the seat's cut.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if `seat` is your own seat, or the send frame
+ * is not the one `packet_number` says; RUNGS_ERR_UNKNOWN_SEAT if `seat`
+ * never was a human player of the game; RUNGS_ERR_FULL if the packet is
+ * more than 512 packets past what this machine has checked (nothing is
+ * recorded: keep the packet and hand it again after your next frames; only
+ * a machine nobody waits for, an observer, falls that far behind);
+ * RUNGS_ERR_STATE
+ * if it is past the seat's cut (`rungs_session_peer_cut`);
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_session_packet_received(struct rungs_session *s,
+                                           uint8_t seat,
+                                           uint32_t packet_number,
+                                           uint32_t send_frame);
+
+/**
+ * Whether the current frame (after `rungs_session_frame_begin`) may
+ * execute its events: `*out_ready` is 1 when every peer's packets through
+ * the last send frame tagged at or before it are here, from what
+ * `rungs_session_packet_received` was given, and always for a frame that
+ * executes nothing. Otherwise `*out_waiting_for` (may be NULL) is the first
+ * peer in house order still missing one — pass it to
+ * `rungs_session_wait_begin_for` — else `RUNGS_NO_SEAT`.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_ready` is NULL;
+ * RUNGS_ERR_STATE if no frame is running; RUNGS_ERR_INVALID_ARGUMENT if a
+ * packet received before this machine reached its send frame turned out not
+ * to carry it (the message names seat, packet and send frames: the engine
+ * numbers its packets or passes its send frames wrongly, and executing would
+ * desync); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
+ * RUNGS_ERR_PANIC (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_session_peers_ready(struct rungs_session *s,
+                                       int32_t *out_ready,
+                                       uint8_t *out_waiting_for);
+
+/**
+ * The tags that execute on the current frame: `*out_first` to
+ * `*out_last` (inclusive; `*out_last` is the frame itself), every tag after
+ * the previous executing frame — a command executes on the first executing
+ * frame at or after its tag (S5). An engine that runs an event only on its
+ * exact frame (Tiberian Sun's DoList) restamps its unexecuted events tagged
+ * in this range to the current frame before executing, and keeps its fatal
+ * "too late" check for anything older: after `rungs_session_peers_ready`
+ * said ready it never fires. Both are `RUNGS_NO_FRAME` when the current
+ * frame executes nothing.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s`, `out_first` or
+ * `out_last` is NULL; RUNGS_ERR_STATE if no frame is running;
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_session_due_tags(struct rungs_session *s,
+                                    uint32_t *out_first,
+                                    uint32_t *out_last);
+
+/**
+ * `*out_packet` is the contiguous watermark of `seat`'s packets here: the
+ * last packet number held with every one before it, or `RUNGS_NO_PACKET`
+ * before packet 0. What your drop procedure votes for a vanished player.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_packet` is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if `seat` is your own; RUNGS_ERR_UNKNOWN_SEAT
+ * if it never was a human player; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+ * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_session_packet_watermark(struct rungs_session *s,
+                                            uint8_t seat,
+                                            uint32_t *out_packet);
+
+/**
+ * Your drop procedure agreed where a vanished `seat`'s packets end (S4.7:
+ * the engine decides removals): packets through `last_packet` count
+ * (`RUNGS_NO_PACKET`: none). Frames that would need a later packet of it no
+ * longer wait for it; execute its removal on the first of them
+ * (`rungs_session_cut_tag`), and later packets of it are refused.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if `seat` is your own, or packets past
+ * `last_packet` are already held here with every one before them (a cut is
+ * at least every survivor's watermark); RUNGS_ERR_UNKNOWN_SEAT if `seat`
+ * never was a human player; RUNGS_ERR_STATE if another cut was set for it;
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_session_peer_cut(struct rungs_session *s,
+                                    uint8_t seat,
+                                    uint32_t last_packet);
+
+/**
+ * `*out_tag` is the tag of the first send frame after a cut ending a
+ * stream at `last_packet` (`RUNGS_NO_PACKET`: before its first packet):
+ * stamp the vanished player's removal with it, so it executes on the first
+ * frame that would have needed a packet past the cut — a frame no machine
+ * can have run. `RUNGS_NO_FRAME` until this machine has had that send frame
+ * (ask again after the next frames).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_tag` is NULL;
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_session_cut_tag(struct rungs_session *s,
+                                   uint32_t last_packet,
+                                   uint32_t *out_tag);
+
+/**
+ * A round trip to `peer` in whole ticks of your timer (`config->tick_hz`),
+ * as Tiberian Sun measures one: from a command-carrying packet's first send
+ * to its acknowledgement. `resent` is 1 when that packet went out more than
+ * once: the sample is then not clean (S8) and never replaces a measured
+ * value; 0 when it went out once.
+ *
+ * A sample from a player already removed is accepted and changes nothing,
+ * as for `rungs_session_rtt_sample`.
+ *
+ * Returns: RUNGS_OK (also for a removed player); RUNGS_ERR_NULL_POINTER if
+ * `s` is NULL; RUNGS_ERR_INVALID_ARGUMENT if `resent` is not 0 or 1;
+ * RUNGS_ERR_STATE if the session has no tick timer (`config->tick_hz` 0);
+ * RUNGS_ERR_UNKNOWN_SEAT if `peer` is not another human player of the game;
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_session_rtt_sample_ticks(struct rungs_session *s,
+                                            uint8_t peer,
+                                            uint32_t ticks,
+                                            int32_t resent);
+
+/**
+ * One frame's work spanned `ticks` whole ticks of your timer
+ * (`config->tick_hz`), as Tiberian Sun counts its processing time (instead
+ * of `rungs_session_add_frame_work_us`).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
+ * RUNGS_ERR_STATE if the session has no tick timer (`config->tick_hz` 0);
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
+ */
+RUNGS_API rungs_result RUNGS_CALL rungs_session_add_frame_ticks(struct rungs_session *s, uint32_t ticks);
+
+/**
  * Make a timing machine for the eve of frame 0. `*out` is written only on success.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config or out is NULL;
- * RUNGS_ERR_INVALID_ARGUMENT if config->struct_size is smaller than
- * `sizeof(rungs_timing_machine_config)`, config->policy is not a RUNGS_POLICY_*,
+ * RUNGS_ERR_INVALID_ARGUMENT if config->struct_size is smaller than the
+ * struct before `tick_hz` (an older caller gets `tick_hz` 0), config->policy
+ * is not a RUNGS_POLICY_*,
  * config->speed_fps is 0, config->seat_count is not 1 to 16,
  * config->human_seat_mask is 0 or has a bit at or above seat_count, or
  * config->local_seat is neither a human seat nor `RUNGS_NO_SEAT`;

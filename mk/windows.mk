@@ -9,9 +9,12 @@
 #                       MinGW compilers, struct layouts C vs Rust per target
 #   make windows-wine   the C harness, the vector replay and the C examples
 #                       under wine64 against the x86_64 DLL
+#   make windows-wine32 the C harness and both vector replays under 32-bit
+#                       Wine against the i686 DLL (the one a TS-era game loads)
 #   make harness32      the C harness as a 32-bit Linux program (gcc -m32)
-#   make tsmod          the injectable mod (examples-c/tsmod), both targets;
-#                       the x86_64 game runs under wine64
+#   make tsmod          the Tiberian Sun-shaped model as a 32-bit Windows game
+#                       loading its mod DLL (linked through rungs.lib) and the
+#                       i686 rungs.dll, under 32-bit Wine (examples-c/tsmodel)
 #   make windows-prng   the ProcessPrng fallback (scripts/windows-processprng.c)
 #                       on a dev-profile DLL, which keeps std's reference
 #   make windows-test   all of the above, and what ships lacks the test hook
@@ -22,7 +25,7 @@ WIN_WARN := -Wall -Wextra -Werror -pedantic
 LAYOUT_TARGETS := i686-pc-windows-gnu x86_64-pc-windows-gnu i686-unknown-linux-gnu
 
 .PHONY: windows-setup windows windows-check windows-header windows-layout windows-wine \
-    windows-prng harness32 tsmod ship-check windows-test
+    windows-wine32 windows-prng harness32 tsmod ship-check windows-test
 
 windows-setup:
 	@./scripts/setup-windows.sh
@@ -69,6 +72,9 @@ windows-wine: windows-setup
 	$(MAKE) -C ffi-tests wine
 	$(MAKE) -C examples-c wine
 
+windows-wine32: windows-setup
+	$(MAKE) -C ffi-tests wine32
+
 # Without LTO (the dev profile), std's reference to ProcessPrng survives the
 # link: scripts/windows-dll.sh must resolve it with windows-processprng.c,
 # leaving no bcryptprimitives.dll import; the DLL must load under Wine and
@@ -89,8 +95,8 @@ windows-prng: windows-setup
 harness32: windows-setup
 	$(MAKE) -C ffi-tests check32
 
-tsmod: windows
-	$(MAKE) -C examples-c/tsmod run
+tsmod: windows-setup
+	$(MAKE) -C examples-c/tsmodel wine32
 
 # What ships carries no test hook: the release .so/.a and the Windows DLLs.
 ship-check: lib windows
@@ -101,4 +107,4 @@ ship-check: lib windows
 	    echo "FAIL: include/rungs.h declares a rungs_testing_ hook"; exit 1; fi
 	@echo "ship-check: no rungs_testing_ hook in librungs.so, librungs.a, rungs.dll or include/rungs.h"
 
-windows-test: windows-check windows-wine windows-prng harness32 tsmod ship-check
+windows-test: windows-check windows-wine windows-wine32 windows-prng harness32 tsmod ship-check

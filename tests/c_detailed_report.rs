@@ -186,6 +186,7 @@ impl CApi {
                     player_message: None,
                     master_changed: None,
                 },
+                tick_hz: 0,
             };
             let mut machine = ptr::null_mut();
             assert_eq!(rungs_timing_machine_new(&config, &mut machine), RUNGS_OK);

@@ -13,13 +13,13 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 
 use rungs::report::Report;
-use rungs::session::{EngineSession, EventIds, SessionConfig, SessionOutput};
+use rungs::session::{EngineRules, EngineSession, EventIds, SessionConfig, SessionOutput};
 use rungs::timing::replay::{replay, Expect, Input, Vector};
 use rungs::timing::{player_message_text, MachineConfig, Output, Timing};
 use rungs::wire::events::{ReportLayout, TimingLayout};
 
 const TIMING_ID: u8 = 31;
-const REPORT_ID: u8 = 36;
+const REPORT_ID: u8 = 37;
 const REMOVE_ID: u8 = 34;
 const ORDER_ID: u8 = 1;
 
@@ -83,6 +83,7 @@ fn session_config(seats: u8, local: u8) -> SessionConfig {
         },
         timing_layout: TimingLayout::TIBERIAN_SUN,
         report_layout: ReportLayout::Extended,
+        rules: EngineRules::default(),
     }
 }
 
@@ -638,6 +639,7 @@ fn a_tracking_master_queues_its_raise_with_the_report_of_its_own_stall() {
         },
         timing_layout: TimingLayout::TIBERIAN_SUN,
         report_layout: ReportLayout::Detailed,
+        rules: EngineRules::default(),
     };
     let mut sessions = [
         EngineSession::new(&config(0)).unwrap(),

@@ -13,13 +13,17 @@
 //! - The session's rule (`frame_ready`: hold the last send frame tagged at
 //!   or before F) makes seat 1 wait, and every machine runs the order on 54.
 
-use rungs::session::{EngineSession, EventIds, SessionConfig, SessionOutput};
-use rungs::timing::{MachineConfig, Timing, TimingEvent};
+use rungs::session::{EngineRules, EngineSession, EventIds, SessionConfig, SessionOutput};
+use rungs::timing::{MachineConfig, Timing};
 use rungs::wire::events::{ReportLayout, TimingLayout};
+
+#[path = "common/timing_payload.rs"]
+mod timing_payload;
+use timing_payload::timing_payload;
 
 const PLAYERS: u8 = 3;
 const TIMING_ID: u8 = 31;
-const REPORT_ID: u8 = 36;
+const REPORT_ID: u8 = 37;
 const ORDER_ID: u8 = 1;
 const FRAMES: u32 = 100;
 const LATE_SEND_FRAME: u32 = 48;
@@ -70,16 +74,6 @@ struct Machine {
     sends: Vec<(u32, u32)>,
 }
 
-fn timing_payload(send_period: u8, look_ahead: u8) -> Vec<u8> {
-    let mut buf = [0u8; 5];
-    let event = TimingEvent {
-        target: Timing::new(send_period, look_ahead).unwrap(),
-        fps: 30,
-    };
-    let len = TimingLayout::TIBERIAN_SUN.encode(&event, &mut buf).unwrap();
-    buf[..len].to_vec()
-}
-
 impl Machine {
     fn new(seat: u8) -> Machine {
         let config = SessionConfig {
@@ -91,6 +85,7 @@ impl Machine {
             },
             timing_layout: TimingLayout::TIBERIAN_SUN,
             report_layout: ReportLayout::Compact,
+            rules: EngineRules::default(),
         };
         Machine {
             seat,

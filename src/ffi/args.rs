@@ -93,6 +93,63 @@ pub unsafe fn read_config<T: Copy>(ptr: *const T, name: &'static str) -> Result<
     Ok(unsafe { ptr.read() })
 }
 
+/// [`read_config`] for a struct that grew: a caller built against an older
+/// header, whose `struct_size` is at least `since` (the struct's size before
+/// its newest fields), is read up to its own size and the newer fields are
+/// zero — each new field's documented default. Smaller sizes are refused as
+/// [`read_config`] refuses them.
+///
+/// # Safety
+/// `ptr` is NULL or valid for reads of `struct_size` bytes; every field of
+/// `T` is valid when all its bytes are zero (integers, raw pointers and
+/// optional function pointers).
+pub unsafe fn read_grown_config<T: Copy>(
+    ptr: *const T,
+    name: &'static str,
+    since: usize,
+) -> Result<T> {
+    require(ptr, name)?;
+    // SAFETY: every config struct starts with a u32 struct_size; ptr is readable.
+    let struct_size = unsafe { ptr.cast::<u32>().read_unaligned() } as usize;
+    let full = std::mem::size_of::<T>();
+    if struct_size >= full {
+        // SAFETY: forwarded contract; the full struct is readable.
+        return unsafe { read_config(ptr, name) };
+    }
+    if struct_size < since {
+        let type_name = std::any::type_name::<T>();
+        let c_name = type_name.rsplit("::").next().unwrap_or(type_name);
+        return Err(Error::InvalidValue(format!(
+            "{name}->struct_size is {struct_size}; expected at least sizeof({c_name}) = {full} in \
+             this library's rungs.h, or {since} from an older one (set it to sizeof the struct)"
+        )));
+    }
+    let mut value = std::mem::MaybeUninit::<T>::zeroed();
+    // SAFETY: `struct_size` bytes are readable (contract) and fit in `T`;
+    // the rest stays zero, valid for `T` by contract.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            ptr.cast::<u8>(),
+            value.as_mut_ptr().cast::<u8>(),
+            struct_size,
+        );
+        Ok(value.assume_init())
+    }
+}
+
+/// The offset of a field in a `#[repr(C)]` struct (what
+/// [`read_grown_config`]'s `since` is for the first field a struct grew by).
+macro_rules! field_offset {
+    ($type:ty, $field:ident) => {{
+        let value = std::mem::MaybeUninit::<$type>::uninit();
+        let base = value.as_ptr();
+        // SAFETY: only the address is taken; nothing is read.
+        let field = unsafe { std::ptr::addr_of!((*base).$field) };
+        field as usize - base as usize
+    }};
+}
+pub(crate) use field_offset;
+
 /// The C buffer `ptr` of `len` elements as a slice. NULL is accepted for an
 /// empty buffer (`len` 0, giving `&[]`); NULL with `len > 0` is refused,
 /// naming `name`.

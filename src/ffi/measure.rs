@@ -319,6 +319,63 @@ pub unsafe extern "C" fn rungs_measurements_add_rtt_sample(
     }
 }
 
+/// A round trip to `peer` of `ticks` whole ticks of a `tick_hz` timer (60
+/// for Tiberian Sun and Red Alert), as those engines time one: from a
+/// packet's first send to its acknowledgement. `resent` is 1 when the packet
+/// went out more than once: the sample is then not clean (S8) and never
+/// replaces the link's measured value; 0 when it went out once.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `tick_hz` is 0 or
+/// `resent` is neither 0 nor 1; RUNGS_ERR_UNKNOWN_SEAT if peer is not
+/// measured; RUNGS_ERR_NULL_POINTER if measurements is NULL;
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_measurements_add_rtt_ticks(
+    measurements: *mut rungs_measurements,
+    peer: u8,
+    ticks: u32,
+    tick_hz: u8,
+    resent: u8,
+) -> rungs_result {
+    unsafe {
+        object_call("rungs_measurements_add_rtt_ticks", measurements, |m| {
+            let timer = tick_timer(tick_hz)?;
+            m.add_rtt_ticks(peer, ticks, timer, flag(resent, "resent")?)
+        })
+    }
+}
+
+/// One frame's work spanned `ticks` whole ticks of a `tick_hz` timer, as a
+/// tick-counting engine measures its processing time (instead of
+/// `rungs_measurements_add_frame_work_us`).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `tick_hz` is 0;
+/// RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
+/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_measurements_add_frame_ticks(
+    measurements: *mut rungs_measurements,
+    ticks: u32,
+    tick_hz: u8,
+) -> rungs_result {
+    unsafe {
+        object_call("rungs_measurements_add_frame_ticks", measurements, |m| {
+            m.add_frame_ticks(ticks, tick_timer(tick_hz)?);
+            Ok(())
+        })
+    }
+}
+
+/// The timer of `tick_hz` ticks a second, refused for 0 naming the argument.
+fn tick_timer(tick_hz: u8) -> crate::Result<crate::timing::TickTimer> {
+    crate::timing::TickTimer::new(tick_hz).map_err(|_| {
+        crate::Error::InvalidValue(
+            "tick_hz is 0; expected the timer's ticks per second, 1 to 255".to_string(),
+        )
+    })
+}
+
 /// The stalled frames (waits) measured since the last report, into `*out`:
 /// what `rungs_timing_machine_report_due` asks for.
 ///

@@ -5,7 +5,8 @@
 use std::ffi::c_void;
 
 use super::args::{
-    flag, in_range, read_config, require, slice_in, write_optional, write_out, write_to,
+    field_offset, flag, in_range, read_grown_config, require, slice_in, write_optional, write_out,
+    write_to,
 };
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
 use super::payload::session_report_layout;
@@ -19,8 +20,10 @@ use super::types::{
     timing_policy,
 };
 use crate::error::{Error, Result};
-use crate::session::{EngineSession, EventIds, EventRole, SessionConfig, SessionOutput};
-use crate::timing::MachineConfig;
+use crate::session::{
+    EngineRules, EngineSession, EventIds, EventRole, SendOrder, SessionConfig, SessionOutput,
+};
+use crate::timing::{MachineConfig, TickTimer};
 use crate::wire::events::TimingLayout;
 
 /// No event ID for an optional role (LATENCYFUDGE).
@@ -29,6 +32,18 @@ pub const RUNGS_NO_EVENT_ID: u16 = 0xFFFF;
 /// No frame: "nothing needed yet" from `rungs_session_required_send_frame`,
 /// "nothing held yet" in `rungs_session_frame_ready`'s array.
 pub const RUNGS_NO_FRAME: u32 = 0xFFFF_FFFF;
+
+/// No packet: a cut before a seat's first packet, or no packet held yet.
+pub const RUNGS_NO_PACKET: u32 = 0xFFFF_FFFF;
+
+/// `rungs_session_config.send_order`: begin, execute, end, then send (the
+/// `send_frame` callback comes from `rungs_session_frame_end`). The default.
+pub const RUNGS_SEND_AFTER_EXECUTE: u8 = 0;
+/// `rungs_session_config.send_order`: Tiberian Sun's frame order — a send
+/// frame sends, then waits for its peers, then executes. The `send_frame`
+/// callback comes from `rungs_session_frame_begin`, and the frames that
+/// execute events are exactly the send frames.
+pub const RUNGS_SEND_BEFORE_EXECUTE: u8 = 1;
 
 /// Log level of an error.
 pub const RUNGS_LOG_ERROR: u8 = 0;
@@ -69,8 +84,9 @@ pub struct rungs_session_config {
     pub speed_fps: u8,
     /// Seats in house order, 1–16.
     pub seat_count: u8,
-    /// This machine's seat (a human seat), or `RUNGS_NO_SEAT` to follow a
-    /// recording without reporting or sending.
+    /// This machine's seat (a human seat), or `RUNGS_NO_SEAT` for a machine
+    /// that plays no seat — an observer, or one following a recording: it
+    /// reports and sends nothing, and waits for every player's packets.
     pub local_seat: u8,
     /// `RUNGS_REPORT_LAYOUT_COMPACT`, `RUNGS_REPORT_LAYOUT_EXTENDED`,
     /// `RUNGS_REPORT_LAYOUT_DETAILED` (what the tracking policy reads) or
@@ -81,18 +97,47 @@ pub struct rungs_session_config {
     pub human_seat_mask: u32,
     /// Your TIMING event ID, 0–255 (31 in Tiberian Sun, 29 in Red Alert).
     pub timing_event_id: u16,
-    /// Your NETWORK_REPORT event ID, 0–255 (36 in OpenTS).
+    /// Your NETWORK_REPORT event ID, 0–255: a new event, so an ID that no
+    /// part of your game uses — not its own events, nor those of any mod or
+    /// spawner loaded with it (in Tiberian Sun with the community spawner, 36
+    /// is protocol 0's RESPONSE_TIME_2). There is no default: a zeroed
+    /// config says 0, which is an event of most games (EMPTY in Tiberian Sun
+    /// and Red Alert), so set it. Register its payload length
+    /// (`RUNGS_REPORT_*_PAYLOAD_LEN` of `report_layout`) in your event length
+    /// table.
     pub network_report_event_id: u16,
-    /// Your LATENCYFUDGE event ID (35 in Tiberian Sun) or `RUNGS_NO_EVENT_ID`.
+    /// Your LATENCYFUDGE event ID (35 in Tiberian Sun) or `RUNGS_NO_EVENT_ID`
+    /// (a zeroed config says 0: set it).
     pub latency_fudge_event_id: u16,
     /// Added to MaxAhead in TIMING payloads and removed on receipt:
     /// `RUNGS_TS_FOG_BIAS` (10) for an engine keeping vanilla TS's fog-of-war
-    /// quirk while fog is on, else 0 (`docs/payloads.md`).
+    /// quirk in its TIMING bytes while fog is on, else 0 (`docs/payloads.md`).
+    /// The bytes only: the game's own TIMING handler must not run as well
+    /// (it applies decreases at once; rungs stages them, S5) — pass TIMING to
+    /// `rungs_session_event_executed` instead.
     pub timing_fog_bias: u8,
     /// `RUNGS_POLICY_ADAPTIVE` (0) or `RUNGS_POLICY_TRACKING`; the same on
     /// every machine of a game.
     pub policy: u8,
     pub callbacks: rungs_session_callbacks,
+    /// Ticks per second of your frame timer when it counts whole ticks (60
+    /// for Tiberian Sun and Red Alert): every rate `set_frame_rate` gives is
+    /// one the timer hits exactly (a divisor of `tick_hz`, the largest at or
+    /// below the rate the rules chose), and `rungs_session_rtt_sample_ticks`
+    /// / `rungs_session_add_frame_ticks` take its ticks. 0: you pace in µs,
+    /// any rate. The same on every machine of a game. (Added after ABI 2's
+    /// first release: a caller built against the older, smaller struct gets
+    /// 0.)
+    pub tick_hz: u8,
+    /// `RUNGS_SEND_AFTER_EXECUTE` (0, the default) or
+    /// `RUNGS_SEND_BEFORE_EXECUTE` (Tiberian Sun's frame order). (Added with
+    /// `tick_hz`: 0 for an older caller.)
+    pub send_order: u8,
+}
+
+/// The size of `rungs_session_config` before `tick_hz` and `send_order`.
+fn session_config_v1_size() -> usize {
+    field_offset!(rungs_session_config, tick_hz)
 }
 
 /// The session and the engine's callbacks.
@@ -247,6 +292,19 @@ fn session_config(c: &rungs_session_config) -> Result<SessionConfig> {
             event_id_field(second)
         )));
     }
+    let tick_timer = (c.tick_hz != 0)
+        .then(|| TickTimer::new(c.tick_hz))
+        .transpose()?;
+    let send_order = match c.send_order {
+        RUNGS_SEND_AFTER_EXECUTE => SendOrder::AfterExecute,
+        RUNGS_SEND_BEFORE_EXECUTE => SendOrder::BeforeExecute,
+        other => {
+            return Err(Error::InvalidValue(format!(
+                "config->send_order is {other}; expected RUNGS_SEND_AFTER_EXECUTE (0) or \
+                 RUNGS_SEND_BEFORE_EXECUTE (1)"
+            )))
+        }
+    };
     Ok(SessionConfig {
         machine: MachineConfig {
             policy,
@@ -257,6 +315,10 @@ fn session_config(c: &rungs_session_config) -> Result<SessionConfig> {
             fog_bias: c.timing_fog_bias,
         },
         report_layout,
+        rules: EngineRules {
+            tick_timer,
+            send_order,
+        },
     })
 }
 
@@ -268,8 +330,10 @@ fn session_config(c: &rungs_session_config) -> Result<SessionConfig> {
 /// `callbacks.send_frame`; an observer (`RUNGS_NO_SEAT`) may leave them NULL.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `config` or `out` is NULL;
-/// RUNGS_ERR_INVALID_ARGUMENT if `config->struct_size` is smaller than this
-/// library's struct, `config->policy` is not a `RUNGS_POLICY_*`, `speed_fps` is 0, `seat_count`
+/// RUNGS_ERR_INVALID_ARGUMENT if `config->struct_size` is smaller than the
+/// struct before `tick_hz` (older callers get `tick_hz` and `send_order` 0),
+/// `config->policy` is not a `RUNGS_POLICY_*`, `send_order` is not a
+/// `RUNGS_SEND_*`, `speed_fps` is 0, `seat_count`
 /// is not 1–16, `human_seat_mask` is 0 or has bits at or above `seat_count`,
 /// `local_seat` is not a human seat nor `RUNGS_NO_SEAT`, `report_layout` is
 /// not a `RUNGS_REPORT_LAYOUT_*`, an event ID is above 255, two roles share
@@ -282,8 +346,9 @@ pub unsafe extern "C" fn rungs_session_new(
 ) -> rungs_result {
     call("rungs_session_new", || {
         require(out, "out")?;
-        // SAFETY: read_config checks NULL and struct_size before reading the rest.
-        let config = unsafe { read_config(config, "config") }?;
+        // SAFETY: read_grown_config checks NULL and struct_size before reading
+        // the rest; every field is valid zeroed.
+        let config = unsafe { read_grown_config(config, "config", session_config_v1_size()) }?;
         let session = EngineSession::new(&session_config(&config)?)?;
         let object = SessionObject {
             session,
@@ -307,9 +372,15 @@ pub unsafe extern "C" fn rungs_session_free(s: *mut rungs_session) -> rungs_resu
 
 /// Start `frame` (0, 1, 2, ... without gaps). `*out_executes_commands` (may
 /// be NULL) is 1 when this frame executes commands: execute every queued
-/// event tagged at or before it, in (tag, seat, issue order), handing rungs'
-/// events to `rungs_session_event_executed`. Before executing, make sure the
-/// frame is ready (`rungs_session_frame_ready`).
+/// event tagged at or before it that has not run (`rungs_session_due_tags`
+/// gives the tags this frame runs), in one order that is the same on every
+/// machine — (tag, seat, issue order), or an exact-frame DoList's own, house
+/// by house and each house's in packet order — handing rungs' events to
+/// `rungs_session_event_executed`. Before executing, make
+/// sure the frame is ready (`rungs_session_peers_ready`). With
+/// `config->send_order = RUNGS_SEND_BEFORE_EXECUTE` the `send_frame`
+/// callback of a sending frame comes from this call, and a frame executes
+/// exactly when it sends.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
 /// RUNGS_ERR_STATE if the previous frame is still running (call
@@ -339,8 +410,9 @@ pub unsafe extern "C" fn rungs_session_frame_begin(
 /// during a staged decrease two consecutive send frames can carry the same
 /// tag, so "a packet tagged at or after `frame` from every peer" is not
 /// enough. Count packets by the send frame number `send_frame` gave you.
-/// Ask after `rungs_session_frame_end` of `frame - 1` (or during `frame`);
-/// the answer is the same on every machine.
+/// Ask after `rungs_session_frame_end` of `frame - 1` (or during `frame`;
+/// with `RUNGS_SEND_BEFORE_EXECUTE`, also for `frame + 1` once `frame` has
+/// begun); the answer is the same on every machine.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_send_frame` is
 /// NULL; RUNGS_ERR_STATE if `frame - 1` has not ended (its send frames are not
@@ -364,16 +436,21 @@ pub unsafe extern "C" fn rungs_session_required_send_frame(
 }
 
 /// Frame readiness (S5) from what you hold: `held_send_frames[seat]` is the
-/// latest send frame you hold from `seat` (`RUNGS_NO_FRAME` for none yet),
-/// for every seat `0 .. seat_count - 1` (`count` must be `seat_count`).
-/// Only peers are read: entries of your own seat, AI seats and removed
-/// players are ignored. `*out_ready` is 1 when `frame` may execute, i.e.
-/// every peer's entry is at or after `rungs_session_required_send_frame`.
+/// latest send frame you hold from `seat` *with every packet before it*
+/// (`RUNGS_NO_FRAME` for none yet), for every seat `0 .. seat_count - 1`
+/// (`count` must be `seat_count`). Only peers are read: entries of your own
+/// seat, AI seats and removed players are ignored. `*out_ready` is 1 when
+/// `frame` may execute, i.e. every peer's entry is at or after
+/// `rungs_session_required_send_frame`. On a transport that can deliver a
+/// later packet before an earlier one, use `rungs_session_packet_received`
+/// and `rungs_session_peers_ready`, which keep that watermark for you.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_ready` is NULL,
 /// or `held_send_frames` is NULL while `count` is not 0;
-/// RUNGS_ERR_INVALID_ARGUMENT if `count` is not the session's `seat_count`;
-/// RUNGS_ERR_STATE as for `rungs_session_required_send_frame`;
+/// RUNGS_ERR_INVALID_ARGUMENT if `count` is not the session's `seat_count`,
+/// or a peer's entry is a frame that ended here without being a send frame
+/// (a tag passed for a send frame); RUNGS_ERR_STATE as for
+/// `rungs_session_required_send_frame`;
 /// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
 /// (every object call).
 #[no_mangle]
@@ -437,7 +514,10 @@ pub unsafe extern "C" fn rungs_session_event_executed(
 /// Your removal of `seat` executed on the current frame (S3); removing the
 /// master hands the role to the next human in house order (S4.6). A second
 /// removal of a seat already removed (every machine may issue one for the
-/// same lost player) is accepted and changes nothing.
+/// same lost player) is accepted and changes nothing. From then on no event
+/// of that seat may execute in your queue: packets it sent after the one
+/// carrying its removal reached some machines and not others, and no
+/// machine waits for them (docs/ts-integration.md, "A player who quits").
 ///
 /// Returns: RUNGS_OK (also for a repeated removal); RUNGS_ERR_NULL_POINTER
 /// if `s` is NULL; RUNGS_ERR_STATE if no frame is running;
@@ -652,11 +732,13 @@ pub unsafe extern "C" fn rungs_session_add_frame_need(
 /// A round trip to `peer` in ms; `clean` is 1 when it was measured on a
 /// packet sent once, 0 for a retransmitted one (it then never replaces a
 /// measured value, S3/S8). Only other human players are peers.
+/// A sample from a player already removed (its acknowledgement was on its
+/// way) is a late event of normal play: accepted, it changes nothing (S3).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
-/// RUNGS_ERR_INVALID_ARGUMENT if `clean` is not 0 or 1;
-/// RUNGS_ERR_UNKNOWN_SEAT if `peer` is not another human player (your own
-/// seat, an AI seat, a removed player or no seat);
+/// Returns: RUNGS_OK (also for a removed player); RUNGS_ERR_NULL_POINTER if
+/// `s` is NULL; RUNGS_ERR_INVALID_ARGUMENT if `clean` is not 0 or 1;
+/// RUNGS_ERR_UNKNOWN_SEAT if `peer` is not another human player of the game
+/// (your own seat, an AI seat or no seat);
 /// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
 /// (every object call).
 #[no_mangle]
@@ -733,6 +815,244 @@ pub unsafe extern "C" fn rungs_session_status(
     unsafe {
         session_call("rungs_session_status", s, |session| {
             write_to(out, "out", fill_status(session.machine()))
+        })
+    }
+}
+
+/// A packet from `seat` arrived (call it for every copy, in any order):
+/// its packet number — 0 for the packet of send frame 0, then one more per
+/// send frame, numbered by its sender — and the send frame it carries (the
+/// `send_frame` argument its sender's callback got, not the tag). rungs keeps
+/// the contiguous watermark per peer that frame readiness needs
+/// (`rungs_session_peers_ready`): a transport that resends a lost packet
+/// after later ones cannot make a frame run early. Copies are accepted;
+/// packets from a player already removed are ignored (they were in flight).
+///
+/// A packet that cannot be right is refused and changes nothing: its send
+/// frame is not the game's `packet_number`-th (checked when this machine
+/// has reached that send frame; earlier, it must come after every send frame
+/// this machine has had, and one that turns out wrong later makes every
+/// `rungs_session_peers_ready` fail), it says another send frame than its
+/// first copy, or it is past the seat's cut.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
+/// RUNGS_ERR_INVALID_ARGUMENT if `seat` is your own seat, or the send frame
+/// is not the one `packet_number` says; RUNGS_ERR_UNKNOWN_SEAT if `seat`
+/// never was a human player of the game; RUNGS_ERR_FULL if the packet is
+/// more than 512 packets past what this machine has checked (nothing is
+/// recorded: keep the packet and hand it again after your next frames; only
+/// a machine nobody waits for, an observer, falls that far behind);
+/// RUNGS_ERR_STATE
+/// if it is past the seat's cut (`rungs_session_peer_cut`);
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_session_packet_received(
+    s: *mut rungs_session,
+    seat: u8,
+    packet_number: u32,
+    send_frame: u32,
+) -> rungs_result {
+    unsafe {
+        session_call("rungs_session_packet_received", s, |session| {
+            session.packet_received(seat, packet_number, send_frame)
+        })
+    }
+}
+
+/// Whether the current frame (after `rungs_session_frame_begin`) may
+/// execute its events: `*out_ready` is 1 when every peer's packets through
+/// the last send frame tagged at or before it are here, from what
+/// `rungs_session_packet_received` was given, and always for a frame that
+/// executes nothing. Otherwise `*out_waiting_for` (may be NULL) is the first
+/// peer in house order still missing one — pass it to
+/// `rungs_session_wait_begin_for` — else `RUNGS_NO_SEAT`.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_ready` is NULL;
+/// RUNGS_ERR_STATE if no frame is running; RUNGS_ERR_INVALID_ARGUMENT if a
+/// packet received before this machine reached its send frame turned out not
+/// to carry it (the message names seat, packet and send frames: the engine
+/// numbers its packets or passes its send frames wrongly, and executing would
+/// desync); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
+/// RUNGS_ERR_PANIC (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_session_peers_ready(
+    s: *mut rungs_session,
+    out_ready: *mut i32,
+    out_waiting_for: *mut u8,
+) -> rungs_result {
+    unsafe {
+        session_call("rungs_session_peers_ready", s, |session| {
+            require(out_ready, "out_ready")?;
+            let readiness = session.peers_ready()?;
+            write_out(out_ready, i32::from(readiness.ready));
+            write_optional(
+                out_waiting_for,
+                readiness.waiting_for.unwrap_or(super::types::RUNGS_NO_SEAT),
+            );
+            Ok(())
+        })
+    }
+}
+
+/// The tags that execute on the current frame: `*out_first` to
+/// `*out_last` (inclusive; `*out_last` is the frame itself), every tag after
+/// the previous executing frame — a command executes on the first executing
+/// frame at or after its tag (S5). An engine that runs an event only on its
+/// exact frame (Tiberian Sun's DoList) restamps its unexecuted events tagged
+/// in this range to the current frame before executing, and keeps its fatal
+/// "too late" check for anything older: after `rungs_session_peers_ready`
+/// said ready it never fires. Both are `RUNGS_NO_FRAME` when the current
+/// frame executes nothing.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s`, `out_first` or
+/// `out_last` is NULL; RUNGS_ERR_STATE if no frame is running;
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_session_due_tags(
+    s: *mut rungs_session,
+    out_first: *mut u32,
+    out_last: *mut u32,
+) -> rungs_result {
+    unsafe {
+        session_call("rungs_session_due_tags", s, |session| {
+            require(out_first, "out_first")?;
+            require(out_last, "out_last")?;
+            session.running_frame("due tags are asked for the running frame")?;
+            let (first, last) = session
+                .due_tags()
+                .unwrap_or((RUNGS_NO_FRAME, RUNGS_NO_FRAME));
+            write_out(out_first, first);
+            write_out(out_last, last);
+            Ok(())
+        })
+    }
+}
+
+/// `*out_packet` is the contiguous watermark of `seat`'s packets here: the
+/// last packet number held with every one before it, or `RUNGS_NO_PACKET`
+/// before packet 0. What your drop procedure votes for a vanished player.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_packet` is NULL;
+/// RUNGS_ERR_INVALID_ARGUMENT if `seat` is your own; RUNGS_ERR_UNKNOWN_SEAT
+/// if it never was a human player; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
+/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_session_packet_watermark(
+    s: *mut rungs_session,
+    seat: u8,
+    out_packet: *mut u32,
+) -> rungs_result {
+    unsafe {
+        session_call("rungs_session_packet_watermark", s, |session| {
+            require(out_packet, "out_packet")?;
+            session.check_peer_seat(seat)?;
+            let mark = session.packet_watermark(seat).unwrap_or(RUNGS_NO_PACKET);
+            write_out(out_packet, mark);
+            Ok(())
+        })
+    }
+}
+
+/// Your drop procedure agreed where a vanished `seat`'s packets end (S4.7:
+/// the engine decides removals): packets through `last_packet` count
+/// (`RUNGS_NO_PACKET`: none). Frames that would need a later packet of it no
+/// longer wait for it; execute its removal on the first of them
+/// (`rungs_session_cut_tag`), and later packets of it are refused.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
+/// RUNGS_ERR_INVALID_ARGUMENT if `seat` is your own, or packets past
+/// `last_packet` are already held here with every one before them (a cut is
+/// at least every survivor's watermark); RUNGS_ERR_UNKNOWN_SEAT if `seat`
+/// never was a human player; RUNGS_ERR_STATE if another cut was set for it;
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_session_peer_cut(
+    s: *mut rungs_session,
+    seat: u8,
+    last_packet: u32,
+) -> rungs_result {
+    unsafe {
+        session_call("rungs_session_peer_cut", s, |session| {
+            let last = (last_packet != RUNGS_NO_PACKET).then_some(last_packet);
+            session.peer_cut(seat, last)
+        })
+    }
+}
+
+/// `*out_tag` is the tag of the first send frame after a cut ending a
+/// stream at `last_packet` (`RUNGS_NO_PACKET`: before its first packet):
+/// stamp the vanished player's removal with it, so it executes on the first
+/// frame that would have needed a packet past the cut — a frame no machine
+/// can have run. `RUNGS_NO_FRAME` until this machine has had that send frame
+/// (ask again after the next frames).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_tag` is NULL;
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_session_cut_tag(
+    s: *mut rungs_session,
+    last_packet: u32,
+    out_tag: *mut u32,
+) -> rungs_result {
+    unsafe {
+        session_call("rungs_session_cut_tag", s, |session| {
+            require(out_tag, "out_tag")?;
+            let last = (last_packet != RUNGS_NO_PACKET).then_some(last_packet);
+            write_out(out_tag, session.cut_tag(last).unwrap_or(RUNGS_NO_FRAME));
+            Ok(())
+        })
+    }
+}
+
+/// A round trip to `peer` in whole ticks of your timer (`config->tick_hz`),
+/// as Tiberian Sun measures one: from a command-carrying packet's first send
+/// to its acknowledgement. `resent` is 1 when that packet went out more than
+/// once: the sample is then not clean (S8) and never replaces a measured
+/// value; 0 when it went out once.
+///
+/// A sample from a player already removed is accepted and changes nothing,
+/// as for `rungs_session_rtt_sample`.
+///
+/// Returns: RUNGS_OK (also for a removed player); RUNGS_ERR_NULL_POINTER if
+/// `s` is NULL; RUNGS_ERR_INVALID_ARGUMENT if `resent` is not 0 or 1;
+/// RUNGS_ERR_STATE if the session has no tick timer (`config->tick_hz` 0);
+/// RUNGS_ERR_UNKNOWN_SEAT if `peer` is not another human player of the game;
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_session_rtt_sample_ticks(
+    s: *mut rungs_session,
+    peer: u8,
+    ticks: u32,
+    resent: i32,
+) -> rungs_result {
+    unsafe {
+        session_call("rungs_session_rtt_sample_ticks", s, |session| {
+            session.rtt_sample_ticks(peer, ticks, flag(resent, "resent")?)
+        })
+    }
+}
+
+/// One frame's work spanned `ticks` whole ticks of your timer
+/// (`config->tick_hz`), as Tiberian Sun counts its processing time (instead
+/// of `rungs_session_add_frame_work_us`).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
+/// RUNGS_ERR_STATE if the session has no tick timer (`config->tick_hz` 0);
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_session_add_frame_ticks(
+    s: *mut rungs_session,
+    ticks: u32,
+) -> rungs_result {
+    unsafe {
+        session_call("rungs_session_add_frame_ticks", s, |session| {
+            session.add_frame_ticks(ticks)
         })
     }
 }

@@ -4,7 +4,8 @@
 use std::ffi::c_void;
 
 use super::args::{
-    in_range, read_config, read_in, read_optional, require, write_optional, write_out, write_to,
+    field_offset, in_range, read_grown_config, read_in, read_optional, require, write_optional,
+    write_out, write_to,
 };
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
 use super::result::rungs_result;
@@ -16,7 +17,7 @@ use super::types::{
 };
 use crate::report::Report;
 use crate::timing::machine::player_message_c_text;
-use crate::timing::{MachineConfig, Output, TimingEvent, TimingMachine, Verdict};
+use crate::timing::{MachineConfig, Output, TickTimer, TimingEvent, TimingMachine, Verdict};
 
 /// Callbacks, each optional (NULL). They run synchronously on the calling
 /// thread, inside the call that caused them; calling back into the same
@@ -56,6 +57,14 @@ pub struct rungs_timing_machine_config {
     /// or above `seat_count`.
     pub human_seat_mask: u32,
     pub callbacks: rungs_timing_callbacks,
+    /// Ticks per second of the engine's frame timer when it counts whole
+    /// ticks (60 for Tiberian Sun and Red Alert): every rate the machine
+    /// starts at, sends and applies is one the timer hits exactly (a divisor
+    /// of `tick_hz`, the largest at or below the rate the rules chose). 0:
+    /// any rate. The same on every machine of a game. (Added after ABI 2's
+    /// first release: a caller built against the older, smaller struct gets
+    /// 0.)
+    pub tick_hz: u8,
 }
 
 /// What a UI or log shows about the timing.
@@ -216,6 +225,13 @@ unsafe fn machine_call(
     }
 }
 
+/// The engine's tick timer from `config->tick_hz` (0: none).
+fn machine_tick_timer(config: &rungs_timing_machine_config) -> crate::Result<Option<TickTimer>> {
+    (config.tick_hz != 0)
+        .then(|| TickTimer::new(config.tick_hz))
+        .transpose()
+}
+
 fn machine_config(config: &rungs_timing_machine_config) -> crate::Result<MachineConfig> {
     let policy = timing_policy(config.policy, "config->policy")?;
     let speed_fps = in_range(config.speed_fps, 1, 255, "config->speed_fps")?;
@@ -230,8 +246,9 @@ fn machine_config(config: &rungs_timing_machine_config) -> crate::Result<Machine
 /// Make a timing machine for the eve of frame 0. `*out` is written only on success.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config or out is NULL;
-/// RUNGS_ERR_INVALID_ARGUMENT if config->struct_size is smaller than
-/// `sizeof(rungs_timing_machine_config)`, config->policy is not a RUNGS_POLICY_*,
+/// RUNGS_ERR_INVALID_ARGUMENT if config->struct_size is smaller than the
+/// struct before `tick_hz` (an older caller gets `tick_hz` 0), config->policy
+/// is not a RUNGS_POLICY_*,
 /// config->speed_fps is 0, config->seat_count is not 1 to 16,
 /// config->human_seat_mask is 0 or has a bit at or above seat_count, or
 /// config->local_seat is neither a human seat nor `RUNGS_NO_SEAT`;
@@ -243,9 +260,14 @@ pub unsafe extern "C" fn rungs_timing_machine_new(
 ) -> rungs_result {
     call("rungs_timing_machine_new", || {
         require(out, "out")?;
-        // SAFETY: read_config checks NULL and struct_size before reading the rest.
-        let config = unsafe { read_config(config, "config")? };
-        let machine = TimingMachine::new(&machine_config(&config)?)?;
+        // SAFETY: read_grown_config checks NULL and struct_size before
+        // reading the rest; every field is valid zeroed.
+        let since = field_offset!(rungs_timing_machine_config, tick_hz);
+        let config = unsafe { read_grown_config(config, "config", since)? };
+        let machine = TimingMachine::with_tick_timer(
+            &machine_config(&config)?,
+            machine_tick_timer(&config)?,
+        )?;
         let object = TimingMachineObject {
             machine,
             callbacks: config.callbacks,

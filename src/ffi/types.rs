@@ -46,7 +46,11 @@ pub type rungs_seat_event_fn =
     Option<unsafe extern "C" fn(user: *mut c_void, frame: u32, seat: u8)>;
 /// Engine session: queue an event of `type_id` with `len` payload bytes into
 /// your own network stream, from your seat; it goes out with your next
-/// packet. `payload` lives until the callback returns.
+/// packet and is stamped with that send's tag (the `send_frame` callback's),
+/// like your own commands. `frame` is the frame that queued it (the current
+/// one), for logs: it is not the event's tag. `len` is the length your event
+/// length table must hold for `type_id`. `payload` lives until the callback
+/// returns.
 pub type rungs_queue_event_fn = Option<
     unsafe extern "C" fn(
         user: *mut c_void,
@@ -58,9 +62,12 @@ pub type rungs_queue_event_fn = Option<
 >;
 /// Engine session: send frame `send_frame`: flush your packet now, stamping
 /// every event collected since the previous send frame (yours and the queued
-/// ones) with `tag` (S5), and put `send_frame` in the packet: frame readiness
-/// (`rungs_session_frame_ready`) counts packets by send frame, because two
-/// consecutive send frames can carry the same tag.
+/// ones) with `tag` (S5), and put `send_frame` in the packet (Tiberian Sun's
+/// FRAMEINFO carries it as `Frame` = `tag`, `Delay` = `tag - send_frame`)
+/// with your packet number (0 for send frame 0's packet, one more per send
+/// frame): the receiver hands both to `rungs_session_packet_received`.
+/// Frame readiness counts packets by send frame, because two consecutive
+/// send frames can carry the same tag.
 pub type rungs_send_frame_fn =
     Option<unsafe extern "C" fn(user: *mut c_void, send_frame: u32, tag: u32)>;
 /// A log line at `level` (`RUNGS_LOG_*`); `text` lives until the callback returns.

@@ -51,6 +51,7 @@ use crate::report::needs::NeedTally;
 use crate::report::record::MAX_SEATS;
 use crate::report::{LookAheadNeeds, Report, ReportDetail};
 use crate::timing::ladder::MAX_LOOK_AHEAD;
+use crate::timing::TickTimer;
 
 /// The first report goes out on this frame (S3).
 pub const FIRST_REPORT_FRAME: u32 = 32;
@@ -196,6 +197,27 @@ impl Measurements {
     pub fn add_frame_work_us(&mut self, duration_us: u64) {
         self.work_us_this_interval = self.work_us_this_interval.saturating_add(duration_us);
         self.frames_this_interval += 1;
+    }
+
+    /// One frame's work spanned `ticks` whole ticks of the engine's `timer`,
+    /// as a tick-counting engine measures it (most frames 0 or 1 tick at 60
+    /// Hz; the average over an interval is what the report carries).
+    pub fn add_frame_ticks(&mut self, ticks: u32, timer: TickTimer) {
+        self.add_frame_work_us(timer.ticks_to_us(ticks));
+    }
+
+    /// A round trip to `peer` of `ticks` whole ticks of `timer`, timed from
+    /// its packet's first send to the acknowledgement; `resent` when the
+    /// packet went out more than once, which makes it unclean (S8): ignored
+    /// here, so the link keeps its last measured value (S3).
+    pub fn add_rtt_ticks(
+        &mut self,
+        peer: u8,
+        ticks: u32,
+        timer: TickTimer,
+        resent: bool,
+    ) -> Result<()> {
+        self.add_rtt_sample(peer, timer.ticks_to_ms(ticks), !resent)
     }
 
     /// The machine starts waiting for the other players at `now_us`.

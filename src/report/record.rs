@@ -12,6 +12,7 @@
 
 use super::Report;
 use crate::error::{Error, Result};
+use crate::timing::TickTimer;
 
 /// A report stays fresh for this many frames after it executes (S3).
 pub const REPORT_LIFETIME_FRAMES: u32 = 512;
@@ -46,9 +47,23 @@ pub struct Record {
     seated_at_start: u32,
     /// Present players in house order. Removal drops the entry.
     players: Vec<PlayerEntry>,
+    /// The game's tick timer, when its engines pace by one: S4.2's rate is
+    /// read from the record, so every policy asks for rates it hits.
+    tick_timer: Option<TickTimer>,
 }
 
 impl Record {
+    /// The game's engines pace by `tick_timer` (the same on every machine).
+    pub fn set_tick_timer(&mut self, tick_timer: Option<TickTimer>) {
+        self.tick_timer = tick_timer;
+    }
+
+    /// `fps` as the game may ask for it: the largest rate at or below it
+    /// the game's tick timer hits (`timing::tick_timer`), or `fps` itself.
+    pub fn fit_rate(&self, fps: u8) -> u8 {
+        self.tick_timer.map_or(fps, |timer| timer.rate_at_most(fps))
+    }
+
     /// A record starting on `start_frame` with the given human seats, in house order.
     pub fn new(start_frame: u32, human_seats: impl IntoIterator<Item = u8>) -> Record {
         let mut players = Vec::with_capacity(MAX_SEATS);
@@ -65,6 +80,7 @@ impl Record {
             start_frame,
             seated_at_start,
             players,
+            tick_timer: None,
         }
     }
 

@@ -22,19 +22,31 @@
 //!
 //! **Frame readiness.** Before executing frame `F` the engine must hold, from
 //! every peer, the packet of the last send frame whose tag is at or before
-//! `F` ([`EngineSession::required_send_frame`], or
-//! [`EngineSession::frame_ready`] with the latest send frame it holds per
-//! peer). "A packet tagged at or after `F` from every peer" is not enough:
-//! during a staged decrease two consecutive send frames carry the same tag
-//! (S5, `timing::readiness`), so the engine tells its packets apart by the
-//! send frame number [`SessionOutput::SendFrame`] gives it.
+//! `F`, and every packet before it. The engine hands rungs each packet as it
+//! arrives ([`EngineSession::packet_received`]: the peer, its packet number,
+//! its send frame) and asks [`EngineSession::peers_ready`]; rungs keeps the
+//! contiguous watermark per peer and refuses a packet whose send frame cannot
+//! be right (`timing::readiness`). "A packet tagged at or after `F` from
+//! every peer" is not enough: during a staged decrease two consecutive send
+//! frames carry the same tag (S5), and a transport that resends a lost packet
+//! after later ones delivers them out of order.
+//!
+//! **The engine's own rules** (S7, [`EngineRules`]): an engine that runs an
+//! event only on its exact frame restamps the events due on an executing
+//! frame to it ([`EngineSession::due_tags`]: a tag between two executing
+//! frames executes on the later one, S5) and keeps its fatal check for
+//! anything older; an engine that sends before it executes (Tiberian Sun's
+//! frame order) gets its send from `frame_begin` ([`SendOrder`]); an engine
+//! that paces and measures with a tick timer is only asked for rates the
+//! timer hits and may give its measurements in ticks.
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 
 use crate::error::{Error, Result};
 use crate::report::{Effect, Measurements};
-use crate::timing::{MachineConfig, Output, TimingEvent, TimingMachine, Verdict};
+use crate::timing::readiness::{answer, PeerStreams, SendHistory};
+use crate::timing::{MachineConfig, Output, TickTimer, TimingEvent, TimingMachine, Verdict};
 use crate::wire::events::{ReportLayout, TimingLayout, TS_EVENT_DATA_LEN};
 
 /// The engine's own event IDs for rungs' events (S7). rungs never invents one.
@@ -42,7 +54,10 @@ use crate::wire::events::{ReportLayout, TimingLayout, TS_EVENT_DATA_LEN};
 pub struct EventIds {
     /// TIMING (31 in Tiberian Sun, 29 in Red Alert).
     pub timing: u8,
-    /// NETWORK_REPORT (36 in OpenTS).
+    /// NETWORK_REPORT: a new event, so an ID no part of the game uses —
+    /// neither the original table nor any mod or spawner loaded with it
+    /// (in Tiberian Sun with the community spawner, 36 is protocol 0's
+    /// RESPONSE_TIME_2). rungs has no default for it (S7).
     pub network_report: u8,
     /// LATENCYFUDGE (35 in Tiberian Sun), if the engine still has it: executed
     /// ones (old recordings) are accepted and ignored; rungs never sends it.
@@ -116,6 +131,45 @@ impl EventIds {
     }
 }
 
+/// When the engine sends a send frame's packet, relative to executing that
+/// frame's events (S5, S7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SendOrder {
+    /// begin → execute → end → send: the send comes from
+    /// [`EngineSession::frame_end`], under the timing in force after the
+    /// frame's events executed (decision 2).
+    #[default]
+    AfterExecute,
+    /// Tiberian Sun's order: a send frame sends first, then waits for its
+    /// peers, then executes. The send comes from
+    /// [`EngineSession::frame_begin`], tagged under the timing in force
+    /// before the frame's events execute, and the frames that execute are
+    /// exactly the send frames (decision 65).
+    BeforeExecute,
+}
+
+/// The engine's own rules that rungs keeps to rather than replaces (S7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EngineRules {
+    /// The timer the engine paces and measures by, if it counts ticks: every
+    /// rate is one it hits (`timing::tick_timer`), and
+    /// [`EngineSession::rtt_sample_ticks`] / [`EngineSession::add_frame_ticks`]
+    /// take its ticks. Every machine of a game uses the same one.
+    pub tick_timer: Option<TickTimer>,
+    /// When the engine sends.
+    pub send_order: SendOrder,
+}
+
+/// Whether the current frame may execute ([`EngineSession::peers_ready`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Readiness {
+    /// Every packet it needs is here (or it executes nothing).
+    pub ready: bool,
+    /// When not ready: the first peer, in house order, whose packets are
+    /// missing (for `wait_begin_for`).
+    pub waiting_for: Option<u8>,
+}
+
 /// How to set up a session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionConfig {
@@ -130,6 +184,8 @@ pub struct SessionConfig {
     pub timing_layout: TimingLayout,
     /// NETWORK_REPORT payload layout (compact ms or extended µs).
     pub report_layout: ReportLayout,
+    /// The engine's own rules (tick timer, send order).
+    pub rules: EngineRules,
 }
 
 /// An event payload, at most Tiberian Sun's 36-byte event union.
@@ -259,6 +315,16 @@ pub struct EngineSession {
     local_seat: Option<u8>,
     phase: Phase,
     outputs: VecDeque<SessionOutput>,
+    rules: EngineRules,
+    /// The send frames this session announced and their tags, in the
+    /// engine's order: what frame readiness reads.
+    sends: SendHistory,
+    /// The packets the engine received from its peers.
+    streams: PeerStreams,
+    /// The last frame that executed events, and the current frame's due
+    /// tags (first, last) while it executes.
+    last_executing: Option<u32>,
+    due: Option<(u32, u32)>,
 }
 
 impl EngineSession {
@@ -270,7 +336,7 @@ impl EngineSession {
                 "Red Alert's TIMING layout has no send period; use the Tiberian Sun layout",
             ));
         }
-        let machine = TimingMachine::new(&config.machine)?;
+        let machine = TimingMachine::with_tick_timer(&config.machine, config.rules.tick_timer)?;
         let mut measurements = Measurements::new();
         if let Some(local) = config.machine.local_seat {
             // Round trips are measured to every other human player (S3).
@@ -289,16 +355,55 @@ impl EngineSession {
             local_seat: config.machine.local_seat,
             phase: Phase::NotStarted,
             outputs: VecDeque::with_capacity(32),
+            rules: config.rules,
+            sends: SendHistory::new(),
+            streams: PeerStreams::new(),
+            last_executing: None,
+            due: None,
         })
     }
 
     /// Start `frame` (0, 1, 2, ... without gaps). `true` when the frame
-    /// executes commands: execute every queued event tagged at or before it.
+    /// executes commands: execute every queued event tagged at or before it
+    /// ([`due_tags`](Self::due_tags)). Under [`SendOrder::BeforeExecute`] a
+    /// send frame's [`SessionOutput::SendFrame`] comes now, before the
+    /// engine waits and executes.
     pub fn frame_begin(&mut self, frame: u32) -> Result<bool> {
         let start = self.machine.begin_frame(frame)?;
         self.phase = Phase::Running(frame);
+        let executes = start.executes_commands;
+        self.due = executes.then(|| (self.last_executing.map_or(0, |last| last + 1), frame));
+        if executes {
+            self.last_executing = Some(frame);
+        }
         self.collect_machine_outputs();
-        Ok(start.executes_commands)
+        if self.rules.send_order == SendOrder::BeforeExecute {
+            // The frames that execute are the send frames; the tag is the
+            // one in force before this frame's events run.
+            let send = executes.then(|| self.machine.command_tag());
+            if let Some(tag) = send {
+                self.outputs
+                    .push_back(SessionOutput::SendFrame { frame, tag });
+            }
+            self.sends.frame_ended(frame, send);
+            self.streams.check(&self.sends);
+        }
+        Ok(executes)
+    }
+
+    /// The tags that execute on the current frame, `(first, last)` with
+    /// `last` the frame itself: every tag after the previous executing frame
+    /// (S5: a command executes on the first executing frame at or after its
+    /// tag). An engine that runs an event only on its exact frame restamps
+    /// its queued events tagged in this range to the current frame and keeps
+    /// its fatal check for anything older, which never fires when the frame
+    /// waited for [`peers_ready`](Self::peers_ready). `None` while the
+    /// current frame executes nothing, or no frame is running.
+    pub fn due_tags(&self) -> Option<(u32, u32)> {
+        match self.phase {
+            Phase::Running(_) => self.due,
+            _ => None,
+        }
     }
 
     fn in_frame(&self, frame: u32) -> Result<()> {
@@ -309,6 +414,15 @@ impl EngineSession {
                     "got frame {frame}; expected the current frame {current}"
                 ))),
             _ => Err(self.no_frame_running("events execute during a frame")),
+        }
+    }
+
+    /// The running frame, or `rule` broken outside a frame (the message says
+    /// which frame begins next).
+    pub(crate) fn running_frame(&self, rule: &'static str) -> Result<u32> {
+        match self.phase {
+            Phase::Running(frame) => Ok(frame),
+            _ => Err(self.no_frame_running(rule)),
         }
     }
 
@@ -444,11 +558,17 @@ impl EngineSession {
             let verdict = self.machine.status().last_verdict;
             self.queue_timing_event(frame, event, &format!("{verdict:?}"))?;
         }
-        if self.machine.is_send_frame() {
-            self.outputs.push_back(SessionOutput::SendFrame {
-                frame,
-                tag: self.machine.command_tag(),
-            });
+        if self.rules.send_order == SendOrder::AfterExecute {
+            let send = self
+                .machine
+                .is_send_frame()
+                .then(|| self.machine.command_tag());
+            if let Some(tag) = send {
+                self.outputs
+                    .push_back(SessionOutput::SendFrame { frame, tag });
+            }
+            self.sends.frame_ended(frame, send);
+            self.streams.check(&self.sends);
         }
         self.phase = Phase::Ended(frame);
         self.collect_machine_outputs();
@@ -495,16 +615,127 @@ impl EngineSession {
     /// frames further ahead are `State` (their send frames are not final),
     /// and so are frames more than 256 back.
     pub fn required_send_frame(&self, frame: u32) -> Result<Option<u32>> {
-        self.machine.required_send_frame(frame)
+        answer(self.sends.required_send_frame(frame), frame)
     }
 
     /// Whether `frame` may execute, given `held(seat)`: the latest send frame
-    /// the engine holds from `seat` (`None`: nothing yet). Only
-    /// [`peers`](Self::peers) are asked. Same window as
-    /// [`required_send_frame`](Self::required_send_frame).
+    /// the engine holds from `seat` *with every packet before it* (`None`:
+    /// nothing yet). Only [`peers`](Self::peers) are asked. Same window as
+    /// [`required_send_frame`](Self::required_send_frame). A held value
+    /// that ended here without being a send frame (a tag passed for a send
+    /// frame) is refused. Prefer [`packet_received`](Self::packet_received)
+    /// and [`peers_ready`](Self::peers_ready), which keep the watermark.
     pub fn frame_ready(&self, frame: u32, held: impl Fn(u8) -> Option<u32>) -> Result<bool> {
-        let history = self.machine.send_history();
-        crate::timing::readiness::answer(history.frame_ready(frame, self.peers().map(held)), frame)
+        let peers: Vec<(u8, Option<u32>)> = self.peers().map(|seat| (seat, held(seat))).collect();
+        for &(seat, value) in &peers {
+            if let Some(value) = value {
+                self.sends.check_held(seat, value)?;
+            }
+        }
+        answer(
+            self.sends
+                .frame_ready(frame, peers.into_iter().map(|(_, value)| value)),
+            frame,
+        )
+    }
+
+    /// A packet from `seat` arrived: its packet number (0 for the packet of
+    /// send frame 0, then one more per send frame) and the send frame it
+    /// carries ([`SessionOutput::SendFrame`]'s `frame` on its sender). Copies
+    /// are accepted; packets from a player already removed are ignored (they
+    /// were in flight). Refused, changing nothing: your own seat, a seat that
+    /// never was a human player, a send frame that is not the game's
+    /// `number`-th, a packet far ahead, a packet past the seat's cut
+    /// (`timing::readiness::PeerStreams::received`).
+    pub fn packet_received(&mut self, seat: u8, number: u32, send_frame: u32) -> Result<()> {
+        self.check_peer_seat(seat)?;
+        if !self.machine.seats().present().any(|s| s == seat) {
+            return Ok(());
+        }
+        self.streams.received(&self.sends, seat, number, send_frame)
+    }
+
+    /// The drop procedure of the engine agreed where `seat`'s packets end
+    /// (S4.7: the engine decides removals): packets through `last` count
+    /// (`None`: none does). Frames that would need a later packet of it no
+    /// longer wait for it; the engine executes its removal on the first of
+    /// them. Refused when packets past `last` are already held contiguously.
+    pub fn peer_cut(&mut self, seat: u8, last: Option<u32>) -> Result<()> {
+        self.check_peer_seat(seat)?;
+        self.streams.cut(seat, last)
+    }
+
+    /// The tag of the first send frame after a cut that ends a stream at
+    /// packet `last` (`None`: no packet): the first frame that needs a
+    /// packet past the cut executes the seat's removal, so no machine can
+    /// have run it with a packet the others lack. Stamp the removal with
+    /// this tag ([`due_tags`](Self::due_tags) puts it on its executing
+    /// frame). `None` until this machine has had that send frame.
+    pub fn cut_tag(&self, last: Option<u32>) -> Option<u32> {
+        self.sends.tag_at(last.map_or(0, |l| l + 1))
+    }
+
+    /// Whether the current frame may execute: every peer's packets through
+    /// the last send frame tagged at or before it are here (S5), from what
+    /// [`packet_received`](Self::packet_received) was given. A frame that
+    /// executes nothing is always ready. Returns a peer's fault — a packet
+    /// that turned out not to carry the send frame its number says — as an
+    /// error rather than a frame executed early. `State` when no frame is
+    /// running.
+    pub fn peers_ready(&self) -> Result<Readiness> {
+        let Phase::Running(frame) = self.phase else {
+            return Err(self.no_frame_running("readiness is asked for the running frame"));
+        };
+        // A wrong packet fails the question whatever else is missing.
+        if let Some(fault) = self.peers().find_map(|seat| self.streams.fault(seat)) {
+            return Err(fault.clone());
+        }
+        let ready = Readiness {
+            ready: true,
+            waiting_for: None,
+        };
+        if self.due.is_none() {
+            return Ok(ready);
+        }
+        let Some(needed) = self.required_send_frame(frame)? else {
+            return Ok(ready);
+        };
+        for seat in self.peers() {
+            if !self.streams.holds(&self.sends, seat, needed)? {
+                return Ok(Readiness {
+                    ready: false,
+                    waiting_for: Some(seat),
+                });
+            }
+        }
+        Ok(ready)
+    }
+
+    /// The contiguous watermark of `seat`'s packets here: the last packet
+    /// number held with every one before it (what the engine's drop
+    /// procedure votes). `None` before packet 0.
+    pub fn packet_watermark(&self, seat: u8) -> Option<u32> {
+        self.streams.watermark(seat)
+    }
+
+    /// Refuse a seat that cannot send this machine packets: its own, or
+    /// one that never was a human player. (The C API names the function in
+    /// front of the message, so the message does not.)
+    pub fn check_peer_seat(&self, seat: u8) -> Result<()> {
+        if Some(seat) == self.local_seat {
+            return Err(
+                Error::InvalidArgument("a packet from this machine's own seat").detailed(format!(
+                    "seat {seat} is this machine's own seat; expected a peer's seat (your own \
+                     packets need no readiness)"
+                )),
+            );
+        }
+        if !self.machine.seats().is_human(seat) {
+            return Err(Error::UnknownSeat(seat).detailed(format!(
+                "seat {seat} never was a human player of this game; expected a peer"
+            )));
+        }
+        Ok(())
     }
 
     /// The players whose packets frame readiness waits for: every human
@@ -525,8 +756,15 @@ impl EngineSession {
     }
 
     /// A round trip to `peer`: `clean` when taken from a packet sent once
-    /// (S8). Only human players other than this one are peers.
+    /// (S8). Only human players other than this one are peers. A sample
+    /// from a player already removed is a late event of normal play (the
+    /// acknowledgement was on its way when the removal executed): accepted,
+    /// and it changes nothing (S3).
     pub fn rtt_sample(&mut self, peer: u8, rtt_ms: u32, clean: bool) -> Result<()> {
+        let seats = self.machine.seats();
+        if Some(peer) != self.local_seat && seats.is_human(peer) && !seats.is_present(peer) {
+            return Ok(());
+        }
         if !self.peers().any(|p| p == peer) {
             let peers: Vec<String> = self.peers().map(|p| p.to_string()).collect();
             let peers = if peers.is_empty() {
@@ -540,6 +778,35 @@ impl EngineSession {
             )));
         }
         self.measurements.add_rtt_sample(peer, rtt_ms, clean)
+    }
+
+    /// A round trip to `peer` in ticks of the engine's timer, as Tiberian
+    /// Sun measures one: from a packet's first send to its acknowledgement.
+    /// `resent`: the packet went out more than once, so the sample is not
+    /// clean (S8) and never replaces a measured value. `State` without a
+    /// tick timer in [`EngineRules`].
+    pub fn rtt_sample_ticks(&mut self, peer: u8, ticks: u32, resent: bool) -> Result<()> {
+        let timer = self.tick_timer()?;
+        self.rtt_sample(peer, timer.ticks_to_ms(ticks), !resent)
+    }
+
+    /// One frame's work took `ticks` whole ticks of the engine's timer (S3
+    /// processing time, as Tiberian Sun counts it). `State` without a tick
+    /// timer.
+    pub fn add_frame_ticks(&mut self, ticks: u32) -> Result<()> {
+        let timer = self.tick_timer()?;
+        self.measurements.add_frame_ticks(ticks, timer);
+        Ok(())
+    }
+
+    fn tick_timer(&self) -> Result<TickTimer> {
+        self.rules.tick_timer.ok_or_else(|| {
+            Error::State("no tick timer configured").detailed(
+                "the session has no tick timer; set the engine's ticks per second \
+                 (EngineRules::tick_timer, config->tick_hz) to give measurements in ticks"
+                    .to_string(),
+            )
+        })
     }
 
     /// Take the round trips to every peer from rungs' own transport (S8): an
@@ -584,6 +851,11 @@ impl EngineSession {
     /// The NETWORK_REPORT payload layout.
     pub fn report_layout(&self) -> ReportLayout {
         self.report_layout
+    }
+
+    /// The engine's own rules the session keeps to.
+    pub fn rules(&self) -> EngineRules {
+        self.rules
     }
 
     /// The timing machine (read-only): timing in force, target, status.
@@ -646,6 +918,7 @@ mod tests {
             },
             timing_layout: TimingLayout::TIBERIAN_SUN,
             report_layout: ReportLayout::Compact,
+            rules: EngineRules::default(),
         }
     }
 

@@ -4,7 +4,8 @@ pub mod engine;
 pub mod lockstep;
 
 pub use engine::{
-    EngineSession, EventIds, EventRole, LogLevel, Payload, Phase, SessionConfig, SessionOutput,
+    EngineRules, EngineSession, EventIds, EventRole, LogLevel, Payload, Phase, Readiness,
+    SendOrder, SessionConfig, SessionOutput,
 };
 pub use lockstep::{
     Advance, ExecutedCommand, LockstepConfig, LockstepDriver, LockstepSession, LockstepStats,

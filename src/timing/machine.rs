@@ -34,6 +34,7 @@ use super::queue::{CommandQueue, Queued};
 use super::readiness::{answer, SendHistory};
 use super::schedule::{Applied, Changed, Schedule};
 use super::seats::Seats;
+use super::tick_timer::TickTimer;
 use super::tracking::{InForce, TrackingPolicy};
 use super::TimingEvent;
 use crate::error::{Error, Result};
@@ -276,16 +277,33 @@ pub struct TimingMachine {
     /// ([`TimingMachine::raise_for_own_stall`]): the frame by which it has
     /// executed, and its look-ahead.
     own_raise: Option<(u32, u8)>,
+    /// The engine's tick timer, when it paces by one: every rate is one it
+    /// hits (`timing::tick_timer`).
+    tick_timer: Option<TickTimer>,
 }
 
 impl TimingMachine {
     /// A machine on the eve of frame 0.
     pub fn new(config: &MachineConfig) -> Result<TimingMachine> {
+        TimingMachine::with_tick_timer(config, None)
+    }
+
+    /// A machine for an engine that paces by `tick_timer` (S7): the starting
+    /// rate, every rate the policy chooses (S4.2, through the record, so the
+    /// round trips are converted at it) and every rate an executed timing
+    /// event carries is the largest the timer hits at or below the rate the
+    /// rules chose ([`TickTimer::rate_at_most`]). Every machine of a game
+    /// must use the same timer. `None` is [`TimingMachine::new`].
+    pub fn with_tick_timer(
+        config: &MachineConfig,
+        tick_timer: Option<TickTimer>,
+    ) -> Result<TimingMachine> {
         if config.speed_fps == 0 {
             return Err(Error::InvalidArgument("speed_fps must be 1 to 255"));
         }
         let seats = Seats::new(&config.human_seats)?;
-        let record = Record::new(0, seats.present());
+        let mut record = Record::new(0, seats.present());
+        record.set_tick_timer(tick_timer);
         if let Some(local) = config.local_seat {
             if !seats.is_human(local) {
                 return Err(Error::InvalidArgument(
@@ -293,16 +311,17 @@ impl TimingMachine {
                 ));
             }
         }
-        let policy = Policy::new(config.policy, config.speed_fps);
+        let start_fps = record.fit_rate(config.speed_fps);
+        let policy = Policy::new(config.policy, start_fps);
         let start = policy.initial_timing();
         Ok(TimingMachine {
             local_seat: config.local_seat,
             seats,
             record,
             policy,
-            schedule: Schedule::starting_at(start, config.speed_fps),
+            schedule: Schedule::starting_at(start, start_fps),
             executed_target: start,
-            executed_fps: config.speed_fps,
+            executed_fps: start_fps,
             phase: Phase::NotStarted,
             executes_commands: false,
             last_verdict: Verdict::NoEvaluation,
@@ -311,7 +330,24 @@ impl TimingMachine {
             outputs: VecDeque::with_capacity(OUTPUT_CAPACITY),
             last_report_frame: None,
             own_raise: None,
+            tick_timer,
         })
+    }
+
+    /// `event` with its rate fitted to the tick timer, if any.
+    fn fitted(&self, event: TimingEvent) -> TimingEvent {
+        match self.tick_timer {
+            Some(timer) => TimingEvent {
+                fps: timer.rate_at_most(event.fps),
+                ..event
+            },
+            None => event,
+        }
+    }
+
+    /// The engine's tick timer, if it paces by one.
+    pub fn tick_timer(&self) -> Option<TickTimer> {
+        self.tick_timer
     }
 
     /// Step 1 of `frame`. Frames run 0, 1, 2, ... with no gaps.
@@ -411,6 +447,9 @@ impl TimingMachine {
                 "a timing event's fps must be 1 to 255",
             ));
         }
+        // A rate the engine's timer cannot hit (an event from a build
+        // without the timer) runs at the rate every machine fits it to.
+        let event = self.fitted(event);
         let tier = self.policy.tier(event.target, event.fps);
         if tier != self.policy.tier(self.executed_target, self.executed_fps) {
             self.push_output(Output::PlayerMessage { frame, tier });
@@ -665,7 +704,9 @@ impl TimingMachine {
             timing: self.timing(),
             fps: self.fps(),
             target: self.policy.target().0,
-            target_fps: self.policy.target().1,
+            target_fps: self.tick_timer.map_or(self.policy.target().1, |t| {
+                t.rate_at_most(self.policy.target().1)
+            }),
             staged_target: self.schedule.staged_target(),
             tier: self.policy.tier(self.timing(), self.fps()),
             master: self.seats.master(),

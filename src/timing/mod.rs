@@ -13,6 +13,7 @@ pub mod readiness;
 pub mod replay;
 pub mod schedule;
 pub mod seats;
+pub mod tick_timer;
 pub mod tracking;
 
 pub use baselines::PolicyKind;
@@ -23,6 +24,7 @@ pub use queue::{CommandQueue, Queued};
 pub use readiness::{NotAnswerable, SendHistory};
 pub use schedule::{Applied, Changed, Schedule};
 pub use seats::Seats;
+pub use tick_timer::TickTimer;
 
 pub use ladder::{
     one_way_frames, one_way_frames_headroom, required, Tier, Timing, MAX_LOOK_AHEAD,

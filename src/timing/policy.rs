@@ -37,7 +37,9 @@ pub(crate) fn rate_from_reports(record: &Record, frame: u32, speed_fps: u8, curr
 /// S4.2's rule with `budget_us` of each second for the slowest machine's
 /// frame work instead of all of it: `min(speed_fps, budget_us / max
 /// process_us)`, at least 1, while every player has a fresh report, else
-/// `current`. `tracking` leaves headroom with it.
+/// `current`. `tracking` leaves headroom with it. A game whose engines pace
+/// by a tick timer gets the largest rate at or below that the timer hits
+/// (`Record::fit_rate`), so round trips are converted at the rate played.
 pub(crate) fn rate_within(
     record: &Record,
     frame: u32,
@@ -48,10 +50,11 @@ pub(crate) fn rate_within(
     if !record.all_fresh(frame) {
         return current;
     }
-    match record.max_fresh_process_us(frame) {
+    let rate = match record.max_fresh_process_us(frame) {
         None | Some(0) => speed_fps,
         Some(process_us) => (budget_us / process_us).clamp(1, u32::from(speed_fps)) as u8,
-    }
+    };
+    record.fit_rate(rate)
 }
 
 /// Where an evaluation stopped (S4.4), for logs and tests.

@@ -42,7 +42,8 @@
 //!
 //! # NETWORK_REPORT, compact layout (6 bytes, OpenTS)
 //!
-//! OpenTS's event (ID 36, after LATENCYFUDGE = 35):
+//! OpenTS's event (OpenTS put it right after LATENCYFUDGE = 35; an engine
+//! chooses its own ID, one no part of its game uses, docs/payloads.md):
 //!
 //! | offset | size | field            | meaning                                   |
 //! |-------:|-----:|------------------|-------------------------------------------|
