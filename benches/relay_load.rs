@@ -16,8 +16,11 @@
 //!
 //! Run: `cargo bench --bench relay_load` (or with `-- 100,250,500` to pick
 //! the match counts, and `RUNGS_RELAY_LOAD_SECONDS` for the simulated
-//! seconds per run, default 5). Figures depend on the machine; run on an
-//! otherwise idle core.
+//! seconds per run, default 5). `RUNGS_RELAY_LOAD_PERSISTENT=1` turns the
+//! relay's persistence on and takes its durable records in the timed part
+//! (what `rungs-relay --state` adds before its journal's encoding and
+//! write): the records per second and their payload bytes are printed.
+//! Figures depend on the machine; run on an otherwise idle core.
 
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -50,6 +53,8 @@ struct Figures {
     datagrams_in: u64,
     datagrams_out: u64,
     turns: u64,
+    records: u64,
+    record_bytes: u64,
 }
 
 /// CPU time of this thread, ns (what the relay used, whatever else the
@@ -74,6 +79,9 @@ struct Sent {
     bytes: Vec<u8>,
     used: usize,
     datagrams: Vec<(SocketAddr, usize)>,
+    /// Durable records taken (persistence on), and their order bytes.
+    records: u64,
+    record_bytes: u64,
 }
 
 /// Everything the relay does for one millisecond: the datagrams due, its
@@ -98,6 +106,12 @@ fn relay_batch(relay: &mut Relay, now: u64, due: &InFlight, sent: &mut Sent) {
         sent.datagrams.push((to, len));
     }
     while relay.poll_event().is_some() {}
+    while let Some((_, record)) = relay.poll_durable() {
+        sent.records += 1;
+        if let rungs::relay::DurableRecord::Entry(e) = &record {
+            sent.record_bytes += e.payload.len() as u64;
+        }
+    }
 }
 
 /// The same, in the measured window, never inlined: what `valgrind
@@ -112,6 +126,8 @@ fn run(matches: usize, seconds: u64) -> Figures {
     let secret = LobbySecret::new(*b"load-lobby-key-1").unwrap();
     let mut config = RelayConfig::new(secret);
     config.max_connections = matches * usize::from(SEATS) + 16;
+    config.persistent = std::env::var("RUNGS_RELAY_LOAD_PERSISTENT").is_ok_and(|v| v == "1");
+    let (mut records, mut record_bytes) = (0u64, 0u64);
     let mut relay = Relay::new(config).unwrap();
     let relay_address: SocketAddr = "10.255.255.1:7000".parse().unwrap();
     let mut players: Vec<Player> = Vec::new();
@@ -167,6 +183,8 @@ fn run(matches: usize, seconds: u64) -> Figures {
         bytes: vec![0; 1 << 20],
         used: 0,
         datagrams: Vec::new(),
+        records: 0,
+        record_bytes: 0,
     };
     let mut turns = 0u64;
     // Warm up for 2 s (everyone joins, the match starts), then measure.
@@ -186,10 +204,15 @@ fn run(matches: usize, seconds: u64) -> Figures {
         let cpu0 = thread_cpu_ns();
         sent.used = 0;
         sent.datagrams.clear();
+        (sent.records, sent.record_bytes) = (0, 0);
         if measuring {
             relay_batch_measured(&mut relay, now, &due, &mut sent);
         } else {
             relay_batch(&mut relay, now, &due, &mut sent);
+        }
+        if measuring {
+            records += sent.records;
+            record_bytes += sent.record_bytes;
         }
         let elapsed = t0.elapsed();
         let cpu = thread_cpu_ns() - cpu0;
@@ -252,6 +275,8 @@ fn run(matches: usize, seconds: u64) -> Figures {
         datagrams_in,
         datagrams_out,
         turns,
+        records,
+        record_bytes,
     }
 }
 
@@ -288,5 +313,12 @@ fn main() {
             f.datagrams_out as f64 / match_ticks,
             f.turns as f64 / seconds as f64
         );
+        if f.records > 0 {
+            println!(
+                "        durable records: {:.0}/s, {:.0} order bytes/s in them",
+                f.records as f64 / seconds as f64,
+                f.record_bytes as f64 / seconds as f64
+            );
+        }
     }
 }

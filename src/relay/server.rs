@@ -43,11 +43,21 @@
 //! reported lost is closed and the seat's reconnect grace starts. A seat
 //! that left, and every seat once the match is over, is closed after
 //! `close_linger_us` so the link can deliver its last bundles.
+//!
+//! # Persistence
+//!
+//! With [`RelayConfig::persistent`] every match emits the records that let
+//! it survive a relay restart ([`super::durable`]); the caller takes them
+//! with [`Relay::poll_durable`] and writes them **before** it sends the
+//! datagrams [`Relay::poll_transmit`] writes next (write-ahead). A relay
+//! restarted with the records gets each match back with
+//! [`Relay::restore_match`].
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 
 use super::admission::{AddressLimiter, CookieClock, CookieKey, HelloLimits, SeatAdmission};
+use super::durable::{DurableRecord, MatchState};
 use super::schedule::Schedule;
 use super::sequencer::{MatchEvent, MatchSetup, Sequencer};
 use super::ticket::{verify, LobbySecret};
@@ -89,6 +99,8 @@ pub struct RelayConfig {
     pub cookie_key: CookieKey,
     /// Rate limits and the cookie lifetime of the Hello path.
     pub hello_limits: HelloLimits,
+    /// Emit every match's durable records ([`Relay::poll_durable`]).
+    pub persistent: bool,
 }
 
 impl RelayConfig {
@@ -106,6 +118,7 @@ impl RelayConfig {
             over_linger_us: 30_000_000,
             cookie_key: CookieKey(lobby_secret.derive(COOKIE_KEY_LABEL)),
             hello_limits: HelloLimits::default(),
+            persistent: false,
         }
     }
 }
@@ -120,7 +133,7 @@ pub struct RelayCounters {
     /// Relay datagrams that are not a well-formed Hello.
     pub malformed_hellos: u64,
     /// Hellos refused, by reason (index: reason value − 1).
-    pub rejected: [u64; 9],
+    pub rejected: [u64; RejectReason::ALL.len()],
     /// Rejects and Cookies not sent because the queue was full.
     pub rejects_not_queued: u64,
     /// Repeats of an accepted Hello (ignored).
@@ -268,6 +281,8 @@ pub struct Relay {
     /// Matches due in `handle_timeout` (kept to reuse its memory).
     due: Vec<usize>,
     message_buf: Vec<u8>,
+    /// Durable records not yet taken (persistence on).
+    durable: VecDeque<(u64, DurableRecord)>,
 }
 
 impl Relay {
@@ -293,6 +308,7 @@ impl Relay {
             schedule: Schedule::default(),
             due: Vec::new(),
             message_buf: vec![0; MAX_MESSAGE_BYTES],
+            durable: VecDeque::new(),
         })
     }
 
@@ -311,7 +327,53 @@ impl Relay {
         if self.by_id.contains_key(&setup.match_id) {
             return Err(Error::State("a match with that id exists"));
         }
-        let sequencer = Sequencer::new(setup, now_us)?;
+        let mut sequencer = Sequencer::new(setup, now_us)?;
+        if self.config.persistent {
+            sequencer.enable_durable();
+        }
+        self.insert_match(sequencer, now_us);
+        Ok(())
+    }
+
+    /// Resume a match from its durable records (`state`) at `now_us`, after
+    /// the relay restarted ([`Sequencer::restore`]): clients reconnect and
+    /// resume from their horizon. A finished match comes back finished
+    /// (Hellos get `MatchOver`) and is removed after `over_linger_us`.
+    pub fn restore_match(&mut self, state: &MatchState, now_us: u64) -> Result<()> {
+        if self.by_id.contains_key(&state.setup.match_id) {
+            return Err(Error::State("a match with that id exists"));
+        }
+        let sequencer = Sequencer::restore(state, now_us, self.config.persistent)?;
+        self.insert_match(sequencer, now_us);
+        Ok(())
+    }
+
+    /// The next durable record to write, with persistence on: (match id,
+    /// record). Write every record taken before sending what
+    /// [`poll_transmit`](Self::poll_transmit) writes next.
+    pub fn poll_durable(&mut self) -> Option<(u64, DurableRecord)> {
+        self.durable.pop_front()
+    }
+
+    /// A match's durable state now (to copy a live match into a new
+    /// journal file, or to export it).
+    pub fn match_state(&self, match_id: u64) -> Option<MatchState> {
+        self.sequencer(match_id).map(Sequencer::state)
+    }
+
+    /// Move a slot's new durable records into the relay's queue.
+    fn drain_durable(&mut self, at: usize) {
+        if let Some(slot) = self.slots.get_mut(at).and_then(Option::as_mut) {
+            while let Some(record) = slot.sequencer.poll_durable() {
+                self.durable.push_back((slot.id, record));
+            }
+        }
+    }
+
+    /// Hold `sequencer`'s match from `now_us` on (only cookies issued after
+    /// it open a seat).
+    fn insert_match(&mut self, sequencer: Sequencer, now_us: u64) {
+        let setup = *sequencer.setup();
         let slot = MatchSlot {
             id: setup.match_id,
             sequencer,
@@ -331,8 +393,8 @@ impl Relay {
             }
         };
         self.by_id.insert(setup.match_id, at);
+        self.drain_durable(at);
         self.mark_dirty(at);
-        Ok(())
     }
 
     /// End a match now.
@@ -344,6 +406,7 @@ impl Relay {
         if let Some(slot) = self.slots[at].as_mut() {
             slot.sequencer.end(now_us);
         }
+        self.drain_durable(at);
         self.mark_dirty(at);
         Ok(())
     }
@@ -597,6 +660,7 @@ impl Relay {
         self.routes.insert(conn_id, (at, seat));
         self.counters.connections_opened += 1;
         self.mark_dirty(at);
+        self.drain_durable(at);
         self.drain_match_events(at);
         self.event(RelayEvent::Opened {
             match_id,
@@ -661,6 +725,7 @@ impl Relay {
         }
         let match_id = slot.id;
         self.counters.bad_messages += bad;
+        self.drain_durable(at);
         if messages == bad {
             // Nothing reached the match (an acknowledgement, mostly): only
             // this connection's link has something to send or a new timer.
@@ -775,6 +840,7 @@ impl Relay {
             });
         }
         self.drain_match_events(at);
+        self.drain_durable(at);
         if remove {
             self.slots[at] = None;
             self.schedule.forget(at);

@@ -14,10 +14,13 @@
 mod admin;
 mod events;
 mod inbox;
+mod journal;
 #[cfg_attr(not(unix), allow(dead_code))]
 mod latency;
 mod outbox;
+mod persist;
 mod setup;
+mod store;
 
 use std::net::{SocketAddr, UdpSocket};
 use std::process::ExitCode;
@@ -38,6 +41,7 @@ USAGE
   rungs-relay serve [FLAGS]     serve matches from a setup file and/or an
                                 admin socket
   rungs-relay ticket [FLAGS]    issue a ticket (for testing; lobbies do this)
+  rungs-relay export [FLAGS]    write a match's turn log (for replays)
 
 SERVE FLAGS (environment variable; default)
   --listen ADDR               RUNGS_RELAY_LISTEN; 0.0.0.0:7000
@@ -62,6 +66,14 @@ SERVE FLAGS (environment variable; default)
                               without a cookie answered per second from one IPv4
                               address or IPv6 /64, twice that at once (raise it
                               for many players behind one address)
+  --state DIR                 RUNGS_RELAY_STATE: keep every match's turn log
+                              there, so a restart with the same flags resumes
+                              them (created 0700); without it a restart loses
+                              every match
+  --state-sync-ms N           RUNGS_RELAY_STATE_SYNC_MS; 1000: fdatasync the
+                              journal this often (what a power loss can lose)
+  --keep-turn-logs yes|no     RUNGS_RELAY_KEEP_TURN_LOGS; no: keep each ended
+                              match's turn log in DIR/turn-logs (replays)
 
 TICKET FLAGS
   --secret HEX | --secret-file PATH   as above (or the same variables)
@@ -69,6 +81,11 @@ TICKET FLAGS
   --expires-in SECONDS        default 21600 (6 hours)
   --nonce N                   default: from the clock
   Prints `<ticket hex>:<link secret hex>` on stdout.
+
+EXPORT FLAGS
+  --state DIR --match ID --out FILE   the match's turn log from the relay's
+                              state (docs/relay.md, Replays); a running
+                              match's up to its last final tick
 ";
 
 static SHUTDOWN: AtomicBool = AtomicBool::new(false);
@@ -198,6 +215,7 @@ fn main() -> ExitCode {
     let result = match command {
         "serve" => Args::parse(rest).and_then(|a| serve(&a)),
         "ticket" => Args::parse(rest).and_then(|a| ticket(&a)),
+        "export" => Args::parse(rest).and_then(|a| persist::export(&a)),
         _ => Err(String::new()),
     };
     match result {
@@ -321,8 +339,14 @@ struct SetupFile {
 }
 
 impl SetupFile {
-    /// Add the matches of the file not yet seen, when it changed.
-    fn refresh(&mut self, relay: &mut Relay, now_us: u64) -> Result<(), String> {
+    /// Add the matches of the file not yet seen, when it changed: not one
+    /// the relay holds, nor one it added before or its state saw end.
+    fn refresh(
+        &mut self,
+        relay: &mut Relay,
+        persistence: &mut persist::Persistence,
+        now_us: u64,
+    ) -> Result<(), String> {
         if self
             .checked
             .is_some_and(|t| t.elapsed() < Duration::from_secs(1))
@@ -342,11 +366,16 @@ impl SetupFile {
         for (number, line) in text.lines().enumerate() {
             match parse_line(line, &self.defaults) {
                 Ok(Some(setup)) => {
-                    if relay.sequencer(setup.match_id).is_some() {
+                    if relay.sequencer(setup.match_id).is_some()
+                        || !persistence.may_add(setup.match_id)
+                    {
                         continue;
                     }
                     match relay.add_match(setup, now_us) {
-                        Ok(()) => log_created(&setup, "setup file"),
+                        Ok(()) => {
+                            persistence.added(setup.match_id);
+                            log_created(&setup, "setup file")
+                        }
                         Err(e) => log(&format!("{}:{}: {e}", self.path, number + 1)),
                     }
                 }
@@ -450,6 +479,9 @@ fn serve(args: &Args) -> Result<(), String> {
         "max-connections",
         "admin-idle-seconds",
         "address-hellos",
+        "state",
+        "state-sync-ms",
+        "keep-turn-logs",
     ])?;
     let secret = args.secret()?;
     let listen: SocketAddr = args
@@ -517,6 +549,7 @@ fn serve(args: &Args) -> Result<(), String> {
             "--matches PATH (a setup file) or --admin PATH (an admin socket) is required".into(),
         );
     }
+    config.persistent = persist::state_dir(args).is_some();
     let mut relay = Relay::new(config).map_err(|e| e.to_string())?;
     let mut setup_file = matches.map(|path| SetupFile {
         path,
@@ -545,8 +578,9 @@ fn serve(args: &Args) -> Result<(), String> {
 
     let start = Instant::now();
     let now_us = || start.elapsed().as_micros() as u64;
+    let mut persistence = persist::Persistence::open(args, &mut relay, now_us(), log)?;
     if let Some(file) = setup_file.as_mut() {
-        file.refresh(&mut relay, now_us())?;
+        file.refresh(&mut relay, &mut persistence, now_us())?;
     }
     let mut event_log = events::EventLog::new();
     let mut lines: Vec<String> = Vec::new();
@@ -569,7 +603,7 @@ fn serve(args: &Args) -> Result<(), String> {
         }
         if shutdown_deadline.is_none() {
             if let Some(file) = setup_file.as_mut() {
-                if let Err(e) = file.refresh(&mut relay, now_us()) {
+                if let Err(e) = file.refresh(&mut relay, &mut persistence, now_us()) {
                     log(&e[3..]);
                 }
             }
@@ -614,6 +648,8 @@ fn serve(args: &Args) -> Result<(), String> {
         if timer_due.is_some() {
             relay.handle_timeout(now);
         }
+        // Everything sent from here on is in the journal first.
+        persistence.write_ahead(&mut relay, log);
         // (The outbox always has a buffer: it is flushed when full.)
         while let Some(buf) = outbox.next_buffer() {
             let Some((to, len)) = relay.poll_transmit(now, buf) else {
@@ -640,6 +676,7 @@ fn serve(args: &Args) -> Result<(), String> {
         }
         let second = unix_now().as_secs();
         while let Some(event) = relay.poll_event() {
+            persistence.event(&event);
             event_log.event(second, &event, &mut lines);
         }
         event_log.tick(second, relay.counters(), &mut lines);
