@@ -38,6 +38,7 @@ mod chunk;
 pub mod client;
 pub mod durable;
 pub mod host;
+mod schedule;
 mod seat_timing;
 pub mod sequencer;
 pub mod server;

@@ -13,6 +13,7 @@
 #[cfg_attr(not(unix), allow(dead_code))]
 mod admin;
 mod events;
+mod inbox;
 mod journal;
 #[cfg_attr(not(unix), allow(dead_code))]
 mod latency;
@@ -61,6 +62,10 @@ SERVE FLAGS (environment variable; default)
                               players have not joined
   --grace-seconds N           RUNGS_RELAY_GRACE_SECONDS; 60 (0-3600): reconnect grace
   --max-connections N         RUNGS_RELAY_MAX_CONNECTIONS; 65536 (1-1048576)
+  --address-hellos N          RUNGS_RELAY_ADDRESS_HELLOS; 16 (1-100000): Hellos
+                              without a cookie answered per second from one IPv4
+                              address or IPv6 /64, twice that at once (raise it
+                              for many players behind one address)
   --state DIR                 RUNGS_RELAY_STATE: keep every match's turn log
                               there, so a restart with the same flags resumes
                               them (created 0700); without it a restart loses
@@ -292,6 +297,17 @@ fn wait_for_datagram(socket: &UdpSocket, timeout_us: u64) {
     unsafe { libc::ppoll(&mut fd, 1, &timeout, std::ptr::null()) };
 }
 
+/// Let the kernel wake this process within a microsecond of its timers
+/// (its default slack is 50 µs; a relay's bundles are due at tick starts).
+#[cfg(target_os = "linux")]
+fn precise_timers() {
+    // SAFETY: prctl with PR_SET_TIMERSLACK takes one integer argument.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
+}
+
+#[cfg(not(target_os = "linux"))]
+fn precise_timers() {}
+
 /// Elsewhere on Unix: `poll`, whole milliseconds rounded up.
 #[cfg(all(unix, not(target_os = "linux")))]
 fn wait_for_datagram(socket: &UdpSocket, timeout_us: u64) {
@@ -451,11 +467,6 @@ fn send_errors(io_errors: &mut u64, (failed, error): (u64, Option<std::io::Error
     }
 }
 
-/// Datagrams handled before the relay sends what they caused and runs its
-/// timers: a datagram's answers wait for the rest of its batch, so a small
-/// batch bounds that wait (64 × a few µs) while still amortising the loop.
-const RECEIVE_BATCH: usize = 64;
-
 fn serve(args: &Args) -> Result<(), String> {
     args.check_known(&[
         "listen",
@@ -467,6 +478,7 @@ fn serve(args: &Args) -> Result<(), String> {
         "grace-seconds",
         "max-connections",
         "admin-idle-seconds",
+        "address-hellos",
         "state",
         "state-sync-ms",
         "keep-turn-logs",
@@ -518,6 +530,18 @@ fn serve(args: &Args) -> Result<(), String> {
         1..=setup::MAX_WAIT_SECONDS,
     )
     .map_err(flag)?;
+    let address_hellos: u32 = setup::in_range(
+        "address-hellos",
+        args.number(
+            "address-hellos",
+            Some("RUNGS_RELAY_ADDRESS_HELLOS"),
+            Some(16),
+        )?,
+        1..=100_000,
+    )
+    .map_err(flag)?;
+    config.hello_limits.address_burst = 2 * address_hellos;
+    config.hello_limits.address_interval_us = 1_000_000 / u64::from(address_hellos);
     let matches = args.get("matches", Some("RUNGS_RELAY_MATCHES"));
     let admin_path = args.get("admin", Some("RUNGS_RELAY_ADMIN"));
     if matches.is_none() && admin_path.is_none() {
@@ -540,7 +564,8 @@ fn serve(args: &Args) -> Result<(), String> {
         .map_err(|e| format!("io:socket: {e}"))?;
     let mut latency = latency::Latency::new();
     // (kernel arrival, recv returned) of the batch's datagrams, realtime ns.
-    let mut arrivals: Vec<(u64, u64)> = Vec::with_capacity(RECEIVE_BATCH);
+    let mut arrivals: Vec<(u64, u64)> = Vec::with_capacity(inbox::BATCH);
+    let mut inbox = inbox::Inbox::new();
     let local = socket
         .local_addr()
         .map_err(|e| format!("io:local address: {e}"))?;
@@ -559,11 +584,11 @@ fn serve(args: &Args) -> Result<(), String> {
     }
     let mut event_log = events::EventLog::new();
     let mut lines: Vec<String> = Vec::new();
-    let mut buf = vec![0u8; 2048];
     let mut outbox = outbox::Outbox::new();
     let mut shutdown_deadline: Option<Instant> = None;
     let mut io_errors = 0u64;
     let mut batch_was_full = false;
+    precise_timers();
     loop {
         if SHUTDOWN.load(Ordering::SeqCst) && shutdown_deadline.is_none() {
             log("shutting down: ending every match");
@@ -592,39 +617,32 @@ fn serve(args: &Args) -> Result<(), String> {
         if !batch_was_full {
             wait_for_datagram(&socket, wait_us);
         }
-        let mut received = 0;
+        // One system call for the batch, one clock reading for all of it:
+        // a datagram's time is when its batch was read.
+        let received = match inbox.receive(&socket) {
+            Ok(n) => n,
+            Err(e) => {
+                // ICMP errors from a client that went away show up here.
+                io_errors += 1;
+                if io_errors.is_power_of_two() {
+                    log(&format!("receive error ({io_errors} so far): {e}"));
+                }
+                0
+            }
+        };
         arrivals.clear();
-        loop {
-            match latency::recv_timestamped(&socket, &mut buf) {
-                Ok((len, source, arrived_ns)) => {
-                    relay.handle_datagram(now_us(), unix_now().as_secs(), source, &buf[..len]);
-                    arrivals.push((arrived_ns, latency::realtime_ns()));
-                    received += 1;
-                    if received >= RECEIVE_BATCH {
-                        break;
-                    }
-                }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock
-                            | std::io::ErrorKind::TimedOut
-                            | std::io::ErrorKind::Interrupted
-                    ) =>
-                {
-                    break
-                }
-                Err(e) => {
-                    // ICMP errors from a client that went away show up here.
-                    io_errors += 1;
-                    if io_errors.is_power_of_two() {
-                        log(&format!("receive error ({io_errors} so far): {e}"));
-                    }
-                    break;
-                }
+        latency.loops.iterations += 1;
+        latency.loops.datagrams_in += received as u64;
+        if received > 0 {
+            let (read_us, unix_s) = (now_us(), unix_now().as_secs());
+            let received_ns = latency::realtime_ns();
+            for i in 0..received {
+                let (bytes, source, arrived_ns) = inbox.get(i);
+                relay.handle_datagram(read_us, unix_s, source, bytes);
+                arrivals.push((arrived_ns, received_ns));
             }
         }
-        batch_was_full = received >= RECEIVE_BATCH;
+        batch_was_full = received >= inbox::BATCH;
         let now = now_us();
         let timer_due = relay.poll_timeout().filter(|t| *t <= now);
         if timer_due.is_some() {
@@ -638,6 +656,7 @@ fn serve(args: &Args) -> Result<(), String> {
                 break;
             };
             outbox.commit(to, len);
+            latency.loops.datagrams_out += 1;
             if outbox.is_full() {
                 send_errors(&mut io_errors, outbox.flush(&socket));
             }
