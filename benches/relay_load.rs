@@ -16,8 +16,11 @@
 //!
 //! Run: `cargo bench --bench relay_load` (or with `-- 100,250,500` to pick
 //! the match counts, and `RUNGS_RELAY_LOAD_SECONDS` for the simulated
-//! seconds per run, default 5). Figures depend on the machine; run on an
-//! otherwise idle core.
+//! seconds per run, default 5). `RUNGS_RELAY_LOAD_PERSISTENT=1` turns the
+//! relay's persistence on and takes its durable records in the timed part
+//! (what `rungs-relay --state` adds before its journal's encoding and
+//! write): the records per second and their payload bytes are printed.
+//! Figures depend on the machine; run on an otherwise idle core.
 
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -48,7 +51,10 @@ struct Figures {
     p99_us: u64,
     max_us: u64,
     datagrams_in: u64,
+    datagrams_out: u64,
     turns: u64,
+    records: u64,
+    record_bytes: u64,
 }
 
 /// CPU time of this thread, ns (what the relay used, whatever else the
@@ -63,10 +69,65 @@ fn thread_cpu_ns() -> u64 {
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
+/// Datagrams in flight: (deliver at, player index, bytes).
+type InFlight = Vec<(u64, usize, Vec<u8>)>;
+
+/// What the relay sent in a batch: every datagram's bytes one after the
+/// other in `bytes[..used]` (as a socket's send queue holds them), and
+/// (to, length) of each.
+struct Sent {
+    bytes: Vec<u8>,
+    used: usize,
+    datagrams: Vec<(SocketAddr, usize)>,
+    /// Durable records taken (persistence on), and their order bytes.
+    records: u64,
+    record_bytes: u64,
+}
+
+/// Everything the relay does for one millisecond: the datagrams due, its
+/// timers, every datagram it sends (written straight into the send queue,
+/// as the binary's outbox does).
+#[inline(always)]
+fn relay_batch(relay: &mut Relay, now: u64, due: &InFlight, sent: &mut Sent) {
+    for (_, from, bytes) in due {
+        relay.handle_datagram(now, 0, player_address(*from), bytes);
+    }
+    if relay.poll_timeout().is_some_and(|t| t <= now) {
+        relay.handle_timeout(now);
+    }
+    loop {
+        if sent.used + 1500 > sent.bytes.len() {
+            sent.bytes.resize(2 * sent.bytes.len() + 1500, 0);
+        }
+        let Some((to, len)) = relay.poll_transmit(now, &mut sent.bytes[sent.used..]) else {
+            break;
+        };
+        sent.used += len;
+        sent.datagrams.push((to, len));
+    }
+    while relay.poll_event().is_some() {}
+    while let Some((_, record)) = relay.poll_durable() {
+        sent.records += 1;
+        if let rungs::relay::DurableRecord::Entry(e) = &record {
+            sent.record_bytes += e.payload.len() as u64;
+        }
+    }
+}
+
+/// The same, in the measured window, never inlined: what `valgrind
+/// --tool=callgrind --toggle-collect=relay_load::relay_batch_measured`
+/// counts is the relay's work alone (the copies out included).
+#[inline(never)]
+fn relay_batch_measured(relay: &mut Relay, now: u64, due: &InFlight, sent: &mut Sent) {
+    relay_batch(relay, now, due, sent);
+}
+
 fn run(matches: usize, seconds: u64) -> Figures {
     let secret = LobbySecret::new(*b"load-lobby-key-1").unwrap();
     let mut config = RelayConfig::new(secret);
     config.max_connections = matches * usize::from(SEATS) + 16;
+    config.persistent = std::env::var("RUNGS_RELAY_LOAD_PERSISTENT").is_ok_and(|v| v == "1");
+    let (mut records, mut record_bytes) = (0u64, 0u64);
     let mut relay = Relay::new(config).unwrap();
     let relay_address: SocketAddr = "10.255.255.1:7000".parse().unwrap();
     let mut players: Vec<Player> = Vec::new();
@@ -109,14 +170,22 @@ fn run(matches: usize, seconds: u64) -> Figures {
         (usize::from(o[1]) << 16) | (usize::from(o[2]) << 8) | usize::from(o[3])
     };
     // Datagrams in flight: (deliver at, to relay?, player index, bytes).
-    let mut to_relay: Vec<(u64, usize, Vec<u8>)> = Vec::new();
-    let mut to_players: Vec<(u64, usize, Vec<u8>)> = Vec::new();
+    let mut to_relay: InFlight = Vec::new();
+    let mut to_players: InFlight = Vec::new();
     let mut rng = SplitMix64::new(7);
     let mut buf = vec![0u8; 1500];
     let mut batch_us: Vec<u64> = Vec::new();
     let mut relay_ns: u128 = 0;
     let mut relay_cpu_ns: u128 = 0;
     let mut datagrams_in = 0u64;
+    let mut datagrams_out = 0u64;
+    let mut sent = Sent {
+        bytes: vec![0; 1 << 20],
+        used: 0,
+        datagrams: Vec::new(),
+        records: 0,
+        record_bytes: 0,
+    };
     let mut turns = 0u64;
     // Warm up for 2 s (everyone joins, the match starts), then measure.
     let warmup = 2_000 * MS;
@@ -126,24 +195,25 @@ fn run(matches: usize, seconds: u64) -> Figures {
         now += MS;
         let measuring = now > warmup;
         // Relay batch.
-        let due: Vec<(u64, usize, Vec<u8>)> = {
+        let due: InFlight = {
             let (due, later): (Vec<_>, Vec<_>) = to_relay.drain(..).partition(|d| d.0 <= now);
             to_relay = later;
             due
         };
         let t0 = Instant::now();
         let cpu0 = thread_cpu_ns();
-        for (_, from, bytes) in &due {
-            relay.handle_datagram(now, 0, player_address(*from), bytes);
+        sent.used = 0;
+        sent.datagrams.clear();
+        (sent.records, sent.record_bytes) = (0, 0);
+        if measuring {
+            relay_batch_measured(&mut relay, now, &due, &mut sent);
+        } else {
+            relay_batch(&mut relay, now, &due, &mut sent);
         }
-        if relay.poll_timeout().is_some_and(|t| t <= now) {
-            relay.handle_timeout(now);
+        if measuring {
+            records += sent.records;
+            record_bytes += sent.record_bytes;
         }
-        let mut sent = Vec::new();
-        while let Some((to, len)) = relay.poll_transmit(now, &mut buf) {
-            sent.push((index_of(to), buf[..len].to_vec()));
-        }
-        while relay.poll_event().is_some() {}
         let elapsed = t0.elapsed();
         let cpu = thread_cpu_ns() - cpu0;
         if measuring {
@@ -152,9 +222,13 @@ fn run(matches: usize, seconds: u64) -> Figures {
             batch_us.push(elapsed.as_micros() as u64);
             datagrams_in += due.len() as u64;
         }
-        for (to, bytes) in sent {
-            to_players.push((now + MS, to, bytes));
+        let mut at = 0;
+        for &(to, len) in &sent.datagrams {
+            let bytes = sent.bytes[at..at + len].to_vec();
+            at += len;
+            to_players.push((now + MS, index_of(to), bytes));
         }
+        datagrams_out += sent.datagrams.len() as u64 * u64::from(measuring);
         // Clients (not timed).
         let (due, later): (Vec<_>, Vec<_>) = to_players.drain(..).partition(|d| d.0 <= now);
         to_players = later;
@@ -199,7 +273,10 @@ fn run(matches: usize, seconds: u64) -> Figures {
         p99_us: pct(99),
         max_us: *batch_us.last().unwrap_or(&0),
         datagrams_in,
+        datagrams_out,
         turns,
+        records,
+        record_bytes,
     }
 }
 
@@ -217,11 +294,12 @@ fn main() {
         "relay load: 8-seat matches at 30 ticks/s, 120 APM per player, {seconds} simulated s ({} build)",
         if cfg!(debug_assertions) { "debug" } else { "release" }
     );
-    println!("matches | relay CPU time (share of a core) | wall time | matches per core | batch p50 / p99 / max (us, wall) | datagrams in/s | turns executed/s");
+    println!("matches | relay CPU time (share of a core) | wall time | matches per core | batch p50 / p99 / max (us, wall) | datagrams in/s | datagrams out/s | datagrams per match-tick in / out | turns executed/s");
     for m in counts {
         let f = run(m, seconds);
+        let match_ticks = (m as u64 * 30 * seconds) as f64;
         println!(
-            "{:7} | {:32.3} | {:9.3} | {:16.0} | {:>8} / {:>5} / {:>6} | {:14.0} | {:.0}",
+            "{:7} | {:32.3} | {:9.3} | {:16.0} | {:>8} / {:>5} / {:>6} | {:14.0} | {:15.0} | {:>15.2} / {:5.2} | {:.0}",
             f.matches,
             f.cpu_share,
             f.wall_share,
@@ -230,7 +308,17 @@ fn main() {
             f.p99_us,
             f.max_us,
             f.datagrams_in as f64 / seconds as f64,
+            f.datagrams_out as f64 / seconds as f64,
+            f.datagrams_in as f64 / match_ticks,
+            f.datagrams_out as f64 / match_ticks,
             f.turns as f64 / seconds as f64
         );
+        if f.records > 0 {
+            println!(
+                "        durable records: {:.0}/s, {:.0} order bytes/s in them",
+                f.records as f64 / seconds as f64,
+                f.record_bytes as f64 / seconds as f64
+            );
+        }
     }
 }

@@ -1,6 +1,7 @@
 /* relay_client — one player of a lockstep game behind a relay (S10).
  *
  *   ./relay_client RELAY_ADDRESS CREDENTIALS [SEATS] [FRAMES]
+ *   ./relay_client --host PORT [SEATS] [FRAMES]
  *
  * RELAY_ADDRESS is the relay's "ip:port"; CREDENTIALS the text
  * `rungs-relay ticket` prints for this player (<ticket hex>:<link secret
@@ -19,7 +20,17 @@
  * orders the relay had not confirmed, and the program catches up: no
  * order is lost or executed twice. Prints one line per event worth knowing
  * and the final state hash, which is the same for every player. POSIX
- * (poll); on Windows the same loop uses WSAPoll. */
+ * (poll); on Windows the same loop uses WSAPoll.
+ *
+ * With --host the program is a LAN host: its game process runs the relay
+ * itself (rungs_relay_host_new: a socket on PORT and a thread), prints one
+ * `credentials seat N: ...` line for every other player, and plays seat 0
+ * against its own relay on 127.0.0.1; it keeps the relay up until every
+ * player has left. The others run `relay_client HOST_IP:PORT CREDENTIALS`.
+ *
+ * Checksums: the relay compares the state *before* every 30th frame, so the
+ * program asks rungs_lockstep_is_checksum_frame after each frame, and
+ * reports the initial state too. */
 #define _POSIX_C_SOURCE 200809L
 
 #if defined(_WIN32)
@@ -105,6 +116,64 @@ static void on_link(void *user, uint8_t seat, uint32_t event) {
     }
 }
 
+static void on_refused(void *user, uint64_t id, uint8_t reason) {
+    (void)user;
+    printf("the relay refused order %llu (reason %u): it never runs\n", (unsigned long long)id,
+           (unsigned)reason);
+}
+
+/* --host: the relay in this process. Prints the others' credentials and the
+ * relay's address for our own player. */
+static rungs_relay_host *start_host(const char *port, unsigned seats, char *address,
+                                    size_t address_cap) {
+    rungs_relay_host_config hc;
+    rungs_relay_host *host = NULL;
+    char listen[32];
+    char text[RUNGS_RELAY_CREDENTIALS_TEXT_BYTES];
+    uint16_t bound = 0;
+    unsigned s;
+    memset(&hc, 0, sizeof hc);
+    hc.struct_size = sizeof hc;
+    hc.seat_count = (uint8_t)seats;
+    hc.human_seat_mask = (1u << seats) - 1u;
+    hc.checksum_interval = 30;
+    hc.match_id = 1;
+    hc.policy = RUNGS_POLICY_TRACKING;
+    snprintf(listen, sizeof listen, "0.0.0.0:%s", port);
+    hc.listen_address = listen;
+    CALL(rungs_relay_host_new(&hc, &host));
+    CALL(rungs_relay_host_port(host, &bound));
+    for (s = 1; s < seats; s++) {
+        CALL(rungs_relay_host_credentials(host, (uint8_t)s, text, sizeof text, NULL));
+        printf("credentials seat %u: %s\n", s, text);
+    }
+    fflush(stdout);
+    snprintf(address, address_cap, "127.0.0.1:%u", (unsigned)bound);
+    return host;
+}
+
+static void sleep_ms(unsigned ms) {
+#if defined(_WIN32)
+    Sleep(ms);
+#else
+    struct timespec ts;
+    ts.tv_sec = (time_t)(ms / 1000u);
+    ts.tv_nsec = (long)(ms % 1000u) * 1000000L;
+    nanosleep(&ts, NULL);
+#endif
+}
+
+/* --host: keep the relay up until every player has left (or 60 s). */
+static void host_until_everyone_left(rungs_relay_host *host) {
+    uint64_t until = now_us() + 60u * 1000000u;
+    for (;;) {
+        rungs_relay_host_status st;
+        if (rungs_relay_host_get_status(host, &st) != RUNGS_OK || st.over || now_us() > until) break;
+        sleep_ms(100);
+    }
+    CALL(rungs_relay_host_free(host));
+}
+
 int main(int argc, char **argv) {
     player_t player;
     rungs_lockstep_config c;
@@ -120,12 +189,25 @@ int main(int argc, char **argv) {
     uint32_t issued = 0, last_frame = 0;
     int leaving = 0;
     uint64_t start = now_us();
+    rungs_relay_host *host = NULL;
+    char host_address[32];
+    const char *relay_address = argc > 1 ? argv[1] : "";
+    rungs_relay_callbacks relay_callbacks;
 
     if (argc < 3 || seats < 1 || seats > 16) {
-        fprintf(stderr, "usage: relay_client RELAY_ADDRESS CREDENTIALS [SEATS] [FRAMES]\n");
+        fprintf(stderr, "usage: relay_client RELAY_ADDRESS CREDENTIALS [SEATS] [FRAMES]\n"
+                        "       relay_client --host PORT [SEATS] [FRAMES]\n");
         return 2;
     }
-    CALL(rungs_relay_credentials_parse(argv[2], ticket, sizeof ticket, &ticket_len, link_secret, &seat));
+    if (strcmp(argv[1], "--host") == 0) {
+        host = start_host(argv[2], seats, host_address, sizeof host_address);
+        relay_address = host_address;
+        CALL(rungs_relay_host_ticket(host, 0, ticket, sizeof ticket, &ticket_len, link_secret));
+        seat = 0;
+    } else {
+        CALL(rungs_relay_credentials_parse(argv[2], ticket, sizeof ticket, &ticket_len, link_secret,
+                                           &seat));
+    }
 
     memset(&player, 0, sizeof player);
     player.seat = seat;
@@ -143,16 +225,23 @@ int main(int argc, char **argv) {
     c.callbacks.desync = on_desync;
     c.callbacks.link_event = on_link;
     c.topology = RUNGS_TOPOLOGY_RELAY;
-    c.relay_address = argv[1];
+    c.relay_address = relay_address;
     c.relay_ticket = ticket;
     c.relay_ticket_len = ticket_len;
     memcpy(c.relay_link_secret, link_secret, sizeof link_secret);
     c.relay_jitter_ticks = RUNGS_RELAY_DEFAULT_JITTER_TICKS;
     CALL(rungs_lockstep_new(&c, now_us(), &game));
+    memset(&relay_callbacks, 0, sizeof relay_callbacks);
+    relay_callbacks.struct_size = sizeof relay_callbacks;
+    relay_callbacks.user = &player;
+    relay_callbacks.order_refused = on_refused;
+    CALL(rungs_lockstep_set_relay_callbacks(game, &relay_callbacks));
+    CALL(rungs_lockstep_submit_initial_checksum(game, player.state));
     CALL(rungs_lockstep_socket(game, &handle));
     socket.fd = (socket_fd)handle;
     socket.events = POLLIN;
-    printf("seat %u joining the match on relay %s\n", (unsigned)seat, argv[1]);
+    printf("seat %u joining the match on relay %s%s\n", (unsigned)seat, relay_address,
+           host ? " (hosted in this process)" : "");
 
     for (;;) {
         rungs_lockstep_update_result r;
@@ -169,7 +258,11 @@ int main(int argc, char **argv) {
                 uint8_t order[2] = {seat, (uint8_t)issued++};
                 CALL(rungs_lockstep_submit_command(game, order, sizeof order, NULL));
             }
-            if (r.frame % 30u == 0) CALL(rungs_lockstep_submit_checksum(game, r.frame, player.state));
+            {
+                uint8_t compare = 0;
+                CALL(rungs_lockstep_is_checksum_frame(game, r.frame, &compare));
+                if (compare) CALL(rungs_lockstep_submit_checksum(game, r.frame, player.state));
+            }
             if (!leaving && r.frame + 1 >= frames) {
                 CALL(rungs_lockstep_leave(game)); /* runs until the quit executes */
                 leaving = 1;
@@ -188,6 +281,8 @@ int main(int argc, char **argv) {
     }
     printf("seat %u left after frame %u: %u commands applied, state %08x\n", (unsigned)seat,
            (unsigned)last_frame, (unsigned)player.commands, (unsigned)player.state);
+    fflush(stdout);
+    if (host) host_until_everyone_left(host);
     CALL(rungs_lockstep_free(game));
     return 0;
 }

@@ -9,7 +9,7 @@
 
 static void test_versions(void) {
     CHECK_EQ(rungs_abi_version(), RUNGS_ABI_VERSION);
-    CHECK_EQ(RUNGS_ABI_VERSION, 2);
+    CHECK_EQ(RUNGS_ABI_VERSION, 3);
     CHECK(rungs_version() != NULL);
     CHECK(strlen(rungs_version()) >= 5);
 }

@@ -642,11 +642,22 @@ static void test_master_raises_for_its_own_stall(void) {
     CHECK_EQ(rungs_timing_machine_raise_for_own_stall(m, NULL, &onset_detail, &has, &e),
              RUNGS_ERR_NULL_POINTER);
     has = -1;
+    /* A spike's first stall raises nothing until the frames after it say
+     * it goes on (decision 75)... */
     CHECK_EQ(rungs_timing_machine_raise_for_own_stall(m, &onset, &onset_detail, &has, &e),
              RUNGS_OK);
-    /* 3 in force, 21 lacking, up to the margin's 9 over the 13 frames the
-     * half-back round trips need, and the phase frame of a spike's rise
-     * (decision 59). */
+    CHECK(has == 0);
+    CHECK_EQ(rungs_timing_machine_execute_detailed_report(m, 0, &onset, &onset_detail), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_execute_detailed_report(m, 1, &onset, &onset_detail), RUNGS_OK);
+    has = -1;
+    CHECK_EQ(rungs_timing_machine_end_frame(m, &has, &e), RUNGS_OK);
+    CHECK(has == 0);
+    /* ...as the master's next stall does: 3 in force, 21 lacking, up to
+     * the margin's 9 over the 13 frames the half-back round trips need,
+     * and the phase frame of a spike's rise (decision 59). */
+    CHECK_EQ(rungs_timing_machine_begin_frame(m, 61, NULL), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_raise_for_own_stall(m, &onset, &onset_detail, &has, &e),
+             RUNGS_OK);
     CHECK(has == 1 && e.send_period == 1 && e.look_ahead == 23 && e.fps == 30);
     /* Once per raise; without the detail it asks no more either. */
     CHECK_EQ(rungs_timing_machine_raise_for_own_stall(m, &onset, &onset_detail, &has, &e),

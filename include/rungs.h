@@ -136,8 +136,11 @@
  * The seat number of the relay in `link_event` (relay topology): LOST when
  * the link to the relay is lost (rungs reconnects by itself and resends
  * what the relay has not confirmed), RECOVERED when it is back, RESTARTED
- * when the relay could not resume where this machine stopped (reload the
- * game and run again from frame 0).
+ * when the relay, restored from its journal, lost the journal's tail beyond
+ * this machine's frame (reload the game and run again from frame 0). A
+ * relay without this match's turn log at all refuses this machine instead:
+ * `rungs_lockstep_update` returns RUNGS_ERR_STATE ("the relay lost this
+ * match's turn log").
  */
 #define RUNGS_RELAY_SEAT 255
 
@@ -229,6 +232,72 @@
  * Bytes of a lobby secret and of a ticket's link secret.
  */
 #define RUNGS_RELAY_SECRET_BYTES 16
+
+/**
+ * `order_refused` reason: the seat's orders already reach the match's
+ * queue limit past the relay's horizon.
+ */
+#define RUNGS_ORDER_REFUSED_QUEUE_FULL 1
+
+/**
+ * `order_refused` reason: the match ends (its tick limit) before a tick
+ * could take the order.
+ */
+#define RUNGS_ORDER_REFUSED_TICK_LIMIT 2
+
+/**
+ * `order_refused` reason: this player's quit is already sequenced.
+ */
+#define RUNGS_ORDER_REFUSED_LEAVING 3
+
+/**
+ * `rungs_lockstep_submit_order` kind: a command (as
+ * `rungs_lockstep_submit_command`).
+ */
+#define RUNGS_ORDER_COMMAND 0
+
+/**
+ * `rungs_lockstep_submit_order` kind: this player's quit as a game order;
+ * it runs on every machine on the frame this seat is removed.
+ */
+#define RUNGS_ORDER_QUIT 1
+
+/**
+ * `rungs_lockstep_submit_order` kind (relay topology only): an ephemeral
+ * order (voice, a ping on the map): not game state, sent once, run only
+ * on the machines that are live at its frame (`ephemeral` callback).
+ */
+#define RUNGS_ORDER_EPHEMERAL 2
+
+/**
+ * Bytes of the text form of credentials, `<84 hex>:<32 hex>` and its NUL.
+ */
+#define RUNGS_RELAY_CREDENTIALS_TEXT_BYTES 118
+
+/**
+ * Presence: an AI seat (or none).
+ */
+#define RUNGS_SEAT_AI 0
+
+/**
+ * Presence: a human who has not joined yet.
+ */
+#define RUNGS_SEAT_LOADING 1
+
+/**
+ * Presence: a human with a live link to the relay.
+ */
+#define RUNGS_SEAT_CONNECTED 2
+
+/**
+ * Presence: a human whose link was lost, within the reconnect grace.
+ */
+#define RUNGS_SEAT_RECONNECTING 3
+
+/**
+ * Presence: a human who quit or was dropped.
+ */
+#define RUNGS_SEAT_LEFT 4
 
 /**
  * No event ID for an optional role (LATENCYFUDGE).
@@ -496,7 +565,7 @@
  * The ABI version of this header. It changes only when an existing
  * declaration changes incompatibly; additions keep it.
  */
-#define RUNGS_ABI_VERSION 2
+#define RUNGS_ABI_VERSION 3
 
 /**
  * Synchronisation to a reference clock (the relay or the master, S9):
@@ -528,6 +597,11 @@ typedef struct rungs_measurements rungs_measurements;
  * `rungs_pacer_new` / `rungs_pacer_free`.
  */
 typedef struct rungs_pacer rungs_pacer;
+
+/**
+ * An opaque LAN host, made by `rungs_relay_host_new`.
+ */
+typedef struct rungs_relay_host rungs_relay_host;
 
 /**
  * An opaque engine session, made by `rungs_session_new`.
@@ -1120,6 +1194,127 @@ typedef struct rungs_timing_event {
      */
     uint8_t fps;
 } rungs_timing_event;
+
+/**
+ * The relay refused the order `id` (`rungs_lockstep_submit_order`'s) for
+ * `reason` (`RUNGS_ORDER_REFUSED_*`): it never runs; the orders after it
+ * go on. A refused quit leaves the player in the game.
+ */
+typedef void (RUNGS_CALL *rungs_order_refused_fn)(void *user, uint64_t id, uint8_t reason);
+
+/**
+ * The relay topology's callbacks, each optional (NULL), run inside
+ * `rungs_lockstep_update` on the calling thread like the others.
+ */
+typedef struct rungs_relay_callbacks {
+    /**
+     * `sizeof(rungs_relay_callbacks)`.
+     */
+    uint32_t struct_size;
+    void *user;
+    rungs_order_refused_fn order_refused;
+    /**
+     * An ephemeral order that came with `frame` (just run), from `seat`:
+     * not game state (a machine catching up never sees it).
+     */
+    rungs_command_fn ephemeral;
+} rungs_relay_callbacks;
+
+/**
+ * How to host a match in this process (`rungs_relay_host_new`).
+ */
+typedef struct rungs_relay_host_config {
+    /**
+     * `sizeof(rungs_relay_host_config)`.
+     */
+    uint32_t struct_size;
+    /**
+     * Seats, 1–16.
+     */
+    uint8_t seat_count;
+    /**
+     * `RUNGS_POLICY_ADAPTIVE` (0) or `RUNGS_POLICY_TRACKING` (1): the rule
+     * that sets each player's jitter buffer.
+     */
+    uint8_t policy;
+    /**
+     * AI orders run this many frames after their decision, 0–8.
+     */
+    uint8_t ai_order_delay;
+    /**
+     * Must be 0.
+     */
+    uint8_t reserved;
+    /**
+     * The match's id (the tickets name it).
+     */
+    uint64_t match_id;
+    /**
+     * Bit `i` set: seat `i` is a human player (with a machine).
+     */
+    uint32_t human_seat_mask;
+    /**
+     * Frames per 1000 s; 0: 30000 (30 frames a second).
+     */
+    uint32_t tick_rate_millihz;
+    /**
+     * Frames between state checksums (0–65535); 0 for none.
+     */
+    uint32_t checksum_interval;
+    /**
+     * Start even if some players have not joined after this long; 0: 60 s.
+     */
+    uint32_t load_wait_seconds;
+    /**
+     * Drop a player whose link is lost this long; 0: 60 s.
+     */
+    uint32_t grace_seconds;
+    /**
+     * Must be 0.
+     */
+    uint32_t reserved2;
+    /**
+     * Where the relay listens, `"ip:port"`; NULL for `"0.0.0.0:0"` (every
+     * interface, a port the OS picks: `rungs_relay_host_port`).
+     */
+    const char *listen_address;
+    /**
+     * The secret the tickets are made with; all zero: a fresh one.
+     */
+    uint8_t lobby_secret[16];
+} rungs_relay_host_config;
+
+/**
+ * What `rungs_relay_host_get_status` reports.
+ */
+typedef struct rungs_relay_host_status {
+    /**
+     * 1 once the match clock started.
+     */
+    uint8_t started;
+    /**
+     * 1 once the match is over.
+     */
+    uint8_t over;
+    /**
+     * Seats of the match.
+     */
+    uint8_t seat_count;
+    uint8_t reserved;
+    /**
+     * The relay's frame now.
+     */
+    uint32_t tick;
+    /**
+     * Every frame below it has been sent to the players.
+     */
+    uint32_t horizon;
+    /**
+     * Per seat: `RUNGS_SEAT_AI` (0), `RUNGS_SEAT_LOADING`,
+     * `RUNGS_SEAT_CONNECTED`, `RUNGS_SEAT_RECONNECTING`, `RUNGS_SEAT_LEFT`.
+     */
+    uint8_t presence[16];
+} rungs_relay_host_status;
 
 /**
  * Engine session: queue an event of `type_id` with `len` payload bytes into
@@ -1914,6 +2109,10 @@ rungs_result RUNGS_CALL rungs_lockstep_add_peer(struct rungs_lockstep *ls,
  * the frame it is forecast to execute on or after. When this machine's
  * next turn is full (about 30 KB of commands since the last send frame)
  * nothing is queued and RUNGS_ERR_FULL says so: let a frame run first (S8).
+ * Behind a relay the relay may still refuse it (the seat's queue full, the
+ * match's tick limit): it then never runs, the `order_refused` relay
+ * callback names it, and the commands after it run; submit it with
+ * `rungs_lockstep_submit_order` to learn its id.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
  * with len > 0; RUNGS_ERR_INVALID_ARGUMENT if len is more than one packet
@@ -1950,12 +2149,16 @@ rungs_result RUNGS_CALL rungs_lockstep_submit_ai_order(struct rungs_lockstep *ls
                                             uint32_t *out_frame);
 
 /**
- * Your state checksum after `frame` ran (a multiple of `checksum_interval`);
- * machines compare them and report a mismatch through `desync`.
+ * Your state checksum after `frame` ran; machines compare them and report
+ * a mismatch through `desync`. Peer-to-peer `frame` is a multiple of
+ * `checksum_interval`; behind a relay the state *before* every
+ * interval-th frame is compared, so `frame + 1` is a multiple of it (and
+ * `rungs_lockstep_submit_initial_checksum` gives the state before frame 0).
+ * `rungs_lockstep_is_checksum_frame` says which frames, either topology.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if checksum_interval is 0 or frame is not a
- * multiple of it; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
+ * checksum frame; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
  * (every object call).
  */
 RUNGS_API
@@ -2011,8 +2214,13 @@ RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_drop_player(struct rungs_lockst
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL; RUNGS_ERR_STATE
  * before frame 0 if a human seat has no address (call
  * rungs_lockstep_add_peer for every other human seat), or frames were
- * driven out of order; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call). An error never leaves a frame half
+ * driven out of order; in the relay topology RUNGS_ERR_STATE also when the
+ * relay refused this machine for good (the message says why: a bad or
+ * expired ticket, the seat left, the match over, "the relay lost this
+ * match's turn log" when the relay restarted without it) or its match
+ * compares checksums at another interval than `checksum_interval`;
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
+ * (every object call). An error never leaves a frame half
  * run: either the frame ran and its commands reached the callback, or it
  * did not start.
  */
@@ -2588,6 +2796,262 @@ rungs_result RUNGS_CALL rungs_relay_credentials_parse(const char *text,
                                            size_t *ticket_len,
                                            uint8_t *link_secret_out,
                                            uint8_t *out_seat);
+
+/**
+ * Set (or, with NULL, clear) the relay topology's callbacks of `ls`: which
+ * of its orders the relay refused, and the ephemeral orders of each frame.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if callbacks->struct_size is too small;
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
+ * (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_lockstep_set_relay_callbacks(struct rungs_lockstep *ls,
+                                                const struct rungs_relay_callbacks *callbacks);
+
+/**
+ * Submit an order of `kind` (`RUNGS_ORDER_*`): `*out_id` (may be NULL)
+ * receives its id for `order_refused` (0 when it cannot be refused later:
+ * peer-to-peer, ephemeral), `*out_frame` (may be NULL) the earliest frame
+ * it can run on. A quit is this player's game order for leaving (then keep
+ * calling `rungs_lockstep_update` until it says LEFT); peer-to-peer it is a
+ * command and `rungs_lockstep_leave` issued together.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
+ * with len > 0; RUNGS_ERR_INVALID_ARGUMENT if kind is not a RUNGS_ORDER_*
+ * or len is over 512 (relay) or one packet (peer-to-peer); RUNGS_ERR_FULL
+ * with 256 orders not yet judged by the relay, or no room in the next turn;
+ * RUNGS_ERR_STATE after leaving, for an ephemeral order peer-to-peer or
+ * while the relay link is down, in a replay; RUNGS_ERR_POISONED,
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_lockstep_submit_order(struct rungs_lockstep *ls,
+                                         uint8_t kind,
+                                         const uint8_t *bytes,
+                                         size_t len,
+                                         uint64_t *out_id,
+                                         uint32_t *out_frame);
+
+/**
+ * Whether `rungs_lockstep_submit_checksum` compares the state after
+ * `frame`: `*out` 1 or 0. Peer-to-peer when `frame` is a multiple of
+ * `checksum_interval`; behind a relay, which compares the state *before*
+ * every interval-th frame, when `frame + 1` is. One engine loop serves
+ * both topologies by asking.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL;
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
+ * (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_lockstep_is_checksum_frame(struct rungs_lockstep *ls,
+                                              uint32_t frame,
+                                              uint8_t *out);
+
+/**
+ * Behind a relay: your state checksum before frame 0 (the initial state),
+ * compared with every other machine's like the others.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if checksum_interval is 0; RUNGS_ERR_STATE
+ * peer-to-peer (machines compare states after frames there);
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
+ * (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_lockstep_submit_initial_checksum(struct rungs_lockstep *ls,
+                                                    uint64_t checksum);
+
+/**
+ * Behind a relay: your AI began a decision for the AI seat `seat` on frame
+ * `tick` (call it from your game loop before frame `tick` runs, on every
+ * machine). `*out_due` (may be NULL) receives the frame its orders run on,
+ * `tick + ai_order_delay`; that frame does not run here until
+ * `rungs_lockstep_end_ai_decision`, so an AI computed on another thread,
+ * however long it takes, lands on the same frame on every machine.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if seat is not an AI seat of the match;
+ * RUNGS_ERR_STATE peer-to-peer, before the relay welcomed this machine,
+ * for a decision begun twice, or late (its frame already ran);
+ * RUNGS_ERR_FULL with 256 decisions open; RUNGS_ERR_POISONED,
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_lockstep_begin_ai_decision(struct rungs_lockstep *ls,
+                                              uint8_t seat,
+                                              uint32_t tick,
+                                              uint32_t *out_due);
+
+/**
+ * Behind a relay: an order your AI decided for the AI seat `seat` at frame
+ * `tick` (with the state before `tick` ran). Every machine computes the
+ * same AI, so the order stays on this machine: it comes back through the
+ * `command` callback with that seat on frame `tick + ai_order_delay`
+ * (`*out_due`, may be NULL).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
+ * with len > 0; RUNGS_ERR_INVALID_ARGUMENT if seat is not an AI seat of
+ * the match or len is over 512; RUNGS_ERR_STATE peer-to-peer, before the
+ * relay welcomed this machine, or late (that frame already ran here: begin
+ * the decision on its frame); RUNGS_ERR_FULL with 4096 AI orders waiting;
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
+ * (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_lockstep_submit_ai_order_at(struct rungs_lockstep *ls,
+                                               uint8_t seat,
+                                               uint32_t tick,
+                                               const uint8_t *bytes,
+                                               size_t len,
+                                               uint32_t *out_due);
+
+/**
+ * Behind a relay: the decision `rungs_lockstep_begin_ai_decision` began for
+ * `seat` at `tick` is in (submit its orders first); its frame may run.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
+ * RUNGS_ERR_STATE if no such decision was begun, or peer-to-peer;
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
+ * (every object call).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_lockstep_end_ai_decision(struct rungs_lockstep *ls,
+                                            uint8_t seat,
+                                            uint32_t tick);
+
+/**
+ * Make a game that replays a match's turn log (`turn_log`, `len` bytes, as
+ * `rungs-relay export` writes it; docs/relay.md "Replays") instead of
+ * talking to anyone: drive it with `rungs_lockstep_update` as usual. Every
+ * frame is due at once; the `command` callback gets the match's commands
+ * on their frames (your AI's orders as you submit them, as in the match),
+ * `player_removed` its departures, and `desync` every frame whose
+ * checksum (`rungs_lockstep_submit_checksum`,
+ * `rungs_lockstep_submit_initial_checksum`) differs from what a seat
+ * reported in the match, naming those seats: a desync verified offline.
+ * UPDATE says LEFT after the log's last frame. `config` as for the relay
+ * topology of that match: seats, the local seat (a human seat, whose view
+ * you take) and checksum_interval must be the log's; the relay fields,
+ * key and peers are not used; the socket is bound (to `bind_address`)
+ * but never used.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config or out is NULL, or
+ * turn_log is NULL with a non-zero len; RUNGS_ERR_INVALID_ARGUMENT if config is invalid as
+ * for `rungs_lockstep_new`, turn_log is not a turn log (the message says
+ * what is wrong), or the seats or checksum interval differ from the log's;
+ * RUNGS_ERR_IO if the socket cannot be bound; RUNGS_ERR_PANIC.
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_lockstep_replay_new(const struct rungs_lockstep_config *config,
+                                       const uint8_t *turn_log,
+                                       size_t len,
+                                       uint64_t now_us,
+                                       struct rungs_lockstep **out);
+
+/**
+ * Host a match in this process: bind the relay's socket and start its
+ * worker thread. Then hand every player (this one included) its ticket
+ * (`rungs_relay_host_ticket` or `rungs_relay_host_credentials`) with this
+ * machine's address and `rungs_relay_host_port`; each plays through a
+ * `rungs_lockstep` in the relay topology — this player's pointed at
+ * 127.0.0.1. The relay keeps nothing on disk: the match lives as long as
+ * this host. Free it after the match (closes the socket, stops the thread).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config or out is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if config->struct_size is too small,
+ * seat_count/human_seat_mask do not make a match with a human seat, policy
+ * is not a RUNGS_POLICY_*, ai_order_delay is over 8, checksum_interval is
+ * over 65535, reserved or reserved2 is not 0, or listen_address does not parse;
+ * RUNGS_ERR_IO if the socket cannot be bound; RUNGS_ERR_PANIC.
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_relay_host_new(const struct rungs_relay_host_config *config,
+                                  struct rungs_relay_host **out);
+
+/**
+ * Stop hosting: the relay's thread stops and its socket closes (players'
+ * links time out; end the match first so they hear it is over). NULL
+ * accepted.
+ *
+ * Returns: RUNGS_OK (also for NULL); RUNGS_ERR_BUSY while another thread
+ * is in a call on it (not freed); RUNGS_ERR_PANIC.
+ */
+RUNGS_API rungs_result RUNGS_CALL rungs_relay_host_free(struct rungs_relay_host *host);
+
+/**
+ * The UDP port the host's relay listens on (the one the OS picked for 0).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if host or out_port is NULL;
+ * RUNGS_ERR_POISONED, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC.
+ */
+RUNGS_API rungs_result RUNGS_CALL rungs_relay_host_port(struct rungs_relay_host *host, uint16_t *out_port);
+
+/**
+ * A ticket for the human seat `seat` of the hosted match (valid for a
+ * day) into `ticket_out` (`ticket_cap` bytes, its length in `*ticket_len`)
+ * and its link secret (16 bytes) into `link_secret_out`: what
+ * `rungs_lockstep_config`'s relay fields take. Hand it to that player only.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if host, ticket_out,
+ * ticket_len or link_secret_out is NULL; RUNGS_ERR_INVALID_ARGUMENT if
+ * seat is not a human seat of the match; RUNGS_ERR_BUFFER_TOO_SMALL if
+ * ticket_cap is below RUNGS_RELAY_TICKET_BYTES; RUNGS_ERR_STATE once the
+ * match is over and gone; RUNGS_ERR_POISONED, RUNGS_ERR_BUSY,
+ * RUNGS_ERR_PANIC.
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_relay_host_ticket(struct rungs_relay_host *host,
+                                     uint8_t seat,
+                                     uint8_t *ticket_out,
+                                     size_t ticket_cap,
+                                     size_t *ticket_len,
+                                     uint8_t *link_secret_out);
+
+/**
+ * The same credentials as text, `<ticket hex>:<link secret hex>` and a NUL,
+ * into `buf` (`cap` bytes, at least RUNGS_RELAY_CREDENTIALS_TEXT_BYTES);
+ * `*out_len` (may be NULL) receives its length without the NUL. What
+ * `rungs_relay_credentials_parse` and `rungs-relay ticket` read and write:
+ * a host can hand it over any text channel of its game.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if host or buf is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if seat is not a human seat of the match;
+ * RUNGS_ERR_BUFFER_TOO_SMALL if cap is below
+ * RUNGS_RELAY_CREDENTIALS_TEXT_BYTES; RUNGS_ERR_STATE once the match is
+ * over and gone; RUNGS_ERR_POISONED, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC.
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_relay_host_credentials(struct rungs_relay_host *host,
+                                          uint8_t seat,
+                                          char *buf,
+                                          size_t cap,
+                                          size_t *out_len);
+
+/**
+ * The hosted match now: started, over, the relay's frame and horizon, and
+ * each seat's presence.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if host or out is NULL;
+ * RUNGS_ERR_STATE once the match is over and gone, or if the relay's
+ * thread stopped on a panic; RUNGS_ERR_POISONED, RUNGS_ERR_BUSY,
+ * RUNGS_ERR_PANIC.
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_relay_host_get_status(struct rungs_relay_host *host,
+                                         struct rungs_relay_host_status *out);
+
+/**
+ * End the hosted match now: every player hears it is over (their
+ * `rungs_lockstep_update` says LEFT once they ran its last frame).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if host is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT once the match is gone; RUNGS_ERR_POISONED,
+ * RUNGS_ERR_BUSY, RUNGS_ERR_PANIC.
+ */
+RUNGS_API rungs_result RUNGS_CALL rungs_relay_host_end(struct rungs_relay_host *host);
 
 /**
  * The name of a result code, e.g. `"RUNGS_ERR_NULL_POINTER"`; `"RUNGS_ERR_UNKNOWN_CODE"`

@@ -488,10 +488,24 @@ fn a_c_master_raises_for_its_own_stall_with_its_report() {
             ),
             RUNGS_ERR_NULL_POINTER
         );
+        // A spike's first stall raises nothing until the frames after it
+        // say it goes on (decision 75)...
         assert_eq!(raise(&mut has, &mut event), RUNGS_OK);
-        // 3 in force, 21 lacking, up to the margin's 9 over the 13 frames
-        // the half-back round trips need, and the phase frame of a spike's
-        // rise (decision 59).
+        assert_eq!(has, 0);
+        for seat in 0..2 {
+            let result =
+                rungs_timing_machine_execute_detailed_report(m, seat, &onset, &onset_detail);
+            assert_eq!(result, RUNGS_OK);
+        }
+        assert!(
+            end().is_none(),
+            "the evaluation sees the spike ask, answers nothing yet"
+        );
+        // ...as the master's next stall does: 3 in force, 21 lacking, up
+        // to the margin's 9 over the 13 frames the half-back round trips
+        // need, and the phase frame of a spike's rise (decision 59).
+        frame(61);
+        assert_eq!(raise(&mut has, &mut event), RUNGS_OK);
         assert_eq!((has, event.send_period, event.look_ahead), (1, 1, 23));
         // Once per raise; and without the detail the same stall reads as
         // one stalled frame of 684 ms, no more than the raise on its way.

@@ -9,8 +9,12 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 
 use rungs::relay::ticket::{issue, Credentials, LobbySecret, TicketFields};
-use rungs::relay::{MatchSetup, Relay, RelayConfig, RELAY_LINK_SEAT};
-use rungs::session::{Advance, LockstepConfig, LockstepSession, RelaySettings, SessionEvent};
+use rungs::relay::{
+    DurableRecord, MatchSetup, MatchState, Relay, RelayConfig, TurnLog, RELAY_LINK_SEAT,
+};
+use rungs::session::{
+    Advance, LockstepConfig, LockstepSession, OrderKind, RelaySettings, SessionEvent,
+};
 use rungs::sim::{Conditions, NetSim, Outage};
 use rungs::timing::MachineConfig;
 use rungs::wire::relay::EntryKind;
@@ -61,6 +65,27 @@ struct Machine {
     /// the session gave it).
     ai: Option<(u8, u32)>,
     ai_orders: Vec<(u32, u32)>,
+    /// An AI computed in the background: every `every` frames it begins a
+    /// decision for `seat` on the next tick, which takes `takes_ms` to come
+    /// in; (seat, every, takes_ms).
+    background_ai: Option<(u8, u32, u64)>,
+    /// Decisions computing: (decided tick, when it comes in).
+    computing: Vec<(u32, u64)>,
+    /// Frames that waited for this machine's own AI.
+    waited_for_ai: u32,
+    /// (frame, seat, bytes) of every ephemeral order run.
+    ephemeral: Vec<(u32, u8, Vec<u8>)>,
+}
+
+impl Machine {
+    /// (frame, bytes) of the commands `seat` ran here.
+    fn commands_of(&self, seat: u8) -> Vec<(u32, Vec<u8>)> {
+        self.commands
+            .iter()
+            .filter(|c| c.1 == seat)
+            .map(|c| (c.0, c.2.clone()))
+            .collect()
+    }
 }
 
 struct Game {
@@ -68,6 +93,8 @@ struct Game {
     relay: Relay,
     machines: Vec<Machine>,
     now: u64,
+    /// The relay's durable records (the relay keeps them: persistent).
+    records: Vec<DurableRecord>,
 }
 
 impl Game {
@@ -84,18 +111,31 @@ impl Game {
         human_mask: u16,
         ai_order_delay: u8,
     ) -> Game {
-        let mut relay = Relay::new(RelayConfig::new(secret())).unwrap();
-        relay
-            .add_match(
-                MatchSetup {
-                    checksum_interval: CHECKSUM_INTERVAL as u16,
-                    reconnect_grace_us: 20_000 * MS,
-                    ai_order_delay,
-                    ..MatchSetup::new(MATCH, seats, human_mask)
-                },
-                0,
-            )
-            .unwrap();
+        Game::with_setup(seed, conditions, seats, |setup| {
+            setup.human_mask = human_mask;
+            setup.ai_order_delay = ai_order_delay;
+        })
+    }
+
+    /// The match's setup as `change` leaves it.
+    fn with_setup(
+        seed: u64,
+        conditions: Conditions,
+        seats: u8,
+        change: impl FnOnce(&mut MatchSetup),
+    ) -> Game {
+        let mut setup = MatchSetup {
+            checksum_interval: CHECKSUM_INTERVAL as u16,
+            reconnect_grace_us: 20_000 * MS,
+            ai_order_delay: 8,
+            ..MatchSetup::new(MATCH, seats, (1 << seats) - 1)
+        };
+        change(&mut setup);
+        let human_mask = setup.human_mask;
+        let mut config = RelayConfig::new(secret());
+        config.persistent = true;
+        let mut relay = Relay::new(config).unwrap();
+        relay.add_match(setup, 0).unwrap();
         let humans: Vec<bool> = (0..seats).map(|s| human_mask & (1 << s) != 0).collect();
         let machines = (0..seats)
             .filter(|seat| human_mask & (1 << seat) != 0)
@@ -109,10 +149,12 @@ impl Game {
                         seed ^ u64::from(seat) << 40,
                     ),
                 );
+                let mut session = LockstepSession::new(&config, 0).unwrap();
+                session.submit_initial_checksum(0).unwrap();
                 Machine {
                     seat,
                     address: SocketAddr::from(([10, 0, 1, seat], 9000)),
-                    session: LockstepSession::new(&config, 0).unwrap(),
+                    session,
                     frames: Vec::new(),
                     commands: Vec::new(),
                     events: Vec::new(),
@@ -121,6 +163,10 @@ impl Game {
                     submitted: Vec::new(),
                     ai: None,
                     ai_orders: Vec::new(),
+                    background_ai: None,
+                    computing: Vec::new(),
+                    waited_for_ai: 0,
+                    ephemeral: Vec::new(),
                 }
             })
             .collect();
@@ -129,6 +175,7 @@ impl Game {
             relay,
             machines,
             now: 0,
+            records: Vec::new(),
         }
     }
 
@@ -139,9 +186,9 @@ impl Game {
         m.submitted.push(order);
     }
 
-    fn step(&mut self) {
-        self.now += MS;
-        let now = self.now;
+    /// Hand every datagram due at `now` to the relay or its machine, and
+    /// fire the relay's timers.
+    fn deliver(&mut self, now: u64) {
         let mut bytes = Vec::new();
         while let Some((_, from, to)) = self.net.poll_delivery_into(now, &mut bytes) {
             if to == relay_addr() {
@@ -154,7 +201,40 @@ impl Game {
             self.relay.handle_timeout(now);
         }
         while self.relay.poll_event().is_some() {}
+    }
+
+    /// Send what the relay (its records kept first) and every machine have.
+    fn transmit(&mut self, now: u64) {
+        while let Some((_, record)) = self.relay.poll_durable() {
+            self.records.push(record);
+        }
+        let mut buf = [0u8; 1500];
+        while let Some((to, len)) = self.relay.poll_transmit(now, &mut buf) {
+            self.net.send(now, relay_addr(), to, &buf[..len]);
+        }
         for m in &mut self.machines {
+            while let Some(t) = m.session.poll_transmit(now, &mut buf) {
+                assert_eq!((t.seat, t.destination), (RELAY_LINK_SEAT, relay_addr()));
+                self.net.send(now, m.address, t.destination, &buf[..t.len]);
+            }
+        }
+    }
+
+    fn step(&mut self) {
+        self.now += MS;
+        let now = self.now;
+        self.deliver(now);
+        for m in &mut self.machines {
+            // The background AI's decisions that are in: orders, then end.
+            if let Some((ai_seat, _, _)) = m.background_ai {
+                for (decided, _) in m.computing.iter().filter(|c| c.1 <= now) {
+                    m.session
+                        .submit_ai_order_at(ai_seat, *decided, &decided.to_le_bytes())
+                        .unwrap();
+                    m.session.end_ai_decision(ai_seat, *decided).unwrap();
+                }
+                m.computing.retain(|c| c.1 > now);
+            }
             // The engine's loop: run every frame that is due.
             loop {
                 let mut ran = Vec::new();
@@ -173,9 +253,27 @@ impl Game {
                     m.commands.push((frame, seat, bytes));
                 }
                 let Advance::Ran { frame } = wake.advance else {
+                    if wake.waiting_for
+                        & !m.session
+                            .relay_client()
+                            .map_or(0, |c| u32::from(c.welcome().map_or(0, |w| w.human_mask)))
+                        != 0
+                    {
+                        m.waited_for_ai += 1;
+                    }
                     break;
                 };
                 m.frames.push(frame);
+                for e in m.session.ephemeral() {
+                    m.ephemeral.push((e.tag, e.seat, e.bytes.clone()));
+                }
+                if let Some((ai_seat, every, takes_ms)) = m.background_ai {
+                    if frame % every == 0 {
+                        let decided = frame + 1;
+                        m.session.begin_ai_decision(ai_seat, decided).unwrap();
+                        m.computing.push((decided, now + takes_ms * MS));
+                    }
+                }
                 if let Some((ai_seat, _)) = m.ai.filter(|(_, every)| frame % every == 0) {
                     let tick = m
                         .session
@@ -186,7 +284,7 @@ impl Game {
                 if m.corrupt_at == Some(frame) {
                     m.state ^= 1;
                 }
-                if frame % CHECKSUM_INTERVAL == 0 {
+                if m.session.is_checksum_frame(frame) {
                     m.session.submit_checksum(frame, m.state).unwrap();
                 }
             }
@@ -194,16 +292,7 @@ impl Game {
                 m.events.push(e);
             }
         }
-        let mut buf = [0u8; 1500];
-        while let Some((to, len)) = self.relay.poll_transmit(now, &mut buf) {
-            self.net.send(now, relay_addr(), to, &buf[..len]);
-        }
-        for m in &mut self.machines {
-            while let Some(t) = m.session.poll_transmit(now, &mut buf) {
-                assert_eq!((t.seat, t.destination), (RELAY_LINK_SEAT, relay_addr()));
-                self.net.send(now, m.address, t.destination, &buf[..t.len]);
-            }
-        }
+        self.transmit(now);
     }
 
     fn run_until(&mut self, until_us: u64) {
@@ -441,13 +530,7 @@ fn ai_orders_run_ai_order_delay_ticks_after_the_decision_on_every_machine() {
         m.ai = Some((2, 7));
     }
     g.run_until(3_000 * MS);
-    let ai = |m: &Machine| -> Vec<(u32, Vec<u8>)> {
-        m.commands
-            .iter()
-            .filter(|c| c.1 == 2)
-            .map(|c| (c.0, c.2.clone()))
-            .collect()
-    };
+    let ai = |m: &Machine| m.commands_of(2);
     let first = ai(&g.machines[0]);
     assert!(first.len() > 5, "{first:?}");
     for m in &mut g.machines {
@@ -473,4 +556,255 @@ fn ai_orders_run_ai_order_delay_ticks_after_the_decision_on_every_machine() {
         let long = m.session.submit_ai_order(2, &[0; 513]).unwrap_err();
         assert!(matches!(long.kind(), rungs::Error::InvalidArgument(_)));
     }
+}
+
+#[test]
+fn ai_decisions_computed_in_the_background_run_on_their_tick_on_every_machine() {
+    // Seat 2 is an AI every machine computes on a background thread; the
+    // machines take 60 and 160 ms for a decision, then one takes 400 ms —
+    // longer than the delay of 8 ticks (267 ms). Every decision still runs
+    // on its tick + 8 on every machine: the slow machine waits for its own
+    // AI, nobody else.
+    let mut g = Game::with_ai(11, lan(), 3, 0b011, 8);
+    for (m, takes_ms) in g.machines.iter_mut().zip([60u64, 160]) {
+        m.background_ai = Some((2, 9, takes_ms));
+    }
+    g.run_until(3_000 * MS);
+    let ai = |m: &Machine| m.commands_of(2);
+    let first = ai(&g.machines[0]);
+    assert!(first.len() > 5, "{first:?}");
+    for (tick, bytes) in &first {
+        let decided = u32::from_le_bytes(bytes[..4].try_into().unwrap());
+        assert_eq!(*tick, decided + 8, "due on its decision tick + 8");
+    }
+    let last = *g.machines[1].frames.last().unwrap();
+    let expected: Vec<_> = first.iter().filter(|c| c.0 <= last).cloned().collect();
+    assert_eq!(ai(&g.machines[1]), expected);
+    assert_eq!(g.machines[0].waited_for_ai, 0);
+    assert_eq!(g.machines[1].waited_for_ai, 0);
+
+    // Machine 1 now takes 400 ms a decision: its due ticks wait for it.
+    g.machines[1].background_ai = Some((2, 9, 400));
+    g.run_until(5_000 * MS);
+    assert!(g.machines[1].waited_for_ai > 0, "it waited for its own AI");
+    assert_eq!(g.machines[0].waited_for_ai, 0, "nobody else did");
+    let first = ai(&g.machines[0]);
+    let last = *g.machines[1].frames.last().unwrap();
+    let ahead = *g.machines[0].frames.last().unwrap();
+    assert!(
+        last + 30 > ahead,
+        "it keeps up between decisions: {last} vs {ahead}"
+    );
+    let expected: Vec<_> = first.iter().filter(|c| c.0 <= last).cloned().collect();
+    assert_eq!(ai(&g.machines[1]), expected, "the same ticks regardless");
+
+    // An order for a decision whose tick already ran here is late.
+    let m = &mut g.machines[0];
+    let frame = m.session.frame().unwrap();
+    let late = m
+        .session
+        .submit_ai_order_at(2, frame - 8, b"x")
+        .unwrap_err();
+    assert!(matches!(late.kind(), rungs::Error::State(_)), "{late}");
+    assert!(late.to_string().contains("already ran"), "{late}");
+    assert!(
+        m.session.end_ai_decision(2, frame + 50).is_err(),
+        "never begun"
+    );
+}
+
+#[test]
+fn a_quit_order_runs_with_the_removal_on_every_machine() {
+    let mut g = Game::new(12, lan(), 3);
+    g.run_until(1_000 * MS);
+    let receipt = g.machines[2]
+        .session
+        .submit_order(OrderKind::Quit, b"surrender")
+        .unwrap();
+    assert!(receipt.id > 0);
+    assert!(g.machines[2].session.submit_command(b"late").is_err());
+    g.run_until(2_000 * MS);
+    // (The player who quit does not run its removal's frame: its game ends.)
+    for m in &g.machines[..2] {
+        let removed = m.events.iter().find_map(|e| match e {
+            SessionEvent::PlayerRemoved { frame, seat: 2 } => Some(*frame),
+            _ => None,
+        });
+        let quit_order = m
+            .commands
+            .iter()
+            .find(|c| c.1 == 2 && c.2 == b"surrender")
+            .map(|c| c.0);
+        assert!(removed.is_some(), "seat {}", m.seat);
+        assert_eq!(quit_order, removed, "seat {}: on the same frame", m.seat);
+    }
+}
+
+#[test]
+fn refused_commands_surface_with_their_id_and_the_rest_run() {
+    let mut g = Game::with_setup(13, lan(), 2, |s| s.max_queued_ticks = 8);
+    g.run_until(1_000 * MS);
+    let ids: Vec<u64> = (0..20u8)
+        .map(|n| {
+            g.machines[0]
+                .session
+                .submit_order(OrderKind::Command, &[0, n])
+                .unwrap()
+                .id
+        })
+        .collect();
+    g.run_until(2_000 * MS);
+    g.machines[0].session.submit_command(&[0, 99]).unwrap();
+    g.run_until(3_000 * MS);
+    let refused: Vec<u64> = g.machines[0]
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            SessionEvent::CommandRefused { id, reason } => {
+                assert_eq!(*reason, rungs::wire::relay::RefusalReason::QueueFull);
+                Some(*id)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(refused, ids[8..].to_vec());
+    for m in &g.machines {
+        let ran: Vec<u8> = m
+            .commands
+            .iter()
+            .filter(|c| c.1 == 0)
+            .map(|c| c.2[1])
+            .collect();
+        assert_eq!(ran, vec![0, 1, 2, 3, 4, 5, 6, 7, 99], "seat {}", m.seat);
+    }
+}
+
+#[test]
+fn ephemeral_orders_reach_the_engines_of_live_machines_and_are_no_commands() {
+    let mut g = Game::new(14, lan(), 3);
+    g.run_until(1_000 * MS);
+    for _ in 0..3 {
+        g.machines[1]
+            .session
+            .submit_order(OrderKind::Ephemeral, b"ping at 10,20")
+            .unwrap();
+        g.run_until(g.now + 200 * MS);
+    }
+    g.run_until(2_500 * MS);
+    g.check(); // the commands are the turn log's: no ephemeral among them
+    let heard: Vec<Vec<u32>> = g
+        .machines
+        .iter()
+        .map(|m| m.ephemeral.iter().map(|e| e.0).collect())
+        .collect();
+    assert_eq!(heard[0].len(), 3, "{heard:?}");
+    assert!(
+        heard.iter().all(|h| *h == heard[0]),
+        "the same frames: {heard:?}"
+    );
+}
+
+#[test]
+fn a_replay_of_the_turn_log_runs_the_same_commands_and_names_the_diverged_seat() {
+    let mut g = Game::new(15, lan(), 3);
+    g.machines[2].corrupt_at = Some(25);
+    for t in 0..20u64 {
+        g.run_until((300 + t * 100) * MS);
+        g.submit(t as u8 % 3);
+    }
+    g.run_until(3_000 * MS);
+    g.relay.end_match(MATCH, g.now).unwrap();
+    g.run_until(3_500 * MS);
+    let mut state = MatchState::from_created(&g.records[0]).unwrap();
+    for r in &g.records {
+        state.apply(r);
+    }
+    let log = TurnLog::decode(&TurnLog::from_state(&state).encode()).unwrap();
+    assert!(log.over.is_some());
+    // Seat 0's view, replayed by an engine that computes as seat 0 did.
+    let config = LockstepConfig::relay(
+        MachineConfig::adaptive(30, vec![true; 3], Some(0)),
+        CHECKSUM_INTERVAL,
+        RelaySettings::new(relay_addr(), credentials(0), 1),
+    );
+    let mut replay = LockstepSession::replay(&config, &log, 0).unwrap();
+    assert!(replay.is_replay());
+    replay.submit_initial_checksum(0).unwrap();
+    let mut state = 0u64;
+    let mut commands = Vec::new();
+    let mut desyncs = Vec::new();
+    for _ in 0..10_000 {
+        let mut ran = Vec::new();
+        let wake = replay
+            .update(0, |frame, c| ran.push((frame, c.seat, c.bytes.clone())))
+            .unwrap();
+        for (frame, seat, bytes) in ran {
+            state = state
+                .wrapping_mul(0x100_0000_01B3)
+                .wrapping_add(u64::from(frame) << 8 | u64::from(seat));
+            for b in &bytes {
+                state = state.wrapping_mul(31) ^ u64::from(*b);
+            }
+            commands.push((frame, seat, bytes));
+        }
+        while let Some(e) = replay.poll_event() {
+            if let SessionEvent::Desync { frame, seats } = e {
+                desyncs.push((frame, seats));
+            }
+        }
+        match wake.advance {
+            Advance::Ran { frame } => {
+                if replay.is_checksum_frame(frame) {
+                    replay.submit_checksum(frame, state).unwrap();
+                }
+            }
+            Advance::Left => break,
+            other => panic!("a replay never waits: {other:?}"),
+        }
+    }
+    let last = log.end_tick - 1;
+    let played: Vec<_> = g.machines[0]
+        .commands
+        .iter()
+        .filter(|c| c.0 <= last)
+        .cloned()
+        .collect();
+    assert_eq!(commands, played, "the same commands on the same frames");
+    assert_eq!(
+        desyncs.first(),
+        Some(&(30, 0b100)),
+        "seat 2 differs from this engine from the state before tick 30 on"
+    );
+    assert!(
+        replay.submit_command(b"x").is_err(),
+        "a replay takes no orders"
+    );
+    // A session whose seats differ from the log's is refused.
+    let other = LockstepConfig::relay(
+        MachineConfig::adaptive(30, vec![true; 4], Some(0)),
+        CHECKSUM_INTERVAL,
+        RelaySettings::new(relay_addr(), credentials(0), 1),
+    );
+    assert!(LockstepSession::replay(&other, &log, 0).is_err());
+}
+
+#[test]
+fn a_session_whose_checksum_interval_differs_from_the_match_is_told_so() {
+    let mut g = Game::with_setup(16, lan(), 2, |s| s.checksum_interval = 30);
+    let mut error = None;
+    for _ in 0..1_000 {
+        g.now += MS;
+        let now = g.now;
+        g.deliver(now);
+        if let Err(e) = g.machines[0].session.advance(now) {
+            error = Some(e);
+            break;
+        }
+        g.transmit(now);
+    }
+    let error = error.expect("the mismatch is an error").to_string();
+    assert!(
+        error.contains("every 30 ticks") && error.contains("is 10"),
+        "{error}"
+    );
 }

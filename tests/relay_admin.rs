@@ -16,7 +16,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use rungs::relay::{ClientConfig, ClientEvent, RelayClient, Turn};
-use rungs::wire::relay::MatchOverReason;
+use rungs::wire::relay::{MatchOverReason, RejectReason};
 
 use relay_process::RelayProcess;
 
@@ -246,6 +246,10 @@ fn admin_socket_creates_lists_and_ends_matches_of_the_running_binary() {
     assert!(clean, "{log}");
     assert!(log.contains("match 501 created (admin socket)"), "{log}");
     assert!(log.contains("match 501 ended by the admin socket"), "{log}");
+    assert!(
+        log.contains("no --state: a restart of this relay loses every match"),
+        "said at start: {log}"
+    );
     assert!(!path.exists(), "socket removed on exit");
 }
 
@@ -361,4 +365,75 @@ fn idle_admin_connections_are_closed_and_cannot_lock_the_lobby_out() {
     }
     let (clean, log) = relay.stop();
     assert!(clean, "{log}");
+}
+
+#[test]
+fn matches_created_through_the_admin_socket_survive_a_restart_and_ended_ones_stay_ended() {
+    // Match 601 from the setup file, 602 through the admin socket; 601 is
+    // ended, then the relay is killed and started again with the same flags
+    // and the same setup file.
+    let setup = "match 601 seats 2 humans 0,1\n";
+    let flags = ["--state", "{dir}/state", "--admin", "{dir}/admin.sock"];
+    let mut first = RelayProcess::serve_with("relay-admin-restart", SECRET, Some(setup), &flags);
+    let path = first.dir.join("admin.sock");
+    let mut admin = Admin::connect(&path);
+    assert_eq!(
+        admin.command("create 602 seats 2 humans 0,1").1,
+        "ok match 602 created"
+    );
+    assert_eq!(admin.command("end 601").1, "ok match 601 ending");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !admin.command("list").0[0].starts_with("match 601 over") {
+        assert!(Instant::now() < deadline, "match 601 never ended");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(admin);
+    first.kill9();
+    let listen = first.address.to_string();
+    let mut flags_again = flags.to_vec();
+    flags_again.extend(["--listen", &listen]);
+    let second = RelayProcess::serve_with("relay-admin-restart", SECRET, Some(setup), &flags_again);
+    let mut admin = Admin::connect(&path);
+    let (lines, _) = admin.command("list");
+    // Before the fix: 601 began again from the setup file and 602 was gone.
+    assert!(
+        lines.iter().any(|l| l.starts_with("match 602 loading")),
+        "{lines:?}"
+    );
+    assert!(
+        !lines.iter().any(|l| l.starts_with("match 601 loading")),
+        "an ended match is not played again: {lines:?}"
+    );
+
+    // A player of 602 is welcomed; one of 601 hears that it is over.
+    let start = Instant::now();
+    let now_us = || start.elapsed().as_micros() as u64;
+    let mut players = [
+        player(602, 0, second.address, now_us()),
+        player(601, 0, second.address, now_us()),
+    ];
+    let welcomed = |p: &Player| {
+        p.events
+            .iter()
+            .any(|e| matches!(e, ClientEvent::Welcomed { .. }))
+    };
+    while start.elapsed() < Duration::from_secs(5)
+        && (!welcomed(&players[0]) || players[1].events.is_empty())
+    {
+        step(&mut players, now_us());
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(welcomed(&players[0]), "{:?}", players[0].events);
+    assert!(
+        players[1].events.iter().any(|e| matches!(
+            e,
+            ClientEvent::Rejected(RejectReason::MatchOver) | ClientEvent::MatchOver { .. }
+        )),
+        "{:?}",
+        players[1].events
+    );
+    let (clean, log) = second.stop();
+    assert!(clean, "{log}");
+    assert!(log.contains("match 602 resumed from its journal"), "{log}");
+    assert!(!log.contains("match 601 created"), "{log}");
 }

@@ -149,12 +149,42 @@ fn corpus() -> Vec<Vec<u8>> {
         .to_vec(),
     );
     out.push(ClientMessage::Ping { t0_us: 123_456 }.to_vec());
-    out.push(ClientMessage::Quit { sequence: 8 }.to_vec());
+    out.push(
+        ClientMessage::Quit {
+            sequence: 8,
+            payload: b"",
+        }
+        .to_vec(),
+    );
+    out.push(
+        ClientMessage::Quit {
+            sequence: 9,
+            payload: b"gg",
+        }
+        .to_vec(),
+    );
+    out.push(ClientMessage::EphemeralSubmit { payload: b"voice" }.to_vec());
+    out.push(
+        ServerMessage::OrderRefused {
+            sequence: 10,
+            reason: rungs::wire::relay::RefusalReason::QueueFull,
+        }
+        .to_vec(),
+    );
+    out.push(
+        ServerMessage::Ephemeral {
+            tick: 11,
+            seat: 2,
+            payload: &[7; 40],
+        }
+        .to_vec(),
+    );
     out.push(ClientMessage::ResyncRequest { horizon: 12 }.to_vec());
     out.push(
         ServerMessage::Timing(TimingChange {
             from_tick: 640,
-            from_ms: 21_333,
+            anchor_tick: 600,
+            anchor_ms: 20_000,
             tick_rate_millihz: 20_000,
             bundle_interval: 3,
             look_ahead: 9,
@@ -171,6 +201,11 @@ fn corpus() -> Vec<Vec<u8>> {
                     frames: 16,
                     stalled_frames: 3,
                     stall_ms: 90,
+                    needs: worst_rtt_ms.map(|_| rungs::report::LookAheadNeeds {
+                        reference: 5,
+                        most: 6,
+                        above: [2, 4, 9, 16],
+                    }),
                     ..rungs::report::ReportDetail::from_worst(worst_rtt_ms)
                 }),
             })

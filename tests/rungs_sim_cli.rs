@@ -743,6 +743,8 @@ fn the_suite_runs_every_policy_on_every_scenario_and_judges_the_targets() {
         "adaptive",
         "ra",
         "protocol0",
+        "protocol0-ts",
+        "lobby",
         "fixed:2/6",
         "fixed:3/9",
     ];
@@ -771,7 +773,7 @@ fn the_suite_runs_every_policy_on_every_scenario_and_judges_the_targets() {
         8,
         "two targets on each of two scenarios for tracking and adaptive:\n{table}"
     );
-    assert!(table.contains("targets for tracking (issue 12"), "{table}");
+    assert!(table.contains("targets for tracking (issue 27"), "{table}");
     assert!(table.contains("targets for adaptive (issue 5"), "{table}");
     assert!(verdicts
         .iter()
@@ -782,10 +784,10 @@ fn the_suite_runs_every_policy_on_every_scenario_and_judges_the_targets() {
         "suite", "--dir", dir_arg, "--frames", "600", "--json",
     ]));
     let runs = json.array();
-    assert_eq!(runs.len(), 12);
+    assert_eq!(runs.len(), 16);
     assert_eq!(runs[0].get("scenario"), &Json::Text("calm".into()));
     assert_eq!(runs[0].get("policy"), &Json::Text("tracking".into()));
-    assert_eq!(runs[11].get("policy"), &Json::Text("fixed:3/9".into()));
+    assert_eq!(runs[15].get("policy"), &Json::Text("fixed:3/9".into()));
     assert!(runs.iter().all(|run| run.get("frames").number() == 600.0));
 }
 

@@ -27,6 +27,11 @@ fn a_relay_game_runs_and_agrees() {
         text.contains("logs identical yes, commands in order yes, desyncs 0"),
         "{text}"
     );
+    // Each player's own figures: behind a relay each has its own buffer.
+    for seat in 0..3 {
+        assert!(text.contains(&format!("  seat {seat}  ")), "{text}");
+    }
+    assert!(text.contains("(mean / p95, own commands)"), "{text}");
 }
 
 #[test]

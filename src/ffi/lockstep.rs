@@ -70,8 +70,11 @@ pub const RUNGS_TOPOLOGY_RELAY: u32 = 1;
 /// The seat number of the relay in `link_event` (relay topology): LOST when
 /// the link to the relay is lost (rungs reconnects by itself and resends
 /// what the relay has not confirmed), RECOVERED when it is back, RESTARTED
-/// when the relay could not resume where this machine stopped (reload the
-/// game and run again from frame 0).
+/// when the relay, restored from its journal, lost the journal's tail beyond
+/// this machine's frame (reload the game and run again from frame 0). A
+/// relay without this match's turn log at all refuses this machine instead:
+/// `rungs_lockstep_update` returns RUNGS_ERR_STATE ("the relay lost this
+/// match's turn log").
 pub const RUNGS_RELAY_SEAT: u8 = 0xFF;
 /// Default `relay_jitter_ticks`.
 pub const RUNGS_RELAY_DEFAULT_JITTER_TICKS: u32 = 2;
@@ -228,12 +231,14 @@ pub struct rungs_lockstep_stats {
 
 /// The session, its socket and the engine's callbacks.
 pub struct LockstepObject {
-    driver: LockstepDriver,
-    callbacks: rungs_lockstep_callbacks,
+    pub(super) driver: LockstepDriver,
+    pub(super) callbacks: rungs_lockstep_callbacks,
+    /// The relay topology's own callbacks (`rungs_lockstep_set_relay_callbacks`).
+    pub(super) relay_callbacks: Option<super::relay::rungs_relay_callbacks>,
 }
 
 /// An opaque lockstep game, made by `rungs_lockstep_new`.
-pub struct rungs_lockstep(Guarded<LockstepObject>);
+pub struct rungs_lockstep(pub(super) Guarded<LockstepObject>);
 
 impl Handle for rungs_lockstep {
     type State = LockstepObject;
@@ -243,7 +248,18 @@ impl Handle for rungs_lockstep {
 }
 
 impl LockstepObject {
-    fn session(&mut self) -> &mut LockstepSession {
+    pub(super) fn new(
+        driver: LockstepDriver,
+        callbacks: rungs_lockstep_callbacks,
+    ) -> LockstepObject {
+        LockstepObject {
+            driver,
+            callbacks,
+            relay_callbacks: None,
+        }
+    }
+
+    pub(super) fn session(&mut self) -> &mut LockstepSession {
         self.driver.session_mut()
     }
 
@@ -289,6 +305,9 @@ impl LockstepObject {
                             f(cb.user, seat, RUNGS_LINK_EVENT_RESTARTED);
                         }
                     }
+                    SessionEvent::CommandRefused { id, reason } => {
+                        super::relay::deliver_refusal(self.relay_callbacks.as_ref(), id, reason);
+                    }
                 }
             }
         }
@@ -300,7 +319,7 @@ impl LockstepObject {
 ///
 /// # Safety
 /// `ls` is NULL or a live game from `rungs_lockstep_new`.
-unsafe fn lockstep_call(
+pub(super) unsafe fn lockstep_call(
     function: &'static str,
     ls: *const rungs_lockstep,
     f: impl FnOnce(&mut LockstepObject) -> Result<()>,
@@ -311,7 +330,7 @@ unsafe fn lockstep_call(
 
 /// # Safety
 /// `c.link_keys` is NULL or points to `c.link_key_count` readable entries.
-unsafe fn lockstep_config(c: &rungs_lockstep_config) -> Result<LockstepConfig> {
+pub(super) unsafe fn lockstep_config(c: &rungs_lockstep_config) -> Result<LockstepConfig> {
     let policy = timing_policy(c.policy, "config->policy")?;
     let topology = match c.topology {
         RUNGS_TOPOLOGY_PEER_TO_PEER => Topology::PeerToPeer,
@@ -487,10 +506,7 @@ pub unsafe extern "C" fn rungs_lockstep_new(
         unsafe {
             hand_out(
                 out,
-                rungs_lockstep(Guarded::new(LockstepObject {
-                    driver,
-                    callbacks: config.callbacks,
-                })),
+                rungs_lockstep(Guarded::new(LockstepObject::new(driver, config.callbacks))),
             )
         }
     })
@@ -557,6 +573,10 @@ pub unsafe extern "C" fn rungs_lockstep_add_peer(
 /// the frame it is forecast to execute on or after. When this machine's
 /// next turn is full (about 30 KB of commands since the last send frame)
 /// nothing is queued and RUNGS_ERR_FULL says so: let a frame run first (S8).
+/// Behind a relay the relay may still refuse it (the seat's queue full, the
+/// match's tick limit): it then never runs, the `order_refused` relay
+/// callback names it, and the commands after it run; submit it with
+/// `rungs_lockstep_submit_order` to learn its id.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
 /// with len > 0; RUNGS_ERR_INVALID_ARGUMENT if len is more than one packet
@@ -611,12 +631,16 @@ pub unsafe extern "C" fn rungs_lockstep_submit_ai_order(
     }
 }
 
-/// Your state checksum after `frame` ran (a multiple of `checksum_interval`);
-/// machines compare them and report a mismatch through `desync`.
+/// Your state checksum after `frame` ran; machines compare them and report
+/// a mismatch through `desync`. Peer-to-peer `frame` is a multiple of
+/// `checksum_interval`; behind a relay the state *before* every
+/// interval-th frame is compared, so `frame + 1` is a multiple of it (and
+/// `rungs_lockstep_submit_initial_checksum` gives the state before frame 0).
+/// `rungs_lockstep_is_checksum_frame` says which frames, either topology.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if checksum_interval is 0 or frame is not a
-/// multiple of it; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
+/// checksum frame; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
 /// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_submit_checksum(
@@ -694,8 +718,13 @@ pub unsafe extern "C" fn rungs_lockstep_drop_player(
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL; RUNGS_ERR_STATE
 /// before frame 0 if a human seat has no address (call
 /// rungs_lockstep_add_peer for every other human seat), or frames were
-/// driven out of order; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call). An error never leaves a frame half
+/// driven out of order; in the relay topology RUNGS_ERR_STATE also when the
+/// relay refused this machine for good (the message says why: a bad or
+/// expired ticket, the seat left, the match over, "the relay lost this
+/// match's turn log" when the relay restarted without it) or its match
+/// compares checksums at another interval than `checksum_interval`;
+/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
+/// (every object call). An error never leaves a frame half
 /// run: either the frame ran and its commands reached the callback, or it
 /// did not start.
 #[no_mangle]
@@ -719,6 +748,9 @@ pub unsafe extern "C" fn rungs_lockstep_update(
                     );
                 }
             })?;
+            if matches!(wake.advance, Advance::Ran { .. }) {
+                super::relay::deliver_ephemeral(o.relay_callbacks.as_ref(), o.driver.session());
+            }
             o.deliver_events();
             let outcome = match wake.advance {
                 Advance::Ran { .. } => RUNGS_LOCKSTEP_RAN,

@@ -1,17 +1,37 @@
-//! C API of relay tickets (S10): a lobby written in C issues a ticket per
-//! seat with the secret it shares with its relays, and hands the player the
-//! ticket, its link secret and the relay's address; a player reads the text
-//! form `rungs-relay ticket` prints (`<ticket hex>:<link secret hex>`).
-//! Thin wrappers over [`crate::relay::ticket`].
+//! The relay's C API (S10), thin wrappers over [`crate::relay`] and the
+//! relay topology of [`crate::session::LockstepSession`]:
+//!
+//! * tickets: a lobby written in C issues a ticket per seat with the secret
+//!   it shares with its relays, and hands the player the ticket, its link
+//!   secret and the relay's address; a player reads the text form
+//!   `rungs-relay ticket` prints (`<ticket hex>:<link secret hex>`);
+//! * the relay topology's own calls on `rungs_lockstep`: orders of every
+//!   kind and their refusals, ephemeral orders, AI orders on their decision
+//!   tick, the initial-state checksum, replays of a turn log;
+//! * a LAN host: the relay inside the host player's game
+//!   (`rungs_relay_host_*`).
 
 use std::ffi::CStr;
+use std::net::SocketAddr;
 
-use super::args::{in_range, require, slice_in, slice_out, write_optional, write_out};
-use super::guard::call;
+use libc::c_void;
+
+use super::args::{
+    in_range, read_config, require, reserved_zero, slice_in, slice_out, write_optional, write_out,
+    write_to,
+};
+use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
+use super::lockstep::{
+    lockstep_call, lockstep_config, rungs_lockstep, rungs_lockstep_config, LockstepObject,
+};
 use super::result::rungs_result;
+use super::transport::parse_address;
+use super::types::{human_seats, rungs_command_fn, timing_policy};
 use crate::error::Error;
 use crate::relay::ticket::{issue, Credentials, LobbySecret, TicketFields};
-use crate::wire::relay::TICKET_BYTES;
+use crate::relay::{HostConfig, MatchSetup, RelayHost, TurnLog};
+use crate::session::{LockstepDriver, LockstepSession, OrderKind};
+use crate::wire::relay::{RefusalReason, SeatPresence, TICKET_BYTES};
 
 /// Bytes of a relay ticket.
 pub const RUNGS_RELAY_TICKET_BYTES: usize = 42;
@@ -161,17 +181,652 @@ pub unsafe extern "C" fn rungs_relay_credentials_parse(
 }
 
 /// A connection-nonce seed for this process (relay topology of
-/// `rungs_lockstep`): the wall clock's nanoseconds, the process id and an
-/// address of this process, mixed; different per process and not guessable
-/// from outside, which is all the nonces need (S10).
+/// `rungs_lockstep`): different per process and not guessable from outside.
 pub(crate) fn process_nonce_seed() -> u64 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    let local = 0u8;
-    let address = &local as *const u8 as u64;
-    let mut rng = crate::sim::SplitMix64::new(
-        nanos ^ u64::from(std::process::id()).rotate_left(32) ^ address.rotate_left(17),
-    );
-    rng.next_u64()
+    crate::relay::process_seed()
+}
+
+// ---------------------------------------------------------------------------
+// The relay topology's own calls on `rungs_lockstep`.
+
+/// `order_refused` reason: the seat's orders already reach the match's
+/// queue limit past the relay's horizon.
+pub const RUNGS_ORDER_REFUSED_QUEUE_FULL: u8 = 1;
+/// `order_refused` reason: the match ends (its tick limit) before a tick
+/// could take the order.
+pub const RUNGS_ORDER_REFUSED_TICK_LIMIT: u8 = 2;
+/// `order_refused` reason: this player's quit is already sequenced.
+pub const RUNGS_ORDER_REFUSED_LEAVING: u8 = 3;
+
+const _: () = assert!(RUNGS_ORDER_REFUSED_QUEUE_FULL == RefusalReason::QueueFull as u8);
+const _: () = assert!(RUNGS_ORDER_REFUSED_TICK_LIMIT == RefusalReason::TickLimit as u8);
+const _: () = assert!(RUNGS_ORDER_REFUSED_LEAVING == RefusalReason::Leaving as u8);
+
+/// `rungs_lockstep_submit_order` kind: a command (as
+/// `rungs_lockstep_submit_command`).
+pub const RUNGS_ORDER_COMMAND: u8 = 0;
+/// `rungs_lockstep_submit_order` kind: this player's quit as a game order;
+/// it runs on every machine on the frame this seat is removed.
+pub const RUNGS_ORDER_QUIT: u8 = 1;
+/// `rungs_lockstep_submit_order` kind (relay topology only): an ephemeral
+/// order (voice, a ping on the map): not game state, sent once, run only
+/// on the machines that are live at its frame (`ephemeral` callback).
+pub const RUNGS_ORDER_EPHEMERAL: u8 = 2;
+
+/// The relay refused the order `id` (`rungs_lockstep_submit_order`'s) for
+/// `reason` (`RUNGS_ORDER_REFUSED_*`): it never runs; the orders after it
+/// go on. A refused quit leaves the player in the game.
+pub type rungs_order_refused_fn =
+    Option<unsafe extern "C" fn(user: *mut c_void, id: u64, reason: u8)>;
+
+/// The relay topology's callbacks, each optional (NULL), run inside
+/// `rungs_lockstep_update` on the calling thread like the others.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct rungs_relay_callbacks {
+    /// `sizeof(rungs_relay_callbacks)`.
+    pub struct_size: u32,
+    pub user: *mut c_void,
+    pub order_refused: rungs_order_refused_fn,
+    /// An ephemeral order that came with `frame` (just run), from `seat`:
+    /// not game state (a machine catching up never sees it).
+    pub ephemeral: rungs_command_fn,
+}
+
+/// Tell the engine about a refused order.
+pub(super) fn deliver_refusal(
+    callbacks: Option<&rungs_relay_callbacks>,
+    id: u64,
+    reason: RefusalReason,
+) {
+    if let Some(f) = callbacks.and_then(|c| c.order_refused.map(|f| (f, c.user))) {
+        // SAFETY: the engine's function and user pointer, for this use.
+        unsafe { (f.0)(f.1, id, reason as u8) };
+    }
+}
+
+/// Hand the frame's ephemeral orders to the engine.
+pub(super) fn deliver_ephemeral(
+    callbacks: Option<&rungs_relay_callbacks>,
+    session: &LockstepSession,
+) {
+    let Some((f, user)) = callbacks.and_then(|c| c.ephemeral.map(|f| (f, c.user))) else {
+        return;
+    };
+    for order in session.ephemeral() {
+        // SAFETY: the engine's function and user pointer; the bytes live
+        // for the call.
+        unsafe {
+            f(
+                user,
+                order.tag,
+                order.seat,
+                order.bytes.as_ptr(),
+                order.bytes.len(),
+            )
+        };
+    }
+}
+
+/// Set (or, with NULL, clear) the relay topology's callbacks of `ls`: which
+/// of its orders the relay refused, and the ephemeral orders of each frame.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
+/// RUNGS_ERR_INVALID_ARGUMENT if callbacks->struct_size is too small;
+/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
+/// (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_lockstep_set_relay_callbacks(
+    ls: *mut rungs_lockstep,
+    callbacks: *const rungs_relay_callbacks,
+) -> rungs_result {
+    unsafe {
+        lockstep_call("rungs_lockstep_set_relay_callbacks", ls, |o| {
+            o.relay_callbacks = if callbacks.is_null() {
+                None
+            } else {
+                // SAFETY: non-NULL; struct_size checked before the rest is read.
+                Some(read_config(callbacks, "callbacks")?)
+            };
+            Ok(())
+        })
+    }
+}
+
+/// Submit an order of `kind` (`RUNGS_ORDER_*`): `*out_id` (may be NULL)
+/// receives its id for `order_refused` (0 when it cannot be refused later:
+/// peer-to-peer, ephemeral), `*out_frame` (may be NULL) the earliest frame
+/// it can run on. A quit is this player's game order for leaving (then keep
+/// calling `rungs_lockstep_update` until it says LEFT); peer-to-peer it is a
+/// command and `rungs_lockstep_leave` issued together.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
+/// with len > 0; RUNGS_ERR_INVALID_ARGUMENT if kind is not a RUNGS_ORDER_*
+/// or len is over 512 (relay) or one packet (peer-to-peer); RUNGS_ERR_FULL
+/// with 256 orders not yet judged by the relay, or no room in the next turn;
+/// RUNGS_ERR_STATE after leaving, for an ephemeral order peer-to-peer or
+/// while the relay link is down, in a replay; RUNGS_ERR_POISONED,
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_lockstep_submit_order(
+    ls: *mut rungs_lockstep,
+    kind: u8,
+    bytes: *const u8,
+    len: usize,
+    out_id: *mut u64,
+    out_frame: *mut u32,
+) -> rungs_result {
+    unsafe {
+        lockstep_call("rungs_lockstep_submit_order", ls, |o| {
+            let kind = match kind {
+                RUNGS_ORDER_COMMAND => OrderKind::Command,
+                RUNGS_ORDER_QUIT => OrderKind::Quit,
+                RUNGS_ORDER_EPHEMERAL => OrderKind::Ephemeral,
+                other => {
+                    return Err(Error::InvalidValue(format!(
+                        "kind is {other}; expected RUNGS_ORDER_COMMAND (0), RUNGS_ORDER_QUIT (1) or RUNGS_ORDER_EPHEMERAL (2)"
+                    )))
+                }
+            };
+            let order = slice_in(bytes, len, "bytes")?;
+            let receipt = o.session().submit_order(kind, order)?;
+            write_optional(out_id, receipt.id);
+            write_optional(out_frame, receipt.frame);
+            Ok(())
+        })
+    }
+}
+
+/// Whether `rungs_lockstep_submit_checksum` compares the state after
+/// `frame`: `*out` 1 or 0. Peer-to-peer when `frame` is a multiple of
+/// `checksum_interval`; behind a relay, which compares the state *before*
+/// every interval-th frame, when `frame + 1` is. One engine loop serves
+/// both topologies by asking.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL;
+/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
+/// (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_lockstep_is_checksum_frame(
+    ls: *mut rungs_lockstep,
+    frame: u32,
+    out: *mut u8,
+) -> rungs_result {
+    unsafe {
+        lockstep_call("rungs_lockstep_is_checksum_frame", ls, |o| {
+            let due = o.session().is_checksum_frame(frame);
+            write_to(out, "out", u8::from(due))
+        })
+    }
+}
+
+/// Behind a relay: your state checksum before frame 0 (the initial state),
+/// compared with every other machine's like the others.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
+/// RUNGS_ERR_INVALID_ARGUMENT if checksum_interval is 0; RUNGS_ERR_STATE
+/// peer-to-peer (machines compare states after frames there);
+/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
+/// (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_lockstep_submit_initial_checksum(
+    ls: *mut rungs_lockstep,
+    checksum: u64,
+) -> rungs_result {
+    unsafe {
+        lockstep_call("rungs_lockstep_submit_initial_checksum", ls, |o| {
+            o.session().submit_initial_checksum(checksum)
+        })
+    }
+}
+
+/// Behind a relay: your AI began a decision for the AI seat `seat` on frame
+/// `tick` (call it from your game loop before frame `tick` runs, on every
+/// machine). `*out_due` (may be NULL) receives the frame its orders run on,
+/// `tick + ai_order_delay`; that frame does not run here until
+/// `rungs_lockstep_end_ai_decision`, so an AI computed on another thread,
+/// however long it takes, lands on the same frame on every machine.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
+/// RUNGS_ERR_INVALID_ARGUMENT if seat is not an AI seat of the match;
+/// RUNGS_ERR_STATE peer-to-peer, before the relay welcomed this machine,
+/// for a decision begun twice, or late (its frame already ran);
+/// RUNGS_ERR_FULL with 256 decisions open; RUNGS_ERR_POISONED,
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_lockstep_begin_ai_decision(
+    ls: *mut rungs_lockstep,
+    seat: u8,
+    tick: u32,
+    out_due: *mut u32,
+) -> rungs_result {
+    unsafe {
+        lockstep_call("rungs_lockstep_begin_ai_decision", ls, |o| {
+            let due = o.session().begin_ai_decision(seat, tick)?;
+            write_optional(out_due, due);
+            Ok(())
+        })
+    }
+}
+
+/// Behind a relay: an order your AI decided for the AI seat `seat` at frame
+/// `tick` (with the state before `tick` ran). Every machine computes the
+/// same AI, so the order stays on this machine: it comes back through the
+/// `command` callback with that seat on frame `tick + ai_order_delay`
+/// (`*out_due`, may be NULL).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
+/// with len > 0; RUNGS_ERR_INVALID_ARGUMENT if seat is not an AI seat of
+/// the match or len is over 512; RUNGS_ERR_STATE peer-to-peer, before the
+/// relay welcomed this machine, or late (that frame already ran here: begin
+/// the decision on its frame); RUNGS_ERR_FULL with 4096 AI orders waiting;
+/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
+/// (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_lockstep_submit_ai_order_at(
+    ls: *mut rungs_lockstep,
+    seat: u8,
+    tick: u32,
+    bytes: *const u8,
+    len: usize,
+    out_due: *mut u32,
+) -> rungs_result {
+    unsafe {
+        lockstep_call("rungs_lockstep_submit_ai_order_at", ls, |o| {
+            let order = slice_in(bytes, len, "bytes")?;
+            let due = o.session().submit_ai_order_at(seat, tick, order)?;
+            write_optional(out_due, due);
+            Ok(())
+        })
+    }
+}
+
+/// Behind a relay: the decision `rungs_lockstep_begin_ai_decision` began for
+/// `seat` at `tick` is in (submit its orders first); its frame may run.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
+/// RUNGS_ERR_STATE if no such decision was begun, or peer-to-peer;
+/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
+/// (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_lockstep_end_ai_decision(
+    ls: *mut rungs_lockstep,
+    seat: u8,
+    tick: u32,
+) -> rungs_result {
+    unsafe {
+        lockstep_call("rungs_lockstep_end_ai_decision", ls, |o| {
+            o.session().end_ai_decision(seat, tick)
+        })
+    }
+}
+
+/// Make a game that replays a match's turn log (`turn_log`, `len` bytes, as
+/// `rungs-relay export` writes it; docs/relay.md "Replays") instead of
+/// talking to anyone: drive it with `rungs_lockstep_update` as usual. Every
+/// frame is due at once; the `command` callback gets the match's commands
+/// on their frames (your AI's orders as you submit them, as in the match),
+/// `player_removed` its departures, and `desync` every frame whose
+/// checksum (`rungs_lockstep_submit_checksum`,
+/// `rungs_lockstep_submit_initial_checksum`) differs from what a seat
+/// reported in the match, naming those seats: a desync verified offline.
+/// UPDATE says LEFT after the log's last frame. `config` as for the relay
+/// topology of that match: seats, the local seat (a human seat, whose view
+/// you take) and checksum_interval must be the log's; the relay fields,
+/// key and peers are not used; the socket is bound (to `bind_address`)
+/// but never used.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config or out is NULL, or
+/// turn_log is NULL with a non-zero len; RUNGS_ERR_INVALID_ARGUMENT if config is invalid as
+/// for `rungs_lockstep_new`, turn_log is not a turn log (the message says
+/// what is wrong), or the seats or checksum interval differ from the log's;
+/// RUNGS_ERR_IO if the socket cannot be bound; RUNGS_ERR_PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_lockstep_replay_new(
+    config: *const rungs_lockstep_config,
+    turn_log: *const u8,
+    len: usize,
+    now_us: u64,
+    out: *mut *mut rungs_lockstep,
+) -> rungs_result {
+    call("rungs_lockstep_replay_new", || {
+        require(out, "out")?;
+        // SAFETY: read_config checks NULL and struct_size before the rest.
+        let mut c = unsafe { read_config(config, "config")? };
+        // SAFETY: `len` readable bytes by contract.
+        let log = TurnLog::decode(unsafe { slice_in(turn_log, len, "turn_log")? })?;
+        let bind = if c.bind_address.is_null() {
+            SocketAddr::from(([127, 0, 0, 1], 0))
+        } else {
+            // SAFETY: non-NULL, NUL-terminated by contract.
+            unsafe { parse_address(c.bind_address, "config->bind_address")? }
+        };
+        // The peer-to-peer checks do not apply: the replay builds its own
+        // relay-topology session.
+        c.topology = super::lockstep::RUNGS_TOPOLOGY_PEER_TO_PEER;
+        if c.key == [0; 16] {
+            c.key = [1; 16];
+        }
+        // SAFETY: the config's link_keys pointer by the caller's contract.
+        let lockstep_config = unsafe { lockstep_config(&c)? };
+        let session = LockstepSession::replay(&lockstep_config, &log, now_us)?;
+        let driver = LockstepDriver::bind(bind, session)?;
+        // SAFETY: `out` is NULL (refused) or writable.
+        unsafe {
+            hand_out(
+                out,
+                rungs_lockstep(Guarded::new(LockstepObject::new(driver, c.callbacks))),
+            )
+        }
+    })
+}
+
+// ---------------------------------------------------------------------------
+// A LAN host: the relay inside the host player's game.
+
+/// Bytes of the text form of credentials, `<84 hex>:<32 hex>` and its NUL.
+pub const RUNGS_RELAY_CREDENTIALS_TEXT_BYTES: usize = 118;
+
+/// How to host a match in this process (`rungs_relay_host_new`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct rungs_relay_host_config {
+    /// `sizeof(rungs_relay_host_config)`.
+    pub struct_size: u32,
+    /// Seats, 1–16.
+    pub seat_count: u8,
+    /// `RUNGS_POLICY_ADAPTIVE` (0) or `RUNGS_POLICY_TRACKING` (1): the rule
+    /// that sets each player's jitter buffer.
+    pub policy: u8,
+    /// AI orders run this many frames after their decision, 0–8.
+    pub ai_order_delay: u8,
+    /// Must be 0.
+    pub reserved: u8,
+    /// The match's id (the tickets name it).
+    pub match_id: u64,
+    /// Bit `i` set: seat `i` is a human player (with a machine).
+    pub human_seat_mask: u32,
+    /// Frames per 1000 s; 0: 30000 (30 frames a second).
+    pub tick_rate_millihz: u32,
+    /// Frames between state checksums (0–65535); 0 for none.
+    pub checksum_interval: u32,
+    /// Start even if some players have not joined after this long; 0: 60 s.
+    pub load_wait_seconds: u32,
+    /// Drop a player whose link is lost this long; 0: 60 s.
+    pub grace_seconds: u32,
+    /// Must be 0.
+    pub reserved2: u32,
+    /// Where the relay listens, `"ip:port"`; NULL for `"0.0.0.0:0"` (every
+    /// interface, a port the OS picks: `rungs_relay_host_port`).
+    pub listen_address: *const libc::c_char,
+    /// The secret the tickets are made with; all zero: a fresh one.
+    pub lobby_secret: [u8; 16],
+}
+
+/// What `rungs_relay_host_get_status` reports.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct rungs_relay_host_status {
+    /// 1 once the match clock started.
+    pub started: u8,
+    /// 1 once the match is over.
+    pub over: u8,
+    /// Seats of the match.
+    pub seat_count: u8,
+    pub reserved: u8,
+    /// The relay's frame now.
+    pub tick: u32,
+    /// Every frame below it has been sent to the players.
+    pub horizon: u32,
+    /// Per seat: `RUNGS_SEAT_AI` (0), `RUNGS_SEAT_LOADING`,
+    /// `RUNGS_SEAT_CONNECTED`, `RUNGS_SEAT_RECONNECTING`, `RUNGS_SEAT_LEFT`.
+    pub presence: [u8; 16],
+}
+
+/// Presence: an AI seat (or none).
+pub const RUNGS_SEAT_AI: u8 = 0;
+/// Presence: a human who has not joined yet.
+pub const RUNGS_SEAT_LOADING: u8 = 1;
+/// Presence: a human with a live link to the relay.
+pub const RUNGS_SEAT_CONNECTED: u8 = 2;
+/// Presence: a human whose link was lost, within the reconnect grace.
+pub const RUNGS_SEAT_RECONNECTING: u8 = 3;
+/// Presence: a human who quit or was dropped.
+pub const RUNGS_SEAT_LEFT: u8 = 4;
+
+const _: () = assert!(RUNGS_SEAT_LEFT == SeatPresence::Left as u8);
+const _: () = assert!(RUNGS_SEAT_RECONNECTING == SeatPresence::Reconnecting as u8);
+
+/// An opaque LAN host, made by `rungs_relay_host_new`.
+pub struct rungs_relay_host(Guarded<RelayHost>);
+
+impl Handle for rungs_relay_host {
+    type State = RelayHost;
+    fn guarded(&self) -> &Guarded<RelayHost> {
+        &self.0
+    }
+}
+
+/// Host a match in this process: bind the relay's socket and start its
+/// worker thread. Then hand every player (this one included) its ticket
+/// (`rungs_relay_host_ticket` or `rungs_relay_host_credentials`) with this
+/// machine's address and `rungs_relay_host_port`; each plays through a
+/// `rungs_lockstep` in the relay topology — this player's pointed at
+/// 127.0.0.1. The relay keeps nothing on disk: the match lives as long as
+/// this host. Free it after the match (closes the socket, stops the thread).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config or out is NULL;
+/// RUNGS_ERR_INVALID_ARGUMENT if config->struct_size is too small,
+/// seat_count/human_seat_mask do not make a match with a human seat, policy
+/// is not a RUNGS_POLICY_*, ai_order_delay is over 8, checksum_interval is
+/// over 65535, reserved or reserved2 is not 0, or listen_address does not parse;
+/// RUNGS_ERR_IO if the socket cannot be bound; RUNGS_ERR_PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_relay_host_new(
+    config: *const rungs_relay_host_config,
+    out: *mut *mut rungs_relay_host,
+) -> rungs_result {
+    call("rungs_relay_host_new", || {
+        require(out, "out")?;
+        // SAFETY: read_config checks NULL and struct_size before the rest.
+        let c = unsafe { read_config(config, "config")? };
+        reserved_zero(c.reserved, "config->reserved")?;
+        if c.reserved2 != 0 {
+            return Err(Error::InvalidValue(format!(
+                "config->reserved2 is {}; expected 0",
+                c.reserved2
+            )));
+        }
+        let humans = human_seats(c.seat_count, c.human_seat_mask)?;
+        let human_mask = humans
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| **h)
+            .fold(0u16, |m, (s, _)| m | 1 << s);
+        let listen = if c.listen_address.is_null() {
+            SocketAddr::from(([0, 0, 0, 0], 0))
+        } else {
+            // SAFETY: non-NULL, NUL-terminated by contract.
+            unsafe { parse_address(c.listen_address, "config->listen_address")? }
+        };
+        let seconds = |value: u32| u64::from(if value == 0 { 60 } else { value }) * 1_000_000;
+        let setup = MatchSetup {
+            tick_rate_millihz: if c.tick_rate_millihz == 0 {
+                30_000
+            } else {
+                c.tick_rate_millihz
+            },
+            timing_policy: Some(timing_policy(c.policy, "config->policy")?),
+            checksum_interval: in_range(
+                c.checksum_interval,
+                0,
+                65_535,
+                "config->checksum_interval",
+            )? as u16,
+            ai_order_delay: in_range(c.ai_order_delay, 0, 8, "config->ai_order_delay")?,
+            start_barrier_us: seconds(c.load_wait_seconds),
+            reconnect_grace_us: seconds(c.grace_seconds),
+            ..MatchSetup::new(c.match_id, c.seat_count, human_mask)
+        };
+        let lobby_secret = if c.lobby_secret == [0; 16] {
+            None
+        } else {
+            Some(LobbySecret::new(c.lobby_secret)?)
+        };
+        let host = RelayHost::start(HostConfig {
+            listen,
+            setup,
+            lobby_secret,
+        })?;
+        // SAFETY: `out` is NULL (refused) or writable.
+        unsafe { hand_out(out, rungs_relay_host(Guarded::new(host))) }
+    })
+}
+
+/// Stop hosting: the relay's thread stops and its socket closes (players'
+/// links time out; end the match first so they hear it is over). NULL
+/// accepted.
+///
+/// Returns: RUNGS_OK (also for NULL); RUNGS_ERR_BUSY while another thread
+/// is in a call on it (not freed); RUNGS_ERR_PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_relay_host_free(host: *mut rungs_relay_host) -> rungs_result {
+    // SAFETY: NULL or a live object from `_new`.
+    unsafe { free_call("rungs_relay_host_free", host) }
+}
+
+/// The UDP port the host's relay listens on (the one the OS picked for 0).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if host or out_port is NULL;
+/// RUNGS_ERR_POISONED, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_relay_host_port(
+    host: *mut rungs_relay_host,
+    out_port: *mut u16,
+) -> rungs_result {
+    unsafe {
+        object_call("rungs_relay_host_port", host, |h| {
+            write_to(out_port, "out_port", h.local_addr().port())
+        })
+    }
+}
+
+/// A ticket for the human seat `seat` of the hosted match (valid for a
+/// day) into `ticket_out` (`ticket_cap` bytes, its length in `*ticket_len`)
+/// and its link secret (16 bytes) into `link_secret_out`: what
+/// `rungs_lockstep_config`'s relay fields take. Hand it to that player only.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if host, ticket_out,
+/// ticket_len or link_secret_out is NULL; RUNGS_ERR_INVALID_ARGUMENT if
+/// seat is not a human seat of the match; RUNGS_ERR_BUFFER_TOO_SMALL if
+/// ticket_cap is below RUNGS_RELAY_TICKET_BYTES; RUNGS_ERR_STATE once the
+/// match is over and gone; RUNGS_ERR_POISONED, RUNGS_ERR_BUSY,
+/// RUNGS_ERR_PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_relay_host_ticket(
+    host: *mut rungs_relay_host,
+    seat: u8,
+    ticket_out: *mut u8,
+    ticket_cap: usize,
+    ticket_len: *mut usize,
+    link_secret_out: *mut u8,
+) -> rungs_result {
+    unsafe {
+        object_call("rungs_relay_host_ticket", host, |h| {
+            let credentials = h.credentials(seat)?;
+            write_credentials(
+                &credentials,
+                ticket_out,
+                ticket_cap,
+                ticket_len,
+                link_secret_out,
+            )
+        })
+    }
+}
+
+/// The same credentials as text, `<ticket hex>:<link secret hex>` and a NUL,
+/// into `buf` (`cap` bytes, at least RUNGS_RELAY_CREDENTIALS_TEXT_BYTES);
+/// `*out_len` (may be NULL) receives its length without the NUL. What
+/// `rungs_relay_credentials_parse` and `rungs-relay ticket` read and write:
+/// a host can hand it over any text channel of its game.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if host or buf is NULL;
+/// RUNGS_ERR_INVALID_ARGUMENT if seat is not a human seat of the match;
+/// RUNGS_ERR_BUFFER_TOO_SMALL if cap is below
+/// RUNGS_RELAY_CREDENTIALS_TEXT_BYTES; RUNGS_ERR_STATE once the match is
+/// over and gone; RUNGS_ERR_POISONED, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_relay_host_credentials(
+    host: *mut rungs_relay_host,
+    seat: u8,
+    buf: *mut libc::c_char,
+    cap: usize,
+    out_len: *mut usize,
+) -> rungs_result {
+    unsafe {
+        object_call("rungs_relay_host_credentials", host, |h| {
+            require(buf, "buf")?;
+            let text = h.credentials(seat)?.to_text();
+            if cap < text.len() + 1 {
+                return Err(Error::BufferTooSmall {
+                    needed: text.len() + 1,
+                });
+            }
+            // SAFETY: non-NULL, `cap` writable bytes by contract.
+            let out = slice_out(buf.cast::<u8>(), text.len() + 1, "buf")?;
+            out[..text.len()].copy_from_slice(text.as_bytes());
+            out[text.len()] = 0;
+            write_optional(out_len, text.len());
+            Ok(())
+        })
+    }
+}
+
+/// The hosted match now: started, over, the relay's frame and horizon, and
+/// each seat's presence.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if host or out is NULL;
+/// RUNGS_ERR_STATE once the match is over and gone, or if the relay's
+/// thread stopped on a panic; RUNGS_ERR_POISONED, RUNGS_ERR_BUSY,
+/// RUNGS_ERR_PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_relay_host_get_status(
+    host: *mut rungs_relay_host,
+    out: *mut rungs_relay_host_status,
+) -> rungs_result {
+    unsafe {
+        object_call("rungs_relay_host_get_status", host, |h| {
+            require(out, "out")?;
+            let s = h.status()?;
+            let mut presence = [0u8; 16];
+            for (p, state) in presence.iter_mut().zip(s.presence) {
+                *p = state as u8;
+            }
+            write_to(
+                out,
+                "out",
+                rungs_relay_host_status {
+                    started: u8::from(s.started),
+                    over: u8::from(s.over),
+                    seat_count: s.seat_count,
+                    reserved: 0,
+                    tick: s.tick,
+                    horizon: s.horizon,
+                    presence,
+                },
+            )
+        })
+    }
+}
+
+/// End the hosted match now: every player hears it is over (their
+/// `rungs_lockstep_update` says LEFT once they ran its last frame).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if host is NULL;
+/// RUNGS_ERR_INVALID_ARGUMENT once the match is gone; RUNGS_ERR_POISONED,
+/// RUNGS_ERR_BUSY, RUNGS_ERR_PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_relay_host_end(host: *mut rungs_relay_host) -> rungs_result {
+    unsafe { object_call("rungs_relay_host_end", host, |h| h.end()) }
 }

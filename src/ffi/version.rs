@@ -2,7 +2,7 @@
 
 /// The ABI version of this header. It changes only when an existing
 /// declaration changes incompatibly; additions keep it.
-pub const RUNGS_ABI_VERSION: u32 = 2;
+pub const RUNGS_ABI_VERSION: u32 = 3;
 
 /// The ABI version of the library actually loaded: compare it with
 /// `RUNGS_ABI_VERSION` from the header you compiled against.

@@ -5,9 +5,14 @@
 //! * says Hello (every `hello_interval_us` until a Welcome comes; at once
 //!   again with the relay's cookie when its Cookie comes) and opens a
 //!   transport link with the connection key derived from its ticket;
-//! * keeps every order the relay has not confirmed and resends them, in
+//! * keeps every order the relay has not judged and resends them, in
 //!   order, after each Welcome, so nothing is lost or executed twice across
-//!   reconnects (the relay ignores sequences it already accepted);
+//!   reconnects (the relay ignores sequences it already judged); an order
+//!   the relay refused is dropped and the engine told which and why
+//!   ([`ClientEvent::OrderRefused`]), and the orders after it go on;
+//! * sends ephemeral orders (voice, map pings) that are neither kept nor
+//!   resent, and hands out those of the others with the tick they came
+//!   with, when it is live at that tick;
 //! * hands out ticks in order, below the relay's horizon, with one
 //!   [`SeatTurn`] per seat: the order, a null order, a quit, or an AI seat;
 //! * asks for a resend (ResyncRequest) when a bundle does not start at its
@@ -41,12 +46,19 @@ use crate::sim::SplitMix64;
 use crate::wire::packet::{self, SessionKey};
 use crate::wire::relay::{
     read_cookie, read_reject, read_server_message, write_hello, ClientMessage, EntryKind, Hello,
-    MatchOverReason, RejectReason, SeatPresence, ServerMessage, TimingChange, TurnBundle, Welcome,
-    COOKIE_BYTES, HELLO_BYTES, KIND_COOKIE, MAX_ORDER_BYTES, MAX_SEATS, NO_COOKIE,
+    MatchOverReason, RefusalReason, RejectReason, SeatPresence, ServerMessage, TimingChange,
+    TurnBundle, Welcome, COOKIE_BYTES, HELLO_BYTES, KIND_COOKIE, MAX_ORDER_BYTES, MAX_SEATS,
+    NO_COOKIE,
 };
 
 /// Checksum reports a client keeps to send again after a reconnect.
 pub const KEPT_CHECKSUMS: usize = 64;
+/// Most orders a client may have submitted and not yet seen judged: the
+/// relay repeats the refusals of that many sequences after each Welcome
+/// ([`super::sequencer::REFUSALS_REPEATED`]).
+pub const MAX_UNCONFIRMED: usize = super::sequencer::REFUSALS_REPEATED as usize;
+/// Ephemeral orders held for ticks not yet run, at most (the oldest go).
+pub const MAX_HELD_EPHEMERAL: usize = 1024;
 
 /// Settings of a relay client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,7 +77,8 @@ pub struct ClientConfig {
     pub hello_interval_us: u64,
     /// Ping the relay this often (S10: 500 ms).
     pub ping_interval_us: u64,
-    /// Most orders submitted and not yet confirmed by the relay.
+    /// Most orders submitted and not yet judged by the relay, 1 to
+    /// [`MAX_UNCONFIRMED`].
     pub max_unconfirmed: usize,
 }
 
@@ -81,7 +94,7 @@ impl ClientConfig {
             link: super::relay_link_config(),
             hello_interval_us: 250_000,
             ping_interval_us: 500_000,
-            max_unconfirmed: 256,
+            max_unconfirmed: MAX_UNCONFIRMED,
         }
     }
 }
@@ -95,8 +108,9 @@ pub enum SeatTurn {
     Null,
     /// A human order.
     Order(Vec<u8>),
-    /// The seat quits at this tick.
-    Quit,
+    /// The seat quits at this tick, with its quit as a game order (possibly
+    /// empty).
+    Quit(Vec<u8>),
     /// The seat is dropped at this tick (its reconnect grace ran out).
     Dropped,
     /// The seat left at an earlier tick.
@@ -110,6 +124,9 @@ pub struct Turn {
     pub tick: u32,
     /// One entry per seat.
     pub seats: Vec<SeatTurn>,
+    /// Ephemeral orders that came with the tick: (seat, order). Not part
+    /// of the game's state: a client that catches up never sees them.
+    pub ephemeral: Vec<(u8, Vec<u8>)>,
 }
 
 /// Something the engine should know.
@@ -147,6 +164,17 @@ pub enum ClientEvent {
         /// Why.
         reason: MatchOverReason,
     },
+    /// The relay refused an order ([`RelayClient::submit_order`]'s id; a
+    /// refused quit: the seat stays). It will never run; the orders after
+    /// it are judged on their own.
+    OrderRefused {
+        /// The id `submit_order` (or `quit`) returned.
+        id: u64,
+        /// Why.
+        reason: RefusalReason,
+        /// Whether it was the seat's quit.
+        quit: bool,
+    },
 }
 
 /// Counters of a client.
@@ -171,6 +199,12 @@ pub struct ClientCounters {
     pub dropped: u64,
     /// Messages or entries that did not decode or fit the setup.
     pub bad_messages: u64,
+    /// Orders the relay refused.
+    pub orders_refused: u64,
+    /// Ephemeral orders received and handed out with their tick.
+    pub ephemeral_received: u64,
+    /// Ephemeral orders dropped: for a tick already run, or too many held.
+    pub ephemeral_dropped: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -182,6 +216,8 @@ enum Phase {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Unconfirmed {
+    /// The id handed to the caller (never renumbered).
+    id: u64,
     sequence: u32,
     quit: bool,
     payload: Vec<u8>,
@@ -221,6 +257,9 @@ pub struct RelayClient {
     left_mask: u16,
     unconfirmed: VecDeque<Unconfirmed>,
     next_sequence: u32,
+    next_id: u64,
+    /// Ephemeral orders for ticks not yet handed out: (tick, seat, order).
+    ephemeral: VecDeque<(u32, u8, Vec<u8>)>,
     outbox: VecDeque<Vec<u8>>,
     resync_asked: Option<u32>,
     checksums: VecDeque<(u32, u64)>,
@@ -243,6 +282,11 @@ impl RelayClient {
     /// A client that starts saying Hello at `now_us`.
     pub fn new(config: ClientConfig, now_us: u64) -> Result<RelayClient> {
         config.link.validate()?;
+        if !(1..=MAX_UNCONFIRMED).contains(&config.max_unconfirmed) {
+            return Err(Error::InvalidArgument(
+                "max_unconfirmed must be 1 to 256 (the refusals the relay repeats)",
+            ));
+        }
         let fields = config.credentials.fields()?;
         let mut rng = SplitMix64::new(config.nonce_seed);
         let conn = Self::open(&config, fields.seat, &mut rng, config.have_horizon, now_us)?;
@@ -263,6 +307,8 @@ impl RelayClient {
             left_mask: 0,
             unconfirmed: VecDeque::new(),
             next_sequence: 1,
+            next_id: 1,
+            ephemeral: VecDeque::new(),
             outbox: VecDeque::new(),
             resync_asked: None,
             checksums: VecDeque::new(),
@@ -349,6 +395,60 @@ impl RelayClient {
         false
     }
 
+    /// Hold a whole turn log instead of talking to a relay (a replay,
+    /// [`crate::session::LockstepSession::replay`]): welcomed with the
+    /// log's setup, every tick below its end authorised, the match over
+    /// after it; nothing is ever sent. `InvalidArgument` when this client's
+    /// seat is not a human seat of the log's match.
+    pub fn load_turn_log(&mut self, log: &super::TurnLog) -> Result<()> {
+        if usize::from(self.seat) >= usize::from(log.seat_count)
+            || log.human_mask & (1 << self.seat) == 0
+        {
+            return Err(Error::InvalidArgument(
+                "the replaying seat is not a human seat of the turn log's match",
+            ));
+        }
+        let welcome = Welcome {
+            seat: self.seat,
+            seat_count: log.seat_count,
+            human_mask: log.human_mask,
+            tick_rate_millihz: log.tick_rate_millihz,
+            bundle_interval: 1,
+            ai_order_delay: log.ai_order_delay,
+            checksum_interval: log.checksum_interval,
+            relay_tick: log.end_tick,
+            resume_from_tick: 0,
+            horizon_tick: log.end_tick,
+            highest_accepted_sequence: 0,
+            match_started: true,
+            frequent_reports: false,
+        };
+        self.welcome = Some(welcome);
+        self.ever_welcomed = true;
+        self.phase = Phase::Closed;
+        self.over = true;
+        self.horizon = log.end_tick;
+        self.next_tick = 0;
+        self.left_mask = 0;
+        self.ready = log
+            .entries
+            .iter()
+            .map(|e| (e.tick, e.seat, e.kind, e.payload.to_vec()))
+            .collect();
+        self.outbox.clear();
+        self.unconfirmed.clear();
+        self.events.push_back(ClientEvent::Welcomed {
+            welcome,
+            reload: false,
+            fast_forward_until: log.end_tick,
+        });
+        self.events.push_back(ClientEvent::MatchOver {
+            final_tick: log.end_tick,
+            reason: log.over.unwrap_or(MatchOverReason::Ended),
+        });
+        Ok(())
+    }
+
     /// This client's seat.
     pub fn seat(&self) -> u8 {
         self.seat
@@ -379,7 +479,7 @@ impl RelayClient {
         self.next_tick
     }
 
-    /// Orders not yet confirmed by the relay.
+    /// Orders not yet judged by the relay.
     pub fn unconfirmed(&self) -> usize {
         self.unconfirmed.len()
     }
@@ -403,6 +503,7 @@ impl RelayClient {
                 .sum::<usize>()
             + self.outbox.iter().map(Vec::len).sum::<usize>()
             + self.checksums.len() * 12
+            + self.ephemeral.iter().map(|e| e.2.len() + 8).sum::<usize>()
     }
 
     /// Counters.
@@ -457,7 +558,8 @@ impl RelayClient {
         let w = self.welcome?;
         Some(TimingChange {
             from_tick: 0,
-            from_ms: 0,
+            anchor_tick: 0,
+            anchor_ms: 0,
             tick_rate_millihz: w.tick_rate_millihz,
             bundle_interval: w.bundle_interval,
             look_ahead: local_jitter_ticks.max(1),
@@ -503,20 +605,52 @@ impl RelayClient {
     }
 
     /// Submit an order; it is sent now if connected, and kept until the
-    /// relay confirms it. `Error::Full` when `max_unconfirmed` are waiting.
-    pub fn submit_order(&mut self, payload: &[u8]) -> Result<()> {
+    /// relay has judged it. Its id (for [`ClientEvent::OrderRefused`]).
+    /// `Error::Full` when `max_unconfirmed` are waiting.
+    pub fn submit_order(&mut self, payload: &[u8]) -> Result<u64> {
         if payload.len() > MAX_ORDER_BYTES {
             return Err(Error::InvalidArgument("order longer than 512 bytes"));
         }
         self.submit(false, payload)
     }
 
-    /// Leave the match: the quit is sequenced like an order.
-    pub fn quit(&mut self) -> Result<()> {
+    /// Leave the match: the quit is sequenced like an order. Its id.
+    pub fn quit(&mut self) -> Result<u64> {
         self.submit(true, &[])
     }
 
-    fn submit(&mut self, quit: bool, payload: &[u8]) -> Result<()> {
+    /// Leave the match with the seat's quit as a game order (`payload`, at
+    /// most 512 bytes): it runs on every client on the tick the seat
+    /// leaves, with its removal. Its id.
+    pub fn quit_with_order(&mut self, payload: &[u8]) -> Result<u64> {
+        if payload.len() > MAX_ORDER_BYTES {
+            return Err(Error::InvalidArgument("quit order longer than 512 bytes"));
+        }
+        self.submit(true, payload)
+    }
+
+    /// Send an ephemeral order (voice, a ping on the map): at most 512
+    /// bytes, not kept, never resent, never in the turn log; it runs with
+    /// the tick the relay gives it on every client that is live then, and
+    /// on no other. `Error::State` when not connected (it would not be
+    /// sent at all).
+    pub fn submit_ephemeral(&mut self, payload: &[u8]) -> Result<()> {
+        if payload.len() > MAX_ORDER_BYTES {
+            return Err(Error::InvalidArgument(
+                "ephemeral order longer than 512 bytes",
+            ));
+        }
+        if self.phase != Phase::Connected || self.over {
+            return Err(Error::State(
+                "not connected to the relay: ephemeral orders are not kept",
+            ));
+        }
+        self.outbox
+            .push_back(ClientMessage::EphemeralSubmit { payload }.to_vec());
+        Ok(())
+    }
+
+    fn submit(&mut self, quit: bool, payload: &[u8]) -> Result<u64> {
         if self.over || self.phase == Phase::Closed {
             return Err(Error::State("the match is over for this client"));
         }
@@ -526,7 +660,10 @@ impl RelayClient {
         if self.unconfirmed.back().is_some_and(|u| u.quit) {
             return Err(Error::State("already quitting"));
         }
+        let id = self.next_id;
+        self.next_id += 1;
         let entry = Unconfirmed {
+            id,
             sequence: self.next_sequence,
             quit,
             payload: payload.to_vec(),
@@ -536,13 +673,14 @@ impl RelayClient {
             self.outbox.push_back(Self::encode(&entry));
         }
         self.unconfirmed.push_back(entry);
-        Ok(())
+        Ok(id)
     }
 
     fn encode(u: &Unconfirmed) -> Vec<u8> {
         if u.quit {
             ClientMessage::Quit {
                 sequence: u.sequence,
+                payload: &u.payload,
             }
             .to_vec()
         } else {
@@ -554,10 +692,11 @@ impl RelayClient {
         }
     }
 
-    /// Report the state checksum after executing `tick` (every
-    /// `checksum_interval` ticks). The latest [`KEPT_CHECKSUMS`] reports are
-    /// kept and sent again after each Welcome, so a report made while
-    /// disconnected still reaches the relay (which ignores repeats).
+    /// Report the state checksum *before* tick `tick` runs (after `tick - 1`;
+    /// for tick 0 the initial state), on every `checksum_interval`-th tick.
+    /// The latest [`KEPT_CHECKSUMS`] reports are kept and sent again after
+    /// each Welcome, so a report made while disconnected still reaches the
+    /// relay (which ignores repeats).
     pub fn report_checksum(&mut self, tick: u32, checksum: u64) {
         if self.checksums.len() >= KEPT_CHECKSUMS {
             self.checksums.pop_front();
@@ -599,18 +738,32 @@ impl RelayClient {
             }
             *slot = match kind {
                 EntryKind::Order => SeatTurn::Order(payload),
-                EntryKind::Quit => SeatTurn::Quit,
+                EntryKind::Quit => SeatTurn::Quit(payload),
                 EntryKind::Dropped => SeatTurn::Dropped,
             };
             if kind != EntryKind::Order {
                 self.left_mask |= 1 << seat;
             }
         }
+        while self.ephemeral.front().is_some_and(|e| e.0 < tick) {
+            self.ephemeral.pop_front(); // for a tick handed out before it came
+            self.counters.ephemeral_dropped += 1;
+        }
+        let mut ephemeral = Vec::new();
+        while self.ephemeral.front().is_some_and(|e| e.0 == tick) {
+            if let Some((_, seat, order)) = self.ephemeral.pop_front() {
+                ephemeral.push((seat, order));
+            }
+        }
         self.next_tick += 1;
         if let Some(plan) = self.plan.as_mut() {
             plan.forget_before(tick);
         }
-        Some(Turn { tick, seats })
+        Some(Turn {
+            tick,
+            seats,
+            ephemeral,
+        })
     }
 
     /// Validate and act on a datagram from `source`.
@@ -731,7 +884,53 @@ impl RelayClient {
                 self.events
                     .push_back(ClientEvent::MatchOver { final_tick, reason });
             }
+            ServerMessage::OrderRefused { sequence, reason } => self.on_refused(sequence, reason),
+            ServerMessage::Ephemeral {
+                tick,
+                seat,
+                payload,
+            } => self.on_ephemeral(tick, seat, payload),
         }
+    }
+
+    /// The relay refused `sequence`: drop it (it never runs) and say so.
+    /// Refusals come before the Welcome that confirms what follows them; a
+    /// fresh process has no orders under the relay's numbering yet.
+    fn on_refused(&mut self, sequence: u32, reason: RefusalReason) {
+        if !self.ever_welcomed {
+            return;
+        }
+        let Some(at) = self.unconfirmed.iter().position(|u| u.sequence == sequence) else {
+            return; // heard before (repeated after a Welcome)
+        };
+        if let Some(refused) = self.unconfirmed.remove(at) {
+            self.counters.orders_refused += 1;
+            self.events.push_back(ClientEvent::OrderRefused {
+                id: refused.id,
+                reason,
+                quit: refused.quit,
+            });
+        }
+    }
+
+    /// An ephemeral order for `tick`: held until the tick is handed out.
+    fn on_ephemeral(&mut self, tick: u32, seat: u8, payload: &[u8]) {
+        if !self.entry_fits_setup(seat) {
+            self.counters.bad_messages += 1;
+            return;
+        }
+        if tick < self.next_tick {
+            self.counters.ephemeral_dropped += 1;
+            return;
+        }
+        if self.ephemeral.len() >= MAX_HELD_EPHEMERAL {
+            self.ephemeral.pop_front();
+            self.counters.ephemeral_dropped += 1;
+        }
+        self.counters.ephemeral_received += 1;
+        // The relay sends them in tick order; keep it if one came late.
+        let at = self.ephemeral.partition_point(|e| e.0 <= tick);
+        self.ephemeral.insert(at, (tick, seat, payload.to_vec()));
     }
 
     fn on_welcome(&mut self, w: Welcome) {
@@ -746,6 +945,7 @@ impl RelayClient {
             self.horizon = w.resume_from_tick;
             self.next_tick = w.resume_from_tick;
             self.ready.clear();
+            self.ephemeral.clear();
             self.left_mask = 0;
         }
         self.partial = None;

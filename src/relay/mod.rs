@@ -8,15 +8,23 @@
 //! * [`admission`]: the Hello path's return-routability cookie, replay rule
 //!   and rate limits.
 //! * [`sequencer`]: one match's state machine (barrier, clock, tick
-//!   assignment, turn log, bundle streams, presence, grace, checksums).
+//!   assignment and refusals, turn log, bundle streams, presence, grace,
+//!   ephemeral orders); [`checksums`] compares the clients' state
+//!   checksums; bundles are cut into messages by `chunk`.
+//! * [`durable`]: what a match keeps to survive a relay restart (the
+//!   records a sequencer emits with persistence on, and the state they
+//!   fold into); [`turn_log`]: a match's whole turn log as a file, for
+//!   replays.
 //! * [`server`]: many matches behind one port: Hellos, tickets, one
 //!   transport link per connection, routing.
 //! * [`client`]: a player's side: Hello/Welcome, exactly-once order
 //!   submission across reconnects, bundles in order, clock sync (S9),
 //!   timing reports.
+//! * [`host`]: a relay inside a host player's game process (a LAN game).
 //! * [`timing`]: the timing plan the relay announces (tick rate, bundle
 //!   interval, look-ahead from a tick on) and both sides pace by; the
-//!   sequencer runs the match's timing policy (S4) as the master.
+//!   sequencer runs the match's timing policy (S4) as the master, once per
+//!   seat (`seat_timing`): each client's jitter buffer from its own link.
 //!
 //! Messages travel over rungs' own transport links (S8, [`crate::link`]):
 //! numbered, acknowledged, resent until acked, authenticated with a key
@@ -25,15 +33,25 @@
 //! how relays scale.
 
 pub mod admission;
+pub mod checksums;
+mod chunk;
 pub mod client;
+pub mod durable;
+pub mod host;
+mod schedule;
+mod seat_timing;
 pub mod sequencer;
 pub mod server;
 pub mod ticket;
 pub mod timing;
+pub mod turn_log;
 
 pub use client::{ClientConfig, ClientEvent, RelayClient, SeatTurn, Turn};
+pub use durable::{DurableRecord, MatchState};
+pub use host::{HostConfig, HostStatus, RelayHost};
 pub use sequencer::{DesyncNotice, LogEntry, MatchEvent, MatchSetup, Sequencer};
 pub use server::{Relay, RelayConfig, RelayCounters, RelayEvent};
+pub use turn_log::TurnLog;
 
 use crate::link::{DropReason, Link, LinkConfig};
 use crate::wire::packet::{decode, verify_tag, SessionKey};
@@ -56,6 +74,22 @@ pub fn relay_link_config() -> LinkConfig {
         max_ack_delay_us: 0,
         ..LinkConfig::default()
     }
+}
+
+/// A seed for this process's connection nonces and a host's lobby secret:
+/// the wall clock's nanoseconds, the process id and an address of this
+/// process, mixed; different per process and not guessable from outside,
+/// which is all they need (S10).
+pub(crate) fn process_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let local = 0u8;
+    let address = &local as *const u8 as u64;
+    let mut rng = crate::sim::SplitMix64::new(
+        nanos ^ u64::from(std::process::id()).rotate_left(32) ^ address.rotate_left(17),
+    );
+    rng.next_u64()
 }
 
 /// Check a transport packet's tag under `key` for `local_seat` and its

@@ -1,7 +1,10 @@
 //! One match's state machine on the relay (S10), sans-IO: seats, the load
 //! barrier, the relay clock, execution tick assignment, the turn log, the
 //! bundle stream per connection, presence, the reconnect grace, checksum
-//! comparison and the end of the match.
+//! comparison ([`super::checksums`]), each seat's timing
+//! ([`super::seat_timing`]), ephemeral orders, the records that let the
+//! match survive a relay restart ([`super::durable`]), and the end of the
+//! match.
 //!
 //! It works on decoded messages and connection events; [`super::server`]
 //! does tickets, links and datagrams. Time is a microsecond instant on any
@@ -15,41 +18,44 @@
 //!
 //! Tick `t` starts `t * 1_000_000 / tick_rate_millihz` whole milliseconds
 //! after the match starts ([`tick_start_ms`]). At the start of every tick
-//! that is a multiple of `bundle_interval`, the horizon moves to that tick:
-//! every tick below it is final and goes out in a TurnBundle, empty or not.
+//! that is a multiple of `bundle_interval` (1 by default), the horizon moves
+//! to that tick: every tick below it is final and goes out in a TurnBundle,
+//! empty or not.
 //!
-//! # Timing (S4 on the relay)
+//! # Timing (S4 on the relay, per seat)
 //!
 //! With a timing policy in the setup (`timing_policy`, adaptive by default)
-//! the relay is the master: clients send TimingReports (round trip to the
-//! relay, processing time, waits: S3's report); the sequencer keeps them in
-//! a [`Record`] of the seats connected now and runs the same policy a
-//! peer-to-peer master runs ([`crate::timing::machine`]'s), on its own ticks
-//! as frames. The policy's send period becomes the bundle interval, its
-//! look-ahead the ticks clients run behind the horizon, its frame rate the
-//! relay's tick rate (capped by the setup's). A change is announced as a
-//! Timing message from the next bundle boundary on, before the bundle that
-//! reaches it, so every client applies it at the same tick
-//! ([`super::timing::TimingPlan`]). Decisions use only arrival order and
-//! ticks: the same inputs give the same plan.
+//! the relay runs the policy once per seat, on that seat's TimingReports
+//! alone, and announces the look-ahead it chooses — how far behind the
+//! horizon that client runs, its jitter buffer — to that seat only: a near
+//! client does not pay for a far one's latency ([`super::seat_timing`]).
+//! The clock and the bundle interval are the match's; the tick rate follows
+//! the slowest machine only when the setup says so (`pace_to_slowest`).
 //!
 //! # Tick assignment
 //!
 //! An order from a seat gets tick `max(horizon, next free tick of the seat)`:
 //! the earliest tick not yet broadcast, one order per seat per tick, later
-//! ones queued onto later ticks (at most `max_queued_ticks` ahead).
+//! ones queued onto later ticks (at most `max_queued_ticks` ahead). A
+//! submission at or below the highest sequence the relay judged is a resend
+//! and ignored; anything above it is judged on its own: accepted, or refused
+//! with an OrderRefused naming the sequence and the reason — and the orders
+//! after a refused one are judged on their own too, so a refusal never
+//! blocks a seat.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
+use super::checksums::{ChecksumRounds, Decisions};
+pub use super::checksums::{DesyncNotice, CHECKSUM_DECIDE_TICKS, CHECKSUM_WINDOW_TICKS};
+use super::chunk::{write_chunk, Stream};
+use super::durable::{DurableRecord, MatchState};
+use super::seat_timing::SeatTiming;
 use super::timing::TimingPlan;
 use crate::error::{Error, Result};
-use crate::report::{Record, Report};
-use crate::timing::machine::Policy;
 use crate::timing::PolicyKind;
 use crate::wire::relay::{
-    BundleEntry, BundleWriter, ClientMessage, EntryKind, MatchOverReason, RejectReason,
-    SeatPresence, ServerMessage, TimingChange, Welcome, BUNDLE_HEADER_BYTES, ENTRY_HEADER_BYTES,
-    MAX_SEATS,
+    ClientMessage, EntryKind, MatchOverReason, RefusalReason, RejectReason, SeatPresence,
+    ServerMessage, TimingChange, Welcome, MAX_SEATS,
 };
 
 /// Default relay tick rate: 30 ticks per second.
@@ -58,15 +64,26 @@ pub const DEFAULT_TICK_RATE_MILLIHZ: u32 = 30_000;
 pub const DEFAULT_START_BARRIER_US: u64 = 60_000_000;
 /// Default reconnect grace: 60 s.
 pub const DEFAULT_RECONNECT_GRACE_US: u64 = 60_000_000;
-/// Checksum reports older than this many ticks behind the horizon are
-/// decided with whatever arrived, then forgotten (bounds the memory).
-pub const CHECKSUM_WINDOW_TICKS: u32 = 900;
-/// A checksum round still missing reports this many ticks behind the
-/// horizon is decided with the reports it has (a seat that stays away must
-/// not hide a desync of the others); later reports are checked against it.
-pub const CHECKSUM_DECIDE_TICKS: u32 = 150;
 /// Most desync notices a match keeps (later ones are counted only).
 pub const MAX_DESYNC_NOTICES: usize = 256;
+/// Refusals a seat's new connection hears again (before its Welcome): those
+/// of the last this many sequences the relay judged. A client holds at most
+/// this many unconfirmed orders ([`super::client::MAX_UNCONFIRMED`]), so a
+/// refusal it may have missed when its connection dropped is among them.
+pub const REFUSALS_REPEATED: u32 = 256;
+/// Ephemeral orders a seat may have waiting for one horizon step; more are
+/// dropped and counted (they are best effort by nature).
+pub const MAX_EPHEMERAL_PER_STEP: usize = 8;
+/// Ephemeral orders waiting to go out on one connection at most (a client
+/// that does not keep up loses the oldest).
+pub const MAX_EPHEMERAL_QUEUED: usize = 256;
+/// With persistence on, the horizon moves only up to a recorded lease; a
+/// new lease reaches this many ticks past the horizon (about a second at
+/// 30 ticks/s: two records a second per match)...
+pub const LEASE_TICKS: u32 = 32;
+/// ...and is recorded when the horizon comes within this many ticks of the
+/// old one.
+pub const LEASE_RENEW_TICKS: u32 = 16;
 
 /// The setup of one match.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,14 +96,16 @@ pub struct MatchSetup {
     pub human_mask: u16,
     /// Relay ticks per 1000 s (30000 = 30 ticks/s).
     pub tick_rate_millihz: u32,
-    /// Ticks per bundle, 1–255, when `timing_policy` is `None`; otherwise
-    /// the policy chooses it.
+    /// Ticks per bundle, 1–255 (1 by default: a bundle every tick).
     pub bundle_interval: u8,
-    /// The rule that sets the timing (S4 with the relay as master):
-    /// `Some(Adaptive)` by default, `Some(Tracking)`, a fixed `S/L`, or
-    /// `None` for the fixed timing of the setup (`bundle_interval`, and the
-    /// jitter buffer each client chose).
+    /// The rule that sets each client's jitter buffer (S4 with the relay as
+    /// master, run per seat): `Some(Adaptive)` by default, `Some(Tracking)`,
+    /// a fixed `S/L`, or `None` for the jitter buffer each client chose.
     pub timing_policy: Option<PolicyKind>,
+    /// The tick rate follows the slowest machine (the lowest frame rate the
+    /// seats' policies chose, S4.2), as peer-to-peer: a slow machine slows
+    /// everyone. Off by default: a slow machine falls behind on its own.
+    pub pace_to_slowest: bool,
     /// Clients report a checksum every this many ticks; 0 disables.
     pub checksum_interval: u16,
     /// An AI decision at tick `t` yields an order for `t + ai_order_delay`, 0–8.
@@ -97,17 +116,22 @@ pub struct MatchSetup {
     /// A seat without a connection for this long (counted from the start for
     /// seats that never connected) is dropped.
     pub reconnect_grace_us: u64,
-    /// The match ends when the horizon reaches this tick.
+    /// The match ends when the horizon reaches this tick ([`NO_TICK_LIMIT`]
+    /// by default: the match ends when every human has left, or when its
+    /// operator ends it).
     pub max_ticks: u32,
     /// An order is refused when its seat's queue would reach this many ticks
     /// past the horizon (a flooding client cannot grow the relay's memory).
     pub max_queued_ticks: u32,
 }
 
+/// `max_ticks` of a match without a tick limit (4.5 years at 30 ticks/s).
+pub const NO_TICK_LIMIT: u32 = u32::MAX;
+
 impl MatchSetup {
-    /// A setup with the defaults of S10: 30 ticks/s, the adaptive timing
-    /// policy (a bundle every tick if it is turned off), a checksum every 30
-    /// ticks, `ai_order_delay` 8, 60 s barrier and grace, four hours at most.
+    /// A setup with the defaults of S10: 30 ticks/s, a bundle every tick,
+    /// the adaptive timing policy per seat, a checksum every 30 ticks,
+    /// `ai_order_delay` 8, 60 s barrier and grace, no tick limit.
     pub fn new(match_id: u64, seat_count: u8, human_mask: u16) -> MatchSetup {
         MatchSetup {
             match_id,
@@ -116,11 +140,12 @@ impl MatchSetup {
             tick_rate_millihz: DEFAULT_TICK_RATE_MILLIHZ,
             bundle_interval: 1,
             timing_policy: Some(PolicyKind::Adaptive),
+            pace_to_slowest: false,
             checksum_interval: 30,
             ai_order_delay: 8,
             start_barrier_us: DEFAULT_START_BARRIER_US,
             reconnect_grace_us: DEFAULT_RECONNECT_GRACE_US,
-            max_ticks: 4 * 3600 * 30,
+            max_ticks: NO_TICK_LIMIT,
             max_queued_ticks: 256,
         }
     }
@@ -168,7 +193,7 @@ impl MatchSetup {
         (self.tick_rate_millihz / 1000).clamp(1, 255) as u8
     }
 
-    /// The tick rate for a frame rate the policy chose: the setup's own at
+    /// The tick rate for a frame rate a policy chose: the setup's own at
     /// the speed's cap, `fps` ticks per second below it.
     fn tick_rate_for(&self, fps: u8) -> u32 {
         if fps >= self.speed_fps() {
@@ -203,19 +228,10 @@ pub struct LogEntry {
     pub seat: u8,
     /// Order, quit or dropped.
     pub kind: EntryKind,
-    /// The order.
+    /// The client sequence it was submitted with (0 for a drop).
+    pub sequence: u32,
+    /// The order (a quit's: the seat's quit order, possibly empty).
     pub payload: Box<[u8]>,
-}
-
-/// A desync the relay found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DesyncNotice {
-    /// The tick.
-    pub tick: u32,
-    /// Seats whose checksums were compared.
-    pub reported_mask: u16,
-    /// Seats outside the largest agreeing group (every reporter on a tie).
-    pub disagreeing_mask: u16,
 }
 
 /// What happened to the match, for the server's log and for tests.
@@ -247,6 +263,15 @@ pub enum MatchEvent {
         /// Quit (`Quit`) or dropped after the grace (`Dropped`).
         kind: EntryKind,
     },
+    /// An order was refused (the client was told).
+    OrderRefused {
+        /// Seat.
+        seat: u8,
+        /// Its client sequence.
+        sequence: u32,
+        /// Why.
+        reason: RefusalReason,
+    },
     /// A desync.
     Desync(DesyncNotice),
     /// The match ended.
@@ -261,18 +286,18 @@ pub enum MatchEvent {
 /// Inputs refused, counted by cause.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct MatchCounters {
-    /// Orders accepted and sequenced.
+    /// Orders accepted and sequenced (quits included).
     pub orders_accepted: u64,
-    /// Submissions at or below the highest accepted sequence (resends).
+    /// Submissions at or below the highest sequence judged (resends).
     pub duplicate_submissions: u64,
-    /// Submissions skipping a sequence number.
-    pub out_of_order_submissions: u64,
-    /// Orders refused: the seat's queue is full or the match's tick limit is reached.
+    /// Orders refused (the client was told which and why): the seat's
+    /// queue is full, the match's tick limit is reached, or the seat is
+    /// leaving.
     pub orders_refused: u64,
-    /// Messages from a seat that has left or is leaving.
+    /// Messages from a seat that has left or is leaving (other than orders).
     pub from_departed_seat: u64,
     /// Checksum reports for a tick that is not a checksum tick, not yet
-    /// executable, or too old.
+    /// reportable, or too old.
     pub bad_checksum_reports: u64,
     /// ResyncRequests beyond the horizon.
     pub bad_resync_requests: u64,
@@ -280,19 +305,30 @@ pub struct MatchCounters {
     pub resyncs: u64,
     /// Desyncs beyond [`MAX_DESYNC_NOTICES`].
     pub desyncs_not_kept: u64,
-    /// TimingReports taken into the record.
+    /// TimingReports taken in.
     pub timing_reports: u64,
     /// TimingReports refused: before the start, from a departed seat.
     pub bad_timing_reports: u64,
-    /// Timing changes announced (the first timing included).
+    /// Timing changes announced (each seat's first timing included).
     pub timing_changes: u64,
+    /// Ephemeral orders broadcast.
+    pub ephemeral_orders: u64,
+    /// Ephemeral orders dropped: over the per-step bound, from a departed
+    /// seat, or a connection's queue full.
+    pub ephemeral_dropped: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
     Loading,
-    Running { start_us: u64 },
-    Over { reason: MatchOverReason },
+    /// Tick 0 started at `start_us` (before this process's clock began, for
+    /// a match restored from its records: then negative).
+    Running {
+        start_us: i64,
+    },
+    Over {
+        reason: MatchOverReason,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -305,13 +341,8 @@ enum Departure {
     Left,
 }
 
-/// Position of a connection's bundle stream: the next tick to send, and how
-/// many entries of that tick already went out in `MORE` chunks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stream {
-    tick: u32,
-    skip: usize,
-}
+/// An ephemeral order waiting to go out on a connection.
+type EphemeralOut = (u32, u8, Box<[u8]>);
 
 #[derive(Debug)]
 struct Seat {
@@ -324,53 +355,107 @@ struct Seat {
     /// Since when the seat has had no connection (grace clock), once running.
     disconnected_since_us: Option<u64>,
     highest_accepted: u32,
+    /// The highest sequence accepted or refused.
+    highest_judged: u32,
     next_free_tick: u32,
     /// Sequenced entries not yet broadcast, in tick order.
     queue: VecDeque<LogEntry>,
+    /// Refusals (sequence, reason), oldest first, of the last
+    /// [`REFUSALS_REPEATED`] sequences judged.
+    refused: VecDeque<(u32, RefusalReason)>,
+    /// Index into `refused` of the next refusal to send the connection.
+    refusals_sent: usize,
     welcome_due: Option<u32>,
     pong_due: Option<(i64, i64)>,
     presence_sent: u64,
-    /// Serial of the next timing change to send this connection.
-    timing_sent: u64,
-    /// The latest TimingReport and the horizon when it arrived.
-    report: Option<(Report, u32)>,
+    /// Its timing under the match's policy, when the setup names one.
+    timing: Option<SeatTiming>,
+    /// Index of the next desync notice to send the connection.
     desyncs_sent: usize,
+    /// Ephemeral orders it sent for the next horizon step.
+    ephemeral_pending: usize,
+    /// Ephemeral orders waiting to go out on its connection.
+    ephemeral_out: VecDeque<EphemeralOut>,
     over_sent: bool,
+    /// It connected since the match was restored (its horizon then came
+    /// from this relay's log).
+    connected_since_restore: bool,
 }
 
-#[derive(Debug, Default)]
-struct ChecksumRound {
-    values: [u64; MAX_SEATS],
-    reported: u16,
-    /// The agreed value once decided (`None`: undecided, or no majority).
-    decided: Option<Option<u64>>,
+impl Seat {
+    fn new(human: bool) -> Seat {
+        Seat {
+            human,
+            departure: Departure::Present,
+            said_hello: false,
+            stream: None,
+            disconnected_since_us: None,
+            highest_accepted: 0,
+            highest_judged: 0,
+            next_free_tick: 0,
+            queue: VecDeque::new(),
+            refused: VecDeque::new(),
+            refusals_sent: 0,
+            welcome_due: None,
+            pong_due: None,
+            presence_sent: 0,
+            timing: None,
+            desyncs_sent: 0,
+            ephemeral_pending: 0,
+            ephemeral_out: VecDeque::new(),
+            over_sent: false,
+            connected_since_restore: false,
+        }
+    }
+
+    /// Whether `sequence` was judged already (accepted, or refused).
+    fn has_judged(&self, sequence: u32) -> bool {
+        sequence <= self.highest_judged
+    }
+
+    fn refuse(&mut self, sequence: u32, reason: RefusalReason) {
+        self.highest_judged = self.highest_judged.max(sequence);
+        self.refused.push_back((sequence, reason));
+        let oldest = self.highest_judged.saturating_sub(REFUSALS_REPEATED);
+        while self.refused.front().is_some_and(|r| r.0 <= oldest) {
+            self.refused.pop_front();
+            self.refusals_sent = self.refusals_sent.saturating_sub(1);
+        }
+    }
 }
 
 /// One match. See the module docs.
 #[derive(Debug)]
 pub struct Sequencer {
     setup: MatchSetup,
-    created_us: u64,
+    created_us: i64,
     phase: Phase,
     seats: Vec<Seat>,
     horizon: u32,
     log: Vec<LogEntry>,
-    checksums: BTreeMap<u32, ChecksumRound>,
+    checksums: ChecksumRounds,
+    /// Desync notices, and the horizon each was decided at.
     desyncs: Vec<DesyncNotice>,
+    desync_horizons: Vec<u32>,
     presence_version: u64,
     events: VecDeque<MatchEvent>,
     counters: MatchCounters,
-    /// The timing in force and announced (S10 with S4).
+    /// The match clock and bundle interval in force and announced (the
+    /// look-ahead field is unused here: each seat has its own).
     plan: TimingPlan,
-    /// Changes announced so far; the plan holds the latest ones.
-    announced: u64,
-    /// The master's policy, when the setup names one.
-    policy: Option<Policy>,
-    /// The reports of the seats connected now (S3, with the relay's ticks as
-    /// frames); rebuilt when that set changes.
-    record: Record,
-    /// The seats in the record.
-    record_seats: u16,
+    /// Ephemeral orders for the next horizon step: (seat, order).
+    ephemeral: Vec<(u8, Box<[u8]>)>,
+    /// With persistence on: the records not yet taken, and the lease.
+    durable: Option<VecDeque<DurableRecord>>,
+    lease: u32,
+    /// Restored from its records after a relay restart: the last tick the
+    /// records cover. A client beyond it ran ticks whose records were lost
+    /// (a power loss beyond the sync interval): it reloads, rather than
+    /// being told it holds a game this relay never had (`LogLost`).
+    restored_end: Option<u32>,
+    /// No reconnect grace counts from before this (the restore: seats get a
+    /// whole grace to come back to a relay that was down).
+    grace_floor_us: u64,
 }
 
 impl Sequencer {
@@ -378,149 +463,241 @@ impl Sequencer {
     /// Hello or the start barrier runs out.
     pub fn new(setup: MatchSetup, now_us: u64) -> Result<Sequencer> {
         setup.validate()?;
-        let seats = (0..setup.seat_count)
-            .map(|s| Seat {
-                human: setup.is_human(s),
-                departure: Departure::Present,
-                said_hello: false,
-                stream: None,
-                disconnected_since_us: None,
-                highest_accepted: 0,
-                next_free_tick: 0,
-                queue: VecDeque::new(),
-                welcome_due: None,
-                pong_due: None,
-                presence_sent: 0,
-                timing_sent: 0,
-                report: None,
-                desyncs_sent: 0,
-                over_sent: false,
-            })
-            .collect();
-        let policy = setup
-            .timing_policy
-            .map(|kind| Policy::new(kind, setup.speed_fps()));
-        let (bundle_interval, look_ahead) = match &policy {
-            Some(p) => {
-                let t = p.initial_timing();
-                (t.send_period(), t.look_ahead())
-            }
-            // Unused: clients of a match without a policy keep their own.
-            None => (setup.bundle_interval, 1),
-        };
         let plan = TimingPlan::new(TimingChange {
             from_tick: 0,
-            from_ms: 0,
+            anchor_tick: 0,
+            anchor_ms: 0,
             tick_rate_millihz: setup.tick_rate_millihz,
-            bundle_interval,
-            look_ahead,
+            bundle_interval: setup.bundle_interval,
+            look_ahead: 1,
         });
+        let seats = (0..setup.seat_count)
+            .map(|s| {
+                let mut seat = Seat::new(setup.is_human(s));
+                if seat.human {
+                    seat.timing = setup
+                        .timing_policy
+                        .map(|kind| SeatTiming::new(kind, setup.speed_fps(), &plan))
+                        .transpose()?;
+                }
+                Ok(seat)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let first_timings = seats.iter().filter(|s| s.timing.is_some()).count() as u64;
         Ok(Sequencer {
             setup,
-            created_us: now_us,
+            created_us: now_us as i64,
             phase: Phase::Loading,
             seats,
             horizon: 0,
             log: Vec::new(),
-            checksums: BTreeMap::new(),
+            checksums: ChecksumRounds::default(),
             desyncs: Vec::new(),
+            desync_horizons: Vec::new(),
             presence_version: 1,
             events: VecDeque::new(),
             counters: MatchCounters {
-                timing_changes: u64::from(policy.is_some()),
+                timing_changes: first_timings,
                 ..MatchCounters::default()
             },
-            announced: u64::from(policy.is_some()),
             plan,
-            policy,
-            record: Record::new(0, []),
-            record_seats: 0,
+            ephemeral: Vec::new(),
+            durable: None,
+            lease: 0,
+            restored_end: None,
+            grace_floor_us: 0,
         })
     }
 
-    /// The timing plan: the change in force and those announced.
+    /// Turn persistence on: from now on the sequencer emits the records a
+    /// restarted relay resumes the match from ([`poll_durable`](Self::poll_durable)),
+    /// starting with the match's creation, and moves the horizon only up to
+    /// a recorded lease. The caller writes every record before it sends
+    /// anything the same call caused (see [`super::durable`]).
+    pub fn enable_durable(&mut self) {
+        if self.durable.is_some() {
+            return;
+        }
+        let mut records = VecDeque::new();
+        let state = self.state();
+        records.extend(state.records());
+        self.lease = self.lease.max(self.horizon);
+        self.durable = Some(records);
+    }
+
+    /// The next record to persist, with persistence on.
+    pub fn poll_durable(&mut self) -> Option<DurableRecord> {
+        self.durable.as_mut()?.pop_front()
+    }
+
+    fn record(&mut self, record: DurableRecord) {
+        if let Some(records) = self.durable.as_mut() {
+            records.push_back(record);
+        }
+    }
+
+    /// The match's durable state now (what its records fold into): for an
+    /// export, or to copy a live match into a new journal.
+    pub fn state(&self) -> MatchState {
+        let mut state = MatchState::new(self.setup, self.created_us);
+        if let Phase::Running { start_us } = self.phase {
+            state.started_us = Some(start_us);
+        }
+        for e in self
+            .log
+            .iter()
+            .chain(self.seats.iter().flat_map(|s| s.queue.iter()))
+        {
+            state.entries.insert((e.tick, e.seat), e.clone());
+        }
+        for (i, s) in self.seats.iter().enumerate() {
+            for &(sequence, reason) in &s.refused {
+                state.refusals.push((i as u8, sequence, reason));
+            }
+        }
+        state.clock = self.plan.changes().skip(1).copied().collect();
+        state.lease = self.lease.max(self.horizon);
+        if let Phase::Over { reason } = self.phase {
+            state.over = Some((self.horizon, reason));
+        }
+        state
+    }
+
+    /// A match resumed from its records (`state`) at `now_us`, after the
+    /// relay restarted: its clock where the records put it, every sequenced
+    /// entry at its tick, each seat's highest sequence and refusals, the
+    /// horizon at the lease (at or above any tick ever broadcast); every
+    /// human seat disconnected with a fresh reconnect grace. Clients resume
+    /// from their horizon. `durable`: keep persisting.
+    pub fn restore(state: &MatchState, now_us: u64, durable: bool) -> Result<Sequencer> {
+        let mut s = Sequencer::new(state.setup, now_us)?;
+        s.created_us = state.created_us;
+        s.restored_end = Some(state.end_tick());
+        s.grace_floor_us = now_us;
+        for change in &state.clock {
+            if s.plan.announce(*change) {
+                for seat in s.seats.iter_mut().filter_map(|x| x.timing.as_mut()) {
+                    seat.clock_changed(*change);
+                }
+            }
+        }
+        let entries: Vec<&LogEntry> = state.log().collect();
+        if let Some((final_tick, reason)) = state.over {
+            s.phase = Phase::Over { reason };
+            s.horizon = final_tick;
+            s.log = entries.into_iter().cloned().collect();
+            for seat in &mut s.seats {
+                seat.departure = Departure::Left;
+            }
+        } else if let Some(start_us) = state.started_us {
+            s.phase = Phase::Running { start_us };
+            // The first boundary at or after every tick a bundle may have
+            // reached: nothing new lands on a tick a client already ran.
+            let floor = state.end_tick();
+            let mut horizon = s.plan.boundary_at_or_before(0, floor);
+            if horizon < floor {
+                horizon = s.plan.next_boundary(horizon);
+            }
+            s.horizon = horizon;
+            for e in entries {
+                let seat = &mut s.seats[usize::from(e.seat)];
+                if e.kind != EntryKind::Dropped {
+                    seat.highest_accepted = seat.highest_accepted.max(e.sequence);
+                }
+                seat.next_free_tick = seat.next_free_tick.max(e.tick.saturating_add(1));
+                if e.kind != EntryKind::Order {
+                    seat.departure = if e.tick < horizon {
+                        Departure::Left
+                    } else {
+                        Departure::Leaving
+                    };
+                }
+                if e.tick < horizon {
+                    s.log.push(e.clone());
+                } else {
+                    seat.queue.push_back(e.clone());
+                }
+            }
+            for seat in &mut s.seats {
+                seat.said_hello = seat.human;
+                seat.highest_judged = seat.highest_accepted;
+                if seat.human && seat.departure == Departure::Present {
+                    seat.disconnected_since_us = Some(now_us);
+                }
+            }
+        }
+        let mut refusals = state.refusals.clone();
+        refusals.sort_by_key(|r| r.1);
+        for (seat, sequence, reason) in refusals {
+            if let Some(seat) = s.seats.get_mut(usize::from(seat)) {
+                seat.refuse(sequence, reason);
+            }
+        }
+        s.lease = state.lease.max(s.horizon);
+        if durable {
+            s.durable = Some(VecDeque::new());
+        }
+        Ok(s)
+    }
+
+    /// The match's clock plan: tick rate and bundle interval from a tick on.
     pub fn timing_plan(&self) -> &TimingPlan {
         &self.plan
     }
 
-    /// The record of the connected seats' reports the policy reads.
-    pub fn record(&self) -> &Record {
-        &self.record
+    /// `seat`'s plan (the match clock with its look-ahead), in a match with
+    /// a timing policy.
+    pub fn seat_timing_plan(&self, seat: u8) -> Option<&TimingPlan> {
+        self.seats
+            .get(usize::from(seat))?
+            .timing
+            .as_ref()
+            .map(SeatTiming::plan)
     }
 
-    /// Keep the record to the seats connected and present now that have
-    /// ever reported (a client that sends no reports at all, such as a bare
-    /// `RelayClient`, does not hold the others' timing); a seat that comes
-    /// back brings its last report (fresh or not, by its tick).
-    fn refresh_record(&mut self) {
-        let members = self
-            .seats
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| {
-                s.human
-                    && s.departure == Departure::Present
-                    && s.stream.is_some()
-                    && s.report.is_some()
-            })
-            .fold(0u16, |m, (i, _)| m | 1 << i);
-        if members == self.record_seats {
-            return;
-        }
-        self.record_seats = members;
-        let seats = (0..MAX_SEATS as u8).filter(|i| members & (1 << i) != 0);
-        self.record = Record::new(self.horizon, seats);
-        for (i, s) in self.seats.iter().enumerate() {
-            if let Some((report, at)) = s.report.filter(|_| members & (1 << i) != 0) {
-                let _ = self.record.apply_report(i as u8, at, report);
-            }
-        }
-    }
-
-    /// Evaluate the policy on the ticks from `from` to `to` (the horizon
-    /// just passed them); announce a change from the next boundary on.
+    /// Evaluate each connected seat's policy on the ticks from `from` to
+    /// `to` (the horizon just passed them); announce changes from the next
+    /// boundary on. With `pace_to_slowest`, the match clock follows the
+    /// slowest reporting seat.
     fn evaluate_timing(&mut self, from: u32, to: u32) {
-        let Some(policy) = self.policy.as_mut() else {
+        if self.setup.timing_policy.is_none() {
             return;
-        };
-        let mut chosen = None;
-        for frame in from..=to {
-            if let (_, Some(event)) = policy.evaluate(&self.record, frame, None) {
-                chosen = Some(event);
-            }
         }
-        let Some(event) = chosen else {
-            return;
-        };
         let from_tick = self.plan.next_boundary(self.horizon);
-        let in_force = *self.plan.in_force(from_tick);
-        let change = self.plan.change_at(
-            from_tick,
-            self.setup.tick_rate_for(event.fps),
-            event.target.send_period(),
-            event.target.look_ahead(),
-        );
-        let unchanged = (
-            change.tick_rate_millihz,
-            change.bundle_interval,
-            change.look_ahead,
-        ) == (
-            in_force.tick_rate_millihz,
-            in_force.bundle_interval,
-            in_force.look_ahead,
-        );
-        if (change.bundle_interval, change.look_ahead)
-            != (in_force.bundle_interval, in_force.look_ahead)
-        {
-            if let Some(adaptive) = policy.adaptive_mut() {
-                adaptive.note_change_executed(from_tick);
+        let mut changes = 0;
+        let mut slowest: Option<u8> = None;
+        for seat in &mut self.seats {
+            let connected = seat.stream.is_some() && seat.departure == Departure::Present;
+            let Some(timing) = seat.timing.as_mut().filter(|_| connected) else {
+                continue;
+            };
+            if timing.evaluate(from, to, from_tick, &self.plan) {
+                changes += 1;
+            }
+            if timing.has_reported() {
+                slowest = Some(slowest.map_or(timing.fps(), |f| f.min(timing.fps())));
             }
         }
-        if unchanged || !self.plan.announce(change) {
+        self.counters.timing_changes += changes;
+        let Some(fps) = slowest.filter(|_| self.setup.pace_to_slowest) else {
+            return;
+        };
+        let rate = self.setup.tick_rate_for(fps);
+        let in_force = *self.plan.in_force(from_tick);
+        if rate == in_force.tick_rate_millihz {
             return;
         }
-        self.announced += 1;
-        self.counters.timing_changes += 1;
+        let change = self
+            .plan
+            .change_at(from_tick, rate, in_force.bundle_interval, 1);
+        if !self.plan.announce(change) {
+            return;
+        }
+        for timing in self.seats.iter_mut().filter_map(|s| s.timing.as_mut()) {
+            timing.clock_changed(change);
+            self.counters.timing_changes += 1;
+        }
+        self.record(DurableRecord::Clock(change));
     }
 
     /// The setup.
@@ -558,15 +735,25 @@ impl Sequencer {
         !matches!(self.phase, Phase::Loading)
     }
 
+    /// Whether the match was restored from its records after a restart.
+    pub fn is_restored(&self) -> bool {
+        self.restored_end.is_some()
+    }
+
     /// The next event for the log.
     pub fn poll_event(&mut self) -> Option<MatchEvent> {
         self.events.pop_front()
     }
 
+    /// µs since tick 0 started, at `now_us` (0 before).
+    fn elapsed_us(start_us: i64, now_us: u64) -> u64 {
+        u64::try_from(now_us as i64 - start_us).unwrap_or(0)
+    }
+
     /// The relay tick at `now_us` (0 before the start).
     pub fn tick(&self, now_us: u64) -> u32 {
         match self.phase {
-            Phase::Running { start_us } => self.plan.tick_at(now_us.saturating_sub(start_us)),
+            Phase::Running { start_us } => self.plan.tick_at(Self::elapsed_us(start_us, now_us)),
             Phase::Loading => 0,
             Phase::Over { .. } => self.horizon,
         }
@@ -576,8 +763,8 @@ impl Sequencer {
     /// to the start barrier.
     pub fn match_clock_us(&self, now_us: u64) -> i64 {
         match self.phase {
-            Phase::Running { start_us } => now_us as i64 - start_us as i64,
-            _ => now_us as i64 - (self.created_us + self.setup.start_barrier_us) as i64,
+            Phase::Running { start_us } => now_us as i64 - start_us,
+            _ => now_us as i64 - (self.created_us + self.setup.start_barrier_us as i64),
         }
     }
 
@@ -607,7 +794,11 @@ impl Sequencer {
     /// A valid Hello for `seat` (the server checked the ticket): accept it,
     /// replacing any connection the seat has, or say why not. The new
     /// connection's bundles resume from `have_horizon` when it is at most
-    /// the horizon, else from 0.
+    /// the horizon. A client beyond the horizon holds ticks this match does
+    /// not: refused with `LogLost`. In a match restored after a relay
+    /// restart, a client beyond the end of the records ran ticks whose
+    /// records were lost (a power loss beyond the sync interval): it
+    /// resumes from 0 and reloads, so it runs what the relay holds.
     pub fn connect(
         &mut self,
         seat: u8,
@@ -617,6 +808,8 @@ impl Sequencer {
         if self.is_over() {
             return Err(RejectReason::MatchOver);
         }
+        let horizon = self.horizon;
+        let restored_end = self.restored_end;
         let Some(s) = self.seats.get_mut(usize::from(seat)) else {
             return Err(RejectReason::BadTicket);
         };
@@ -626,32 +819,43 @@ impl Sequencer {
         if s.departure != Departure::Present {
             return Err(RejectReason::SeatLeft);
         }
-        let resume = if have_horizon <= self.horizon {
-            have_horizon
-        } else {
-            0
+        // Beyond the records, in its first Hello since the restore: it ran
+        // ticks of the lost tail.
+        let lost_tail =
+            restored_end.is_some_and(|end| have_horizon > end) && !s.connected_since_restore;
+        let resume = match have_horizon {
+            _ if lost_tail => 0,
+            h if h <= horizon => h,
+            _ => return Err(RejectReason::LogLost),
         };
+        s.connected_since_restore = true;
         s.said_hello = true;
-        s.stream = Some(Stream {
-            tick: resume,
-            skip: 0,
-        });
+        s.stream = Some(Stream::at(resume));
         s.disconnected_since_us = None;
         s.welcome_due = Some(resume);
         s.pong_due = None;
-        // The new connection gets the current presence, timing and every
-        // notice anew.
+        // The new connection gets the current presence and timing anew, the
+        // refusals it may have missed, and the desync notices decided since
+        // the horizon it holds (a reload: all of them).
         s.presence_sent = 0;
-        s.timing_sent = 0;
-        s.desyncs_sent = 0;
+        if let Some(timing) = s.timing.as_mut() {
+            timing.connected();
+        }
+        let repeat_after = s.highest_judged.saturating_sub(REFUSALS_REPEATED);
+        s.refusals_sent = s.refused.partition_point(|r| r.0 <= repeat_after);
+        s.desyncs_sent = if resume == 0 {
+            0
+        } else {
+            self.desync_horizons.partition_point(|&h| h < resume)
+        };
+        s.ephemeral_out.clear();
         self.presence_changed();
-        self.refresh_record();
         self.events.push_back(MatchEvent::Connected {
             seat,
             resume_from_tick: resume,
         });
         if self.phase == Phase::Loading && self.seats.iter().all(|s| !s.human || s.said_hello) {
-            self.start(now_us, true);
+            self.start(now_us as i64, true);
         }
         Ok(resume)
     }
@@ -667,9 +871,9 @@ impl Sequencer {
             if running {
                 s.disconnected_since_us = Some(now_us);
             }
+            s.ephemeral_out.clear();
             self.presence_changed();
             self.events.push_back(MatchEvent::Disconnected { seat });
-            self.refresh_record();
         }
     }
 
@@ -680,18 +884,17 @@ impl Sequencer {
             .is_some_and(|s| s.stream.is_some())
     }
 
-    fn start(&mut self, start_us: u64, all_present: bool) {
+    fn start(&mut self, start_us: i64, all_present: bool) {
         self.phase = Phase::Running { start_us };
-        // The record (and the silent grace, S3) starts with the clock.
-        self.record_seats = 0;
-        self.refresh_record();
+        let grace_from = (start_us.max(0) as u64).max(self.grace_floor_us);
         for s in &mut self.seats {
             if s.human && s.stream.is_none() {
-                s.disconnected_since_us = Some(start_us);
+                s.disconnected_since_us = Some(grace_from);
             }
         }
         self.presence_changed();
         self.events.push_back(MatchEvent::Started { all_present });
+        self.record(DurableRecord::Started { at_us: start_us });
     }
 
     /// Act on a message from `seat`'s current connection.
@@ -709,8 +912,19 @@ impl Sequencer {
             ClientMessage::OrderSubmit { sequence, payload } => {
                 self.sequence(seat, sequence, EntryKind::Order, payload);
             }
-            ClientMessage::Quit { sequence } => {
-                self.sequence(seat, sequence, EntryKind::Quit, &[]);
+            ClientMessage::Quit { sequence, payload } => {
+                self.sequence(seat, sequence, EntryKind::Quit, payload);
+            }
+            ClientMessage::EphemeralSubmit { payload } => {
+                if running
+                    && s.departure == Departure::Present
+                    && s.ephemeral_pending < MAX_EPHEMERAL_PER_STEP
+                {
+                    s.ephemeral_pending += 1;
+                    self.ephemeral.push((seat, payload.into()));
+                } else {
+                    self.counters.ephemeral_dropped += 1;
+                }
             }
             ClientMessage::Ping { t0_us } => {
                 s.pong_due = Some((t0_us, clock));
@@ -719,33 +933,30 @@ impl Sequencer {
                 if h > horizon {
                     self.counters.bad_resync_requests += 1;
                 } else {
-                    s.stream = Some(Stream { tick: h, skip: 0 });
+                    s.stream = Some(Stream::at(h));
                     self.counters.resyncs += 1;
                 }
             }
             ClientMessage::TimingReport(report) => {
                 if running && s.departure == Departure::Present {
-                    s.report = Some((report, horizon));
-                    self.counters.timing_reports += 1;
-                    if self.record_seats & (1 << seat) != 0 {
-                        let _ = self.record.apply_report(seat, horizon, report);
-                    } else {
-                        self.refresh_record(); // its first report: it joins
+                    if let Some(timing) = s.timing.as_mut() {
+                        timing.report(seat, horizon, report);
                     }
+                    self.counters.timing_reports += 1;
                 } else {
                     self.counters.bad_timing_reports += 1;
                 }
             }
             ClientMessage::ChecksumReport { tick, checksum } => {
-                let interval = u32::from(self.setup.checksum_interval);
                 let valid = running
-                    && interval > 0
-                    && tick % interval == 0
-                    && tick < horizon
-                    && tick + CHECKSUM_WINDOW_TICKS >= horizon
-                    && s.departure == Departure::Present;
+                    && s.departure == Departure::Present
+                    && ChecksumRounds::accepts(tick, horizon, self.setup.checksum_interval);
                 if valid {
-                    self.checksum(seat, tick, checksum);
+                    let expected = self.expected_reporters();
+                    let mut out = Decisions::default();
+                    self.checksums
+                        .report(seat, tick, checksum, expected, &mut out);
+                    self.take_decisions(out);
                 } else {
                     self.counters.bad_checksum_reports += 1;
                 }
@@ -753,75 +964,59 @@ impl Sequencer {
         }
     }
 
+    /// Judge a submission (order or quit) of `seat`: a resend is ignored;
+    /// anything new is accepted onto the seat's next free tick, or refused
+    /// with its reason. A refusal never blocks the orders after it.
     fn sequence(&mut self, seat: u8, sequence: u32, kind: EntryKind, payload: &[u8]) {
         let horizon = self.horizon;
         let max_ticks = self.setup.max_ticks;
         let max_queued = self.setup.max_queued_ticks;
         let s = &mut self.seats[usize::from(seat)];
-        if s.departure != Departure::Present {
-            self.counters.from_departed_seat += 1;
-            return;
-        }
-        if sequence <= s.highest_accepted {
+        if s.has_judged(sequence) {
             self.counters.duplicate_submissions += 1;
             return;
         }
-        if sequence != s.highest_accepted.wrapping_add(1) {
-            self.counters.out_of_order_submissions += 1;
-            return;
-        }
         let tick = horizon.max(s.next_free_tick);
-        if tick >= max_ticks || tick - horizon >= max_queued {
+        let refusal = if s.departure != Departure::Present {
+            Some(RefusalReason::Leaving)
+        } else if tick >= max_ticks {
+            Some(RefusalReason::TickLimit)
+        } else if tick - horizon >= max_queued {
+            Some(RefusalReason::QueueFull)
+        } else {
+            None
+        };
+        if let Some(reason) = refusal {
+            s.refuse(sequence, reason);
             self.counters.orders_refused += 1;
+            self.events.push_back(MatchEvent::OrderRefused {
+                seat,
+                sequence,
+                reason,
+            });
+            self.record(DurableRecord::Refused {
+                seat,
+                sequence,
+                reason,
+            });
             return;
         }
         s.highest_accepted = sequence;
+        s.highest_judged = sequence;
         s.next_free_tick = tick + 1;
-        s.queue.push_back(LogEntry {
+        let entry = LogEntry {
             tick,
             seat,
             kind,
+            sequence,
             payload: payload.into(),
-        });
+        };
+        s.queue.push_back(entry.clone());
         if kind == EntryKind::Quit {
             s.departure = Departure::Leaving;
         }
         self.counters.orders_accepted += 1;
-    }
-
-    fn checksum(&mut self, seat: u8, tick: u32, checksum: u64) {
-        let bit = 1u16 << seat;
-        let expected = self.expected_reporters();
-        let round = self.checksums.entry(tick).or_default();
-        match round.decided {
-            Some(agreed) => {
-                // A late report (e.g. after a reload): checked against the
-                // agreed value on its own.
-                if round.reported & bit != 0 {
-                    return;
-                }
-                round.reported |= bit;
-                round.values[usize::from(seat)] = checksum;
-                if agreed.is_some_and(|v| v != checksum) {
-                    let notice = DesyncNotice {
-                        tick,
-                        reported_mask: round.reported,
-                        disagreeing_mask: bit,
-                    };
-                    self.record_desync(notice);
-                }
-            }
-            None => {
-                if round.reported & bit != 0 {
-                    return;
-                }
-                round.reported |= bit;
-                round.values[usize::from(seat)] = checksum;
-                if round.reported & expected == expected {
-                    self.decide(tick);
-                }
-            }
-        }
+        self.record(DurableRecord::Entry(entry));
     }
 
     fn expected_reporters(&self) -> u16 {
@@ -832,57 +1027,20 @@ impl Sequencer {
             .fold(0u16, |m, (i, _)| m | 1 << i)
     }
 
-    fn decide(&mut self, tick: u32) {
-        let Some(round) = self.checksums.get_mut(&tick) else {
-            return;
-        };
-        // Groups of equal values, by seat order: deterministic.
-        let mut best: Option<(u64, u32)> = None;
-        let mut tie = false;
-        let mut distinct = 0;
-        let seats = || (0..MAX_SEATS).filter(|&i| round.reported & (1 << i) != 0);
-        for i in seats() {
-            let v = round.values[i];
-            if seats().take_while(|&j| j < i).any(|j| round.values[j] == v) {
-                continue; // counted with an earlier seat
-            }
-            distinct += 1;
-            let count = seats().filter(|&j| round.values[j] == v).count() as u32;
-            match best {
-                Some((_, c)) if c > count => {}
-                Some((_, c)) if c == count => tie = true,
-                _ => {
-                    best = Some((v, count));
-                    tie = false;
-                }
-            }
+    /// Keep what checksum rounds decided: desync notices (sent to every
+    /// connection), and the decided rounds as records.
+    fn take_decisions(&mut self, out: Decisions) {
+        for round in out.decided {
+            self.record(DurableRecord::Checksums(round));
         }
-        let reported = round.reported;
-        if distinct <= 1 {
-            round.decided = Some(best.map(|b| b.0));
-            return;
-        }
-        let agreed = if tie { None } else { best.map(|b| b.0) };
-        round.decided = Some(agreed);
-        let disagreeing = match agreed {
-            Some(v) => seats()
-                .filter(|&i| round.values[i] != v)
-                .fold(0u16, |m, i| m | 1 << i),
-            None => reported,
-        };
-        self.record_desync(DesyncNotice {
-            tick,
-            reported_mask: reported,
-            disagreeing_mask: disagreeing,
-        });
-    }
-
-    fn record_desync(&mut self, notice: DesyncNotice) {
-        self.events.push_back(MatchEvent::Desync(notice));
-        if self.desyncs.len() < MAX_DESYNC_NOTICES {
-            self.desyncs.push(notice);
-        } else {
-            self.counters.desyncs_not_kept += 1;
+        for notice in out.desyncs {
+            self.events.push_back(MatchEvent::Desync(notice));
+            if self.desyncs.len() < MAX_DESYNC_NOTICES {
+                self.desyncs.push(notice);
+                self.desync_horizons.push(self.horizon);
+            } else {
+                self.counters.desyncs_not_kept += 1;
+            }
         }
     }
 
@@ -899,16 +1057,23 @@ impl Sequencer {
             final_tick: self.horizon,
             reason,
         });
+        self.record(DurableRecord::Over {
+            final_tick: self.horizon,
+            reason,
+        });
     }
 
     /// When [`handle_timeout`](Self::handle_timeout) next has work: the
     /// start barrier, the next bundle boundary, the earliest grace expiry.
     pub fn poll_timeout(&self) -> Option<u64> {
         match self.phase {
-            Phase::Loading => Some(self.created_us + self.setup.start_barrier_us),
+            Phase::Loading => {
+                Some((self.created_us + self.setup.start_barrier_us as i64).max(0) as u64)
+            }
             Phase::Running { start_us } => {
                 let next = self.plan.next_boundary(self.horizon);
-                let boundary = start_us + self.plan.tick_start_ms(next) * 1000;
+                let boundary =
+                    (start_us + self.plan.tick_start_ms(next) as i64 * 1000).max(0) as u64;
                 let grace = self
                     .seats
                     .iter()
@@ -924,40 +1089,54 @@ impl Sequencer {
 
     /// Start the clock, move the horizon, drop seats whose grace ran out.
     pub fn handle_timeout(&mut self, now_us: u64) {
-        if self.phase == Phase::Loading && now_us >= self.created_us + self.setup.start_barrier_us {
-            self.start(self.created_us + self.setup.start_barrier_us, false);
+        let barrier = self.created_us + self.setup.start_barrier_us as i64;
+        if self.phase == Phase::Loading && now_us as i64 >= barrier {
+            self.start(barrier, false);
         }
         let Phase::Running { start_us } = self.phase else {
             return;
         };
         let grace = self.setup.reconnect_grace_us;
         let horizon = self.horizon;
+        let mut dropped = Vec::new();
         for (i, s) in self.seats.iter_mut().enumerate() {
             let expired = s.departure == Departure::Present
                 && s.disconnected_since_us.is_some_and(|t| now_us >= t + grace);
             if expired {
                 let tick = horizon.max(s.next_free_tick);
                 s.next_free_tick = tick + 1;
-                s.queue.push_back(LogEntry {
+                let entry = LogEntry {
                     tick,
                     seat: i as u8,
                     kind: EntryKind::Dropped,
+                    sequence: 0,
                     payload: Box::new([]),
-                });
+                };
+                s.queue.push_back(entry.clone());
                 s.departure = Departure::Leaving;
+                dropped.push(entry);
             }
         }
-        let current = self.plan.tick_at(now_us - start_us.min(now_us));
+        for entry in dropped {
+            self.record(DurableRecord::Entry(entry));
+        }
+        let current = self.plan.tick_at(Self::elapsed_us(start_us, now_us));
         let boundary = self
             .plan
             .boundary_at_or_before(self.horizon, current)
             .min(self.setup.max_ticks);
         if boundary > self.horizon {
+            if self.durable.is_some() && boundary.saturating_add(LEASE_RENEW_TICKS) > self.lease {
+                // Recorded before any bundle that reaches past the old one.
+                self.lease = boundary.saturating_add(LEASE_TICKS);
+                self.record(DurableRecord::Lease { tick: self.lease });
+            }
             self.advance(boundary);
         }
     }
 
-    /// Move the horizon to `to`: queued entries below it enter the log.
+    /// Move the horizon to `to`: queued entries below it enter the log,
+    /// ephemeral orders go to the connections that are live.
     fn advance(&mut self, to: u32) {
         let mut moved: Vec<LogEntry> = Vec::new();
         for s in &mut self.seats {
@@ -984,40 +1163,19 @@ impl Sequencer {
         self.log.extend(moved);
         let from = self.horizon;
         self.horizon = to;
+        self.release_ephemeral(from);
         if left_changed {
             self.presence_changed();
-            self.refresh_record();
         }
         self.evaluate_timing(from + 1, to);
         self.plan.forget_before(to);
-        // Checksum rounds that fell out of the window are decided with what
-        // arrived, then forgotten.
-        let oldest = to.saturating_sub(CHECKSUM_WINDOW_TICKS);
-        let stale: Vec<u32> = self.checksums.range(..oldest).map(|(t, _)| *t).collect();
-        for tick in stale {
-            if self
-                .checksums
-                .get(&tick)
-                .is_some_and(|r| r.decided.is_none())
-            {
-                self.decide(tick);
-            }
-            self.checksums.remove(&tick);
+        for timing in self.seats.iter_mut().filter_map(|s| s.timing.as_mut()) {
+            timing.forget_before(to);
         }
-        // Rounds waiting on a seat that has now left, or for too long.
         let expected = self.expected_reporters();
-        let overdue = to.saturating_sub(CHECKSUM_DECIDE_TICKS);
-        let ready: Vec<u32> = self
-            .checksums
-            .iter()
-            .filter(|(t, r)| {
-                r.decided.is_none() && (r.reported & expected == expected || **t < overdue)
-            })
-            .map(|(t, _)| *t)
-            .collect();
-        for tick in ready {
-            self.decide(tick);
-        }
+        let mut out = Decisions::default();
+        self.checksums.advance(to, expected, &mut out);
+        self.take_decisions(out);
         if self
             .seats
             .iter()
@@ -1029,10 +1187,36 @@ impl Sequencer {
         }
     }
 
+    /// The ephemeral orders of the step that just ended (`tick`, the old
+    /// horizon) go to every connection that is live — whose stream had
+    /// reached that horizon, so the bundle with `tick` is its next — and to
+    /// none that is catching up.
+    fn release_ephemeral(&mut self, tick: u32) {
+        if self.ephemeral.is_empty() {
+            return;
+        }
+        let orders = std::mem::take(&mut self.ephemeral);
+        self.counters.ephemeral_orders += orders.len() as u64;
+        for s in &mut self.seats {
+            s.ephemeral_pending = 0;
+            if !s.stream.is_some_and(|st| st.tick >= tick) {
+                continue;
+            }
+            for (seat, order) in &orders {
+                if s.ephemeral_out.len() >= MAX_EPHEMERAL_QUEUED {
+                    s.ephemeral_out.pop_front();
+                    self.counters.ephemeral_dropped += 1;
+                }
+                s.ephemeral_out.push_back((tick, *seat, order.clone()));
+            }
+        }
+    }
+
     /// Write the next message for `seat`'s connection into `buf` (sized to
     /// what one link message may carry, at least 600 bytes): its length, or
-    /// `None` when it has nothing to send. Order: Welcome, Presence, Pong,
-    /// desync notices, bundle chunks from its stream position to the
+    /// `None` when it has nothing to send. Order: the refusals the client
+    /// may not know, Welcome, Timing, Presence, Pong, desync notices,
+    /// ephemeral orders, bundle chunks from its stream position to the
     /// horizon, MatchOver.
     pub fn poll_message(&mut self, seat: u8, now_us: u64, buf: &mut [u8]) -> Option<usize> {
         let relay_tick = self.tick(now_us);
@@ -1047,11 +1231,15 @@ impl Sequencer {
         let setup = self.setup;
         let version = self.presence_version;
         let plan_interval = self.plan.in_force(horizon).bundle_interval;
-        let frequent_reports = self.policy.as_ref().is_some_and(Policy::frequent_reports);
-        let held = self.plan.changes().count() as u64;
-        let first_held = self.announced.saturating_sub(held);
         let s = self.seats.get_mut(usize::from(seat))?;
         let stream = s.stream?;
+        // Refusals before anything that confirms a later sequence (Welcome,
+        // Pong): the client drops a refused order before it takes the
+        // highest sequence judged as a confirmation.
+        if let Some(&(sequence, reason)) = s.refused.get(s.refusals_sent) {
+            s.refusals_sent += 1;
+            return ServerMessage::OrderRefused { sequence, reason }.write(buf);
+        }
         if let Some(resume) = s.welcome_due.take() {
             let w = Welcome {
                 seat,
@@ -1064,20 +1252,16 @@ impl Sequencer {
                 relay_tick,
                 resume_from_tick: resume,
                 horizon_tick: horizon,
-                highest_accepted_sequence: s.highest_accepted,
+                highest_accepted_sequence: s.highest_judged,
                 match_started: started,
-                frequent_reports,
+                frequent_reports: s.timing.as_ref().is_some_and(SeatTiming::frequent_reports),
             };
             return ServerMessage::Welcome(w).write(buf);
         }
-        // Timing before any bundle: a change reaches every client before
-        // the bundle that reaches its tick (the link keeps the order).
-        if s.timing_sent < self.announced {
-            let serial = s.timing_sent.max(first_held);
-            s.timing_sent = serial + 1;
-            if let Some(change) = self.plan.changes().nth((serial - first_held) as usize) {
-                return ServerMessage::Timing(*change).write(buf);
-            }
+        // Timing before any bundle: a change reaches the client before the
+        // bundle that reaches its tick (the link keeps the order).
+        if let Some(change) = s.timing.as_mut().and_then(SeatTiming::next_to_send) {
+            return ServerMessage::Timing(change).write(buf);
         }
         if s.presence_sent < version {
             s.presence_sent = version;
@@ -1094,7 +1278,7 @@ impl Sequencer {
                 t1_us,
                 t2_us: clock,
                 relay_tick,
-                highest_accepted_sequence: s.highest_accepted,
+                highest_accepted_sequence: s.highest_judged,
             }
             .write(buf);
         }
@@ -1104,6 +1288,15 @@ impl Sequencer {
                 tick: d.tick,
                 reported_mask: d.reported_mask,
                 disagreeing_mask: d.disagreeing_mask,
+            }
+            .write(buf);
+        }
+        // Ephemeral orders before the bundle that reaches their tick.
+        if let Some((tick, from, order)) = s.ephemeral_out.pop_front() {
+            return ServerMessage::Ephemeral {
+                tick,
+                seat: from,
+                payload: &order,
             }
             .write(buf);
         }
@@ -1150,100 +1343,11 @@ impl Sequencer {
     }
 }
 
-/// Pack the next chunk of `log` for a stream at `from` into `buf`: its length
-/// and the stream's next position. See `docs/relay.md` for the rules.
-fn write_chunk(
-    log: &[LogEntry],
-    from: Stream,
-    horizon: u32,
-    buf: &mut [u8],
-) -> Option<(usize, Stream)> {
-    let limit = buf.len().min(crate::wire::relay::MAX_MESSAGE_BYTES);
-    let start = log.partition_point(|e| e.tick < from.tick) + from.skip;
-    let entries = &log[start.min(log.len())..];
-    let mut w = BundleWriter::new(buf)?;
-    let mut used = BUNDLE_HEADER_BYTES;
-    let push = |w: &mut BundleWriter<'_>, e: &LogEntry| {
-        w.push(&BundleEntry {
-            tick: e.tick,
-            seat: e.seat,
-            kind: e.kind,
-            payload: &e.payload,
-        })
-    };
-    if from.skip > 0 {
-        // Inside a tick too large for one message: continue it.
-        for (pushed, e) in entries
-            .iter()
-            .take_while(|e| e.tick == from.tick)
-            .enumerate()
-        {
-            if used + ENTRY_HEADER_BYTES + e.payload.len() > limit || !push(&mut w, e) {
-                let len = w.finish(from.tick, from.tick + 1, true)?;
-                let next = Stream {
-                    tick: from.tick,
-                    skip: from.skip + pushed,
-                };
-                return Some((len, next));
-            }
-            used += ENTRY_HEADER_BYTES + e.payload.len();
-        }
-        let len = w.finish(from.tick, from.tick + 1, false)?;
-        return Some((
-            len,
-            Stream {
-                tick: from.tick + 1,
-                skip: 0,
-            },
-        ));
-    }
-    let mut i = 0;
-    while i < entries.len() && entries[i].tick < horizon {
-        let tick = entries[i].tick;
-        let group = entries[i..].iter().take_while(|e| e.tick == tick).count();
-        let bytes: usize = entries[i..i + group]
-            .iter()
-            .map(|e| ENTRY_HEADER_BYTES + e.payload.len())
-            .sum();
-        if used + bytes <= limit {
-            for e in &entries[i..i + group] {
-                push(&mut w, e);
-            }
-            used += bytes;
-            i += group;
-            continue;
-        }
-        if w.entry_count() > 0 || tick > from.tick {
-            // Close the chunk before this tick.
-            let len = w.finish(from.tick, tick, false)?;
-            return Some((len, Stream { tick, skip: 0 }));
-        }
-        // The first tick alone does not fit: split it with MORE.
-        let mut pushed = 0;
-        for e in &entries[i..i + group] {
-            if used + ENTRY_HEADER_BYTES + e.payload.len() > limit || !push(&mut w, e) {
-                break;
-            }
-            used += ENTRY_HEADER_BYTES + e.payload.len();
-            pushed += 1;
-        }
-        let len = w.finish(tick, tick + 1, true)?;
-        return Some((len, Stream { tick, skip: pushed }));
-    }
-    let len = w.finish(from.tick, horizon, false)?;
-    Some((
-        len,
-        Stream {
-            tick: horizon,
-            skip: 0,
-        },
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::relay::{read_server_message, MAX_ORDER_BYTES};
+    use crate::report::Report;
+    use crate::wire::relay::read_server_message;
 
     const MS: u64 = 1000;
 
@@ -1330,51 +1434,6 @@ mod tests {
             panic!()
         };
         assert_eq!((b.from_tick, b.horizon_tick, b.entry_count()), (3, 4, 0));
-    }
-
-    #[test]
-    fn a_tick_larger_than_one_message_is_chunked_with_more() {
-        let log: Vec<LogEntry> = (0..6u8)
-            .map(|seat| LogEntry {
-                tick: 5,
-                seat,
-                kind: EntryKind::Order,
-                payload: vec![seat; MAX_ORDER_BYTES].into(),
-            })
-            .chain(std::iter::once(LogEntry {
-                tick: 7,
-                seat: 0,
-                kind: EntryKind::Order,
-                payload: vec![9; 10].into(),
-            }))
-            .collect();
-        let mut stream = Stream { tick: 2, skip: 0 };
-        let mut buf = [0u8; 1024];
-        let mut seen = Vec::new();
-        let mut chunks = Vec::new();
-        while stream.tick < 9 {
-            let (len, next) = write_chunk(&log, stream, 9, &mut buf).unwrap();
-            let ServerMessage::TurnBundle(b) = read_server_message(&buf[..len]).unwrap() else {
-                panic!()
-            };
-            chunks.push((b.from_tick, b.horizon_tick, b.more, b.entry_count()));
-            seen.extend(b.entries().map(|e| (e.tick, e.seat)));
-            stream = next;
-        }
-        assert_eq!(
-            chunks,
-            vec![
-                (2, 5, false, 0),
-                (5, 6, true, 1),
-                (5, 6, true, 1),
-                (5, 6, true, 1),
-                (5, 6, true, 1),
-                (5, 6, true, 1),
-                (5, 6, false, 1),
-                (6, 9, false, 1)
-            ]
-        );
-        assert_eq!(seen.len(), 7);
     }
 
     #[test]
@@ -1471,7 +1530,7 @@ mod tests {
             for seat in 0..2 {
                 while s.poll_message(seat, now, &mut buf).is_some() {}
             }
-            let c = s.timing_plan().in_force(tick);
+            let c = *s.seat_timing_plan(0).unwrap().in_force(tick);
             if seen.last().map(|l: &(u32, u8, u8)| (l.1, l.2))
                 != Some((c.bundle_interval, c.look_ahead))
             {
@@ -1497,17 +1556,20 @@ mod tests {
             detail: None,
         };
         let seen = drive(&mut s, 0, 4000, report);
-        // Start 2/6; calibrated to 1/4 at 64; 600 ms needs 5/15 (9 frames
-        // one way); then three calm evaluations and a descent a rung per
-        // evaluation back to 1/4.
-        assert_eq!(seen.first(), Some(&(0, 2, 6)));
+        // Start 2/6 (a bundle every tick, six ticks of look-ahead);
+        // calibrated to 1/4 at 64; 600 ms needs 5/15 (9 frames one way);
+        // then three calm evaluations and a descent a rung per evaluation
+        // back to 1/4. The bundle interval stays the setup's 1.
+        assert_eq!(seen.first(), Some(&(0, 1, 6)));
+        assert!(seen.iter().all(|e| e.1 == 1), "{seen:?}");
         assert_eq!((seen[1].1, seen[1].2), (1, 4), "{seen:?}");
         let widest = seen.iter().map(|e| e.2).max().unwrap_or(0);
         assert_eq!(widest, 15, "{seen:?}");
         assert_eq!(seen.last().map(|e| (e.1, e.2)), Some((1, 4)), "{seen:?}");
         // Every change starts on a bundle boundary after the horizon that
-        // decided it, and was announced (one Timing message per change).
-        assert_eq!(s.counters().timing_changes as usize, seen.len());
+        // decided it, and was announced to its seat (one Timing message per
+        // change and seat: both seats reported the same).
+        assert_eq!(s.counters().timing_changes as usize, 2 * seen.len());
         assert_eq!(
             s.counters().timing_reports,
             2 * (0..4000)
@@ -1581,10 +1643,14 @@ mod tests {
     }
 
     #[test]
-    fn the_tick_rate_follows_the_slowest_machine_without_a_jump() {
+    fn paced_to_the_slowest_the_tick_rate_follows_it_without_a_jump() {
         // A machine needs 45 ms a frame: 22 ticks a second (S4.2), from a
         // bundle boundary on, the clock continuous across the change.
-        let mut s = Sequencer::new(MatchSetup::new(1, 2, 0b11), 0).unwrap();
+        let setup = MatchSetup {
+            pace_to_slowest: true,
+            ..MatchSetup::new(1, 2, 0b11)
+        };
+        let mut s = Sequencer::new(setup, 0).unwrap();
         s.connect(0, 0, 0).unwrap();
         s.connect(1, 0, 0).unwrap();
         let slow = |_| Report {
@@ -1597,10 +1663,17 @@ mod tests {
         let plan = s.timing_plan().clone();
         let c = *plan.latest();
         assert_eq!(c.tick_rate_millihz, 22_000);
-        assert_eq!((c.bundle_interval, c.look_ahead), (1, 4));
+        assert_eq!(c.bundle_interval, 1);
+        let seat_plan = s.seat_timing_plan(0).unwrap().latest();
+        assert_eq!(
+            (seat_plan.tick_rate_millihz, seat_plan.look_ahead),
+            (22_000, 4),
+            "each seat's plan keeps the match clock"
+        );
         let before = tick_start_ms(c.from_tick, 30_000);
         assert_eq!(
-            c.from_ms, before,
+            (c.anchor_tick, c.anchor_ms),
+            (c.from_tick, before),
             "the change is anchored where tick {} started",
             c.from_tick
         );
@@ -1624,27 +1697,409 @@ mod tests {
     }
 
     #[test]
-    fn a_disconnected_seat_does_not_hold_the_timing() {
-        // Seat 1 never reports (it left its connection): the record holds
-        // only the connected seat, so the relay is not stuck at the widest
-        // timing a silent player would force (S3) on everyone else.
-        let mut setup = MatchSetup::new(1, 2, 0b11);
-        setup.start_barrier_us = 0;
-        let mut s = Sequencer::new(setup, 0).unwrap();
+    fn unpaced_a_slow_machine_slows_only_itself() {
+        // The same slow seat without pace_to_slowest: the match keeps its
+        // rate; the slow machine falls behind on its own.
+        let mut s = Sequencer::new(MatchSetup::new(1, 2, 0b11), 0).unwrap();
         s.connect(0, 0, 0).unwrap();
-        s.handle_timeout(0);
-        assert!(s.has_started());
-        // Seat 1's reports would be ignored: it has no connection.
-        let calm = |_| Report {
-            process_us: 5000,
+        s.connect(1, 0, 0).unwrap();
+        let slow = |_| Report {
+            process_us: 45_000,
             max_wait_ms: 0,
             worst_rtt_ms: Some(40),
             detail: None,
         };
-        drive(&mut s, 0, 1200, calm);
-        let c = s.timing_plan().in_force(1199);
-        assert_eq!((c.bundle_interval, c.look_ahead), (1, 4));
-        assert_eq!(s.record().seats().collect::<Vec<_>>(), vec![0]);
+        drive(&mut s, 0, 400, slow);
+        assert_eq!(s.timing_plan().latest().tick_rate_millihz, 30_000);
+        assert_eq!(
+            s.seat_timing_plan(1).unwrap().latest().tick_rate_millihz,
+            30_000
+        );
+    }
+
+    #[test]
+    fn each_seat_gets_the_buffer_its_own_link_needs() {
+        // Seat 0 is 20 ms from the relay, seat 1 400 ms: the near seat's
+        // jitter buffer follows its own round trip, not the far one's.
+        let mut s = Sequencer::new(MatchSetup::new(1, 2, 0b11), 0).unwrap();
+        s.connect(0, 0, 0).unwrap();
+        s.connect(1, 0, 0).unwrap();
+        let mut buf = [0u8; 1024];
+        for tick in 0..1200 {
+            let now = s.timing_plan().tick_start_ms(tick) * MS;
+            s.handle_timeout(now);
+            if crate::report::is_report_frame(tick) {
+                for (seat, rtt) in [(0u8, 20u32), (1, 400)] {
+                    let report = Report {
+                        process_us: 5000,
+                        max_wait_ms: 0,
+                        worst_rtt_ms: Some(rtt),
+                        detail: None,
+                    };
+                    s.handle_message(seat, now, &ClientMessage::TimingReport(report));
+                }
+            }
+            for seat in 0..2 {
+                while s.poll_message(seat, now, &mut buf).is_some() {}
+            }
+        }
+        let near = s.seat_timing_plan(0).unwrap().in_force(1199).look_ahead;
+        let far = s.seat_timing_plan(1).unwrap().in_force(1199).look_ahead;
+        assert_eq!(near, 4, "rung 1: 1/4");
+        assert!(far >= 12, "400 ms needs a wide buffer: {far}");
+        // The Timing messages each connection got carry its own look-ahead.
+        s.connect(0, s.horizon(), 1200 * 34 * MS).unwrap();
+        let sent: Vec<u8> = messages(&mut s, 0, 1200 * 34 * MS)
+            .iter()
+            .filter_map(|m| match read_server_message(m) {
+                Ok(ServerMessage::Timing(c)) => Some(c.look_ahead),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(sent, vec![4]);
+    }
+
+    /// A running two-seat match (no timing policy) with both connected and
+    /// everything they were owed polled.
+    fn running_pair(setup: MatchSetup) -> Sequencer {
+        let mut s = Sequencer::new(setup, 0).unwrap();
+        s.connect(0, 0, 0).unwrap();
+        s.connect(1, 0, 0).unwrap();
+        messages(&mut s, 0, 0);
+        messages(&mut s, 1, 0);
+        s
+    }
+
+    fn submit(s: &mut Sequencer, seat: u8, sequence: u32, now: u64) {
+        s.handle_message(
+            seat,
+            now,
+            &ClientMessage::OrderSubmit {
+                sequence,
+                payload: &sequence.to_le_bytes(),
+            },
+        );
+    }
+
+    fn refusals(s: &mut Sequencer, seat: u8, now: u64) -> Vec<(u32, RefusalReason)> {
+        messages(s, seat, now)
+            .iter()
+            .filter_map(|m| match read_server_message(m) {
+                Ok(ServerMessage::OrderRefused { sequence, reason }) => Some((sequence, reason)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_burst_past_the_queue_limit_is_refused_explicitly_and_blocks_nothing() {
+        let setup = MatchSetup {
+            max_queued_ticks: 4,
+            timing_policy: None,
+            ..MatchSetup::new(1, 2, 0b11)
+        };
+        let mut s = running_pair(setup);
+        // Six orders in one tick: ticks 0..4 take four; 5 and 6 are refused.
+        for sequence in 1..=6 {
+            submit(&mut s, 0, sequence, 0);
+        }
+        assert_eq!(
+            refusals(&mut s, 0, 0),
+            vec![(5, RefusalReason::QueueFull), (6, RefusalReason::QueueFull)]
+        );
+        assert_eq!(s.counters().orders_refused, 2);
+        // The next order (7) is judged on its own: once the queue drained a
+        // little, it is accepted — the refusal blocked nothing.
+        s.handle_timeout(2 * 33_334);
+        submit(&mut s, 0, 7, 2 * 33_334);
+        assert!(refusals(&mut s, 0, 2 * 33_334).is_empty());
+        s.handle_timeout(300 * MS);
+        let seqs: Vec<u32> = s.log().iter().map(|e| e.sequence).collect();
+        assert_eq!(seqs, vec![1, 2, 3, 4, 7]);
+        // A resubmission storm of everything, refused ones included,
+        // changes nothing and is counted.
+        let before = s.counters().orders_accepted;
+        for _ in 0..3 {
+            for sequence in 1..=7 {
+                submit(&mut s, 0, sequence, 300 * MS);
+            }
+        }
+        assert_eq!(s.counters().orders_accepted, before);
+        assert_eq!(s.counters().duplicate_submissions, 21);
+        assert!(refusals(&mut s, 0, 300 * MS).is_empty(), "told once");
+        // After the storm, new orders still go through.
+        submit(&mut s, 0, 8, 300 * MS);
+        s.handle_timeout(400 * MS);
+        assert_eq!(s.log().last().map(|e| e.sequence), Some(8));
+    }
+
+    #[test]
+    fn an_order_past_the_tick_limit_is_refused_and_the_match_ends() {
+        let setup = MatchSetup {
+            max_ticks: 3,
+            timing_policy: None,
+            ..MatchSetup::new(1, 2, 0b11)
+        };
+        let mut s = running_pair(setup);
+        for sequence in 1..=4 {
+            submit(&mut s, 1, sequence, 0);
+        }
+        assert_eq!(refusals(&mut s, 1, 0), vec![(4, RefusalReason::TickLimit)]);
+        s.handle_timeout(200 * MS);
+        assert!(s.is_over());
+        assert_eq!(s.log().len(), 3);
+        // Without a limit set, there is none (no four-hour end).
+        assert_eq!(MatchSetup::new(1, 2, 0b11).max_ticks, NO_TICK_LIMIT);
+    }
+
+    #[test]
+    fn refusals_a_client_may_have_missed_come_before_its_next_welcome() {
+        let setup = MatchSetup {
+            max_queued_ticks: 1,
+            timing_policy: None,
+            ..MatchSetup::new(1, 2, 0b11)
+        };
+        let mut s = running_pair(setup);
+        submit(&mut s, 0, 1, 0);
+        submit(&mut s, 0, 2, 0); // refused: the queue holds one tick
+                                 // The connection drops before the refusal went out; the client
+                                 // reconnects: the refusal comes first, then the Welcome, whose
+                                 // highest sequence (2) covers both.
+        s.disconnect(0, 10);
+        s.connect(0, 0, 20).unwrap();
+        let m = messages(&mut s, 0, 20);
+        assert!(matches!(
+            read_server_message(&m[0]),
+            Ok(ServerMessage::OrderRefused {
+                sequence: 2,
+                reason: RefusalReason::QueueFull
+            })
+        ));
+        let Ok(ServerMessage::Welcome(w)) = read_server_message(&m[1]) else {
+            panic!("{:?}", read_server_message(&m[1]));
+        };
+        assert_eq!(w.highest_accepted_sequence, 2);
+    }
+
+    #[test]
+    fn a_quit_carries_the_seats_quit_order_and_nothing_runs_after_it() {
+        let mut s = running_pair(MatchSetup {
+            timing_policy: None,
+            ..MatchSetup::new(1, 2, 0b11)
+        });
+        s.handle_message(
+            1,
+            0,
+            &ClientMessage::Quit {
+                sequence: 1,
+                payload: b"surrender",
+            },
+        );
+        submit(&mut s, 1, 2, 0);
+        assert_eq!(refusals(&mut s, 1, 0), vec![(2, RefusalReason::Leaving)]);
+        s.handle_timeout(100 * MS);
+        let quit = &s.log()[0];
+        assert_eq!(
+            (quit.kind, &quit.payload[..], quit.tick),
+            (EntryKind::Quit, &b"surrender"[..], 0)
+        );
+        assert_eq!(s.presence()[1], SeatPresence::Left);
+    }
+
+    #[test]
+    fn ephemeral_orders_reach_live_clients_only_and_stay_out_of_the_log() {
+        let mut s = running_pair(MatchSetup {
+            timing_policy: None,
+            ..MatchSetup::new(1, 3, 0b111)
+        });
+        s.connect(2, 0, 0).unwrap();
+        s.handle_timeout(200 * MS);
+        // Seats 0 and 1 are live; seat 2 has not been sent anything yet: it
+        // is catching up.
+        messages(&mut s, 0, 200 * MS);
+        messages(&mut s, 1, 200 * MS);
+        let h = s.horizon();
+        s.handle_message(
+            0,
+            200 * MS,
+            &ClientMessage::EphemeralSubmit { payload: b"hi" },
+        );
+        s.handle_timeout(250 * MS);
+        let kinds = |m: &[Vec<u8>]| -> Vec<String> {
+            m.iter()
+                .map(|b| match read_server_message(b) {
+                    Ok(ServerMessage::Ephemeral {
+                        tick,
+                        seat,
+                        payload,
+                    }) => {
+                        format!("eph {tick} {seat} {}", String::from_utf8_lossy(payload))
+                    }
+                    Ok(ServerMessage::TurnBundle(b)) => format!("bundle {}", b.from_tick),
+                    Ok(other) => format!("{other:?}").chars().take(8).collect(),
+                    Err(e) => format!("{e:?}"),
+                })
+                .collect()
+        };
+        let live = kinds(&messages(&mut s, 1, 250 * MS));
+        assert_eq!(live[0], format!("eph {h} 0 hi"), "{live:?}");
+        assert_eq!(
+            live[1],
+            format!("bundle {h}"),
+            "before the bundle with its tick"
+        );
+        let behind = kinds(&messages(&mut s, 2, 250 * MS));
+        assert!(!behind.iter().any(|m| m.starts_with("eph")), "{behind:?}");
+        assert!(s.log().is_empty());
+        assert_eq!(s.counters().ephemeral_orders, 1);
+        // Bounded per seat and step.
+        for _ in 0..MAX_EPHEMERAL_PER_STEP + 3 {
+            s.handle_message(
+                0,
+                250 * MS,
+                &ClientMessage::EphemeralSubmit { payload: b"x" },
+            );
+        }
+        assert_eq!(s.counters().ephemeral_dropped, 3);
+    }
+
+    #[test]
+    fn a_client_beyond_the_horizon_gets_log_lost_unless_the_match_was_restored() {
+        let mut fresh = Sequencer::new(MatchSetup::new(1, 2, 0b11), 0).unwrap();
+        assert_eq!(fresh.connect(0, 500, 0), Err(RejectReason::LogLost));
+        assert_eq!(fresh.connect(0, 0, 0), Ok(0));
+        let mut state = MatchState::new(MatchSetup::new(1, 2, 0b11), 0);
+        state.started_us = Some(0);
+        state.lease = 100;
+        let mut restored = Sequencer::restore(&state, 10 * MS, false).unwrap();
+        assert_eq!(restored.connect(0, 100, 10 * MS), Ok(100));
+        assert_eq!(
+            restored.connect(1, 101, 10 * MS),
+            Ok(0),
+            "it ran ticks the records lost: reload"
+        );
+        // Later, a horizon beyond the records came from this relay.
+        restored.handle_timeout(10_000 * MS);
+        assert!(restored.horizon() > 200);
+        assert_eq!(restored.connect(0, 200, 10_000 * MS), Ok(200));
+    }
+
+    #[test]
+    fn a_restored_match_keeps_its_clock_log_sequences_and_never_reuses_a_broadcast_tick() {
+        let setup = MatchSetup {
+            timing_policy: None,
+            ..MatchSetup::new(7, 2, 0b11)
+        };
+        let mut s = Sequencer::new(setup, 0).unwrap();
+        s.enable_durable();
+        s.connect(0, 0, 0).unwrap();
+        s.connect(1, 0, 0).unwrap();
+        let mut records = Vec::new();
+        for step in 0..90u64 {
+            let now = step * 10 * MS;
+            if step % 7 == 0 {
+                submit(&mut s, (step % 2) as u8, 1 + (step / 14) as u32, now);
+            }
+            s.handle_timeout(now);
+            messages(&mut s, 0, now);
+            messages(&mut s, 1, now);
+            while let Some(r) = s.poll_durable() {
+                records.push(r);
+            }
+        }
+        // Queue one order beyond the horizon (not broadcast yet).
+        submit(&mut s, 0, 100, 890 * MS);
+        while let Some(r) = s.poll_durable() {
+            records.push(r);
+        }
+        let broadcast = s.horizon();
+        let mut state = MatchState::from_created(&records[0]).unwrap();
+        for r in &records {
+            state.apply(r);
+        }
+        assert!(
+            state.lease > broadcast,
+            "the lease runs ahead of the horizon"
+        );
+        // The relay comes back 2 s later.
+        let mut back = Sequencer::restore(&state, 2_890 * MS, true).unwrap();
+        assert!(back.horizon() >= broadcast);
+        assert_eq!(back.match_clock_us(2_890 * MS), 2_890 * MS as i64);
+        let log: Vec<_> = s.log().to_vec();
+        assert_eq!(&back.log()[..log.len()], &log[..], "the log as broadcast");
+        assert_eq!(back.presence()[0], SeatPresence::Reconnecting);
+        // A resend of an accepted order is a duplicate; a new one lands at
+        // or above the restored horizon.
+        back.connect(0, broadcast, 2_890 * MS).unwrap();
+        submit(&mut back, 0, 100, 2_890 * MS);
+        assert_eq!(back.counters().duplicate_submissions, 1);
+        submit(&mut back, 0, 101, 2_890 * MS);
+        back.handle_timeout(3_500 * MS);
+        let queued = back.log().iter().find(|e| e.sequence == 100).unwrap();
+        let new = back.log().iter().find(|e| e.sequence == 101).unwrap();
+        assert!(new.tick > queued.tick && new.tick >= broadcast);
+        // Ended, it stays ended.
+        back.end(3_500 * MS);
+        let mut state = MatchState::from_created(&records[0]).unwrap();
+        while let Some(r) = back.poll_durable() {
+            state.apply(&r);
+        }
+        for r in &records {
+            state.apply(r);
+        }
+        let mut over = Sequencer::restore(&state, 9_000 * MS, true).unwrap();
+        assert!(over.is_over());
+        assert_eq!(over.connect(1, 0, 9_000 * MS), Err(RejectReason::MatchOver));
+    }
+
+    #[test]
+    fn a_resumed_connection_hears_only_the_desyncs_decided_since_its_horizon() {
+        let mut setup = MatchSetup::new(1, 2, 0b11);
+        setup.checksum_interval = 1;
+        setup.timing_policy = None;
+        let mut s = running_pair(setup);
+        s.handle_timeout(400 * MS);
+        for tick in [2u32, 4] {
+            for (seat, v) in [(0u8, 1u64), (1, 2)] {
+                s.handle_message(
+                    seat,
+                    400 * MS,
+                    &ClientMessage::ChecksumReport { tick, checksum: v },
+                );
+            }
+        }
+        assert_eq!(s.desyncs().len(), 2);
+        let desyncs = |s: &mut Sequencer, seat: u8, now: u64| {
+            messages(s, seat, now)
+                .iter()
+                .filter(|m| matches!(read_server_message(m), Ok(ServerMessage::Desync { .. })))
+                .count()
+        };
+        assert_eq!(desyncs(&mut s, 0, 400 * MS), 2);
+        // The horizon moves on; the client holds it (it got the notices
+        // before the bundles that reached it) and reconnects there: nothing
+        // old again.
+        s.handle_timeout(500 * MS);
+        messages(&mut s, 0, 500 * MS);
+        let h = s.horizon();
+        s.connect(0, h, 510 * MS).unwrap();
+        assert_eq!(desyncs(&mut s, 0, 510 * MS), 0);
+        // One more, decided now: a resume hears it; a reload hears all.
+        s.handle_timeout(600 * MS);
+        for (seat, v) in [(0u8, 1u64), (1, 2)] {
+            s.handle_message(
+                seat,
+                600 * MS,
+                &ClientMessage::ChecksumReport {
+                    tick: 6,
+                    checksum: v,
+                },
+            );
+        }
+        s.connect(0, h, 610 * MS).unwrap();
+        assert_eq!(desyncs(&mut s, 0, 610 * MS), 1);
+        s.connect(1, 0, 610 * MS).unwrap();
+        assert_eq!(desyncs(&mut s, 1, 610 * MS), 3);
     }
 
     #[test]
@@ -1665,7 +2120,14 @@ mod tests {
             Some((1, EntryKind::Dropped))
         );
         assert_eq!(s.connect(1, 0, 500 * MS), Err(RejectReason::SeatLeft));
-        s.handle_message(0, 500 * MS, &ClientMessage::Quit { sequence: 1 });
+        s.handle_message(
+            0,
+            500 * MS,
+            &ClientMessage::Quit {
+                sequence: 1,
+                payload: b"",
+            },
+        );
         s.handle_timeout(600 * MS);
         assert!(s.is_over());
         assert_eq!(s.connect(0, 0, 700 * MS), Err(RejectReason::MatchOver));

@@ -43,11 +43,22 @@
 //! reported lost is closed and the seat's reconnect grace starts. A seat
 //! that left, and every seat once the match is over, is closed after
 //! `close_linger_us` so the link can deliver its last bundles.
+//!
+//! # Persistence
+//!
+//! With [`RelayConfig::persistent`] every match emits the records that let
+//! it survive a relay restart ([`super::durable`]); the caller takes them
+//! with [`Relay::poll_durable`] and writes them **before** it sends the
+//! datagrams [`Relay::poll_transmit`] writes next (write-ahead). A relay
+//! restarted with the records gets each match back with
+//! [`Relay::restore_match`].
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 
 use super::admission::{AddressLimiter, CookieClock, CookieKey, HelloLimits, SeatAdmission};
+use super::durable::{DurableRecord, MatchState};
+use super::schedule::Schedule;
 use super::sequencer::{MatchEvent, MatchSetup, Sequencer};
 use super::ticket::{verify, LobbySecret};
 use super::{receive_link_packet, RELAY_LINK_SEAT};
@@ -88,6 +99,8 @@ pub struct RelayConfig {
     pub cookie_key: CookieKey,
     /// Rate limits and the cookie lifetime of the Hello path.
     pub hello_limits: HelloLimits,
+    /// Emit every match's durable records ([`Relay::poll_durable`]).
+    pub persistent: bool,
 }
 
 impl RelayConfig {
@@ -105,6 +118,7 @@ impl RelayConfig {
             over_linger_us: 30_000_000,
             cookie_key: CookieKey(lobby_secret.derive(COOKIE_KEY_LABEL)),
             hello_limits: HelloLimits::default(),
+            persistent: false,
         }
     }
 }
@@ -119,7 +133,7 @@ pub struct RelayCounters {
     /// Relay datagrams that are not a well-formed Hello.
     pub malformed_hellos: u64,
     /// Hellos refused, by reason (index: reason value − 1).
-    pub rejected: [u64; 9],
+    pub rejected: [u64; RejectReason::ALL.len()],
     /// Rejects and Cookies not sent because the queue was full.
     pub rejects_not_queued: u64,
     /// Repeats of an accepted Hello (ignored).
@@ -227,15 +241,6 @@ struct MatchSlot {
     /// When the match was added: only cookies issued after it open a seat.
     created_us: u64,
     over_since: Option<u64>,
-    /// The earliest timer of the slot, as of the last time it was drained
-    /// (valid while not `dirty`).
-    deadline: Option<u64>,
-    /// In the relay's dirty queue: its state changed, it may have something
-    /// to send, and its deadline must be recomputed.
-    dirty: bool,
-    /// Entries in the dirty queue (2 when it changed again while being
-    /// drained, past the seats already drained).
-    queued: u8,
 }
 
 impl MatchSlot {
@@ -271,11 +276,13 @@ pub struct Relay {
     cookie_clock: CookieClock,
     events: VecDeque<RelayEvent>,
     counters: RelayCounters,
-    /// Slots whose state changed since they were last drained, in order.
-    dirty: VecDeque<usize>,
-    /// Next seat to drain of `dirty.front()`.
-    seat_cursor: usize,
+    /// Matches and connections to drain, and every match's next timer.
+    schedule: Schedule,
+    /// Matches due in `handle_timeout` (kept to reuse its memory).
+    due: Vec<usize>,
     message_buf: Vec<u8>,
+    /// Durable records not yet taken (persistence on).
+    durable: VecDeque<(u64, DurableRecord)>,
 }
 
 impl Relay {
@@ -298,9 +305,10 @@ impl Relay {
             cookie_clock: CookieClock::default(),
             events: VecDeque::new(),
             counters: RelayCounters::default(),
-            dirty: VecDeque::new(),
-            seat_cursor: 0,
+            schedule: Schedule::default(),
+            due: Vec::new(),
             message_buf: vec![0; MAX_MESSAGE_BYTES],
+            durable: VecDeque::new(),
         })
     }
 
@@ -319,7 +327,53 @@ impl Relay {
         if self.by_id.contains_key(&setup.match_id) {
             return Err(Error::State("a match with that id exists"));
         }
-        let sequencer = Sequencer::new(setup, now_us)?;
+        let mut sequencer = Sequencer::new(setup, now_us)?;
+        if self.config.persistent {
+            sequencer.enable_durable();
+        }
+        self.insert_match(sequencer, now_us);
+        Ok(())
+    }
+
+    /// Resume a match from its durable records (`state`) at `now_us`, after
+    /// the relay restarted ([`Sequencer::restore`]): clients reconnect and
+    /// resume from their horizon. A finished match comes back finished
+    /// (Hellos get `MatchOver`) and is removed after `over_linger_us`.
+    pub fn restore_match(&mut self, state: &MatchState, now_us: u64) -> Result<()> {
+        if self.by_id.contains_key(&state.setup.match_id) {
+            return Err(Error::State("a match with that id exists"));
+        }
+        let sequencer = Sequencer::restore(state, now_us, self.config.persistent)?;
+        self.insert_match(sequencer, now_us);
+        Ok(())
+    }
+
+    /// The next durable record to write, with persistence on: (match id,
+    /// record). Write every record taken before sending what
+    /// [`poll_transmit`](Self::poll_transmit) writes next.
+    pub fn poll_durable(&mut self) -> Option<(u64, DurableRecord)> {
+        self.durable.pop_front()
+    }
+
+    /// A match's durable state now (to copy a live match into a new
+    /// journal file, or to export it).
+    pub fn match_state(&self, match_id: u64) -> Option<MatchState> {
+        self.sequencer(match_id).map(Sequencer::state)
+    }
+
+    /// Move a slot's new durable records into the relay's queue.
+    fn drain_durable(&mut self, at: usize) {
+        if let Some(slot) = self.slots.get_mut(at).and_then(Option::as_mut) {
+            while let Some(record) = slot.sequencer.poll_durable() {
+                self.durable.push_back((slot.id, record));
+            }
+        }
+    }
+
+    /// Hold `sequencer`'s match from `now_us` on (only cookies issued after
+    /// it open a seat).
+    fn insert_match(&mut self, sequencer: Sequencer, now_us: u64) {
+        let setup = *sequencer.setup();
         let slot = MatchSlot {
             id: setup.match_id,
             sequencer,
@@ -327,9 +381,6 @@ impl Relay {
             admission: vec![SeatAdmission::default(); usize::from(setup.seat_count)],
             created_us: now_us,
             over_since: None,
-            deadline: None,
-            dirty: false,
-            queued: 0,
         };
         let at = match self.slots.iter().position(Option::is_none) {
             Some(at) => {
@@ -342,8 +393,8 @@ impl Relay {
             }
         };
         self.by_id.insert(setup.match_id, at);
+        self.drain_durable(at);
         self.mark_dirty(at);
-        Ok(())
     }
 
     /// End a match now.
@@ -355,6 +406,7 @@ impl Relay {
         if let Some(slot) = self.slots[at].as_mut() {
             slot.sequencer.end(now_us);
         }
+        self.drain_durable(at);
         self.mark_dirty(at);
         Ok(())
     }
@@ -395,13 +447,8 @@ impl Relay {
     }
 
     fn mark_dirty(&mut self, at: usize) {
-        let draining = self.dirty.front() == Some(&at) && self.seat_cursor > 0;
-        if let Some(slot) = self.slots.get_mut(at).and_then(Option::as_mut) {
-            if slot.queued == 0 || (slot.queued == 1 && draining) {
-                slot.dirty = true;
-                slot.queued += 1;
-                self.dirty.push_back(at);
-            }
+        if self.slots.get(at).is_some_and(Option::is_some) {
+            self.schedule.mark(at);
         }
     }
 
@@ -613,6 +660,7 @@ impl Relay {
         self.routes.insert(conn_id, (at, seat));
         self.counters.connections_opened += 1;
         self.mark_dirty(at);
+        self.drain_durable(at);
         self.drain_match_events(at);
         self.event(RelayEvent::Opened {
             match_id,
@@ -665,15 +713,26 @@ impl Relay {
         }
         conn.address = source;
         let mut bad = 0;
-        while let Some(message) = conn.link.recv() {
-            match read_client_message(&message) {
+        let mut messages = 0;
+        // Into the relay's own buffer: no allocation per message.
+        let buf = &mut self.message_buf;
+        while let Some(len) = conn.link.recv_into(buf) {
+            messages += 1;
+            match read_client_message(&buf[..len]) {
                 Ok(m) => slot.sequencer.handle_message(seat, now_us, &m),
                 Err(_) => bad += 1,
             }
         }
         let match_id = slot.id;
         self.counters.bad_messages += bad;
-        self.mark_dirty(at);
+        self.drain_durable(at);
+        if messages == bad {
+            // Nothing reached the match (an acknowledgement, mostly): only
+            // this connection's link has something to send or a new timer.
+            self.schedule.mark_link(at, seat);
+        } else {
+            self.mark_dirty(at);
+        }
         if rebound {
             self.counters.rebinds += 1;
             self.event(RelayEvent::Rebound {
@@ -693,95 +752,102 @@ impl Relay {
         }
     }
 
-    /// The earliest time [`handle_timeout`](Self::handle_timeout) has work.
-    /// Costs one comparison per match (timers are cached per match and
-    /// recomputed only for matches whose state changed).
+    /// The earliest time [`handle_timeout`](Self::handle_timeout) has work
+    /// (a peek at the timer heap, and the timers of matches changed since
+    /// they were last drained).
     pub fn poll_timeout(&self) -> Option<u64> {
-        self.slots
-            .iter()
-            .flatten()
-            .filter_map(|slot| {
-                if slot.dirty {
-                    slot.next_deadline(&self.config)
-                } else {
-                    slot.deadline
-                }
-            })
-            .min()
+        self.schedule.earliest(|at| {
+            self.slots[at]
+                .as_ref()
+                .and_then(|slot| slot.next_deadline(&self.config))
+        })
     }
 
-    /// Run every due timer: match clocks, links, closing and removal.
+    /// Run every due timer: match clocks, links, closing and removal. Only
+    /// the matches with a due timer are visited.
     pub fn handle_timeout(&mut self, now_us: u64) {
-        for at in 0..self.slots.len() {
-            let Some(slot) = self.slots[at].as_mut() else {
+        let mut due = std::mem::take(&mut self.due);
+        let (slots, config) = (&self.slots, &self.config);
+        self.schedule.take_due(
+            now_us,
+            |at| {
+                slots[at]
+                    .as_ref()
+                    .and_then(|slot| slot.next_deadline(config))
+                    .is_some_and(|t| t <= now_us)
+            },
+            &mut due,
+        );
+        for &at in &due {
+            self.run_match_timers(at, now_us);
+        }
+        self.due = due;
+    }
+
+    /// Match `at`'s due timers at `now_us`.
+    fn run_match_timers(&mut self, at: usize, now_us: u64) {
+        let Some(slot) = self.slots[at].as_mut() else {
+            return;
+        };
+        if slot.sequencer.poll_timeout().is_some_and(|t| t <= now_us) {
+            slot.sequencer.handle_timeout(now_us);
+        }
+        let mut closed: Vec<(u8, bool)> = Vec::new();
+        for seat in 0..slot.connections.len() {
+            let Some(conn) = slot.connections[seat].as_mut() else {
                 continue;
             };
-            let deadline = if slot.dirty {
-                slot.next_deadline(&self.config)
-            } else {
-                slot.deadline
-            };
-            if deadline.map_or(true, |t| t > now_us) {
-                continue;
+            if conn.link.poll_timeout().is_some_and(|t| t <= now_us) {
+                conn.link.handle_timeout(now_us);
             }
-            if slot.sequencer.poll_timeout().is_some_and(|t| t <= now_us) {
-                slot.sequencer.handle_timeout(now_us);
+            let mut lost = false;
+            while let Some(event) = conn.link.poll_event() {
+                lost |= event == LinkEvent::Lost;
             }
-            let mut closed: Vec<(u8, bool)> = Vec::new();
-            for seat in 0..slot.connections.len() {
-                let Some(conn) = slot.connections[seat].as_mut() else {
-                    continue;
-                };
-                if conn.link.poll_timeout().is_some_and(|t| t <= now_us) {
-                    conn.link.handle_timeout(now_us);
-                }
-                let mut lost = false;
-                while let Some(event) = conn.link.poll_event() {
-                    lost |= event == LinkEvent::Lost;
-                }
-                let seat = seat as u8;
-                if conn.finished_since.is_none()
-                    && conn.pending.is_none()
-                    && slot.sequencer.is_finished_for(seat)
-                {
-                    conn.finished_since = Some(now_us);
-                }
-                let linger_done = conn
-                    .finished_since
-                    .is_some_and(|t| now_us >= t + self.config.close_linger_us);
-                if lost || linger_done {
-                    closed.push((seat, lost));
-                }
+            let seat = seat as u8;
+            if conn.finished_since.is_none()
+                && conn.pending.is_none()
+                && slot.sequencer.is_finished_for(seat)
+            {
+                conn.finished_since = Some(now_us);
             }
-            let match_id = slot.id;
-            for &(seat, _) in &closed {
-                if let Some(conn) = slot.connections[usize::from(seat)].take() {
-                    self.routes.remove(&(conn.nonce as u32));
-                }
-                slot.sequencer.disconnect(seat, now_us);
+            let linger_done = conn
+                .finished_since
+                .is_some_and(|t| now_us >= t + self.config.close_linger_us);
+            if lost || linger_done {
+                closed.push((seat, lost));
             }
-            if slot.sequencer.is_over() && slot.over_since.is_none() {
-                slot.over_since = Some(now_us);
+        }
+        let match_id = slot.id;
+        for &(seat, _) in &closed {
+            if let Some(conn) = slot.connections[usize::from(seat)].take() {
+                self.routes.remove(&(conn.nonce as u32));
             }
-            let remove = slot
-                .over_since
-                .is_some_and(|t| now_us >= t + self.config.over_linger_us)
-                && slot.connections.iter().all(Option::is_none);
-            for (seat, lost) in closed {
-                self.event(RelayEvent::Closed {
-                    match_id,
-                    seat,
-                    lost,
-                });
-            }
-            self.drain_match_events(at);
-            if remove {
-                self.slots[at] = None;
-                self.by_id.remove(&match_id);
-                self.event(RelayEvent::Removed { match_id });
-            } else {
-                self.mark_dirty(at);
-            }
+            slot.sequencer.disconnect(seat, now_us);
+        }
+        if slot.sequencer.is_over() && slot.over_since.is_none() {
+            slot.over_since = Some(now_us);
+        }
+        let remove = slot
+            .over_since
+            .is_some_and(|t| now_us >= t + self.config.over_linger_us)
+            && slot.connections.iter().all(Option::is_none);
+        for (seat, lost) in closed {
+            self.event(RelayEvent::Closed {
+                match_id,
+                seat,
+                lost,
+            });
+        }
+        self.drain_match_events(at);
+        self.drain_durable(at);
+        if remove {
+            self.slots[at] = None;
+            self.schedule.forget(at);
+            self.by_id.remove(&match_id);
+            self.event(RelayEvent::Removed { match_id });
+        } else {
+            self.mark_dirty(at);
         }
     }
 
@@ -809,10 +875,18 @@ impl Relay {
                     Err(_) => {} // larger than a packet: cannot happen (limit)
                 }
             }
+            // Straight into the link; a copy is kept only when it is full.
             let buf = &mut self.message_buf[..limit];
-            match slot.sequencer.poll_message(seat as u8, now_us, buf) {
-                Some(len) => conn.pending = Some(buf[..len].to_vec()),
-                None => return,
+            let Some(len) = slot.sequencer.poll_message(seat as u8, now_us, buf) else {
+                return;
+            };
+            match conn.link.send(&buf[..len]) {
+                Ok(_) => {}
+                Err(Error::Full(_)) => {
+                    conn.pending = Some(buf[..len].to_vec());
+                    return;
+                }
+                Err(_) => {} // larger than a packet: cannot happen (limit)
             }
         }
     }
@@ -825,16 +899,14 @@ impl Relay {
             buf.get_mut(..len)?.copy_from_slice(&bytes[..len]);
             return Some((to, len));
         }
-        // Only matches whose state changed since they were last drained can
-        // have something to send: the cost follows the traffic, not the
-        // number of matches.
-        while let Some(&at) = self.dirty.front() {
-            let seats = match self.slots[at].as_ref() {
-                Some(slot) if slot.dirty => slot.connections.len(),
-                _ => 0,
-            };
-            while self.seat_cursor < seats {
-                let seat = self.seat_cursor;
+        // Only matches whose state changed since they were last drained,
+        // and connections that only received an acknowledgement, can have
+        // something to send: the cost follows the traffic, not the number
+        // of matches.
+        while let Some(at) = self.schedule.front() {
+            let seats = self.slots[at].as_ref().map_or(0, |s| s.connections.len());
+            while self.schedule.seat_cursor < seats {
+                let seat = self.schedule.seat_cursor;
                 self.pump(at, seat, now_us);
                 let conn = self.slots[at]
                     .as_mut()
@@ -844,17 +916,32 @@ impl Relay {
                         return Some((conn.address, len));
                     }
                 }
-                self.seat_cursor += 1;
+                self.schedule.seat_cursor += 1;
             }
-            self.dirty.pop_front();
-            self.seat_cursor = 0;
-            if let Some(slot) = self.slots[at].as_mut() {
-                slot.queued = slot.queued.saturating_sub(1);
-                if slot.queued == 0 && slot.dirty {
-                    slot.dirty = false;
-                    slot.deadline = slot.next_deadline(&self.config);
+            if self.schedule.pop_front() {
+                let deadline = self.slots[at]
+                    .as_ref()
+                    .and_then(|slot| slot.next_deadline(&self.config));
+                self.schedule.set_deadline(at, deadline);
+            }
+        }
+        while let Some((at, seat)) = self.schedule.front_link() {
+            if !self.schedule.is_dirty(at) {
+                self.pump(at, usize::from(seat), now_us);
+                let conn = self.slots[at]
+                    .as_mut()
+                    .and_then(|s| s.connections.get_mut(usize::from(seat)))
+                    .and_then(Option::as_mut);
+                if let Some(conn) = conn {
+                    if let Some(len) = conn.link.poll_transmit(now_us, buf) {
+                        return Some((conn.address, len));
+                    }
+                    if let Some(t) = conn.link.poll_timeout() {
+                        self.schedule.lower_deadline(at, t);
+                    }
                 }
             }
+            self.schedule.pop_link();
         }
         None
     }

@@ -9,9 +9,13 @@
 //! relay and every client compute the same tick starts and boundaries.
 //!
 //! * **Clock.** Tick `t` of a change `c` (`t >= c.from_tick`) starts
-//!   `c.from_ms + (t - c.from_tick) * 1_000_000 / c.tick_rate_millihz` ms
-//!   after the match start. A change's `from_ms` is where the previous
-//!   change's clock puts `from_tick`, so the clock never jumps.
+//!   `c.anchor_ms + (t - c.anchor_tick) * 1_000_000 / c.tick_rate_millihz`
+//!   ms after the match start. The anchor is where the rate last changed:
+//!   a change of the rate anchors at its own tick, where the previous
+//!   change's clock puts it (so the clock never jumps); a change of the
+//!   bundle interval or look-ahead alone keeps the anchor (so it never
+//!   rounds the clock: one seat's look-ahead may change every few seconds,
+//!   and re-anchoring on a whole millisecond each time would drift).
 //! * **Boundaries.** The horizon moves to `c.from_tick + k * c.bundle_interval`;
 //!   a change's `from_tick` is itself a boundary (the relay only announces
 //!   changes at a boundary of the timing in force).
@@ -37,12 +41,14 @@ pub struct TimingPlan {
 }
 
 impl TimingPlan {
-    /// A plan with one change in force from tick 0.
+    /// A plan with one change in force from tick 0 (its clock anchored at
+    /// tick 0, 0 ms).
     pub fn new(initial: TimingChange) -> TimingPlan {
         let mut changes = VecDeque::with_capacity(4);
         changes.push_back(TimingChange {
             from_tick: 0,
-            from_ms: 0,
+            anchor_tick: 0,
+            anchor_ms: 0,
             ..initial
         });
         TimingPlan { changes }
@@ -73,7 +79,7 @@ impl TimingPlan {
     pub fn tick_at(&self, elapsed_us: u64) -> u32 {
         let at = self
             .changes
-            .partition_point(|c| c.from_ms.saturating_mul(1000) <= elapsed_us);
+            .partition_point(|c| c.tick_start_ms(c.from_tick).saturating_mul(1000) <= elapsed_us);
         self.changes[at.saturating_sub(1)].tick_at(elapsed_us)
     }
 
@@ -111,7 +117,9 @@ impl TimingPlan {
     }
 
     /// A change for ticks from `from_tick` on with the given rate, interval
-    /// and look-ahead, anchored where this plan's clock puts `from_tick`.
+    /// and look-ahead: on this plan's clock when the rate is the one in
+    /// force (the same anchor), else anchored where this plan's clock puts
+    /// `from_tick`.
     pub fn change_at(
         &self,
         from_tick: u32,
@@ -119,9 +127,16 @@ impl TimingPlan {
         bundle_interval: u8,
         look_ahead: u8,
     ) -> TimingChange {
+        let in_force = self.in_force(from_tick);
+        let (anchor_tick, anchor_ms) = if in_force.tick_rate_millihz == tick_rate_millihz {
+            (in_force.anchor_tick, in_force.anchor_ms)
+        } else {
+            (from_tick, self.tick_start_ms(from_tick))
+        };
         TimingChange {
             from_tick,
-            from_ms: self.tick_start_ms(from_tick),
+            anchor_tick,
+            anchor_ms,
             tick_rate_millihz,
             bundle_interval,
             look_ahead,
@@ -130,8 +145,9 @@ impl TimingPlan {
 
     /// Take in an announced change: it replaces every change from its tick
     /// on (the relay's latest word). `false`, and nothing changes, when it is
-    /// not valid, or its anchor disagrees with this plan's clock (a relay
-    /// never sends one: such a message is refused, not acted on).
+    /// not valid, or its clock disagrees with this plan's (a jump at its
+    /// tick, or a new anchor without a new rate: a relay never sends one,
+    /// so such a message is refused, not acted on).
     pub fn announce(&mut self, change: TimingChange) -> bool {
         if !change.is_valid() {
             return false;
@@ -144,11 +160,19 @@ impl TimingPlan {
             .partition_point(|c| c.from_tick < change.from_tick);
         let anchored = match keep.checked_sub(1) {
             // Where the change before it puts its tick.
-            Some(before) => self.changes[before].tick_start_ms(change.from_tick) == change.from_ms,
-            // No change before it: it must replace the first one, same anchor.
+            Some(before) => {
+                let before = &self.changes[before];
+                let at = change.from_tick;
+                before.tick_start_ms(at) == change.tick_start_ms(at)
+                    && (before.tick_rate_millihz != change.tick_rate_millihz
+                        || (before.anchor_tick, before.anchor_ms)
+                            == (change.anchor_tick, change.anchor_ms))
+            }
+            // No change before it: it must replace the first one, same clock.
             None => {
-                (change.from_tick, change.from_ms)
-                    == (self.changes[0].from_tick, self.changes[0].from_ms)
+                let first = &self.changes[0];
+                (change.from_tick, change.anchor_tick, change.anchor_ms)
+                    == (first.from_tick, first.anchor_tick, first.anchor_ms)
             }
         };
         if !anchored {
@@ -182,18 +206,19 @@ impl TimingPlan {
 impl TimingChange {
     /// When `tick` (at or after `from_tick`) starts, ms after the match start.
     pub fn tick_start_ms(&self, tick: u32) -> u64 {
-        self.from_ms.saturating_add(tick_start_ms(
-            tick.saturating_sub(self.from_tick),
+        self.anchor_ms.saturating_add(tick_start_ms(
+            tick.saturating_sub(self.anchor_tick),
             self.tick_rate_millihz,
         ))
     }
 
-    /// The tick running `elapsed_us` after the match start (at or after
-    /// `from_ms`).
+    /// The tick running `elapsed_us` after the match start (for times at
+    /// or after this change's first tick starts).
     pub fn tick_at(&self, elapsed_us: u64) -> u32 {
-        let since = elapsed_us.saturating_sub(self.from_ms.saturating_mul(1000));
-        self.from_tick
+        let since = elapsed_us.saturating_sub(self.anchor_ms.saturating_mul(1000));
+        self.anchor_tick
             .saturating_add(tick_at(since, self.tick_rate_millihz))
+            .max(self.from_tick)
     }
 
     /// The relay tick at which a client runs `tick`.
@@ -210,7 +235,8 @@ mod tests {
     fn base() -> TimingChange {
         TimingChange {
             from_tick: 0,
-            from_ms: 0,
+            anchor_tick: 0,
+            anchor_ms: 0,
             tick_rate_millihz: 30_000,
             bundle_interval: 1,
             look_ahead: 2,
@@ -235,7 +261,7 @@ mod tests {
         let mut plan = TimingPlan::new(base());
         // From tick 30 (1000 ms): 20 ticks/s, a bundle every 3 ticks, look-ahead 9.
         let change = plan.change_at(30, 20_000, 3, 9);
-        assert_eq!(change.from_ms, 1000);
+        assert_eq!((change.anchor_tick, change.anchor_ms), (30, 1000));
         assert!(plan.announce(change));
         assert_eq!(plan.tick_start_ms(29), 966);
         assert_eq!(plan.tick_start_ms(30), 1000);
@@ -251,23 +277,30 @@ mod tests {
         assert_eq!(plan.boundary_at_or_before(20, 35), 33);
         assert_eq!(plan.due_tick(29), 32);
         assert_eq!(plan.due_tick(30), 42);
-        // An anchor that disagrees with the clock is refused.
+        // An anchor that disagrees with the clock is refused: a jump, or a
+        // new anchor at the same rate.
         let wrong = TimingChange {
-            from_ms: 1001,
+            anchor_ms: 1001,
             ..plan.change_at(60, 20_000, 3, 9)
         };
         assert!(!plan.announce(wrong));
+        let reanchored = TimingChange {
+            anchor_tick: 60,
+            anchor_ms: 2500,
+            ..plan.change_at(60, 20_000, 3, 9)
+        };
+        assert_eq!(plan.tick_start_ms(60), 2500);
+        assert!(!plan.announce(reanchored));
         assert_eq!(plan.changes().count(), 2);
         // Nor one before the first change held, or re-anchoring it.
         let mut late = TimingPlan::new(base());
         late.reset(plan.change_at(30, 20_000, 3, 9));
         assert!(!late.announce(TimingChange {
             from_tick: 10,
-            from_ms: 333,
             ..base()
         }));
         assert!(!late.announce(TimingChange {
-            from_ms: 999,
+            anchor_ms: 999,
             ..plan.change_at(30, 20_000, 1, 4)
         }));
         assert!(late.announce(plan.change_at(30, 20_000, 1, 4)));
@@ -279,5 +312,28 @@ mod tests {
         plan.forget_before(40);
         assert_eq!(plan.changes().next().map(|c| c.from_tick), Some(30));
         assert_eq!(plan.tick_start_ms(45), 1750);
+    }
+
+    #[test]
+    fn look_ahead_changes_keep_the_clock_exact() {
+        // Thirty look-ahead changes at odd ticks: the clock is the one
+        // anchored at 0, to the millisecond, at every tick.
+        let mut plan = TimingPlan::new(base());
+        let exact = TimingPlan::new(base());
+        for k in 0..30u32 {
+            let from = 7 + 13 * k;
+            let change = plan.change_at(from, 30_000, 1, (k % 5 + 1) as u8);
+            assert_eq!((change.anchor_tick, change.anchor_ms), (0, 0));
+            assert!(plan.announce(change));
+            plan.forget_before(from);
+        }
+        for t in 390..2000 {
+            assert_eq!(plan.tick_start_ms(t), exact.tick_start_ms(t), "tick {t}");
+        }
+        // A client that starts from the change in force has the same clock.
+        let mut client = TimingPlan::new(base());
+        client.reset(*plan.latest());
+        assert_eq!(client.tick_start_ms(1999), exact.tick_start_ms(1999));
+        assert!(client.announce(plan.change_at(2000, 30_000, 1, 9)));
     }
 }

@@ -9,5 +9,6 @@ pub use engine::{
 };
 pub use lockstep::{
     Advance, ExecutedCommand, LockstepConfig, LockstepDriver, LockstepSession, LockstepStats,
-    RelaySettings, SessionEvent, Tamper, Topology, Wake, DEFAULT_JITTER_TICKS,
+    OrderKind, OrderReceipt, RelaySettings, SessionEvent, Tamper, Topology, Wake,
+    DEFAULT_JITTER_TICKS,
 };

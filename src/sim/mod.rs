@@ -7,10 +7,12 @@
 //! (integers only, no wall clock, no hash-map order). [`Cluster`] wires sans-IO
 //! [`Endpoint`](crate::link::Endpoint)s to it and runs them event by event.
 
+pub mod classic;
 mod cluster;
 pub mod faults;
 pub mod game;
 pub mod instant;
+pub mod lobby;
 pub mod machine_clock;
 mod network;
 pub mod oracle;

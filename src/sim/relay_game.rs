@@ -11,12 +11,15 @@
 //!   "in the middle". `--relay-ms` places it elsewhere. Jitter, loss,
 //!   duplication and reordering apply to every relay path as to every
 //!   peer-to-peer path; outages to the named player's relay path.
-//! - **Frames** are relay ticks: the match runs at `--fps` ticks per second
-//!   (at most: the relay's policy lowers the rate to what the slowest
-//!   machine reports, S4.2). The relay is the master: the game's `--policy`
-//!   is the match setup's timing policy, fed the clients' reports; its send
-//!   period is the bundle interval, its look-ahead how far behind the
-//!   horizon machines run. The report's timeline is machine 0's view of it.
+//! - **Frames** are relay ticks: the match runs at `--fps` ticks per second,
+//!   a bundle every tick. The relay is the master, per seat: the game's
+//!   `--policy` is the match setup's timing policy, run on each client's
+//!   reports alone; its look-ahead is how far behind the horizon that
+//!   machine runs (its own jitter buffer), so a near player does not pay for
+//!   a far one. A machine slower than the rate falls behind on its own (the
+//!   setup does not pace the match to its slowest machine). The report's
+//!   timeline is machine 0's view of it; [`RelayCheck::seats`] has each
+//!   machine's own figures.
 //! - **Machines.** As in the peer-to-peer game: each frame takes `--proc-ms`
 //!   of the machine's CPU (the machine runs nothing else meanwhile and
 //!   reports it), and each machine's clock has an offset and a drift
@@ -98,6 +101,8 @@ struct Player {
     next_command_us: u64,
     /// Issue time of each of its commands, by id.
     issued_at: Vec<u64>,
+    /// Its own commands' latency on its own machine, ms.
+    latencies_ms: Vec<f64>,
     log_hash: u64,
     state_hash: u64,
     executed: u64,
@@ -119,11 +124,31 @@ pub struct RelayCheck {
     /// The largest difference between a machine's applied offset to the
     /// relay clock and the true one, µs, over the second half of the game.
     pub worst_clock_error_us: i64,
-    /// Every machine that played on saw the same timing changes on the same
-    /// ticks.
-    pub timelines_agree: bool,
+    /// Every machine that played on saw the same clock (frame rate)
+    /// changes on the same ticks; look-aheads are each machine's own.
+    pub clocks_agree: bool,
     /// Machine 0's timing changes: (tick, send period, look-ahead, fps).
     pub timeline: Vec<(u32, u8, u8, u8)>,
+    /// Each machine's own figures, by seat.
+    pub seats: Vec<SeatFigures>,
+}
+
+/// One machine's figures in a relay game.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SeatFigures {
+    /// Its seat.
+    pub seat: u8,
+    /// Its own commands, issue to execution on its own machine: mean and
+    /// p95, ms.
+    pub latency_mean_ms: f64,
+    pub latency_p95_ms: f64,
+    /// Frames it stalled, and for how long in all, ms.
+    pub stall_frames: u64,
+    pub stall_ms: f64,
+    /// Its look-ahead (jitter buffer) at the end, ticks.
+    pub look_ahead: u8,
+    /// The widest it had, ticks.
+    pub widest_look_ahead: u8,
 }
 
 /// [`run_relay_game`] with the given clocks for the first machines (the
@@ -137,6 +162,11 @@ pub fn play(
     if spec.players == 0 || usize::from(spec.players) > MAX_SEATS || spec.frames == 0 {
         return Err(Error::InvalidArgument(
             "a relay game needs 1 to 16 players and at least one frame",
+        ));
+    }
+    if spec.policy.original_game().is_some() {
+        return Err(Error::InvalidArgument(
+            "ra, protocol0 and protocol0-ts are the original games' peer-to-peer engines: a relay game cannot play them",
         ));
     }
     let faults = relay_faults(spec)?;
@@ -225,6 +255,9 @@ pub fn play(
             Some(clock) => *clock,
             None => MachineClock::draw(&mut rng),
         };
+        let mut session = LockstepSession::new(&config, clock.local(0))?;
+        // The initial state (every machine's hash starts at the same value).
+        session.submit_initial_checksum(0xCBF2_9CE4_8422_2325)?;
         machines.push(Player {
             seat,
             address: address(seat),
@@ -233,10 +266,11 @@ pub fn play(
             crashed: false,
             left: false,
             removed: 0,
-            session: LockstepSession::new(&config, clock.local(0))?,
+            session,
             frames_run: 0,
             next_command_us: next_gap(&mut rng, spec.commands_per_minute),
             issued_at: Vec::new(),
+            latencies_ms: Vec::new(),
             log_hash: 0xCBF2_9CE4_8422_2325,
             state_hash: 0,
             executed: 0,
@@ -307,11 +341,9 @@ pub fn play(
                         .max()
                         .unwrap_or(0)
                         + frame_us;
-                    latencies.push((
-                        now.saturating_sub(issued) as f64 / 1000.0,
-                        floor_us as f64 / 1000.0,
-                        issued as f64 / 1000.0,
-                    ));
+                    let latency_ms = now.saturating_sub(issued) as f64 / 1000.0;
+                    m.latencies_ms.push(latency_ms);
+                    latencies.push((latency_ms, floor_us as f64 / 1000.0, issued as f64 / 1000.0));
                 }
             }
             while let Some(event) = m.session.poll_event() {
@@ -346,7 +378,7 @@ pub fn play(
                 Some((seat, from)) if seat == m.seat && frame >= from => m.log_hash ^ 1,
                 _ => m.log_hash,
             };
-            if frame % CHECKSUM_INTERVAL == 0 {
+            if m.session.is_checksum_frame(frame) {
                 m.session.submit_checksum(frame, m.state_hash)?;
             }
             m.max_held_bytes = m.max_held_bytes.max(m.session.held_bytes());
@@ -407,15 +439,47 @@ pub fn play(
     }
     let mut report = report(spec, &machines, stall_events, latencies, packets, bytes);
     let played_on = |m: &&Player| !m.crashed && !m.left;
+    let rates = |seat: u8| -> Vec<(u32, u8)> {
+        let t = &timelines[usize::from(seat)];
+        let mut rates: Vec<(u32, u8)> = t.entries.iter().map(|e| (e.0, e.3)).collect();
+        rates.dedup_by_key(|r| r.1);
+        rates
+    };
     let check = RelayCheck {
         worst_clock_error_us,
-        timelines_agree: {
+        clocks_agree: {
             let reference = machines.iter().find(played_on).map_or(0, |m| m.seat);
-            machines.iter().filter(played_on).all(|m| {
-                timelines[usize::from(m.seat)].entries == timelines[usize::from(reference)].entries
-            })
+            machines
+                .iter()
+                .filter(played_on)
+                .all(|m| rates(m.seat) == rates(reference))
         },
         timeline: timelines[0].entries.clone(),
+        seats: machines
+            .iter()
+            .map(|m| {
+                let mut sorted = m.latencies_ms.clone();
+                sorted.sort_by(f64::total_cmp);
+                let stats = m.session.stats();
+                SeatFigures {
+                    seat: m.seat,
+                    latency_mean_ms: sorted.iter().sum::<f64>() / sorted.len().max(1) as f64,
+                    latency_p95_ms: sorted
+                        .get((sorted.len() * 95 / 100).min(sorted.len().saturating_sub(1)))
+                        .copied()
+                        .unwrap_or(0.0),
+                    stall_frames: stats.stalled_frames,
+                    stall_ms: stats.stall_us as f64 / 1000.0,
+                    look_ahead: m.session.timing_status().0.timing.look_ahead(),
+                    widest_look_ahead: timelines[usize::from(m.seat)]
+                        .entries
+                        .iter()
+                        .map(|e| e.2)
+                        .max()
+                        .unwrap_or(0),
+                }
+            })
+            .collect(),
     };
     let first = std::mem::take(&mut timelines[0]);
     report.timeline = first.entries;
@@ -642,9 +706,11 @@ mod tests {
     }
 
     #[test]
-    fn every_machine_applies_the_relays_timing_changes_on_the_same_tick() {
-        // A spike makes the relay's policy widen the timing, and narrow it
-        // again afterwards: every machine sees each change on the same tick.
+    fn a_spike_on_one_players_path_widens_only_that_players_buffer() {
+        // A spike on player 2's path makes the relay's policy widen player
+        // 2's jitter buffer and narrow it again afterwards; the others'
+        // buffers follow their own calm paths, and every machine keeps the
+        // same clock.
         let mut spec = GameSpec::new(4, 1800, 30, 80);
         spec.spikes.push(super::super::Spike {
             rtt_ms: 600,
@@ -653,16 +719,70 @@ mod tests {
             player: Some(2),
         });
         let (report, check) = play(&spec, &RelayPlacement::default(), &[]).unwrap();
-        assert!(check.timelines_agree, "{:?}", check.timeline);
-        let widest = check.timeline.iter().map(|e| e.2).max().unwrap_or(0);
-        let last = check.timeline.last().map_or(0, |e| e.2);
-        assert!(
-            check.timeline.len() >= 3 && widest > last,
-            "the timing widened and came back: {:?}",
-            check.timeline
-        );
+        assert!(check.clocks_agree, "{:?}", check.timeline);
         assert!(report.logs_identical && report.commands_in_order);
         assert_eq!(report.commands_lost, 0);
+        let calm = check.seats[0].latency_p95_ms;
+        let spiked = check.seats[2].latency_p95_ms;
+        assert!(
+            spiked > calm + 100.0,
+            "the spiked player's buffer widened ({spiked} ms p95), the calm one's not ({calm} ms)"
+        );
+        let far = &check.seats[2];
+        assert!(
+            far.look_ahead < far.widest_look_ahead,
+            "and narrowed again: {far:?}"
+        );
+        for near in [0, 1, 3] {
+            assert!(
+                check.seats[near].widest_look_ahead < far.widest_look_ahead,
+                "{:?}",
+                check.seats
+            );
+        }
+    }
+
+    #[test]
+    fn tracking_behind_a_relay_sheds_its_margin_on_the_ticks_needs() {
+        // The clients report the look-ahead each tick needed (the needs
+        // layout), so the relay's `tracking` sheds the starting frame of
+        // margin as soon as the needs vouch for it — as peer-to-peer — not
+        // only after 1024 calm ticks (what a report without needs allows).
+        let mut spec = GameSpec::new(4, 1800, 30, 60);
+        spec.policy = crate::timing::PolicyKind::Tracking;
+        let (report, check) = play(&spec, &RelayPlacement::default(), &[]).unwrap();
+        assert_eq!(report.stall_frames, 0);
+        let shed = check
+            .timeline
+            .iter()
+            .find(|e| e.2 == 1)
+            .map(|e| e.0)
+            .expect("down to one tick of look-ahead");
+        assert!(shed < 1024, "shed at tick {shed}: {:?}", check.timeline);
+    }
+
+    #[test]
+    fn a_slow_machine_slows_only_itself() {
+        // Machine 3 needs 45 ms a frame at 30 frames a second: it falls
+        // behind on its own; the others keep the rate without a stall.
+        let mut spec = GameSpec::new(4, 900, 30, 60);
+        spec.proc_us = vec![1_000, 1_000, 1_000, 45_000];
+        let (report, check) = play(&spec, &RelayPlacement::default(), &[]).unwrap();
+        assert!(report.logs_identical && report.commands_in_order);
+        assert!(
+            check.timeline.iter().all(|e| e.3 == 30),
+            "{:?}",
+            check.timeline
+        );
+        for fast in &check.seats[..3] {
+            assert_eq!(fast.stall_frames, 0, "{fast:?}");
+            assert!(fast.latency_mean_ms < 200.0, "{fast:?}");
+        }
+        assert!(
+            check.seats[3].latency_mean_ms > 2.0 * check.seats[0].latency_mean_ms,
+            "{:?}",
+            check.seats
+        );
     }
 
     #[test]

@@ -15,8 +15,10 @@ use super::SplitMix64;
 use crate::error::Result;
 use crate::timing::{PolicyKind, Timing};
 
-/// The policies a sweep plays, the new one first; `fixed:2/6` and
-/// `fixed:3/9` are what players set by hand.
+/// The policies a sweep plays, the new one first; then the original games
+/// (`ra`, `protocol0`, `protocol0-ts`), the delay a careful host sets from
+/// the lobby (`lobby`), and `fixed:2/6` and `fixed:3/9`, what players set
+/// by hand.
 pub fn sweep_policies() -> Vec<PolicyKind> {
     let fixed = |s, l| PolicyKind::Fixed(Timing::new(s, l).unwrap_or(Timing::START));
     vec![
@@ -24,16 +26,23 @@ pub fn sweep_policies() -> Vec<PolicyKind> {
         PolicyKind::Adaptive,
         PolicyKind::RedAlert,
         PolicyKind::Protocol0,
+        PolicyKind::Protocol0Ts,
+        PolicyKind::Lobby,
         fixed(2, 6),
         fixed(3, 9),
     ]
 }
 
-/// The baselines the target compares the new policy with.
+/// The baselines the target compares the new policy with: every policy
+/// players use today (`docs/baselines.md`).
 pub fn is_baseline(policy: PolicyKind) -> bool {
     matches!(
         policy,
-        PolicyKind::RedAlert | PolicyKind::Protocol0 | PolicyKind::Fixed(_)
+        PolicyKind::RedAlert
+            | PolicyKind::Protocol0
+            | PolicyKind::Protocol0Ts
+            | PolicyKind::Lobby
+            | PolicyKind::Fixed(_)
     )
 }
 

@@ -27,7 +27,7 @@
 
 use std::collections::VecDeque;
 
-use super::baselines::{PolicyKind, Protocol0Policy, RedAlertPolicy};
+use super::baselines::{PolicyKind, Protocol0Policy, Protocol0Table, RedAlertPolicy};
 use super::ladder::{Tier, Timing};
 use super::policy::{MasterPolicy, Verdict};
 use super::queue::{CommandQueue, Queued};
@@ -91,17 +91,32 @@ pub(crate) enum Policy {
 }
 
 impl Policy {
-    pub(crate) fn new(kind: PolicyKind, speed_fps: u8) -> Policy {
-        match kind {
+    /// The rule `kind` names. `lobby` is refused: it is a fixed timing
+    /// worked out from a lobby's pings before the game (the simulator
+    /// resolves it), so the caller names that fixed timing instead.
+    pub(crate) fn new(kind: PolicyKind, speed_fps: u8) -> Result<Policy> {
+        Ok(match kind {
             PolicyKind::Adaptive => Policy::Adaptive(MasterPolicy::new(speed_fps)),
             PolicyKind::Fixed(timing) => Policy::Fixed {
                 timing,
                 rate: speed_fps.max(1),
             },
             PolicyKind::RedAlert => Policy::RedAlert(RedAlertPolicy::new(speed_fps)),
-            PolicyKind::Protocol0 => Policy::Protocol0(Protocol0Policy::new(speed_fps)),
+            PolicyKind::Protocol0 => Policy::Protocol0(Protocol0Policy::new(
+                Protocol0Table::YurisRevenge,
+                speed_fps,
+            )),
+            PolicyKind::Protocol0Ts => Policy::Protocol0(Protocol0Policy::new(
+                Protocol0Table::TiberianSun,
+                speed_fps,
+            )),
             PolicyKind::Tracking => Policy::Tracking(TrackingPolicy::new(speed_fps)),
-        }
+            PolicyKind::Lobby => {
+                return Err(Error::InvalidArgument(
+                    "`lobby` is a fixed timing set from a lobby's pings before the game; name that fixed timing (fixed:SP/LA)",
+                ))
+            }
+        })
     }
 
     /// The timing the game starts at.
@@ -312,7 +327,7 @@ impl TimingMachine {
             }
         }
         let start_fps = record.fit_rate(config.speed_fps);
-        let policy = Policy::new(config.policy, start_fps);
+        let policy = Policy::new(config.policy, start_fps)?;
         let start = policy.initial_timing();
         Ok(TimingMachine {
             local_seat: config.local_seat,
@@ -373,15 +388,7 @@ impl TimingMachine {
             );
         }
         self.phase = Phase::InFrame(frame);
-        let changed = if frame == 0 {
-            // Frame 0 announces the starting timing and rate.
-            Changed {
-                timing: true,
-                fps: true,
-            }
-        } else {
-            self.schedule.begin_frame(frame)
-        };
+        let changed = self.schedule.begin_announced(frame);
         self.announce(frame, changed);
         self.executes_commands = self.schedule.is_send_frame(frame);
         Ok(FrameStart {
@@ -849,11 +856,25 @@ mod report_tests {
             run_to(m, 59);
         }
         // A 1500 ms spike: the master's frame 60 waited 684 ms; its first
-        // round trips are half back (810 ms).
+        // round trips are half back (810 ms). A spike's first stall raises
+        // nothing (decision 75), and where its report executes, three
+        // frames later, the evaluation answers nothing yet either.
         let onset = report(810, 120, 2, 684);
-        let mut raises = Vec::new();
         for m in &mut machines {
             m.begin_frame(60).unwrap();
+            assert_eq!(m.raise_for_own_stall(&onset).unwrap(), None);
+            m.end_frame().unwrap();
+            run_to(m, 62);
+            m.begin_frame(63).unwrap();
+            m.execute_report(0, onset).unwrap();
+            m.execute_report(1, report(810, 120, 0, 0)).unwrap();
+            assert_eq!(m.end_frame().unwrap(), None);
+        }
+        // The master's frame 70 waits as long again: the spike goes on.
+        let mut raises = Vec::new();
+        for m in &mut machines {
+            run_to(m, 69);
+            m.begin_frame(70).unwrap();
             raises.push(m.raise_for_own_stall(&onset).unwrap());
             // Once per raise: the same stall again raises nothing more.
             assert_eq!(m.raise_for_own_stall(&onset).unwrap(), None);
@@ -870,8 +891,8 @@ mod report_tests {
         // machine: the master sends it again (in force already, it changes
         // nothing where it executes), and every machine holds its target.
         for (seat, m) in machines.iter_mut().enumerate() {
-            run_to(m, 62);
-            m.begin_frame(63).unwrap();
+            run_to(m, 72);
+            m.begin_frame(73).unwrap();
             m.execute_timing_event(0, raise).unwrap();
             m.execute_report(0, onset).unwrap();
             m.execute_report(1, report(810, 120, 0, 0)).unwrap();

@@ -86,6 +86,19 @@ impl Schedule {
         frame % u32::from(self.in_force.send_period()) == 0
     }
 
+    /// Step 1 of `frame` as an engine announces it: frame 0 announces the
+    /// starting timing and rate, every later frame what
+    /// [`Schedule::begin_frame`] changed.
+    pub fn begin_announced(&mut self, frame: u32) -> Changed {
+        if frame == 0 {
+            return Changed {
+                timing: true,
+                fps: true,
+            };
+        }
+        self.begin_frame(frame)
+    }
+
     /// Step 1 of a frame: a staged decrease activates on its frame, then
     /// steps the look-ahead down by one send period on each following send
     /// frame until it reaches the target (S5).

@@ -2,6 +2,7 @@
 //! the relay protocol (S10).
 //! Every decoder validates its input and never panics.
 
+pub mod cursor;
 pub mod events;
 pub mod packet;
 pub mod relay;

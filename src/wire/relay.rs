@@ -75,19 +75,24 @@
 //!
 //! | kind | name | fields after the kind byte (offset: size field) | total |
 //! |---|---|---|---|
-//! | `0x01` | Welcome | 1: 1 seat, 2: 1 seat count, 3: 2 human seat mask, 5: 4 `tick_rate_millihz`, 9: 1 `bundle_interval`, 10: 1 `ai_order_delay`, 11: 2 `checksum_interval`, 13: 4 relay tick, 17: 4 `resume_from_tick`, 21: 4 horizon tick, 25: 4 highest accepted client sequence, 29: 1 flags (bit 0 match started, bit 1 reports every 16 ticks) | 30 |
+//! | `0x01` | Welcome | 1: 1 seat, 2: 1 seat count, 3: 2 human seat mask, 5: 4 `tick_rate_millihz`, 9: 1 `bundle_interval`, 10: 1 `ai_order_delay`, 11: 2 `checksum_interval`, 13: 4 relay tick, 17: 4 `resume_from_tick`, 21: 4 horizon tick, 25: 4 highest client sequence judged (accepted or refused), 29: 1 flags (bit 0 match started, bit 1 reports every 16 ticks) | 30 |
 //! | `0x02` | Presence | 1: 4 relay tick, 5: 1 seat count `n`, 6: `n` seat states ([`SeatPresence`]) | 6 + n |
 //! | `0x03` | TurnBundle | 1: 1 flags (bit 0 `MORE`: another chunk of the same range follows), 2: 4 `from_tick`, 6: 4 `horizon_tick`, 10: 2 entry count, 12: entries | 12 + entries |
-//! | `0x04` | Pong | 1: 8 echoed client send time `t0`, 9: 8 relay receive time `t1`, 17: 8 relay send time `t2` (relay match clock: µs since the match started, negative before), 25: 4 relay tick, 29: 4 highest accepted client sequence | 33 |
+//! | `0x04` | Pong | 1: 8 echoed client send time `t0`, 9: 8 relay receive time `t1`, 17: 8 relay send time `t2` (relay match clock: µs since the match started, negative before), 25: 4 relay tick, 29: 4 highest client sequence judged | 33 |
 //! | `0x05` | Desync | 1: 4 tick, 5: 2 mask of seats that reported, 7: 2 mask of seats that disagree | 9 |
 //! | `0x06` | MatchOver | 1: 4 final tick (the last horizon), 5: 1 reason ([`MatchOverReason`]) | 6 |
-//! | `0x07` | Timing | 1: 4 `from_tick`, 5: 8 `from_ms` (`u64`, when `from_tick` starts: ms after the match start), 13: 4 `tick_rate_millihz`, 17: 1 `bundle_interval`, 18: 1 `look_ahead` (ticks) | 19 |
+//! | `0x07` | Timing | 1: 4 `from_tick`, 5: 4 `anchor_tick` (at most `from_tick`), 9: 8 `anchor_ms` (`u64`, when `anchor_tick` starts: ms after the match start), 17: 4 `tick_rate_millihz`, 21: 1 `bundle_interval`, 22: 1 `look_ahead` (ticks) | 23 |
+//! | `0x08` | OrderRefused | 1: 4 the client sequence refused, 5: 1 reason ([`RefusalReason`]) | 6 |
+//! | `0x09` | Ephemeral | 1: 4 tick, 5: 1 seat, 6: 2 length `L` (at most [`MAX_ORDER_BYTES`]), 8: `L` the order | 8 + L |
 //!
-//! A Timing message ([`TimingChange`], version 2) announces the timing from
-//! `from_tick` on: ticks at and after it start at `from_ms + (t - from_tick)
-//! * 1_000_000 / tick_rate_millihz` ms, the horizon moves every
+//! A Timing message ([`TimingChange`], version 3) announces the timing from
+//! `from_tick` on: ticks at and after it start at `anchor_ms + (t -
+//! anchor_tick) * 1_000_000 / tick_rate_millihz` ms, the horizon moves every
 //! `bundle_interval` ticks counted from `from_tick`, and a client runs tick
 //! `t` when the relay clock reaches tick `t + bundle_interval + look_ahead`.
+//! The anchor is where the clock's rate last changed: a change of the
+//! look-ahead alone keeps it, so it never rounds the clock (version 2 had
+//! `from_ms` instead, and each change re-anchored the clock on a whole ms).
 //!
 //! A TurnBundle entry is 8 bytes of header and the order:
 //!
@@ -95,8 +100,8 @@
 //! |---|---|---|
 //! | 0 | 4 | execution tick (`u32`), `from_tick <= tick < horizon_tick` |
 //! | 4 | 1 | seat |
-//! | 5 | 1 | entry kind ([`EntryKind`]): 0 order, 1 quit, 2 dropped (left after the reconnect grace) |
-//! | 6 | 2 | payload length `L` (`u16`), at most [`MAX_ORDER_BYTES`]; 0 for quit and dropped |
+//! | 5 | 1 | entry kind ([`EntryKind`]): 0 order, 1 quit (its payload, possibly empty, is the seat's quit as a game order), 2 dropped (left after the reconnect grace) |
+//! | 6 | 2 | payload length `L` (`u16`), at most [`MAX_ORDER_BYTES`]; 0 for dropped |
 //! | 8 | `L` | the order, opaque to rungs |
 //!
 //! Entries are sorted by (tick, seat), with at most one entry per seat and
@@ -109,18 +114,23 @@
 //! | kind | name | fields after the kind byte | total |
 //! |---|---|---|---|
 //! | `0x11` | OrderSubmit | 1: 4 client sequence (from 1), 5: 2 length `L`, 7: `L` order | 7 + L |
-//! | `0x12` | ChecksumReport | 1: 4 tick, 5: 8 checksum (`u64`) | 13 |
+//! | `0x12` | ChecksumReport | 1: 4 tick `t` (the state before tick `t` runs: after `t - 1`, the initial state for 0), 5: 8 checksum (`u64`) | 13 |
 //! | `0x13` | Ping | 1: 8 client send time `t0` (client clock, µs) | 9 |
-//! | `0x14` | Quit | 1: 4 client sequence (sequenced like an order) | 5 |
+//! | `0x14` | Quit | 1: 4 client sequence (sequenced like an order), 5: 2 length `L` (at most [`MAX_ORDER_BYTES`]), 7: `L` the seat's quit as a game order (may be empty) | 7 + L |
 //! | `0x15` | ResyncRequest | 1: 4 the client's horizon | 5 |
-//! | `0x16` | TimingReport | 1: 22 the detailed NETWORK_REPORT payload (version 2, `docs/payloads.md`): processing time per tick, longest wait for a bundle, the round trips to the relay (worst, median, p90, latest; none yet, else at most [`MAX_REPORTED_RTT_MS`]), the interval's ticks, stalled ticks and stall time; the seat waited for is always none | 23 |
+//! | `0x16` | TimingReport | 1: 32 the needs NETWORK_REPORT payload (version 3, `docs/payloads.md`): processing time per tick, longest wait for a bundle, the round trips to the relay (worst, median, p90, latest; none yet, else at most [`MAX_REPORTED_RTT_MS`]), the interval's ticks, stalled ticks and stall time, the look-ahead its ticks needed (reference 0: none measured); the seat waited for is always none | 33 |
+//! | `0x17` | EphemeralSubmit | 1: 2 length `L` (at most [`MAX_ORDER_BYTES`]), 3: `L` the order | 3 + L |
 //!
-//! Version 2 added Timing and TimingReport (adaptive timing in relay mode);
-//! version 3 the cookie (the Hello's cookie field and the Cookie datagram).
-//! A relay refuses Hellos of other versions with `WrongVersion`.
+//! Version 2 added Timing and TimingReport (adaptive timing in relay mode).
+//! Version 3 added the cookie (the Hello's cookie field and the Cookie
+//! datagram), OrderRefused, Ephemeral and EphemeralSubmit, gave Quit (and
+//! the quit entry) the seat's quit order, anchored Timing where the rate
+//! last changed, made TimingReport carry the needs layout, labelled
+//! checksums with the tick they precede, and added the Reject reason
+//! `LogLost`. A relay refuses Hellos of other versions with `WrongVersion`.
 
 use crate::report::ReportDetail;
-use crate::wire::events::{ReportLayout, REPORT_DETAILED_LEN};
+use crate::wire::events::{ReportLayout, REPORT_NEEDS_LEN};
 use siphasher::sip::SipHasher24;
 use std::hash::Hasher;
 
@@ -182,6 +192,10 @@ pub const MSG_DESYNC: u8 = 0x05;
 pub const MSG_MATCH_OVER: u8 = 0x06;
 /// Timing change.
 pub const MSG_TIMING: u8 = 0x07;
+/// An order the relay refused.
+pub const MSG_ORDER_REFUSED: u8 = 0x08;
+/// An ephemeral order, live only.
+pub const MSG_EPHEMERAL: u8 = 0x09;
 /// Client → relay: OrderSubmit.
 pub const MSG_ORDER_SUBMIT: u8 = 0x11;
 /// ChecksumReport.
@@ -194,6 +208,8 @@ pub const MSG_QUIT: u8 = 0x14;
 pub const MSG_RESYNC_REQUEST: u8 = 0x15;
 /// TimingReport.
 pub const MSG_TIMING_REPORT: u8 = 0x16;
+/// EphemeralSubmit.
+pub const MSG_EPHEMERAL_SUBMIT: u8 = 0x17;
 
 /// Welcome flag: the match clock has started.
 pub const WELCOME_STARTED: u8 = 1;
@@ -201,27 +217,32 @@ pub const WELCOME_STARTED: u8 = 1;
 pub const WELCOME_FREQUENT_REPORTS: u8 = 2;
 
 /// Bytes of a Timing message.
-pub const TIMING_BYTES: usize = 19;
-/// Bytes of a TimingReport message.
-pub const TIMING_REPORT_BYTES: usize = 1 + REPORT_DETAILED_LEN;
+pub const TIMING_BYTES: usize = 23;
+/// Bytes of a TimingReport message (the needs layout).
+pub const TIMING_REPORT_BYTES: usize = 1 + REPORT_NEEDS_LEN;
+/// Bytes of an OrderRefused message.
+pub const ORDER_REFUSED_BYTES: usize = 6;
 /// Largest round trip a TimingReport may carry, ms (the clock filter's
 /// bound, [`crate::clock::offset::MAX_ROUND_TRIP_US`]).
 pub const MAX_REPORTED_RTT_MS: u32 = (crate::clock::offset::MAX_ROUND_TRIP_US / 1000) as u32;
-/// Largest `from_ms` a Timing message may carry (2^48 ms, 8900 years): keeps
-/// every clock computation far from overflow.
-pub const MAX_TIMING_FROM_MS: u64 = 1 << 48;
+/// Largest `anchor_ms` a Timing message may carry (2^48 ms, 8900 years):
+/// keeps every clock computation far from overflow.
+pub const MAX_TIMING_ANCHOR_MS: u64 = 1 << 48;
 /// Largest tick rate, mHz (as the match setup allows).
 pub const MAX_TICK_RATE_MILLIHZ: u32 = 1_000_000_000;
 
 /// The timing the relay announces from a tick on (a Timing message): the
-/// relay clock's rate and anchor, the bundle interval and the clients'
+/// relay clock's rate and anchor, the bundle interval and the client's
 /// look-ahead behind the horizon.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TimingChange {
     /// The first tick it applies to.
     pub from_tick: u32,
-    /// When `from_tick` starts, ms after the match start.
-    pub from_ms: u64,
+    /// The tick the clock counts from at this rate (where the rate last
+    /// changed), at most `from_tick`.
+    pub anchor_tick: u32,
+    /// When `anchor_tick` starts, ms after the match start.
+    pub anchor_ms: u64,
     /// Ticks per 1000 s from `from_tick` on.
     pub tick_rate_millihz: u32,
     /// The horizon moves every this many ticks from `from_tick` on, 1–255.
@@ -236,7 +257,8 @@ impl TimingChange {
         (1..=MAX_TICK_RATE_MILLIHZ).contains(&self.tick_rate_millihz)
             && self.bundle_interval > 0
             && self.look_ahead > 0
-            && self.from_ms <= MAX_TIMING_FROM_MS
+            && self.anchor_tick <= self.from_tick
+            && self.anchor_ms <= MAX_TIMING_ANCHOR_MS
     }
 }
 
@@ -280,11 +302,16 @@ pub enum RejectReason {
     ConnectionIdTaken = 8,
     /// The relay holds as many connections as it may.
     RelayFull = 9,
+    /// The client holds ticks the relay's turn log does not: the relay
+    /// restarted without its state (or lost the tail of its log beyond its
+    /// sync interval), so the match cannot go on from where this client is.
+    /// Final: the lobby restarts the match (from a saved game).
+    LogLost = 10,
 }
 
 impl RejectReason {
     /// Every reason.
-    pub const ALL: [RejectReason; 9] = [
+    pub const ALL: [RejectReason; 10] = [
         RejectReason::BadTicket,
         RejectReason::Expired,
         RejectReason::WrongVersion,
@@ -294,6 +321,7 @@ impl RejectReason {
         RejectReason::Replayed,
         RejectReason::ConnectionIdTaken,
         RejectReason::RelayFull,
+        RejectReason::LogLost,
     ];
 
     /// The reason with wire value `v`.
@@ -341,13 +369,43 @@ impl SeatPresence {
     }
 }
 
+/// Why the relay refused an order (OrderRefused). The order is not in the
+/// turn log and never will be; the orders after it are judged on their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum RefusalReason {
+    /// The seat's orders already reach `max_queued_ticks` past the horizon
+    /// (one order per seat and tick: a flood cannot grow the relay's memory).
+    QueueFull = 1,
+    /// The match ends (its tick limit) before a tick could take the order.
+    TickLimit = 2,
+    /// The seat's quit is already sequenced: nothing of it runs after.
+    Leaving = 3,
+}
+
+impl RefusalReason {
+    /// Every reason.
+    pub const ALL: [RefusalReason; 3] = [
+        RefusalReason::QueueFull,
+        RefusalReason::TickLimit,
+        RefusalReason::Leaving,
+    ];
+
+    /// The reason with wire value `v`.
+    pub fn from_u8(v: u8) -> Option<RefusalReason> {
+        RefusalReason::ALL.iter().copied().find(|r| *r as u8 == v)
+    }
+}
+
 /// What a bundle entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum EntryKind {
     /// A human order.
     Order = 0,
-    /// The seat quit (sequenced like an order).
+    /// The seat quit (sequenced like an order); the payload, possibly
+    /// empty, is the seat's quit as a game order, which runs on the tick
+    /// the seat leaves.
     Quit = 1,
     /// The seat was dropped after its reconnect grace ran out.
     Dropped = 2,
@@ -596,7 +654,8 @@ pub struct Welcome {
     pub resume_from_tick: u32,
     /// The relay's horizon now: bundles up to it follow at once.
     pub horizon_tick: u32,
-    /// The highest client sequence the relay accepted from this seat.
+    /// The highest client sequence the relay judged from this seat
+    /// (accepted, or refused with an OrderRefused sent before this).
     pub highest_accepted_sequence: u32,
     /// Whether the match clock has started.
     pub match_started: bool,
@@ -615,7 +674,7 @@ pub struct BundleEntry<'a> {
     pub seat: u8,
     /// What it is.
     pub kind: EntryKind,
-    /// The order (empty for quit and dropped).
+    /// The order (for a quit, the seat's quit order; empty for dropped).
     pub payload: &'a [u8],
 }
 
@@ -675,7 +734,7 @@ fn split_entry(bytes: &[u8]) -> Result<(BundleEntry<'_>, usize), RelayDecodeErro
         .ok_or(RelayDecodeError::BadLength)?;
     let kind = EntryKind::from_u8(header[5]).ok_or(RelayDecodeError::Malformed)?;
     let len = usize::from(read_u16(header, 6));
-    if len > MAX_ORDER_BYTES || (kind != EntryKind::Order && len != 0) {
+    if len > MAX_ORDER_BYTES || (kind == EntryKind::Dropped && len != 0) {
         return Err(RelayDecodeError::Malformed);
     }
     let payload = bytes
@@ -718,7 +777,7 @@ pub enum ServerMessage<'a> {
         t2_us: i64,
         /// Relay tick at `t2`.
         relay_tick: u32,
-        /// Highest client sequence accepted from this seat.
+        /// Highest client sequence judged from this seat.
         highest_accepted_sequence: u32,
     },
     /// Clients disagree about the state at `tick`.
@@ -739,6 +798,24 @@ pub enum ServerMessage<'a> {
     },
     /// The timing from a tick on (version 2).
     Timing(TimingChange),
+    /// The relay refused the order with this client sequence (version 3).
+    OrderRefused {
+        /// Its client sequence.
+        sequence: u32,
+        /// Why.
+        reason: RefusalReason,
+    },
+    /// An ephemeral order (version 3): it runs with tick `tick` on the
+    /// clients that are live when the relay broadcasts the tick, and on no
+    /// other (never in a catch-up, the turn log or a replay).
+    Ephemeral {
+        /// The tick it comes with.
+        tick: u32,
+        /// Its seat.
+        seat: u8,
+        /// The order.
+        payload: &'a [u8],
+    },
 }
 
 /// A client → relay message.
@@ -767,6 +844,8 @@ pub enum ClientMessage<'a> {
     Quit {
         /// Client sequence.
         sequence: u32,
+        /// The seat's quit as a game order (may be empty), version 3.
+        payload: &'a [u8],
     },
     /// The client saw a bundle gap: resend from `horizon`.
     ResyncRequest {
@@ -774,8 +853,29 @@ pub enum ClientMessage<'a> {
         horizon: u32,
     },
     /// What the client measured over its last report interval (S3), for
-    /// the relay's timing policy (version 2).
+    /// the relay's timing policy (version 2; the needs layout since 3).
     TimingReport(crate::report::Report),
+    /// An ephemeral order (version 3): not sequenced by client sequence,
+    /// never resent, never in the turn log (voice, pings on the map).
+    EphemeralSubmit {
+        /// The order.
+        payload: &'a [u8],
+    },
+}
+
+/// The payload of a message whose 2-byte length sits at `at`, the payload
+/// right after it and nothing after that; the length at most
+/// [`MAX_ORDER_BYTES`].
+fn length_prefixed(bytes: &[u8], at: usize) -> Result<&[u8], RelayDecodeError> {
+    if bytes.len() < at + 2 {
+        return Err(RelayDecodeError::BadLength);
+    }
+    let len = usize::from(read_u16(bytes, at));
+    if len > MAX_ORDER_BYTES {
+        return Err(RelayDecodeError::Malformed);
+    }
+    exact(bytes, at + 2 + len)?;
+    Ok(&bytes[at + 2..])
 }
 
 fn exact(bytes: &[u8], len: usize) -> Result<(), RelayDecodeError> {
@@ -913,15 +1013,36 @@ pub fn read_server_message(bytes: &[u8]) -> Result<ServerMessage<'_>, RelayDecod
             exact(bytes, TIMING_BYTES)?;
             let change = TimingChange {
                 from_tick: read_u32(bytes, 1),
-                from_ms: read_u64(bytes, 5),
-                tick_rate_millihz: read_u32(bytes, 13),
-                bundle_interval: bytes[17],
-                look_ahead: bytes[18],
+                anchor_tick: read_u32(bytes, 5),
+                anchor_ms: read_u64(bytes, 9),
+                tick_rate_millihz: read_u32(bytes, 17),
+                bundle_interval: bytes[21],
+                look_ahead: bytes[22],
             };
             if !change.is_valid() {
                 return Err(RelayDecodeError::Malformed);
             }
             Ok(ServerMessage::Timing(change))
+        }
+        MSG_ORDER_REFUSED => {
+            exact(bytes, ORDER_REFUSED_BYTES)?;
+            let sequence = read_u32(bytes, 1);
+            let reason = RefusalReason::from_u8(bytes[5]).ok_or(RelayDecodeError::Malformed)?;
+            if sequence == 0 {
+                return Err(RelayDecodeError::Malformed);
+            }
+            Ok(ServerMessage::OrderRefused { sequence, reason })
+        }
+        MSG_EPHEMERAL => {
+            let payload = length_prefixed(bytes, 6)?;
+            if usize::from(bytes[5]) >= MAX_SEATS {
+                return Err(RelayDecodeError::Malformed);
+            }
+            Ok(ServerMessage::Ephemeral {
+                tick: read_u32(bytes, 1),
+                seat: bytes[5],
+                payload,
+            })
         }
         _ => Err(RelayDecodeError::UnknownKind),
     }
@@ -931,24 +1052,21 @@ pub fn read_server_message(bytes: &[u8]) -> Result<ServerMessage<'_>, RelayDecod
 pub fn read_client_message(bytes: &[u8]) -> Result<ClientMessage<'_>, RelayDecodeError> {
     let kind = *bytes.first().ok_or(RelayDecodeError::BadLength)?;
     match kind {
-        MSG_ORDER_SUBMIT => {
-            if bytes.len() < 7 {
-                return Err(RelayDecodeError::BadLength);
-            }
-            let len = usize::from(read_u16(bytes, 5));
-            if len > MAX_ORDER_BYTES {
-                return Err(RelayDecodeError::Malformed);
-            }
-            exact(bytes, 7 + len)?;
+        MSG_ORDER_SUBMIT | MSG_QUIT => {
+            let payload = length_prefixed(bytes, 5)?;
             let sequence = read_u32(bytes, 1);
             if sequence == 0 {
                 return Err(RelayDecodeError::Malformed);
             }
-            Ok(ClientMessage::OrderSubmit {
-                sequence,
-                payload: &bytes[7..],
+            Ok(if kind == MSG_QUIT {
+                ClientMessage::Quit { sequence, payload }
+            } else {
+                ClientMessage::OrderSubmit { sequence, payload }
             })
         }
+        MSG_EPHEMERAL_SUBMIT => Ok(ClientMessage::EphemeralSubmit {
+            payload: length_prefixed(bytes, 1)?,
+        }),
         MSG_CHECKSUM_REPORT => {
             exact(bytes, 13)?;
             Ok(ClientMessage::ChecksumReport {
@@ -962,14 +1080,6 @@ pub fn read_client_message(bytes: &[u8]) -> Result<ClientMessage<'_>, RelayDecod
                 t0_us: read_u64(bytes, 1) as i64,
             })
         }
-        MSG_QUIT => {
-            exact(bytes, 5)?;
-            let sequence = read_u32(bytes, 1);
-            if sequence == 0 {
-                return Err(RelayDecodeError::Malformed);
-            }
-            Ok(ClientMessage::Quit { sequence })
-        }
         MSG_RESYNC_REQUEST => {
             exact(bytes, 5)?;
             Ok(ClientMessage::ResyncRequest {
@@ -978,7 +1088,7 @@ pub fn read_client_message(bytes: &[u8]) -> Result<ClientMessage<'_>, RelayDecod
         }
         MSG_TIMING_REPORT => {
             exact(bytes, TIMING_REPORT_BYTES)?;
-            let report = ReportLayout::Detailed
+            let report = ReportLayout::Needs
                 .decode(&bytes[1..])
                 .map_err(|_| RelayDecodeError::Malformed)?;
             if report
@@ -1110,9 +1220,32 @@ impl ServerMessage<'_> {
                 }
                 o.put(&[MSG_TIMING]);
                 o.put(&change.from_tick.to_le_bytes());
-                o.put(&change.from_ms.to_le_bytes());
+                o.put(&change.anchor_tick.to_le_bytes());
+                o.put(&change.anchor_ms.to_le_bytes());
                 o.put(&change.tick_rate_millihz.to_le_bytes());
                 o.put(&[change.bundle_interval, change.look_ahead]);
+            }
+            ServerMessage::OrderRefused { sequence, reason } => {
+                if sequence == 0 {
+                    return None;
+                }
+                o.put(&[MSG_ORDER_REFUSED]);
+                o.put(&sequence.to_le_bytes());
+                o.put(&[reason as u8]);
+            }
+            ServerMessage::Ephemeral {
+                tick,
+                seat,
+                payload,
+            } => {
+                if payload.len() > MAX_ORDER_BYTES || usize::from(seat) >= MAX_SEATS {
+                    return None;
+                }
+                o.put(&[MSG_EPHEMERAL]);
+                o.put(&tick.to_le_bytes());
+                o.put(&[seat]);
+                o.put(&(payload.len() as u16).to_le_bytes());
+                o.put(payload);
             }
         }
         o.done()
@@ -1150,9 +1283,22 @@ impl ClientMessage<'_> {
                 o.put(&[MSG_PING]);
                 o.put(&t0_us.to_le_bytes());
             }
-            ClientMessage::Quit { sequence } => {
+            ClientMessage::Quit { sequence, payload } => {
+                if payload.len() > MAX_ORDER_BYTES {
+                    return None;
+                }
                 o.put(&[MSG_QUIT]);
                 o.put(&sequence.to_le_bytes());
+                o.put(&(payload.len() as u16).to_le_bytes());
+                o.put(payload);
+            }
+            ClientMessage::EphemeralSubmit { payload } => {
+                if payload.len() > MAX_ORDER_BYTES {
+                    return None;
+                }
+                o.put(&[MSG_EPHEMERAL_SUBMIT]);
+                o.put(&(payload.len() as u16).to_le_bytes());
+                o.put(payload);
             }
             ClientMessage::ResyncRequest { horizon } => {
                 o.put(&[MSG_RESYNC_REQUEST]);
@@ -1171,8 +1317,8 @@ impl ClientMessage<'_> {
                 if report.detail.is_none() {
                     report.detail = Some(ReportDetail::from_worst(report.worst_rtt_ms));
                 }
-                let mut payload = [0u8; REPORT_DETAILED_LEN];
-                let len = ReportLayout::Detailed.encode(&report, &mut payload).ok()?;
+                let mut payload = [0u8; REPORT_NEEDS_LEN];
+                let len = ReportLayout::Needs.encode(&report, &mut payload).ok()?;
                 o.put(&[MSG_TIMING_REPORT]);
                 o.put(&payload[..len]);
             }
@@ -1228,11 +1374,11 @@ impl<'b> BundleWriter<'b> {
     }
 
     /// Append an entry; `false` (nothing written) when it does not fit, is
-    /// out of (tick, seat) order, or is malformed (payload on a quit).
+    /// out of (tick, seat) order, or is malformed (payload on a drop).
     pub fn push(&mut self, entry: &BundleEntry<'_>) -> bool {
         let len = entry.payload.len();
         if !self.fits(len)
-            || (entry.kind != EntryKind::Order && len != 0)
+            || (entry.kind == EntryKind::Dropped && len != 0)
             || usize::from(entry.seat) >= MAX_SEATS
             || self.last.is_some_and(|l| l >= (entry.tick, entry.seat))
         {
@@ -1343,7 +1489,7 @@ mod tests {
         q[0] = 0xB7;
         assert_eq!(read_hello(&q), Err(RelayDecodeError::BadMagic));
         let mut q = buf;
-        q[1] = 2; // version 2 (before cookies)
+        q[1] = 2; // version 2 (before cookies, refusals and ephemeral orders)
         assert_eq!(read_hello(&q), Err(RelayDecodeError::BadVersion));
         assert_eq!(
             peek_datagram(&q),
@@ -1478,15 +1624,24 @@ mod tests {
             tick: 11,
             seat: 0,
             kind: EntryKind::Quit,
-            payload: b""
+            payload: b"q"
         }));
+        assert!(
+            !w.push(&BundleEntry {
+                tick: 11,
+                seat: 1,
+                kind: EntryKind::Dropped,
+                payload: b"x"
+            }),
+            "a drop carries no order"
+        );
         let len = w.finish(10, 12, false).unwrap();
         assert_eq!(
             &buf[..len],
             &[
                 3, 0, 10, 0, 0, 0, 12, 0, 0, 0, 2, 0, // header
                 10, 0, 0, 0, 1, 0, 2, 0, b'a', b'b', // entry
-                11, 0, 0, 0, 0, 1, 0, 0, // quit
+                11, 0, 0, 0, 0, 1, 1, 0, b'q', // quit, with the seat's quit order
             ]
         );
         let ServerMessage::TurnBundle(b) = read_server_message(&buf[..len]).unwrap() else {
@@ -1496,7 +1651,16 @@ mod tests {
         let entries: Vec<_> = b.entries().collect();
         assert_eq!(entries.len(), 2);
         assert_eq!(entries[0], entry(10, 1, b"ab"));
-        assert_eq!(entries[1].kind, EntryKind::Quit);
+        assert_eq!(
+            (entries[1].kind, entries[1].payload),
+            (EntryKind::Quit, &b"q"[..])
+        );
+        let mut dropped_with_payload = buf[..len].to_vec();
+        dropped_with_payload[len - 4] = EntryKind::Dropped as u8;
+        assert_eq!(
+            read_server_message(&dropped_with_payload),
+            Err(RelayDecodeError::Malformed)
+        );
         // Out of range entries and empty ranges are refused by the writer
         // and by the reader.
         let mut w = BundleWriter::new(&mut buf).unwrap();
@@ -1566,8 +1730,17 @@ mod tests {
                 final_tick: 9000,
                 reason: MatchOverReason::AllLeft,
             },
+            ServerMessage::OrderRefused {
+                sequence: 0x0403_0201,
+                reason: RefusalReason::QueueFull,
+            },
+            ServerMessage::Ephemeral {
+                tick: 17,
+                seat: 3,
+                payload: b"voice",
+            },
         ];
-        let lengths = [11, 33, 9, 6];
+        let lengths = [11, 33, 9, 6, 6, 13];
         for (m, len) in messages.iter().zip(lengths) {
             let bytes = m.to_vec();
             assert_eq!(bytes.len(), len);
@@ -1577,6 +1750,32 @@ mod tests {
             assert!(read_server_message(&longer).is_err());
             assert!(read_server_message(&bytes[..len - 1]).is_err());
         }
+        assert_eq!(
+            messages[4].to_vec(),
+            [0x08, 1, 2, 3, 4, 1],
+            "OrderRefused: sequence, reason"
+        );
+        assert_eq!(
+            messages[5].to_vec(),
+            [0x09, 17, 0, 0, 0, 3, 5, 0, b'v', b'o', b'i', b'c', b'e'],
+            "Ephemeral: tick, seat, length, order"
+        );
+        for reason in RefusalReason::ALL {
+            assert_eq!(RefusalReason::from_u8(reason as u8), Some(reason));
+        }
+        for bad in [
+            [0x08, 1, 0, 0, 0, 0],
+            [0x08, 1, 0, 0, 0, 4],
+            [0x08, 0, 0, 0, 0, 1],
+        ] {
+            assert_eq!(read_server_message(&bad), Err(RelayDecodeError::Malformed));
+        }
+        let mut ephemeral_seat_16 = messages[5].to_vec();
+        ephemeral_seat_16[5] = 16;
+        assert_eq!(
+            read_server_message(&ephemeral_seat_16),
+            Err(RelayDecodeError::Malformed)
+        );
         let desync_naming_a_silent_seat = [5, 0, 0, 0, 0, 0b011, 0, 0b100, 0];
         assert_eq!(
             read_server_message(&desync_naming_a_silent_seat),
@@ -1593,13 +1792,14 @@ mod tests {
     fn timing_messages_are_byte_for_byte_as_documented() {
         let change = TimingChange {
             from_tick: 0x0403_0201,
-            from_ms: 0x0A09_0807_0605,
+            anchor_tick: 0x0403_0101,
+            anchor_ms: 0x0A09_0807_0605,
             tick_rate_millihz: 30_000,
             bundle_interval: 2,
             look_ahead: 6,
         };
         let bytes = ServerMessage::Timing(change).to_vec();
-        let mut expected = vec![0x07, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0x0A, 0, 0];
+        let mut expected = vec![0x07, 1, 2, 3, 4, 1, 1, 3, 4, 5, 6, 7, 8, 9, 0x0A, 0, 0];
         expected.extend_from_slice(&30_000u32.to_le_bytes());
         expected.extend_from_slice(&[2, 6]);
         assert_eq!(bytes, expected);
@@ -1608,20 +1808,27 @@ mod tests {
             read_server_message(&bytes),
             Ok(ServerMessage::Timing(change))
         );
-        // Zero rate, interval or look-ahead, an absurd anchor: refused both ways.
-        for (at, value) in [(13, 0u8), (17, 0), (18, 0)] {
+        // Zero rate, interval or look-ahead, an anchor after the change or
+        // absurdly late: refused both ways.
+        for (at, len) in [(17, 4), (21, 1), (22, 1)] {
             let mut bad = bytes.clone();
-            bad[at..if at == 13 { 17 } else { at + 1 }].fill(value);
+            bad[at..at + len].fill(0);
             assert_eq!(read_server_message(&bad), Err(RelayDecodeError::Malformed));
         }
+        let mut anchor_after = bytes.clone();
+        anchor_after[5..9].copy_from_slice(&0x0403_0202u32.to_le_bytes());
+        assert_eq!(
+            read_server_message(&anchor_after),
+            Err(RelayDecodeError::Malformed)
+        );
         let far = TimingChange {
-            from_ms: MAX_TIMING_FROM_MS + 1,
+            anchor_ms: MAX_TIMING_ANCHOR_MS + 1,
             ..change
         };
         assert_eq!(ServerMessage::Timing(far).write(&mut [0u8; 64]), None);
         assert!(read_server_message(&bytes[..TIMING_BYTES - 1]).is_err());
 
-        // TimingReport: the kind byte, then the detailed NETWORK_REPORT
+        // TimingReport: the kind byte, then the needs NETWORK_REPORT
         // payload (docs/payloads.md) byte for byte.
         let detail = crate::report::ReportDetail {
             median_rtt_ms: Some(0x0101),
@@ -1631,7 +1838,11 @@ mod tests {
             stalled_frames: 2,
             stall_ms: 40,
             waited_for: Some(0),
-            needs: None,
+            needs: Some(crate::report::LookAheadNeeds {
+                reference: 6,
+                most: 7,
+                above: [1, 3, 9, 16],
+            }),
         };
         let report = crate::report::Report {
             process_us: 0x0403_0201,
@@ -1640,16 +1851,19 @@ mod tests {
             detail: Some(detail),
         };
         let bytes = ClientMessage::TimingReport(report).to_vec();
-        let mut payload = [0u8; REPORT_DETAILED_LEN];
-        ReportLayout::Detailed
-            .encode(&report, &mut payload)
-            .unwrap();
+        let mut payload = [0u8; REPORT_NEEDS_LEN];
+        ReportLayout::Needs.encode(&report, &mut payload).unwrap();
         assert_eq!(bytes[0], 0x16);
         assert_eq!(&bytes[1..], &payload[..]);
         assert_eq!(
             &bytes[1..8],
-            &[2, 1, 2, 3, 4, 1, 2],
+            &[3, 1, 2, 3, 4, 1, 2],
             "version, process, worst"
+        );
+        assert_eq!(
+            &bytes[23..33],
+            &[6, 7, 1, 0, 3, 0, 9, 0, 16, 0],
+            "needs: reference, most, the four counts"
         );
         assert_eq!(bytes.len(), TIMING_REPORT_BYTES);
         assert_eq!(
@@ -1729,10 +1943,18 @@ mod tests {
                 checksum: u64::MAX - 1,
             },
             ClientMessage::Ping { t0_us: -1 },
-            ClientMessage::Quit { sequence: 9 },
+            ClientMessage::Quit {
+                sequence: 9,
+                payload: b"",
+            },
+            ClientMessage::Quit {
+                sequence: 10,
+                payload: b"gg",
+            },
             ClientMessage::ResyncRequest { horizon: 44 },
+            ClientMessage::EphemeralSubmit { payload: &order },
         ];
-        let lengths = [47, 13, 9, 5, 5];
+        let lengths = [47, 13, 9, 7, 9, 5, 43];
         for (m, len) in messages.iter().zip(lengths) {
             let bytes = m.to_vec();
             assert_eq!(bytes.len(), len);
@@ -1747,9 +1969,28 @@ mod tests {
             .to_vec(),
             [0x11, 1, 2, 3, 4, 1, 0, b'z']
         );
-        let zero_sequence = [0x11, 0, 0, 0, 0, 0, 0];
         assert_eq!(
-            read_client_message(&zero_sequence),
+            ClientMessage::Quit {
+                sequence: 0x0403_0201,
+                payload: b"q"
+            }
+            .to_vec(),
+            [0x14, 1, 2, 3, 4, 1, 0, b'q']
+        );
+        assert_eq!(
+            ClientMessage::EphemeralSubmit { payload: b"hi" }.to_vec(),
+            [0x17, 2, 0, b'h', b'i']
+        );
+        for zero_sequence in [[0x11, 0, 0, 0, 0, 0, 0], [0x14, 0, 0, 0, 0, 0, 0]] {
+            assert_eq!(
+                read_client_message(&zero_sequence),
+                Err(RelayDecodeError::Malformed)
+            );
+        }
+        let mut too_long_ephemeral = vec![0x17, 0x01, 0x02];
+        too_long_ephemeral.resize(3 + 0x201, 0);
+        assert_eq!(
+            read_client_message(&too_long_ephemeral),
             Err(RelayDecodeError::Malformed)
         );
         let too_long = [0u8; MAX_ORDER_BYTES + 1];

@@ -85,6 +85,16 @@ impl RelayProcess {
         }
     }
 
+    /// SIGKILL and wait, as a crash would: nothing of the process's own
+    /// shutdown runs; its folder stays for the relay started after it.
+    pub fn kill9(&mut self) {
+        // SAFETY: a plain signal to our own child.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, libc::SIGKILL);
+        }
+        let _ = self.child.wait();
+    }
+
     /// SIGTERM, wait, and return whether it exited cleanly and the rest of its log.
     pub fn stop(mut self) -> (bool, String) {
         unsafe {

@@ -44,7 +44,8 @@ FLAGS (default)
   --relay-cpu N      core to pin the relay to (0)
   --load-cpu N       core to pin this process to (1)
   --no-pin           pin nothing
-  --realtime         run the relay SCHED_FIFO (needs root)
+  --realtime         run the relay SCHED_FIFO and this process SCHED_FIFO
+                     below it (needs root)
   --relay-log PATH   keep the relay's log there
 ";
 

@@ -120,9 +120,17 @@ impl LaunchFlags {
     /// Pin this process and raise its priority as the flags say, and say so.
     pub fn apply_to_self(&self) {
         if self.realtime {
-            // SAFETY: setpriority on this process; failure keeps the nice value.
-            if unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, -20) } != 0 {
-                println!("could not renice: {}", std::io::Error::last_os_error());
+            // SCHED_FIFO below the relay's: the players' side keeps up on a
+            // busy machine. (Its own sends are delivered in its own
+            // context, so this does not starve them.)
+            let param = libc::sched_param { sched_priority: 5 };
+            // SAFETY: sched_setscheduler reads one sched_param we own;
+            // failure (no privilege) keeps the normal policy.
+            if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+                println!(
+                    "could not run SCHED_FIFO: {}",
+                    std::io::Error::last_os_error()
+                );
             }
         }
         if let Some((relay_cpu, load_cpu)) = self.pin {

@@ -53,7 +53,7 @@ commands:
   list                                           every match with its state
   end ID                                         end a match (clients hear MatchOver)
   counters                                       datagrams, drops by reason, matches
-  latency [reset]                                what the relay adds, µs (then reset)
+  latency [reset]                                what the relay adds, µs, and its loop's batching (then reset)
   help                                           this text
   quit                                           close this connection";
 
@@ -114,15 +114,14 @@ pub fn execute(
         "counters" if rest.is_empty() => (counters(relay), Effect::None),
         "latency" if rest.is_empty() || rest == "reset" => {
             let reply = format!(
-                "{}\n{}\n{}\nok",
+                "{}\n{}\n{}\n{}\nok",
                 latency.datagram.line("datagram"),
                 latency.processing.line("processing"),
-                latency.timer.line("timer")
+                latency.timer.line("timer"),
+                latency.loops.line()
             );
             if rest == "reset" {
-                latency.datagram.reset();
-                latency.processing.reset();
-                latency.timer.reset();
+                latency.reset();
             }
             (reply, Effect::None)
         }

@@ -1,7 +1,8 @@
 //! The relay's log lines: one per event worth knowing, but never a flood.
 //!
 //! Every kind of event has a budget of lines per second (rejected Hellos
-//! 20, connection churn 50, match lifecycle 200); beyond it events are only
+//! 20, connection churn 50, match lifecycle 200, refused orders 20); beyond
+//! it events are only
 //! counted, and the next second starts with one line summing what was left
 //! out, by kind. Counters that have no event of their own (cookies sent,
 //! Hellos dropped by the rate limits, address moves refused) are summed in
@@ -26,6 +27,8 @@ enum Kind {
     Connection,
     /// Matches starting, seats leaving, desyncs, matches over and removed.
     Lifecycle,
+    /// Orders a match refused (a client flooding its queue).
+    Refusal,
 }
 
 impl Kind {
@@ -37,6 +40,7 @@ impl Kind {
             }
             RelayEvent::Match { event, .. } => match event {
                 MatchEvent::Connected { .. } | MatchEvent::Disconnected { .. } => Kind::Connection,
+                MatchEvent::OrderRefused { .. } => Kind::Refusal,
                 _ => Kind::Lifecycle,
             },
             RelayEvent::Removed { .. } => Kind::Lifecycle,
@@ -48,6 +52,7 @@ impl Kind {
             Kind::Rejected => 20,
             Kind::Connection => 50,
             Kind::Lifecycle => 200,
+            Kind::Refusal => 20,
         }
     }
 
@@ -56,6 +61,7 @@ impl Kind {
             Kind::Rejected => "rejected Hellos",
             Kind::Connection => "connection events",
             Kind::Lifecycle => "match events",
+            Kind::Refusal => "refused orders",
         }
     }
 }
@@ -76,6 +82,7 @@ fn detail(event: &RelayEvent) -> String {
             MatchEvent::SeatLeft { .. } => "seat left".into(),
             MatchEvent::Desync(_) => "desync".into(),
             MatchEvent::Over { .. } => "over".into(),
+            MatchEvent::OrderRefused { reason, .. } => format!("refused {reason:?}"),
         },
     }
 }
@@ -139,6 +146,11 @@ pub fn line(event: &RelayEvent) -> String {
             MatchEvent::Over { final_tick, reason } => {
                 format!("match {match_id} over at tick {final_tick}: {reason:?}")
             }
+            MatchEvent::OrderRefused {
+                seat,
+                sequence,
+                reason,
+            } => format!("match {match_id} seat {seat} order {sequence} refused: {reason:?}"),
         },
     }
 }

@@ -86,11 +86,31 @@ impl Histogram {
     }
 }
 
-/// The relay's two latency histograms.
+/// How the serving loop went: its iterations and the datagrams they
+/// carried (batching shows as datagrams per iteration).
+#[derive(Debug, Default)]
+pub struct Loops {
+    pub iterations: u64,
+    pub datagrams_in: u64,
+    pub datagrams_out: u64,
+}
+
+impl Loops {
+    /// `loops iterations N in M out K`.
+    pub fn line(&self) -> String {
+        format!(
+            "loops iterations {} in {} out {}",
+            self.iterations, self.datagrams_in, self.datagrams_out
+        )
+    }
+}
+
+/// The relay's latency histograms, and its loop's batching.
 pub struct Latency {
     pub datagram: Histogram,
     pub processing: Histogram,
     pub timer: Histogram,
+    pub loops: Loops,
 }
 
 impl Latency {
@@ -99,7 +119,16 @@ impl Latency {
             datagram: Histogram::new(),
             processing: Histogram::new(),
             timer: Histogram::new(),
+            loops: Loops::default(),
         }
+    }
+
+    /// Start every figure over.
+    pub fn reset(&mut self) {
+        self.datagram.reset();
+        self.processing.reset();
+        self.timer.reset();
+        self.loops = Loops::default();
     }
 }
 
@@ -132,55 +161,9 @@ pub fn enable_receive_timestamps(socket: &UdpSocket) {
     let _ = socket;
 }
 
-/// Receive one datagram: its length, source and arrival time (realtime ns:
-/// the kernel's timestamp when there is one, else now).
-#[cfg(target_os = "linux")]
-pub fn recv_timestamped(
-    socket: &UdpSocket,
-    buf: &mut [u8],
-) -> std::io::Result<(usize, SocketAddr, u64)> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: every pointer handed to recvmsg points into locals that
-    // outlive the call, with their true sizes; the control buffer is
-    // 8-byte aligned (u64 array) as cmsghdr needs; cmsg fields are read
-    // only through the CMSG_* helpers within msg_controllen.
-    unsafe {
-        let mut storage: libc::sockaddr_storage = std::mem::zeroed();
-        let mut iov = libc::iovec {
-            iov_base: buf.as_mut_ptr() as *mut libc::c_void,
-            iov_len: buf.len(),
-        };
-        let mut control = [0u64; 8];
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_name = &mut storage as *mut _ as *mut libc::c_void;
-        msg.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
-        msg.msg_controllen = std::mem::size_of_val(&control) as _;
-        let n = libc::recvmsg(socket.as_raw_fd(), &mut msg, 0);
-        if n < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let mut arrival = None;
-        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
-        while !cmsg.is_null() {
-            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_TIMESTAMPNS
-            {
-                let ts = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const libc::timespec);
-                arrival = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
-            }
-            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
-        }
-        let source = socket_address(&storage)
-            .ok_or_else(|| std::io::Error::other("datagram from a non-IP address"))?;
-        Ok((n as usize, source, arrival.unwrap_or_else(realtime_ns)))
-    }
-}
-
 /// The IPv4 or IPv6 address in `storage`.
 #[cfg(target_os = "linux")]
-fn socket_address(storage: &libc::sockaddr_storage) -> Option<SocketAddr> {
+pub fn socket_address(storage: &libc::sockaddr_storage) -> Option<SocketAddr> {
     use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6};
     match i32::from(storage.ss_family) {
         libc::AF_INET => {
@@ -205,6 +188,8 @@ fn socket_address(storage: &libc::sockaddr_storage) -> Option<SocketAddr> {
     }
 }
 
+/// Receive one datagram: its length, source and arrival time (realtime ns:
+/// now; Linux reads batches with the kernel's timestamps, `inbox.rs`).
 #[cfg(not(target_os = "linux"))]
 pub fn recv_timestamped(
     socket: &UdpSocket,
@@ -236,18 +221,5 @@ mod tests {
             h.line("x"),
             "x count 0 p50_us 0 p99_us 0 p999_us 0 max_us 0"
         );
-    }
-
-    #[test]
-    fn loopback_datagrams_carry_an_arrival_time() {
-        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
-        enable_receive_timestamps(&b);
-        let before = realtime_ns();
-        a.send_to(b"hi", b.local_addr().unwrap()).unwrap();
-        let mut buf = [0u8; 16];
-        let (n, from, at) = recv_timestamped(&b, &mut buf).unwrap();
-        assert_eq!((&buf[..n], from), (&b"hi"[..], a.local_addr().unwrap()));
-        assert!(at >= before.saturating_sub(1_000_000) && at <= realtime_ns());
     }
 }

@@ -13,10 +13,14 @@
 #[cfg_attr(not(unix), allow(dead_code))]
 mod admin;
 mod events;
+mod inbox;
+mod journal;
 #[cfg_attr(not(unix), allow(dead_code))]
 mod latency;
 mod outbox;
+mod persist;
 mod setup;
+mod store;
 
 use std::net::{SocketAddr, UdpSocket};
 use std::process::ExitCode;
@@ -37,6 +41,7 @@ USAGE
   rungs-relay serve [FLAGS]     serve matches from a setup file and/or an
                                 admin socket
   rungs-relay ticket [FLAGS]    issue a ticket (for testing; lobbies do this)
+  rungs-relay export [FLAGS]    write a match's turn log (for replays)
 
 SERVE FLAGS (environment variable; default)
   --listen ADDR               RUNGS_RELAY_LISTEN; 0.0.0.0:7000
@@ -57,6 +62,18 @@ SERVE FLAGS (environment variable; default)
                               players have not joined
   --grace-seconds N           RUNGS_RELAY_GRACE_SECONDS; 60 (0-3600): reconnect grace
   --max-connections N         RUNGS_RELAY_MAX_CONNECTIONS; 65536 (1-1048576)
+  --address-hellos N          RUNGS_RELAY_ADDRESS_HELLOS; 16 (1-100000): Hellos
+                              without a cookie answered per second from one IPv4
+                              address or IPv6 /64, twice that at once (raise it
+                              for many players behind one address)
+  --state DIR                 RUNGS_RELAY_STATE: keep every match's turn log
+                              there, so a restart with the same flags resumes
+                              them (created 0700); without it a restart loses
+                              every match
+  --state-sync-ms N           RUNGS_RELAY_STATE_SYNC_MS; 1000: fdatasync the
+                              journal this often (what a power loss can lose)
+  --keep-turn-logs yes|no     RUNGS_RELAY_KEEP_TURN_LOGS; no: keep each ended
+                              match's turn log in DIR/turn-logs (replays)
 
 TICKET FLAGS
   --secret HEX | --secret-file PATH   as above (or the same variables)
@@ -64,6 +81,11 @@ TICKET FLAGS
   --expires-in SECONDS        default 21600 (6 hours)
   --nonce N                   default: from the clock
   Prints `<ticket hex>:<link secret hex>` on stdout.
+
+EXPORT FLAGS
+  --state DIR --match ID --out FILE   the match's turn log from the relay's
+                              state (docs/relay.md, Replays); a running
+                              match's up to its last final tick
 ";
 
 static SHUTDOWN: AtomicBool = AtomicBool::new(false);
@@ -193,6 +215,7 @@ fn main() -> ExitCode {
     let result = match command {
         "serve" => Args::parse(rest).and_then(|a| serve(&a)),
         "ticket" => Args::parse(rest).and_then(|a| ticket(&a)),
+        "export" => Args::parse(rest).and_then(|a| persist::export(&a)),
         _ => Err(String::new()),
     };
     match result {
@@ -274,6 +297,17 @@ fn wait_for_datagram(socket: &UdpSocket, timeout_us: u64) {
     unsafe { libc::ppoll(&mut fd, 1, &timeout, std::ptr::null()) };
 }
 
+/// Let the kernel wake this process within a microsecond of its timers
+/// (its default slack is 50 µs; a relay's bundles are due at tick starts).
+#[cfg(target_os = "linux")]
+fn precise_timers() {
+    // SAFETY: prctl with PR_SET_TIMERSLACK takes one integer argument.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
+}
+
+#[cfg(not(target_os = "linux"))]
+fn precise_timers() {}
+
 /// Elsewhere on Unix: `poll`, whole milliseconds rounded up.
 #[cfg(all(unix, not(target_os = "linux")))]
 fn wait_for_datagram(socket: &UdpSocket, timeout_us: u64) {
@@ -305,8 +339,14 @@ struct SetupFile {
 }
 
 impl SetupFile {
-    /// Add the matches of the file not yet seen, when it changed.
-    fn refresh(&mut self, relay: &mut Relay, now_us: u64) -> Result<(), String> {
+    /// Add the matches of the file not yet seen, when it changed: not one
+    /// the relay holds, nor one it added before or its state saw end.
+    fn refresh(
+        &mut self,
+        relay: &mut Relay,
+        persistence: &mut persist::Persistence,
+        now_us: u64,
+    ) -> Result<(), String> {
         if self
             .checked
             .is_some_and(|t| t.elapsed() < Duration::from_secs(1))
@@ -326,11 +366,16 @@ impl SetupFile {
         for (number, line) in text.lines().enumerate() {
             match parse_line(line, &self.defaults) {
                 Ok(Some(setup)) => {
-                    if relay.sequencer(setup.match_id).is_some() {
+                    if relay.sequencer(setup.match_id).is_some()
+                        || !persistence.may_add(setup.match_id)
+                    {
                         continue;
                     }
                     match relay.add_match(setup, now_us) {
-                        Ok(()) => log_created(&setup, "setup file"),
+                        Ok(()) => {
+                            persistence.added(setup.match_id);
+                            log_created(&setup, "setup file")
+                        }
                         Err(e) => log(&format!("{}:{}: {e}", self.path, number + 1)),
                     }
                 }
@@ -422,11 +467,6 @@ fn send_errors(io_errors: &mut u64, (failed, error): (u64, Option<std::io::Error
     }
 }
 
-/// Datagrams handled before the relay sends what they caused and runs its
-/// timers: a datagram's answers wait for the rest of its batch, so a small
-/// batch bounds that wait (64 × a few µs) while still amortising the loop.
-const RECEIVE_BATCH: usize = 64;
-
 fn serve(args: &Args) -> Result<(), String> {
     args.check_known(&[
         "listen",
@@ -438,6 +478,10 @@ fn serve(args: &Args) -> Result<(), String> {
         "grace-seconds",
         "max-connections",
         "admin-idle-seconds",
+        "address-hellos",
+        "state",
+        "state-sync-ms",
+        "keep-turn-logs",
     ])?;
     let secret = args.secret()?;
     let listen: SocketAddr = args
@@ -486,6 +530,18 @@ fn serve(args: &Args) -> Result<(), String> {
         1..=setup::MAX_WAIT_SECONDS,
     )
     .map_err(flag)?;
+    let address_hellos: u32 = setup::in_range(
+        "address-hellos",
+        args.number(
+            "address-hellos",
+            Some("RUNGS_RELAY_ADDRESS_HELLOS"),
+            Some(16),
+        )?,
+        1..=100_000,
+    )
+    .map_err(flag)?;
+    config.hello_limits.address_burst = 2 * address_hellos;
+    config.hello_limits.address_interval_us = 1_000_000 / u64::from(address_hellos);
     let matches = args.get("matches", Some("RUNGS_RELAY_MATCHES"));
     let admin_path = args.get("admin", Some("RUNGS_RELAY_ADMIN"));
     if matches.is_none() && admin_path.is_none() {
@@ -493,6 +549,7 @@ fn serve(args: &Args) -> Result<(), String> {
             "--matches PATH (a setup file) or --admin PATH (an admin socket) is required".into(),
         );
     }
+    config.persistent = persist::state_dir(args).is_some();
     let mut relay = Relay::new(config).map_err(|e| e.to_string())?;
     let mut setup_file = matches.map(|path| SetupFile {
         path,
@@ -507,7 +564,8 @@ fn serve(args: &Args) -> Result<(), String> {
         .map_err(|e| format!("io:socket: {e}"))?;
     let mut latency = latency::Latency::new();
     // (kernel arrival, recv returned) of the batch's datagrams, realtime ns.
-    let mut arrivals: Vec<(u64, u64)> = Vec::with_capacity(RECEIVE_BATCH);
+    let mut arrivals: Vec<(u64, u64)> = Vec::with_capacity(inbox::BATCH);
+    let mut inbox = inbox::Inbox::new();
     let local = socket
         .local_addr()
         .map_err(|e| format!("io:local address: {e}"))?;
@@ -520,16 +578,17 @@ fn serve(args: &Args) -> Result<(), String> {
 
     let start = Instant::now();
     let now_us = || start.elapsed().as_micros() as u64;
+    let mut persistence = persist::Persistence::open(args, &mut relay, now_us(), log)?;
     if let Some(file) = setup_file.as_mut() {
-        file.refresh(&mut relay, now_us())?;
+        file.refresh(&mut relay, &mut persistence, now_us())?;
     }
     let mut event_log = events::EventLog::new();
     let mut lines: Vec<String> = Vec::new();
-    let mut buf = vec![0u8; 2048];
     let mut outbox = outbox::Outbox::new();
     let mut shutdown_deadline: Option<Instant> = None;
     let mut io_errors = 0u64;
     let mut batch_was_full = false;
+    precise_timers();
     loop {
         if SHUTDOWN.load(Ordering::SeqCst) && shutdown_deadline.is_none() {
             log("shutting down: ending every match");
@@ -544,7 +603,7 @@ fn serve(args: &Args) -> Result<(), String> {
         }
         if shutdown_deadline.is_none() {
             if let Some(file) = setup_file.as_mut() {
-                if let Err(e) = file.refresh(&mut relay, now_us()) {
+                if let Err(e) = file.refresh(&mut relay, &mut persistence, now_us()) {
                     log(&e[3..]);
                 }
             }
@@ -558,50 +617,46 @@ fn serve(args: &Args) -> Result<(), String> {
         if !batch_was_full {
             wait_for_datagram(&socket, wait_us);
         }
-        let mut received = 0;
+        // One system call for the batch, one clock reading for all of it:
+        // a datagram's time is when its batch was read.
+        let received = match inbox.receive(&socket) {
+            Ok(n) => n,
+            Err(e) => {
+                // ICMP errors from a client that went away show up here.
+                io_errors += 1;
+                if io_errors.is_power_of_two() {
+                    log(&format!("receive error ({io_errors} so far): {e}"));
+                }
+                0
+            }
+        };
         arrivals.clear();
-        loop {
-            match latency::recv_timestamped(&socket, &mut buf) {
-                Ok((len, source, arrived_ns)) => {
-                    relay.handle_datagram(now_us(), unix_now().as_secs(), source, &buf[..len]);
-                    arrivals.push((arrived_ns, latency::realtime_ns()));
-                    received += 1;
-                    if received >= RECEIVE_BATCH {
-                        break;
-                    }
-                }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock
-                            | std::io::ErrorKind::TimedOut
-                            | std::io::ErrorKind::Interrupted
-                    ) =>
-                {
-                    break
-                }
-                Err(e) => {
-                    // ICMP errors from a client that went away show up here.
-                    io_errors += 1;
-                    if io_errors.is_power_of_two() {
-                        log(&format!("receive error ({io_errors} so far): {e}"));
-                    }
-                    break;
-                }
+        latency.loops.iterations += 1;
+        latency.loops.datagrams_in += received as u64;
+        if received > 0 {
+            let (read_us, unix_s) = (now_us(), unix_now().as_secs());
+            let received_ns = latency::realtime_ns();
+            for i in 0..received {
+                let (bytes, source, arrived_ns) = inbox.get(i);
+                relay.handle_datagram(read_us, unix_s, source, bytes);
+                arrivals.push((arrived_ns, received_ns));
             }
         }
-        batch_was_full = received >= RECEIVE_BATCH;
+        batch_was_full = received >= inbox::BATCH;
         let now = now_us();
         let timer_due = relay.poll_timeout().filter(|t| *t <= now);
         if timer_due.is_some() {
             relay.handle_timeout(now);
         }
+        // Everything sent from here on is in the journal first.
+        persistence.write_ahead(&mut relay, log);
         // (The outbox always has a buffer: it is flushed when full.)
         while let Some(buf) = outbox.next_buffer() {
             let Some((to, len)) = relay.poll_transmit(now, buf) else {
                 break;
             };
             outbox.commit(to, len);
+            latency.loops.datagrams_out += 1;
             if outbox.is_full() {
                 send_errors(&mut io_errors, outbox.flush(&socket));
             }
@@ -621,6 +676,7 @@ fn serve(args: &Args) -> Result<(), String> {
         }
         let second = unix_now().as_secs();
         while let Some(event) = relay.poll_event() {
+            persistence.event(&event);
             event_log.event(second, &event, &mut lines);
         }
         event_log.tick(second, relay.counters(), &mut lines);

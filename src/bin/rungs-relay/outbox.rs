@@ -16,6 +16,12 @@ pub struct Outbox {
     lengths: [usize; BATCH],
     targets: Box<[socket2::SockAddr]>,
     queued: usize,
+    /// What `sendmmsg` reads besides the datagrams, allocated once
+    /// (zeroing it for every call cost more than filling it).
+    #[cfg(target_os = "linux")]
+    headers: Box<[libc::mmsghdr]>,
+    #[cfg(target_os = "linux")]
+    iovecs: Box<[libc::iovec]>,
 }
 
 impl Outbox {
@@ -27,6 +33,12 @@ impl Outbox {
                 .map(|_| socket2::SockAddr::from(SocketAddr::from(([0, 0, 0, 0], 0))))
                 .collect(),
             queued: 0,
+            // SAFETY: mmsghdr and iovec are plain C data for which all-zero
+            // bytes are valid values.
+            #[cfg(target_os = "linux")]
+            headers: (0..BATCH).map(|_| unsafe { std::mem::zeroed() }).collect(),
+            #[cfg(target_os = "linux")]
+            iovecs: (0..BATCH).map(|_| unsafe { std::mem::zeroed() }).collect(),
         }
     }
 
@@ -63,21 +75,17 @@ impl Outbox {
         if n == 0 {
             return (0, None);
         }
-        let mut iovecs: [libc::iovec; BATCH] = [libc::iovec {
-            iov_base: std::ptr::null_mut(),
-            iov_len: 0,
-        }; BATCH];
-        // SAFETY: mmsghdr is plain data; zeroed is a valid empty header.
-        let mut headers: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
+        let (headers, iovecs) = (&mut self.headers, &mut self.iovecs);
         for i in 0..n {
             iovecs[i] = libc::iovec {
                 iov_base: self.buffers[i].as_mut_ptr() as *mut libc::c_void,
                 iov_len: self.lengths[i],
             };
-            headers[i].msg_hdr.msg_name = self.targets[i].as_ptr() as *mut libc::c_void;
-            headers[i].msg_hdr.msg_namelen = self.targets[i].len();
-            headers[i].msg_hdr.msg_iov = &mut iovecs[i];
-            headers[i].msg_hdr.msg_iovlen = 1;
+            let m = &mut headers[i].msg_hdr;
+            m.msg_name = self.targets[i].as_ptr() as *mut libc::c_void;
+            m.msg_namelen = self.targets[i].len();
+            m.msg_iov = &mut iovecs[i];
+            m.msg_iovlen = 1;
         }
         let mut sent = 0;
         let mut failed = 0u64;

@@ -6,11 +6,13 @@
 //! match 1002 seats 2 humans 0,1 tick_rate_millihz 15000 bundle_interval 2
 //! ```
 //!
-//! Keys: `tick_rate_millihz`, `bundle_interval`, `checksum_interval`,
-//! `ai_order_delay` (0 when absent, S10), `timing_policy` (`adaptive` when
-//! absent, `tracking`, `fixed:SP/LA`, `ra`, `protocol0`, or `off`: the
-//! fixed `bundle_interval` and each client's own jitter buffer),
-//! `max_ticks`, `load_wait_seconds`, `grace_seconds`.
+//! Keys: `tick_rate_millihz`, `bundle_interval` (1 when absent),
+//! `checksum_interval`, `ai_order_delay` (0 when absent, S10),
+//! `timing_policy` (`adaptive` when absent, `tracking`, `fixed:SP/LA`, `ra`,
+//! `protocol0`, or `off`: each client's own jitter buffer), run per seat,
+//! `pace_to_slowest` (`no` when absent; `yes`: the tick rate follows the
+//! slowest machine), `max_ticks` (none when absent), `load_wait_seconds`,
+//! `grace_seconds`.
 //! Blank lines and `#` comments are ignored. The relay re-reads the file when
 //! it changes and adds matches it has not seen (a lobby creates a match by
 //! appending a line); a line it cannot parse is reported and skipped.
@@ -129,10 +131,17 @@ pub fn parse_line(line: &str, defaults: &Defaults) -> Result<Option<MatchSetup>,
                 Some(Err(e)) => return Err(format!("`timing_policy` `{value}`: {e}")),
                 None => {
                     return Err(format!(
-                        "`timing_policy` `{value}` is not adaptive, tracking, fixed:SP/LA, ra, protocol0 or off"
+                        "`timing_policy` `{value}` is not adaptive, tracking, fixed:SP/LA, ra, protocol0, protocol0-ts or off"
                     ))
                 }
             },
+            "pace_to_slowest" => {
+                setup.pace_to_slowest = match value.as_str() {
+                    "yes" | "1" => true,
+                    "no" | "0" => false,
+                    _ => return Err(format!("`pace_to_slowest` `{value}` is not yes or no")),
+                }
+            }
             "max_ticks" => setup.max_ticks = in_range(&key, number(&key, v)?, 1..=u32::MAX)?,
             "load_wait_seconds" => {
                 setup.start_barrier_us = in_range(&key, number(&key, v)?, wait.clone())? * 1_000_000
@@ -277,6 +286,18 @@ mod tests {
             parse_line("match 9 seats 2 humans 0 timing_policy fast", &D)
                 .unwrap_err()
                 .contains("fast")
+        );
+        let s = parse_line("match 9 seats 2 humans 0", &D).unwrap().unwrap();
+        assert!(!s.pace_to_slowest, "a slow machine slows only itself");
+        assert_eq!(s.bundle_interval, 1);
+        let s = parse_line("match 9 seats 2 humans 0 pace_to_slowest yes", &D)
+            .unwrap()
+            .unwrap();
+        assert!(s.pace_to_slowest);
+        assert!(
+            parse_line("match 9 seats 2 humans 0 pace_to_slowest maybe", &D)
+                .unwrap_err()
+                .contains("maybe")
         );
     }
 }

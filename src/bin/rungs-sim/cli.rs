@@ -742,7 +742,8 @@ fn parse_divergence(value: &str) -> Result<(u8, u32), UsageError> {
     ))
 }
 
-/// `adaptive`, `tracking`, `ra`, `protocol0` or `fixed:SP/LA` (checked
+/// `adaptive`, `tracking`, `ra`, `protocol0`, `protocol0-ts`, `lobby` or
+/// `fixed:SP/LA` (checked
 /// against S1): [`PolicyKind::from_name`].
 pub fn parse_policy(value: &str) -> Result<PolicyKind, UsageError> {
     match PolicyKind::from_name(value) {
@@ -751,7 +752,7 @@ pub fn parse_policy(value: &str) -> Result<PolicyKind, UsageError> {
             "--policy {value} breaks the timing rule S1: {e}"
         ))),
         None => Err(UsageError(format!(
-            "--policy wants adaptive, tracking, ra, protocol0 or fixed:SP/LA (e.g. fixed:2/6), not '{value}'"
+            "--policy wants adaptive, tracking, ra, protocol0, protocol0-ts, lobby or fixed:SP/LA (e.g. fixed:2/6), not '{value}'"
         ))),
     }
 }

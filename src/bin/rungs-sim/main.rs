@@ -23,7 +23,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use rungs::sim::{run_game, run_game_parallel, run_relay_game, GameReport, GameSpec};
+use rungs::sim::{run_game, run_game_parallel, GameReport, GameSpec};
 
 use cli::{Command, RunOptions};
 use figures::{disagreement, machines_agree, Speed};
@@ -110,10 +110,17 @@ FAULTS (repeatable; FRAME is the frame after which it happens)
 
 POLICY AND OUTPUT
   --policy P              adaptive   rungs' ladder (S4) [default]
-                          ra         Red Alert: send period 3, look-ahead from the
-                                     averaged round trip every 128 frames
-                          protocol0  CnCNet's spawner: 2/12, then levels 1/4 ...
-                                     9/36 by the averaged round trip, rising only
+                          ra         Red Alert's own engine (a LAN game): 3/6 from
+                                     the lobby, then the master's TIMING every 128
+                                     frames from its own connections' response
+                                     time; its wait, resends and pacing
+                          protocol0  CnCNet's RA2/YR spawner on the original
+                                     engine: 2/12, then levels 1/4 ... 9/36 by
+                                     the players' response times, rising only
+                          protocol0-ts  the same with Vinifera's newer Tiberian
+                                     Sun table (1/4 ... 9/27)
+                          lobby      a fixed timing a careful host sets from
+                                     the lobby's pings (docs/baselines.md)
                           tracking   send period 1, the look-ahead the reported
                                      round-trip distribution needs, a margin
                                      earned by stalls it does not explain;
@@ -240,11 +247,17 @@ fn run_one(options: &RunOptions) -> Status {
     let scenario = options.scenario.as_deref();
     let started = Instant::now();
     let mut options = options.clone();
+    let mut per_seat = Vec::new();
     let played = if let Some(placement) = &options.relay {
         if !options.json {
-            emit_line("topology   relay (src/sim/relay_game.rs: the relay runs the policy)");
+            emit_line(
+                "topology   relay (src/sim/relay_game.rs: the relay runs the policy per seat)",
+            );
         }
-        run_relay_game(&options.spec, placement)
+        rungs::sim::relay_game::play(&options.spec, placement, &[]).map(|(report, check)| {
+            per_seat = check.seats;
+            report
+        })
     } else if options.oracle {
         rungs::sim::find_oracle(&options.spec).and_then(|found| {
             let found = found.ok_or(rungs::Error::State(
@@ -279,6 +292,19 @@ fn run_one(options: &RunOptions) -> Status {
         emit_line(&json::run(scenario, &options.spec, &report));
     } else {
         emit(&summary::render(scenario, &options.spec, &report, &speed));
+        // Behind a relay each machine has its own jitter buffer: its own figures.
+        for seat in &per_seat {
+            emit_line(&format!(
+                "  seat {:<2}    latency {:.1} / {:.1} ms (mean / p95, own commands), stalled {} frames ({:.0} ms), look-ahead {} (widest {})",
+                seat.seat,
+                seat.latency_mean_ms,
+                seat.latency_p95_ms,
+                seat.stall_frames,
+                seat.stall_ms,
+                seat.look_ahead,
+                seat.widest_look_ahead
+            ));
+        }
     }
     let mut status = Status::Success;
     if let Some(path) = &options.svg {

@@ -30,11 +30,12 @@ USAGE
 
 A scenario file holds game flags (see rungs-sim --help), whitespace-separated,
 with # comments; not --policy: the suite runs each scenario with tracking,
-adaptive, ra, protocol0, fixed:2/6 and fixed:3/9.
+adaptive, ra, protocol0, protocol0-ts, lobby, fixed:2/6 and fixed:3/9.
 
 TARGETS, judged on every scenario, for each policy against its baselines:
   adaptive (issue 5) against ra, protocol0 and fixed:2/6;
-  tracking (issue 12) against ra, protocol0, fixed:2/6 and fixed:3/9:
+  tracking (issues 12 and 27) against ra, protocol0, protocol0-ts, lobby,
+  fixed:2/6 and fixed:3/9:
   (a) stalled frames <= max(the fewest of the baselines, 0.5 % of the frames)
   (b) mean latency strictly below each baseline on every scenario where that
       baseline stalls on less than 1 % of the frames
@@ -42,24 +43,23 @@ A missed target is printed as MISSED and does not change the exit code;
 a game that fails exits 1, machines that disagree exit 3.
 ";
 
-/// The policies every scenario runs with, in table order.
-pub const POLICIES: [&str; 6] = [
+/// The policies every scenario runs with, in table order: the two judged,
+/// then the baselines players use today.
+pub const POLICIES: [&str; 8] = [
     "tracking",
     "adaptive",
     "ra",
     "protocol0",
+    "protocol0-ts",
+    "lobby",
     "fixed:2/6",
     "fixed:3/9",
 ];
 /// The judged policies, the issue whose targets they are judged by, and the
 /// baselines each is compared with (issue 5 shows `fixed:3/9` for
-/// reference only; issue 12 judges against it too).
+/// reference only; `tracking` is judged against every baseline).
 pub const JUDGED: [(&str, &str, &[&str]); 2] = [
-    (
-        "tracking",
-        "issue 12",
-        &["ra", "protocol0", "fixed:2/6", "fixed:3/9"],
-    ),
+    ("tracking", "issue 27", POLICIES.split_at(2).1),
     ("adaptive", "issue 5", &["ra", "protocol0", "fixed:2/6"]),
 ];
 /// Target (a): stalls allowed whatever the baselines do, % of frames.

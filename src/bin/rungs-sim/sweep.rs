@@ -37,9 +37,10 @@ the oracle - the fixed timing with the lowest mean latency among those
 stalling on at most 0.5 % of the frames - is searched for (src/sim/oracle.rs).
 Per policy: latency / oracle and latency / floor (median, p90, worst), stall
 percent (median, p90, worst), how often it wins (the lowest latency among
-the policies stalling <= 0.5 %) and how often it meets issue 12's target
-(latency strictly below every baseline stalling < 1 %, stalls <= max(the
-fewest among the baselines, 0.5 %)).
+the policies stalling <= 0.5 %) and how often it meets the target (latency
+strictly below every baseline - ra, protocol0, protocol0-ts, lobby,
+fixed:2/6, fixed:3/9 - stalling < 1 %, stalls <= max(the fewest among the
+baselines, 0.5 %)).
 
 EXIT CODES
   0 done; 1 a game failed

@@ -97,7 +97,10 @@ pub use driver::{LockstepDriver, Wake, IDLE_WAKE_US};
 use drops::Drops;
 use pings::ClockPings;
 use relay::RelayLockstep;
-pub use relay::{RelaySettings, DEFAULT_JITTER_TICKS};
+pub use relay::{
+    OrderKind, OrderReceipt, RelaySettings, DEFAULT_JITTER_TICKS, MAX_OPEN_AI_DECISIONS,
+    MAX_PENDING_AI_ORDERS,
+};
 use stalls::StallWatch;
 use turns::{Inbound, ItemStore, Origin, Outbox, SendSchedule, Stored, TurnBuffers};
 
@@ -198,6 +201,13 @@ pub enum SessionEvent {
     /// cannot rejoin a running game, so rungs drops it (unless
     /// [`LockstepConfig::manual_drops`]: then the engine does).
     PeerRestarted { seat: u8 },
+    /// Behind a relay: the relay refused the order with this id
+    /// ([`LockstepSession::submit_order`]); it never runs, and the orders
+    /// after it go on. A refused quit leaves the player in the game.
+    CommandRefused {
+        id: u64,
+        reason: crate::wire::relay::RefusalReason,
+    },
 }
 
 /// What [`LockstepSession::advance`] did.

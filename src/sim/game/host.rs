@@ -12,6 +12,7 @@
 
 use std::net::SocketAddr;
 
+use super::engine::Engine;
 use super::outcome::{
     judge, Credit, Finished, GameReport, IssueLog, MachineRecord, OwnIssues, Traffic,
 };
@@ -21,15 +22,18 @@ use crate::error::{Error, Result};
 use crate::link::LinkConfig;
 use crate::report::record::MAX_SEATS;
 use crate::session::{Advance, LockstepConfig, LockstepSession, SessionEvent, Topology};
+use crate::sim::classic::{ClassicConfig, ClassicEngine};
 use crate::sim::faults::{self, Attack, Fault, TimedFault, TimedKind};
+use crate::sim::lobby::LobbyPings;
 use crate::sim::{Conditions, HostId, MachineClock, NetSim, Outage, SplitMix64};
-use crate::timing::{MachineConfig, Output};
+use crate::timing::baselines::lobby::lobby_timing;
+use crate::timing::{MachineConfig, Output, PolicyKind};
 use crate::wire::packet::SessionKey;
 
 /// One player's machine as the host runs it.
 pub(super) struct Machine {
     pub(super) seat: u8,
-    session: LockstepSession,
+    session: Engine,
     pub(super) address: SocketAddr,
     clock: MachineClock,
     busy_until_us: u64,
@@ -91,10 +95,16 @@ impl Machine {
     }
 }
 
-/// The game's secrets, drawn from the seed: session id, key, link keys.
+/// The player who hosts the game's lobby and sets `lobby`'s delay from the
+/// pings it shows him (his own with each player).
+const LOBBY_HOST: u8 = 0;
+
+/// The game's secrets, drawn from the seed: session id, key, link keys;
+/// and the policy its sessions run (`lobby` resolved into its fixed timing).
 struct Secrets {
     key: SessionKey,
     session_id: u32,
+    policy: PolicyKind,
 }
 
 impl Secrets {
@@ -115,7 +125,7 @@ impl Secrets {
                 speed_fps: spec.fps,
                 human_seats: vec![true; usize::from(spec.players)],
                 local_seat: Some(seat),
-                policy: spec.policy,
+                policy: self.policy,
             },
             session_id: self.session_id,
             key: self.key,
@@ -269,9 +279,16 @@ impl<'s> Host<'s> {
             .map(|f| (GAME_START_US + f.at_ms * 1000, *f))
             .collect();
         timed.sort_by_key(|(at, f)| (*at, f.seat));
+        let lobby = LobbyPings::measure(spec);
         let secrets = Secrets {
             key: SessionKey([rng.next_u64() as u8 | 1; 16]),
             session_id: rng.next_u64() as u32,
+            policy: match spec.policy {
+                PolicyKind::Lobby => {
+                    PolicyKind::Fixed(lobby_timing(lobby.pairs_of(LOBBY_HOST), spec.fps))
+                }
+                policy => policy,
+            },
         };
         let mut machines = Vec::with_capacity(usize::from(spec.players));
         for seat in 0..spec.players {
@@ -279,9 +296,29 @@ impl<'s> Host<'s> {
             // Clocks: up to 2000 s apart, drifting up to ±100 ppm.
             let clock = MachineClock::draw(&mut rng);
             let local_now = clock.local(0);
+            let session = match spec.policy.original_game() {
+                Some(game) => Engine::Classic(Box::new(ClassicEngine::new(&ClassicConfig {
+                    game,
+                    seat,
+                    players: spec.players,
+                    speed_fps: spec.fps,
+                    peers: (0..spec.players)
+                        .filter(|p| *p != seat)
+                        .map(|p| (p, address(p)))
+                        .collect(),
+                    lobby_response_ticks: lobby.response_ticks_of(seat),
+                })?)),
+                None => {
+                    let mut session = LockstepSession::new(&config, local_now)?;
+                    for peer in (0..spec.players).filter(|p| *p != seat) {
+                        session.add_peer(peer, address(peer), local_now)?;
+                    }
+                    Engine::Rungs(session)
+                }
+            };
             let mut machine = Box::new(Machine {
                 seat,
-                session: LockstepSession::new(&config, local_now)?,
+                session,
                 address: address(seat),
                 clock,
                 busy_until_us: 0,
@@ -307,9 +344,6 @@ impl<'s> Host<'s> {
                 record: MachineRecord::new(seat, spec.fps),
                 buf: vec![0u8; 1500],
             });
-            for peer in (0..spec.players).filter(|p| *p != seat) {
-                machine.session.add_peer(peer, address(peer), local_now)?;
-            }
             machine.next_command_us = GAME_START_US + next_gap(&mut rng, spec.commands_per_minute);
             machines.push(machine);
         }
@@ -421,8 +455,11 @@ impl Play {
             match fault.kind {
                 TimedKind::Crash => m.crashed = true,
                 TimedKind::Quit => {
-                    // Refused only when it already left or is leaving.
-                    let _ = m.session.leave();
+                    // Refused only when it already left or is leaving (the
+                    // spec gives the original games' engines no faults).
+                    if let Ok(session) = m.session.rungs_mut() {
+                        let _ = session.leave();
+                    }
                     m.dirty = true;
                 }
             }
@@ -460,7 +497,9 @@ impl Play {
             let drops = std::mem::take(&mut m.pending_drops);
             if !m.crashed && !m.restarted {
                 for seat in &drops {
-                    let _ = m.session.drop_player(*seat);
+                    if let Ok(session) = m.session.rungs_mut() {
+                        let _ = session.drop_player(*seat);
+                    }
                     m.dirty = true;
                 }
             }
@@ -673,7 +712,7 @@ impl Rules<'_> {
         out: &mut impl Outside,
     ) -> Result<()> {
         let work = u64::from(self.spec.proc_of(m.seat));
-        m.session.measurements().add_frame_work_us(work);
+        m.session.add_frame_work_us(work);
         m.busy_until_us = now + work;
         m.issues.frame_started(now);
         let judged = !m.modified && !m.restarted;
@@ -710,7 +749,7 @@ impl Rules<'_> {
         out: &mut impl Outside,
     ) -> Result<()> {
         match fault {
-            Fault::Quit { .. } => m.session.leave()?,
+            Fault::Quit { .. } => m.session.rungs_mut()?.leave()?,
             Fault::Crash {
                 mid_turn: false, ..
             } => m.crashed = true,
@@ -732,7 +771,7 @@ impl Rules<'_> {
                 for peer in (0..self.spec.players).filter(|p| *p != m.seat) {
                     session.add_peer(peer, out.addresses()[usize::from(peer)], local)?;
                 }
-                m.session = session;
+                m.session = Engine::Rungs(session);
                 m.restarted = true;
                 m.next_command_us = u64::MAX;
             }
@@ -764,7 +803,7 @@ impl Rules<'_> {
                 }
             }
             Fault::Attack { attack, .. } => {
-                faults::attack(&mut m.session, m.seat, self.spec.players, attack)?;
+                faults::attack(m.session.rungs_mut()?, m.seat, self.spec.players, attack)?;
             }
         }
         Ok(())

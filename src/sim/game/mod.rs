@@ -50,6 +50,7 @@
 //!   survivor once its link is lost. The report's soundness fields judge the
 //!   honest machines only.
 
+mod engine;
 mod host;
 mod outcome;
 mod parallel;

@@ -218,6 +218,13 @@ impl GameSpec {
                 "the liveness timeout must be positive",
             ));
         }
+        let engine_model = self.policy.original_game().is_some();
+        let faulty = !self.all_faults().is_empty() || !self.timed_faults.is_empty();
+        if engine_model && (faulty || self.diverge.is_some()) {
+            return Err(Error::InvalidArgument(
+                "ra, protocol0 and protocol0-ts play the original games' engines, which take no faults (crash, quit, depart, restart, move, attack, burst) and no divergence",
+            ));
+        }
         if self.duplicate_ppm > 1_000_000 || self.reorder_ppm > 1_000_000 {
             return Err(Error::InvalidArgument("dup and reorder must be 0 to 1"));
         }
@@ -240,7 +247,7 @@ impl GameSpec {
     }
 
     /// The conditions of the path from `a` to `b` from game time `at_ms` on.
-    pub(super) fn path_conditions(&self, a: u8, b: u8, at_ms: u64) -> Conditions {
+    pub(crate) fn path_conditions(&self, a: u8, b: u8, at_ms: u64) -> Conditions {
         Conditions {
             delay_us: self.one_way_us(a, b, at_ms),
             jitter_us: u64::from(self.jitter_ms) * 1000,

@@ -84,6 +84,14 @@ pub const CPU_BOUND_PERMILLE: u32 = 900;
 /// Whether a look-ahead going from `before` to `after` frames is a spike's
 /// rise, not the wobble jitter gives the distribution: by a quarter and by
 /// two frames at least.
+/// Whether a rise of the look-ahead from `before` to `after` is as large
+/// as a spike's end is taken to be ([`SPIKE_FALL_FRAMES`] and a third at
+/// least): beyond what jitter's wobble moves the round trips' need by.
+fn is_spike_sized(before: u32, after: u32) -> bool {
+    let rise = after.saturating_sub(before);
+    rise >= u32::from(SPIKE_FALL_FRAMES) && rise * 3 >= before
+}
+
 fn is_spike_rise(before: u32, after: u32) -> bool {
     let rise = after.saturating_sub(before);
     rise >= 2 && rise * 4 >= before
@@ -139,6 +147,25 @@ pub struct TrackingPolicy {
     /// (rule 10): what the margin sheds by, and what stops a decrease.
     /// Boxed: 8 KB, made once with the policy.
     evidence: Box<Evidence>,
+    /// A spike's rise the reports asked for and that was not answered
+    /// yet: the evaluation that first asked for it, and the look-ahead in
+    /// force then (its reports' frames ran under it). Answered once a
+    /// report taken after that one says the frames still lack look-ahead
+    /// (decision 75).
+    spike_seen: Option<(u32, u8)>,
+}
+
+/// The part of the policy's state an evaluation's stalls and round trips
+/// change, kept to undo a spike's rise not answered yet (decision 75).
+#[derive(Debug, Clone, Copy)]
+struct Asks {
+    margin: u8,
+    last_unexplained_stall: u32,
+    calm_to_shed: u32,
+    last_shed: Option<u32>,
+    tolerated: Option<u32>,
+    unexplained_raise: Option<(u32, u8, u32)>,
+    spike_hold: Option<(u32, u32)>,
 }
 
 /// The schedule where the policy's events execute (S5), as the timing
@@ -172,6 +199,7 @@ impl TrackingPolicy {
             for_round_trips: 0,
             jitter_ms: 0,
             evidence: Box::new(Evidence::new()),
+            spike_seen: None,
         }
     }
 
@@ -279,6 +307,7 @@ impl TrackingPolicy {
         let mut asked = self.take_in_reports(record, rate, in_force, blocked);
         self.join_held_spike(&mut asked, frame);
         let for_round_trips = Self::look_ahead_for(needed_rtt, rate);
+        let answered_round_trips = self.for_round_trips;
         self.for_round_trips = for_round_trips;
         if asked.unexplained == 0 && !blocked {
             // Calm reports only: a spike's reports mix its samples with
@@ -289,6 +318,7 @@ impl TrackingPolicy {
                 .max()
                 .unwrap_or(0);
         }
+        let before = self.asks();
         self.take_back_explained_raise(for_round_trips, frame);
         let margin_before = self.margin;
         let by_evidence = self.evidence.covers(record.seats());
@@ -302,8 +332,25 @@ impl TrackingPolicy {
         let held = self.hold_spike(&asked, for_round_trips, rate, frame);
         let asked_for = Self::look_ahead_of(for_round_trips, self.margin, held);
         let phased = self.hold_phase_frame(asked_for, frame);
-        let look_ahead = self.guard_decrease(record, phased);
-        if raised || is_spike_rise(u32::from(self.target.look_ahead()), u32::from(look_ahead)) {
+        let mut look_ahead = self.guard_decrease(record, phased);
+        let mut raised = raised;
+        let current = self.target.look_ahead();
+        // A spike's first stall asks for its hold; while it has not been
+        // seen to go on, its round trips (they come back after it) are its
+        // too.
+        let spike = asked.spike > 0
+            || (self.spike_seen.is_some() && is_spike_sized(answered_round_trips, for_round_trips));
+        if spike && !self.spike_goes_on(current, look_ahead, in_force, asked.lacking, frame) {
+            // A spike's rise not (yet) seen to go on: nothing of it is
+            // answered, neither its stalls' asks nor its round trips.
+            self.restore(before);
+            self.for_round_trips = answered_round_trips;
+            look_ahead = current;
+            raised = false;
+        } else if !spike {
+            self.spike_seen = None;
+        }
+        if raised || is_spike_rise(u32::from(current), u32::from(look_ahead)) {
             if frame >= self.raise_blocked_until {
                 self.look_ahead_before_raise = u32::from(self.target.look_ahead());
             }
@@ -333,6 +380,83 @@ impl TrackingPolicy {
         self.rate = rate;
         self.issued = Some((frame, schedule.map_or(0, |now| now.timing.look_ahead())));
         Some(TimingEvent { target, fps: rate })
+    }
+
+    /// Whether a rise from `current` to `look_ahead` that a spike asks for
+    /// (its stalls' held ask, or the round trips rising by a spike's rise
+    /// over those last answered) may go (decision 75): any rise short of a
+    /// spike's ([`is_spike_rise`]) goes; a spike's
+    /// rise goes only once a report taken after the one that first asked
+    /// for it says the frames still lack look-ahead — a stall, or a frame
+    /// that needed more than it ran under, by a spike's rise over
+    /// `in_force` (`lacking` frames). The first ask is a spike already
+    /// over as often as one going on: a spike shorter than its one-way
+    /// trip stalls the game once, and its round trips come back after
+    /// it; answered, a 0.8 s spike that had ended held a 60 fps game at
+    /// 767 ms of look-ahead for 3.7 s. One going on stalls again a
+    /// one-way trip later, and that stall is answered: a spike costs one
+    /// stall more, on a metric that counts frames, and no latency for one
+    /// that is over.
+    fn spike_goes_on(
+        &mut self,
+        current: u8,
+        look_ahead: u8,
+        in_force: u32,
+        lacking: u32,
+        frame: u32,
+    ) -> bool {
+        if !is_spike_sized(u32::from(current), u32::from(look_ahead)) {
+            self.spike_seen = None;
+            return true;
+        }
+        match self.spike_seen {
+            None => {
+                self.spike_seen = Some((frame, in_force.min(u32::from(MAX_LOOK_AHEAD)) as u8));
+                false
+            }
+            // Reports taken before the first ask executed: the same stall.
+            Some((seen, under)) if frame <= seen + u32::from(under) => false,
+            Some(_) if is_spike_sized(in_force, in_force + lacking) => {
+                self.spike_seen = None;
+                true
+            }
+            Some(_) => false,
+        }
+    }
+
+    /// Whether the master's own stall may raise at once (decision 50): a
+    /// spike's rise only once an evaluation has seen the spike ask before
+    /// and this report, taken now, still lacks look-ahead.
+    fn spike_answered_now(&self, look_ahead: u8, lacking: u32, in_force: u32, frame: u32) -> bool {
+        if !is_spike_sized(u32::from(self.target.look_ahead()), u32::from(look_ahead)) {
+            return true;
+        }
+        // The master's report is taken now, after the evaluation that saw
+        // the spike ask.
+        self.spike_seen
+            .is_some_and(|(seen, _)| frame > seen && is_spike_sized(in_force, in_force + lacking))
+    }
+
+    fn asks(&self) -> Asks {
+        Asks {
+            margin: self.margin,
+            last_unexplained_stall: self.last_unexplained_stall,
+            calm_to_shed: self.calm_to_shed,
+            last_shed: self.last_shed,
+            tolerated: self.tolerated,
+            unexplained_raise: self.unexplained_raise,
+            spike_hold: self.spike_hold,
+        }
+    }
+
+    fn restore(&mut self, asks: Asks) {
+        self.margin = asks.margin;
+        self.last_unexplained_stall = asks.last_unexplained_stall;
+        self.calm_to_shed = asks.calm_to_shed;
+        self.last_shed = asks.last_shed;
+        self.tolerated = asks.tolerated;
+        self.unexplained_raise = asks.unexplained_raise;
+        self.spike_hold = asks.spike_hold;
     }
 
     /// The look-ahead the policy asks for: what the round trips need plus
@@ -475,7 +599,12 @@ impl TrackingPolicy {
             if let Some(detail) = report.detail {
                 self.evidence.take_in(seat, detail.frames, detail.needs);
             }
-            let one = Self::ask_of_report(record, &report, rate, in_force, blocked, self.jitter_ms);
+            let mut one =
+                Self::ask_of_report(record, &report, rate, in_force, blocked, self.jitter_ms);
+            if let Some(needs) = report.detail.and_then(|d| d.needs) {
+                let beyond = needs.most.saturating_sub(needs.reference);
+                one.lacking = one.lacking.max(u32::from(beyond));
+            }
             asked.join(&one);
         }
         asked
@@ -723,6 +852,13 @@ impl TrackingPolicy {
         if look_ahead <= self.target.look_ahead().max(in_force.timing.look_ahead()) {
             return None;
         }
+        let own_round_trips =
+            Self::needed_rtt_ms(report).map_or(0, |rtt| Self::look_ahead_for(rtt, self.rate));
+        let spike = asked.spike > 0
+            || (self.spike_seen.is_some() && is_spike_sized(self.for_round_trips, own_round_trips));
+        if spike && !self.spike_answered_now(look_ahead, asked.lacking, stalled_under, frame) {
+            return None;
+        }
         let target = Timing::new(1, look_ahead).ok()?;
         Some(TimingEvent {
             target,
@@ -955,53 +1091,71 @@ mod tests {
             report(120, 5000, detail(120, 120, 120, 0, None)),
         );
         assert_eq!(issued(&mut policy, &record, 25), "1/2");
-        // A 1500 ms spike (`spike_onset`): the round trips need 13 frames;
-        // the stall says 2 + 21, and the hold gives the 9 frames of its
-        // 300 ms most over them, and the phase frame of a spike's rise
-        // (decision 59).
+        // A 1500 ms spike (`spike_onset`): nothing until the next report
+        // says it goes on (decision 75)...
         apply(&mut record, 41, spike_onset());
-        assert_eq!(issued(&mut policy, &record, 41), "1/23");
+        assert_eq!(policy.evaluate(&record, 41, None), None);
+        // ...which its next stall does: the round trips need 13 frames; the
+        // stall says 2 + 21, and the hold gives the 9 frames of its 300 ms
+        // most over them, and the phase frame of a spike's rise (decision
+        // 59).
+        apply(&mut record, 57, spike_onset());
+        assert_eq!(issued(&mut policy, &record, 57), "1/23");
         // Its whole round trips come back: the look-ahead they need is the
         // spike's, and the margin goes.
         apply(
             &mut record,
-            57,
+            73,
             report(1500, 5000, detail(1500, 1500, 1500, 0, None)),
         );
-        policy.evaluate(&record, 57, None);
+        policy.evaluate(&record, 73, None);
         assert_eq!(policy.margin(), 0);
         assert_eq!(policy.target().to_string(), "1/23");
     }
 
     #[test]
-    fn a_short_spike_s_raise_is_held_until_its_round_trips_are_back_then_let_go() {
+    fn a_spike_over_by_the_next_report_is_not_answered_at_all() {
         let mut policy = without_prior(30);
         let mut record = Record::new(0, [0, 1]);
-        apply(
-            &mut record,
-            25,
-            report(120, 5000, detail(100, 120, 110, 0, None)),
-        );
+        let calm = report(120, 5000, detail(100, 120, 110, 0, None));
+        apply(&mut record, 25, calm);
         assert_eq!(issued(&mut policy, &record, 25), "1/2");
         // As in the test above, but the spike is over by the next report:
-        // the round trips never show it whole.
+        // its stall and its round trips (they come back after it) ask for
+        // 23 frames, and the frames after the stall ran without one
+        // (decision 75). Answered, it was held for 23 + 32 frames.
         apply(&mut record, 41, spike_onset());
-        // 2 in force, 21 lacking, and a frame for the 20 ms the round trips
-        // jittered before: at most 9 over the 13 the round trips need; and
-        // the phase frame.
-        assert_eq!(issued(&mut policy, &record, 41), "1/23");
-        assert_eq!(policy.margin(), 0);
-        // Held while the raise reaches the turns and two reports follow
-        // (23 + 32 frames), whatever the calm reports say meanwhile...
-        let calm = report(120, 5000, detail(100, 120, 110, 0, None));
-        for frame in [57, 73, 89] {
+        assert_eq!(policy.evaluate(&record, 41, None), None);
+        let late_round_trips = report(810, 5000, detail(120, 810, 810, 0, None));
+        apply(&mut record, 57, late_round_trips);
+        assert_eq!(policy.evaluate(&record, 57, None), None);
+        for frame in [73, 89] {
             apply(&mut record, frame, calm);
             assert_eq!(policy.evaluate(&record, frame, None), None);
         }
-        // ...then let go: it was never margin, which would have stayed for
-        // 512 calm frames a quarter.
-        apply(&mut record, 105, calm);
-        assert_eq!(issued(&mut policy, &record, 105), "1/2");
+        assert_eq!(
+            (policy.target().to_string(), policy.margin()),
+            ("1/2".to_owned(), 0)
+        );
+        // The master's own next stall, taken after the first was seen and
+        // still lacking a spike's look-ahead, is answered at once; the
+        // first one is not.
+        let mut fresh = without_prior(30);
+        let mut record = Record::new(0, [0, 1]);
+        apply(&mut record, 25, calm);
+        fresh.evaluate(&record, 25, None);
+        let in_force = InForce {
+            timing: Timing::new(1, 2).unwrap(),
+            staged: None,
+        };
+        assert_eq!(
+            fresh.raise_for_own_stall(&record, &spike_onset(), 35, in_force),
+            None
+        );
+        apply(&mut record, 41, spike_onset());
+        fresh.evaluate(&record, 41, None);
+        let raise = fresh.raise_for_own_stall(&record, &spike_onset(), 50, in_force);
+        assert_eq!(raise.map(|e| e.target.to_string()), Some("1/23".to_owned()));
     }
 
     #[test]
@@ -1038,7 +1192,9 @@ mod tests {
         apply(&mut record, 25, calm);
         assert_eq!(issued(&mut policy, &record, 25), "1/2");
         apply(&mut record, 41, spike_onset());
-        assert_eq!(issued(&mut policy, &record, 41), "1/23");
+        assert_eq!(policy.evaluate(&record, 41, None), None);
+        apply(&mut record, 47, spike_onset());
+        assert_eq!(issued(&mut policy, &record, 47), "1/23");
         // The next report was taken once the spike's round trips had passed
         // (they say 120 ms), but its frame waited 700 ms under the 1/2
         // before the raise: 21 frames lacking, a look-ahead of 23 asked.

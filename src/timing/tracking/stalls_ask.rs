@@ -42,11 +42,13 @@ impl TrackingPolicy {
             return asked;
         }
         let lacking = Self::lacking_frames(report, stalled, frames, stall_ms, rate, in_force);
+        asked.lacking = lacking;
         let for_worst = report
             .worst_rtt_ms
             .map_or(0, |rtt| Self::look_ahead_for(rtt, rate));
         if for_worst >= in_force + lacking {
-            return asked; // the round trips explain it: the look-ahead follows them
+            // The round trips explain it: the look-ahead follows them.
+            return asked;
         }
         asked.unexplained = stalled;
         if for_worst > in_force || blocked {
@@ -143,6 +145,12 @@ pub(super) struct StallsAsk {
     pub(super) others: u32,
     /// The seats the near misses waited for, a bit per seat.
     pub(super) near_miss_seats: SeatMask,
+    /// The most frames of look-ahead any report's frames lacked: its
+    /// stalls' ([`TrackingPolicy::lacking_frames`]), whatever explains
+    /// them, but a slow CPU's; or the most a frame needed beyond the
+    /// look-ahead it ran under (the frames' needs). What says a spike
+    /// still goes on (decision 75).
+    pub(super) lacking: u32,
     /// Near misses that waited for no seat known.
     pub(super) near_misses_for_nobody: u32,
 }
@@ -158,6 +166,7 @@ impl StallsAsk {
         self.near_misses += one.near_misses;
         self.others += one.others;
         self.near_miss_seats |= one.near_miss_seats;
+        self.lacking = self.lacking.max(one.lacking);
         self.near_misses_for_nobody += one.near_misses_for_nobody;
     }
 
