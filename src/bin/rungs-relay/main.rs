@@ -420,11 +420,15 @@ fn open_admin(
     }
 }
 
-/// Answer the admin commands waiting, between datagram batches.
+/// Answer the admin commands waiting, between datagram batches. What a
+/// command changed is in the journal before its reply goes out: an operator
+/// who reads "over" (or "created") may kill the relay at once, and the
+/// restarted relay must agree with what it said.
 #[cfg(unix)]
 fn serve_admin(
     admin: &Option<admin::AdminSocket>,
     relay: &mut Relay,
+    persistence: &mut persist::Persistence,
     defaults: &Defaults,
     latency: &mut latency::Latency,
     now_us: u64,
@@ -441,6 +445,7 @@ fn serve_admin(
             admin::Effect::Ended(id) => log(&format!("match {id} ended by the admin socket")),
             admin::Effect::None => {}
         }
+        persistence.write_ahead(relay, log);
         let _ = request.reply.send(reply);
     }
 }
@@ -449,6 +454,7 @@ fn serve_admin(
 fn serve_admin(
     _: &Option<std::convert::Infallible>,
     _: &mut Relay,
+    _: &mut persist::Persistence,
     _: &Defaults,
     _: &mut latency::Latency,
     _: u64,
@@ -607,7 +613,14 @@ fn serve(args: &Args) -> Result<(), String> {
                     log(&e[3..]);
                 }
             }
-            serve_admin(&admin, &mut relay, &defaults, &mut latency, now_us());
+            serve_admin(
+                &admin,
+                &mut relay,
+                &mut persistence,
+                &defaults,
+                &mut latency,
+                now_us(),
+            );
         }
         let now = now_us();
         let wait_us = relay
