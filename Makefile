@@ -14,6 +14,7 @@
 #                             and the figures table (docs/ts-integration.md)
 #   make sim-pgo              rungs-sim with profile-guided optimisation (target/pgo/release)
 #   make relay-attack         the relay binary attacked during an honest match (docs/relay.md "Security")
+#   make model-check          the drop agreement model-checked at 3, 4 and 5 seats (long; docs/turns.md)
 
 PREFIX  ?= /usr/local
 ROOT    := $(CURDIR)
@@ -22,7 +23,7 @@ include $(ROOT)/mk/target.mk
 RELEASE := $(TARGET_DIR)/release
 PCDIR   := $(TARGET_DIR)/pkgconfig
 
-.PHONY: setup demo test lib pc install pkgconfig-check header-check clean ts-model
+.PHONY: setup demo test lib pc install pkgconfig-check header-check clean ts-model model-check
 
 include mk/windows.mk
 
@@ -48,13 +49,20 @@ header-check:
 
 test: setup
 	cargo test
+	cargo test -p rungs-drop-model
 	cargo clippy --all-targets -- -D warnings
+	cargo clippy -p rungs-drop-model --all-targets -- -D warnings
 	cargo fmt --check
 	$(MAKE) header-check
 	$(MAKE) -C ffi-tests check vectors asan valgrind
 	$(MAKE) -C examples-c run
 	$(MAKE) pkgconfig-check
 	$(MAKE) windows-test
+
+# Every interleaving of crashes, losses and message orders of one drop, for
+# 3, 4 and 5 seats (tools/drop-model; the short form runs in `make test`).
+model-check:
+	cargo run --release -p rungs-drop-model -- full
 
 install: lib
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig

@@ -1,7 +1,8 @@
 /* lockstep — a lockstep game where rungs carries the commands.
  *
  *   ./lockstep [FRAMES]      three players in one process, real UDP sockets
- *                            on 127.0.0.1 (default 240 frames at 60 fps)
+ *                            on 127.0.0.1 (default 240 frames at 60 fps);
+ *                            the third vanishes at frame 120
  *
  * Each player is a rungs_lockstep: rungs sends the commands, measures round
  * trips, runs the adaptive timing, syncs the clocks, paces the frames and
@@ -11,8 +12,15 @@
  * sleeps in poll() on the players' sockets (rungs_lockstep_socket) until a
  * datagram arrives or the earliest next_us, whichever comes first: no
  * spinning, no fixed sleep. Each pair of players has its own link key
- * (S8), so no player could sign a packet as another. At the end the program
- * checks that all three executed the same commands on the same frames
+ * (S8), so no player could sign a packet as another.
+ *
+ * At frame 120 the third player's program vanishes (as if killed: here its
+ * handle is freed without a word). Nobody calls rungs_lockstep_drop_player:
+ * the two survivors hear nothing from it for the liveness timeout (500 ms
+ * here, liveness_timeout_ms; rungs' default is 2 s or more), drop it by
+ * themselves, agree on the last of its turns that counts, and play on. At
+ * the end the program checks that the survivors executed the same commands
+ * on the same frames, and the vanished player the same up to its last frame
  * (exit 1 if not). POSIX (poll); on Windows the same loop uses WSAPoll. */
 #define _POSIX_C_SOURCE 200809L
 
@@ -37,6 +45,8 @@ typedef int socket_fd;
 
 #define PLAYERS 3
 #define MAX_LOG 4096
+#define VANISHES 2          /* this seat's program vanishes... */
+#define VANISHES_AT 120     /* ...after this frame */
 
 static uint64_t now_us(void) {
     struct timespec ts;
@@ -59,6 +69,7 @@ typedef struct {
     uint32_t state; /* a stand-in for the simulation: a hash of every command */
     uint32_t frames_run;
     int issued;
+    int gone; /* its program vanished */
 } player_t;
 
 static int fail(rungs_result rc, const char *what) {
@@ -97,6 +108,11 @@ static void on_message(void *user, uint32_t frame, uint8_t tier, const char *tex
     player_t *p = user;
     (void)tier;
     if (p->seat == 1) printf("frame %4u  message: \"%s\"\n", (unsigned)frame, text);
+}
+
+static void on_removed(void *user, uint32_t frame, uint8_t seat) {
+    player_t *p = user;
+    printf("seat %d: seat %u dropped on frame %u\n", p->seat, (unsigned)seat, (unsigned)frame);
 }
 
 static void on_desync(void *user, uint32_t frame, uint32_t seats) {
@@ -143,6 +159,10 @@ int main(int argc, char **argv) {
         c.callbacks.timing_changed = on_timing;
         c.callbacks.player_message = on_message;
         c.callbacks.desync = on_desync;
+        c.callbacks.player_removed = on_removed;
+        /* A player unheard for 500 ms has vanished (0: rungs' default,
+         * 2 s or more); rungs drops it by itself (manual_drops 0). */
+        c.liveness_timeout_ms = 500;
         c.link_keys = pair_keys;
         c.link_key_count = (size_t)n;
         players[i].seat = i;
@@ -168,7 +188,7 @@ int main(int argc, char **argv) {
         for (i = 0; i < PLAYERS; i++) {
             player_t *p = &players[i];
             rungs_lockstep_update_result r;
-            if (p->frames_run >= frames) continue;
+            if (p->gone || p->frames_run >= frames) continue;
             done = 0;
             CALL(rungs_lockstep_update(p->game, now_us(), &r));
             if (r.outcome == RUNGS_LOCKSTEP_RAN) {
@@ -181,6 +201,14 @@ int main(int argc, char **argv) {
                     p->issued++;
                 }
                 if (r.frame % 32u == 0) CALL(rungs_lockstep_submit_checksum(p->game, r.frame, p->state));
+                if (i == VANISHES && r.frame == VANISHES_AT && frames > VANISHES_AT + 60) {
+                    /* Killed: no goodbye, its socket simply closes. */
+                    printf("seat %d: vanishes after frame %u\n", i, (unsigned)r.frame);
+                    CALL(rungs_lockstep_free(p->game));
+                    p->game = NULL;
+                    p->gone = 1;
+                    continue;
+                }
                 wake = now_us();
             } else if (r.next_us < wake) {
                 wake = r.next_us;
@@ -199,6 +227,10 @@ int main(int argc, char **argv) {
     }
     for (i = 0; i < PLAYERS; i++) {
         rungs_lockstep_stats s;
+        if (players[i].gone) {
+            printf("seat %d: vanished after %lu commands executed\n", i, (unsigned long)players[i].logged);
+            continue;
+        }
         CALL(rungs_lockstep_get_stats(players[i].game, &s));
         printf("seat %d: %lu commands executed, %lu stalled frames, clock offset %lld us\n", i,
                (unsigned long)players[i].logged, (unsigned long)s.stalled_frames, (long long)s.clock_offset_us);
@@ -206,7 +238,8 @@ int main(int argc, char **argv) {
     }
     for (i = 1; i < PLAYERS; i++) {
         size_t n = players[i].logged < players[0].logged ? players[i].logged : players[0].logged, k;
-        if (players[i].logged != players[0].logged) ok = 0;
+        /* A vanished player's log is the start of the survivors'. */
+        if (players[i].logged != players[0].logged && !players[i].gone) ok = 0;
         for (k = 0; k < n; k++) {
             const executed_t *a = &players[0].log[k], *b = &players[i].log[k];
             if (a->frame != b->frame || a->seat != b->seat || a->len != b->len || memcmp(a->bytes, b->bytes, a->len))
@@ -214,6 +247,8 @@ int main(int argc, char **argv) {
         }
     }
     for (i = 0; i < PLAYERS; i++) CALL(rungs_lockstep_free(players[i].game));
-    printf(ok ? "every player executed the same commands on the same frames\n" : "PLAYERS DIVERGED\n");
+    printf(ok ? "the survivors executed the same commands on the same frames, the vanished player the "
+                "same up to its last\n"
+              : "PLAYERS DIVERGED\n");
     return ok ? 0 : 1;
 }

@@ -4,6 +4,7 @@
  * execute the same commands on the same frames. */
 #define _POSIX_C_SOURCE 200809L
 
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "harness.h"
@@ -13,6 +14,7 @@ static const uint8_t KEY[16] = {'l', 'o', 'c', 'k', 's', 't', 'e', 'p', '-', 't'
 
 typedef struct {
     rungs_lockstep *self;
+    uint32_t removed; /* bit per seat the player_removed callback named */
     uint32_t frames[64];
     uint8_t seats[64];
     uint8_t first_byte[64];
@@ -43,6 +45,12 @@ static void on_timing(void *user, uint32_t frame, uint8_t sp, uint8_t la) {
     s->timing_changes++;
 }
 
+static void on_removed(void *user, uint32_t frame, uint8_t seat) {
+    seen_t *s = user;
+    (void)frame;
+    s->removed |= 1u << seat;
+}
+
 static rungs_lockstep_config config_for(seen_t *seen, uint8_t seat) {
     rungs_lockstep_config c;
     memset(&c, 0, sizeof c);
@@ -58,6 +66,7 @@ static rungs_lockstep_config config_for(seen_t *seen, uint8_t seat) {
     c.callbacks.user = seen;
     c.callbacks.command = on_command;
     c.callbacks.timing_changed = on_timing;
+    c.callbacks.player_removed = on_removed;
     return c;
 }
 
@@ -137,26 +146,36 @@ static void test_setup_and_misuse(void) {
 
 /* Two players on loopback run `frames` frames; each issues a command every
  * 10 frames; both must execute the same commands on the same frames. */
-static void test_two_player_game(void) {
-    seen_t seen[2];
-    rungs_lockstep *ls[2] = {NULL, NULL};
+/* Two players on 127.0.0.1, each the other's peer; `liveness_ms` and
+ * `manual` as in the config. 0 if either could not be made. */
+static int two_players(seen_t seen[2], rungs_lockstep *ls[2], uint32_t liveness_ms, uint32_t manual) {
     uint16_t port[2];
     char address[32];
-    const uint32_t frames = 120;
-    uint32_t ran[2] = {0, 0};
-    uint64_t start = now_us();
-    int i, k, update_errors = 0, forecasts_in_the_past = 0, unexpected_outcomes = 0;
-    memset(seen, 0, sizeof seen);
+    int i;
+    memset(seen, 0, 2 * sizeof *seen);
     for (i = 0; i < 2; i++) {
         rungs_lockstep_config c = config_for(&seen[i], (uint8_t)i);
+        c.liveness_timeout_ms = liveness_ms;
+        c.manual_drops = manual;
         CHECK_EQ(rungs_lockstep_new(&c, now_us(), &ls[i]), RUNGS_OK);
-        if (!ls[i]) return;
+        if (!ls[i]) return 0;
         rungs_lockstep_local_port(ls[i], &port[i]);
     }
     for (i = 0; i < 2; i++) {
         snprintf(address, sizeof address, "127.0.0.1:%u", (unsigned)port[1 - i]);
         CHECK_EQ(rungs_lockstep_add_peer(ls[i], (uint8_t)(1 - i), address, now_us()), RUNGS_OK);
     }
+    return 1;
+}
+
+static void test_two_player_game(void) {
+    seen_t seen[2];
+    rungs_lockstep *ls[2] = {NULL, NULL};
+    const uint32_t frames = 120;
+    uint32_t ran[2] = {0, 0};
+    uint64_t start = now_us();
+    int i, k, update_errors = 0, forecasts_in_the_past = 0, unexpected_outcomes = 0;
+    if (!two_players(seen, ls, 0, 0)) return;
     /* Real time: count problems in the loop and check them once after, so
      * the number of checks does not depend on how often the loop ran. */
     while ((ran[0] < frames || ran[1] < frames) && now_us() - start < 20000000u) {
@@ -275,6 +294,26 @@ static void test_refused_configs_and_messages(void) {
     CHECK_MESSAGE("rungs_lockstep_new: config->link_keys[0].reserved[1] is 1; expected 0");
     keys[0].reserved[1] = 0;
     CHECK(ls == NULL);
+    c.liveness_timeout_ms = 600001;
+    CHECK_EQ(rungs_lockstep_new(&c, 0, &ls), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_lockstep_new: config->liveness_timeout_ms is 600001; expected 0 to 600000");
+    c.liveness_timeout_ms = 0;
+    c.manual_drops = 2;
+    CHECK_EQ(rungs_lockstep_new(&c, 0, &ls), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_lockstep_new: config->manual_drops is 2; expected 0 (rungs drops "
+                  "vanished players) or 1 (the engine does)");
+    /* A program built before the two fields existed: its struct ends where
+     * they start, and it gets their defaults (the 2 here is never read). */
+    c.struct_size = (uint32_t)offsetof(rungs_lockstep_config, manual_drops);
+    CHECK_EQ(rungs_lockstep_new(&c, 0, &ls), RUNGS_OK);
+    CHECK_EQ(rungs_lockstep_free(ls), RUNGS_OK);
+    ls = NULL;
+    c.struct_size = (uint32_t)offsetof(rungs_lockstep_config, liveness_timeout_ms) - 4;
+    CHECK_EQ(rungs_lockstep_new(&c, 0, &ls), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_STARTS("rungs_lockstep_new: config->struct_size is ");
+    c.struct_size = sizeof c;
+    c.manual_drops = 0;
+    CHECK(ls == NULL);
 
     /* A good config with a per-pair key; the peer is never added. */
     CHECK_EQ(rungs_lockstep_new(&c, now_us(), &ls), RUNGS_OK);
@@ -310,9 +349,55 @@ static void test_refused_configs_and_messages(void) {
     CHECK_EQ(rungs_lockstep_free(ls), RUNGS_OK);
 }
 
+/* Two players; seat 1's program vanishes after frame 30 (its handle freed
+ * without a word). With `manual_drops` 0 seat 0 drops it by itself once
+ * nothing was heard for the liveness timeout and plays on; with 1 it waits
+ * until the engine calls rungs_lockstep_drop_player. */
+static void test_a_vanished_player_is_dropped(int manual) {
+    seen_t seen[2];
+    rungs_lockstep *ls[2] = {NULL, NULL};
+    uint32_t ran = 0, waited_at = 0;
+    uint64_t start = now_us(), vanished_at = 0;
+    int i, dropped_by_engine = 0;
+    if (!two_players(seen, ls, 300, (uint32_t)manual)) return;
+    while (ran < 90 && now_us() - start < 10000000u) {
+        rungs_lockstep_update_result r;
+        for (i = 0; i < 2; i++) {
+            if (!ls[i]) continue;
+            if (rungs_lockstep_update(ls[i], now_us(), &r) != RUNGS_OK) continue;
+            if (r.outcome != RUNGS_LOCKSTEP_RAN) continue;
+            if (i == 0) ran = r.frame + 1;
+            if (i == 1 && r.frame == 30) {
+                CHECK_EQ(rungs_lockstep_free(ls[1]), RUNGS_OK);
+                ls[1] = NULL;
+                vanished_at = now_us();
+            }
+        }
+        /* The engine that decides: a second after the vanishing, seat 0
+         * has not run past the frames seat 1's last turns cover. */
+        if (manual && vanished_at && !dropped_by_engine && now_us() - vanished_at > 1000000u) {
+            waited_at = ran;
+            CHECK_EQ(rungs_lockstep_drop_player(ls[0], 1), RUNGS_OK);
+            CHECK_EQ(rungs_lockstep_drop_player(ls[0], 1), RUNGS_OK); /* again: no change */
+            dropped_by_engine = 1;
+        }
+        sleep_ms(1);
+    }
+    CHECK_EQ(ran, 90);
+    CHECK_EQ(seen[0].removed, 1u << 1);
+    if (manual) {
+        CHECK(dropped_by_engine);
+        CHECK(waited_at > 30 && waited_at < 60);
+    }
+    CHECK_EQ(rungs_lockstep_free(ls[0]), RUNGS_OK);
+    CHECK_EQ(rungs_lockstep_free(ls[1]), RUNGS_OK); /* NULL */
+}
+
 int main(void) {
     test_setup_and_misuse();
     test_refused_configs_and_messages();
     test_two_player_game();
+    test_a_vanished_player_is_dropped(0);
+    test_a_vanished_player_is_dropped(1);
     return harness_report("lockstep");
 }

@@ -908,6 +908,22 @@ typedef struct rungs_lockstep_config {
      * stall (`RUNGS_RELAY_DEFAULT_JITTER_TICKS`: 67 ms at 30 ticks/s).
      */
     uint32_t relay_jitter_ticks;
+    /**
+     * Peer-to-peer: a player unheard for this long, in ms, has vanished
+     * (its link is lost: `link_event` LOST) and is dropped; 0 for rungs'
+     * default, clamp(8 × smoothed round trip + 250 ms, 2 s, 30 s), or up
+     * to 600000. Shorter: a crash stalls the game less; longer: a network
+     * outage of that length does not split the game.
+     */
+    uint32_t liveness_timeout_ms;
+    /**
+     * 0 (the default): rungs drops a player whose machine vanished (link
+     * lost, or restarted) by itself, every survivor agreeing on the same
+     * last turn of it (S4.7). 1: the engine decides, calling
+     * `rungs_lockstep_drop_player` (the others still follow a drop once
+     * they lose that player too).
+     */
+    uint32_t manual_drops;
 } rungs_lockstep_config;
 
 /**
@@ -1027,7 +1043,7 @@ typedef struct rungs_lockstep_stats {
     uint64_t refused_items;
     /**
      * Messages refused on receipt: turns outside the schedule or the
-     * bounds, relays not from a drop's holder (S4.7, S8).
+     * bounds, relays this machine did not ask for (S4.7, S8).
      */
     uint64_t refused_messages;
     /**
@@ -2040,9 +2056,11 @@ RUNGS_API rungs_result RUNGS_CALL rungs_tier_name(uint8_t tier, const char **out
  * seat_count/human_seat_mask/local_seat do not make a game with this
  * machine's seat human, a link key names no other human seat, bind_address
  * or relay_address does not parse, relay_ticket_len is not
- * RUNGS_RELAY_TICKET_BYTES, relay_ticket is not a ticket for local_seat, or
- * relay_link_secret is all zero; RUNGS_ERR_IO if the socket cannot be
- * bound; RUNGS_ERR_PANIC.
+ * RUNGS_RELAY_TICKET_BYTES, relay_ticket is not a ticket for local_seat,
+ * relay_link_secret is all zero, liveness_timeout_ms is over 600000 or
+ * manual_drops is neither 0 nor 1; RUNGS_ERR_IO if the socket cannot be
+ * bound; RUNGS_ERR_PANIC. A struct_size from before liveness_timeout_ms and
+ * manual_drops existed is accepted: both are then 0, their defaults.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_new(const struct rungs_lockstep_config *config,
@@ -2173,7 +2191,9 @@ RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_leave(struct rungs_lockstep *ls
  * Drop `seat`, whose machine no longer answers (after `RUNGS_LINK_EVENT_LOST`
  * or `RUNGS_LINK_EVENT_RESTARTED`): every remaining machine agrees on the
  * last of its commands to execute, even when several machines vanished at
- * once or the master is among them.
+ * once, one after another, or the master is among them (S4.7). rungs does
+ * this by itself unless `config.manual_drops` is 1; dropping a seat that is
+ * being dropped already changes nothing.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
  * RUNGS_ERR_UNKNOWN_SEAT if seat is this machine's, not a human seat, or

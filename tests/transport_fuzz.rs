@@ -182,12 +182,16 @@ fn fuzz_endpoint_receive_path() {
                 _ => u32::from_le_bytes(input[8..12].try_into().unwrap()), // as mutated
             };
             input[8..12].copy_from_slice(&pn.to_le_bytes());
-            // Mostly the peer's epoch and ours (1, the default); sometimes
-            // another epoch: a restart, or a packet of an earlier one.
+            // Mostly the peer's run (its epoch and nonce) addressed to ours;
+            // sometimes another: a restart, or a packet of an earlier run.
             if input.len() >= 28 && rng.chance_ppm(900_000) {
-                let epoch = target.link(2).and_then(|l| l.peer_epoch()).unwrap_or(1);
+                let link = target.link(2);
+                let epoch = link.and_then(|l| l.peer_epoch()).unwrap_or(1);
+                let nonce = link.and_then(|l| l.peer_nonce()).unwrap_or(1);
                 input[12..16].copy_from_slice(&epoch.to_le_bytes());
-                input[16..20].copy_from_slice(&1u32.to_le_bytes());
+                input[16..20].copy_from_slice(&nonce.to_le_bytes());
+                let ours = target.connection_nonce();
+                input[20..24].copy_from_slice(&ours.to_le_bytes());
             }
             input.truncate(MAX_PACKET_BYTES);
             write_tag(&mut input, &KEY, 1);

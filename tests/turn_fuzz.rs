@@ -4,7 +4,8 @@
 //! authority). Like `transport_fuzz.rs`, on stable inside the test command.
 //!
 //! Target 1 mutates a corpus of genuine messages of every kind (turn parts,
-//! pings, pongs, votes, relays, relay requests) and decodes them. Target 2
+//! pings, pongs, votes, relays, relay requests, drop decisions) and decodes
+//! them. Target 2
 //! sends mutated and freshly forged messages — plausible turns for the send
 //! frames the session expects, removals of others, timing events from a
 //! non-master, relays, votes — over an authenticated link into a running
@@ -90,6 +91,10 @@ fn corpus() -> Vec<Vec<u8>> {
             (n % 4) as u8,
             (n % 2 == 0).then_some(n),
         ));
+        out.push(turn::encode_drop_decided(
+            (n % 4) as u8,
+            (n % 3 != 1).then_some(n),
+        ));
         out.push(turn::encode_ping(rng.next_u64() as i64).to_vec());
         out.push(turn::encode_pong(1, 2, 3).to_vec());
     }
@@ -105,19 +110,8 @@ const TURN: Format = Format {
 
 /// A u32 field near a boundary (frames, tags, counts).
 fn u32_field(rng: &mut SplitMix64, input: &mut [u8], _at: usize) -> bool {
-    let len = input.len();
-    if len <= 12 {
-        return false;
-    }
-    let i = rng.below_or_equal(len as u64 - 4) as usize;
-    let v = match rng.below_or_equal(3) {
-        0 => 0u32,
-        1 => u32::MAX,
-        2 => rng.below_or_equal(300) as u32,
-        _ => rng.next_u64() as u32,
-    };
-    input[i..i + 4].copy_from_slice(&v.to_le_bytes());
-    true
+    // Past the 12-byte header: the fields of the messages.
+    common_fuzz::plant_boundary(rng, input, 4, 13)
 }
 
 fn mutate(rng: &mut SplitMix64, corpus: &[Vec<u8>], input: &mut Vec<u8>) {
@@ -181,6 +175,7 @@ fn fuzz_session_receive_path() {
         link: LinkConfig::default(),
         checksum_interval: 64,
         topology: rungs::session::Topology::PeerToPeer,
+        manual_drops: false,
     };
     let mut session = LockstepSession::new(&config, 0).unwrap();
     session.add_peer(1, addr(1), 0).unwrap();

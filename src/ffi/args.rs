@@ -94,10 +94,10 @@ pub unsafe fn read_config<T: Copy>(ptr: *const T, name: &'static str) -> Result<
 }
 
 /// [`read_config`] for a struct that grew: a caller built against an older
-/// header, whose `struct_size` is at least `since` (the struct's size before
-/// its newest fields), is read up to its own size and the newer fields are
-/// zero — each new field's documented default. Smaller sizes are refused as
-/// [`read_config`] refuses them.
+/// header, whose `struct_size` is at least `since` (the offset of the first
+/// of the newest fields), has the fields before `since` read and the newer
+/// ones zero — each new field's documented default. Smaller sizes are
+/// refused as [`read_config`] refuses them.
 ///
 /// # Safety
 /// `ptr` is NULL or valid for reads of `struct_size` bytes; every field of
@@ -125,14 +125,13 @@ pub unsafe fn read_grown_config<T: Copy>(
         )));
     }
     let mut value = std::mem::MaybeUninit::<T>::zeroed();
-    // SAFETY: `struct_size` bytes are readable (contract) and fit in `T`;
-    // the rest stays zero, valid for `T` by contract.
+    // Only the fields before `since`: an older struct's size counts its
+    // tail padding, which the newer fields may now occupy, and a caller
+    // need not have zeroed it.
+    // SAFETY: `since <= struct_size` bytes are readable (contract) and fit
+    // in `T`; the rest stays zero, valid for `T` by contract.
     unsafe {
-        std::ptr::copy_nonoverlapping(
-            ptr.cast::<u8>(),
-            value.as_mut_ptr().cast::<u8>(),
-            struct_size,
-        );
+        std::ptr::copy_nonoverlapping(ptr.cast::<u8>(), value.as_mut_ptr().cast::<u8>(), since);
         Ok(value.assume_init())
     }
 }

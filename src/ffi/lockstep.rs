@@ -21,7 +21,8 @@ use std::ffi::c_void;
 use std::net::SocketAddr;
 
 use super::args::{
-    in_range, read_config, require, reserved_zero, slice_in, write_optional, write_out, write_to,
+    field_offset, in_range, read_grown_config, require, reserved_zero, slice_in, write_optional,
+    write_out, write_to,
 };
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
 use super::result::rungs_result;
@@ -159,7 +160,22 @@ pub struct rungs_lockstep_config {
     /// bundle interval: one-way delay and jitter up to that much cost no
     /// stall (`RUNGS_RELAY_DEFAULT_JITTER_TICKS`: 67 ms at 30 ticks/s).
     pub relay_jitter_ticks: u32,
+    /// Peer-to-peer: a player unheard for this long, in ms, has vanished
+    /// (its link is lost: `link_event` LOST) and is dropped; 0 for rungs'
+    /// default, clamp(8 × smoothed round trip + 250 ms, 2 s, 30 s), or up
+    /// to 600000. Shorter: a crash stalls the game less; longer: a network
+    /// outage of that length does not split the game.
+    pub liveness_timeout_ms: u32,
+    /// 0 (the default): rungs drops a player whose machine vanished (link
+    /// lost, or restarted) by itself, every survivor agreeing on the same
+    /// last turn of it (S4.7). 1: the engine decides, calling
+    /// `rungs_lockstep_drop_player` (the others still follow a drop once
+    /// they lose that player too).
+    pub manual_drops: u32,
 }
+
+/// Longest `liveness_timeout_ms`.
+const MAX_LIVENESS_TIMEOUT_MS: u32 = 600_000;
 
 /// The key of the link between this machine and `seat` (S8 per-pair keys):
 /// game setup gives both machines of a pair the same key and nobody else.
@@ -207,7 +223,7 @@ pub struct rungs_lockstep_stats {
     /// player, a timing event from a non-master.
     pub refused_items: u64,
     /// Messages refused on receipt: turns outside the schedule or the
-    /// bounds, relays not from a drop's holder (S4.7, S8).
+    /// bounds, relays this machine did not ask for (S4.7, S8).
     pub refused_messages: u64,
     /// Frames that waited for room on a link (S8 backpressure).
     pub backpressure_waits: u64,
@@ -359,6 +375,22 @@ pub(super) unsafe fn lockstep_config(c: &rungs_lockstep_config) -> Result<Lockst
         }
         link_keys.push((entry.seat, SessionKey(entry.key)));
     }
+    in_range(
+        c.liveness_timeout_ms,
+        0,
+        MAX_LIVENESS_TIMEOUT_MS,
+        "config->liveness_timeout_ms",
+    )?;
+    let manual_drops = match c.manual_drops {
+        0 => false,
+        1 => true,
+        other => {
+            return Err(Error::InvalidValue(format!(
+                "config->manual_drops is {other}; expected 0 (rungs drops vanished players) or 1 \
+                 (the engine does)"
+            )))
+        }
+    };
     Ok(LockstepConfig {
         machine: MachineConfig {
             policy,
@@ -372,9 +404,14 @@ pub(super) unsafe fn lockstep_config(c: &rungs_lockstep_config) -> Result<Lockst
         } else {
             c.epoch
         },
-        link: LinkConfig::default(),
+        link: LinkConfig {
+            liveness_timeout_us: (c.liveness_timeout_ms != 0)
+                .then(|| u64::from(c.liveness_timeout_ms) * 1000),
+            ..LinkConfig::default()
+        },
         checksum_interval: c.checksum_interval,
         topology,
+        manual_drops,
     })
 }
 
@@ -439,9 +476,11 @@ unsafe fn relay_settings(c: &rungs_lockstep_config) -> Result<RelaySettings> {
 /// seat_count/human_seat_mask/local_seat do not make a game with this
 /// machine's seat human, a link key names no other human seat, bind_address
 /// or relay_address does not parse, relay_ticket_len is not
-/// RUNGS_RELAY_TICKET_BYTES, relay_ticket is not a ticket for local_seat, or
-/// relay_link_secret is all zero; RUNGS_ERR_IO if the socket cannot be
-/// bound; RUNGS_ERR_PANIC.
+/// RUNGS_RELAY_TICKET_BYTES, relay_ticket is not a ticket for local_seat,
+/// relay_link_secret is all zero, liveness_timeout_ms is over 600000 or
+/// manual_drops is neither 0 nor 1; RUNGS_ERR_IO if the socket cannot be
+/// bound; RUNGS_ERR_PANIC. A struct_size from before liveness_timeout_ms and
+/// manual_drops existed is accepted: both are then 0, their defaults.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_new(
     config: *const rungs_lockstep_config,
@@ -450,8 +489,10 @@ pub unsafe extern "C" fn rungs_lockstep_new(
 ) -> rungs_result {
     call("rungs_lockstep_new", || {
         require(out, "out")?;
-        // SAFETY: read_config checks NULL and struct_size before reading the rest.
-        let config = unsafe { read_config(config, "config")? };
+        // SAFETY: the reader checks NULL and struct_size before reading the
+        // rest; all-zero is a valid config (NULL pointers, no callbacks).
+        let since = field_offset!(rungs_lockstep_config, liveness_timeout_ms);
+        let config = unsafe { read_grown_config(config, "config", since)? };
         let bind = if config.bind_address.is_null() {
             SocketAddr::from(([0, 0, 0, 0], 0))
         } else {
@@ -646,7 +687,9 @@ pub unsafe extern "C" fn rungs_lockstep_leave(ls: *mut rungs_lockstep) -> rungs_
 /// Drop `seat`, whose machine no longer answers (after `RUNGS_LINK_EVENT_LOST`
 /// or `RUNGS_LINK_EVENT_RESTARTED`): every remaining machine agrees on the
 /// last of its commands to execute, even when several machines vanished at
-/// once or the master is among them.
+/// once, one after another, or the master is among them (S4.7). rungs does
+/// this by itself unless `config.manual_drops` is 1; dropping a seat that is
+/// being dropped already changes nothing.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
 /// RUNGS_ERR_UNKNOWN_SEAT if seat is this machine's, not a human seat, or

@@ -9,7 +9,7 @@
 
 use std::net::SocketAddr;
 
-use super::peer::{epoch_is_newer, Link, LinkConfig, LinkIdentity};
+use super::peer::{Link, LinkConfig, LinkIdentity};
 use super::stats::{DropCounts, DropReason, LinkEvent};
 use crate::error::{Error, Result};
 use crate::wire::packet::{decode, peek, verify_tag, SessionKey};
@@ -77,8 +77,9 @@ pub struct Endpoint {
     /// none: `poll_event`, which a session asks after every datagram, looks
     /// only at these links, in the same order as at all of them.
     event_links: u64,
-    /// This machine's connection epoch (S8 restarts).
+    /// This machine's connection epoch and this run's nonce (S8 restarts).
     epoch: u32,
+    nonce: u32,
     /// A link was handed out mutably ([`link_mut`](Self::link_mut)): the
     /// cached timeouts may be stale until the next `handle_timeout`.
     timeouts_unknown: bool,
@@ -124,6 +125,7 @@ impl Endpoint {
             may_transmit: 0,
             event_links: 0,
             epoch: 1,
+            nonce: super::nonce::connection_nonce(),
             timeouts_unknown: false,
         })
     }
@@ -133,19 +135,54 @@ impl Endpoint {
     /// their links instead of truncating its messages. Set it before adding
     /// peers; 0 is refused.
     pub fn set_epoch(&mut self, epoch: u32) -> Result<()> {
-        if epoch == 0 {
-            return Err(Error::InvalidArgument("a connection epoch must not be 0"));
+        self.check_run_identity(
+            epoch,
+            "a connection epoch must not be 0",
+            "set the epoch before adding peers",
+        )?;
+        self.epoch = epoch;
+        Ok(())
+    }
+
+    /// What an epoch or a nonce must be: not 0, and set before any link
+    /// exists (every link takes this run's at its start).
+    fn check_run_identity(
+        &self,
+        value: u32,
+        if_zero: &'static str,
+        if_late: &'static str,
+    ) -> Result<()> {
+        if value == 0 {
+            return Err(Error::InvalidArgument(if_zero));
         }
         if !self.peers.is_empty() {
-            return Err(Error::State("set the epoch before adding peers"));
+            return Err(Error::State(if_late));
         }
-        self.epoch = epoch;
         Ok(())
     }
 
     /// This machine's connection epoch.
     pub fn epoch(&self) -> u32 {
         self.epoch
+    }
+
+    /// Set this run's connection nonce (S8), before adding peers. Every
+    /// endpoint draws a random one, so a restart is seen whatever epoch the
+    /// program passes; a caller that needs the same bytes on every run (a
+    /// simulation) sets its own, different for every run. 0 is refused.
+    pub fn set_connection_nonce(&mut self, nonce: u32) -> Result<()> {
+        self.check_run_identity(
+            nonce,
+            "a connection nonce must not be 0",
+            "set the connection nonce before adding peers",
+        )?;
+        self.nonce = nonce;
+        Ok(())
+    }
+
+    /// This run's connection nonce.
+    pub fn connection_nonce(&self) -> u32 {
+        self.nonce
     }
 
     /// Give the link to `seat` its own key (S8 per-pair keys: both ends of
@@ -193,6 +230,7 @@ impl Endpoint {
         };
         let mut link = Link::new(self.config.link, identity, now_us)?;
         link.set_local_epoch(self.epoch)?;
+        link.set_local_nonce(self.nonce)?;
         self.may_transmit = u64::MAX; // indices shift
         self.event_links = u64::MAX;
         let timeout = link.poll_timeout();
@@ -308,14 +346,14 @@ impl Endpoint {
                 return Err(reason);
             }
         };
-        // A newer epoch: the peer restarted. Start the link over, then take
-        // the packet as the new connection's (S8).
-        let restarted = peer
-            .link
-            .peer_epoch()
-            .is_some_and(|known| epoch_is_newer(packet.header.epoch, known));
-        if restarted && (packet.header.peer_epoch == 0 || packet.header.peer_epoch == self.epoch) {
-            peer.link.reset_for_restart(now_us, packet.header.epoch);
+        // A new run of the peer (a newer epoch, or another nonce): it
+        // restarted. Start the link over, then take the packet as the new
+        // connection's (S8).
+        let header = &packet.header;
+        let restarted = peer.link.is_new_run(header.epoch, header.nonce);
+        if restarted && (header.peer_nonce == 0 || header.peer_nonce == self.nonce) {
+            peer.link
+                .reset_for_restart(now_us, header.epoch, header.nonce);
         } else if moved && !peer.link.is_newest(packet.header.packet_number) {
             peer.link.count_drop(DropReason::SpoofedAddress);
             return Err(DropReason::SpoofedAddress);

@@ -13,12 +13,14 @@
 //! [`Link::stats`].
 
 mod endpoint;
+mod nonce;
 mod peer;
 mod replay;
 pub mod rtt;
 mod stats;
 
 pub use endpoint::{canonical_address, Endpoint, EndpointConfig, Transmit};
+pub use nonce::connection_nonce;
 pub use peer::{
     Link, LinkConfig, LinkIdentity, ReportRtt, MAX_ACK_DELAY_LIMIT_US, MAX_IN_FLIGHT_LIMIT,
     MIN_CONFIG_PACKET_BYTES,

@@ -312,11 +312,20 @@ pub struct Link {
     // Connections (S8 restarts and moves).
     /// This machine's connection epoch (never 0).
     local_epoch: u32,
-    /// The peer's epoch, once heard.
+    /// This run's connection nonce (never 0).
+    local_nonce: u32,
+    /// The peer's epoch and nonce, once heard.
     peer_epoch: Option<u32>,
+    peer_nonce: Option<u32>,
+    /// Nonces of the peer's earlier runs (0: none), so that their late
+    /// packets are stale rather than new restarts.
+    retired_nonces: [u32; RETIRED_NONCES],
     restarts: u64,
     address_changes: u64,
 }
+
+/// Earlier runs of a peer a link remembers.
+const RETIRED_NONCES: usize = 8;
 
 /// Whether epoch `a` is newer than `b` (serial-number order, so epochs taken
 /// from a wrapping clock still compare right within half the range).
@@ -362,7 +371,10 @@ impl Link {
             counters: Counters::default(),
             dropped: DropCounts::default(),
             local_epoch: 1,
+            local_nonce: super::nonce::connection_nonce(),
             peer_epoch: None,
+            peer_nonce: None,
+            retired_nonces: [0; RETIRED_NONCES],
             restarts: 0,
             address_changes: 0,
         })
@@ -377,19 +389,60 @@ impl Link {
         Ok(())
     }
 
+    /// Set this run's connection nonce (before anything is sent): random
+    /// by default; a caller that needs the same bytes on every run (a
+    /// simulation) sets its own, different for every run.
+    pub fn set_local_nonce(&mut self, nonce: u32) -> Result<()> {
+        if nonce == 0 {
+            return Err(Error::InvalidArgument("a connection nonce must not be 0"));
+        }
+        self.local_nonce = nonce;
+        Ok(())
+    }
+
+    /// This run's connection nonce.
+    pub fn local_nonce(&self) -> u32 {
+        self.local_nonce
+    }
+
     /// The peer's connection epoch, once heard.
     pub fn peer_epoch(&self) -> Option<u32> {
         self.peer_epoch
     }
 
-    /// The peer restarted with `epoch`: start over as a fresh link (what
-    /// either side had in flight is gone; the session is told through
-    /// [`LinkEvent::Restarted`]), keeping the diagnostics.
-    pub fn reset_for_restart(&mut self, now_us: u64, epoch: u32) {
+    /// The peer's connection nonce, once heard.
+    pub fn peer_nonce(&self) -> Option<u32> {
+        self.peer_nonce
+    }
+
+    /// Whether an authentic packet of the peer's run `(epoch, nonce)` comes
+    /// from a new run: a newer epoch, or the same epoch with a nonce that
+    /// is neither the known one nor one of an earlier run (S8).
+    pub fn is_new_run(&self, epoch: u32, nonce: u32) -> bool {
+        let (Some(known_epoch), Some(known_nonce)) = (self.peer_epoch, self.peer_nonce) else {
+            return false;
+        };
+        epoch_is_newer(epoch, known_epoch)
+            || (epoch == known_epoch
+                && nonce != known_nonce
+                && !self.retired_nonces.contains(&nonce))
+    }
+
+    /// The peer restarted as run `(epoch, nonce)`: start over as a fresh
+    /// link (what either side had in flight is gone; the session is told
+    /// through [`LinkEvent::Restarted`]), keeping the diagnostics.
+    pub fn reset_for_restart(&mut self, now_us: u64, epoch: u32, nonce: u32) {
         let fresh = Link::new(self.config, self.identity, now_us);
         let Ok(mut fresh) = fresh else { return }; // same config: cannot fail
         fresh.local_epoch = self.local_epoch;
+        fresh.local_nonce = self.local_nonce;
         fresh.peer_epoch = Some(epoch);
+        fresh.peer_nonce = Some(nonce);
+        fresh.retired_nonces = self.retired_nonces;
+        if let Some(old) = self.peer_nonce {
+            fresh.retired_nonces.rotate_right(1);
+            fresh.retired_nonces[0] = old;
+        }
         fresh.restarts = self.restarts + 1;
         fresh.address_changes = self.address_changes;
         fresh.dropped = self.dropped;
@@ -544,12 +597,13 @@ impl Link {
             // The endpoint routes by these; a mismatch is a caller bug, never acted on.
             return Err(DropReason::UnknownSender);
         }
-        if header.peer_epoch != 0 && header.peer_epoch != self.local_epoch {
-            return Err(DropReason::StaleEpoch); // meant for our earlier connection
+        if header.peer_nonce != 0 && header.peer_nonce != self.local_nonce {
+            return Err(DropReason::StaleEpoch); // meant for our earlier run
         }
-        match self.peer_epoch {
-            Some(known) if header.epoch != known => return Err(DropReason::StaleEpoch),
-            _ => {}
+        if let (Some(epoch), Some(nonce)) = (self.peer_epoch, self.peer_nonce) {
+            if header.epoch != epoch || header.nonce != nonce {
+                return Err(DropReason::StaleEpoch); // the peer's earlier run
+            }
         }
         let pn = header.packet_number;
         self.replay.check(pn)?;
@@ -613,6 +667,7 @@ impl Link {
         }
         self.replay.accept(header.packet_number);
         self.peer_epoch = Some(header.epoch);
+        self.peer_nonce = Some(header.nonce);
         self.counters.packets_received += 1;
         self.counters.bytes_received += datagram_len as u64;
         self.last_heard_us = Some(now_us);
@@ -957,7 +1012,8 @@ impl Link {
             session_id: self.identity.session_id,
             packet_number: self.next_packet_number as u32,
             epoch: self.local_epoch,
-            peer_epoch: self.peer_epoch.unwrap_or(0),
+            nonce: self.local_nonce,
+            peer_nonce: self.peer_nonce.unwrap_or(0),
             ack: self.replay.largest().map(|largest| AckBlock {
                 largest,
                 bits: self.replay.ack_bits(),
@@ -1567,11 +1623,13 @@ mod tests {
         deliver(&mut a, 0, &p[0]).unwrap();
         // a acks b's packet 0; b has sent only packet 0, so that is fine.
         let ack = drain(&mut a, 0);
-        // Forge an ack that names packet 5 of b's, which b never sent.
+        // Forge an ack that names packet 5 of b's, which b never sent, to a
+        // fresh link of b's run.
         let mut bytes = ack[0].clone();
-        bytes[12] = 5;
+        bytes[FIXED_HEADER_BYTES] = 5;
         let forged = decode(&bytes).unwrap();
         let mut c = Link::new(no_keepalive(), b.identity, 0).unwrap();
+        c.set_local_nonce(b.local_nonce()).unwrap();
         assert_eq!(
             c.handle_packet(0, &forged, bytes.len()),
             Err(DropReason::Malformed)
@@ -1609,7 +1667,7 @@ mod tests {
             max_packet_bytes: 64,
             ..LinkConfig::default()
         };
-        assert_eq!(small.max_message_bytes(), 64 - 38 - 3);
+        assert_eq!(small.max_message_bytes(), 64 - 42 - 3);
         assert_eq!(LinkConfig::default().max_message_bytes(), MAX_MESSAGE_BYTES);
     }
 }

@@ -2,8 +2,9 @@
 //! crashes (several at once, in the middle of a turn), quits, command
 //! bursts, restarts, address changes — and a *modified client* that tries
 //! every attack on the lockstep protocol (S4.7, S8). [`super::run_game`]
-//! applies them on the frames they name; the game report says whether the
-//! honest machines stayed sound.
+//! applies them on the frames they name, or crashes and quits at moments of
+//! game time ([`TimedFault`]); the game report says whether the honest
+//! machines stayed sound.
 
 use crate::error::{Error, Result};
 use crate::session::LockstepSession;
@@ -36,8 +37,8 @@ pub enum Fault {
         commands: u32,
         bytes: u16,
     },
-    /// The machine restarts: a new session (a newer connection epoch) on
-    /// the same address. It cannot rejoin the running game; its peers must
+    /// The machine restarts: a new session (a new run, with the same
+    /// connection epoch: only its nonce differs) on the same address. It cannot rejoin the running game; its peers must
     /// see the restart (and drop it) rather than truncate its messages.
     Restart { seat: u8, frame: u32 },
     /// The machine's address changes (NAT rebinding) and stays changed; its
@@ -80,6 +81,27 @@ impl Fault {
     pub fn ends_machine(&self) -> bool {
         matches!(self, Fault::Crash { .. } | Fault::Restart { .. })
     }
+}
+
+/// A crash or a quit placed in game time rather than after a frame: it
+/// happens whatever the machine is doing, also in the middle of a stall
+/// (another drop's, say), when no frame runs. [`super::run_game`] applies it
+/// at `at_ms` milliseconds after the game starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimedFault {
+    pub seat: u8,
+    pub at_ms: u64,
+    pub kind: TimedKind,
+}
+
+/// What a [`TimedFault`] does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimedKind {
+    /// The machine vanishes.
+    Crash,
+    /// The player quits (its removal is a command; the machine runs on
+    /// until it executes).
+    Quit,
 }
 
 /// What a modified client tries. The victim is the next seat after the

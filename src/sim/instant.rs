@@ -61,6 +61,7 @@ impl InstantGame {
                 link: LinkConfig::default(),
                 checksum_interval: 64,
                 topology: Topology::PeerToPeer,
+                manual_drops: false,
             };
             let mut session = LockstepSession::new(&config, 0)?;
             for peer in (0..players).filter(|p| *p != seat) {

@@ -22,7 +22,7 @@ pub mod soak;
 pub mod sweep;
 
 pub use cluster::{Cluster, SimHost};
-pub use faults::{Attack, Fault};
+pub use faults::{Attack, Fault, TimedFault, TimedKind};
 pub use game::{run_game, run_game_parallel, Departure, GameReport, GameSpec, OutageSpec, Spike};
 pub use instant::InstantGame;
 pub use machine_clock::MachineClock;

@@ -489,6 +489,11 @@ pub fn play(
 
 /// The faults of `spec` a relay game models (see the module docs).
 fn relay_faults(spec: &GameSpec) -> Result<Vec<Fault>> {
+    if !spec.timed_faults.is_empty() {
+        return Err(Error::InvalidArgument(
+            "relay games place crashes and quits on frames only (--crash SEAT@FRAME)",
+        ));
+    }
     let mut all = spec.faults.clone();
     if let Some((seat, frame, how)) = spec.departure {
         all.push(match how {

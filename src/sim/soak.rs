@@ -7,9 +7,14 @@
 //! trips 10–300 ms with jitter, loss up to 30 %, duplication, reordering,
 //! outages, spikes, crashes (single, simultaneous, mid-turn, the master),
 //! quits, restarts, address changes, command bursts, and in a quarter of the
-//! games one modified client trying one to three attacks.
+//! games one modified client trying one to three attacks. A quarter of the
+//! games place crashes and quits in game time rather than on frames
+//! ([`TimedFault`]), where they land while frames wait: a crash about a
+//! liveness timeout after another, while the second machine's vote is on
+//! its way (vote then vanish); a quit racing a crash; a crash while another
+//! machine restarts or moves; crashes in a row down to one survivor.
 
-use super::faults::{Attack, Fault};
+use super::faults::{Attack, Fault, TimedFault, TimedKind};
 use super::game::{run_game, GameReport, GameSpec, OutageSpec, Spike};
 use super::rng::SplitMix64;
 
@@ -24,6 +29,13 @@ pub fn game_seed(seed: u64, index: u32) -> u64 {
 
 /// The game a soak plays for `seed`.
 pub fn soak_spec(seed: u64) -> GameSpec {
+    soak_draw(seed).0
+}
+
+/// The game a soak plays for `seed`, and the kind of crashes and quits it
+/// places in time, if any.
+pub fn soak_draw(seed: u64) -> (GameSpec, Option<Timed>) {
+    let mut timed = None;
     let mut rng = SplitMix64::new(seed);
     let mut pick = |n: u64| rng.below_or_equal(n);
     let players = 2 + pick(6) as u8;
@@ -74,7 +86,7 @@ pub fn soak_spec(seed: u64) -> GameSpec {
         }
         ok
     };
-    match pick(9) {
+    match pick(11) {
         0..=2 => {
             let s = seat(&mut pick);
             if leave(s, &mut leaving) {
@@ -127,6 +139,18 @@ pub fn soak_spec(seed: u64) -> GameSpec {
                 });
             }
         }
+        9..=11 if players >= 3 => {
+            let at_ms = 5_000 + pick(game_ms / 2);
+            let kind = match pick(3) {
+                0 => Timed::VoteThenVanish,
+                1 => Timed::QuitRacingCrash,
+                2 => Timed::CrashDuringRestartOrMove,
+                _ => Timed::CrashesInARow,
+            };
+            let mut rng = |n: u64| pick(n);
+            timed_faults(&mut spec, kind, at_ms, &mut rng, &mut leaving);
+            timed = Some(kind);
+        }
         _ => {}
     }
     if pick(9) < 2 {
@@ -157,7 +181,121 @@ pub fn soak_spec(seed: u64) -> GameSpec {
             }
         }
     }
-    spec
+    (spec, timed)
+}
+
+/// The kinds of crashes and quits a soak game places in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timed {
+    /// A machine crashes, and another (the master half the time) about a
+    /// liveness timeout later: while its vote on the first is on its way.
+    VoteThenVanish,
+    /// A player quits and, shortly before or after, another machine crashes.
+    QuitRacingCrash,
+    /// A machine restarts or moves and another crashes meanwhile.
+    CrashDuringRestartOrMove,
+    /// Crashes one after another, each inside the drop of the one before,
+    /// down to one or two survivors.
+    CrashesInARow,
+}
+
+impl Timed {
+    /// Its row in the soak table.
+    pub fn name(self) -> &'static str {
+        match self {
+            Timed::VoteThenVanish => "vote then vanish (in time)",
+            Timed::QuitRacingCrash => "quit racing a crash (in time)",
+            Timed::CrashDuringRestartOrMove => "crash during a restart or move (in time)",
+            Timed::CrashesInARow => "crashes in a row (in time)",
+        }
+    }
+}
+
+/// Place `kind`'s faults from game time `at_ms` on, drawing from `pick`;
+/// `leaving` holds the seats already leaving (at most players − 1 leave).
+fn timed_faults(
+    spec: &mut GameSpec,
+    kind: Timed,
+    at_ms: u64,
+    pick: &mut dyn FnMut(u64) -> u64,
+    leaving: &mut Vec<u8>,
+) {
+    let players = spec.players;
+    let seat = |pick: &mut dyn FnMut(u64) -> u64, leaving: &mut Vec<u8>| {
+        let s = pick(u64::from(players) - 1) as u8;
+        let ok = !leaving.contains(&s) && leaving.len() + 1 < usize::from(players);
+        ok.then(|| {
+            leaving.push(s);
+            s
+        })
+    };
+    let crash = |seat, at_ms| TimedFault {
+        seat,
+        at_ms,
+        kind: TimedKind::Crash,
+    };
+    match kind {
+        Timed::VoteThenVanish => {
+            let first = seat(pick, leaving);
+            // The master half the time: its vote is the one most often
+            // heard by some and not others.
+            let second = if pick(1) == 0
+                && !leaving.contains(&0)
+                && leaving.len() + 1 < usize::from(players)
+            {
+                leaving.push(0);
+                Some(0)
+            } else {
+                seat(pick, leaving)
+            };
+            let gap = 1_600 + pick(1_200);
+            spec.timed_faults.extend(first.map(|s| crash(s, at_ms)));
+            spec.timed_faults
+                .extend(second.map(|s| crash(s, at_ms + gap)));
+        }
+        Timed::QuitRacingCrash => {
+            let quitter = seat(pick, leaving);
+            let crashed = seat(pick, leaving);
+            let gap = pick(2_000);
+            let (quit_at, crash_at) = if pick(1) == 0 {
+                (at_ms, at_ms + gap)
+            } else {
+                (at_ms + gap, at_ms)
+            };
+            spec.timed_faults.extend(quitter.map(|s| TimedFault {
+                seat: s,
+                at_ms: quit_at,
+                kind: TimedKind::Quit,
+            }));
+            spec.timed_faults
+                .extend(crashed.map(|s| crash(s, crash_at)));
+        }
+        Timed::CrashDuringRestartOrMove => {
+            // The frame that runs at about `at_ms` (30 frames a second).
+            let frame = (at_ms * u64::from(spec.fps) / 1000) as u32;
+            let other = pick(u64::from(players) - 1) as u8;
+            if pick(1) == 0 {
+                if let Some(s) = seat(pick, leaving) {
+                    spec.faults.push(Fault::Restart { seat: s, frame });
+                }
+            } else {
+                spec.faults.push(Fault::Move { seat: other, frame });
+            }
+            let crashed = seat(pick, leaving);
+            let offset = pick(2_000);
+            spec.timed_faults
+                .extend(crashed.map(|s| crash(s, (at_ms + offset).saturating_sub(500))));
+        }
+        Timed::CrashesInARow => {
+            let mut t = at_ms;
+            for _ in 0..1 + pick(u64::from(players) - 2) {
+                if let Some(s) = seat(pick, leaving) {
+                    spec.timed_faults.push(crash(s, t));
+                }
+                t += 300 + pick(2_500);
+            }
+        }
+    }
 }
 
 /// How one game of the soak went.
@@ -168,6 +306,8 @@ pub struct SoakGame {
     pub frames: u32,
     pub crashes: usize,
     pub modified: bool,
+    /// The crashes and quits it placed in time, if any.
+    pub timed: Option<Timed>,
     /// `None`: the game did not finish (a hang) — with the reason.
     pub report: Result<GameReport, String>,
 }
@@ -179,31 +319,7 @@ impl SoakGame {
             Ok(r) => r,
             Err(e) => return vec![format!("hang: {e}")],
         };
-        let mut out = Vec::new();
-        if report.desyncs > 0 {
-            out.push(format!("{} desyncs", report.desyncs));
-        }
-        if !report.logs_identical {
-            out.push("logs differ".into());
-        }
-        if !report.commands_in_order {
-            out.push("a command doubled or out of order".into());
-        }
-        if report.commands_lost > 0 {
-            out.push(format!("{} commands lost", report.commands_lost));
-        }
-        if report.forged_executed > 0 {
-            out.push(format!("{} forged commands obeyed", report.forged_executed));
-        }
-        if report.unexpected_removals > 0 {
-            out.push(format!(
-                "{} players removed by another",
-                report.unexpected_removals
-            ));
-        }
-        if !report.vanished_dropped {
-            out.push("a vanished player was not dropped".into());
-        }
+        let mut out = report.broken_invariants();
         if report.max_held_bytes > HELD_BYTES_LIMIT {
             out.push(format!("{} bytes held", report.max_held_bytes));
         }
@@ -214,7 +330,7 @@ impl SoakGame {
 /// Play soak game `index` of a soak seeded `seed`.
 pub fn soak_game(seed: u64, index: u32) -> SoakGame {
     let game_seed = game_seed(seed, index);
-    let spec = soak_spec(game_seed);
+    let (spec, timed) = soak_draw(game_seed);
     SoakGame {
         seed: game_seed,
         players: spec.players,
@@ -223,7 +339,13 @@ pub fn soak_game(seed: u64, index: u32) -> SoakGame {
             .faults
             .iter()
             .filter(|f| matches!(f, Fault::Crash { .. }))
-            .count(),
+            .count()
+            + spec
+                .timed_faults
+                .iter()
+                .filter(|f| f.kind == TimedKind::Crash)
+                .count(),
+        timed,
         modified: spec
             .faults
             .iter()
@@ -311,6 +433,16 @@ impl SoakSummary {
         }
         for g in self.games.iter().filter(|g| g.modified) {
             add("modified client".into(), g);
+        }
+        for timed in [
+            Timed::VoteThenVanish,
+            Timed::QuitRacingCrash,
+            Timed::CrashDuringRestartOrMove,
+            Timed::CrashesInARow,
+        ] {
+            for g in self.games.iter().filter(|g| g.timed == Some(timed)) {
+                add(timed.name().into(), g);
+            }
         }
         for g in &self.games {
             add("all".into(), g);

@@ -1,7 +1,7 @@
 //! Transport packets (S8): byte layout, encoding into a caller buffer, and
 //! validating decoding that never panics and never allocates.
 //!
-//! # Layout, version 3
+//! # Layout, version 4
 //!
 //! All multi-byte integers are little-endian. Offsets are from the start of
 //! the UDP payload.
@@ -9,18 +9,19 @@
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 1 | magic, `0xB7` |
-//! | 1 | 1 | protocol version, `3` |
+//! | 1 | 1 | protocol version, `4` |
 //! | 2 | 1 | flags: bit 0 `ACK` (the ack block follows), bit 1 `PING` (keep-alive that asks for a prompt ack), bit 2 `FIRST_ACK` (with `ACK` only: the first packet to acknowledge the block's largest); bits 3–7 must be 0 |
 //! | 3 | 1 | sender seat |
 //! | 4 | 4 | session id (`u32`) |
 //! | 8 | 4 | packet number (`u32`), never reused within a link |
-//! | 12 | 4 | sender's connection epoch (`u32`, never 0): a restarted machine uses a newer one (S8) |
-//! | 16 | 4 | the addressee's epoch as the sender last heard it (`u32`), 0 before it heard anything |
-//! | 20 | 4 | *ack block, when `ACK`:* largest packet number received from the addressee (`u32`) |
-//! | 24 | 2 | ack bits (`u16`): bit `i` set means packet `largest − 1 − i` was received too |
-//! | 26 | 2 | next message number expected from the addressee, low 16 bits: every message below it has been received (cumulative message ack) |
-//! | 28 | 2 | ack delay (`u16`): how long the sender held this acknowledgement after receiving the largest packet, in units of [`ACK_DELAY_UNIT_US`] (8 µs), saturating at `0xFFFF` |
-//! | 20 or 30 | … | messages, back to back, until the tag |
+//! | 12 | 4 | sender's connection epoch (`u32`, never 0): the engine's, a restarted machine uses a newer one (S8) |
+//! | 16 | 4 | sender's connection nonce (`u32`, never 0): drawn at random for each run of the program (S8) |
+//! | 20 | 4 | the addressee's nonce as the sender last heard it (`u32`), 0 before it heard anything |
+//! | 24 | 4 | *ack block, when `ACK`:* largest packet number received from the addressee (`u32`) |
+//! | 28 | 2 | ack bits (`u16`): bit `i` set means packet `largest − 1 − i` was received too |
+//! | 30 | 2 | next message number expected from the addressee, low 16 bits: every message below it has been received (cumulative message ack) |
+//! | 32 | 2 | ack delay (`u16`): how long the sender held this acknowledgement after receiving the largest packet, in units of [`ACK_DELAY_UNIT_US`] (8 µs), saturating at `0xFFFF` |
+//! | 24 or 34 | … | messages, back to back, until the tag |
 //! | len − 8 | 8 | tag: SipHash-2-4 (`u64`) keyed with the 128-bit session key over the addressee's seat (one byte, not sent) followed by bytes `0 .. len − 8` |
 //!
 //! Each message is
@@ -33,7 +34,7 @@
 //!
 //! Messages in one packet have strictly increasing numbers and there are at
 //! most [`MAX_MESSAGES_PER_PACKET`] of them. A packet of one short message
-//! with the ack block costs 30 + 3 + 8 = **41 bytes** of overhead
+//! with the ack block costs 34 + 3 + 8 = **45 bytes** of overhead
 //! ([`OVERHEAD_ONE_MESSAGE`]); ENet spends 10 on one reliable message plus 8
 //! for a separate ack command and authenticates nothing.
 //!
@@ -58,13 +59,17 @@
 //! seat 2 and redirected to seat 3 (same session, same key) fails the tag,
 //! for free.
 //!
-//! Why two epochs: a packet of a restarted peer carries a newer sender
-//! epoch, so the receiver resets the link instead of taking the new packet
-//! and message numbers for duplicates of the old ones (and acknowledging
-//! messages it dropped); a packet still addressed to *our* previous epoch
-//! (sent before the peer heard of our restart) is dropped, so nothing of
-//! the old connection leaks into the new one. Both are under the tag.
-//! Version 1 had neither.
+//! Why an epoch and a nonce: a packet of a restarted peer carries a newer
+//! sender epoch, or the same epoch with another nonce, so the receiver
+//! resets the link instead of taking the new packet and message numbers for
+//! duplicates of the old ones (and acknowledging messages it dropped); a
+//! packet still addressed to *our* previous run (sent before the peer heard
+//! of our restart: it names our old nonce) is dropped, so nothing of the
+//! old connection leaks into the new one. The epoch orders runs, so an old
+//! run's packets never count as a restart; the nonce tells two runs apart
+//! even when the engine passes the same epoch to both (version 3 carried
+//! only epochs, and a peer restarted with the same epoch lost messages
+//! silently). All of it is under the tag. Version 1 had none of it.
 //!
 //! Validation order on receipt (S8): length bounds, magic, version — then the
 //! endpoint checks session, sender and source address — then the tag, then
@@ -74,7 +79,7 @@
 /// First byte of every rungs transport packet.
 pub const MAGIC: u8 = 0xB7;
 /// The protocol version this code speaks.
-pub const VERSION: u8 = 3;
+pub const VERSION: u8 = 4;
 /// Flag bit: the ack block is present.
 pub const FLAG_ACK: u8 = 0x01;
 /// Flag bit: a keep-alive asking for a prompt acknowledgement.
@@ -87,7 +92,7 @@ pub const FLAG_FIRST_ACK: u8 = 0x04;
 const KNOWN_FLAGS: u8 = FLAG_ACK | FLAG_PING | FLAG_FIRST_ACK;
 
 /// Bytes before the ack block.
-pub const FIXED_HEADER_BYTES: usize = 20;
+pub const FIXED_HEADER_BYTES: usize = 24;
 /// Bytes of the ack block.
 pub const ACK_BLOCK_BYTES: usize = 10;
 /// Microseconds per unit of the ack block's ack delay.
@@ -343,8 +348,10 @@ pub struct Header {
     pub packet_number: u32,
     /// The sender's connection epoch (never 0).
     pub epoch: u32,
-    /// The addressee's epoch as the sender last heard it; 0: not heard yet.
-    pub peer_epoch: u32,
+    /// The sender's connection nonce (never 0): random for each run.
+    pub nonce: u32,
+    /// The addressee's nonce as the sender last heard it; 0: not heard yet.
+    pub peer_nonce: u32,
     /// The ack block, when the sender has received anything yet.
     pub ack: Option<AckBlock>,
 }
@@ -459,8 +466,8 @@ pub fn decode(packet: &[u8]) -> Result<Packet<'_>, DecodeError> {
     if flags & !KNOWN_FLAGS != 0 || (flags & FLAG_FIRST_ACK != 0 && flags & FLAG_ACK == 0) {
         return Err(DecodeError::Malformed);
     }
-    if read_u32(packet, 12) == 0 {
-        return Err(DecodeError::Malformed); // epochs start at 1
+    if read_u32(packet, 12) == 0 || read_u32(packet, 16) == 0 {
+        return Err(DecodeError::Malformed); // epochs start at 1; nonces are never 0
     }
     let body_end = packet.len() - TAG_BYTES;
     let (ack, messages_start) = if flags & FLAG_ACK != 0 {
@@ -468,10 +475,10 @@ pub fn decode(packet: &[u8]) -> Result<Packet<'_>, DecodeError> {
             return Err(DecodeError::TooShort);
         }
         let ack = AckBlock {
-            largest: read_u32(packet, 20),
-            bits: read_u16(packet, 24),
-            next_message: read_u16(packet, 26),
-            delay: read_u16(packet, 28),
+            largest: read_u32(packet, 24),
+            bits: read_u16(packet, 28),
+            next_message: read_u16(packet, 30),
+            delay: read_u16(packet, 32),
         };
         (Some(ack), FIXED_HEADER_BYTES + ACK_BLOCK_BYTES)
     } else {
@@ -495,7 +502,8 @@ pub fn decode(packet: &[u8]) -> Result<Packet<'_>, DecodeError> {
             session_id: prefix.session_id,
             packet_number: read_u32(packet, 8),
             epoch: read_u32(packet, 12),
-            peer_epoch: read_u32(packet, 16),
+            nonce: read_u32(packet, 16),
+            peer_nonce: read_u32(packet, 20),
             ack,
         },
         messages,
@@ -533,12 +541,13 @@ impl<'b> PacketWriter<'b> {
         buf[4..8].copy_from_slice(&header.session_id.to_le_bytes());
         buf[8..12].copy_from_slice(&header.packet_number.to_le_bytes());
         buf[12..16].copy_from_slice(&header.epoch.to_le_bytes());
-        buf[16..20].copy_from_slice(&header.peer_epoch.to_le_bytes());
+        buf[16..20].copy_from_slice(&header.nonce.to_le_bytes());
+        buf[20..24].copy_from_slice(&header.peer_nonce.to_le_bytes());
         if let Some(ack) = header.ack {
-            buf[20..24].copy_from_slice(&ack.largest.to_le_bytes());
-            buf[24..26].copy_from_slice(&ack.bits.to_le_bytes());
-            buf[26..28].copy_from_slice(&ack.next_message.to_le_bytes());
-            buf[28..30].copy_from_slice(&ack.delay.to_le_bytes());
+            buf[24..28].copy_from_slice(&ack.largest.to_le_bytes());
+            buf[28..30].copy_from_slice(&ack.bits.to_le_bytes());
+            buf[30..32].copy_from_slice(&ack.next_message.to_le_bytes());
+            buf[32..34].copy_from_slice(&ack.delay.to_le_bytes());
         }
         Some(PacketWriter {
             buf,
@@ -640,7 +649,8 @@ mod tests {
             session_id: 0xDEAD_BEEF,
             packet_number: 0x0102_0304,
             epoch: 0x0A0B_0C0D,
-            peer_epoch: 0,
+            nonce: 0x1A1B_1C1D,
+            peer_nonce: 0,
             ack,
         }
     }
@@ -665,13 +675,14 @@ mod tests {
         };
         let p = build(Some(ack), &[(0x0A0B, b"hi")]);
         assert_eq!(
-            &p[..35],
+            &p[..39],
             &[
-                0xB7, 3, FLAG_ACK, 3, // magic, version, flags, sender
+                0xB7, 4, FLAG_ACK, 3, // magic, version, flags, sender
                 0xEF, 0xBE, 0xAD, 0xDE, // session id
                 0x04, 0x03, 0x02, 0x01, // packet number
                 0x0D, 0x0C, 0x0B, 0x0A, // sender's epoch
-                0, 0, 0, 0, // addressee's epoch: not heard yet
+                0x1D, 0x1C, 0x1B, 0x1A, // sender's nonce
+                0, 0, 0, 0, // addressee's nonce: not heard yet
                 0x44, 0x33, 0x22, 0x11, // largest acked
                 0x66, 0x55, // ack bits
                 0x88, 0x77, // next message expected
@@ -679,9 +690,9 @@ mod tests {
                 0x0B, 0x0A, 2, b'h', b'i', // message 0x0A0B, length 2
             ]
         );
-        assert_eq!(p.len(), 35 + TAG_BYTES);
+        assert_eq!(p.len(), 39 + TAG_BYTES);
         assert_eq!(p.len() - 2, OVERHEAD_ONE_MESSAGE);
-        assert_eq!(OVERHEAD_ONE_MESSAGE, 41);
+        assert_eq!(OVERHEAD_ONE_MESSAGE, 45);
         assert_eq!(ack.delay_us(), 0x99AA * ACK_DELAY_UNIT_US);
         assert_eq!(AckBlock::delay_field(17), 2, "rounded down");
         assert_eq!(AckBlock::delay_field(u64::MAX), u16::MAX, "saturated");
@@ -794,32 +805,37 @@ mod tests {
     #[test]
     fn malformed_bodies_are_rejected() {
         let p = build(None, &[(1, b"abc")]);
-        // Epoch 0.
-        let mut q = p.clone();
-        q[12..16].copy_from_slice(&[0; 4]);
-        assert_eq!(decode(&q).err(), Some(DecodeError::Malformed));
+        // Epoch 0, nonce 0.
+        for at in [12, 16] {
+            let mut q = p.clone();
+            q[at..at + 4].copy_from_slice(&[0; 4]);
+            assert_eq!(decode(&q).err(), Some(DecodeError::Malformed));
+        }
         // Unknown flag.
         let mut q = p.clone();
         q[2] |= 0x80;
         assert_eq!(decode(&q).err(), Some(DecodeError::Malformed));
         // Length running past the tag.
         let mut q = p.clone();
-        q[22] = 100;
+        q[FIXED_HEADER_BYTES + 2] = 100;
         assert_eq!(decode(&q).err(), Some(DecodeError::Malformed));
         // Truncated message header.
         let mut q = build(None, &[]);
-        q.splice(20..20, [1u8]);
+        q.splice(FIXED_HEADER_BYTES..FIXED_HEADER_BYTES, [1u8]);
         assert_eq!(decode(&q).err(), Some(DecodeError::Malformed));
         // Non-canonical long length form.
         let mut q = build(None, &[]);
-        q.splice(20..20, [1u8, 0, 0x80, 0x01, b'x']);
+        q.splice(
+            FIXED_HEADER_BYTES..FIXED_HEADER_BYTES,
+            [1u8, 0, 0x80, 0x01, b'x'],
+        );
         assert_eq!(decode(&q).err(), Some(DecodeError::Malformed));
         // Over-long message.
         let mut q = build(None, &[]);
         let len = MAX_MESSAGE_BYTES + 1;
         let mut m = vec![1u8, 0, 0x80 | (len >> 8) as u8, len as u8];
         m.resize(4 + len, 0);
-        q.splice(20..20, m);
+        q.splice(FIXED_HEADER_BYTES..FIXED_HEADER_BYTES, m);
         assert_eq!(decode(&q).err(), Some(DecodeError::Malformed));
         // ACK flag without room for the block.
         let mut q = build(None, &[]);
@@ -830,7 +846,7 @@ mod tests {
         let many: Vec<u8> = (0..=MAX_MESSAGES_PER_PACKET as u16)
             .flat_map(|n| [n as u8, (n >> 8) as u8, 0])
             .collect();
-        q.splice(20..20, many);
+        q.splice(FIXED_HEADER_BYTES..FIXED_HEADER_BYTES, many);
         assert_eq!(decode(&q).err(), Some(DecodeError::Malformed));
     }
 

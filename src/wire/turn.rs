@@ -7,15 +7,15 @@
 //! authenticate the sender; everything here is about *what* a seated player
 //! says, and [`crate::session`] decides whether it may say it (S4.7).
 //!
-//! # Layout, version 3
+//! # Layout, version 4
 //!
 //! All multi-byte integers are little-endian. Every message starts with its
 //! kind and the layout version:
 //!
 //! | offset | size | field |
 //! |---|---|---|
-//! | 0 | 1 | kind: `1` turn, `2` ping, `3` pong, `4` drop vote, `5` relay, `6` relay request |
-//! | 1 | 1 | layout version, `3` ([`TURN_LAYOUT_VERSION`]) |
+//! | 0 | 1 | kind: `1` turn, `2` ping, `3` pong, `4` drop vote, `5` relay, `6` relay request, `7` drop decision |
+//! | 1 | 1 | layout version, `4` ([`TURN_LAYOUT_VERSION`]) |
 //!
 //! **Turn** (kind 1), one *part* of the turn a seat sends on a send frame:
 //!
@@ -59,13 +59,18 @@
 //!
 //! **Relay request** (kind 6): `dropped seat: u8` at offset 2, then the last
 //! send frame of its turns the asker holds whole (`u32`, `0xFFFF_FFFF` for
-//! none); the drop's holder answers with relays of every later turn up to
-//! the cut.
+//! none); the asked machine answers with relays of every later turn it
+//! keeps.
+//!
+//! **Drop decision** (kind 7): `dropped seat: u8` at offset 2, then the cut
+//! the sender decided: the dropped seat's last send frame that executes
+//! (`u32`, `0xFFFF_FFFF`: none of its turns).
 //!
 //! Version 1 (rungs ≤ 0.1) had no version byte, no part index and no drop
 //! mask; version 2 carried reports in the detailed layout (22 bytes,
-//! without the look-ahead the frames needed). Their messages fail the
-//! version check.
+//! without the look-ahead the frames needed); version 3 had no drop
+//! decision (a drop was decided from the votes alone, which two crashes in
+//! a row could split). Their messages fail the version check.
 
 use crate::error::{Error, Result};
 use crate::report::{Report, ReportDetail};
@@ -73,7 +78,7 @@ use crate::timing::TimingEvent;
 use crate::wire::events::{ReportLayout, TimingLayout, REPORT_NEEDS_LEN, TIMING_LEN};
 
 /// The layout version this code speaks.
-pub const TURN_LAYOUT_VERSION: u8 = 3;
+pub const TURN_LAYOUT_VERSION: u8 = 4;
 
 /// Message kinds.
 pub const MSG_TURN: u8 = 1;
@@ -82,6 +87,7 @@ pub const MSG_PONG: u8 = 3;
 pub const MSG_DROP_VOTE: u8 = 4;
 pub const MSG_RELAY: u8 = 5;
 pub const MSG_RELAY_REQUEST: u8 = 6;
+pub const MSG_DROP_DECIDED: u8 = 7;
 
 /// Item kinds.
 pub const ITEM_COMMAND: u8 = 0;
@@ -185,6 +191,10 @@ pub enum Message {
         dropped: u8,
         after: Holding,
     },
+    DropDecided {
+        dropped: u8,
+        cut: Holding,
+    },
 }
 
 fn put_u16(out: &mut Vec<u8>, v: u16) {
@@ -278,6 +288,15 @@ pub fn encode_relay_request(dropped: u8, after: Holding) -> Vec<u8> {
     let mut out = header(MSG_RELAY_REQUEST);
     out.push(dropped);
     put_u32(&mut out, after.unwrap_or(VOTE_NONE));
+    out
+}
+
+/// The cut the sender decided for `dropped`: the last of its send frames
+/// that executes.
+pub fn encode_drop_decided(dropped: u8, cut: Holding) -> Vec<u8> {
+    let mut out = header(MSG_DROP_DECIDED);
+    out.push(dropped);
+    put_u32(&mut out, cut.unwrap_or(VOTE_NONE));
     out
 }
 
@@ -611,6 +630,14 @@ pub fn decode_reusing(
                 after: (after != VOTE_NONE).then_some(after),
             }
         }
+        MSG_DROP_DECIDED => {
+            let dropped = r.u8()?;
+            let cut = r.u32()?;
+            Message::DropDecided {
+                dropped,
+                cut: (cut != VOTE_NONE).then_some(cut),
+            }
+        }
         MSG_RELAY => {
             let dropped = r.u8()?;
             return Ok(Message::Relay {
@@ -744,6 +771,22 @@ mod tests {
             Message::RelayRequest {
                 dropped: 5,
                 after: None
+            }
+        );
+        let decided = encode_drop_decided(4, Some(77));
+        assert_eq!(decided, [7, TURN_LAYOUT_VERSION, 4, 77, 0, 0, 0]);
+        assert_eq!(
+            decode(&decided).unwrap(),
+            Message::DropDecided {
+                dropped: 4,
+                cut: Some(77)
+            }
+        );
+        assert_eq!(
+            decode(&encode_drop_decided(1, None)).unwrap(),
+            Message::DropDecided {
+                dropped: 1,
+                cut: None
             }
         );
         assert_eq!(

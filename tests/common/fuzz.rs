@@ -48,6 +48,30 @@ pub struct Format {
     pub field: fn(&mut SplitMix64, &mut [u8], usize) -> bool,
 }
 
+/// Plant a little-endian field of `width` bytes (2 or 4) at a random place
+/// of `input`, valued near a boundary: 0, all ones, a small number or any;
+/// false when `input` is shorter than `min_len`.
+#[allow(dead_code)] // the packet and relay fuzzers aim at fixed fields instead
+pub fn plant_boundary(
+    rng: &mut SplitMix64,
+    input: &mut [u8],
+    width: usize,
+    min_len: usize,
+) -> bool {
+    if input.len() < min_len.max(width) {
+        return false;
+    }
+    let i = rng.below_or_equal((input.len() - width) as u64) as usize;
+    let value = match rng.below_or_equal(3) {
+        0 => 0u64,
+        1 => u64::MAX,
+        2 => rng.below_or_equal(300),
+        _ => rng.next_u64(),
+    };
+    input[i..i + width].copy_from_slice(&value.to_le_bytes()[..width]);
+    true
+}
+
 /// Apply 1–4 random mutations to `input`, splicing from `corpus` at times.
 pub fn mutate(rng: &mut SplitMix64, corpus: &[Vec<u8>], input: &mut Vec<u8>, format: &Format) {
     for _ in 0..=rng.below_or_equal(3) {

@@ -7,7 +7,9 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use rungs::sim::{Attack, Departure, Fault, GameSpec, OutageSpec, RelayPlacement, Spike};
+use rungs::sim::{
+    Attack, Departure, Fault, GameSpec, OutageSpec, RelayPlacement, Spike, TimedFault, TimedKind,
+};
 use rungs::timing::PolicyKind;
 
 /// Seats a game can have (the record's capacity).
@@ -404,8 +406,18 @@ pub fn apply_game_flag(spec: &mut GameSpec, name: &str, value: &str) -> Result<(
         "--dup" => spec.duplicate_ppm = parse_probability(name, value)?,
         "--reorder" => spec.reorder_ppm = parse_probability(name, value)?,
         "--outage" => spec.outages.push(parse_outage(value)?),
+        "--crash" | "--quit" if value.ends_with('s') => {
+            spec.timed_faults.push(parse_timed_fault(name, value)?)
+        }
         "--crash" | "--quit" | "--burst" | "--restart" | "--move" | "--attack" => {
             spec.faults.push(parse_fault(name, value)?)
+        }
+        "--liveness" => {
+            let ms: u64 = parse_number(name, value)?;
+            if !(1..=600_000).contains(&ms) {
+                return usage("--liveness must be 1 to 600000 ms");
+            }
+            spec.liveness_timeout_ms = Some(ms);
         }
         _ => return usage(format!("unknown flag {name} (see rungs-sim --help)")),
     }
@@ -427,11 +439,15 @@ pub fn check_spec(spec: &GameSpec) -> Result<(), UsageError> {
             spec.proc_us.len()
         ));
     }
-    for fault in &spec.faults {
-        if fault.seat() >= spec.players {
+    let seats = spec
+        .faults
+        .iter()
+        .map(Fault::seat)
+        .chain(spec.timed_faults.iter().map(|f| f.seat));
+    for seat in seats {
+        if seat >= spec.players {
             return usage(format!(
-                "a fault names seat {}: seats are 0..{} for {players} players",
-                fault.seat(),
+                "a fault names seat {seat}: seats are 0..{} for {players} players",
                 spec.players.saturating_sub(1)
             ));
         }
@@ -635,6 +651,28 @@ fn parse_outage(value: &str) -> Result<OutageSpec, UsageError> {
         start_ms: parse_decimal("--outage start", start, 3)?,
         duration_ms: parse_decimal("--outage duration", duration, 3)?,
         player,
+    })
+}
+
+/// `--crash SEAT@SECONDSs` / `--quit SEAT@SECONDSs`: at that moment of game
+/// time, whatever the machine is doing.
+fn parse_timed_fault(name: &str, value: &str) -> Result<TimedFault, UsageError> {
+    let bad = || {
+        UsageError(format!(
+            "{name} wants SEAT@FRAME or SEAT@SECONDSs (seconds of game time, e.g. 3@6.8s); \
+             not '{value}'"
+        ))
+    };
+    let (seat, at) = value.split_once('@').ok_or_else(bad)?;
+    let seconds = at.strip_suffix('s').ok_or_else(bad)?;
+    Ok(TimedFault {
+        seat: seat.parse().map_err(|_| bad())?,
+        at_ms: parse_decimal(name, seconds, 3).map_err(|_| bad())?,
+        kind: if name == "--crash" {
+            TimedKind::Crash
+        } else {
+            TimedKind::Quit
+        },
     })
 }
 

@@ -86,7 +86,13 @@ FAULTS (repeatable; FRAME is the frame after which it happens)
   --crash SEAT@FRAME[:mid]  the machine vanishes; with :mid, while sending that
                           frame's turn (peers get different parts of it); the
                           others drop it once its link is lost
+  --crash SEAT@Ts         the machine vanishes T seconds into the game (e.g.
+                          3@6.8s), whatever it is doing: also while a frame
+                          waits, in the middle of another player's drop
   --quit SEAT@FRAME       the player quits (its removal is a command)
+  --quit SEAT@Ts          the player quits T seconds into the game
+  --liveness MS           a player unheard for MS ms is dropped [rungs'
+                          default, clamp(8 x round trip + 250 ms, 2 s, 30 s)]
   --burst SEAT@FRAME:NxB  the player issues N commands of B bytes at once;
                           those the session refuses (backpressure) are counted
   --restart SEAT@FRAME    the machine restarts (new connection epoch); the

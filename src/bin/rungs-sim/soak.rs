@@ -25,11 +25,16 @@ Each game draws 2-8 players, round trips 10-300 ms with jitter, loss up to
 30 %, duplication, reordering, outages, spikes, crashes (single,
 simultaneous, mid-turn, the master), quits, restarts, address changes,
 command bursts, and in about a quarter of the games a modified client
-trying one to three attacks. Every game must finish (or every survivor drop
-the vanished) with zero desyncs, zero lost and zero doubled commands, no
-forgery obeyed, nobody removed by another, and bounded memory. The table
-has a row per player count, per kind of crash, for the modified-client
-games, and the total; every broken game is listed with its seed.
+trying one to three attacks. A quarter of the games place crashes and quits
+in game time, where they land while frames wait: vote then vanish (a second
+crash while the vote on the first is on its way), a quit racing a crash, a
+crash during a restart or move, crashes in a row. Nobody calls drop_player:
+the sessions drop vanished players by themselves. Every game must finish
+(or every survivor drop the vanished) with zero desyncs, zero lost and zero
+doubled commands, no forgery obeyed, nobody removed by another, and bounded
+memory. The table has a row per player count, per kind of crash, for the
+modified-client games, per kind of fault placed in time, and the total;
+every broken game is listed with its seed.
 
 EXIT CODES
   0 every game sound; 3 some game broke an invariant

@@ -62,10 +62,14 @@
 //!
 //! **Leaving and dropping.** A player that quits calls
 //! [`LockstepSession::leave`]: its removal is a command like any other and
-//! it keeps running until that executes. A player whose machine vanished is
-//! dropped with [`LockstepSession::drop_player`] (the engine's decision,
-//! usually after [`SessionEvent::LinkLost`]); see [`drops`].
+//! it keeps running until that executes. A player whose machine vanished —
+//! its link lost for the liveness timeout, or its machine restarted — is
+//! dropped by every survivor, who agree on the cut of its turns ([`drops`],
+//! [`agreement`]); an engine that wants to decide itself sets
+//! [`LockstepConfig::manual_drops`] and calls
+//! [`LockstepSession::drop_player`].
 
+pub mod agreement;
 mod arrivals;
 mod checksums;
 mod driver;
@@ -128,6 +132,12 @@ pub struct LockstepConfig {
     pub checksum_interval: u32,
     /// Peer-to-peer links, or a relay (S10).
     pub topology: Topology,
+    /// `false` (the default): a player whose link is lost for the liveness
+    /// timeout (`link.liveness_timeout_us`) or whose machine restarted is
+    /// dropped at once (S4.7). `true`: the engine decides, calling
+    /// [`LockstepSession::drop_player`] (the survivors still join a drop
+    /// another machine started once they lose that player too).
+    pub manual_drops: bool,
 }
 
 impl LockstepConfig {
@@ -149,6 +159,7 @@ impl LockstepConfig {
             link: LinkConfig::default(),
             checksum_interval,
             topology: Topology::Relay(settings),
+            manual_drops: false,
         }
     }
 }
@@ -180,14 +191,15 @@ pub enum SessionEvent {
     /// State checksums for `frame` differ: bit `i` of `seats` set for each
     /// seat whose value differs from the lowest reporting seat's.
     Desync { frame: u32, seats: u32 },
-    /// Nothing heard from `seat` for the liveness timeout (S8); the engine
-    /// decides whether to drop it.
+    /// Nothing heard from `seat` for the liveness timeout (S8): rungs drops
+    /// it (unless [`LockstepConfig::manual_drops`]: then the engine decides).
     LinkLost { seat: u8 },
     /// `seat` is heard again.
     LinkRecovered { seat: u8 },
-    /// `seat`'s machine restarted (a new connection epoch, S8): its link was
+    /// `seat`'s machine restarted (a new connection, S8): its link was
     /// reset, and what it had sent or was owed is gone; a restarted machine
-    /// cannot rejoin a running game, so the engine drops it.
+    /// cannot rejoin a running game, so rungs drops it (unless
+    /// [`LockstepConfig::manual_drops`]: then the engine does).
     PeerRestarted { seat: u8 },
     /// Behind a relay: the relay refused the order with this id
     /// ([`LockstepSession::submit_order`]); it never runs, and the orders
@@ -241,8 +253,9 @@ pub struct LockstepStats {
     /// from a seat that was not the master.
     pub refused_items: u64,
     /// Messages refused on receipt: a turn outside the schedule or beyond
-    /// the bounds (S8), a relay from anyone but the drop's holder or outside
-    /// a decided drop, a relay request to a machine that is not the holder.
+    /// the bounds (S8), a relay from a machine this one did not ask or
+    /// outside a drop it joined, a relay request to a machine that is not
+    /// in that drop.
     pub refused_messages: u64,
     /// Frames that waited because a link could not take the next turn.
     pub backpressure_waits: u64,
@@ -262,6 +275,11 @@ pub struct LockstepSession {
     drops: Drops,
     /// Control messages waiting for room on a full link.
     pending_control: VecDeque<(u8, Vec<u8>)>,
+    /// Players that left whose links linger until lost: they may still
+    /// need a drop decided to run their last frames ([`drops`]).
+    lingering: u32,
+    /// The engine drops vanished players itself.
+    manual_drops: bool,
     left: bool,
     /// `leave` was called: no more commands.
     leaving: bool,
@@ -361,6 +379,8 @@ impl LockstepSession {
             inbound: (0..MAX_SEATS).map(|_| Inbound::default()).collect(),
             drops: Drops::default(),
             pending_control: VecDeque::new(),
+            lingering: 0,
+            manual_drops: config.manual_drops,
             left: false,
             leaving: false,
             checksums: Checksums::default(),
@@ -515,8 +535,10 @@ impl LockstepSession {
         Ok(())
     }
 
-    /// Drop `seat`, whose machine no longer answers (see [`drops`]). Every
-    /// remaining machine follows once it hears this machine's vote.
+    /// Drop `seat`, whose machine no longer answers (see [`drops`]); rungs
+    /// does it by itself unless [`LockstepConfig::manual_drops`]. Every
+    /// remaining machine follows once it loses that player too. Dropping a
+    /// seat already being dropped changes nothing.
     pub fn drop_player(&mut self, seat: u8) -> Result<()> {
         if self.relay.is_some() {
             return Err(Error::State(
@@ -527,7 +549,6 @@ impl LockstepSession {
             return Err(Error::UnknownSeat(seat));
         }
         self.join_drop(seat);
-        self.decide_drops();
         Ok(())
     }
 
@@ -556,7 +577,7 @@ impl LockstepSession {
                 index += 1;
                 continue;
             }
-            let gone = !self.is_present(seat) || self.drops.is_dropping(seat);
+            let gone = self.reachable() & 1 << seat == 0;
             match if gone {
                 Ok(0)
             } else {
@@ -619,10 +640,19 @@ impl LockstepSession {
 
     fn collect_link_events(&mut self) {
         while let Some((seat, event)) = self.endpoint.poll_event() {
-            // Others already drop it, and now this machine lost it too.
-            if event == LinkEvent::Lost && self.drops.is_named(seat) && self.is_present(seat) {
+            let gone = matches!(event, LinkEvent::Lost | LinkEvent::Restarted);
+            if gone && self.lingering & 1 << seat != 0 {
+                // A player that left is gone for good now.
+                self.lingering &= !(1 << seat);
+                let _ = self.endpoint.remove_peer(seat);
+                self.progress_drops();
+                continue;
+            }
+            // Dropped by default; else only once others drop it and this
+            // machine lost it too.
+            let named = event == LinkEvent::Lost && self.drops.is_named(seat);
+            if gone && (!self.manual_drops || named) && self.is_present(seat) {
                 self.join_drop(seat);
-                self.decide_drops();
             }
             self.events.push_back(match event {
                 LinkEvent::Lost => SessionEvent::LinkLost { seat },
@@ -637,7 +667,7 @@ impl LockstepSession {
         buffers.ready_for_decode();
         match turn::decode_reusing(message, &mut buffers.next_items, &mut buffers.next_records)? {
             Message::Turn(part) => {
-                self.receive_part(seat, part, message);
+                self.receive_part(seat, part, message, false);
                 Ok(())
             }
             Message::Ping { t0 } => {
@@ -651,6 +681,7 @@ impl LockstepSession {
                 dropping,
             } => self.on_drop_vote(seat, dropped, holds, dropping),
             Message::RelayRequest { dropped, after } => self.on_relay_request(seat, dropped, after),
+            Message::DropDecided { dropped, cut } => self.on_drop_decided(seat, dropped, cut),
             Message::Relay { dropped, part } => {
                 self.on_relay(seat, dropped, part, &message[turn::RELAY_HEADER_BYTES..]);
                 Ok(())
@@ -894,16 +925,17 @@ impl LockstepSession {
                 }
             }
             (Item::Removal(removed), Origin::Turn { .. }) if removed == seat => {
-                self.execute_removal(frame, removed)
+                self.execute_removal(frame, removed, true)
             }
-            (Item::Removal(removed), Origin::Drop) => self.execute_removal(frame, removed),
+            (Item::Removal(removed), Origin::Drop) => self.execute_removal(frame, removed, false),
             (Item::Removal(_), Origin::Turn { .. }) | (Item::Timing(_), Origin::Drop) => {
                 self.stats.refused_items += 1;
             }
         }
     }
 
-    fn execute_removal(&mut self, frame: u32, seat: u8) {
+    /// `seat`'s removal executes: it `left` by itself, or it was dropped.
+    fn execute_removal(&mut self, frame: u32, seat: u8, left: bool) {
         // A repeated removal is a late no-op (S3): nothing to tear down twice.
         if self.machine.execute_removal(seat) != Ok(crate::report::Effect::Applied) {
             return;
@@ -911,13 +943,17 @@ impl LockstepSession {
         let _ = self.measurements.remove_peer(seat);
         if seat == self.local_seat {
             self.left = true;
+        } else if left && !self.drops.is_dropping(seat) && !self.is_unheard(seat) {
+            // It may still be running its last frames: its link lingers
+            // for the drops it needs decided.
+            self.lingering |= 1 << seat;
         } else {
             let _ = self.endpoint.remove_peer(seat);
         }
         self.events
             .push_back(SessionEvent::PlayerRemoved { frame, seat });
-        // One voter fewer: a drop may be decided now.
-        self.decide_drops();
+        // One participant fewer: a drop may be decided now.
+        self.progress_drops();
     }
 
     fn collect_machine_outputs(&mut self) {

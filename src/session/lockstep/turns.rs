@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use crate::timing::ladder::{MAX_LOOK_AHEAD, MAX_SEND_PERIOD};
 use crate::wire::turn::{Item, PartPlan, Record, TurnPart, MAX_TURN_PARTS};
 
-use super::drops::{Cut, Holdable};
+use super::drops::{Cut, Executable};
 use super::LockstepSession;
 use crate::report::record::MAX_SEATS;
 use crate::wire::turn;
@@ -401,14 +401,22 @@ impl Inbound {
 
     /// Take one part. Returns the turn once all its parts are here.
     /// `limit` is the highest send frame accepted (the drop cut, if any, or
-    /// the schedule's horizon).
+    /// the schedule's horizon). `strict`: the part is relayed, or its seat
+    /// is being dropped, so several machines may hand over the same turns:
+    /// a turn already held whole is a duplicate, never a restatement.
     pub fn add_part(
         &mut self,
         part: TurnPart,
         raw: &[u8],
         limit: u32,
+        strict: bool,
     ) -> Result<Option<Turn>, Refusal> {
-        if self.through.is_some_and(|t| part.send_frame <= t) {
+        let held = if strict {
+            self.held_through()
+        } else {
+            self.through
+        };
+        if held.is_some_and(|t| part.send_frame <= t) {
             return Err(Refusal::Duplicate);
         }
         if part.send_frame > limit {
@@ -492,6 +500,12 @@ impl Inbound {
         Ok(Some(turn))
     }
 
+    /// Whether no whole turn waits ahead (then a turn our schedule reached
+    /// is next in order and may be taken at once).
+    pub fn holds_none_ahead(&self) -> bool {
+        self.ahead.is_empty()
+    }
+
     /// Hold a whole turn until our schedule reaches its send frame.
     pub fn hold_ahead(&mut self, turn: Turn) -> Result<(), Refusal> {
         let bytes = turn.bytes();
@@ -503,11 +517,12 @@ impl Inbound {
         Ok(())
     }
 
-    /// The oldest turn held ahead, once our schedule has reached it.
-    pub fn take_reached(&mut self, our_frame: Option<u32>) -> Option<Turn> {
+    /// The oldest turn held ahead, once our schedule has reached it and
+    /// it may execute (a seat being dropped: up to the vote, then the cut).
+    pub fn take_reached(&mut self, our_frame: Option<u32>, executable: Executable) -> Option<Turn> {
         let front = self.ahead.front()?.send_frame;
         let reached = our_frame.is_some_and(|f| front <= f);
-        if !reached {
+        if !reached || !executable.allows(front) {
             return None;
         }
         let turn = self.ahead.pop_front()?;
@@ -557,18 +572,21 @@ impl Assembly {
 
 /// Sending and receiving turns, as the session runs them.
 impl LockstepSession {
-    /// One part of `seat`'s turn, direct or relayed.
-    pub(super) fn receive_part(&mut self, seat: u8, part: TurnPart, raw: &[u8]) {
+    /// One part of `seat`'s turn, direct or `relayed`.
+    pub(super) fn receive_part(&mut self, seat: u8, part: TurnPart, raw: &[u8], relayed: bool) {
         let s = usize::from(seat);
         if !self.is_present(seat) || seat == self.local_seat {
             return;
         }
-        let limit = match self.drops.holdable(seat, self.local_seat) {
-            Holdable::All => self.schedule.horizon(),
-            Holdable::Through(through) if part.send_frame <= through => through,
-            Holdable::Through(_) | Holdable::Nothing => return, // void
+        // Held up to the horizon (a seat being dropped too: what waits for
+        // the cut is not executed); once the cut is decided, up to it.
+        let limit = match self.drops.cut(seat) {
+            None => self.schedule.horizon(),
+            Some(Cut { through: Some(cut) }) if part.send_frame <= cut => cut,
+            Some(_) => return, // void
         };
-        let turn = match self.inbound[s].add_part(part, raw, limit) {
+        let dropping = self.drops.is_dropping(seat);
+        let turn = match self.inbound[s].add_part(part, raw, limit, relayed || dropping) {
             Ok(Some(turn)) => turn,
             Ok(None) | Err(Refusal::Duplicate) => return,
             Err(Refusal::Refused) => {
@@ -584,10 +602,18 @@ impl LockstepSession {
             let parts = turn.raw.iter().map(Vec::as_slice);
             self.inbound[s].keep(turn.send_frame, parts);
         }
-        if self.frame.is_some_and(|f| turn.send_frame <= f) {
+        let executable = self.drops.executable(seat, self.local_seat);
+        let reached = self.frame.is_some_and(|f| turn.send_frame <= f);
+        if reached && executable.allows(turn.send_frame) && self.inbound[s].holds_none_ahead() {
             self.accept_turn(seat, turn);
         } else if self.inbound[s].hold_ahead(turn).is_err() {
             self.stats.refused_messages += 1;
+        } else {
+            self.accept_reached_turns_of(seat);
+        }
+        if dropping {
+            // It holds more of that seat's turns: its drop may move on.
+            self.progress_drop(seat);
         }
         self.maybe_queue_removal(seat);
     }
@@ -595,9 +621,15 @@ impl LockstepSession {
     /// Turns held ahead whose send frame this machine's schedule reached.
     pub(super) fn accept_reached_turns(&mut self) {
         for seat in 0..self.machine.seats().count() {
-            while let Some(turn) = self.inbound[usize::from(seat)].take_reached(self.frame) {
-                self.accept_turn(seat, turn);
-            }
+            self.accept_reached_turns_of(seat);
+        }
+    }
+
+    fn accept_reached_turns_of(&mut self, seat: u8) {
+        let executable = self.drops.executable(seat, self.local_seat);
+        while let Some(turn) = self.inbound[usize::from(seat)].take_reached(self.frame, executable)
+        {
+            self.accept_turn(seat, turn);
         }
     }
 

@@ -23,7 +23,7 @@ use crate::link::LinkConfig;
 use crate::report::record::MAX_SEATS;
 use crate::session::{Advance, LockstepConfig, LockstepSession, SessionEvent, Topology};
 use crate::sim::classic::{ClassicConfig, ClassicEngine};
-use crate::sim::faults::{self, Attack, Fault};
+use crate::sim::faults::{self, Attack, Fault, TimedFault, TimedKind};
 use crate::sim::lobby::LobbyPings;
 use crate::sim::{Conditions, HostId, MachineClock, NetSim, Outage, SplitMix64};
 use crate::timing::baselines::lobby::lobby_timing;
@@ -134,9 +134,13 @@ impl Secrets {
                 .map(|p| (p, self.pair_key(seat, p)))
                 .collect(),
             epoch,
-            link: LinkConfig::default(),
+            link: LinkConfig {
+                liveness_timeout_us: spec.liveness_timeout_ms().map(|ms| ms * 1000),
+                ..LinkConfig::default()
+            },
             checksum_interval: CHECKSUM_INTERVAL,
             topology: Topology::PeerToPeer,
+            manual_drops: spec.manual_drops,
         }
     }
 }
@@ -150,6 +154,9 @@ pub(super) struct Rules<'s> {
     pub(super) spec: &'s GameSpec,
     secrets: Secrets,
     pub(super) faults: Vec<Fault>,
+    /// The crashes and quits placed in time, in time order, with the global
+    /// time each is due.
+    timed: Vec<(u64, TimedFault)>,
     /// Commands stop some frames before the end so that all of them execute.
     pub(super) last_issue_frame: u32,
 }
@@ -249,6 +256,8 @@ pub(super) struct Play {
     pub(super) lobby: Lobby,
     datagram: Vec<u8>,
     pub(super) now: u64,
+    /// The next of the rules' timed faults to apply.
+    next_timed: usize,
 }
 
 /// One game being played.
@@ -264,6 +273,12 @@ impl<'s> Host<'s> {
         let mut net = NetSim::new(rng.next_u64(), Conditions::PERFECT);
         configure_network(spec, &mut net);
         let faults = spec.all_faults();
+        let mut timed: Vec<(u64, TimedFault)> = spec
+            .timed_faults
+            .iter()
+            .map(|f| (GAME_START_US + f.at_ms * 1000, *f))
+            .collect();
+        timed.sort_by_key(|(at, f)| (*at, f.seat));
         let lobby = LobbyPings::measure(spec);
         let secrets = Secrets {
             key: SessionKey([rng.next_u64() as u8 | 1; 16]),
@@ -337,6 +352,7 @@ impl<'s> Host<'s> {
                 spec,
                 secrets,
                 faults,
+                timed,
                 last_issue_frame: spec.frames.saturating_sub(300),
             },
             play: Play {
@@ -350,6 +366,7 @@ impl<'s> Host<'s> {
                 },
                 datagram: Vec::with_capacity(1500),
                 now: 0,
+                next_timed: 0,
             },
         })
     }
@@ -395,6 +412,7 @@ impl Play {
     /// move `now` on to the next moment anything happens.
     pub(super) fn iteration(&mut self, rules: &Rules<'_>) -> Result<()> {
         let now = self.now;
+        self.apply_timed_faults(rules);
         self.deliver();
         // Machines that are gone: crashed, or restarted (their old session is).
         let mut gone = [false; MAX_SEATS];
@@ -415,8 +433,37 @@ impl Play {
             transmit(m, now, &mut self.lobby);
         }
         self.settle_credits();
-        self.now = self.next_moment().max(now + 1);
+        let next_timed = rules
+            .timed
+            .get(self.next_timed)
+            .map_or(u64::MAX, |(at, _)| *at);
+        self.now = self.next_moment().min(next_timed).max(now + 1);
         Ok(())
+    }
+
+    /// The crashes and quits due by now, whatever the machines are doing.
+    fn apply_timed_faults(&mut self, rules: &Rules<'_>) {
+        while let Some((at, fault)) = rules.timed.get(self.next_timed) {
+            if *at > self.now {
+                break;
+            }
+            self.next_timed += 1;
+            let m = &mut self.machines[usize::from(fault.seat)];
+            if m.crashed || m.restarted || m.left {
+                continue;
+            }
+            match fault.kind {
+                TimedKind::Crash => m.crashed = true,
+                TimedKind::Quit => {
+                    // Refused only when it already left or is leaving (the
+                    // spec gives the original games' engines no faults).
+                    if let Ok(session) = m.session.rungs_mut() {
+                        let _ = session.leave();
+                    }
+                    m.dirty = true;
+                }
+            }
+        }
     }
 
     /// The next moment anything happens: a delivery, a machine's wake-up or
@@ -717,8 +764,10 @@ impl Rules<'_> {
             }
             Fault::Restart { .. } => {
                 let local = m.local(now);
+                // The same epoch as before, as an engine passing a constant
+                // one would: the new run's nonce tells it apart (S8).
                 let mut session =
-                    LockstepSession::new(&self.secrets.config(self.spec, m.seat, 2), local)?;
+                    LockstepSession::new(&self.secrets.config(self.spec, m.seat, 1), local)?;
                 for peer in (0..self.spec.players).filter(|p| *p != m.seat) {
                     session.add_peer(peer, out.addresses()[usize::from(peer)], local)?;
                 }
@@ -773,18 +822,18 @@ impl Rules<'_> {
                 }
                 SessionEvent::LinkLost { seat } => {
                     m.record.links_lost += 1;
-                    // The engine drops a player whose machine is gone.
-                    let ends_machine = self
-                        .faults
-                        .iter()
-                        .any(|f| f.seat() == seat && f.ends_machine());
-                    if ends_machine && gone[usize::from(seat)] && !m.dropped[usize::from(seat)] {
+                    // An engine that drops players itself drops one whose
+                    // machine is gone (the session does it by default).
+                    let manual = self.spec.manual_drops;
+                    if manual && gone[usize::from(seat)] && !m.dropped[usize::from(seat)] {
                         m.dropped[usize::from(seat)] = true;
                         m.pending_drops.push(seat);
                     }
                 }
                 // A restarted machine cannot rejoin: the engine drops it.
-                SessionEvent::PeerRestarted { seat } if !m.dropped[usize::from(seat)] => {
+                SessionEvent::PeerRestarted { seat }
+                    if self.spec.manual_drops && !m.dropped[usize::from(seat)] =>
+                {
                     m.dropped[usize::from(seat)] = true;
                     m.pending_drops.push(seat);
                 }

@@ -69,6 +69,40 @@ pub struct GameReport {
 }
 
 impl GameReport {
+    /// The invariants every game must keep whatever its faults, broken, in
+    /// words; empty when the game is sound: no desync, identical logs,
+    /// every command once and in order, nothing lost, no forgery obeyed,
+    /// nobody removed by another, every vanished player dropped. (The soak
+    /// and the fault tests judge games by it.)
+    pub fn broken_invariants(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.desyncs > 0 {
+            out.push(format!("{} desyncs", self.desyncs));
+        }
+        if !self.logs_identical {
+            out.push("logs differ".into());
+        }
+        if !self.commands_in_order {
+            out.push("a command doubled or out of order".into());
+        }
+        if self.commands_lost > 0 {
+            out.push(format!("{} commands lost", self.commands_lost));
+        }
+        if self.forged_executed > 0 {
+            out.push(format!("{} forged commands obeyed", self.forged_executed));
+        }
+        if self.unexpected_removals > 0 {
+            out.push(format!(
+                "{} players removed by another",
+                self.unexpected_removals
+            ));
+        }
+        if !self.vanished_dropped {
+            out.push("a vanished player was not dropped".into());
+        }
+        out
+    }
+
     /// Datagrams one machine sent per 1000 frames, on average over the
     /// `players` machines and the frames of the game: what a game costs
     /// each machine's network.
@@ -402,13 +436,15 @@ pub(super) fn judge(
         .map(|m| m.record.seat)
         .collect();
     let departed = |seat: u8| {
-        faults.iter().any(|f| {
-            f.seat() == seat
-                && matches!(
-                    f,
-                    Fault::Quit { .. } | Fault::Crash { .. } | Fault::Restart { .. }
-                )
-        })
+        let placed_in_time = spec.timed_faults.iter().any(|f| f.seat == seat);
+        placed_in_time
+            || faults.iter().any(|f| {
+                f.seat() == seat
+                    && matches!(
+                        f,
+                        Fault::Quit { .. } | Fault::Crash { .. } | Fault::Restart { .. }
+                    )
+            })
     };
     let count = latencies.len().max(1) as f64;
     let latency_mean_ms = latencies.iter().map(|l| l.0).sum::<f64>() / count;

@@ -179,7 +179,9 @@ fn run_windows(host: &mut Host<'_>, prepare_ahead: bool) -> Result<Windows> {
 /// Whether any part of this game can be played in windows.
 fn splittable(rules: &Rules<'_>) -> bool {
     let spec = rules.spec;
-    rules.faults.is_empty() && (0..spec.players).all(|seat| spec.proc_of(seat) > 0)
+    rules.faults.is_empty()
+        && spec.timed_faults.is_empty()
+        && (0..spec.players).all(|seat| spec.proc_of(seat) > 0)
 }
 
 /// The end of a window opening at `play.now`, if one can open: long enough,

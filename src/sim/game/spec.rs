@@ -4,7 +4,7 @@
 
 use crate::error::{Error, Result};
 use crate::report::record::MAX_SEATS;
-use crate::sim::faults::Fault;
+use crate::sim::faults::{Fault, TimedFault};
 use crate::sim::Conditions;
 use crate::timing::PolicyKind;
 
@@ -60,6 +60,18 @@ pub struct GameSpec {
     pub reorder_ppm: u32,
     /// Windows in which a player's paths (or every path) carry nothing.
     pub outages: Vec<OutageSpec>,
+    /// Crashes and quits at moments of game time (see [`TimedFault`]).
+    pub timed_faults: Vec<TimedFault>,
+    /// The liveness timeout every machine configures, ms. A machine
+    /// unheard for this long is dropped, so a game that must ride out an
+    /// outage sets it longer than the outage; `None`: 2 s longer than the
+    /// longest outage when there is one (the engines know their network),
+    /// else rungs' adaptive default.
+    pub liveness_timeout_ms: Option<u64>,
+    /// The engines drop vanished players themselves
+    /// (`LockstepConfig::manual_drops`): each drops a player whose link is
+    /// lost once that machine is really gone.
+    pub manual_drops: bool,
 }
 
 /// A window in which nothing gets through.
@@ -94,7 +106,19 @@ impl GameSpec {
             duplicate_ppm: 0,
             reorder_ppm: 0,
             outages: Vec::new(),
+            timed_faults: Vec::new(),
+            liveness_timeout_ms: None,
+            manual_drops: false,
         }
+    }
+
+    /// The liveness timeout the machines configure, ms (see
+    /// [`liveness_timeout_ms`](Self::liveness_timeout_ms)); `None`: rungs'
+    /// default.
+    pub fn liveness_timeout_ms(&self) -> Option<u64> {
+        let longest_outage = self.outages.iter().map(|o| o.duration_ms).max();
+        self.liveness_timeout_ms
+            .or(longest_outage.map(|ms| ms + 2_000))
     }
 
     /// The departure and the faults, as one list.
@@ -177,15 +201,26 @@ impl GameSpec {
                 ));
             }
         }
-        for fault in &self.faults {
-            if fault.seat() >= self.players || self.players < 2 {
+        let seats = self
+            .faults
+            .iter()
+            .map(Fault::seat)
+            .chain(self.timed_faults.iter().map(|f| f.seat));
+        for seat in seats {
+            if seat >= self.players || self.players < 2 {
                 return Err(Error::InvalidArgument(
                     "a fault's player must be one of the players (and there must be two)",
                 ));
             }
         }
+        if self.liveness_timeout_ms == Some(0) {
+            return Err(Error::InvalidArgument(
+                "the liveness timeout must be positive",
+            ));
+        }
         let engine_model = self.policy.original_game().is_some();
-        if engine_model && (!self.all_faults().is_empty() || self.diverge.is_some()) {
+        let faulty = !self.all_faults().is_empty() || !self.timed_faults.is_empty();
+        if engine_model && (faulty || self.diverge.is_some()) {
             return Err(Error::InvalidArgument(
                 "ra, protocol0 and protocol0-ts play the original games' engines, which take no faults (crash, quit, depart, restart, move, attack, burst) and no divergence",
             ));
