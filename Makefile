@@ -14,7 +14,7 @@
 #                             and the figures table (docs/ts-integration.md)
 #   make sim-pgo              rungs-sim with profile-guided optimisation (target/pgo/release)
 #   make relay-attack         the relay binary attacked during an honest match (docs/relay.md "Security")
-#   make model-check          the drop agreement model-checked at 3, 4 and 5 seats (long; docs/turns.md)
+#   make model-check          the drop agreement model-checked at 3, 4 and 5 seats (minutes and a few GB; docs/turns.md)
 
 PREFIX  ?= /usr/local
 ROOT    := $(CURDIR)

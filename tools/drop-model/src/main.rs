@@ -1,7 +1,7 @@
 //! `rungs-drop-model`: model-check rungs' drop agreement (S4.7).
 //!
 //!     cargo run --release -p rungs-drop-model -- quick    # 3 and 4 seats, every variant
-//!     cargo run --release -p rungs-drop-model -- full     # 3, 4 and 5 seats, every variant (make model-check)
+//!     cargo run --release -p rungs-drop-model -- full     # every variant at 3 and 4 seats, the base case at 5 (make model-check)
 //!     cargo run --release -p rungs-drop-model -- --seats 5 --late --quitters 1
 //!
 //! Prints one row per configuration: the states explored, the properties
@@ -22,9 +22,12 @@ fn usage() -> ExitCode {
     ExitCode::from(2)
 }
 
-/// The configurations of a run: every variant for each seat count. At 5
-/// seats the holdings are none or turn 0 (at 4, none, 0 or 1): two values
-/// already tell cuts apart, and a third multiplies the states by about ten.
+/// The configurations of a run: every variant for 3 and 4 seats; the base
+/// case for 5. At 5 seats the holdings are none or turn 0 (at 4, none, 0 or
+/// 1): two values already tell cuts apart, and a third multiplies the
+/// states by about ten. The variants at 5 seats hold too many states for
+/// an ordinary machine (the lossy one passed 18 GB unfinished): run them one
+/// at a time with the flags where the memory is.
 fn table(seats: &[u8]) -> Vec<DropModel> {
     let mut out = Vec::new();
     for &n in seats {
@@ -33,6 +36,9 @@ fn table(seats: &[u8]) -> Vec<DropModel> {
             ..DropModel::new(n)
         };
         out.push(base);
+        if n >= 5 {
+            continue;
+        }
         out.push(DropModel {
             late_turns: true,
             ..base
