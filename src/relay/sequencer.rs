@@ -1853,6 +1853,20 @@ mod tests {
     }
 
     #[test]
+    fn a_match_naming_the_lobby_baseline_is_refused_at_creation() {
+        // `lobby` is a fixed timing chosen before the game: a relay cannot
+        // run it, and says so instead of panicking or running another.
+        let setup = MatchSetup {
+            timing_policy: Some(PolicyKind::Lobby),
+            ..MatchSetup::new(1, 2, 0b11)
+        };
+        assert!(matches!(
+            Sequencer::new(setup, 0),
+            Err(Error::InvalidArgument(m)) if m.contains("lobby")
+        ));
+    }
+
+    #[test]
     fn refusals_a_client_may_have_missed_come_before_its_next_welcome() {
         let setup = MatchSetup {
             max_queued_ticks: 1,
