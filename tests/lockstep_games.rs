@@ -1,4 +1,4 @@
-//! Whole games of lockstep sessions over the simulated network (issue 5):
+//! Whole games of lockstep sessions over the simulated network:
 //! the real session, timing and transport code on every machine, a virtual
 //! clock, a seeded network.
 
@@ -175,7 +175,7 @@ fn baselines_run_through_the_same_machinery() {
     }
 }
 
-/// The soak test (issue 5): 8 machines, 20,000 frames, 10 % loss, jitter, a
+/// The soak test: 8 machines, 20,000 frames, 10 % loss, jitter, a
 /// spike and the master crashing mid-game: no desync, nothing lost or
 /// executed twice, every machine's log identical.
 #[test]
@@ -226,7 +226,7 @@ fn drops_agree_under_loss_for_any_seat_and_moment() {
 }
 
 /// A machine whose simulation goes wrong is caught by the state checksums
-/// exchanged in the turns: a desync naming that seat (issue 5).
+/// exchanged in the turns: a desync naming that seat.
 #[test]
 fn a_diverging_machine_is_reported_as_a_desync() {
     let mut spec = GameSpec::new(3, 1200, 30, 60);

@@ -14,7 +14,7 @@ pub fn stall_percent(report: &GameReport) -> f64 {
     report.stall_frames as f64 * 100.0 / f64::from(report.frames.max(1))
 }
 
-/// The tool's own check (issue 5): every machine executed the same commands
+/// The tool's own check: every machine executed the same commands
 /// on the same frames, each once and in issue order, and no checksum differed.
 pub fn machines_agree(report: &GameReport) -> bool {
     report.logs_identical && report.commands_in_order && report.desyncs == 0
