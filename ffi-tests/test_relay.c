@@ -474,7 +474,9 @@ static void test_lan_host_plays_a_match(void) {
     CHECK_EQ(st.started, 1);
     CHECK_EQ(st.presence[1], RUNGS_SEAT_LEFT);
     CHECK_EQ(st.presence[0], RUNGS_SEAT_CONNECTED);
-    CHECK(st.horizon > 150);
+    /* Every frame a player ran was sent by the host first (how far past 140
+     * the host got depends on the machine's speed: under valgrind, less). */
+    CHECK(st.horizon > players[0].last_frame);
     /* Both players ran the same commands up to seat 1's removal; seat 0 saw
      * seat 1's quit order on the frame seat 1 was removed, and heard every
      * ephemeral order while live. */
