@@ -51,7 +51,7 @@ pub struct HostConfig {
 /// A relay on its own socket, the wall clock for ticket expiry: what the
 /// worker thread polls.
 #[derive(Debug)]
-pub struct HostedRelay {
+pub(crate) struct HostedRelay {
     relay: Relay,
 }
 

@@ -329,7 +329,7 @@ const RETIRED_NONCES: usize = 8;
 
 /// Whether epoch `a` is newer than `b` (serial-number order, so epochs taken
 /// from a wrapping clock still compare right within half the range).
-pub fn epoch_is_newer(a: u32, b: u32) -> bool {
+fn epoch_is_newer(a: u32, b: u32) -> bool {
     (a.wrapping_sub(b) as i32) > 0
 }
 

@@ -36,7 +36,7 @@ pub(super) struct Schedule {
     /// Matches to drain, in order.
     dirty: VecDeque<usize>,
     /// Next connection (seat) to drain of `dirty.front()`.
-    pub seat_cursor: usize,
+    pub(super) seat_cursor: usize,
     /// Single connections to drain: (slot, seat).
     links: VecDeque<(usize, u8)>,
     timers: BinaryHeap<Reverse<(u64, usize)>>,
@@ -51,7 +51,7 @@ impl Schedule {
     }
 
     /// Match `at` changed: drain all its connections.
-    pub fn mark(&mut self, at: usize) {
+    pub(super) fn mark(&mut self, at: usize) {
         let draining = self.dirty.front() == Some(&at) && self.seat_cursor > 0;
         let s = self.state(at);
         if s.queued == 0 || (s.queued == 1 && draining) {
@@ -62,25 +62,25 @@ impl Schedule {
     }
 
     /// Only connection `seat` of match `at` changed (its link).
-    pub fn mark_link(&mut self, at: usize, seat: u8) {
+    pub(super) fn mark_link(&mut self, at: usize, seat: u8) {
         if !self.is_dirty(at) {
             self.links.push_back((at, seat));
         }
     }
 
     /// Whether match `at` waits to be drained whole.
-    pub fn is_dirty(&self, at: usize) -> bool {
+    pub(super) fn is_dirty(&self, at: usize) -> bool {
         self.slots.get(at).is_some_and(|s| s.dirty)
     }
 
     /// The match being drained, if any.
-    pub fn front(&self) -> Option<usize> {
+    pub(super) fn front(&self) -> Option<usize> {
         self.dirty.front().copied()
     }
 
     /// Done with the front match; whether it is clean now (its timer is
     /// then to be renewed with [`set_deadline`](Self::set_deadline)).
-    pub fn pop_front(&mut self) -> bool {
+    pub(super) fn pop_front(&mut self) -> bool {
         self.seat_cursor = 0;
         let Some(at) = self.dirty.pop_front() else {
             return false;
@@ -95,17 +95,17 @@ impl Schedule {
     }
 
     /// The next single connection to drain.
-    pub fn front_link(&self) -> Option<(usize, u8)> {
+    pub(super) fn front_link(&self) -> Option<(usize, u8)> {
         self.links.front().copied()
     }
 
     /// Done with the front single connection.
-    pub fn pop_link(&mut self) {
+    pub(super) fn pop_link(&mut self) {
         self.links.pop_front();
     }
 
     /// Match `at`'s earliest timer is `deadline` now.
-    pub fn set_deadline(&mut self, at: usize, deadline: Option<u64>) {
+    pub(super) fn set_deadline(&mut self, at: usize, deadline: Option<u64>) {
         let s = self.state(at);
         if s.deadline == deadline {
             return;
@@ -118,14 +118,14 @@ impl Schedule {
 
     /// Match `at` has a timer at `t` (one of its connections' links): make
     /// sure it is run then, whatever else is scheduled.
-    pub fn lower_deadline(&mut self, at: usize, t: u64) {
+    pub(super) fn lower_deadline(&mut self, at: usize, t: u64) {
         if self.state(at).deadline.map_or(true, |d| t < d) {
             self.set_deadline(at, Some(t));
         }
     }
 
     /// Match `at` is gone.
-    pub fn forget(&mut self, at: usize) {
+    pub(super) fn forget(&mut self, at: usize) {
         let s = self.state(at);
         s.deadline = None;
     }
@@ -133,7 +133,7 @@ impl Schedule {
     /// The earliest scheduled timer (possibly one a renewal left behind:
     /// then the relay wakes once for nothing), and the dirty matches'
     /// timers, which `dirty_deadline` computes.
-    pub fn earliest(&self, dirty_deadline: impl Fn(usize) -> Option<u64>) -> Option<u64> {
+    pub(super) fn earliest(&self, dirty_deadline: impl Fn(usize) -> Option<u64>) -> Option<u64> {
         let scheduled = self.timers.peek().map(|Reverse((t, _))| *t);
         let dirty = self.dirty.iter().filter_map(|&at| dirty_deadline(at)).min();
         match (scheduled, dirty) {
@@ -144,7 +144,7 @@ impl Schedule {
 
     /// Put the matches whose scheduled timer is due at `now_us` into `due`
     /// (each once), and the dirty ones `dirty_due` says are due.
-    pub fn take_due(
+    pub(super) fn take_due(
         &mut self,
         now_us: u64,
         dirty_due: impl Fn(usize) -> bool,
