@@ -67,8 +67,11 @@ pub struct EventIds {
 /// One of rungs' events, by what it does (S7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventRole {
+    /// TIMING: the master's timing event (S4.2).
     Timing,
+    /// NETWORK_REPORT: a player's measurement report (S3).
     NetworkReport,
+    /// LATENCYFUDGE: the old engine's event, accepted and ignored.
     LatencyFudge,
 }
 
@@ -212,9 +215,15 @@ impl std::fmt::Debug for Payload {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum LogLevel {
+    /// An error (`RUNGS_LOG_ERROR`).
     Error = 0,
+    /// Something refused while the game goes on: an executed event the
+    /// session could not accept (`RUNGS_LOG_WARN`).
     Warn = 1,
+    /// A decision or change: the master's timing, a removal, a new master
+    /// (`RUNGS_LOG_INFO`).
     Info = 2,
+    /// Detail for debugging the session itself (`RUNGS_LOG_DEBUG`).
     Debug = 3,
 }
 
@@ -267,20 +276,34 @@ pub enum SessionOutput {
     /// Queue an event of `type_id` with `payload` into your own network
     /// stream, from this machine's seat; it goes out with your next packet.
     QueueEvent {
+        /// The frame running when the event was made (the one ending, for
+        /// the events `frame_end` queues).
         frame: u32,
+        /// The engine's event ID for it, from [`EventIds`].
         type_id: u8,
+        /// The event's data, in the layout the session was configured with.
         payload: Payload,
     },
     /// Send frame `frame`: flush your packet now, stamping every event
     /// collected since the previous send frame with `tag` (S5). Put `frame`
     /// in the packet too: frame readiness counts packets by send frame,
     /// because two consecutive send frames can share a tag.
-    SendFrame { frame: u32, tag: u32 },
+    SendFrame {
+        /// The send frame, to put into the packet.
+        frame: u32,
+        /// The frame the collected events execute on or after (S5).
+        tag: u32,
+    },
     /// The timing machine's notices: timing in force changed, pace at a new
     /// frame rate (S4.2), a player message (S6), a new master (S4.6).
     Timing(Output),
     /// A log line.
-    Log { level: LogLevel, text: LogText },
+    Log {
+        /// How much the line matters.
+        level: LogLevel,
+        /// The line, without a newline.
+        text: LogText,
+    },
 }
 
 /// Where a session is in its frame loop.

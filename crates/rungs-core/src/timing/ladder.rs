@@ -197,9 +197,13 @@ impl fmt::Display for Timing {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(u8)]
 pub enum Tier {
+    /// Rungs 1–2 (`RUNGS_TIER_FAST`).
     Fast = 0,
+    /// Rungs 3–5 (`RUNGS_TIER_NORMAL`).
     Normal = 1,
+    /// Rungs 6–8 (`RUNGS_TIER_POOR`).
     Poor = 2,
+    /// Rungs 9–10 (`RUNGS_TIER_BAD`).
     Bad = 3,
 }
 

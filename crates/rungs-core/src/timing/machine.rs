@@ -207,13 +207,33 @@ impl Policy {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Output {
     /// From `frame` the timing in force is `timing`.
-    TimingChanged { frame: u32, timing: Timing },
+    TimingChanged {
+        /// The first frame under the new timing.
+        frame: u32,
+        /// The timing in force from `frame`.
+        timing: Timing,
+    },
     /// From `frame` the engine paces at `fps`.
-    FrameRateChanged { frame: u32, fps: u8 },
+    FrameRateChanged {
+        /// The first frame at the new rate.
+        frame: u32,
+        /// The rate, frames a second.
+        fps: u8,
+    },
     /// Show `Connection quality target: <tier>` (S6).
-    PlayerMessage { frame: u32, tier: Tier },
+    PlayerMessage {
+        /// The frame the timing event with the new target executed on.
+        frame: u32,
+        /// The new target's tier.
+        tier: Tier,
+    },
     /// The master is now `seat` (`None` when no human is left) (S4.6).
-    MasterChanged { frame: u32, seat: Option<u8> },
+    MasterChanged {
+        /// The frame the removal that handed over the role executed on.
+        frame: u32,
+        /// The new master's seat; `None` when no human is left.
+        seat: Option<u8>,
+    },
 }
 
 /// The text of a player message: `Connection quality target: <Tier>` (S6).
@@ -244,17 +264,33 @@ pub struct FrameStart {
 /// The state a UI or a log needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Status {
+    /// The frame running or last ended (0 before the first).
     pub frame: u32,
+    /// The timing in force (S5).
     pub timing: Timing,
+    /// The frame rate in force, frames a second.
     pub fps: u8,
+    /// The master's target timing (what the policy last chose, S4).
     pub target: Timing,
+    /// The target's frame rate, frames a second (under a tick timer, the
+    /// fastest rate it hits that is not above the policy's).
     pub target_fps: u8,
+    /// A staged decrease's target while it has not finished (S5).
     pub staged_target: Option<Timing>,
+    /// The tier players are shown for the timing in force (S6).
     pub tier: Tier,
+    /// The master's seat; `None` when no human is left (S4.6).
     pub master: Option<u8>,
+    /// The adaptive master is still calibrating (S4.3); `false` under
+    /// other policies.
     pub calibrating: bool,
+    /// The adaptive master's qualifying evaluations in a row towards an
+    /// improvement (S4.4); 0 under other policies.
     pub qualifying_in_a_row: u8,
+    /// The adaptive master is descending the ladder (S4.4); `false` under
+    /// other policies.
     pub descent_running: bool,
+    /// Where the latest evaluation stopped.
     pub last_verdict: Verdict,
 }
 

@@ -60,7 +60,10 @@ pub enum SendAt {
     Known(u32),
     /// This machine has not reached it yet; every send frame so far is
     /// before it, the last one being `after` (`None`: no send frame yet).
-    NotYet { after: Option<u32> },
+    NotYet {
+        /// The last send frame so far; `None`: none yet.
+        after: Option<u32>,
+    },
     /// Older than the history keeps.
     Forgotten,
 }
@@ -71,9 +74,15 @@ pub enum NotAnswerable {
     /// The frame before `frame` has not ended, so a send frame whose tag
     /// could be at or before `frame` may still come; frames up to
     /// `latest_answerable` can be asked about now.
-    Future { latest_answerable: u32 },
+    Future {
+        /// The latest frame that can be asked about now.
+        latest_answerable: u32,
+    },
     /// Older than the history keeps.
-    TooOld { oldest_answerable: u32 },
+    TooOld {
+        /// The oldest frame the history still answers for.
+        oldest_answerable: u32,
+    },
 }
 
 impl SendHistory {

@@ -16,12 +16,33 @@ use crate::report::Report;
 /// One line of output, in the vector's own words.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Expect {
-    /// `send F SP LA FPS`
-    Send { frame: u32, timing: Timing, fps: u8 },
-    /// `force F SP LA FPS`
-    Force { frame: u32, timing: Timing, fps: u8 },
-    /// `message F TEXT`
-    Message { frame: u32, text: String },
+    /// `send F SP LA FPS`: on evaluation frame F the master sends a timing
+    /// event.
+    Send {
+        /// F, the evaluation frame.
+        frame: u32,
+        /// `SP/LA`, the event's target.
+        timing: Timing,
+        /// FPS, the event's frame rate.
+        fps: u8,
+    },
+    /// `force F SP LA FPS`: from frame F the timing in force changes (also
+    /// frame 0's).
+    Force {
+        /// F, the first frame under the timing.
+        frame: u32,
+        /// `SP/LA`, the timing in force.
+        timing: Timing,
+        /// FPS, the rate in force.
+        fps: u8,
+    },
+    /// `message F TEXT`: on frame F a player message appears.
+    Message {
+        /// F, the frame it appears on.
+        frame: u32,
+        /// TEXT, `Connection quality target: <tier>`.
+        text: String,
+    },
 }
 
 impl fmt::Display for Expect {
@@ -51,13 +72,21 @@ impl fmt::Display for Expect {
 /// An executed input event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Input {
+    /// `report F P PROCESS_US MAX_WAIT_MS RTT_MS`: player P's report
+    /// executes on frame F.
     Report {
+        /// F, the frame it executes on.
         frame: u32,
+        /// P, the reporting player's seat.
         seat: u8,
+        /// The report (`-` as RTT: no round trip).
         report: Report,
     },
+    /// `remove F P`: player P's removal executes on frame F.
     Remove {
+        /// F, the frame it executes on.
         frame: u32,
+        /// P, the removed player's seat.
         seat: u8,
     },
 }
@@ -73,9 +102,12 @@ impl Input {
 /// A parsed vector.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Vector {
+    /// `speed FPS`: the rate the game speed allows, frames a second; the
+    /// game starts at it (S4.2).
     pub speed_fps: u8,
     /// Human players in house order.
     pub players: Vec<u8>,
+    /// `until F`: the last frame replayed (frames 0 through F).
     pub until: u32,
     /// Inputs in file order.
     pub inputs: Vec<Input>,

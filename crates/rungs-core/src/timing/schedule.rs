@@ -12,17 +12,23 @@ pub enum Applied {
     /// Took effect on the event's own frame.
     Immediate,
     /// A staged decrease that activates on `activation`.
-    Staged { activation: u32 },
+    Staged {
+        /// The frame the decrease activates on (S5).
+        activation: u32,
+    },
 }
 
 /// What changed on a frame, for callbacks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Changed {
+    /// The timing in force changed.
     pub timing: bool,
+    /// The frame rate in force changed.
     pub fps: bool,
 }
 
 impl Changed {
+    /// Whether anything changed.
     pub fn any(self) -> bool {
         self.timing || self.fps
     }

@@ -145,6 +145,7 @@ pub struct ResponseTime {
 }
 
 impl ResponseTime {
+    /// A connection with no delay counted yet (mean 0).
     pub fn new() -> ResponseTime {
         ResponseTime::default()
     }

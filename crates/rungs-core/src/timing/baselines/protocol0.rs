@@ -135,6 +135,7 @@ pub struct LatencyLevels {
 }
 
 impl LatencyLevels {
+    /// Levels of `table` at the game's start: level 0, no event yet.
     pub fn new(table: Protocol0Table) -> LatencyLevels {
         LatencyLevels {
             table,
@@ -145,6 +146,7 @@ impl LatencyLevels {
         }
     }
 
+    /// The game's table of levels.
     pub fn table(&self) -> Protocol0Table {
         self.table
     }

@@ -45,6 +45,7 @@ impl Default for ReportedResponseTime {
 }
 
 impl ReportedResponseTime {
+    /// No report taken in yet (every seat's average absent).
     pub fn new() -> ReportedResponseTime {
         ReportedResponseTime {
             samples: [([0; AVERAGED_REPORTS], 0, None); MAX_SEATS],
@@ -104,6 +105,8 @@ pub struct RedAlertPolicy {
 }
 
 impl RedAlertPolicy {
+    /// The rule at the game's start (`3/9`) for a game speed of
+    /// `speed_fps` frames a second (0 counts as 1), its top frame rate.
     pub fn new(speed_fps: u8) -> RedAlertPolicy {
         RedAlertPolicy {
             speed_fps: speed_fps.max(1),
@@ -135,14 +138,19 @@ impl RedAlertPolicy {
         red_alert::desired_fps(ticks, speed_fps)
     }
 
+    /// The timing the rule last chose (`3/9` before its first change).
     pub fn target(&self) -> Timing {
         self.target
     }
 
+    /// The frame rate the rule last chose, frames a second (the game speed's
+    /// before its first change).
     pub fn rate(&self) -> u8 {
         self.rate
     }
 
+    /// The game speed changed to `speed_fps` frames a second (0 counts as
+    /// 1): the top rate of later evaluations.
     pub fn set_speed_fps(&mut self, speed_fps: u8) {
         self.speed_fps = speed_fps.max(1);
     }
@@ -180,6 +188,9 @@ pub struct Protocol0Policy {
 }
 
 impl Protocol0Policy {
+    /// The rule at the game's start (`2/12`, level 0) with the levels of
+    /// `table`, at a game speed of `speed_fps` frames a second (0 counts as
+    /// 1).
     pub fn new(table: Protocol0Table, speed_fps: u8) -> Protocol0Policy {
         Protocol0Policy {
             table,
@@ -195,6 +206,7 @@ impl Protocol0Policy {
         Timing::new(sp, la).unwrap_or(Timing::START)
     }
 
+    /// The timing of the level in force (`2/12` before any level).
     pub fn target(&self) -> Timing {
         match self.level {
             0 => Self::start(),
@@ -202,6 +214,8 @@ impl Protocol0Policy {
         }
     }
 
+    /// The frame rate, frames a second: always the game speed's (protocol 0
+    /// never changes it).
     pub fn rate(&self) -> u8 {
         self.rate
     }

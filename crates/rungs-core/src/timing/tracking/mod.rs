@@ -179,6 +179,9 @@ pub struct InForce {
 }
 
 impl TrackingPolicy {
+    /// The policy at the game's start for a game speed of `speed_fps`
+    /// frames a second (0 counts as 1): [`start`](Self::start) at that
+    /// rate, [`PRIOR_MARGIN_FRAMES`] of margin.
     pub fn new(speed_fps: u8) -> TrackingPolicy {
         let speed_fps = speed_fps.max(1);
         TrackingPolicy {
@@ -211,18 +214,24 @@ impl TrackingPolicy {
         Timing::new(1, look_ahead).unwrap_or(Timing::START)
     }
 
+    /// The timing the policy holds (every machine holds the same).
     pub fn target(&self) -> Timing {
         self.target
     }
 
+    /// The frame rate the policy holds, frames a second.
     pub fn rate(&self) -> u8 {
         self.rate
     }
 
+    /// The stall margin in the target's look-ahead, frames (earned by
+    /// stalls the round trips do not explain).
     pub fn margin(&self) -> u8 {
         self.margin
     }
 
+    /// The game speed changed to `speed_fps` frames a second (0 counts as
+    /// 1): the top rate of later evaluations.
     pub fn set_speed_fps(&mut self, speed_fps: u8) {
         self.speed_fps = speed_fps.max(1);
     }
