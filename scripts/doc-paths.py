@@ -11,7 +11,11 @@ tests/vectors/README.md (or the files named):
 - every backticked path (`src/link/peer.rs`, `docs/turns.md`, a bare
   `agreement.rs`) names a tracked file or directory, looked up from the
   page's directory, the repository root and the usual top directories;
-- no link leaves the repository (http:, https:, mailto:).
+- no link leaves the repository (http:, https:, mailto:);
+- every C name (`rungs_...`, `RUNGS_...`) is declared in include/*.h or
+  appears in the code (environment variables, crate names), so a renamed
+  function leaves no tutorial behind. docs/abi-changes.md is exempt: it
+  names what was removed.
 
 Placeholders (`DIR/NAME.args`, `turn-logs/ID.rlog`), timings (`3/9`) and
 build outputs (`target/...`, `.../build/...`) are skipped. Exits 1 when it
@@ -69,6 +73,32 @@ def is_placeholder(token):
     )
 
 
+C_NAME = re.compile(r"\b(?:rungs|RUNGS)_[A-Za-z0-9_]*[A-Za-z0-9]\b")
+
+
+def stale_c_names(pages, files):
+    """C names in the pages that neither the headers nor the code know."""
+    docs = set(pages) | {f for f in files if f.endswith(".md")}
+    known = set()
+    for f in files:
+        if f in docs or not os.path.isfile(f):
+            continue
+        try:
+            known.update(C_NAME.findall(open(f, encoding="utf-8").read()))
+        except UnicodeDecodeError:
+            continue
+    found = []
+    for page in pages:
+        if page.endswith("abi-changes.md"):
+            continue
+        text = open(page, encoding="utf-8").read()
+        for name in sorted(set(C_NAME.findall(text)) - known):
+            if name == "rungs_x" or name.startswith("rungs_x_"):
+                continue  # the docs' placeholder for any object
+            found.append(f"{page}: C name neither the header nor the code knows: {name}")
+    return found
+
+
 def main(argv):
     root = subprocess.run(
         ["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True, check=True
@@ -103,6 +133,7 @@ def main(argv):
                 continue
             if not any(exists(os.path.join(d, token)) for d in [base] + SEARCH_DIRS):
                 problems.append(f"{page}: no such path: `{token}`")
+    problems += stale_c_names(pages, files)
     for p in problems:
         print(p)
     return 1 if problems else 0
