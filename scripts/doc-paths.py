@@ -4,7 +4,7 @@
     python3 scripts/doc-paths.py [FILE.md ...]
 
 Checks, in README.md, ARCHITECTURE.md, CONTRIBUTING.md, docs/*.md and
-tests/vectors/README.md (or the files named):
+crates/rungs-core/tests/vectors/README.md (or the files named):
 
 - every relative markdown link names a file or directory git tracks, and
   its #anchor a heading of that page;
@@ -22,13 +22,15 @@ build outputs (`target/...`, `.../build/...`) are skipped. Exits 1 when it
 found anything, so a make target can run it.
 """
 
+import glob
 import os
 import re
 import subprocess
 import sys
 
-DEFAULT = ["README.md", "ARCHITECTURE.md", "CONTRIBUTING.md", "tests/vectors/README.md"]
-SEARCH_DIRS = ["", "src", "src/bin", "tests", "docs", "examples-c", "ffi-tests", "tools", "scripts"]
+DEFAULT = ["README.md", "ARCHITECTURE.md", "CONTRIBUTING.md", "crates/rungs-core/tests/vectors/README.md"]
+SEARCH_DIRS = ["", "src", "tests", "docs", "examples-c", "ffi-tests", "tools", "scripts"]
+
 # Files the build writes (under target/), named bare in the docs.
 GENERATED = {"link-libs.txt", "rungs.pc", "rungs.def", "rungs.lib"}
 PATH_TOKEN = re.compile(r"^[\w.\-]+(/[\w.\-]+)+/?$|^[\w\-]+\.(rs|md|c|h|sh|txt|toml|mk|args|vec|py)$")
@@ -100,10 +102,13 @@ def stale_c_names(pages, files):
 
 
 def main(argv):
-    root = subprocess.run(
-        ["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True, check=True
-    ).stdout.strip()
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     os.chdir(root)
+    # Module paths are written as they stand inside their crate
+    # (`session/lockstep/turns.rs`): look them up in every crate too.
+    search = SEARCH_DIRS + sorted(
+        glob.glob("crates/*/src") + glob.glob("crates/*/src/bin") + glob.glob("crates/*/tests")
+    )
     files, dirs, basenames = tracked_paths()
     exists = lambda p: os.path.normpath(p) in files or os.path.normpath(p) in dirs
     pages = argv or [
@@ -131,7 +136,7 @@ def main(argv):
                 continue
             if "/" not in token and token in basenames:
                 continue
-            if not any(exists(os.path.join(d, token)) for d in [base] + SEARCH_DIRS):
+            if not any(exists(os.path.join(d, token)) for d in [base] + search):
                 problems.append(f"{page}: no such path: `{token}`")
     problems += stale_c_names(pages, files)
     for p in problems:
