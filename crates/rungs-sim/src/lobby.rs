@@ -8,8 +8,8 @@
 //! Drawn from their own stream of the game's seed, so measuring the lobby
 //! changes no draw of the game's network.
 
-use super::game::GameSpec;
 use super::SplitMix64;
+use crate::game::spec::GameSpec;
 use rungs_core::timing::baselines::{lobby::PINGS_PER_PAIR, ticks_at};
 
 /// Mixed into the game's seed for the lobby's own stream.

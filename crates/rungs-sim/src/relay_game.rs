@@ -39,7 +39,8 @@
 use std::net::SocketAddr;
 
 use super::faults::Fault;
-use super::game::{fnv, next_gap, GameSpec};
+use super::game::spec::next_gap;
+use super::game::{fnv, GameSpec};
 use super::machine_clock::MachineClock;
 use super::{Conditions, GameReport, NetSim, Outage, SplitMix64};
 use rungs_core::error::{Error, Result};

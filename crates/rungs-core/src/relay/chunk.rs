@@ -9,7 +9,7 @@
 //!   into chunks that all cover `[t, t + 1)`, every one but the last flagged
 //!   `MORE`; the client applies the range only when the final chunk came.
 
-use super::sequencer::LogEntry;
+use super::log_entry::LogEntry;
 use crate::wire::relay::{BundleEntry, BundleWriter, BUNDLE_HEADER_BYTES, ENTRY_HEADER_BYTES};
 
 /// Position of a connection's bundle stream: the next tick to send, and how

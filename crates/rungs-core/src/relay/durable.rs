@@ -28,7 +28,8 @@
 use std::collections::BTreeMap;
 
 use super::checksums::DecidedRound;
-use super::sequencer::{LogEntry, MatchSetup};
+use super::log_entry::LogEntry;
+use super::setup::MatchSetup;
 use crate::wire::relay::{MatchOverReason, RefusalReason, TimingChange};
 
 /// One record of a match's durable state. Times are µs on the clock of

@@ -26,8 +26,22 @@
 
 use std::collections::VecDeque;
 
-use super::sequencer::{tick_at, tick_start_ms};
 use crate::wire::relay::TimingChange;
+
+/// When tick `t` starts, in whole milliseconds after the match start.
+pub fn tick_start_ms(tick: u32, tick_rate_millihz: u32) -> u64 {
+    u64::from(tick) * 1_000_000 / u64::from(tick_rate_millihz.max(1))
+}
+
+/// The tick running `elapsed_us` after the match start: the largest `t` with
+/// `tick_start_ms(t) * 1000 <= elapsed_us` (saturating at `u32::MAX`).
+pub fn tick_at(elapsed_us: u64, tick_rate_millihz: u32) -> u32 {
+    let ms = u128::from(elapsed_us / 1000);
+    let rate = u128::from(tick_rate_millihz.max(1));
+    // t * 1e6 / rate <= ms  <=>  t * 1e6 < (ms + 1) * rate
+    let t = ((ms + 1) * rate - 1) / 1_000_000;
+    u32::try_from(t).unwrap_or(u32::MAX)
+}
 
 /// Most changes a plan holds; an announcement beyond it replaces the last
 /// pending one (a relay announces one change per bundle at most, so a

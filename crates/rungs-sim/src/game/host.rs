@@ -16,8 +16,7 @@ use super::engine::Engine;
 use super::outcome::{
     judge, Credit, Finished, GameReport, IssueLog, MachineRecord, OwnIssues, Traffic,
 };
-use super::spec::GameSpec;
-use super::{next_gap, CHECKSUM_INTERVAL, GAME_START_US};
+use super::spec::{next_gap, GameSpec, CHECKSUM_INTERVAL, GAME_START_US};
 use crate::classic::{ClassicConfig, ClassicEngine};
 use crate::faults::{self, Attack, Fault, TimedFault, TimedKind};
 use crate::lobby::LobbyPings;

@@ -54,21 +54,14 @@ mod engine;
 mod host;
 mod outcome;
 mod parallel;
-mod spec;
+pub(crate) mod spec;
 
 pub use outcome::GameReport;
 pub use spec::{Departure, GameSpec, OutageSpec, Spike};
 
 pub(super) use outcome::fnv;
 
-use super::SplitMix64;
 use rungs_core::error::Result;
-
-/// Frames between state checksums (S10's checksum idea, carried by the turns).
-const CHECKSUM_INTERVAL: u32 = 64;
-/// Global time at which the first frame may run, µs: before it the links
-/// and clocks settle.
-const GAME_START_US: u64 = 1_000_000;
 
 /// Simulate one game. Deterministic: the same spec gives the same report.
 pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
@@ -80,22 +73,11 @@ pub fn run_game(spec: &GameSpec) -> Result<GameReport> {
 
 /// [`run_game`] on two threads where the game allows it: the same report,
 /// byte for byte, in less wall-clock time on a machine with a core to spare
-/// (the scheme is in `src/sim/game/parallel.rs`). Games with faults, very
+/// (the scheme is in `game/parallel.rs`). Games with faults, very
 /// short network delays or frames without work are played in order.
 pub fn run_game_parallel(spec: &GameSpec) -> Result<GameReport> {
     spec.validate()?;
     let mut host = host::Host::new(spec)?;
     parallel::run(&mut host)?;
     Ok(host.judge())
-}
-
-/// The wait before a player's next command, µs: uniform in `[0, 2 * mean]`
-/// for `per_minute` commands a minute on average.
-pub(super) fn next_gap(rng: &mut SplitMix64, per_minute: u32) -> u64 {
-    if per_minute == 0 {
-        return u64::MAX / 4;
-    }
-    // Uniform in [0, 2 * mean]: mean gap 60 s / rate.
-    let mean_us = 60_000_000 / u64::from(per_minute);
-    rng.below_or_equal(2 * mean_us)
 }

@@ -2,8 +2,7 @@
 //! suffered (its command log, stalls, timing changes), the issued commands'
 //! latencies and floors, and the report that weighs them all.
 
-use super::spec::GameSpec;
-use super::GAME_START_US;
+use super::spec::{GameSpec, GAME_START_US};
 use crate::faults::{Fault, FORGED_MARK};
 use rungs_core::report::record::MAX_SEATS;
 use rungs_core::session::ExecutedCommand;

@@ -3,10 +3,27 @@
 //! from them. Nothing here runs; [`super::host`] plays it.
 
 use crate::faults::{Fault, TimedFault};
-use crate::Conditions;
+use crate::{Conditions, SplitMix64};
 use rungs_core::error::{Error, Result};
 use rungs_core::report::record::MAX_SEATS;
 use rungs_core::timing::PolicyKind;
+
+/// Frames between state checksums (S10's checksum idea, carried by the turns).
+pub(super) const CHECKSUM_INTERVAL: u32 = 64;
+/// Global time at which the first frame may run, µs: before it the links
+/// and clocks settle.
+pub(super) const GAME_START_US: u64 = 1_000_000;
+
+/// The wait before a player's next command, µs: uniform in `[0, 2 * mean]`
+/// for `per_minute` commands a minute on average.
+pub(crate) fn next_gap(rng: &mut SplitMix64, per_minute: u32) -> u64 {
+    if per_minute == 0 {
+        return u64::MAX / 4;
+    }
+    // Uniform in [0, 2 * mean]: mean gap 60 s / rate.
+    let mean_us = 60_000_000 / u64::from(per_minute);
+    rng.below_or_equal(2 * mean_us)
+}
 
 /// A change of round trip for a while.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
