@@ -1,4 +1,4 @@
-//! Benchmarks for the timing core (issue 2): one frame step of a machine in
+//! Benchmarks for the timing core (S2–S6): one frame step of a machine in
 //! a running 8-player game, and one master evaluation over 8 players.
 //!
 //! Run: `cargo bench --bench timing`

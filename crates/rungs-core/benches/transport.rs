@@ -1,4 +1,4 @@
-//! Transport benchmarks (issue 4): packets per second one link can
+//! Transport benchmarks (S8): packets per second one link can
 //! encode + decode + acknowledge on one core (sans-IO, through the endpoint's
 //! full validation), the decoder alone, and bytes of overhead per packet
 //! carrying one message.

@@ -1,5 +1,5 @@
-//! One `LockstepSession` frame of an 8-player game, packets included
-//! (issue 12): eight real sessions on an instant in-memory network
+//! One `LockstepSession` frame of an 8-player game, packets included:
+//! eight real sessions on an instant in-memory network
 //! (`rungs_sim::InstantGame`), warmed up past clock sync and the first
 //! reports, then stepped a frame at a time. The figure is per machine per
 //! frame: a step (every machine's frame, its turn built, tagged and sent to

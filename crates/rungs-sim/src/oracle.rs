@@ -1,4 +1,4 @@
-//! The oracle (issue 12): the best fixed timing in hindsight for one game —
+//! The oracle (`docs/rungs-sim.md`, "The sweep"): the best fixed timing in hindsight for one game —
 //! the lowest mean latency among fixed timings `S/L` (`L % S == 0`, below
 //! `1/4` and between rungs included) whose stalls stay at or below 0.5 % of
 //! the frames — found by playing the candidates on the same seeded network.

@@ -1,4 +1,4 @@
-//! `rungs-sim sweep` (issue 12): seeded random network conditions, every
+//! `rungs-sim sweep` (`docs/rungs-sim.md`, "The sweep"): seeded random network conditions, every
 //! policy on each, measured against the oracle (the best fixed timing in
 //! hindsight, [`super::oracle`]) and the physical floor.
 //!

@@ -1,4 +1,4 @@
-//! A running game allocates nothing per frame (issue 2): after warm-up, a
+//! A running game allocates nothing per frame: after warm-up, a
 //! machine in an 8-player game runs thousands of frames — reports,
 //! evaluations, timing events, staged decreases, queued commands — without
 //! a single heap allocation. Counted with a global allocator wrapper.

@@ -1,6 +1,6 @@
 //! Clock offset estimation and frame pacing (S9), sans-IO.
 //!
-//! - [`offset`]: samples of a request/reply exchange and seed 003's filter;
+//! - [`offset`]: samples of a request/reply exchange and S9's filter;
 //! - [`slew`]: a reference-time estimate that slews instead of jumping;
 //! - [`sync`]: the two composed, what a machine holds;
 //! - [`pacer`]: when the next frame is due, nudged toward the shared schedule.

@@ -9,7 +9,7 @@
 //! One sample is only as good as the symmetry of its two legs; a sample
 //! delayed on one leg (a retransmission, a queue) has a long round trip and a
 //! skewed offset. [`OffsetEstimator`] keeps the latest samples and applies the
-//! filter of seed 003 (Simpson's): sort by round trip, take the median, drop
+//! filter of S9 (Simpson's): sort by round trip, take the median, drop
 //! every sample more than one standard deviation above it, average the
 //! offsets of the rest. Integer arithmetic throughout (an integer square root
 //! for the deviation), so the same samples give the same estimate anywhere.
@@ -144,7 +144,7 @@ impl OffsetEstimator {
     }
 }
 
-/// Seed 003's filter over 1..=MAX_SAMPLE_WINDOW samples.
+/// S9's filter over 1..=MAX_SAMPLE_WINDOW samples.
 fn filtered_estimate(samples: &[ClockSample]) -> OffsetEstimate {
     let mut sorted = [(0i64, 0i64); MAX_SAMPLE_WINDOW];
     let n = samples.len();

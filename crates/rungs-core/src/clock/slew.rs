@@ -10,8 +10,7 @@
 //!
 //! One exception, because nothing can notice it: until the clock is first
 //! read, a new target applies at once. That lets a machine sync several times
-//! before the game starts (seed 003: "the first result should be used
-//! immediately") and slew only once frames are paced on the clock.
+//! before the game starts (the first result is used at once, S9) and slew only once frames are paced on the clock.
 
 use crate::error::{Error, Result};
 

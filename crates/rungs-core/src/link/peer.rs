@@ -15,7 +15,7 @@
 //! largest packet arrived; the sender takes that off the round-trip sample
 //! (never below the smallest round trip seen, RFC 9002 5.3) and allows for
 //! the hold in its retransmission timeout. Unacknowledged messages are re-sent without
-//! waiting for a request (seed 002): piggybacked on outgoing packets within a
+//! waiting for a request (S8): piggybacked on outgoing packets within a
 //! byte budget, those last sent an RTO or more ago whenever newer data is
 //! acknowledged, and all of them when the retransmission timeout fires.
 //!
@@ -100,7 +100,7 @@ pub struct LinkConfig {
     /// Largest datagram to send (64–1200 bytes).
     pub max_packet_bytes: usize,
     /// Bytes of already-sent, unacknowledged messages a packet may re-send on
-    /// the side (seed 002's resend-everything, bounded). 0 re-sends only on RTO.
+    /// the side (S8's resend-everything, bounded). 0 re-sends only on RTO.
     pub piggyback_budget_bytes: usize,
     /// Longest an acknowledgement of a packet with messages waits for a
     /// packet that carries data before it goes out alone (0–250 ms; 0 acks
@@ -1048,7 +1048,7 @@ impl Link {
             if first_message.is_some_and(|first| number - first >= PACKET_MESSAGE_SPAN) {
                 break;
             }
-            // Piggyback an already-sent message (seed 002: every packet
+            // Piggyback an already-sent message (S8: every packet
             // re-sends what is unacknowledged, so a lost message is
             // recovered by the very next one), the newest within budget
             // (`piggyback_from`), and never twice in one instant so due

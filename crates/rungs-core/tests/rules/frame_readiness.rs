@@ -1,4 +1,4 @@
-//! Frame readiness through real engine sessions (S5, issue 9).
+//! Frame readiness through real engine sessions (S5; decisions 25 and 67).
 //!
 //! Three machines run `EngineSession`s in an engine that keeps its own queue
 //! and packets. The master's engine drives the timing to `3/9` and then

@@ -1,4 +1,4 @@
-//! Properties of the event payload codecs (S7, issue 3): every valid value
+//! Properties of the event payload codecs (S7, `docs/payloads.md`): every valid value
 //! round-trips, and every decoder fed arbitrary, truncated or oversized bytes
 //! returns an error or a value it would encode back to the same bytes —
 //! never a panic.

@@ -3,7 +3,7 @@
 //!
 //! A link's retransmission timer restarts whenever newer data is
 //! acknowledged (RFC 6298 5.3), so under a steady stream the timer alone
-//! never fires, and piggybacking (seed 002) only carries unacknowledged
+//! never fires, and piggybacking (S8, decision 17) only carries unacknowledged
 //! messages that fit the budget (512 bytes by default). The relay soak found
 //! the stall this caused (a 896-byte catch-up bundle lost once; relay links
 //! then used a whole-packet budget as a workaround). The link now re-sends,

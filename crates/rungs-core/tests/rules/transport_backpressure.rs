@@ -7,7 +7,7 @@ use rungs_core::wire::packet::SessionKey;
 
 #[test]
 fn a_lost_peer_is_not_sent_the_whole_queue_on_every_timeout() {
-    // Issue 10: 1,024 queued messages of 1 KB went out whole on every RTO,
+    // The fault: 1,024 queued messages of 1 KB went out whole on every RTO,
     // 31 MB a minute to a peer that answers nothing.
     let mut e = Endpoint::new(EndpointConfig {
         session_id: 1,

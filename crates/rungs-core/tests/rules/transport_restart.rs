@@ -47,7 +47,7 @@ fn drain(e: &mut Endpoint) -> Vec<Vec<u8>> {
 
 #[test]
 fn a_restarted_peer_is_a_restart_not_a_truncation() {
-    // Issue 10: once the new packet numbers passed the old ones, the first
+    // The fault: once the new packet numbers passed the old ones, the first
     // messages were dropped as duplicates and still acknowledged (100 of 200).
     let (a_addr, b_addr) = (addr(1, 1000), addr(2, 1000));
     let mut a = endpoint(0, 1, KEY);

@@ -1,4 +1,4 @@
-//! Several engine sessions in one process (issue 3): each machine is a tiny
+//! Several engine sessions in one process (S7): each machine is a tiny
 //! Tiberian Sun-style engine with its own event queue and event IDs, its own
 //! packets over an in-memory network with per-player delays, and lockstep
 //! waiting. The sessions run the adaptive timing; the test checks that every
@@ -561,7 +561,7 @@ fn a_report_payload_survives_the_engine_unchanged() {
 }
 
 /// An engine session takes its round trips from rungs' own transport links
-/// (issue 4): none while the link has no clean measurement, then the link's
+/// (S3, S8): none while the link has no clean measurement, then the link's
 /// measured round trip.
 #[test]
 fn round_trips_come_from_the_transport_links() {

@@ -1,4 +1,4 @@
-//! The physical floor of `rungs_sim` is a lower bound (issue 12): no
+//! The physical floor of `rungs_sim` is a lower bound (decision 29): no
 //! timing — fixed, a baseline or a policy — executes any command sooner than
 //! its floor, on any of several seeded networks, spikes and 60 fps included;
 //! and the floor is tight: `fixed:1/1`, the least S1 allows, meets it on a

@@ -1,4 +1,4 @@
-//! Regression tests for issue 10: lockstep games meeting the faults real
+//! Regression tests: lockstep games meeting the faults real
 //! games meet — simultaneous and mid-turn crashes, command bursts — and a
 //! modified client trying every attack (S4.7, S8). Each drives whole
 //! simulated games of real sessions through the fault-injection layer.
@@ -16,7 +16,7 @@ fn crash(seat: u8, frame: u32) -> Fault {
 
 #[test]
 fn two_machines_vanishing_together_are_both_dropped() {
-    // Issue 10: each drop waited for the other vanished machine's vote.
+    // The fault: each drop waited for the other vanished machine's vote.
     let mut spec = GameSpec::new(4, 1500, 30, 40);
     spec.faults = vec![crash(2, 150), crash(3, 150)];
     let report = run_game(&spec).expect("the survivors finish the game");
@@ -43,7 +43,7 @@ fn a_crash_during_another_drop_is_dropped_too() {
 
 #[test]
 fn a_crash_in_the_middle_of_a_split_turn_does_not_desync() {
-    // Issue 10: a machine that held part 1 appended the relayed part 1 again.
+    // The fault: a machine that held part 1 appended the relayed part 1 again.
     for players in [3u8, 4, 5] {
         let mut spec = GameSpec::new(players, 1200, 30, 20);
         let last = players - 1;
@@ -67,7 +67,7 @@ fn a_crash_in_the_middle_of_a_split_turn_does_not_desync() {
 
 #[test]
 fn a_burst_of_commands_is_refused_before_any_state_changes_and_nothing_is_lost() {
-    // Issue 10: 1,100 accepted commands of 1 KB executed nowhere and the
+    // The fault: 1,100 accepted commands of 1 KB executed nowhere and the
     // update returned an error mid-frame.
     let mut spec = GameSpec::new(3, 1200, 30, 40);
     spec.faults = vec![Fault::Burst {
@@ -192,7 +192,7 @@ fn a_machine_whose_address_changes_keeps_playing() {
 
 #[test]
 fn a_session_that_left_never_asks_to_be_woken_in_the_past() {
-    // Issue 10: after leaving, the next wake-up stayed in the past forever,
+    // The fault: after leaving, the next wake-up stayed in the past forever,
     // so callers spun.
     use rungs_core::link::LinkConfig;
     use rungs_core::session::{Advance, LockstepConfig, LockstepSession};

@@ -1,4 +1,4 @@
-//! A short soak (issue 10): seeded games under every fault at once, each
+//! A short soak (`docs/rungs-sim.md`, "The soak"): seeded games under every fault at once, each
 //! judged on desyncs, lost and doubled commands, hangs, forgeries obeyed
 //! and memory held. `rungs-sim soak --games 1000` runs the long one.
 

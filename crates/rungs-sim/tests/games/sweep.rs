@@ -1,4 +1,4 @@
-//! A short `rungs-sim sweep` (issue 12): conditions drawn from a seed,
+//! A short `rungs-sim sweep` (`docs/rungs-sim.md`, "The sweep"): conditions drawn from a seed,
 //! every policy on each, the oracle searched for.
 
 use rungs_core::timing::PolicyKind;

@@ -1,5 +1,5 @@
-//! The transport under the deterministic simulator (S8, issue 4 "What it
-//! must show"): exactly-once in-order delivery under loss, duplication and
+//! The transport under the deterministic simulator (S8, `docs/transport.md`):
+//! exactly-once in-order delivery under loss, duplication and
 //! reordering; round-trip estimates that converge to the configured delay;
 //! no sample ever taken from a resent message; liveness; reproducibility.
 

@@ -18,7 +18,7 @@
 //! - [`update`]: the update loop every caller shares (the `rungs-net`
 //!   crate wraps it around a socket).
 //!
-//! **Turns** (seed 000's compressed mode). On every send frame `s` each
+//! **Turns** (`docs/turns.md`). On every send frame `s` each
 //! machine sends every peer one *turn*: the commands issued since its
 //! previous send frame, tagged `s + look_ahead(s)` (S5), plus rungs' own
 //! events (its report, the master's timing event, a removal), its state
@@ -50,7 +50,7 @@
 //!
 //! **Clock and pacing (S9).** Every machine other than the master pings the
 //! master; the master answers with its *reference time* (for the first
-//! master, its own clock). Samples feed a [`ClockSync`] (seed 003's filter,
+//! master, its own clock). Samples feed a [`ClockSync`] (S9's filter,
 //! slewed). Each machine paces frames with a [`FramePacer`] on reference
 //! time; the master's turns carry an anchor "frame N ideally starts at T" so
 //! every pacer steers toward the same schedule.

@@ -1,4 +1,4 @@
-//! The `tracking` policy (issue 12): send period 1 and the shortest
+//! The `tracking` policy (`docs/tracking.md`): send period 1 and the shortest
 //! look-ahead the reported round trips and frame work need, read from the
 //! round-trip *distribution* of the detailed reports (not their worst
 //! sample), plus a margin earned only by stalls the round trips do not
@@ -7,7 +7,8 @@
 //! look-ahead the frames needed vouches for less (`evidence.rs`); reports of
 //! its own every [`TRACKING_REPORT_PERIOD`] frames; no hysteresis on the way
 //! down but where the frames' needs just showed a decrease too short.
-//! Design and the measurements behind each rule: `docs/tracking.md`.
+//! Design: `docs/tracking.md`; the measurements behind each rule:
+//! `docs/experiments.md`.
 //!
 //! Like every policy it reads only executed reports (S3) and integer
 //! arithmetic, on the same frames on every machine, so every machine holds

@@ -1,6 +1,7 @@
 //! `rungs-sim suite`: every scenario file for every policy, a table, and the
-//! targets judged against the baselines: issue 5's for `adaptive`, issue
-//! 12's for `tracking`.
+//! targets judged against the baselines (`docs/rungs-sim.md`, "Scenarios
+//! and the suite": `tracking` against every baseline, `adaptive` against
+//! `ra`, `protocol0` and `fixed:2/6`).
 //!
 //! A missed target is a measurement and is reported as MISSED; only a game
 //! that fails or machines that disagree make the suite exit non-zero.
