@@ -5,8 +5,8 @@
 //!
 //! Nothing here touches a socket or a clock: callers pass `now_us`
 //! (microseconds on any monotonic clock) and datagrams, and ask what to send.
-//! [`crate::net`] drives an endpoint over UDP; [`crate::sim`] drives several
-//! over a simulated network.
+//! The `rungs-net` crate's `UdpDriver` drives an endpoint over UDP; the
+//! `rungs-sim` crate drives several over a simulated network.
 //!
 //! For a session (S3), per seat: [`Link::has_clean_measurement`],
 //! [`Link::is_retransmitting`], [`Link::worst_recent_rtt_ms`] and

@@ -2,7 +2,7 @@
 //! barrier, the relay clock, execution tick assignment, the turn log, the
 //! bundle stream per connection, presence, the reconnect grace, checksum
 //! comparison ([`super::checksums`]), each seat's timing
-//! ([`super::seat_timing`]), ephemeral orders, the records that let the
+//! (`relay/seat_timing.rs`), ephemeral orders, the records that let the
 //! match survive a relay restart ([`super::durable`]), and the end of the
 //! match.
 //!
@@ -28,7 +28,7 @@
 //! the relay runs the policy once per seat, on that seat's TimingReports
 //! alone, and announces the look-ahead it chooses — how far behind the
 //! horizon that client runs, its jitter buffer — to that seat only: a near
-//! client does not pay for a far one's latency ([`super::seat_timing`]).
+//! client does not pay for a far one's latency (`relay/seat_timing.rs`).
 //! The clock and the bundle interval are the match's; the tick rate follows
 //! the slowest machine only when the setup says so (`pace_to_slowest`).
 //!
