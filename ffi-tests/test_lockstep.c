@@ -126,7 +126,7 @@ static void test_setup_and_misuse(void) {
     CHECK_EQ(rungs_lockstep_local_port(ls, NULL), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_lockstep_add_peer(ls, 1, NULL, 0), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_lockstep_add_peer(ls, 1, "nowhere", 0), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_EQ(rungs_lockstep_add_peer(ls, 0, "127.0.0.1:9", 0), RUNGS_ERR_INVALID_ARGUMENT); /* itself */
+    CHECK_EQ(rungs_lockstep_add_peer(ls, 0, "127.0.0.1:9", 0), RUNGS_ERR_UNKNOWN_SEAT); /* itself */
     CHECK_EQ(rungs_lockstep_add_peer(ls, 5, "127.0.0.1:9", 0), RUNGS_ERR_UNKNOWN_SEAT);
     CHECK_EQ(rungs_lockstep_submit_command(ls, NULL, 3, &frame), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_lockstep_submit_checksum(ls, 15, 1), RUNGS_ERR_INVALID_ARGUMENT); /* not a checksum frame */
@@ -393,8 +393,44 @@ static void test_a_vanished_player_is_dropped(int manual) {
     CHECK_EQ(rungs_lockstep_free(ls[1]), RUNGS_OK); /* NULL */
 }
 
+/* The mistakes a new user makes first are refused with the code the header
+ * gives and a message that names the mistake: one's own seat as a peer or as
+ * a seat to drop, a checksum with checksums off, a command too large for one
+ * packet (its size and the limit). */
+static void test_first_mistakes_are_named(void) {
+    seen_t seen;
+    rungs_lockstep_config c;
+    rungs_lockstep *ls = NULL;
+    static uint8_t command[1008];
+    uint32_t frame = 0;
+    memset(&seen, 0, sizeof seen);
+
+    c = config_for(&seen, 0);
+    c.checksum_interval = 0;
+    CHECK_EQ(rungs_lockstep_new(&c, now_us(), &ls), RUNGS_OK);
+    if (!ls) return;
+    CHECK_EQ(rungs_lockstep_add_peer(ls, 0, "127.0.0.1:9", 0), RUNGS_ERR_UNKNOWN_SEAT);
+    CHECK_MESSAGE("rungs_lockstep_add_peer: seat 0 is this machine's own seat "
+                  "(config->local_seat); add the other human seats");
+    CHECK_EQ(rungs_lockstep_drop_player(ls, 0), RUNGS_ERR_UNKNOWN_SEAT);
+    CHECK_MESSAGE("rungs_lockstep_drop_player: seat 0 is this machine's own seat "
+                  "(config->local_seat); to leave the game call rungs_lockstep_leave");
+    CHECK_EQ(rungs_lockstep_drop_player(ls, 5), RUNGS_ERR_UNKNOWN_SEAT);
+    CHECK_MESSAGE_HAS("seat 5 is not a seat of this game");
+    CHECK_EQ(rungs_lockstep_submit_checksum(ls, 16, 1), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_lockstep_submit_checksum: checksums are off "
+                  "(config->checksum_interval is 0): nothing compares them");
+    CHECK_EQ(rungs_lockstep_submit_command(ls, command, sizeof command, &frame),
+             RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_lockstep_submit_command: len is 1008; expected at most 1007 bytes, "
+                  "what one command carries in this game");
+    CHECK_EQ(rungs_lockstep_submit_command(ls, command, sizeof command - 1, &frame), RUNGS_OK);
+    CHECK_EQ(rungs_lockstep_free(ls), RUNGS_OK);
+}
+
 int main(void) {
     test_setup_and_misuse();
+    test_first_mistakes_are_named();
     test_refused_configs_and_messages();
     test_two_player_game();
     test_a_vanished_player_is_dropped(0);

@@ -1782,7 +1782,7 @@ typedef struct rungs_link_stats {
 
 #ifdef __cplusplus
 extern "C" {
-#endif // __cplusplus
+#endif /* __cplusplus */
 
 /**
  * Make a clock with no samples yet; `*out` receives the handle.
@@ -2115,8 +2115,9 @@ rungs_result RUNGS_CALL rungs_lockstep_add_peer(struct rungs_lockstep *ls,
  * `rungs_lockstep_submit_order` to learn its id.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
- * with len > 0; RUNGS_ERR_INVALID_ARGUMENT if len is more than one packet
- * holds (1,007 bytes with the default link); RUNGS_ERR_FULL if the next
+ * with len > 0; RUNGS_ERR_INVALID_ARGUMENT if len is more than one command
+ * carries (1,007 bytes with the default link, 512 behind a relay; the
+ * message names both numbers); RUNGS_ERR_FULL if the next
  * turn cannot take it; RUNGS_ERR_STATE after rungs_lockstep_leave;
  * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
  */
@@ -2157,8 +2158,8 @@ rungs_result RUNGS_CALL rungs_lockstep_submit_ai_order(struct rungs_lockstep *ls
  * `rungs_lockstep_is_checksum_frame` says which frames, either topology.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
- * RUNGS_ERR_INVALID_ARGUMENT if checksum_interval is 0 or frame is not a
- * checksum frame; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
+ * RUNGS_ERR_INVALID_ARGUMENT if checksum_interval is 0 (checksums are off)
+ * or frame is not a checksum frame; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
  * (every object call).
  */
 RUNGS_API
@@ -2196,8 +2197,9 @@ RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_leave(struct rungs_lockstep *ls
  * being dropped already changes nothing.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
- * RUNGS_ERR_UNKNOWN_SEAT if seat is this machine's, not a human seat, or
- * already removed; RUNGS_ERR_STATE in the relay topology (the relay drops
+ * RUNGS_ERR_UNKNOWN_SEAT if seat is this machine's (leave with
+ * rungs_lockstep_leave), not a human seat, or already removed;
+ * RUNGS_ERR_STATE in the relay topology (the relay drops
  * a seat after its reconnect grace); RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
  * RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
  */
@@ -4165,7 +4167,7 @@ RUNGS_API uint32_t RUNGS_CALL rungs_abi_version(void);
 RUNGS_API const char *RUNGS_CALL rungs_version(void);
 
 #ifdef __cplusplus
-}  // extern "C"
-#endif  // __cplusplus
+} /* extern "C" */
+#endif /* __cplusplus */
 
 #endif  /* RUNGS_H */

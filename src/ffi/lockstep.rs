@@ -48,6 +48,8 @@ use crate::session::{
 };
 use crate::timing::MachineConfig;
 use crate::wire::packet::SessionKey;
+use crate::wire::relay::MAX_ORDER_BYTES;
+use crate::wire::turn::{ITEM_HEADER_BYTES, TURN_HEADER_BYTES};
 
 /// `rungs_lockstep_update` ran a frame; its commands went to the callback.
 pub const RUNGS_LOCKSTEP_RAN: i32 = 0;
@@ -235,6 +237,9 @@ pub struct LockstepObject {
     pub(super) callbacks: rungs_lockstep_callbacks,
     /// The relay topology's own callbacks (`rungs_lockstep_set_relay_callbacks`).
     pub(super) relay_callbacks: Option<super::relay::rungs_relay_callbacks>,
+    /// `config->checksum_interval`, so a checksum submitted with checksums
+    /// off is refused with a message that says they are off.
+    checksum_interval: u32,
 }
 
 /// An opaque lockstep game, made by `rungs_lockstep_new`.
@@ -248,15 +253,37 @@ impl Handle for rungs_lockstep {
 }
 
 impl LockstepObject {
-    pub(super) fn new(
-        driver: LockstepDriver,
-        callbacks: rungs_lockstep_callbacks,
-    ) -> LockstepObject {
+    pub(super) fn new(driver: LockstepDriver, config: &rungs_lockstep_config) -> LockstepObject {
         LockstepObject {
             driver,
-            callbacks,
+            callbacks: config.callbacks,
             relay_callbacks: None,
+            checksum_interval: config.checksum_interval,
         }
+    }
+
+    /// This machine's own seat, refused by the calls that take another's.
+    fn refuse_own_seat(&mut self, seat: u8, why: &str) -> Result<()> {
+        if seat == self.session().endpoint().local_seat() {
+            return Err(Error::UnknownSeat(seat).detailed(format!(
+                "seat {seat} is this machine's own seat (config->local_seat); {why}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The largest command this game carries: what one turn packet holds
+    /// beside the turn's and the item's headers peer-to-peer (the session's
+    /// own rule), one relay order behind a relay.
+    fn max_command_bytes(&mut self) -> usize {
+        let session = self.session();
+        if session.relay_client().is_some() {
+            return MAX_ORDER_BYTES;
+        }
+        (session.endpoint().config().link.max_message_bytes()
+            - TURN_HEADER_BYTES
+            - ITEM_HEADER_BYTES)
+            .min(usize::from(u16::MAX))
     }
 
     pub(super) fn session(&mut self) -> &mut LockstepSession {
@@ -506,7 +533,7 @@ pub unsafe extern "C" fn rungs_lockstep_new(
         unsafe {
             hand_out(
                 out,
-                rungs_lockstep(Guarded::new(LockstepObject::new(driver, config.callbacks))),
+                rungs_lockstep(Guarded::new(LockstepObject::new(driver, &config))),
             )
         }
     })
@@ -562,6 +589,7 @@ pub unsafe extern "C" fn rungs_lockstep_add_peer(
         lockstep_call("rungs_lockstep_add_peer", ls, |o| {
             require(address, "address")?;
             let address = parse_address(address, "address")?;
+            o.refuse_own_seat(seat, "add the other human seats")?;
             o.session().add_peer(seat, address, now_us)
         })
     }
@@ -579,8 +607,9 @@ pub unsafe extern "C" fn rungs_lockstep_add_peer(
 /// `rungs_lockstep_submit_order` to learn its id.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
-/// with len > 0; RUNGS_ERR_INVALID_ARGUMENT if len is more than one packet
-/// holds (1,007 bytes with the default link); RUNGS_ERR_FULL if the next
+/// with len > 0; RUNGS_ERR_INVALID_ARGUMENT if len is more than one command
+/// carries (1,007 bytes with the default link, 512 behind a relay; the
+/// message names both numbers); RUNGS_ERR_FULL if the next
 /// turn cannot take it; RUNGS_ERR_STATE after rungs_lockstep_leave;
 /// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
@@ -593,6 +622,12 @@ pub unsafe extern "C" fn rungs_lockstep_submit_command(
     unsafe {
         lockstep_call("rungs_lockstep_submit_command", ls, |o| {
             let command = slice_in(bytes, len, "bytes")?;
+            let limit = o.max_command_bytes();
+            if command.len() > limit {
+                return Err(Error::InvalidValue(format!(
+                    "len is {len}; expected at most {limit} bytes, what one command carries in this game"
+                )));
+            }
             let frame = o.session().submit_command(command)?;
             write_optional(out_frame, frame);
             Ok(())
@@ -639,8 +674,8 @@ pub unsafe extern "C" fn rungs_lockstep_submit_ai_order(
 /// `rungs_lockstep_is_checksum_frame` says which frames, either topology.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
-/// RUNGS_ERR_INVALID_ARGUMENT if checksum_interval is 0 or frame is not a
-/// checksum frame; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
+/// RUNGS_ERR_INVALID_ARGUMENT if checksum_interval is 0 (checksums are off)
+/// or frame is not a checksum frame; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
 /// (every object call).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_submit_checksum(
@@ -650,6 +685,11 @@ pub unsafe extern "C" fn rungs_lockstep_submit_checksum(
 ) -> rungs_result {
     unsafe {
         lockstep_call("rungs_lockstep_submit_checksum", ls, |o| {
+            if o.checksum_interval == 0 {
+                return Err(Error::InvalidArgument(
+                    "checksums are off (config->checksum_interval is 0): nothing compares them",
+                ));
+            }
             o.session().submit_checksum(frame, checksum)
         })
     }
@@ -692,8 +732,9 @@ pub unsafe extern "C" fn rungs_lockstep_leave(ls: *mut rungs_lockstep) -> rungs_
 /// being dropped already changes nothing.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
-/// RUNGS_ERR_UNKNOWN_SEAT if seat is this machine's, not a human seat, or
-/// already removed; RUNGS_ERR_STATE in the relay topology (the relay drops
+/// RUNGS_ERR_UNKNOWN_SEAT if seat is this machine's (leave with
+/// rungs_lockstep_leave), not a human seat, or already removed;
+/// RUNGS_ERR_STATE in the relay topology (the relay drops
 /// a seat after its reconnect grace); RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
 /// RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
 #[no_mangle]
@@ -703,6 +744,7 @@ pub unsafe extern "C" fn rungs_lockstep_drop_player(
 ) -> rungs_result {
     unsafe {
         lockstep_call("rungs_lockstep_drop_player", ls, |o| {
+            o.refuse_own_seat(seat, "to leave the game call rungs_lockstep_leave")?;
             o.session().drop_player(seat)
         })
     }

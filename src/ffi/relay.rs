@@ -515,7 +515,7 @@ pub unsafe extern "C" fn rungs_lockstep_replay_new(
         unsafe {
             hand_out(
                 out,
-                rungs_lockstep(Guarded::new(LockstepObject::new(driver, c.callbacks))),
+                rungs_lockstep(Guarded::new(LockstepObject::new(driver, &c))),
             )
         }
     })
