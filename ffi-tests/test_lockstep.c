@@ -21,6 +21,7 @@ typedef struct {
     int count;
     int timing_changes;
     rungs_result reentry;
+    rungs_result status_inside; /* rungs_lockstep_status from inside on_command */
 } seen_t;
 
 static void on_command(void *user, uint32_t frame, uint8_t seat, const uint8_t *bytes, size_t len) {
@@ -33,7 +34,9 @@ static void on_command(void *user, uint32_t frame, uint8_t seat, const uint8_t *
     }
     if (s->self) {
         rungs_lockstep_update_result r;
+        rungs_timing_status st;
         s->reentry = rungs_lockstep_update(s->self, 0, &r);
+        s->status_inside = rungs_lockstep_status(s->self, &st);
     }
 }
 
@@ -212,17 +215,27 @@ static void test_two_player_game(void) {
         CHECK_EQ(seen[0].first_byte[k], seen[1].first_byte[k]);
     }
     CHECK(seen[0].timing_changes >= 1); /* frame 0 announces 2/6 */
-    /* Re-entry from the command callback is refused. */
-    seen[0].self = ls[0];
+    /* A callback reaches its own handle through a user pointer set after
+     * rungs_lockstep_new: it may read the status there; re-entering the
+     * game (an update) is refused. */
     {
+        static seen_t reached;
         uint8_t command[2] = {0x55, 0};
+        memset(&reached, 0, sizeof reached);
+        reached.self = ls[0];
+        reached.status_inside = -1;
+        CHECK_EQ(rungs_lockstep_set_user(NULL, &reached), RUNGS_ERR_NULL_POINTER);
+        CHECK_EQ(rungs_lockstep_set_user(ls[0], &reached), RUNGS_OK);
         for (i = 0; i < 2; i++) CHECK_EQ(rungs_lockstep_submit_command(ls[i], command, 2, NULL), RUNGS_OK);
         start = now_us();
-        while (seen[0].reentry == 0 && now_us() - start < 5000000u) {
+        while (reached.reentry == 0 && now_us() - start < 5000000u) {
             for (i = 0; i < 2; i++) rungs_lockstep_update(ls[i], now_us(), NULL);
             sleep_ms(1);
         }
-        CHECK_EQ(seen[0].reentry, RUNGS_ERR_REENTRANT);
+        CHECK(reached.count >= 1);
+        CHECK_EQ(reached.reentry, RUNGS_ERR_REENTRANT);
+        CHECK_EQ(reached.status_inside, RUNGS_OK);
+        CHECK_EQ(seen[0].reentry, 0); /* the old user pointer no longer gets calls */
     }
     for (i = 0; i < 2; i++) {
         rungs_lockstep_stats stats;

@@ -275,6 +275,16 @@
 #define RUNGS_RELAY_CREDENTIALS_TEXT_BYTES 118
 
 /**
+ * `tick_rate_millihz` of a relay host when the config says 0: 30 frames a second.
+ */
+#define RUNGS_RELAY_HOST_DEFAULT_TICK_RATE_MILLIHZ 30000
+
+/**
+ * `load_wait_seconds` and `grace_seconds` of a relay host when the config says 0.
+ */
+#define RUNGS_RELAY_HOST_DEFAULT_SECONDS 60
+
+/**
  * Presence: an AI seat (or none).
  */
 #define RUNGS_SEAT_AI 0
@@ -580,7 +590,8 @@ typedef struct rungs_clock rungs_clock;
 typedef struct rungs_endpoint rungs_endpoint;
 
 /**
- * An opaque lockstep game, made by `rungs_lockstep_new`.
+ * An opaque lockstep game, made by `rungs_lockstep_new`: the guarded
+ * game and the status it published last (`snapshot.rs`).
  */
 typedef struct rungs_lockstep rungs_lockstep;
 
@@ -604,7 +615,8 @@ typedef struct rungs_pacer rungs_pacer;
 typedef struct rungs_relay_host rungs_relay_host;
 
 /**
- * An opaque engine session, made by `rungs_session_new`.
+ * An opaque engine session, made by `rungs_session_new`: the guarded
+ * session and the status it published last (`snapshot.rs`).
  */
 typedef struct rungs_session rungs_session;
 
@@ -638,12 +650,13 @@ typedef struct rungs_clock_config {
      */
     uint32_t struct_size;
     /**
-     * Samples the offset filter keeps, 1–`RUNGS_CLOCK_MAX_SAMPLE_WINDOW`.
+     * Samples the offset filter keeps, 1–`RUNGS_CLOCK_MAX_SAMPLE_WINDOW`;
+     * 0: `RUNGS_CLOCK_DEFAULT_SAMPLE_WINDOW`.
      */
     uint32_t sample_window;
     /**
      * Most the clock slews, in millionths of elapsed local time,
-     * 1–`RUNGS_CLOCK_MAX_SLEW_PPM`.
+     * 1–`RUNGS_CLOCK_MAX_SLEW_PPM`; 0: `RUNGS_CLOCK_DEFAULT_MAX_SLEW_PPM`.
      */
     uint32_t max_slew_ppm;
 } rungs_clock_config;
@@ -712,7 +725,10 @@ typedef struct rungs_pacer_config {
     int64_t reference_start_us;
     /**
      * Most a deadline moves toward the shared schedule, in thousandths of
-     * a frame period, 0–`RUNGS_PACER_MAX_NUDGE_PERMILLE`.
+     * a frame period, 0–`RUNGS_PACER_MAX_NUDGE_PERMILLE`. 0 is a real
+     * value, no nudging (a pacer that keeps its own schedule), not the
+     * default: `rungs_pacer_config_init` writes
+     * `RUNGS_PACER_DEFAULT_MAX_NUDGE_PERMILLE`.
      */
     uint16_t max_nudge_permille;
     /**
@@ -904,8 +920,9 @@ typedef struct rungs_lockstep_config {
     uint32_t relay_have_horizon;
     /**
      * Relay: how many ticks behind the relay's clock frames run, beyond the
-     * bundle interval: one-way delay and jitter up to that much cost no
-     * stall (`RUNGS_RELAY_DEFAULT_JITTER_TICKS`: 67 ms at 30 ticks/s).
+     * bundle interval, 1 to 255 (more counts as 255): one-way delay and
+     * jitter up to that much cost no stall. 0: the default,
+     * `RUNGS_RELAY_DEFAULT_JITTER_TICKS` (67 ms at 30 ticks/s).
      */
     uint32_t relay_jitter_ticks;
     /**
@@ -1254,7 +1271,8 @@ typedef struct rungs_relay_host_config {
      */
     uint32_t human_seat_mask;
     /**
-     * Frames per 1000 s; 0: 30000 (30 frames a second).
+     * Frames per 1000 s; 0: `RUNGS_RELAY_HOST_DEFAULT_TICK_RATE_MILLIHZ`
+     * (30 frames a second).
      */
     uint32_t tick_rate_millihz;
     /**
@@ -1262,11 +1280,13 @@ typedef struct rungs_relay_host_config {
      */
     uint32_t checksum_interval;
     /**
-     * Start even if some players have not joined after this long; 0: 60 s.
+     * Start even if some players have not joined after this long, s; 0:
+     * `RUNGS_RELAY_HOST_DEFAULT_SECONDS` (60).
      */
     uint32_t load_wait_seconds;
     /**
-     * Drop a player whose link is lost this long; 0: 60 s.
+     * Drop a player whose link is lost this long, s; 0:
+     * `RUNGS_RELAY_HOST_DEFAULT_SECONDS` (60).
      */
     uint32_t grace_seconds;
     /**
@@ -1785,13 +1805,22 @@ extern "C" {
 #endif /* __cplusplus */
 
 /**
+ * Fill `config` with the defaults: `struct_size` set,
+ * `RUNGS_CLOCK_DEFAULT_SAMPLE_WINDOW` samples and
+ * `RUNGS_CLOCK_DEFAULT_MAX_SLEW_PPM`.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config is NULL; RUNGS_ERR_PANIC.
+ */
+RUNGS_API rungs_result RUNGS_CALL rungs_clock_config_init(struct rungs_clock_config *config);
+
+/**
  * Make a clock with no samples yet; `*out` receives the handle.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config or out is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if config->struct_size is smaller than
- * `sizeof(rungs_clock_config)`, config->sample_window is not 1 to
- * `RUNGS_CLOCK_MAX_SAMPLE_WINDOW`, or config->max_slew_ppm is not 1 to
- * `RUNGS_CLOCK_MAX_SLEW_PPM`; RUNGS_ERR_PANIC.
+ * `sizeof(rungs_clock_config)`, config->sample_window is above
+ * `RUNGS_CLOCK_MAX_SAMPLE_WINDOW`, or config->max_slew_ppm is above
+ * `RUNGS_CLOCK_MAX_SLEW_PPM` (0 is the default for either); RUNGS_ERR_PANIC.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_clock_new(const struct rungs_clock_config *config,
@@ -1845,6 +1874,16 @@ RUNGS_API
 rungs_result RUNGS_CALL rungs_clock_reference_time(struct rungs_clock *clock,
                                         int64_t local_now_us,
                                         int64_t *out_reference_us);
+
+/**
+ * Fill `config` with the defaults: `struct_size` set, reference frame 0 at
+ * time 0, `RUNGS_PACER_DEFAULT_MAX_NUDGE_PERMILLE` (a zeroed struct says 0:
+ * no nudging at all), and `fps` 0, which `rungs_pacer_new` refuses: set the
+ * frame rate in force.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config is NULL; RUNGS_ERR_PANIC.
+ */
+RUNGS_API rungs_result RUNGS_CALL rungs_pacer_config_init(struct rungs_pacer_config *config);
 
 /**
  * Make a pacer; the first frame due is `config->reference_frame` at
@@ -2038,6 +2077,19 @@ rungs_result RUNGS_CALL rungs_timing_label(const struct rungs_timing *timing,
  * RUNGS_ERR_INVALID_ARGUMENT if tier is not a `RUNGS_TIER_*`; RUNGS_ERR_PANIC.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_tier_name(uint8_t tier, const char **out);
+
+/**
+ * Fill `config` with the defaults: `struct_size` set,
+ * `RUNGS_POLICY_ADAPTIVE`, `RUNGS_TOPOLOGY_PEER_TO_PEER`, bind
+ * `"0.0.0.0:0"` (NULL), the epoch from the wall clock (0), no checksums
+ * (0), rungs' liveness timeout (0), drops by rungs (0), a fresh start
+ * behind a relay (0) with `RUNGS_RELAY_DEFAULT_JITTER_TICKS`, no link keys,
+ * no callbacks. `speed_fps`, `seat_count`, `human_seat_mask` and an all-zero
+ * `key` stay for you to set (`rungs_lockstep_new` refuses them).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config is NULL; RUNGS_ERR_PANIC.
+ */
+RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_config_init(struct rungs_lockstep_config *config);
 
 /**
  * Make a lockstep game on this machine, its socket bound to
@@ -2249,12 +2301,33 @@ RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_socket(struct rungs_lockstep *l
  * (the relay is the master), and the evaluation fields are the relay's
  * business (0).
  *
+ * It is the copy the game published when its latest call returned, so a
+ * UI thread may poll it while the game thread drives the game, and a
+ * callback may read it: it never enters the game, and never makes the
+ * game thread's calls return RUNGS_ERR_BUSY. The handle must stay alive
+ * (not freed) while this runs.
+ *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_POISONED; RUNGS_ERR_PANIC. Never RUNGS_ERR_BUSY or
+ * RUNGS_ERR_REENTRANT.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_status(struct rungs_lockstep *ls,
                                    struct rungs_timing_status *out);
+
+/**
+ * Point the callbacks' `user` (the first argument of every callback in
+ * `config->callbacks`, fixed at `rungs_lockstep_new`) at `user` from now
+ * on: e.g. at a struct that holds this handle, so a callback can reach it
+ * (a callback may read `rungs_lockstep_status`; other calls on the same
+ * game from inside its callbacks return RUNGS_ERR_REENTRANT). The relay
+ * callbacks keep their own `user` (`rungs_lockstep_set_relay_callbacks`).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
+ * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
+ * (every object call).
+ */
+RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_set_user(struct rungs_lockstep *ls, void *user);
 
 /**
  * Counters for a diagnostics screen.
@@ -2954,6 +3027,19 @@ rungs_result RUNGS_CALL rungs_lockstep_replay_new(const struct rungs_lockstep_co
                                        struct rungs_lockstep **out);
 
 /**
+ * Fill `config` with the defaults: `struct_size` set,
+ * `RUNGS_POLICY_ADAPTIVE`, AI orders on the next frame (0), 30 frames a
+ * second (`RUNGS_RELAY_HOST_DEFAULT_TICK_RATE_MILLIHZ`), no checksums, 60 s
+ * to load and 60 s of reconnect grace (`RUNGS_RELAY_HOST_DEFAULT_SECONDS`),
+ * every interface on a port the OS picks (NULL), a fresh lobby secret
+ * (all zero). `seat_count`, `human_seat_mask` and `match_id` are your
+ * match's.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config is NULL; RUNGS_ERR_PANIC.
+ */
+RUNGS_API rungs_result RUNGS_CALL rungs_relay_host_config_init(struct rungs_relay_host_config *config);
+
+/**
  * Host a match in this process: bind the relay's socket and start its
  * worker thread. Then hand every player (this one included) its ticket
  * (`rungs_relay_host_ticket` or `rungs_relay_host_credentials`) with this
@@ -3085,6 +3171,20 @@ RUNGS_API const char *RUNGS_CALL rungs_result_str(rungs_result code);
  * the message kept); RUNGS_ERR_PANIC.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_last_error_message(char *buf, size_t cap, size_t *out_len);
+
+/**
+ * Fill `config` with the defaults: `struct_size` set,
+ * `RUNGS_POLICY_ADAPTIVE`, `RUNGS_REPORT_LAYOUT_COMPACT`,
+ * `RUNGS_SEND_AFTER_EXECUTE`, `tick_hz` 0 (you pace in µs), no fog bias,
+ * no LATENCYFUDGE event (`RUNGS_NO_EVENT_ID`), no callbacks. The TIMING and
+ * NETWORK_REPORT event IDs are `RUNGS_NO_EVENT_ID`, which
+ * `rungs_session_new` refuses: they are your game's (a zeroed config would
+ * say 0, an event of most games), as are `speed_fps`, `seat_count`,
+ * `local_seat` and `human_seat_mask`.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config is NULL; RUNGS_ERR_PANIC.
+ */
+RUNGS_API rungs_result RUNGS_CALL rungs_session_config_init(struct rungs_session_config *config);
 
 /**
  * Make a session for the eve of frame 0; `*out` is written only on success.
@@ -3405,15 +3505,33 @@ rungs_result RUNGS_CALL rungs_session_sample_links(struct rungs_session *s,
 RUNGS_API rungs_result RUNGS_CALL rungs_session_set_speed(struct rungs_session *s, uint8_t speed_fps);
 
 /**
- * Timing, target, tier, master and evaluation state, for a UI or log.
+ * Timing, target, tier, master and evaluation state, for a UI or log:
+ * the copy the session published when its latest call returned. Callable
+ * from any thread, and from inside the session's own callbacks, while
+ * another thread is in a call on the session: it never enters the session,
+ * so the game thread's calls are never refused with RUNGS_ERR_BUSY because
+ * of it. The handle must stay alive (not freed) while this runs.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out` is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * RUNGS_ERR_POISONED; RUNGS_ERR_PANIC. Never RUNGS_ERR_BUSY or
+ * RUNGS_ERR_REENTRANT.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_status(struct rungs_session *s,
                                   struct rungs_timing_status *out);
+
+/**
+ * Point the callbacks' `user` (the first argument of every callback,
+ * `config->callbacks.user` at `rungs_session_new`) at `user` from now on:
+ * e.g. at a struct that holds this handle, so a callback can reach it
+ * (a callback may read `rungs_session_status`; other calls on the same
+ * session from inside its callbacks return RUNGS_ERR_REENTRANT).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
+ * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+ * (every object call).
+ */
+RUNGS_API rungs_result RUNGS_CALL rungs_session_set_user(struct rungs_session *s, void *user);
 
 /**
  * A packet from `seat` arrived (call it for every copy, in any order):
@@ -3579,6 +3697,16 @@ rungs_result RUNGS_CALL rungs_session_rtt_sample_ticks(struct rungs_session *s,
  * (every object call).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_add_frame_ticks(struct rungs_session *s, uint32_t ticks);
+
+/**
+ * Fill `config` with the defaults: `struct_size` set,
+ * `RUNGS_POLICY_ADAPTIVE`, seat 0, `tick_hz` 0 (any rate), no callbacks;
+ * `speed_fps`, `seat_count` and `human_seat_mask` stay 0, which
+ * `rungs_timing_machine_new` refuses: they describe your game.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config is NULL; RUNGS_ERR_PANIC.
+ */
+RUNGS_API rungs_result RUNGS_CALL rungs_timing_machine_config_init(struct rungs_timing_machine_config *config);
 
 /**
  * Make a timing machine for the eve of frame 0. `*out` is written only on success.

@@ -26,6 +26,7 @@ use super::args::{
 };
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
 use super::result::rungs_result;
+use super::snapshot::{read_status, Published, PublishesStatus};
 use super::timing_machine::{
     deliver_output, rungs_timing_callbacks, rungs_timing_status, status_to_c,
 };
@@ -159,8 +160,9 @@ pub struct rungs_lockstep_config {
     /// program that kept its game state); 0 for a fresh start.
     pub relay_have_horizon: u32,
     /// Relay: how many ticks behind the relay's clock frames run, beyond the
-    /// bundle interval: one-way delay and jitter up to that much cost no
-    /// stall (`RUNGS_RELAY_DEFAULT_JITTER_TICKS`: 67 ms at 30 ticks/s).
+    /// bundle interval, 1 to 255 (more counts as 255): one-way delay and
+    /// jitter up to that much cost no stall. 0: the default,
+    /// `RUNGS_RELAY_DEFAULT_JITTER_TICKS` (67 ms at 30 ticks/s).
     pub relay_jitter_ticks: u32,
     /// Peer-to-peer: a player unheard for this long, in ms, has vanished
     /// (its link is lost: `link_event` LOST) and is dropped; 0 for rungs'
@@ -242,13 +244,27 @@ pub struct LockstepObject {
     checksum_interval: u32,
 }
 
-/// An opaque lockstep game, made by `rungs_lockstep_new`.
-pub struct rungs_lockstep(pub(super) Guarded<LockstepObject>);
+/// An opaque lockstep game, made by `rungs_lockstep_new`: the guarded
+/// game and the status it published last (`snapshot.rs`).
+pub struct rungs_lockstep(Guarded<LockstepObject>, Published);
+
+impl rungs_lockstep {
+    pub(super) fn new(object: LockstepObject) -> Self {
+        let status = Published::new(object.status());
+        rungs_lockstep(Guarded::new(object), status)
+    }
+}
 
 impl Handle for rungs_lockstep {
     type State = LockstepObject;
     fn guarded(&self) -> &Guarded<LockstepObject> {
         &self.0
+    }
+}
+
+impl PublishesStatus for rungs_lockstep {
+    fn published(&self) -> &Published {
+        &self.1
     }
 }
 
@@ -288,6 +304,12 @@ impl LockstepObject {
 
     pub(super) fn session(&mut self) -> &mut LockstepSession {
         self.driver.session_mut()
+    }
+
+    /// The status `rungs_lockstep_status` shows.
+    fn status(&self) -> rungs_timing_status {
+        let (status, is_master) = self.driver.session().timing_status();
+        status_to_c(&status, is_master)
     }
 
     /// Hand every pending event to the engine's callbacks.
@@ -352,7 +374,14 @@ pub(super) unsafe fn lockstep_call(
     f: impl FnOnce(&mut LockstepObject) -> Result<()>,
 ) -> rungs_result {
     // SAFETY: forwarded contract; the guard checks NULL.
-    unsafe { object_call(function, ls, f) }
+    unsafe {
+        object_call(function, ls, |o| {
+            let result = f(o);
+            // SAFETY: the guard let this call in, so `ls` is non-NULL and live.
+            (*ls).1.publish(o.status());
+            result
+        })
+    }
 }
 
 /// # Safety
@@ -482,8 +511,35 @@ unsafe fn relay_settings(c: &rungs_lockstep_config) -> Result<RelaySettings> {
     }
     Ok(RelaySettings {
         have_horizon: c.relay_have_horizon,
-        jitter_ticks: c.relay_jitter_ticks,
+        jitter_ticks: match c.relay_jitter_ticks {
+            0 => RUNGS_RELAY_DEFAULT_JITTER_TICKS,
+            ticks => ticks,
+        },
         ..RelaySettings::new(relay, credentials, super::relay::process_nonce_seed())
+    })
+}
+
+/// Fill `config` with the defaults: `struct_size` set,
+/// `RUNGS_POLICY_ADAPTIVE`, `RUNGS_TOPOLOGY_PEER_TO_PEER`, bind
+/// `"0.0.0.0:0"` (NULL), the epoch from the wall clock (0), no checksums
+/// (0), rungs' liveness timeout (0), drops by rungs (0), a fresh start
+/// behind a relay (0) with `RUNGS_RELAY_DEFAULT_JITTER_TICKS`, no link keys,
+/// no callbacks. `speed_fps`, `seat_count`, `human_seat_mask` and an all-zero
+/// `key` stay for you to set (`rungs_lockstep_new` refuses them).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config is NULL; RUNGS_ERR_PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_lockstep_config_init(
+    config: *mut rungs_lockstep_config,
+) -> rungs_result {
+    call("rungs_lockstep_config_init", || {
+        // SAFETY: every field is valid zeroed (integers, NULL pointers, no
+        // callbacks); the fields whose default is not 0 are set below.
+        let mut defaults: rungs_lockstep_config = unsafe { std::mem::zeroed() };
+        defaults.struct_size = std::mem::size_of::<rungs_lockstep_config>() as u32;
+        defaults.relay_jitter_ticks = RUNGS_RELAY_DEFAULT_JITTER_TICKS;
+        // SAFETY: NULL (refused) or valid for writes by the caller's contract.
+        unsafe { write_to(config, "config", defaults) }
     })
 }
 
@@ -533,7 +589,7 @@ pub unsafe extern "C" fn rungs_lockstep_new(
         unsafe {
             hand_out(
                 out,
-                rungs_lockstep(Guarded::new(LockstepObject::new(driver, &config))),
+                rungs_lockstep::new(LockstepObject::new(driver, &config)),
             )
         }
     })
@@ -839,17 +895,43 @@ pub unsafe extern "C" fn rungs_lockstep_socket(
 /// (the relay is the master), and the evaluation fields are the relay's
 /// business (0).
 ///
+/// It is the copy the game published when its latest call returned, so a
+/// UI thread may poll it while the game thread drives the game, and a
+/// callback may read it: it never enters the game, and never makes the
+/// game thread's calls return RUNGS_ERR_BUSY. The handle must stay alive
+/// (not freed) while this runs.
+///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_POISONED; RUNGS_ERR_PANIC. Never RUNGS_ERR_BUSY or
+/// RUNGS_ERR_REENTRANT.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_status(
     ls: *mut rungs_lockstep,
     out: *mut rungs_timing_status,
 ) -> rungs_result {
+    // SAFETY: NULL or live by contract.
+    unsafe { read_status("rungs_lockstep_status", ls, out) }
+}
+
+/// Point the callbacks' `user` (the first argument of every callback in
+/// `config->callbacks`, fixed at `rungs_lockstep_new`) at `user` from now
+/// on: e.g. at a struct that holds this handle, so a callback can reach it
+/// (a callback may read `rungs_lockstep_status`; other calls on the same
+/// game from inside its callbacks return RUNGS_ERR_REENTRANT). The relay
+/// callbacks keep their own `user` (`rungs_lockstep_set_relay_callbacks`).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
+/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
+/// (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_lockstep_set_user(
+    ls: *mut rungs_lockstep,
+    user: *mut c_void,
+) -> rungs_result {
     unsafe {
-        lockstep_call("rungs_lockstep_status", ls, |o| {
-            let (status, is_master) = o.session().timing_status();
-            write_to(out, "out", status_to_c(&status, is_master))
+        lockstep_call("rungs_lockstep_set_user", ls, |o| {
+            o.callbacks.user = user;
+            Ok(())
         })
     }
 }

@@ -512,12 +512,7 @@ pub unsafe extern "C" fn rungs_lockstep_replay_new(
         let session = LockstepSession::replay(&lockstep_config, &log, now_us)?;
         let driver = LockstepDriver::bind(bind, session)?;
         // SAFETY: `out` is NULL (refused) or writable.
-        unsafe {
-            hand_out(
-                out,
-                rungs_lockstep(Guarded::new(LockstepObject::new(driver, &c))),
-            )
-        }
+        unsafe { hand_out(out, rungs_lockstep::new(LockstepObject::new(driver, &c))) }
     })
 }
 
@@ -526,6 +521,11 @@ pub unsafe extern "C" fn rungs_lockstep_replay_new(
 
 /// Bytes of the text form of credentials, `<84 hex>:<32 hex>` and its NUL.
 pub const RUNGS_RELAY_CREDENTIALS_TEXT_BYTES: usize = 118;
+
+/// `tick_rate_millihz` of a relay host when the config says 0: 30 frames a second.
+pub const RUNGS_RELAY_HOST_DEFAULT_TICK_RATE_MILLIHZ: u32 = 30_000;
+/// `load_wait_seconds` and `grace_seconds` of a relay host when the config says 0.
+pub const RUNGS_RELAY_HOST_DEFAULT_SECONDS: u32 = 60;
 
 /// How to host a match in this process (`rungs_relay_host_new`).
 #[repr(C)]
@@ -546,13 +546,16 @@ pub struct rungs_relay_host_config {
     pub match_id: u64,
     /// Bit `i` set: seat `i` is a human player (with a machine).
     pub human_seat_mask: u32,
-    /// Frames per 1000 s; 0: 30000 (30 frames a second).
+    /// Frames per 1000 s; 0: `RUNGS_RELAY_HOST_DEFAULT_TICK_RATE_MILLIHZ`
+    /// (30 frames a second).
     pub tick_rate_millihz: u32,
     /// Frames between state checksums (0–65535); 0 for none.
     pub checksum_interval: u32,
-    /// Start even if some players have not joined after this long; 0: 60 s.
+    /// Start even if some players have not joined after this long, s; 0:
+    /// `RUNGS_RELAY_HOST_DEFAULT_SECONDS` (60).
     pub load_wait_seconds: u32,
-    /// Drop a player whose link is lost this long; 0: 60 s.
+    /// Drop a player whose link is lost this long, s; 0:
+    /// `RUNGS_RELAY_HOST_DEFAULT_SECONDS` (60).
     pub grace_seconds: u32,
     /// Must be 0.
     pub reserved2: u32,
@@ -607,6 +610,32 @@ impl Handle for rungs_relay_host {
     }
 }
 
+/// Fill `config` with the defaults: `struct_size` set,
+/// `RUNGS_POLICY_ADAPTIVE`, AI orders on the next frame (0), 30 frames a
+/// second (`RUNGS_RELAY_HOST_DEFAULT_TICK_RATE_MILLIHZ`), no checksums, 60 s
+/// to load and 60 s of reconnect grace (`RUNGS_RELAY_HOST_DEFAULT_SECONDS`),
+/// every interface on a port the OS picks (NULL), a fresh lobby secret
+/// (all zero). `seat_count`, `human_seat_mask` and `match_id` are your
+/// match's.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config is NULL; RUNGS_ERR_PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_relay_host_config_init(
+    config: *mut rungs_relay_host_config,
+) -> rungs_result {
+    call("rungs_relay_host_config_init", || {
+        // SAFETY: every field is valid zeroed (integers, NULL pointers, no
+        // callbacks); the fields whose default is not 0 are set below.
+        let mut defaults: rungs_relay_host_config = unsafe { std::mem::zeroed() };
+        defaults.struct_size = std::mem::size_of::<rungs_relay_host_config>() as u32;
+        defaults.tick_rate_millihz = RUNGS_RELAY_HOST_DEFAULT_TICK_RATE_MILLIHZ;
+        defaults.load_wait_seconds = RUNGS_RELAY_HOST_DEFAULT_SECONDS;
+        defaults.grace_seconds = RUNGS_RELAY_HOST_DEFAULT_SECONDS;
+        // SAFETY: NULL (refused) or valid for writes by the caller's contract.
+        unsafe { write_to(config, "config", defaults) }
+    })
+}
+
 /// Host a match in this process: bind the relay's socket and start its
 /// worker thread. Then hand every player (this one included) its ticket
 /// (`rungs_relay_host_ticket` or `rungs_relay_host_credentials`) with this
@@ -649,10 +678,17 @@ pub unsafe extern "C" fn rungs_relay_host_new(
             // SAFETY: non-NULL, NUL-terminated by contract.
             unsafe { parse_address(c.listen_address, "config->listen_address")? }
         };
-        let seconds = |value: u32| u64::from(if value == 0 { 60 } else { value }) * 1_000_000;
+        let seconds = |value: u32| {
+            let value = if value == 0 {
+                RUNGS_RELAY_HOST_DEFAULT_SECONDS
+            } else {
+                value
+            };
+            u64::from(value) * 1_000_000
+        };
         let setup = MatchSetup {
             tick_rate_millihz: if c.tick_rate_millihz == 0 {
-                30_000
+                RUNGS_RELAY_HOST_DEFAULT_TICK_RATE_MILLIHZ
             } else {
                 c.tick_rate_millihz
             },

@@ -11,6 +11,7 @@ use super::args::{
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
 use super::payload::session_report_layout;
 use super::result::rungs_result;
+use super::snapshot::{read_status, Published, PublishesStatus};
 use super::timing_machine::{
     deliver_output, fill_status, rungs_timing_callbacks, rungs_timing_status,
 };
@@ -146,13 +147,20 @@ pub struct SessionObject {
     callbacks: rungs_session_callbacks,
 }
 
-/// An opaque engine session, made by `rungs_session_new`.
-pub struct rungs_session(Guarded<SessionObject>);
+/// An opaque engine session, made by `rungs_session_new`: the guarded
+/// session and the status it published last (`snapshot.rs`).
+pub struct rungs_session(Guarded<SessionObject>, Published);
 
 impl Handle for rungs_session {
     type State = SessionObject;
     fn guarded(&self) -> &Guarded<SessionObject> {
         &self.0
+    }
+}
+
+impl PublishesStatus for rungs_session {
+    fn published(&self) -> &Published {
+        &self.1
     }
 }
 
@@ -216,6 +224,8 @@ unsafe fn session_call(
         object_call(function, s, |object| {
             let result = f(&mut object.session);
             object.deliver();
+            // SAFETY: the guard let this call in, so `s` is non-NULL and live.
+            (*s).1.publish(fill_status(object.session.machine()));
             result
         })
     }
@@ -322,6 +332,35 @@ fn session_config(c: &rungs_session_config) -> Result<SessionConfig> {
     })
 }
 
+/// Fill `config` with the defaults: `struct_size` set,
+/// `RUNGS_POLICY_ADAPTIVE`, `RUNGS_REPORT_LAYOUT_COMPACT`,
+/// `RUNGS_SEND_AFTER_EXECUTE`, `tick_hz` 0 (you pace in µs), no fog bias,
+/// no LATENCYFUDGE event (`RUNGS_NO_EVENT_ID`), no callbacks. The TIMING and
+/// NETWORK_REPORT event IDs are `RUNGS_NO_EVENT_ID`, which
+/// `rungs_session_new` refuses: they are your game's (a zeroed config would
+/// say 0, an event of most games), as are `speed_fps`, `seat_count`,
+/// `local_seat` and `human_seat_mask`.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config is NULL; RUNGS_ERR_PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_session_config_init(
+    config: *mut rungs_session_config,
+) -> rungs_result {
+    call("rungs_session_config_init", || {
+        // SAFETY: every field is valid zeroed (integers, NULL pointers, no
+        // callbacks); the fields whose default is not 0 are set below.
+        let mut defaults: rungs_session_config = unsafe { std::mem::zeroed() };
+        defaults.struct_size = std::mem::size_of::<rungs_session_config>() as u32;
+        defaults.timing_event_id = RUNGS_NO_EVENT_ID;
+        defaults.network_report_event_id = RUNGS_NO_EVENT_ID;
+        defaults.latency_fudge_event_id = RUNGS_NO_EVENT_ID;
+        defaults.report_layout = super::payload::RUNGS_REPORT_LAYOUT_COMPACT;
+        defaults.send_order = RUNGS_SEND_AFTER_EXECUTE;
+        // SAFETY: NULL (refused) or valid for writes by the caller's contract.
+        unsafe { write_to(config, "config", defaults) }
+    })
+}
+
 /// Make a session for the eve of frame 0; `*out` is written only on success.
 ///
 /// A configuration that can never work is refused, and the message
@@ -350,12 +389,13 @@ pub unsafe extern "C" fn rungs_session_new(
         // the rest; every field is valid zeroed.
         let config = unsafe { read_grown_config(config, "config", session_config_v1_size()) }?;
         let session = EngineSession::new(&session_config(&config)?)?;
+        let status = Published::new(fill_status(session.machine()));
         let object = SessionObject {
             session,
             callbacks: config.callbacks,
         };
         // SAFETY: `out` is non-NULL (checked) and writable.
-        unsafe { hand_out(out, rungs_session(Guarded::new(object))) }
+        unsafe { hand_out(out, rungs_session(Guarded::new(object), status)) }
     })
 }
 
@@ -802,19 +842,44 @@ pub unsafe extern "C" fn rungs_session_set_speed(
     }
 }
 
-/// Timing, target, tier, master and evaluation state, for a UI or log.
+/// Timing, target, tier, master and evaluation state, for a UI or log:
+/// the copy the session published when its latest call returned. Callable
+/// from any thread, and from inside the session's own callbacks, while
+/// another thread is in a call on the session: it never enters the session,
+/// so the game thread's calls are never refused with RUNGS_ERR_BUSY because
+/// of it. The handle must stay alive (not freed) while this runs.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out` is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// RUNGS_ERR_POISONED; RUNGS_ERR_PANIC. Never RUNGS_ERR_BUSY or
+/// RUNGS_ERR_REENTRANT.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_status(
     s: *mut rungs_session,
     out: *mut rungs_timing_status,
 ) -> rungs_result {
+    // SAFETY: NULL or live by contract.
+    unsafe { read_status("rungs_session_status", s, out) }
+}
+
+/// Point the callbacks' `user` (the first argument of every callback,
+/// `config->callbacks.user` at `rungs_session_new`) at `user` from now on:
+/// e.g. at a struct that holds this handle, so a callback can reach it
+/// (a callback may read `rungs_session_status`; other calls on the same
+/// session from inside its callbacks return RUNGS_ERR_REENTRANT).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
+/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
+/// (every object call).
+#[no_mangle]
+pub unsafe extern "C" fn rungs_session_set_user(
+    s: *mut rungs_session,
+    user: *mut c_void,
+) -> rungs_result {
+    // SAFETY: NULL or a live session (caller contract); the guard checks NULL.
     unsafe {
-        session_call("rungs_session_status", s, |session| {
-            write_to(out, "out", fill_status(session.machine()))
+        object_call("rungs_session_set_user", s, |object| {
+            object.callbacks.user = user;
+            Ok(())
         })
     }
 }

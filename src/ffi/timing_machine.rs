@@ -243,6 +243,27 @@ fn machine_config(config: &rungs_timing_machine_config) -> crate::Result<Machine
     })
 }
 
+/// Fill `config` with the defaults: `struct_size` set,
+/// `RUNGS_POLICY_ADAPTIVE`, seat 0, `tick_hz` 0 (any rate), no callbacks;
+/// `speed_fps`, `seat_count` and `human_seat_mask` stay 0, which
+/// `rungs_timing_machine_new` refuses: they describe your game.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config is NULL; RUNGS_ERR_PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_timing_machine_config_init(
+    config: *mut rungs_timing_machine_config,
+) -> rungs_result {
+    call("rungs_timing_machine_config_init", || {
+        // SAFETY: every field is valid zeroed (integers, NULL pointers, no
+        // callbacks); the fields whose default is not 0 are set below.
+        let mut defaults: rungs_timing_machine_config = unsafe { std::mem::zeroed() };
+        defaults.struct_size = std::mem::size_of::<rungs_timing_machine_config>() as u32;
+
+        // SAFETY: NULL (refused) or valid for writes by the caller's contract.
+        unsafe { write_to(config, "config", defaults) }
+    })
+}
+
 /// Make a timing machine for the eve of frame 0. `*out` is written only on success.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config or out is NULL;
