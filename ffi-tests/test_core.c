@@ -118,7 +118,7 @@ typedef struct {
     rungs_result holder_result;
 } handoff_t;
 
-/* timing_changed runs inside rungs_timing_machine_begin_frame(0): the holder
+/* timing_changed runs inside rungs_timing_machine_frame_begin(0): the holder
  * thread stays inside the call until the other thread has tried its own. */
 static void hold_inside_call(void *user, uint32_t frame, uint8_t sp, uint8_t la) {
     handoff_t *h = user;
@@ -134,7 +134,7 @@ static void hold_inside_call(void *user, uint32_t frame, uint8_t sp, uint8_t la)
 
 static void *holder_thread(void *arg) {
     handoff_t *h = arg;
-    h->holder_result = rungs_timing_machine_begin_frame(h->m, 0, NULL);
+    h->holder_result = rungs_timing_machine_frame_begin(h->m, 0, NULL);
     return NULL;
 }
 

@@ -6,6 +6,15 @@
  * opaque, made by rungs_*_new and released by rungs_*_free (NULL accepted);
  * a handle is used from one thread at a time; callbacks run synchronously on
  * the calling thread and take the user pointer first.
+ *
+ * Every call on an object (a function whose first argument is a handle, other
+ * than its _free and its _status) can also return, besides what its own
+ * comment lists: RUNGS_ERR_NULL_POINTER if the handle is NULL,
+ * RUNGS_ERR_REENTRANT from inside one of the object's own callbacks,
+ * RUNGS_ERR_BUSY while another thread is in a call on it (the call changes
+ * nothing), RUNGS_ERR_POISONED after a call on it panicked (only _free works
+ * then) and RUNGS_ERR_PANIC if this call panicked. Every error leaves a
+ * message, starting with the function's name, for rungs_last_error_message.
  */
 
 #ifndef RUNGS_H
@@ -1842,8 +1851,7 @@ RUNGS_API rungs_result RUNGS_CALL rungs_clock_free(struct rungs_clock *clock);
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if clock or sample is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if the timestamps contradict each other, the
  * round trip is over 60 s, or local_now_us is earlier than a previous call's
- * (the sample is not kept); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
- * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * (the sample is not kept).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_clock_add_sample(struct rungs_clock *clock,
@@ -1854,8 +1862,7 @@ rungs_result RUNGS_CALL rungs_clock_add_sample(struct rungs_clock *clock,
  * The filtered offset estimate, into `*out`.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if clock or out is NULL;
- * RUNGS_ERR_STATE if no sample was added yet; RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_STATE if no sample was added yet.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_clock_estimate(struct rungs_clock *clock,
@@ -1867,8 +1874,7 @@ rungs_result RUNGS_CALL rungs_clock_estimate(struct rungs_clock *clock,
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if clock or out_reference_us is
  * NULL; RUNGS_ERR_STATE if no sample was added yet; RUNGS_ERR_INVALID_ARGUMENT
- * if local_now_us is earlier than a previous call's; RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * if local_now_us is earlier than a previous call's.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_clock_reference_time(struct rungs_clock *clock,
@@ -1914,8 +1920,7 @@ RUNGS_API rungs_result RUNGS_CALL rungs_pacer_free(struct rungs_pacer *pacer);
  * `rungs_pacer_frame_started`.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if pacer, out_frame or out_due_us
- * is NULL (neither written); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
- * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * is NULL (neither written).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_pacer_next_frame_due(struct rungs_pacer *pacer,
@@ -1929,9 +1934,7 @@ rungs_result RUNGS_CALL rungs_pacer_next_frame_due(struct rungs_pacer *pacer,
  * ones the frame after the previous one.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_STATE if frame is not the frame after the
- * previous call's (no effect); RUNGS_ERR_NULL_POINTER if pacer is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * previous call's (no effect); RUNGS_ERR_NULL_POINTER if pacer is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_pacer_frame_started(struct rungs_pacer *pacer,
@@ -1946,8 +1949,7 @@ rungs_result RUNGS_CALL rungs_pacer_frame_started(struct rungs_pacer *pacer,
  *
  * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if fps is 0; RUNGS_ERR_STATE
  * if from_frame is before the latest rate change or after the next frame due;
- * RUNGS_ERR_NULL_POINTER if pacer is NULL; RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_NULL_POINTER if pacer is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_pacer_set_fps(struct rungs_pacer *pacer,
@@ -1959,8 +1961,7 @@ rungs_result RUNGS_CALL rungs_pacer_set_fps(struct rungs_pacer *pacer,
  * `start_us` (the master's or relay's announcement, at the rate in force).
  *
  * Returns: RUNGS_OK; RUNGS_ERR_STATE if frame is before the latest rate
- * change; RUNGS_ERR_NULL_POINTER if pacer is NULL; RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * change; RUNGS_ERR_NULL_POINTER if pacer is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_pacer_set_reference(struct rungs_pacer *pacer,
@@ -1971,9 +1972,7 @@ rungs_result RUNGS_CALL rungs_pacer_set_reference(struct rungs_pacer *pacer,
  * When `frame` ideally starts on the shared schedule, into `*out_start_us`
  * (what a master or relay announces as a reference point).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if pacer or out_start_us is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if pacer or out_start_us is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_pacer_ideal_start(struct rungs_pacer *pacer,
@@ -2132,8 +2131,7 @@ RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_free(struct rungs_lockstep *ls)
  * The UDP port the socket is bound to (the one the OS picked for port 0).
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out_port is NULL;
- * RUNGS_ERR_IO if the OS cannot say; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_IO if the OS cannot say.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_local_port(struct rungs_lockstep *ls, uint16_t *out_port);
 
@@ -2142,11 +2140,10 @@ RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_local_port(struct rungs_lockste
  * human seat needs one; `rungs_lockstep_update` says so if one is missing.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or address is NULL;
- * RUNGS_ERR_UNKNOWN_SEAT if seat is this machine's, not a human seat, or
- * not below seat_count; RUNGS_ERR_INVALID_ARGUMENT if address does not
- * parse; RUNGS_ERR_STATE if seat already has an address, or in the relay
- * topology (no peers); RUNGS_ERR_POISONED,
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_UNKNOWN_SEAT if seat is this machine's, not a human seat, or not
+ * below seat_count; RUNGS_ERR_INVALID_ARGUMENT if address does not parse;
+ * RUNGS_ERR_STATE if seat already has an address, or in the relay topology (no
+ * peers).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_add_peer(struct rungs_lockstep *ls,
@@ -2168,10 +2165,9 @@ rungs_result RUNGS_CALL rungs_lockstep_add_peer(struct rungs_lockstep *ls,
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
  * with len > 0; RUNGS_ERR_INVALID_ARGUMENT if len is more than one command
- * carries (1,007 bytes with the default link, 512 behind a relay; the
- * message names both numbers); RUNGS_ERR_FULL if the next
- * turn cannot take it; RUNGS_ERR_STATE after rungs_lockstep_leave;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * carries (1,007 bytes with the default link, 512 behind a relay; the message
+ * names both numbers); RUNGS_ERR_FULL if the next turn cannot take it;
+ * RUNGS_ERR_STATE after rungs_lockstep_leave.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_submit_command(struct rungs_lockstep *ls,
@@ -2189,10 +2185,9 @@ rungs_result RUNGS_CALL rungs_lockstep_submit_command(struct rungs_lockstep *ls,
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
  * with len > 0; RUNGS_ERR_INVALID_ARGUMENT if seat is not an AI seat of the
- * match or len is over 512 (as a human order); RUNGS_ERR_STATE peer-to-peer (your engine runs its AI itself) or
- * before the relay welcomed this machine; RUNGS_ERR_FULL with 4096 AI
- * orders waiting; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
- * RUNGS_ERR_PANIC (every object call).
+ * match or len is over 512 (as a human order); RUNGS_ERR_STATE peer-to-peer
+ * (your engine runs its AI itself) or before the relay welcomed this machine;
+ * RUNGS_ERR_FULL with 4096 AI orders waiting.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_submit_ai_order(struct rungs_lockstep *ls,
@@ -2210,9 +2205,8 @@ rungs_result RUNGS_CALL rungs_lockstep_submit_ai_order(struct rungs_lockstep *ls
  * `rungs_lockstep_is_checksum_frame` says which frames, either topology.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
- * RUNGS_ERR_INVALID_ARGUMENT if checksum_interval is 0 (checksums are off)
- * or frame is not a checksum frame; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
- * (every object call).
+ * RUNGS_ERR_INVALID_ARGUMENT if checksum_interval is 0 (checksums are off) or
+ * frame is not a checksum frame.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_submit_checksum(struct rungs_lockstep *ls,
@@ -2222,8 +2216,7 @@ rungs_result RUNGS_CALL rungs_lockstep_submit_checksum(struct rungs_lockstep *ls
 /**
  * One frame's work took `duration_us` (for the reports, S3).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_add_frame_work_us(struct rungs_lockstep *ls,
@@ -2234,9 +2227,8 @@ rungs_result RUNGS_CALL rungs_lockstep_add_frame_work_us(struct rungs_lockstep *
  * `rungs_lockstep_update` until it reports `RUNGS_LOCKSTEP_LEFT`. No
  * command can be submitted after this call.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL; RUNGS_ERR_STATE
- * if this player already left or is leaving; RUNGS_ERR_POISONED,
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL; RUNGS_ERR_STATE if
+ * this player already left or is leaving.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_leave(struct rungs_lockstep *ls);
 
@@ -2250,10 +2242,8 @@ RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_leave(struct rungs_lockstep *ls
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
  * RUNGS_ERR_UNKNOWN_SEAT if seat is this machine's (leave with
- * rungs_lockstep_leave), not a human seat, or already removed;
- * RUNGS_ERR_STATE in the relay topology (the relay drops
- * a seat after its reconnect grace); RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * rungs_lockstep_leave), not a human seat, or already removed; RUNGS_ERR_STATE
+ * in the relay topology (the relay drops a seat after its reconnect grace).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_drop_player(struct rungs_lockstep *ls, uint8_t seat);
 
@@ -2266,17 +2256,14 @@ RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_drop_player(struct rungs_lockst
  * between, a loop may sleep in select/poll on `rungs_lockstep_socket`.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL; RUNGS_ERR_STATE
- * before frame 0 if a human seat has no address (call
- * rungs_lockstep_add_peer for every other human seat), or frames were
- * driven out of order; in the relay topology RUNGS_ERR_STATE also when the
- * relay refused this machine for good (the message says why: a bad or
- * expired ticket, the seat left, the match over, "the relay lost this
- * match's turn log" when the relay restarted without it) or its match
- * compares checksums at another interval than `checksum_interval`;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
- * (every object call). An error never leaves a frame half
- * run: either the frame ran and its commands reached the callback, or it
- * did not start.
+ * before frame 0 if a human seat has no address (call rungs_lockstep_add_peer
+ * for every other human seat), or frames were driven out of order; in the
+ * relay topology RUNGS_ERR_STATE also when the relay refused this machine for
+ * good (the message says why: a bad or expired ticket, the seat left, the
+ * match over, "the relay lost this match's turn log" when the relay restarted
+ * without it) or its match compares checksums at another interval than
+ * `checksum_interval`. An error never leaves a frame half run: either the
+ * frame ran and its commands reached the callback, or it did not start.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_update(struct rungs_lockstep *ls,
@@ -2289,8 +2276,7 @@ rungs_result RUNGS_CALL rungs_lockstep_update(struct rungs_lockstep *ls,
  * then call `rungs_lockstep_update`. Only wait on it: reading it would
  * take the game's datagrams. Valid until `rungs_lockstep_free`.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out_socket is NULL;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out_socket is NULL.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_socket(struct rungs_lockstep *ls, rungs_socket *out_socket);
 
@@ -2323,17 +2309,14 @@ rungs_result RUNGS_CALL rungs_lockstep_status(struct rungs_lockstep *ls,
  * game from inside its callbacks return RUNGS_ERR_REENTRANT). The relay
  * callbacks keep their own `user` (`rungs_lockstep_set_relay_callbacks`).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_set_user(struct rungs_lockstep *ls, void *user);
 
 /**
  * Counters for a diagnostics screen.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_get_stats(struct rungs_lockstep *ls,
@@ -2366,8 +2349,7 @@ RUNGS_API rungs_result RUNGS_CALL rungs_measurements_free(struct rungs_measureme
  * A frame's work begins at `now_us` (any monotonic microsecond clock).
  *
  * Returns: RUNGS_OK; RUNGS_ERR_STATE if a frame's work is already open;
- * RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_NULL_POINTER if measurements is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_frame_work_begin(struct rungs_measurements *measurements,
@@ -2379,8 +2361,7 @@ rungs_result RUNGS_CALL rungs_measurements_frame_work_begin(struct rungs_measure
  *
  * Returns: RUNGS_OK; RUNGS_ERR_STATE if no frame's work is open;
  * RUNGS_ERR_INVALID_ARGUMENT if now_us is before the begin (the frame stays
- * open); RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * open); RUNGS_ERR_NULL_POINTER if measurements is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_frame_work_end(struct rungs_measurements *measurements,
@@ -2389,9 +2370,7 @@ rungs_result RUNGS_CALL rungs_measurements_frame_work_end(struct rungs_measureme
 /**
  * One frame took `duration_us` of processing (instead of begin/end).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_add_frame_work_us(struct rungs_measurements *measurements,
@@ -2401,8 +2380,7 @@ rungs_result RUNGS_CALL rungs_measurements_add_frame_work_us(struct rungs_measur
  * The machine starts waiting for the other players at `now_us`.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_STATE if a wait is already open;
- * RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_NULL_POINTER if measurements is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_wait_begin(struct rungs_measurements *measurements,
@@ -2413,10 +2391,9 @@ rungs_result RUNGS_CALL rungs_measurements_wait_begin(struct rungs_measurements 
  * report names the seat waited for longest); `RUNGS_NO_SEAT` for no seat in
  * particular, as `rungs_measurements_wait_begin`.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `seat` is neither 0–15
- * nor `RUNGS_NO_SEAT`; RUNGS_ERR_STATE if a wait is already open;
- * RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `seat` is neither 0–15 nor
+ * `RUNGS_NO_SEAT`; RUNGS_ERR_STATE if a wait is already open;
+ * RUNGS_ERR_NULL_POINTER if measurements is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_wait_begin_for(struct rungs_measurements *measurements,
@@ -2429,8 +2406,7 @@ rungs_result RUNGS_CALL rungs_measurements_wait_begin_for(struct rungs_measureme
  *
  * Returns: RUNGS_OK; RUNGS_ERR_STATE if no wait is open;
  * RUNGS_ERR_INVALID_ARGUMENT if now_us is before the begin (the wait stays
- * open); RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * open); RUNGS_ERR_NULL_POINTER if measurements is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_wait_end(struct rungs_measurements *measurements,
@@ -2439,9 +2415,7 @@ rungs_result RUNGS_CALL rungs_measurements_wait_end(struct rungs_measurements *m
 /**
  * One wait for the other players lasted `duration_us` (instead of begin/end).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_add_wait_us(struct rungs_measurements *measurements,
@@ -2452,10 +2426,9 @@ rungs_result RUNGS_CALL rungs_measurements_add_wait_us(struct rungs_measurements
  * `rungs_measurements_wait_begin_for` / `_wait_end`); `RUNGS_NO_SEAT` for
  * no seat in particular, as `rungs_measurements_add_wait_us`.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `seat` is neither 0–15
- * nor `RUNGS_NO_SEAT` (nothing counted); RUNGS_ERR_NULL_POINTER if
- * measurements is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
- * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `seat` is neither 0–15 nor
+ * `RUNGS_NO_SEAT` (nothing counted); RUNGS_ERR_NULL_POINTER if measurements is
+ * NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_add_wait_for_us(struct rungs_measurements *measurements,
@@ -2491,10 +2464,8 @@ rungs_result RUNGS_CALL rungs_needed_look_ahead(uint8_t look_ahead,
  * each of the four look-aheads from the last frame's down
  * (`rungs_look_ahead_needs`, `rungs_measurements_take_report_with_needs`).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `look_ahead` or
- * `needed` is not 1–250 (nothing counted); RUNGS_ERR_NULL_POINTER if
- * measurements is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
- * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `look_ahead` or `needed` is
+ * not 1–250 (nothing counted); RUNGS_ERR_NULL_POINTER if measurements is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_add_frame_need(struct rungs_measurements *measurements,
@@ -2507,8 +2478,7 @@ rungs_result RUNGS_CALL rungs_measurements_add_frame_need(struct rungs_measureme
  *
  * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if peer is not a seat (0 to
  * 15); RUNGS_ERR_STATE if peer is already measured; RUNGS_ERR_NULL_POINTER if
- * measurements is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
- * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * measurements is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_add_peer(struct rungs_measurements *measurements,
@@ -2519,8 +2489,7 @@ rungs_result RUNGS_CALL rungs_measurements_add_peer(struct rungs_measurements *m
  *
  * Returns: RUNGS_OK; RUNGS_ERR_UNKNOWN_SEAT if peer is not measured
  * (`rungs_measurements_add_peer`); RUNGS_ERR_NULL_POINTER if measurements is
- * NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
- * RUNGS_ERR_PANIC (every object call).
+ * NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_remove_peer(struct rungs_measurements *measurements,
@@ -2535,8 +2504,7 @@ rungs_result RUNGS_CALL rungs_measurements_remove_peer(struct rungs_measurements
  * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if clean is neither 0 nor 1;
  * RUNGS_ERR_UNKNOWN_SEAT if peer is not measured
  * (`rungs_measurements_add_peer`); RUNGS_ERR_NULL_POINTER if measurements is
- * NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
- * RUNGS_ERR_PANIC (every object call).
+ * NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_add_rtt_sample(struct rungs_measurements *measurements,
@@ -2551,11 +2519,9 @@ rungs_result RUNGS_CALL rungs_measurements_add_rtt_sample(struct rungs_measureme
  * went out more than once: the sample is then not clean (S8) and never
  * replaces the link's measured value; 0 when it went out once.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `tick_hz` is 0 or
- * `resent` is neither 0 nor 1; RUNGS_ERR_UNKNOWN_SEAT if peer is not
- * measured; RUNGS_ERR_NULL_POINTER if measurements is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `tick_hz` is 0 or `resent`
+ * is neither 0 nor 1; RUNGS_ERR_UNKNOWN_SEAT if peer is not measured;
+ * RUNGS_ERR_NULL_POINTER if measurements is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_add_rtt_ticks(struct rungs_measurements *measurements,
@@ -2570,8 +2536,7 @@ rungs_result RUNGS_CALL rungs_measurements_add_rtt_ticks(struct rungs_measuremen
  * `rungs_measurements_add_frame_work_us`).
  *
  * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `tick_hz` is 0;
- * RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_NULL_POINTER if measurements is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_add_frame_ticks(struct rungs_measurements *measurements,
@@ -2582,9 +2547,7 @@ rungs_result RUNGS_CALL rungs_measurements_add_frame_ticks(struct rungs_measurem
  * The stalled frames (waits) measured since the last report, into `*out`:
  * what `rungs_timing_machine_report_due` asks for.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements or out is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements or out is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_unreported_stalls(struct rungs_measurements *measurements,
@@ -2599,8 +2562,7 @@ rungs_result RUNGS_CALL rungs_measurements_unreported_stalls(struct rungs_measur
  * `rungs_measurements_take_detailed_report` instead.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements or out is NULL
- * (the interval does not end); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
- * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * (the interval does not end).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_take_report(struct rungs_measurements *measurements,
@@ -2615,9 +2577,8 @@ rungs_result RUNGS_CALL rungs_measurements_take_report(struct rungs_measurements
  * with `rungs_timing_machine_execute_detailed_report`. The pair always
  * keeps the detailed layout's rules (`rungs_report_detail`).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements, out or
- * out_detail is NULL (the interval does not end); RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements, out or out_detail
+ * is NULL (the interval does not end).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_take_detailed_report(struct rungs_measurements *measurements,
@@ -2633,10 +2594,8 @@ rungs_result RUNGS_CALL rungs_measurements_take_detailed_report(struct rungs_mea
  * machine with `rungs_timing_machine_execute_report_with_needs`. The three
  * always keep the layout's rules.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements, out,
- * out_detail or out_needs is NULL (the interval does not end);
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements, out, out_detail
+ * or out_needs is NULL (the interval does not end).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_take_report_with_needs(struct rungs_measurements *measurements,
@@ -2877,9 +2836,7 @@ rungs_result RUNGS_CALL rungs_relay_credentials_parse(const char *text,
  * of its orders the relay refused, and the ephemeral orders of each frame.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
- * RUNGS_ERR_INVALID_ARGUMENT if callbacks->struct_size is too small;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
- * (every object call).
+ * RUNGS_ERR_INVALID_ARGUMENT if callbacks->struct_size is too small.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_set_relay_callbacks(struct rungs_lockstep *ls,
@@ -2894,12 +2851,11 @@ rungs_result RUNGS_CALL rungs_lockstep_set_relay_callbacks(struct rungs_lockstep
  * command and `rungs_lockstep_leave` issued together.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
- * with len > 0; RUNGS_ERR_INVALID_ARGUMENT if kind is not a RUNGS_ORDER_*
- * or len is over 512 (relay) or one packet (peer-to-peer); RUNGS_ERR_FULL
- * with 256 orders not yet judged by the relay, or no room in the next turn;
- * RUNGS_ERR_STATE after leaving, for an ephemeral order peer-to-peer or
- * while the relay link is down, in a replay; RUNGS_ERR_POISONED,
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * with len > 0; RUNGS_ERR_INVALID_ARGUMENT if kind is not a RUNGS_ORDER_* or
+ * len is over 512 (relay) or one packet (peer-to-peer); RUNGS_ERR_FULL with
+ * 256 orders not yet judged by the relay, or no room in the next turn;
+ * RUNGS_ERR_STATE after leaving, for an ephemeral order peer-to-peer or while
+ * the relay link is down, in a replay.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_submit_order(struct rungs_lockstep *ls,
@@ -2916,9 +2872,7 @@ rungs_result RUNGS_CALL rungs_lockstep_submit_order(struct rungs_lockstep *ls,
  * every interval-th frame, when `frame + 1` is. One engine loop serves
  * both topologies by asking.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_is_checksum_frame(struct rungs_lockstep *ls,
@@ -2931,9 +2885,7 @@ rungs_result RUNGS_CALL rungs_lockstep_is_checksum_frame(struct rungs_lockstep *
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if checksum_interval is 0; RUNGS_ERR_STATE
- * peer-to-peer (machines compare states after frames there);
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
- * (every object call).
+ * peer-to-peer (machines compare states after frames there).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_submit_initial_checksum(struct rungs_lockstep *ls,
@@ -2944,18 +2896,17 @@ rungs_result RUNGS_CALL rungs_lockstep_submit_initial_checksum(struct rungs_lock
  * `tick` (call it from your game loop before frame `tick` runs, on every
  * machine). `*out_due` (may be NULL) receives the frame its orders run on,
  * `tick + ai_order_delay`; that frame does not run here until
- * `rungs_lockstep_end_ai_decision`, so an AI computed on another thread,
+ * `rungs_lockstep_ai_decision_end`, so an AI computed on another thread,
  * however long it takes, lands on the same frame on every machine.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if seat is not an AI seat of the match;
- * RUNGS_ERR_STATE peer-to-peer, before the relay welcomed this machine,
- * for a decision begun twice, or late (its frame already ran);
- * RUNGS_ERR_FULL with 256 decisions open; RUNGS_ERR_POISONED,
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_STATE peer-to-peer, before the relay welcomed this machine, for a
+ * decision begun twice, or late (its frame already ran); RUNGS_ERR_FULL with
+ * 256 decisions open.
  */
 RUNGS_API
-rungs_result RUNGS_CALL rungs_lockstep_begin_ai_decision(struct rungs_lockstep *ls,
+rungs_result RUNGS_CALL rungs_lockstep_ai_decision_begin(struct rungs_lockstep *ls,
                                               uint8_t seat,
                                               uint32_t tick,
                                               uint32_t *out_due);
@@ -2968,12 +2919,10 @@ rungs_result RUNGS_CALL rungs_lockstep_begin_ai_decision(struct rungs_lockstep *
  * (`*out_due`, may be NULL).
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
- * with len > 0; RUNGS_ERR_INVALID_ARGUMENT if seat is not an AI seat of
- * the match or len is over 512; RUNGS_ERR_STATE peer-to-peer, before the
- * relay welcomed this machine, or late (that frame already ran here: begin
- * the decision on its frame); RUNGS_ERR_FULL with 4096 AI orders waiting;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
- * (every object call).
+ * with len > 0; RUNGS_ERR_INVALID_ARGUMENT if seat is not an AI seat of the
+ * match or len is over 512; RUNGS_ERR_STATE peer-to-peer, before the relay
+ * welcomed this machine, or late (that frame already ran here: begin the
+ * decision on its frame); RUNGS_ERR_FULL with 4096 AI orders waiting.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_submit_ai_order_at(struct rungs_lockstep *ls,
@@ -2984,16 +2933,14 @@ rungs_result RUNGS_CALL rungs_lockstep_submit_ai_order_at(struct rungs_lockstep 
                                                uint32_t *out_due);
 
 /**
- * Behind a relay: the decision `rungs_lockstep_begin_ai_decision` began for
+ * Behind a relay: the decision `rungs_lockstep_ai_decision_begin` began for
  * `seat` at `tick` is in (submit its orders first); its frame may run.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
- * RUNGS_ERR_STATE if no such decision was begun, or peer-to-peer;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL; RUNGS_ERR_STATE if
+ * no such decision was begun, or peer-to-peer.
  */
 RUNGS_API
-rungs_result RUNGS_CALL rungs_lockstep_end_ai_decision(struct rungs_lockstep *ls,
+rungs_result RUNGS_CALL rungs_lockstep_ai_decision_end(struct rungs_lockstep *ls,
                                             uint8_t seat,
                                             uint32_t tick);
 
@@ -3231,11 +3178,9 @@ RUNGS_API rungs_result RUNGS_CALL rungs_session_free(struct rungs_session *s);
  * callback of a sending frame comes from this call, and a frame executes
  * exactly when it sends.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
- * RUNGS_ERR_STATE if the previous frame is still running (call
- * `rungs_session_frame_end`) or `frame` is not the next frame;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
+ * the previous frame is still running (call `rungs_session_frame_end`) or
+ * `frame` is not the next frame.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_frame_begin(struct rungs_session *s,
@@ -3257,9 +3202,7 @@ rungs_result RUNGS_CALL rungs_session_frame_begin(struct rungs_session *s,
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_send_frame` is
  * NULL; RUNGS_ERR_STATE if `frame - 1` has not ended (its send frames are not
- * final yet) or `frame` is more than 256 frames before that;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * final yet) or `frame` is more than 256 frames before that.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_required_send_frame(struct rungs_session *s,
@@ -3277,14 +3220,12 @@ rungs_result RUNGS_CALL rungs_session_required_send_frame(struct rungs_session *
  * later packet before an earlier one, use `rungs_session_packet_received`
  * and `rungs_session_peers_ready`, which keep that watermark for you.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_ready` is NULL,
- * or `held_send_frames` is NULL while `count` is not 0;
- * RUNGS_ERR_INVALID_ARGUMENT if `count` is not the session's `seat_count`,
- * or a peer's entry is a frame that ended here without being a send frame
- * (a tag passed for a send frame); RUNGS_ERR_STATE as for
- * `rungs_session_required_send_frame`;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_ready` is NULL, or
+ * `held_send_frames` is NULL while `count` is not 0;
+ * RUNGS_ERR_INVALID_ARGUMENT if `count` is not the session's `seat_count`, or
+ * a peer's entry is a frame that ended here without being a send frame (a tag
+ * passed for a send frame); RUNGS_ERR_STATE as for
+ * `rungs_session_required_send_frame`.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_frame_ready(struct rungs_session *s,
@@ -3299,14 +3240,12 @@ rungs_result RUNGS_CALL rungs_session_frame_ready(struct rungs_session *s,
  * report from a player already removed is a late event of normal play: it
  * is accepted and changes nothing (S3). A refused event changes nothing.
  *
- * Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if `s`
- * is NULL, or `payload` is NULL while `len` is not 0; RUNGS_ERR_STATE if no
- * frame is running or `frame` is not the current frame;
- * RUNGS_ERR_UNREGISTERED_EVENT if `type_id` is none of the configured event
- * IDs; RUNGS_ERR_MALFORMED if the payload has the wrong size or content for
- * its layout; RUNGS_ERR_UNKNOWN_SEAT if `seat` never was a human seat of the
- * game; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
- * RUNGS_ERR_PANIC (every object call).
+ * Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if `s` is
+ * NULL, or `payload` is NULL while `len` is not 0; RUNGS_ERR_STATE if no frame
+ * is running or `frame` is not the current frame; RUNGS_ERR_UNREGISTERED_EVENT
+ * if `type_id` is none of the configured event IDs; RUNGS_ERR_MALFORMED if the
+ * payload has the wrong size or content for its layout; RUNGS_ERR_UNKNOWN_SEAT
+ * if `seat` never was a human seat of the game.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_event_executed(struct rungs_session *s,
@@ -3325,11 +3264,9 @@ rungs_result RUNGS_CALL rungs_session_event_executed(struct rungs_session *s,
  * carrying its removal reached some machines and not others, and no
  * machine waits for them (docs/ts-integration.md, "A player who quits").
  *
- * Returns: RUNGS_OK (also for a repeated removal); RUNGS_ERR_NULL_POINTER
- * if `s` is NULL; RUNGS_ERR_STATE if no frame is running;
- * RUNGS_ERR_UNKNOWN_SEAT if `seat` never was a human seat of the game;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK (also for a repeated removal); RUNGS_ERR_NULL_POINTER if
+ * `s` is NULL; RUNGS_ERR_STATE if no frame is running; RUNGS_ERR_UNKNOWN_SEAT
+ * if `seat` never was a human seat of the game.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_player_removed(struct rungs_session *s, uint8_t seat);
 
@@ -3338,10 +3275,8 @@ RUNGS_API rungs_result RUNGS_CALL rungs_session_player_removed(struct rungs_sess
  * 128), the master's evaluation, and on a send frame the `send_frame`
  * callback. Events to queue arrive through `queue_event` before it.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
- * RUNGS_ERR_STATE if no frame is running (call `rungs_session_frame_begin`);
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
+ * no frame is running (call `rungs_session_frame_begin`).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_frame_end(struct rungs_session *s);
 
@@ -3350,39 +3285,32 @@ RUNGS_API rungs_result RUNGS_CALL rungs_session_frame_end(struct rungs_session *
  * a send frame before `frame_end`, else a forecast for the next send frame;
  * the tag given to `send_frame` is the final one.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_frame` is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_frame` is NULL.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_submit_command(struct rungs_session *s, uint32_t *out_frame);
 
 /**
  * This frame's work starts at `now_us` (any monotonic µs clock) (S3).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE
- * if a frame's work is already open (call `rungs_session_frame_work_end`);
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
+ * a frame's work is already open (call `rungs_session_frame_work_end`).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_frame_work_begin(struct rungs_session *s, uint64_t now_us);
 
 /**
  * This frame's work ends at `now_us`.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE
- * if no frame's work is open (call `rungs_session_frame_work_begin`);
- * RUNGS_ERR_INVALID_ARGUMENT if `now_us` is before the begin (the frame's
- * work stays open); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
- * RUNGS_ERR_PANIC (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
+ * no frame's work is open (call `rungs_session_frame_work_begin`);
+ * RUNGS_ERR_INVALID_ARGUMENT if `now_us` is before the begin (the frame's work
+ * stays open).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_frame_work_end(struct rungs_session *s, uint64_t now_us);
 
 /**
  * One frame's work took `duration_us` (instead of begin/end).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_add_frame_work_us(struct rungs_session *s,
@@ -3391,10 +3319,8 @@ rungs_result RUNGS_CALL rungs_session_add_frame_work_us(struct rungs_session *s,
 /**
  * You start waiting for other players at `now_us` (S3).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE
- * if a wait is already open (call `rungs_session_wait_end`);
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
+ * a wait is already open (call `rungs_session_wait_end`).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_wait_begin(struct rungs_session *s, uint64_t now_us);
 
@@ -3407,9 +3333,7 @@ RUNGS_API rungs_result RUNGS_CALL rungs_session_wait_begin(struct rungs_session 
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if `seat` is neither 0–15 nor `RUNGS_NO_SEAT`;
- * RUNGS_ERR_STATE if a wait is already open (call `rungs_session_wait_end`);
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * RUNGS_ERR_STATE if a wait is already open (call `rungs_session_wait_end`).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_wait_begin_for(struct rungs_session *s,
@@ -3419,20 +3343,17 @@ rungs_result RUNGS_CALL rungs_session_wait_begin_for(struct rungs_session *s,
 /**
  * The wait ends at `now_us`.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE
- * if no wait is open (call `rungs_session_wait_begin`);
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
+ * no wait is open (call `rungs_session_wait_begin`);
  * RUNGS_ERR_INVALID_ARGUMENT if `now_us` is before the begin (the wait stays
- * open); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
- * RUNGS_ERR_PANIC (every object call).
+ * open).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_wait_end(struct rungs_session *s, uint64_t now_us);
 
 /**
  * One wait lasted `duration_us` (instead of begin/end).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_add_wait_us(struct rungs_session *s, uint64_t duration_us);
 
@@ -3447,9 +3368,8 @@ RUNGS_API rungs_result RUNGS_CALL rungs_session_add_wait_us(struct rungs_session
  * another layout they are dropped.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
- * RUNGS_ERR_INVALID_ARGUMENT if `look_ahead` or `needed` is not 1–250
- * (nothing counted); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
- * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_INVALID_ARGUMENT if `look_ahead` or `needed` is not 1–250 (nothing
+ * counted).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_add_frame_need(struct rungs_session *s,
@@ -3463,12 +3383,10 @@ rungs_result RUNGS_CALL rungs_session_add_frame_need(struct rungs_session *s,
  * A sample from a player already removed (its acknowledgement was on its
  * way) is a late event of normal play: accepted, it changes nothing (S3).
  *
- * Returns: RUNGS_OK (also for a removed player); RUNGS_ERR_NULL_POINTER if
- * `s` is NULL; RUNGS_ERR_INVALID_ARGUMENT if `clean` is not 0 or 1;
+ * Returns: RUNGS_OK (also for a removed player); RUNGS_ERR_NULL_POINTER if `s`
+ * is NULL; RUNGS_ERR_INVALID_ARGUMENT if `clean` is not 0 or 1;
  * RUNGS_ERR_UNKNOWN_SEAT if `peer` is not another human player of the game
- * (your own seat, an AI seat or no seat);
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * (your own seat, an AI seat or no seat).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_rtt_sample(struct rungs_session *s,
@@ -3485,9 +3403,7 @@ rungs_result RUNGS_CALL rungs_session_rtt_sample(struct rungs_session *s,
  * seats that are not this session's peers are ignored.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `endpoint` is NULL;
- * RUNGS_ERR_STATE if the endpoint's transport worker failed to stop;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call, for either object).
+ * RUNGS_ERR_STATE if the endpoint's transport worker failed to stop.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_sample_links(struct rungs_session *s,
@@ -3498,9 +3414,7 @@ rungs_result RUNGS_CALL rungs_session_sample_links(struct rungs_session *s,
  * Change the game speed's cap, 1–255 (call on every machine on the same frame).
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
- * RUNGS_ERR_INVALID_ARGUMENT if `speed_fps` is 0;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * RUNGS_ERR_INVALID_ARGUMENT if `speed_fps` is 0.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_set_speed(struct rungs_session *s, uint8_t speed_fps);
 
@@ -3527,9 +3441,7 @@ rungs_result RUNGS_CALL rungs_session_status(struct rungs_session *s,
  * (a callback may read `rungs_session_status`; other calls on the same
  * session from inside its callbacks return RUNGS_ERR_REENTRANT).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_set_user(struct rungs_session *s, void *user);
 
@@ -3551,16 +3463,13 @@ RUNGS_API rungs_result RUNGS_CALL rungs_session_set_user(struct rungs_session *s
  * first copy, or it is past the seat's cut.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
- * RUNGS_ERR_INVALID_ARGUMENT if `seat` is your own seat, or the send frame
- * is not the one `packet_number` says; RUNGS_ERR_UNKNOWN_SEAT if `seat`
- * never was a human player of the game; RUNGS_ERR_FULL if the packet is
- * more than 512 packets past what this machine has checked (nothing is
- * recorded: keep the packet and hand it again after your next frames; only
- * a machine nobody waits for, an observer, falls that far behind);
- * RUNGS_ERR_STATE
- * if it is past the seat's cut (`rungs_session_peer_cut`);
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * RUNGS_ERR_INVALID_ARGUMENT if `seat` is your own seat, or the send frame is
+ * not the one `packet_number` says; RUNGS_ERR_UNKNOWN_SEAT if `seat` never was
+ * a human player of the game; RUNGS_ERR_FULL if the packet is more than 512
+ * packets past what this machine has checked (nothing is recorded: keep the
+ * packet and hand it again after your next frames; only a machine nobody waits
+ * for, an observer, falls that far behind); RUNGS_ERR_STATE if it is past the
+ * seat's cut (`rungs_session_peer_cut`).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_packet_received(struct rungs_session *s,
@@ -3579,11 +3488,9 @@ rungs_result RUNGS_CALL rungs_session_packet_received(struct rungs_session *s,
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_ready` is NULL;
  * RUNGS_ERR_STATE if no frame is running; RUNGS_ERR_INVALID_ARGUMENT if a
- * packet received before this machine reached its send frame turned out not
- * to carry it (the message names seat, packet and send frames: the engine
- * numbers its packets or passes its send frames wrongly, and executing would
- * desync); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
- * RUNGS_ERR_PANIC (every object call).
+ * packet received before this machine reached its send frame turned out not to
+ * carry it (the message names seat, packet and send frames: the engine numbers
+ * its packets or passes its send frames wrongly, and executing would desync).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_peers_ready(struct rungs_session *s,
@@ -3601,10 +3508,8 @@ rungs_result RUNGS_CALL rungs_session_peers_ready(struct rungs_session *s,
  * said ready it never fires. Both are `RUNGS_NO_FRAME` when the current
  * frame executes nothing.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s`, `out_first` or
- * `out_last` is NULL; RUNGS_ERR_STATE if no frame is running;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s`, `out_first` or `out_last`
+ * is NULL; RUNGS_ERR_STATE if no frame is running.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_due_tags(struct rungs_session *s,
@@ -3617,9 +3522,8 @@ rungs_result RUNGS_CALL rungs_session_due_tags(struct rungs_session *s,
  * before packet 0. What your drop procedure votes for a vanished player.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_packet` is NULL;
- * RUNGS_ERR_INVALID_ARGUMENT if `seat` is your own; RUNGS_ERR_UNKNOWN_SEAT
- * if it never was a human player; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
- * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_INVALID_ARGUMENT if `seat` is your own; RUNGS_ERR_UNKNOWN_SEAT if
+ * it never was a human player.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_packet_watermark(struct rungs_session *s,
@@ -3635,11 +3539,9 @@ rungs_result RUNGS_CALL rungs_session_packet_watermark(struct rungs_session *s,
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if `seat` is your own, or packets past
- * `last_packet` are already held here with every one before them (a cut is
- * at least every survivor's watermark); RUNGS_ERR_UNKNOWN_SEAT if `seat`
- * never was a human player; RUNGS_ERR_STATE if another cut was set for it;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * `last_packet` are already held here with every one before them (a cut is at
+ * least every survivor's watermark); RUNGS_ERR_UNKNOWN_SEAT if `seat` never
+ * was a human player; RUNGS_ERR_STATE if another cut was set for it.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_peer_cut(struct rungs_session *s,
@@ -3654,9 +3556,7 @@ rungs_result RUNGS_CALL rungs_session_peer_cut(struct rungs_session *s,
  * can have run. `RUNGS_NO_FRAME` until this machine has had that send frame
  * (ask again after the next frames).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_tag` is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_tag` is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_cut_tag(struct rungs_session *s,
@@ -3673,12 +3573,10 @@ rungs_result RUNGS_CALL rungs_session_cut_tag(struct rungs_session *s,
  * A sample from a player already removed is accepted and changes nothing,
  * as for `rungs_session_rtt_sample`.
  *
- * Returns: RUNGS_OK (also for a removed player); RUNGS_ERR_NULL_POINTER if
- * `s` is NULL; RUNGS_ERR_INVALID_ARGUMENT if `resent` is not 0 or 1;
+ * Returns: RUNGS_OK (also for a removed player); RUNGS_ERR_NULL_POINTER if `s`
+ * is NULL; RUNGS_ERR_INVALID_ARGUMENT if `resent` is not 0 or 1;
  * RUNGS_ERR_STATE if the session has no tick timer (`config->tick_hz` 0);
- * RUNGS_ERR_UNKNOWN_SEAT if `peer` is not another human player of the game;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * RUNGS_ERR_UNKNOWN_SEAT if `peer` is not another human player of the game.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_rtt_sample_ticks(struct rungs_session *s,
@@ -3691,10 +3589,8 @@ rungs_result RUNGS_CALL rungs_session_rtt_sample_ticks(struct rungs_session *s,
  * (`config->tick_hz`), as Tiberian Sun counts its processing time (instead
  * of `rungs_session_add_frame_work_us`).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
- * RUNGS_ERR_STATE if the session has no tick timer (`config->tick_hz` 0);
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
+ * the session has no tick timer (`config->tick_hz` 0).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_add_frame_ticks(struct rungs_session *s, uint32_t ticks);
 
@@ -3740,12 +3636,10 @@ RUNGS_API rungs_result RUNGS_CALL rungs_timing_machine_free(struct rungs_timing_
  *
  * Returns: RUNGS_OK; RUNGS_ERR_STATE if frame is not the frame after the
  * previous one (0 first), or the previous frame was not ended with
- * `rungs_timing_machine_end_frame`; RUNGS_ERR_NULL_POINTER if m is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * `rungs_timing_machine_frame_end`; RUNGS_ERR_NULL_POINTER if m is NULL.
  */
 RUNGS_API
-rungs_result RUNGS_CALL rungs_timing_machine_begin_frame(struct rungs_timing_machine *m,
+rungs_result RUNGS_CALL rungs_timing_machine_frame_begin(struct rungs_timing_machine *m,
                                               uint32_t frame,
                                               int32_t *out_executes_commands);
 
@@ -3756,8 +3650,7 @@ rungs_result RUNGS_CALL rungs_timing_machine_begin_frame(struct rungs_timing_mac
  *
  * Returns: RUNGS_OK; RUNGS_ERR_UNKNOWN_SEAT if seat is not below
  * config->seat_count; RUNGS_ERR_STATE if the frame `tag` already executed its
- * commands; RUNGS_ERR_NULL_POINTER if m is NULL; RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * commands; RUNGS_ERR_NULL_POINTER if m is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_queue_command(struct rungs_timing_machine *m,
@@ -3771,8 +3664,7 @@ rungs_result RUNGS_CALL rungs_timing_machine_queue_command(struct rungs_timing_m
  * when there is one; 0 when none is due or the frame is not a send frame.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out_found is NULL (nothing
- * popped); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
- * RUNGS_ERR_PANIC (every object call).
+ * popped).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_pop_due(struct rungs_timing_machine *m,
@@ -3790,9 +3682,7 @@ rungs_result RUNGS_CALL rungs_timing_machine_pop_due(struct rungs_timing_machine
  * RUNGS_ERR_INVALID_ARGUMENT if event breaks S1 (send_period 1 to 10,
  * look_ahead a multiple of it up to 250) or event->fps is 0;
  * RUNGS_ERR_UNKNOWN_SEAT if seat never was a human seat of the game;
- * RUNGS_ERR_STATE if no frame is open (`rungs_timing_machine_begin_frame`);
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * RUNGS_ERR_STATE if no frame is open (`rungs_timing_machine_frame_begin`).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_execute_timing_event(struct rungs_timing_machine *m,
@@ -3807,12 +3697,10 @@ rungs_result RUNGS_CALL rungs_timing_machine_execute_timing_event(struct rungs_t
  * round trip and as one stalled frame if it waited at all; execute the
  * detail too with `rungs_timing_machine_execute_detailed_report`.
  *
- * Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if m
- * or report is NULL; RUNGS_ERR_INVALID_ARGUMENT if report->has_worst_rtt is
+ * Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if m or
+ * report is NULL; RUNGS_ERR_INVALID_ARGUMENT if report->has_worst_rtt is
  * neither 0 nor 1; RUNGS_ERR_UNKNOWN_SEAT if seat never was a human seat of
- * the game (nothing changes); RUNGS_ERR_STATE if no frame is open;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * the game (nothing changes); RUNGS_ERR_STATE if no frame is open.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_execute_report(struct rungs_timing_machine *m,
@@ -3831,12 +3719,10 @@ rungs_result RUNGS_CALL rungs_timing_machine_execute_report(struct rungs_timing_
  *
  * Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if m,
  * report or detail is NULL; RUNGS_ERR_INVALID_ARGUMENT if a has_ flag is
- * neither 0 nor 1, detail->waited_for is neither 0–15 nor `RUNGS_NO_SEAT`,
- * or the pair breaks a rule of `rungs_report_detail` (nothing changes);
- * RUNGS_ERR_UNKNOWN_SEAT if seat never was a human seat of the game
- * (nothing changes); RUNGS_ERR_STATE if no frame is open;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * neither 0 nor 1, detail->waited_for is neither 0–15 nor `RUNGS_NO_SEAT`, or
+ * the pair breaks a rule of `rungs_report_detail` (nothing changes);
+ * RUNGS_ERR_UNKNOWN_SEAT if seat never was a human seat of the game (nothing
+ * changes); RUNGS_ERR_STATE if no frame is open.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_execute_detailed_report(struct rungs_timing_machine *m,
@@ -3857,10 +3743,9 @@ rungs_result RUNGS_CALL rungs_timing_machine_execute_detailed_report(struct rung
  * Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if m,
  * report or detail is NULL; RUNGS_ERR_INVALID_ARGUMENT if the report and
  * detail break a rule of `rungs_report_detail` or the needs one of
- * `rungs_look_ahead_needs` (nothing changes); RUNGS_ERR_UNKNOWN_SEAT if
- * seat never was a human seat of the game (nothing changes);
- * RUNGS_ERR_STATE if no frame is open; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
- * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * `rungs_look_ahead_needs` (nothing changes); RUNGS_ERR_UNKNOWN_SEAT if seat
+ * never was a human seat of the game (nothing changes); RUNGS_ERR_STATE if no
+ * frame is open.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_execute_report_with_needs(struct rungs_timing_machine *m,
@@ -3887,10 +3772,8 @@ rungs_result RUNGS_CALL rungs_timing_machine_execute_report_with_needs(struct ru
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or report is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if a has_ flag is neither 0 nor 1,
- * detail->waited_for is neither 0–15 nor `RUNGS_NO_SEAT`, or the pair
- * breaks a rule of `rungs_report_detail`; RUNGS_ERR_STATE if no frame is
- * open; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
- * RUNGS_ERR_PANIC (every object call).
+ * detail->waited_for is neither 0–15 nor `RUNGS_NO_SEAT`, or the pair breaks a
+ * rule of `rungs_report_detail`; RUNGS_ERR_STATE if no frame is open.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_raise_for_own_stall(struct rungs_timing_machine *m,
@@ -3906,9 +3789,8 @@ rungs_result RUNGS_CALL rungs_timing_machine_raise_for_own_stall(struct rungs_ti
  * same lost player) is accepted and changes nothing.
  *
  * Returns: RUNGS_OK (also for a repeated removal); RUNGS_ERR_UNKNOWN_SEAT if
- * seat never was a human seat of the game; RUNGS_ERR_STATE if no frame is open;
- * RUNGS_ERR_NULL_POINTER if m is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
- * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * seat never was a human seat of the game; RUNGS_ERR_STATE if no frame is
+ * open; RUNGS_ERR_NULL_POINTER if m is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_execute_removal(struct rungs_timing_machine *m,
@@ -3921,12 +3803,10 @@ rungs_result RUNGS_CALL rungs_timing_machine_execute_removal(struct rungs_timing
  * event stream; otherwise `*out_has_event` is 0. Either may be NULL.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_STATE if no frame is open
- * (`rungs_timing_machine_begin_frame`); RUNGS_ERR_NULL_POINTER if m is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * (`rungs_timing_machine_frame_begin`); RUNGS_ERR_NULL_POINTER if m is NULL.
  */
 RUNGS_API
-rungs_result RUNGS_CALL rungs_timing_machine_end_frame(struct rungs_timing_machine *m,
+rungs_result RUNGS_CALL rungs_timing_machine_frame_end(struct rungs_timing_machine *m,
                                             int32_t *out_has_event,
                                             struct rungs_timing_event *out_event);
 
@@ -3934,9 +3814,7 @@ rungs_result RUNGS_CALL rungs_timing_machine_end_frame(struct rungs_timing_machi
  * `*out` is 1 when the current frame is a send frame under the timing in
  * force now: send your packet (S5).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_is_send_frame(struct rungs_timing_machine *m,
@@ -3949,9 +3827,7 @@ rungs_result RUNGS_CALL rungs_timing_machine_is_send_frame(struct rungs_timing_m
  * `RUNGS_POLICY_TRACKING`. Ask this, not `rungs_is_report_frame`, when the
  * game may run `tracking`.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_is_report_frame(struct rungs_timing_machine *m,
@@ -3965,12 +3841,11 @@ rungs_result RUNGS_CALL rungs_timing_machine_is_report_frame(struct rungs_timing
  * report frames (`rungs_timing_machine_is_report_frame`), and under
  * `RUNGS_POLICY_TRACKING` also on the first frame after a stall, at most
  * every 4 frames, so the master hears of a spike at once. Ask it once per
- * frame, before `rungs_timing_machine_end_frame`; a 1 is remembered as
+ * frame, before `rungs_timing_machine_frame_end`; a 1 is remembered as
  * the last report.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL (nothing
- * is remembered); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
- * RUNGS_ERR_PANIC (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL (nothing is
+ * remembered).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_report_due(struct rungs_timing_machine *m,
@@ -3982,9 +3857,7 @@ rungs_result RUNGS_CALL rungs_timing_machine_report_due(struct rungs_timing_mach
  * The frame a command issued now is tagged for: on a send frame,
  * `frame + look_ahead`; on other frames a forecast for the next send frame.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_command_tag(struct rungs_timing_machine *m,
@@ -3993,9 +3866,7 @@ rungs_result RUNGS_CALL rungs_timing_machine_command_tag(struct rungs_timing_mac
 /**
  * The timing in force.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_timing(struct rungs_timing_machine *m,
@@ -4004,18 +3875,14 @@ rungs_result RUNGS_CALL rungs_timing_machine_timing(struct rungs_timing_machine 
 /**
  * The frame rate in force.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_timing_machine_fps(struct rungs_timing_machine *m, uint8_t *out);
 
 /**
  * Everything a UI or log shows, in one struct.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_status(struct rungs_timing_machine *m,
@@ -4026,8 +3893,7 @@ rungs_result RUNGS_CALL rungs_timing_machine_status(struct rungs_timing_machine 
  * on every machine on the same frame (when your speed event executes).
  *
  * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if speed_fps is 0;
- * RUNGS_ERR_NULL_POINTER if m is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
- * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_NULL_POINTER if m is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_set_speed(struct rungs_timing_machine *m,
@@ -4075,8 +3941,7 @@ RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_free(struct rungs_endpoint *end
  * The UDP port the endpoint is bound to (the one the OS picked for port 0).
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_port is NULL;
- * RUNGS_ERR_IO if the OS cannot say; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_IO if the OS cannot say.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_local_port(struct rungs_endpoint *endpoint,
@@ -4091,9 +3956,7 @@ rungs_result RUNGS_CALL rungs_endpoint_local_port(struct rungs_endpoint *endpoin
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or address is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if address does not parse or seat is this
- * endpoint's own; RUNGS_ERR_STATE if seat already has a peer;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object
- * call).
+ * endpoint's own; RUNGS_ERR_STATE if seat already has a peer.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_add_peer(struct rungs_endpoint *endpoint,
@@ -4105,8 +3968,7 @@ rungs_result RUNGS_CALL rungs_endpoint_add_peer(struct rungs_endpoint *endpoint,
  * never removes anyone). `RUNGS_ERR_UNKNOWN_SEAT` if there is none.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL;
- * RUNGS_ERR_UNKNOWN_SEAT if seat has no peer; RUNGS_ERR_POISONED,
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_UNKNOWN_SEAT if seat has no peer.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_remove_peer(struct rungs_endpoint *endpoint, uint8_t seat);
 
@@ -4120,9 +3982,7 @@ RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_remove_peer(struct rungs_endpoi
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL, or data is
  * NULL with len > 0; RUNGS_ERR_UNKNOWN_SEAT if seat has no peer;
  * RUNGS_ERR_INVALID_ARGUMENT if len is more than RUNGS_MAX_MESSAGE_BYTES;
- * RUNGS_ERR_FULL if max_in_flight messages are unacknowledged;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object
- * call).
+ * RUNGS_ERR_FULL if max_in_flight messages are unacknowledged.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_send(struct rungs_endpoint *endpoint,
@@ -4139,8 +3999,7 @@ rungs_result RUNGS_CALL rungs_endpoint_send(struct rungs_endpoint *endpoint,
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL;
  * RUNGS_ERR_STATE if the worker thread panicked and stopped (call
- * rungs_endpoint_stop_worker, then poll yourself); RUNGS_ERR_POISONED,
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * rungs_endpoint_stop_worker, then poll yourself).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_poll(struct rungs_endpoint *endpoint, uint64_t now_us);
 
@@ -4150,8 +4009,7 @@ RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_poll(struct rungs_endpoint *end
  * no callback is configured; at most 64, the oldest dropped first.
  *
  * Returns: RUNGS_OK (also when there is no event); RUNGS_ERR_NULL_POINTER if
- * endpoint, out_seat or out_event is NULL; RUNGS_ERR_POISONED,
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * endpoint, out_seat or out_event is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_poll_event(struct rungs_endpoint *endpoint,
@@ -4168,8 +4026,7 @@ rungs_result RUNGS_CALL rungs_endpoint_poll_event(struct rungs_endpoint *endpoin
  * Returns: RUNGS_OK (out->received 0 when nothing waits);
  * RUNGS_ERR_NULL_POINTER if endpoint or out is NULL, or buf is NULL with cap >
  * 0; RUNGS_ERR_BUFFER_TOO_SMALL if the next message is longer than cap (it
- * stays queued); RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
- * (every object call).
+ * stays queued).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_recv(struct rungs_endpoint *endpoint,
@@ -4183,9 +4040,7 @@ rungs_result RUNGS_CALL rungs_endpoint_recv(struct rungs_endpoint *endpoint,
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if out->struct_size is not
- * sizeof(rungs_link_stats); RUNGS_ERR_UNKNOWN_SEAT if seat has no peer;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object
- * call).
+ * sizeof(rungs_link_stats); RUNGS_ERR_UNKNOWN_SEAT if seat has no peer.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_link_stats(struct rungs_endpoint *endpoint,
@@ -4199,9 +4054,7 @@ rungs_result RUNGS_CALL rungs_endpoint_link_stats(struct rungs_endpoint *endpoin
  * an unknown reason.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_count is NULL;
- * RUNGS_ERR_INVALID_ARGUMENT if reason is not a RUNGS_DROP_* value;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object
- * call).
+ * RUNGS_ERR_INVALID_ARGUMENT if reason is not a RUNGS_DROP_* value.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_dropped(struct rungs_endpoint *endpoint,
@@ -4218,8 +4071,7 @@ rungs_result RUNGS_CALL rungs_endpoint_dropped(struct rungs_endpoint *endpoint,
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if tick_us is outside 1000 to 1000000;
  * RUNGS_ERR_STATE if a worker already runs; RUNGS_ERR_IO if the OS refuses a
- * thread; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every
- * object call).
+ * thread.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_start_worker(struct rungs_endpoint *endpoint,
@@ -4230,8 +4082,7 @@ rungs_result RUNGS_CALL rungs_endpoint_start_worker(struct rungs_endpoint *endpo
  * the engine. `RUNGS_ERR_STATE` if no worker runs.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL;
- * RUNGS_ERR_STATE if no worker runs; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_STATE if no worker runs.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_stop_worker(struct rungs_endpoint *endpoint);
 
@@ -4240,9 +4091,8 @@ RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_stop_worker(struct rungs_endpoi
  * the `SOCKET` on Windows), so your loop can wait in select/poll for a
  * datagram before calling `rungs_endpoint_poll`. Only wait on it.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_socket is
- * NULL; RUNGS_ERR_STATE while a worker thread drives the socket;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_socket is NULL;
+ * RUNGS_ERR_STATE while a worker thread drives the socket.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_socket(struct rungs_endpoint *endpoint,
@@ -4255,9 +4105,8 @@ rungs_result RUNGS_CALL rungs_endpoint_socket(struct rungs_endpoint *endpoint,
  * stop that). Call after `rungs_endpoint_add_peer`, before traffic.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or key is NULL;
- * RUNGS_ERR_INVALID_ARGUMENT if the key is all zero; RUNGS_ERR_UNKNOWN_SEAT
- * if seat has no peer; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_INVALID_ARGUMENT if the key is all zero; RUNGS_ERR_UNKNOWN_SEAT if
+ * seat has no peer.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_set_link_key(struct rungs_endpoint *endpoint,
@@ -4269,9 +4118,7 @@ rungs_result RUNGS_CALL rungs_endpoint_set_link_key(struct rungs_endpoint *endpo
  * (polling) or 2 (it panicked, caught the panic and stopped polling: call
  * `rungs_endpoint_stop_worker`).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_status is
- * NULL; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every
- * object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_status is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_worker_status(struct rungs_endpoint *endpoint,

@@ -205,8 +205,7 @@ pub unsafe extern "C" fn rungs_clock_free(clock: *mut rungs_clock) -> rungs_resu
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if clock or sample is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if the timestamps contradict each other, the
 /// round trip is over 60 s, or local_now_us is earlier than a previous call's
-/// (the sample is not kept); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
-/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// (the sample is not kept).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_clock_add_sample(
     clock: *mut rungs_clock,
@@ -225,8 +224,7 @@ pub unsafe extern "C" fn rungs_clock_add_sample(
 /// The filtered offset estimate, into `*out`.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if clock or out is NULL;
-/// RUNGS_ERR_STATE if no sample was added yet; RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_STATE if no sample was added yet.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_clock_estimate(
     clock: *mut rungs_clock,
@@ -258,8 +256,7 @@ pub unsafe extern "C" fn rungs_clock_estimate(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if clock or out_reference_us is
 /// NULL; RUNGS_ERR_STATE if no sample was added yet; RUNGS_ERR_INVALID_ARGUMENT
-/// if local_now_us is earlier than a previous call's; RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// if local_now_us is earlier than a previous call's.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_clock_reference_time(
     clock: *mut rungs_clock,
@@ -344,8 +341,7 @@ pub unsafe extern "C" fn rungs_pacer_free(pacer: *mut rungs_pacer) -> rungs_resu
 /// `rungs_pacer_frame_started`.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if pacer, out_frame or out_due_us
-/// is NULL (neither written); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
-/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// is NULL (neither written).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_pacer_next_frame_due(
     pacer: *mut rungs_pacer,
@@ -370,9 +366,7 @@ pub unsafe extern "C" fn rungs_pacer_next_frame_due(
 /// ones the frame after the previous one.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_STATE if frame is not the frame after the
-/// previous call's (no effect); RUNGS_ERR_NULL_POINTER if pacer is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// previous call's (no effect); RUNGS_ERR_NULL_POINTER if pacer is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_pacer_frame_started(
     pacer: *mut rungs_pacer,
@@ -393,8 +387,7 @@ pub unsafe extern "C" fn rungs_pacer_frame_started(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if fps is 0; RUNGS_ERR_STATE
 /// if from_frame is before the latest rate change or after the next frame due;
-/// RUNGS_ERR_NULL_POINTER if pacer is NULL; RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_NULL_POINTER if pacer is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_pacer_set_fps(
     pacer: *mut rungs_pacer,
@@ -412,8 +405,7 @@ pub unsafe extern "C" fn rungs_pacer_set_fps(
 /// `start_us` (the master's or relay's announcement, at the rate in force).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_STATE if frame is before the latest rate
-/// change; RUNGS_ERR_NULL_POINTER if pacer is NULL; RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// change; RUNGS_ERR_NULL_POINTER if pacer is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_pacer_set_reference(
     pacer: *mut rungs_pacer,
@@ -430,9 +422,7 @@ pub unsafe extern "C" fn rungs_pacer_set_reference(
 /// When `frame` ideally starts on the shared schedule, into `*out_start_us`
 /// (what a master or relay announces as a reference point).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if pacer or out_start_us is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if pacer or out_start_us is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_pacer_ideal_start(
     pacer: *mut rungs_pacer,

@@ -609,8 +609,7 @@ pub unsafe extern "C" fn rungs_lockstep_free(ls: *mut rungs_lockstep) -> rungs_r
 /// The UDP port the socket is bound to (the one the OS picked for port 0).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out_port is NULL;
-/// RUNGS_ERR_IO if the OS cannot say; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_IO if the OS cannot say.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_local_port(
     ls: *mut rungs_lockstep,
@@ -629,11 +628,10 @@ pub unsafe extern "C" fn rungs_lockstep_local_port(
 /// human seat needs one; `rungs_lockstep_update` says so if one is missing.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or address is NULL;
-/// RUNGS_ERR_UNKNOWN_SEAT if seat is this machine's, not a human seat, or
-/// not below seat_count; RUNGS_ERR_INVALID_ARGUMENT if address does not
-/// parse; RUNGS_ERR_STATE if seat already has an address, or in the relay
-/// topology (no peers); RUNGS_ERR_POISONED,
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_UNKNOWN_SEAT if seat is this machine's, not a human seat, or not
+/// below seat_count; RUNGS_ERR_INVALID_ARGUMENT if address does not parse;
+/// RUNGS_ERR_STATE if seat already has an address, or in the relay topology (no
+/// peers).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_add_peer(
     ls: *mut rungs_lockstep,
@@ -664,10 +662,9 @@ pub unsafe extern "C" fn rungs_lockstep_add_peer(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
 /// with len > 0; RUNGS_ERR_INVALID_ARGUMENT if len is more than one command
-/// carries (1,007 bytes with the default link, 512 behind a relay; the
-/// message names both numbers); RUNGS_ERR_FULL if the next
-/// turn cannot take it; RUNGS_ERR_STATE after rungs_lockstep_leave;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// carries (1,007 bytes with the default link, 512 behind a relay; the message
+/// names both numbers); RUNGS_ERR_FULL if the next turn cannot take it;
+/// RUNGS_ERR_STATE after rungs_lockstep_leave.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_submit_command(
     ls: *mut rungs_lockstep,
@@ -700,10 +697,9 @@ pub unsafe extern "C" fn rungs_lockstep_submit_command(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
 /// with len > 0; RUNGS_ERR_INVALID_ARGUMENT if seat is not an AI seat of the
-/// match or len is over 512 (as a human order); RUNGS_ERR_STATE peer-to-peer (your engine runs its AI itself) or
-/// before the relay welcomed this machine; RUNGS_ERR_FULL with 4096 AI
-/// orders waiting; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
-/// RUNGS_ERR_PANIC (every object call).
+/// match or len is over 512 (as a human order); RUNGS_ERR_STATE peer-to-peer
+/// (your engine runs its AI itself) or before the relay welcomed this machine;
+/// RUNGS_ERR_FULL with 4096 AI orders waiting.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_submit_ai_order(
     ls: *mut rungs_lockstep,
@@ -730,9 +726,8 @@ pub unsafe extern "C" fn rungs_lockstep_submit_ai_order(
 /// `rungs_lockstep_is_checksum_frame` says which frames, either topology.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
-/// RUNGS_ERR_INVALID_ARGUMENT if checksum_interval is 0 (checksums are off)
-/// or frame is not a checksum frame; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
-/// (every object call).
+/// RUNGS_ERR_INVALID_ARGUMENT if checksum_interval is 0 (checksums are off) or
+/// frame is not a checksum frame.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_submit_checksum(
     ls: *mut rungs_lockstep,
@@ -753,8 +748,7 @@ pub unsafe extern "C" fn rungs_lockstep_submit_checksum(
 
 /// One frame's work took `duration_us` (for the reports, S3).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_add_frame_work_us(
     ls: *mut rungs_lockstep,
@@ -772,9 +766,8 @@ pub unsafe extern "C" fn rungs_lockstep_add_frame_work_us(
 /// `rungs_lockstep_update` until it reports `RUNGS_LOCKSTEP_LEFT`. No
 /// command can be submitted after this call.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL; RUNGS_ERR_STATE
-/// if this player already left or is leaving; RUNGS_ERR_POISONED,
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL; RUNGS_ERR_STATE if
+/// this player already left or is leaving.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_leave(ls: *mut rungs_lockstep) -> rungs_result {
     unsafe { lockstep_call("rungs_lockstep_leave", ls, |o| o.session().leave()) }
@@ -789,10 +782,8 @@ pub unsafe extern "C" fn rungs_lockstep_leave(ls: *mut rungs_lockstep) -> rungs_
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
 /// RUNGS_ERR_UNKNOWN_SEAT if seat is this machine's (leave with
-/// rungs_lockstep_leave), not a human seat, or already removed;
-/// RUNGS_ERR_STATE in the relay topology (the relay drops
-/// a seat after its reconnect grace); RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// rungs_lockstep_leave), not a human seat, or already removed; RUNGS_ERR_STATE
+/// in the relay topology (the relay drops a seat after its reconnect grace).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_drop_player(
     ls: *mut rungs_lockstep,
@@ -814,17 +805,14 @@ pub unsafe extern "C" fn rungs_lockstep_drop_player(
 /// between, a loop may sleep in select/poll on `rungs_lockstep_socket`.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL; RUNGS_ERR_STATE
-/// before frame 0 if a human seat has no address (call
-/// rungs_lockstep_add_peer for every other human seat), or frames were
-/// driven out of order; in the relay topology RUNGS_ERR_STATE also when the
-/// relay refused this machine for good (the message says why: a bad or
-/// expired ticket, the seat left, the match over, "the relay lost this
-/// match's turn log" when the relay restarted without it) or its match
-/// compares checksums at another interval than `checksum_interval`;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
-/// (every object call). An error never leaves a frame half
-/// run: either the frame ran and its commands reached the callback, or it
-/// did not start.
+/// before frame 0 if a human seat has no address (call rungs_lockstep_add_peer
+/// for every other human seat), or frames were driven out of order; in the
+/// relay topology RUNGS_ERR_STATE also when the relay refused this machine for
+/// good (the message says why: a bad or expired ticket, the seat left, the
+/// match over, "the relay lost this match's turn log" when the relay restarted
+/// without it) or its match compares checksums at another interval than
+/// `checksum_interval`. An error never leaves a frame half run: either the
+/// frame ran and its commands reached the callback, or it did not start.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_update(
     ls: *mut rungs_lockstep,
@@ -875,8 +863,7 @@ pub unsafe extern "C" fn rungs_lockstep_update(
 /// then call `rungs_lockstep_update`. Only wait on it: reading it would
 /// take the game's datagrams. Valid until `rungs_lockstep_free`.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out_socket is NULL;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out_socket is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_socket(
     ls: *mut rungs_lockstep,
@@ -920,9 +907,7 @@ pub unsafe extern "C" fn rungs_lockstep_status(
 /// game from inside its callbacks return RUNGS_ERR_REENTRANT). The relay
 /// callbacks keep their own `user` (`rungs_lockstep_set_relay_callbacks`).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_set_user(
     ls: *mut rungs_lockstep,
@@ -938,8 +923,7 @@ pub unsafe extern "C" fn rungs_lockstep_set_user(
 
 /// Counters for a diagnostics screen.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_get_stats(
     ls: *mut rungs_lockstep,

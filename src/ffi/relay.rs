@@ -272,9 +272,7 @@ pub(super) fn deliver_ephemeral(
 /// of its orders the relay refused, and the ephemeral orders of each frame.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
-/// RUNGS_ERR_INVALID_ARGUMENT if callbacks->struct_size is too small;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
-/// (every object call).
+/// RUNGS_ERR_INVALID_ARGUMENT if callbacks->struct_size is too small.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_set_relay_callbacks(
     ls: *mut rungs_lockstep,
@@ -301,12 +299,11 @@ pub unsafe extern "C" fn rungs_lockstep_set_relay_callbacks(
 /// command and `rungs_lockstep_leave` issued together.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
-/// with len > 0; RUNGS_ERR_INVALID_ARGUMENT if kind is not a RUNGS_ORDER_*
-/// or len is over 512 (relay) or one packet (peer-to-peer); RUNGS_ERR_FULL
-/// with 256 orders not yet judged by the relay, or no room in the next turn;
-/// RUNGS_ERR_STATE after leaving, for an ephemeral order peer-to-peer or
-/// while the relay link is down, in a replay; RUNGS_ERR_POISONED,
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// with len > 0; RUNGS_ERR_INVALID_ARGUMENT if kind is not a RUNGS_ORDER_* or
+/// len is over 512 (relay) or one packet (peer-to-peer); RUNGS_ERR_FULL with
+/// 256 orders not yet judged by the relay, or no room in the next turn;
+/// RUNGS_ERR_STATE after leaving, for an ephemeral order peer-to-peer or while
+/// the relay link is down, in a replay.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_submit_order(
     ls: *mut rungs_lockstep,
@@ -343,9 +340,7 @@ pub unsafe extern "C" fn rungs_lockstep_submit_order(
 /// every interval-th frame, when `frame + 1` is. One engine loop serves
 /// both topologies by asking.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_is_checksum_frame(
     ls: *mut rungs_lockstep,
@@ -365,9 +360,7 @@ pub unsafe extern "C" fn rungs_lockstep_is_checksum_frame(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if checksum_interval is 0; RUNGS_ERR_STATE
-/// peer-to-peer (machines compare states after frames there);
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
-/// (every object call).
+/// peer-to-peer (machines compare states after frames there).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_submit_initial_checksum(
     ls: *mut rungs_lockstep,
@@ -384,24 +377,23 @@ pub unsafe extern "C" fn rungs_lockstep_submit_initial_checksum(
 /// `tick` (call it from your game loop before frame `tick` runs, on every
 /// machine). `*out_due` (may be NULL) receives the frame its orders run on,
 /// `tick + ai_order_delay`; that frame does not run here until
-/// `rungs_lockstep_end_ai_decision`, so an AI computed on another thread,
+/// `rungs_lockstep_ai_decision_end`, so an AI computed on another thread,
 /// however long it takes, lands on the same frame on every machine.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if seat is not an AI seat of the match;
-/// RUNGS_ERR_STATE peer-to-peer, before the relay welcomed this machine,
-/// for a decision begun twice, or late (its frame already ran);
-/// RUNGS_ERR_FULL with 256 decisions open; RUNGS_ERR_POISONED,
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_STATE peer-to-peer, before the relay welcomed this machine, for a
+/// decision begun twice, or late (its frame already ran); RUNGS_ERR_FULL with
+/// 256 decisions open.
 #[no_mangle]
-pub unsafe extern "C" fn rungs_lockstep_begin_ai_decision(
+pub unsafe extern "C" fn rungs_lockstep_ai_decision_begin(
     ls: *mut rungs_lockstep,
     seat: u8,
     tick: u32,
     out_due: *mut u32,
 ) -> rungs_result {
     unsafe {
-        lockstep_call("rungs_lockstep_begin_ai_decision", ls, |o| {
+        lockstep_call("rungs_lockstep_ai_decision_begin", ls, |o| {
             let due = o.session().begin_ai_decision(seat, tick)?;
             write_optional(out_due, due);
             Ok(())
@@ -416,12 +408,10 @@ pub unsafe extern "C" fn rungs_lockstep_begin_ai_decision(
 /// (`*out_due`, may be NULL).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
-/// with len > 0; RUNGS_ERR_INVALID_ARGUMENT if seat is not an AI seat of
-/// the match or len is over 512; RUNGS_ERR_STATE peer-to-peer, before the
-/// relay welcomed this machine, or late (that frame already ran here: begin
-/// the decision on its frame); RUNGS_ERR_FULL with 4096 AI orders waiting;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
-/// (every object call).
+/// with len > 0; RUNGS_ERR_INVALID_ARGUMENT if seat is not an AI seat of the
+/// match or len is over 512; RUNGS_ERR_STATE peer-to-peer, before the relay
+/// welcomed this machine, or late (that frame already ran here: begin the
+/// decision on its frame); RUNGS_ERR_FULL with 4096 AI orders waiting.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_submit_ai_order_at(
     ls: *mut rungs_lockstep,
@@ -441,21 +431,19 @@ pub unsafe extern "C" fn rungs_lockstep_submit_ai_order_at(
     }
 }
 
-/// Behind a relay: the decision `rungs_lockstep_begin_ai_decision` began for
+/// Behind a relay: the decision `rungs_lockstep_ai_decision_begin` began for
 /// `seat` at `tick` is in (submit its orders first); its frame may run.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
-/// RUNGS_ERR_STATE if no such decision was begun, or peer-to-peer;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL; RUNGS_ERR_STATE if
+/// no such decision was begun, or peer-to-peer.
 #[no_mangle]
-pub unsafe extern "C" fn rungs_lockstep_end_ai_decision(
+pub unsafe extern "C" fn rungs_lockstep_ai_decision_end(
     ls: *mut rungs_lockstep,
     seat: u8,
     tick: u32,
 ) -> rungs_result {
     unsafe {
-        lockstep_call("rungs_lockstep_end_ai_decision", ls, |o| {
+        lockstep_call("rungs_lockstep_ai_decision_end", ls, |o| {
             o.session().end_ai_decision(seat, tick)
         })
     }

@@ -422,11 +422,9 @@ pub unsafe extern "C" fn rungs_session_free(s: *mut rungs_session) -> rungs_resu
 /// callback of a sending frame comes from this call, and a frame executes
 /// exactly when it sends.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
-/// RUNGS_ERR_STATE if the previous frame is still running (call
-/// `rungs_session_frame_end`) or `frame` is not the next frame;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
+/// the previous frame is still running (call `rungs_session_frame_end`) or
+/// `frame` is not the next frame.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_frame_begin(
     s: *mut rungs_session,
@@ -456,9 +454,7 @@ pub unsafe extern "C" fn rungs_session_frame_begin(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_send_frame` is
 /// NULL; RUNGS_ERR_STATE if `frame - 1` has not ended (its send frames are not
-/// final yet) or `frame` is more than 256 frames before that;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// final yet) or `frame` is more than 256 frames before that.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_required_send_frame(
     s: *mut rungs_session,
@@ -485,14 +481,12 @@ pub unsafe extern "C" fn rungs_session_required_send_frame(
 /// later packet before an earlier one, use `rungs_session_packet_received`
 /// and `rungs_session_peers_ready`, which keep that watermark for you.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_ready` is NULL,
-/// or `held_send_frames` is NULL while `count` is not 0;
-/// RUNGS_ERR_INVALID_ARGUMENT if `count` is not the session's `seat_count`,
-/// or a peer's entry is a frame that ended here without being a send frame
-/// (a tag passed for a send frame); RUNGS_ERR_STATE as for
-/// `rungs_session_required_send_frame`;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_ready` is NULL, or
+/// `held_send_frames` is NULL while `count` is not 0;
+/// RUNGS_ERR_INVALID_ARGUMENT if `count` is not the session's `seat_count`, or
+/// a peer's entry is a frame that ended here without being a send frame (a tag
+/// passed for a send frame); RUNGS_ERR_STATE as for
+/// `rungs_session_required_send_frame`.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_frame_ready(
     s: *mut rungs_session,
@@ -526,14 +520,12 @@ pub unsafe extern "C" fn rungs_session_frame_ready(
 /// report from a player already removed is a late event of normal play: it
 /// is accepted and changes nothing (S3). A refused event changes nothing.
 ///
-/// Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if `s`
-/// is NULL, or `payload` is NULL while `len` is not 0; RUNGS_ERR_STATE if no
-/// frame is running or `frame` is not the current frame;
-/// RUNGS_ERR_UNREGISTERED_EVENT if `type_id` is none of the configured event
-/// IDs; RUNGS_ERR_MALFORMED if the payload has the wrong size or content for
-/// its layout; RUNGS_ERR_UNKNOWN_SEAT if `seat` never was a human seat of the
-/// game; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
-/// RUNGS_ERR_PANIC (every object call).
+/// Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if `s` is
+/// NULL, or `payload` is NULL while `len` is not 0; RUNGS_ERR_STATE if no frame
+/// is running or `frame` is not the current frame; RUNGS_ERR_UNREGISTERED_EVENT
+/// if `type_id` is none of the configured event IDs; RUNGS_ERR_MALFORMED if the
+/// payload has the wrong size or content for its layout; RUNGS_ERR_UNKNOWN_SEAT
+/// if `seat` never was a human seat of the game.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_event_executed(
     s: *mut rungs_session,
@@ -559,11 +551,9 @@ pub unsafe extern "C" fn rungs_session_event_executed(
 /// carrying its removal reached some machines and not others, and no
 /// machine waits for them (docs/ts-integration.md, "A player who quits").
 ///
-/// Returns: RUNGS_OK (also for a repeated removal); RUNGS_ERR_NULL_POINTER
-/// if `s` is NULL; RUNGS_ERR_STATE if no frame is running;
-/// RUNGS_ERR_UNKNOWN_SEAT if `seat` never was a human seat of the game;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK (also for a repeated removal); RUNGS_ERR_NULL_POINTER if
+/// `s` is NULL; RUNGS_ERR_STATE if no frame is running; RUNGS_ERR_UNKNOWN_SEAT
+/// if `seat` never was a human seat of the game.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_player_removed(
     s: *mut rungs_session,
@@ -580,10 +570,8 @@ pub unsafe extern "C" fn rungs_session_player_removed(
 /// 128), the master's evaluation, and on a send frame the `send_frame`
 /// callback. Events to queue arrive through `queue_event` before it.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
-/// RUNGS_ERR_STATE if no frame is running (call `rungs_session_frame_begin`);
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
+/// no frame is running (call `rungs_session_frame_begin`).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_frame_end(s: *mut rungs_session) -> rungs_result {
     unsafe { session_call("rungs_session_frame_end", s, EngineSession::frame_end) }
@@ -593,9 +581,7 @@ pub unsafe extern "C" fn rungs_session_frame_end(s: *mut rungs_session) -> rungs
 /// a send frame before `frame_end`, else a forecast for the next send frame;
 /// the tag given to `send_frame` is the final one.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_frame` is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_frame` is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_submit_command(
     s: *mut rungs_session,
@@ -610,10 +596,8 @@ pub unsafe extern "C" fn rungs_session_submit_command(
 
 /// This frame's work starts at `now_us` (any monotonic µs clock) (S3).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE
-/// if a frame's work is already open (call `rungs_session_frame_work_end`);
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
+/// a frame's work is already open (call `rungs_session_frame_work_end`).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_frame_work_begin(
     s: *mut rungs_session,
@@ -628,11 +612,10 @@ pub unsafe extern "C" fn rungs_session_frame_work_begin(
 
 /// This frame's work ends at `now_us`.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE
-/// if no frame's work is open (call `rungs_session_frame_work_begin`);
-/// RUNGS_ERR_INVALID_ARGUMENT if `now_us` is before the begin (the frame's
-/// work stays open); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
-/// RUNGS_ERR_PANIC (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
+/// no frame's work is open (call `rungs_session_frame_work_begin`);
+/// RUNGS_ERR_INVALID_ARGUMENT if `now_us` is before the begin (the frame's work
+/// stays open).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_frame_work_end(
     s: *mut rungs_session,
@@ -647,9 +630,7 @@ pub unsafe extern "C" fn rungs_session_frame_work_end(
 
 /// One frame's work took `duration_us` (instead of begin/end).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_add_frame_work_us(
     s: *mut rungs_session,
@@ -665,10 +646,8 @@ pub unsafe extern "C" fn rungs_session_add_frame_work_us(
 
 /// You start waiting for other players at `now_us` (S3).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE
-/// if a wait is already open (call `rungs_session_wait_end`);
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
+/// a wait is already open (call `rungs_session_wait_end`).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_wait_begin(
     s: *mut rungs_session,
@@ -689,9 +668,7 @@ pub unsafe extern "C" fn rungs_session_wait_begin(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if `seat` is neither 0–15 nor `RUNGS_NO_SEAT`;
-/// RUNGS_ERR_STATE if a wait is already open (call `rungs_session_wait_end`);
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// RUNGS_ERR_STATE if a wait is already open (call `rungs_session_wait_end`).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_wait_begin_for(
     s: *mut rungs_session,
@@ -708,11 +685,10 @@ pub unsafe extern "C" fn rungs_session_wait_begin_for(
 
 /// The wait ends at `now_us`.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE
-/// if no wait is open (call `rungs_session_wait_begin`);
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
+/// no wait is open (call `rungs_session_wait_begin`);
 /// RUNGS_ERR_INVALID_ARGUMENT if `now_us` is before the begin (the wait stays
-/// open); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
-/// RUNGS_ERR_PANIC (every object call).
+/// open).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_wait_end(
     s: *mut rungs_session,
@@ -727,9 +703,7 @@ pub unsafe extern "C" fn rungs_session_wait_end(
 
 /// One wait lasted `duration_us` (instead of begin/end).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_add_wait_us(
     s: *mut rungs_session,
@@ -753,9 +727,8 @@ pub unsafe extern "C" fn rungs_session_add_wait_us(
 /// another layout they are dropped.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
-/// RUNGS_ERR_INVALID_ARGUMENT if `look_ahead` or `needed` is not 1–250
-/// (nothing counted); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
-/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_INVALID_ARGUMENT if `look_ahead` or `needed` is not 1–250 (nothing
+/// counted).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_add_frame_need(
     s: *mut rungs_session,
@@ -775,12 +748,10 @@ pub unsafe extern "C" fn rungs_session_add_frame_need(
 /// A sample from a player already removed (its acknowledgement was on its
 /// way) is a late event of normal play: accepted, it changes nothing (S3).
 ///
-/// Returns: RUNGS_OK (also for a removed player); RUNGS_ERR_NULL_POINTER if
-/// `s` is NULL; RUNGS_ERR_INVALID_ARGUMENT if `clean` is not 0 or 1;
+/// Returns: RUNGS_OK (also for a removed player); RUNGS_ERR_NULL_POINTER if `s`
+/// is NULL; RUNGS_ERR_INVALID_ARGUMENT if `clean` is not 0 or 1;
 /// RUNGS_ERR_UNKNOWN_SEAT if `peer` is not another human player of the game
-/// (your own seat, an AI seat or no seat);
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// (your own seat, an AI seat or no seat).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_rtt_sample(
     s: *mut rungs_session,
@@ -803,9 +774,7 @@ pub unsafe extern "C" fn rungs_session_rtt_sample(
 /// seats that are not this session's peers are ignored.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `endpoint` is NULL;
-/// RUNGS_ERR_STATE if the endpoint's transport worker failed to stop;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call, for either object).
+/// RUNGS_ERR_STATE if the endpoint's transport worker failed to stop.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_sample_links(
     s: *mut rungs_session,
@@ -827,9 +796,7 @@ pub unsafe extern "C" fn rungs_session_sample_links(
 /// Change the game speed's cap, 1–255 (call on every machine on the same frame).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
-/// RUNGS_ERR_INVALID_ARGUMENT if `speed_fps` is 0;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// RUNGS_ERR_INVALID_ARGUMENT if `speed_fps` is 0.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_set_speed(
     s: *mut rungs_session,
@@ -867,9 +834,7 @@ pub unsafe extern "C" fn rungs_session_status(
 /// (a callback may read `rungs_session_status`; other calls on the same
 /// session from inside its callbacks return RUNGS_ERR_REENTRANT).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_set_user(
     s: *mut rungs_session,
@@ -901,16 +866,13 @@ pub unsafe extern "C" fn rungs_session_set_user(
 /// first copy, or it is past the seat's cut.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
-/// RUNGS_ERR_INVALID_ARGUMENT if `seat` is your own seat, or the send frame
-/// is not the one `packet_number` says; RUNGS_ERR_UNKNOWN_SEAT if `seat`
-/// never was a human player of the game; RUNGS_ERR_FULL if the packet is
-/// more than 512 packets past what this machine has checked (nothing is
-/// recorded: keep the packet and hand it again after your next frames; only
-/// a machine nobody waits for, an observer, falls that far behind);
-/// RUNGS_ERR_STATE
-/// if it is past the seat's cut (`rungs_session_peer_cut`);
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// RUNGS_ERR_INVALID_ARGUMENT if `seat` is your own seat, or the send frame is
+/// not the one `packet_number` says; RUNGS_ERR_UNKNOWN_SEAT if `seat` never was
+/// a human player of the game; RUNGS_ERR_FULL if the packet is more than 512
+/// packets past what this machine has checked (nothing is recorded: keep the
+/// packet and hand it again after your next frames; only a machine nobody waits
+/// for, an observer, falls that far behind); RUNGS_ERR_STATE if it is past the
+/// seat's cut (`rungs_session_peer_cut`).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_packet_received(
     s: *mut rungs_session,
@@ -935,11 +897,9 @@ pub unsafe extern "C" fn rungs_session_packet_received(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_ready` is NULL;
 /// RUNGS_ERR_STATE if no frame is running; RUNGS_ERR_INVALID_ARGUMENT if a
-/// packet received before this machine reached its send frame turned out not
-/// to carry it (the message names seat, packet and send frames: the engine
-/// numbers its packets or passes its send frames wrongly, and executing would
-/// desync); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
-/// RUNGS_ERR_PANIC (every object call).
+/// packet received before this machine reached its send frame turned out not to
+/// carry it (the message names seat, packet and send frames: the engine numbers
+/// its packets or passes its send frames wrongly, and executing would desync).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_peers_ready(
     s: *mut rungs_session,
@@ -970,10 +930,8 @@ pub unsafe extern "C" fn rungs_session_peers_ready(
 /// said ready it never fires. Both are `RUNGS_NO_FRAME` when the current
 /// frame executes nothing.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s`, `out_first` or
-/// `out_last` is NULL; RUNGS_ERR_STATE if no frame is running;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s`, `out_first` or `out_last`
+/// is NULL; RUNGS_ERR_STATE if no frame is running.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_due_tags(
     s: *mut rungs_session,
@@ -1000,9 +958,8 @@ pub unsafe extern "C" fn rungs_session_due_tags(
 /// before packet 0. What your drop procedure votes for a vanished player.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_packet` is NULL;
-/// RUNGS_ERR_INVALID_ARGUMENT if `seat` is your own; RUNGS_ERR_UNKNOWN_SEAT
-/// if it never was a human player; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
-/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_INVALID_ARGUMENT if `seat` is your own; RUNGS_ERR_UNKNOWN_SEAT if
+/// it never was a human player.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_packet_watermark(
     s: *mut rungs_session,
@@ -1028,11 +985,9 @@ pub unsafe extern "C" fn rungs_session_packet_watermark(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if `seat` is your own, or packets past
-/// `last_packet` are already held here with every one before them (a cut is
-/// at least every survivor's watermark); RUNGS_ERR_UNKNOWN_SEAT if `seat`
-/// never was a human player; RUNGS_ERR_STATE if another cut was set for it;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// `last_packet` are already held here with every one before them (a cut is at
+/// least every survivor's watermark); RUNGS_ERR_UNKNOWN_SEAT if `seat` never
+/// was a human player; RUNGS_ERR_STATE if another cut was set for it.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_peer_cut(
     s: *mut rungs_session,
@@ -1054,9 +1009,7 @@ pub unsafe extern "C" fn rungs_session_peer_cut(
 /// can have run. `RUNGS_NO_FRAME` until this machine has had that send frame
 /// (ask again after the next frames).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_tag` is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_tag` is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_cut_tag(
     s: *mut rungs_session,
@@ -1082,12 +1035,10 @@ pub unsafe extern "C" fn rungs_session_cut_tag(
 /// A sample from a player already removed is accepted and changes nothing,
 /// as for `rungs_session_rtt_sample`.
 ///
-/// Returns: RUNGS_OK (also for a removed player); RUNGS_ERR_NULL_POINTER if
-/// `s` is NULL; RUNGS_ERR_INVALID_ARGUMENT if `resent` is not 0 or 1;
+/// Returns: RUNGS_OK (also for a removed player); RUNGS_ERR_NULL_POINTER if `s`
+/// is NULL; RUNGS_ERR_INVALID_ARGUMENT if `resent` is not 0 or 1;
 /// RUNGS_ERR_STATE if the session has no tick timer (`config->tick_hz` 0);
-/// RUNGS_ERR_UNKNOWN_SEAT if `peer` is not another human player of the game;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// RUNGS_ERR_UNKNOWN_SEAT if `peer` is not another human player of the game.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_rtt_sample_ticks(
     s: *mut rungs_session,
@@ -1106,10 +1057,8 @@ pub unsafe extern "C" fn rungs_session_rtt_sample_ticks(
 /// (`config->tick_hz`), as Tiberian Sun counts its processing time (instead
 /// of `rungs_session_add_frame_work_us`).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
-/// RUNGS_ERR_STATE if the session has no tick timer (`config->tick_hz` 0);
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
+/// the session has no tick timer (`config->tick_hz` 0).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_add_frame_ticks(
     s: *mut rungs_session,

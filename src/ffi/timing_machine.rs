@@ -315,17 +315,15 @@ pub unsafe extern "C" fn rungs_timing_machine_free(m: *mut rungs_timing_machine)
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_STATE if frame is not the frame after the
 /// previous one (0 first), or the previous frame was not ended with
-/// `rungs_timing_machine_end_frame`; RUNGS_ERR_NULL_POINTER if m is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// `rungs_timing_machine_frame_end`; RUNGS_ERR_NULL_POINTER if m is NULL.
 #[no_mangle]
-pub unsafe extern "C" fn rungs_timing_machine_begin_frame(
+pub unsafe extern "C" fn rungs_timing_machine_frame_begin(
     m: *mut rungs_timing_machine,
     frame: u32,
     out_executes_commands: *mut i32,
 ) -> rungs_result {
     unsafe {
-        machine_call("rungs_timing_machine_begin_frame", m, |o| {
+        machine_call("rungs_timing_machine_frame_begin", m, |o| {
             let start = o.machine.begin_frame(frame)?;
             write_optional(out_executes_commands, i32::from(start.executes_commands));
             Ok(())
@@ -339,8 +337,7 @@ pub unsafe extern "C" fn rungs_timing_machine_begin_frame(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_UNKNOWN_SEAT if seat is not below
 /// config->seat_count; RUNGS_ERR_STATE if the frame `tag` already executed its
-/// commands; RUNGS_ERR_NULL_POINTER if m is NULL; RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// commands; RUNGS_ERR_NULL_POINTER if m is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_queue_command(
     m: *mut rungs_timing_machine,
@@ -360,8 +357,7 @@ pub unsafe extern "C" fn rungs_timing_machine_queue_command(
 /// when there is one; 0 when none is due or the frame is not a send frame.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out_found is NULL (nothing
-/// popped); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
-/// RUNGS_ERR_PANIC (every object call).
+/// popped).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_pop_due(
     m: *mut rungs_timing_machine,
@@ -393,9 +389,7 @@ pub unsafe extern "C" fn rungs_timing_machine_pop_due(
 /// RUNGS_ERR_INVALID_ARGUMENT if event breaks S1 (send_period 1 to 10,
 /// look_ahead a multiple of it up to 250) or event->fps is 0;
 /// RUNGS_ERR_UNKNOWN_SEAT if seat never was a human seat of the game;
-/// RUNGS_ERR_STATE if no frame is open (`rungs_timing_machine_begin_frame`);
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// RUNGS_ERR_STATE if no frame is open (`rungs_timing_machine_frame_begin`).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_execute_timing_event(
     m: *mut rungs_timing_machine,
@@ -417,12 +411,10 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_timing_event(
 /// round trip and as one stalled frame if it waited at all; execute the
 /// detail too with `rungs_timing_machine_execute_detailed_report`.
 ///
-/// Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if m
-/// or report is NULL; RUNGS_ERR_INVALID_ARGUMENT if report->has_worst_rtt is
+/// Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if m or
+/// report is NULL; RUNGS_ERR_INVALID_ARGUMENT if report->has_worst_rtt is
 /// neither 0 nor 1; RUNGS_ERR_UNKNOWN_SEAT if seat never was a human seat of
-/// the game (nothing changes); RUNGS_ERR_STATE if no frame is open;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// the game (nothing changes); RUNGS_ERR_STATE if no frame is open.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_execute_report(
     m: *mut rungs_timing_machine,
@@ -449,12 +441,10 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_report(
 ///
 /// Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if m,
 /// report or detail is NULL; RUNGS_ERR_INVALID_ARGUMENT if a has_ flag is
-/// neither 0 nor 1, detail->waited_for is neither 0–15 nor `RUNGS_NO_SEAT`,
-/// or the pair breaks a rule of `rungs_report_detail` (nothing changes);
-/// RUNGS_ERR_UNKNOWN_SEAT if seat never was a human seat of the game
-/// (nothing changes); RUNGS_ERR_STATE if no frame is open;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// neither 0 nor 1, detail->waited_for is neither 0–15 nor `RUNGS_NO_SEAT`, or
+/// the pair breaks a rule of `rungs_report_detail` (nothing changes);
+/// RUNGS_ERR_UNKNOWN_SEAT if seat never was a human seat of the game (nothing
+/// changes); RUNGS_ERR_STATE if no frame is open.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_execute_detailed_report(
     m: *mut rungs_timing_machine,
@@ -484,10 +474,9 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_detailed_report(
 /// Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if m,
 /// report or detail is NULL; RUNGS_ERR_INVALID_ARGUMENT if the report and
 /// detail break a rule of `rungs_report_detail` or the needs one of
-/// `rungs_look_ahead_needs` (nothing changes); RUNGS_ERR_UNKNOWN_SEAT if
-/// seat never was a human seat of the game (nothing changes);
-/// RUNGS_ERR_STATE if no frame is open; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
-/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// `rungs_look_ahead_needs` (nothing changes); RUNGS_ERR_UNKNOWN_SEAT if seat
+/// never was a human seat of the game (nothing changes); RUNGS_ERR_STATE if no
+/// frame is open.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_execute_report_with_needs(
     m: *mut rungs_timing_machine,
@@ -527,10 +516,8 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_report_with_needs(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or report is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if a has_ flag is neither 0 nor 1,
-/// detail->waited_for is neither 0–15 nor `RUNGS_NO_SEAT`, or the pair
-/// breaks a rule of `rungs_report_detail`; RUNGS_ERR_STATE if no frame is
-/// open; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
-/// RUNGS_ERR_PANIC (every object call).
+/// detail->waited_for is neither 0–15 nor `RUNGS_NO_SEAT`, or the pair breaks a
+/// rule of `rungs_report_detail`; RUNGS_ERR_STATE if no frame is open.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_raise_for_own_stall(
     m: *mut rungs_timing_machine,
@@ -563,9 +550,8 @@ pub unsafe extern "C" fn rungs_timing_machine_raise_for_own_stall(
 /// same lost player) is accepted and changes nothing.
 ///
 /// Returns: RUNGS_OK (also for a repeated removal); RUNGS_ERR_UNKNOWN_SEAT if
-/// seat never was a human seat of the game; RUNGS_ERR_STATE if no frame is open;
-/// RUNGS_ERR_NULL_POINTER if m is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
-/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// seat never was a human seat of the game; RUNGS_ERR_STATE if no frame is
+/// open; RUNGS_ERR_NULL_POINTER if m is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_execute_removal(
     m: *mut rungs_timing_machine,
@@ -584,17 +570,15 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_removal(
 /// event stream; otherwise `*out_has_event` is 0. Either may be NULL.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_STATE if no frame is open
-/// (`rungs_timing_machine_begin_frame`); RUNGS_ERR_NULL_POINTER if m is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// (`rungs_timing_machine_frame_begin`); RUNGS_ERR_NULL_POINTER if m is NULL.
 #[no_mangle]
-pub unsafe extern "C" fn rungs_timing_machine_end_frame(
+pub unsafe extern "C" fn rungs_timing_machine_frame_end(
     m: *mut rungs_timing_machine,
     out_has_event: *mut i32,
     out_event: *mut rungs_timing_event,
 ) -> rungs_result {
     unsafe {
-        machine_call("rungs_timing_machine_end_frame", m, |o| {
+        machine_call("rungs_timing_machine_frame_end", m, |o| {
             let event = o.machine.end_frame()?;
             write_optional(out_has_event, i32::from(event.is_some()));
             if let Some(event) = event {
@@ -608,9 +592,7 @@ pub unsafe extern "C" fn rungs_timing_machine_end_frame(
 /// `*out` is 1 when the current frame is a send frame under the timing in
 /// force now: send your packet (S5).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_is_send_frame(
     m: *mut rungs_timing_machine,
@@ -629,9 +611,7 @@ pub unsafe extern "C" fn rungs_timing_machine_is_send_frame(
 /// `RUNGS_POLICY_TRACKING`. Ask this, not `rungs_is_report_frame`, when the
 /// game may run `tracking`.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_is_report_frame(
     m: *mut rungs_timing_machine,
@@ -651,12 +631,11 @@ pub unsafe extern "C" fn rungs_timing_machine_is_report_frame(
 /// report frames (`rungs_timing_machine_is_report_frame`), and under
 /// `RUNGS_POLICY_TRACKING` also on the first frame after a stall, at most
 /// every 4 frames, so the master hears of a spike at once. Ask it once per
-/// frame, before `rungs_timing_machine_end_frame`; a 1 is remembered as
+/// frame, before `rungs_timing_machine_frame_end`; a 1 is remembered as
 /// the last report.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL (nothing
-/// is remembered); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
-/// RUNGS_ERR_PANIC (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL (nothing is
+/// remembered).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_report_due(
     m: *mut rungs_timing_machine,
@@ -676,9 +655,7 @@ pub unsafe extern "C" fn rungs_timing_machine_report_due(
 /// The frame a command issued now is tagged for: on a send frame,
 /// `frame + look_ahead`; on other frames a forecast for the next send frame.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_command_tag(
     m: *mut rungs_timing_machine,
@@ -693,9 +670,7 @@ pub unsafe extern "C" fn rungs_timing_machine_command_tag(
 
 /// The timing in force.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_timing(
     m: *mut rungs_timing_machine,
@@ -710,9 +685,7 @@ pub unsafe extern "C" fn rungs_timing_machine_timing(
 
 /// The frame rate in force.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_fps(
     m: *mut rungs_timing_machine,
@@ -727,9 +700,7 @@ pub unsafe extern "C" fn rungs_timing_machine_fps(
 
 /// Everything a UI or log shows, in one struct.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_status(
     m: *mut rungs_timing_machine,
@@ -775,8 +746,7 @@ pub(crate) fn status_to_c(s: &crate::timing::Status, is_master: bool) -> rungs_t
 /// on every machine on the same frame (when your speed event executes).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if speed_fps is 0;
-/// RUNGS_ERR_NULL_POINTER if m is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
-/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_NULL_POINTER if m is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_set_speed(
     m: *mut rungs_timing_machine,

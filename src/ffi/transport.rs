@@ -485,8 +485,7 @@ pub unsafe extern "C" fn rungs_endpoint_free(endpoint: *mut rungs_endpoint) -> r
 /// The UDP port the endpoint is bound to (the one the OS picked for port 0).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_port is NULL;
-/// RUNGS_ERR_IO if the OS cannot say; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_IO if the OS cannot say.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_local_port(
     endpoint: *mut rungs_endpoint,
@@ -511,9 +510,7 @@ pub unsafe extern "C" fn rungs_endpoint_local_port(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or address is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if address does not parse or seat is this
-/// endpoint's own; RUNGS_ERR_STATE if seat already has a peer;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object
-/// call).
+/// endpoint's own; RUNGS_ERR_STATE if seat already has a peer.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_add_peer(
     endpoint: *mut rungs_endpoint,
@@ -536,8 +533,7 @@ pub unsafe extern "C" fn rungs_endpoint_add_peer(
 /// never removes anyone). `RUNGS_ERR_UNKNOWN_SEAT` if there is none.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL;
-/// RUNGS_ERR_UNKNOWN_SEAT if seat has no peer; RUNGS_ERR_POISONED,
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_UNKNOWN_SEAT if seat has no peer.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_remove_peer(
     endpoint: *mut rungs_endpoint,
@@ -560,9 +556,7 @@ pub unsafe extern "C" fn rungs_endpoint_remove_peer(
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL, or data is
 /// NULL with len > 0; RUNGS_ERR_UNKNOWN_SEAT if seat has no peer;
 /// RUNGS_ERR_INVALID_ARGUMENT if len is more than RUNGS_MAX_MESSAGE_BYTES;
-/// RUNGS_ERR_FULL if max_in_flight messages are unacknowledged;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object
-/// call).
+/// RUNGS_ERR_FULL if max_in_flight messages are unacknowledged.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_send(
     endpoint: *mut rungs_endpoint,
@@ -595,8 +589,7 @@ pub unsafe extern "C" fn rungs_endpoint_send(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL;
 /// RUNGS_ERR_STATE if the worker thread panicked and stopped (call
-/// rungs_endpoint_stop_worker, then poll yourself); RUNGS_ERR_POISONED,
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// rungs_endpoint_stop_worker, then poll yourself).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_poll(
     endpoint: *mut rungs_endpoint,
@@ -633,8 +626,7 @@ pub unsafe extern "C" fn rungs_endpoint_poll(
 /// no callback is configured; at most 64, the oldest dropped first.
 ///
 /// Returns: RUNGS_OK (also when there is no event); RUNGS_ERR_NULL_POINTER if
-/// endpoint, out_seat or out_event is NULL; RUNGS_ERR_POISONED,
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// endpoint, out_seat or out_event is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_poll_event(
     endpoint: *mut rungs_endpoint,
@@ -667,8 +659,7 @@ pub unsafe extern "C" fn rungs_endpoint_poll_event(
 /// Returns: RUNGS_OK (out->received 0 when nothing waits);
 /// RUNGS_ERR_NULL_POINTER if endpoint or out is NULL, or buf is NULL with cap >
 /// 0; RUNGS_ERR_BUFFER_TOO_SMALL if the next message is longer than cap (it
-/// stays queued); RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
-/// (every object call).
+/// stays queued).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_recv(
     endpoint: *mut rungs_endpoint,
@@ -703,9 +694,7 @@ pub unsafe extern "C" fn rungs_endpoint_recv(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if out->struct_size is not
-/// sizeof(rungs_link_stats); RUNGS_ERR_UNKNOWN_SEAT if seat has no peer;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object
-/// call).
+/// sizeof(rungs_link_stats); RUNGS_ERR_UNKNOWN_SEAT if seat has no peer.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_link_stats(
     endpoint: *mut rungs_endpoint,
@@ -772,9 +761,7 @@ pub(crate) unsafe fn link_report_rtts(
 /// an unknown reason.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_count is NULL;
-/// RUNGS_ERR_INVALID_ARGUMENT if reason is not a RUNGS_DROP_* value;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object
-/// call).
+/// RUNGS_ERR_INVALID_ARGUMENT if reason is not a RUNGS_DROP_* value.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_dropped(
     endpoint: *mut rungs_endpoint,
@@ -807,8 +794,7 @@ pub unsafe extern "C" fn rungs_endpoint_dropped(
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if tick_us is outside 1000 to 1000000;
 /// RUNGS_ERR_STATE if a worker already runs; RUNGS_ERR_IO if the OS refuses a
-/// thread; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every
-/// object call).
+/// thread.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_start_worker(
     endpoint: *mut rungs_endpoint,
@@ -841,8 +827,7 @@ pub unsafe extern "C" fn rungs_endpoint_start_worker(
 /// the engine. `RUNGS_ERR_STATE` if no worker runs.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL;
-/// RUNGS_ERR_STATE if no worker runs; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_STATE if no worker runs.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_stop_worker(endpoint: *mut rungs_endpoint) -> rungs_result {
     // SAFETY: NULL or a live handle, by contract.
@@ -867,9 +852,8 @@ pub unsafe extern "C" fn rungs_endpoint_stop_worker(endpoint: *mut rungs_endpoin
 /// the `SOCKET` on Windows), so your loop can wait in select/poll for a
 /// datagram before calling `rungs_endpoint_poll`. Only wait on it.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_socket is
-/// NULL; RUNGS_ERR_STATE while a worker thread drives the socket;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_socket is NULL;
+/// RUNGS_ERR_STATE while a worker thread drives the socket.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_socket(
     endpoint: *mut rungs_endpoint,
@@ -896,9 +880,8 @@ pub unsafe extern "C" fn rungs_endpoint_socket(
 /// stop that). Call after `rungs_endpoint_add_peer`, before traffic.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or key is NULL;
-/// RUNGS_ERR_INVALID_ARGUMENT if the key is all zero; RUNGS_ERR_UNKNOWN_SEAT
-/// if seat has no peer; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_INVALID_ARGUMENT if the key is all zero; RUNGS_ERR_UNKNOWN_SEAT if
+/// seat has no peer.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_set_link_key(
     endpoint: *mut rungs_endpoint,
@@ -919,9 +902,7 @@ pub unsafe extern "C" fn rungs_endpoint_set_link_key(
 /// (polling) or 2 (it panicked, caught the panic and stopped polling: call
 /// `rungs_endpoint_stop_worker`).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_status is
-/// NULL; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every
-/// object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_status is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_worker_status(
     endpoint: *mut rungs_endpoint,
