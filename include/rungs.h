@@ -82,64 +82,9 @@
 #define RUNGS_PACER_MAX_NUDGE_PERMILLE 500
 
 /**
- * Tier "Fast" (rungs 1–2), S6.
- */
-#define RUNGS_TIER_FAST 0
-
-/**
- * Tier "Normal" (rungs 3–5).
- */
-#define RUNGS_TIER_NORMAL 1
-
-/**
- * Tier "Poor" (rungs 6–8).
- */
-#define RUNGS_TIER_POOR 2
-
-/**
- * Tier "Bad" (rungs 9–10, or a look-ahead longer than the rung's).
- */
-#define RUNGS_TIER_BAD 3
-
-/**
  * Room a label needs, terminator included (`Normal (rung 10)` + NUL).
  */
 #define RUNGS_LABEL_CAPACITY 17
-
-/**
- * `rungs_lockstep_update` ran a frame; its commands went to the callback.
- */
-#define RUNGS_LOCKSTEP_RAN 0
-
-/**
- * The next frame is not due yet.
- */
-#define RUNGS_LOCKSTEP_NOT_DUE 1
-
-/**
- * The next frame is due but waits for other players' turns (`waiting_for`).
- */
-#define RUNGS_LOCKSTEP_WAITING 2
-
-/**
- * This player has left the game.
- */
-#define RUNGS_LOCKSTEP_LEFT 3
-
-/**
- * `rungs_lockstep_config.topology`: a link to every other human seat
- * (`rungs_lockstep_add_peer`), turns and timing agreed between machines.
- */
-#define RUNGS_TOPOLOGY_PEER_TO_PEER 0
-
-/**
- * `rungs_lockstep_config.topology`: one link to a relay (S10) that gives
- * every command its frame and owns the clock; a frame is one relay tick,
- * so the relay's tick rate is the game's frame rate. Same callbacks,
- * checksums, status, stats and update loop; no peers to add. The relay
- * link shows in `link_event` as seat `RUNGS_RELAY_SEAT`.
- */
-#define RUNGS_TOPOLOGY_RELAY 1
 
 /**
  * The seat number of the relay in `link_event` (relay topology): LOST when
@@ -186,46 +131,9 @@
 #define RUNGS_TS_FOG_BIAS 10
 
 /**
- * NETWORK_REPORT layout: OpenTS's 6 bytes, milliseconds (process time
- * rounded up).
- */
-#define RUNGS_REPORT_LAYOUT_COMPACT 0
-
-/**
- * NETWORK_REPORT layout: 9 bytes, version 1, process time in µs.
- */
-#define RUNGS_REPORT_LAYOUT_EXTENDED 1
-
-/**
- * NETWORK_REPORT layout: 22 bytes, version 2, the extended fields plus the
- * round-trip distribution and the stalls by seat (docs/payloads.md), what
- * the tracking policy reads. A `rungs_session` with it in
- * `rungs_session_config.report_layout` measures, encodes and decodes it
- * itself; an engine with its own event queue encodes and decodes it with
- * `rungs_report_payload_encode_detailed` / `_decode_detailed`, which take
- * the detail (`rungs_report_detail`) beside the `rungs_report`.
- * `rungs_report_payload_encode` / `_decode` refuse it: `rungs_report` has
- * no fields for the detail.
- */
-#define RUNGS_REPORT_LAYOUT_DETAILED 2
-
-/**
  * Bytes of a NETWORK_REPORT payload in the detailed layout.
  */
 #define RUNGS_REPORT_DETAILED_PAYLOAD_LEN 22
-
-/**
- * NETWORK_REPORT layout: 32 bytes, version 3, the detailed layout's fields
- * plus how much look-ahead the interval's frames needed
- * (`rungs_look_ahead_needs`, docs/payloads.md), what the tracking policy
- * sheds its margin and checks its decreases by. A `rungs_session` with it
- * in `rungs_session_config.report_layout` encodes and decodes it itself
- * (the engine passes each frame's need with `rungs_session_add_frame_need`);
- * an engine with its own event queue uses
- * `rungs_report_payload_encode_needs` / `_decode_needs`. The lockstep
- * session's turns carry their reports in it.
- */
-#define RUNGS_REPORT_LAYOUT_NEEDS 3
 
 /**
  * Bytes of a NETWORK_REPORT payload in the needs layout.
@@ -243,42 +151,6 @@
 #define RUNGS_RELAY_SECRET_BYTES 16
 
 /**
- * `order_refused` reason: the seat's orders already reach the match's
- * queue limit past the relay's horizon.
- */
-#define RUNGS_ORDER_REFUSED_QUEUE_FULL 1
-
-/**
- * `order_refused` reason: the match ends (its tick limit) before a tick
- * could take the order.
- */
-#define RUNGS_ORDER_REFUSED_TICK_LIMIT 2
-
-/**
- * `order_refused` reason: this player's quit is already sequenced.
- */
-#define RUNGS_ORDER_REFUSED_LEAVING 3
-
-/**
- * `rungs_lockstep_submit_order` kind: a command (as
- * `rungs_lockstep_submit_command`).
- */
-#define RUNGS_ORDER_COMMAND 0
-
-/**
- * `rungs_lockstep_submit_order` kind: this player's quit as a game order;
- * it runs on every machine on the frame this seat is removed.
- */
-#define RUNGS_ORDER_QUIT 1
-
-/**
- * `rungs_lockstep_submit_order` kind (relay topology only): an ephemeral
- * order (voice, a ping on the map): not game state, sent once, run only
- * on the machines that are live at its frame (`ephemeral` callback).
- */
-#define RUNGS_ORDER_EPHEMERAL 2
-
-/**
  * Bytes of the text form of credentials, `<84 hex>:<32 hex>` and its NUL.
  */
 #define RUNGS_RELAY_CREDENTIALS_TEXT_BYTES 118
@@ -292,31 +164,6 @@
  * `load_wait_seconds` and `grace_seconds` of a relay host when the config says 0.
  */
 #define RUNGS_RELAY_HOST_DEFAULT_SECONDS 60
-
-/**
- * Presence: an AI seat (or none).
- */
-#define RUNGS_SEAT_AI 0
-
-/**
- * Presence: a human who has not joined yet.
- */
-#define RUNGS_SEAT_LOADING 1
-
-/**
- * Presence: a human with a live link to the relay.
- */
-#define RUNGS_SEAT_CONNECTED 2
-
-/**
- * Presence: a human whose link was lost, within the reconnect grace.
- */
-#define RUNGS_SEAT_RECONNECTING 3
-
-/**
- * Presence: a human who quit or was dropped.
- */
-#define RUNGS_SEAT_LEFT 4
 
 /**
  * No event ID for an optional role (LATENCYFUDGE).
@@ -333,95 +180,6 @@
  * No packet: a cut before a seat's first packet, or no packet held yet.
  */
 #define RUNGS_NO_PACKET 4294967295
-
-/**
- * `rungs_session_config.send_order`: begin, execute, end, then send (the
- * `send_frame` callback comes from `rungs_session_frame_end`). The default.
- */
-#define RUNGS_SEND_AFTER_EXECUTE 0
-
-/**
- * `rungs_session_config.send_order`: Tiberian Sun's frame order — a send
- * frame sends, then waits for its peers, then executes. The `send_frame`
- * callback comes from `rungs_session_frame_begin`, and the frames that
- * execute events are exactly the send frames.
- */
-#define RUNGS_SEND_BEFORE_EXECUTE 1
-
-/**
- * Log level of an error.
- */
-#define RUNGS_LOG_ERROR 0
-
-/**
- * Log level of a warning (e.g. a refused event).
- */
-#define RUNGS_LOG_WARN 1
-
-/**
- * Log level of information (timing decisions, removals).
- */
-#define RUNGS_LOG_INFO 2
-
-/**
- * Log level of debugging detail.
- */
-#define RUNGS_LOG_DEBUG 3
-
-/**
- * No evaluation has happened yet.
- */
-#define RUNGS_VERDICT_NONE 0
-
-/**
- * Calibration waits for reports (S4.3).
- */
-#define RUNGS_VERDICT_CALIBRATION_WAITING 1
-
-/**
- * Calibration set the target.
- */
-#define RUNGS_VERDICT_CALIBRATED 2
-
-/**
- * Calibration fell back to 3/9.
- */
-#define RUNGS_VERDICT_CALIBRATION_FALLBACK 3
-
-/**
- * A silent player holds the timing (S4.4 step 1).
- */
-#define RUNGS_VERDICT_SILENT_HELD 4
-
-/**
- * A silent player forced 10/250.
- */
-#define RUNGS_VERDICT_SILENT_WORSENED 5
-
-/**
- * Round trips worsened the timing (step 2).
- */
-#define RUNGS_VERDICT_WORSENED 6
-
-/**
- * A missing player holds the timing (step 3).
- */
-#define RUNGS_VERDICT_MISSING_HELD 7
-
-/**
- * No improvement qualified (step 4).
- */
-#define RUNGS_VERDICT_NOT_QUALIFIED 8
-
-/**
- * Counted towards the three (step 4).
- */
-#define RUNGS_VERDICT_COUNTED 9
-
-/**
- * Stepped down (step 5).
- */
-#define RUNGS_VERDICT_STEPPED_DOWN 10
 
 /**
  * Largest message payload `rungs_endpoint_send` accepts and
@@ -450,28 +208,6 @@
 #define RUNGS_NEVER_HEARD 4294967295
 
 /**
- * No event (`rungs_endpoint_poll_event` found nothing).
- */
-#define RUNGS_LINK_EVENT_NONE 0
-
-/**
- * Nothing valid heard from the peer for the liveness timeout. The link keeps
- * trying; the engine decides whether to remove the player (S8).
- */
-#define RUNGS_LINK_EVENT_LOST 1
-
-/**
- * A valid packet arrived from a peer that was reported lost.
- */
-#define RUNGS_LINK_EVENT_RECOVERED 2
-
-/**
- * Link event: the peer restarted (a new connection epoch): the link was
- * reset and what either side had in flight is gone (S8).
- */
-#define RUNGS_LINK_EVENT_RESTARTED 3
-
-/**
  * `rungs_link_stats.flags`: at least one clean round-trip sample (S8).
  */
 #define RUNGS_LINK_CLEAN_MEASUREMENT 1
@@ -485,73 +221,6 @@
  * `rungs_link_stats.flags`: reported lost and not heard since.
  */
 #define RUNGS_LINK_LOST 4
-
-/**
- * Drop reason: shorter than the smallest packet.
- */
-#define RUNGS_DROP_TOO_SHORT 0
-
-/**
- * Drop reason: longer than the largest packet.
- */
-#define RUNGS_DROP_TOO_LONG 1
-
-/**
- * Drop reason: not a rungs packet.
- */
-#define RUNGS_DROP_BAD_MAGIC 2
-
-/**
- * Drop reason: another protocol version.
- */
-#define RUNGS_DROP_BAD_VERSION 3
-
-/**
- * Drop reason: another session's packet.
- */
-#define RUNGS_DROP_WRONG_SESSION 4
-
-/**
- * Drop reason: the sender seat is not a peer.
- */
-#define RUNGS_DROP_UNKNOWN_SENDER 5
-
-/**
- * Drop reason: source address not the one bound to the sender's seat.
- */
-#define RUNGS_DROP_SPOOFED_ADDRESS 6
-
-/**
- * Drop reason: authentication tag mismatch (wrong key, forged, corrupted).
- */
-#define RUNGS_DROP_BAD_TAG 7
-
-/**
- * Drop reason: packet number seen before (duplicate or replay).
- */
-#define RUNGS_DROP_REPLAYED 8
-
-/**
- * Drop reason: packet too old, or message number too far ahead.
- */
-#define RUNGS_DROP_OUTSIDE_WINDOW 9
-
-/**
- * Drop reason: bad flags, message framing, or acks of things never sent.
- */
-#define RUNGS_DROP_MALFORMED 10
-
-/**
- * Drop reason: receiver holds too many undelivered messages (flow control;
- * the peer resends later).
- */
-#define RUNGS_DROP_RECEIVER_FULL 11
-
-/**
- * Drop reason: a packet of the peer's earlier connection, or addressed to
- * this machine's earlier connection (S8 restarts).
- */
-#define RUNGS_DROP_STALE_EPOCH 12
 
 /**
  * Number of drop reasons (length of `rungs_link_stats.dropped`).
@@ -568,17 +237,6 @@
  * force and the three below it.
  */
 #define RUNGS_NEED_LEVELS 4
-
-/**
- * Timing policy: rungs' adaptive ladder (S4), the default.
- */
-#define RUNGS_POLICY_ADAPTIVE 0
-
-/**
- * Timing policy: `tracking`, send period 1 and the look-ahead the reports
- * need (`docs/tracking.md`). Every machine of a game must use the same.
- */
-#define RUNGS_POLICY_TRACKING 1
 
 /**
  * The ABI version of this header. It changes only when an existing
@@ -757,6 +415,16 @@ typedef struct rungs_timing {
 } rungs_timing;
 
 /**
+ * A tier of the timing ladder, one of `RUNGS_TIER_*` (S6).
+ */
+typedef uint8_t rungs_tier;
+
+/**
+ * A timing policy, one of `RUNGS_POLICY_*`.
+ */
+typedef uint8_t rungs_policy;
+
+/**
  * Lockstep: a command issued by `seat` executes on `frame`; apply it to
  * your simulation now. `bytes` lives until the callback returns.
  */
@@ -786,7 +454,10 @@ typedef void (RUNGS_CALL *rungs_frame_rate_changed_fn)(void *user, uint32_t fram
  * `Connection quality target: Normal` (S6); `tier` is a `RUNGS_TIER_*`.
  * `text` lives until the callback returns.
  */
-typedef void (RUNGS_CALL *rungs_player_message_fn)(void *user, uint32_t frame, uint8_t tier, const char *text);
+typedef void (RUNGS_CALL *rungs_player_message_fn)(void *user,
+                                        uint32_t frame,
+                                        rungs_tier tier,
+                                        const char *text);
 
 /**
  * Something happened to `seat` on `frame`: the master role moved to it
@@ -802,12 +473,17 @@ typedef void (RUNGS_CALL *rungs_seat_event_fn)(void *user, uint32_t frame, uint8
 typedef void (RUNGS_CALL *rungs_desync_fn)(void *user, uint32_t frame, uint32_t seats);
 
 /**
+ * What happened to a link, one of `RUNGS_LINK_EVENT_*`.
+ */
+typedef uint32_t rungs_link_event;
+
+/**
  * The link to `seat` had a `RUNGS_LINK_EVENT_*` event: lost (nothing heard
  * for the liveness timeout; the engine decides whether to remove the
  * player), recovered, or the peer restarted. Runs on the thread that called
  * `rungs_endpoint_poll` or `rungs_lockstep_update`.
  */
-typedef void (RUNGS_CALL *rungs_link_event_fn)(void *user, uint8_t seat, uint32_t event);
+typedef void (RUNGS_CALL *rungs_link_event_fn)(void *user, uint8_t seat, rungs_link_event event);
 
 /**
  * Callbacks, each optional (NULL), run inside `rungs_lockstep_update` on the
@@ -845,6 +521,11 @@ typedef struct rungs_link_key {
 } rungs_link_key;
 
 /**
+ * How the machines of a game connect, one of `RUNGS_TOPOLOGY_*`.
+ */
+typedef uint32_t rungs_topology;
+
+/**
  * How to set up a lockstep game on this machine.
  */
 typedef struct rungs_lockstep_config {
@@ -868,7 +549,7 @@ typedef struct rungs_lockstep_config {
      * `RUNGS_POLICY_ADAPTIVE` (0) or `RUNGS_POLICY_TRACKING`; the same on
      * every machine of a game.
      */
-    uint8_t policy;
+    rungs_policy policy;
     /**
      * Bit `i` set: seat `i` is a human player (with a machine).
      */
@@ -907,7 +588,7 @@ typedef struct rungs_lockstep_config {
      * relay, as the lobby handed them out (`rungs_relay_ticket_issue`,
      * `rungs_relay_credentials_parse`).
      */
-    uint32_t topology;
+    rungs_topology topology;
     /**
      * Relay: the relay's address, `"ip:port"`.
      */
@@ -953,13 +634,18 @@ typedef struct rungs_lockstep_config {
 } rungs_lockstep_config;
 
 /**
+ * What `rungs_lockstep_update` did, one of `RUNGS_LOCKSTEP_*`.
+ */
+typedef int32_t rungs_lockstep_outcome;
+
+/**
  * What `rungs_lockstep_update` did.
  */
 typedef struct rungs_lockstep_update_result {
     /**
      * One of `RUNGS_LOCKSTEP_*`.
      */
-    int32_t outcome;
+    rungs_lockstep_outcome outcome;
     /**
      * The frame that ran (`RUNGS_LOCKSTEP_RAN`), else the latest frame run.
      */
@@ -982,6 +668,11 @@ typedef struct rungs_lockstep_update_result {
 typedef uint64_t rungs_socket;
 
 /**
+ * The latest evaluation's outcome, one of `RUNGS_VERDICT_*`.
+ */
+typedef uint8_t rungs_verdict;
+
+/**
  * What a UI or log shows about the timing.
  */
 typedef struct rungs_timing_status {
@@ -998,7 +689,7 @@ typedef struct rungs_timing_status {
     /**
      * `RUNGS_TIER_*` of the timing in force.
      */
-    uint8_t tier;
+    rungs_tier tier;
     /**
      * The master's target and rate.
      */
@@ -1034,7 +725,7 @@ typedef struct rungs_timing_status {
     /**
      * Where the latest evaluation stopped: one of `RUNGS_VERDICT_*`.
      */
-    uint8_t last_verdict;
+    rungs_verdict last_verdict;
 } rungs_timing_status;
 
 /**
@@ -1222,11 +913,21 @@ typedef struct rungs_timing_event {
 } rungs_timing_event;
 
 /**
+ * A NETWORK_REPORT layout, one of `RUNGS_REPORT_LAYOUT_*`.
+ */
+typedef uint8_t rungs_report_layout;
+
+/**
+ * Why the relay refused an order, one of `RUNGS_ORDER_REFUSED_*`.
+ */
+typedef uint8_t rungs_order_refusal;
+
+/**
  * The relay refused the order `id` (`rungs_lockstep_submit_order`'s) for
  * `reason` (`RUNGS_ORDER_REFUSED_*`): it never runs; the orders after it
  * go on. A refused quit leaves the player in the game.
  */
-typedef void (RUNGS_CALL *rungs_order_refused_fn)(void *user, uint64_t id, uint8_t reason);
+typedef void (RUNGS_CALL *rungs_order_refused_fn)(void *user, uint64_t id, rungs_order_refusal reason);
 
 /**
  * The relay topology's callbacks, each optional (NULL), run inside
@@ -1247,6 +948,12 @@ typedef struct rungs_relay_callbacks {
 } rungs_relay_callbacks;
 
 /**
+ * What an order is, one of `RUNGS_ORDER_COMMAND`, `RUNGS_ORDER_QUIT`,
+ * `RUNGS_ORDER_EPHEMERAL`.
+ */
+typedef uint8_t rungs_order_kind;
+
+/**
  * How to host a match in this process (`rungs_relay_host_new`).
  */
 typedef struct rungs_relay_host_config {
@@ -1262,7 +969,7 @@ typedef struct rungs_relay_host_config {
      * `RUNGS_POLICY_ADAPTIVE` (0) or `RUNGS_POLICY_TRACKING` (1): the rule
      * that sets each player's jitter buffer.
      */
-    uint8_t policy;
+    rungs_policy policy;
     /**
      * AI orders run this many frames after their decision, 0–8.
      */
@@ -1314,6 +1021,11 @@ typedef struct rungs_relay_host_config {
 } rungs_relay_host_config;
 
 /**
+ * A seat's presence in a relay match, one of `RUNGS_SEAT_*`.
+ */
+typedef uint8_t rungs_seat_presence;
+
+/**
  * What `rungs_relay_host_get_status` reports.
  */
 typedef struct rungs_relay_host_status {
@@ -1342,7 +1054,7 @@ typedef struct rungs_relay_host_status {
      * Per seat: `RUNGS_SEAT_AI` (0), `RUNGS_SEAT_LOADING`,
      * `RUNGS_SEAT_CONNECTED`, `RUNGS_SEAT_RECONNECTING`, `RUNGS_SEAT_LEFT`.
      */
-    uint8_t presence[16];
+    rungs_seat_presence presence[16];
 } rungs_relay_host_status;
 
 /**
@@ -1373,9 +1085,14 @@ typedef void (RUNGS_CALL *rungs_queue_event_fn)(void *user,
 typedef void (RUNGS_CALL *rungs_send_frame_fn)(void *user, uint32_t send_frame, uint32_t tag);
 
 /**
+ * A log line's level, one of `RUNGS_LOG_*`.
+ */
+typedef uint8_t rungs_log_level;
+
+/**
  * A log line at `level` (`RUNGS_LOG_*`); `text` lives until the callback returns.
  */
-typedef void (RUNGS_CALL *rungs_log_fn)(void *user, uint8_t level, const char *text);
+typedef void (RUNGS_CALL *rungs_log_fn)(void *user, rungs_log_level level, const char *text);
 
 /**
  * The session's callbacks. `queue_event` and `send_frame` are required for a
@@ -1398,6 +1115,11 @@ typedef struct rungs_session_callbacks {
     rungs_timing_changed_fn timing_changed;
     rungs_log_fn log;
 } rungs_session_callbacks;
+
+/**
+ * Where the send falls in an engine's frame, one of `RUNGS_SEND_*`.
+ */
+typedef uint8_t rungs_send_order;
 
 /**
  * How to set up a session.
@@ -1427,7 +1149,7 @@ typedef struct rungs_session_config {
      * `RUNGS_REPORT_LAYOUT_NEEDS` (that and the look-ahead the frames
      * needed, `rungs_session_add_frame_need`).
      */
-    uint8_t report_layout;
+    rungs_report_layout report_layout;
     /**
      * Bit `i` set: seat `i` is a human player.
      */
@@ -1465,7 +1187,7 @@ typedef struct rungs_session_config {
      * `RUNGS_POLICY_ADAPTIVE` (0) or `RUNGS_POLICY_TRACKING`; the same on
      * every machine of a game.
      */
-    uint8_t policy;
+    rungs_policy policy;
     struct rungs_session_callbacks callbacks;
     /**
      * Ticks per second of your frame timer when it counts whole ticks (60
@@ -1483,7 +1205,7 @@ typedef struct rungs_session_config {
      * `RUNGS_SEND_BEFORE_EXECUTE` (Tiberian Sun's frame order). (Added with
      * `tick_hz`: 0 for an older caller.)
      */
-    uint8_t send_order;
+    rungs_send_order send_order;
 } rungs_session_config;
 
 /**
@@ -1539,7 +1261,7 @@ typedef struct rungs_timing_machine_config {
      * `RUNGS_POLICY_ADAPTIVE` (0) or `RUNGS_POLICY_TRACKING`; the same on
      * every machine of a game.
      */
-    uint8_t policy;
+    rungs_policy policy;
     /**
      * Bit `i` set: seat `i` is a human player. At least one, and no bit at
      * or above `seat_count`.
@@ -1737,6 +1459,165 @@ typedef struct rungs_link_stats {
 } rungs_link_stats;
 
 /**
+ * Why a datagram was dropped, one of `RUNGS_DROP_*` (below
+ * `RUNGS_DROP_REASON_COUNT`).
+ */
+typedef uint32_t rungs_drop_reason;
+
+/**
+ * Tier "Fast" (rungs 1–2), S6.
+ */
+#define RUNGS_TIER_FAST 0
+
+/**
+ * Tier "Normal" (rungs 3–5).
+ */
+#define RUNGS_TIER_NORMAL 1
+
+/**
+ * Tier "Poor" (rungs 6–8).
+ */
+#define RUNGS_TIER_POOR 2
+
+/**
+ * Tier "Bad" (rungs 9–10, or a look-ahead longer than the rung's).
+ */
+#define RUNGS_TIER_BAD 3
+
+/**
+ * `rungs_lockstep_update` ran a frame; its commands went to the callback.
+ */
+#define RUNGS_LOCKSTEP_RAN 0
+
+/**
+ * The next frame is not due yet.
+ */
+#define RUNGS_LOCKSTEP_NOT_DUE 1
+
+/**
+ * The next frame is due but waits for other players' turns (`waiting_for`).
+ */
+#define RUNGS_LOCKSTEP_WAITING 2
+
+/**
+ * This player has left the game.
+ */
+#define RUNGS_LOCKSTEP_LEFT 3
+
+/**
+ * `rungs_lockstep_config.topology`: a link to every other human seat
+ * (`rungs_lockstep_add_peer`), turns and timing agreed between machines.
+ */
+#define RUNGS_TOPOLOGY_PEER_TO_PEER 0
+
+/**
+ * `rungs_lockstep_config.topology`: one link to a relay (S10) that gives
+ * every command its frame and owns the clock; a frame is one relay tick,
+ * so the relay's tick rate is the game's frame rate. Same callbacks,
+ * checksums, status, stats and update loop; no peers to add. The relay
+ * link shows in `link_event` as seat `RUNGS_RELAY_SEAT`.
+ */
+#define RUNGS_TOPOLOGY_RELAY 1
+
+/**
+ * NETWORK_REPORT layout: OpenTS's 6 bytes, milliseconds (process time
+ * rounded up).
+ */
+#define RUNGS_REPORT_LAYOUT_COMPACT 0
+
+/**
+ * NETWORK_REPORT layout: 9 bytes, version 1, process time in µs.
+ */
+#define RUNGS_REPORT_LAYOUT_EXTENDED 1
+
+/**
+ * NETWORK_REPORT layout: 22 bytes, version 2, the extended fields plus the
+ * round-trip distribution and the stalls by seat (docs/payloads.md), what
+ * the tracking policy reads. A `rungs_session` with it in
+ * `rungs_session_config.report_layout` measures, encodes and decodes it
+ * itself; an engine with its own event queue encodes and decodes it with
+ * `rungs_report_payload_encode_detailed` / `_decode_detailed`, which take
+ * the detail (`rungs_report_detail`) beside the `rungs_report`.
+ * `rungs_report_payload_encode` / `_decode` refuse it: `rungs_report` has
+ * no fields for the detail.
+ */
+#define RUNGS_REPORT_LAYOUT_DETAILED 2
+
+/**
+ * NETWORK_REPORT layout: 32 bytes, version 3, the detailed layout's fields
+ * plus how much look-ahead the interval's frames needed
+ * (`rungs_look_ahead_needs`, docs/payloads.md), what the tracking policy
+ * sheds its margin and checks its decreases by. A `rungs_session` with it
+ * in `rungs_session_config.report_layout` encodes and decodes it itself
+ * (the engine passes each frame's need with `rungs_session_add_frame_need`);
+ * an engine with its own event queue uses
+ * `rungs_report_payload_encode_needs` / `_decode_needs`. The lockstep
+ * session's turns carry their reports in it.
+ */
+#define RUNGS_REPORT_LAYOUT_NEEDS 3
+
+/**
+ * `order_refused` reason: the seat's orders already reach the match's
+ * queue limit past the relay's horizon.
+ */
+#define RUNGS_ORDER_REFUSED_QUEUE_FULL 1
+
+/**
+ * `order_refused` reason: the match ends (its tick limit) before a tick
+ * could take the order.
+ */
+#define RUNGS_ORDER_REFUSED_TICK_LIMIT 2
+
+/**
+ * `order_refused` reason: this player's quit is already sequenced.
+ */
+#define RUNGS_ORDER_REFUSED_LEAVING 3
+
+/**
+ * `rungs_lockstep_submit_order` kind: a command (as
+ * `rungs_lockstep_submit_command`).
+ */
+#define RUNGS_ORDER_COMMAND 0
+
+/**
+ * `rungs_lockstep_submit_order` kind: this player's quit as a game order;
+ * it runs on every machine on the frame this seat is removed.
+ */
+#define RUNGS_ORDER_QUIT 1
+
+/**
+ * `rungs_lockstep_submit_order` kind (relay topology only): an ephemeral
+ * order (voice, a ping on the map): not game state, sent once, run only
+ * on the machines that are live at its frame (`ephemeral` callback).
+ */
+#define RUNGS_ORDER_EPHEMERAL 2
+
+/**
+ * Presence: an AI seat (or none).
+ */
+#define RUNGS_SEAT_AI 0
+
+/**
+ * Presence: a human who has not joined yet.
+ */
+#define RUNGS_SEAT_LOADING 1
+
+/**
+ * Presence: a human with a live link to the relay.
+ */
+#define RUNGS_SEAT_CONNECTED 2
+
+/**
+ * Presence: a human whose link was lost, within the reconnect grace.
+ */
+#define RUNGS_SEAT_RECONNECTING 3
+
+/**
+ * Presence: a human who quit or was dropped.
+ */
+#define RUNGS_SEAT_LEFT 4
+
+/**
  * Success.
  */
 #define RUNGS_OK 0
@@ -1808,6 +1689,195 @@ typedef struct rungs_link_stats {
  * once the other thread's call has returned.
  */
 #define RUNGS_ERR_BUSY 13
+
+/**
+ * `rungs_session_config.send_order`: begin, execute, end, then send (the
+ * `send_frame` callback comes from `rungs_session_frame_end`). The default.
+ */
+#define RUNGS_SEND_AFTER_EXECUTE 0
+
+/**
+ * `rungs_session_config.send_order`: Tiberian Sun's frame order — a send
+ * frame sends, then waits for its peers, then executes. The `send_frame`
+ * callback comes from `rungs_session_frame_begin`, and the frames that
+ * execute events are exactly the send frames.
+ */
+#define RUNGS_SEND_BEFORE_EXECUTE 1
+
+/**
+ * Log level of an error.
+ */
+#define RUNGS_LOG_ERROR 0
+
+/**
+ * Log level of a warning (e.g. a refused event).
+ */
+#define RUNGS_LOG_WARN 1
+
+/**
+ * Log level of information (timing decisions, removals).
+ */
+#define RUNGS_LOG_INFO 2
+
+/**
+ * Log level of debugging detail.
+ */
+#define RUNGS_LOG_DEBUG 3
+
+/**
+ * No evaluation has happened yet.
+ */
+#define RUNGS_VERDICT_NONE 0
+
+/**
+ * Calibration waits for reports (S4.3).
+ */
+#define RUNGS_VERDICT_CALIBRATION_WAITING 1
+
+/**
+ * Calibration set the target.
+ */
+#define RUNGS_VERDICT_CALIBRATED 2
+
+/**
+ * Calibration fell back to 3/9.
+ */
+#define RUNGS_VERDICT_CALIBRATION_FALLBACK 3
+
+/**
+ * A silent player holds the timing (S4.4 step 1).
+ */
+#define RUNGS_VERDICT_SILENT_HELD 4
+
+/**
+ * A silent player forced 10/250.
+ */
+#define RUNGS_VERDICT_SILENT_WORSENED 5
+
+/**
+ * Round trips worsened the timing (step 2).
+ */
+#define RUNGS_VERDICT_WORSENED 6
+
+/**
+ * A missing player holds the timing (step 3).
+ */
+#define RUNGS_VERDICT_MISSING_HELD 7
+
+/**
+ * No improvement qualified (step 4).
+ */
+#define RUNGS_VERDICT_NOT_QUALIFIED 8
+
+/**
+ * Counted towards the three (step 4).
+ */
+#define RUNGS_VERDICT_COUNTED 9
+
+/**
+ * Stepped down (step 5).
+ */
+#define RUNGS_VERDICT_STEPPED_DOWN 10
+
+/**
+ * No event (`rungs_endpoint_poll_event` found nothing).
+ */
+#define RUNGS_LINK_EVENT_NONE 0
+
+/**
+ * Nothing valid heard from the peer for the liveness timeout. The link keeps
+ * trying; the engine decides whether to remove the player (S8).
+ */
+#define RUNGS_LINK_EVENT_LOST 1
+
+/**
+ * A valid packet arrived from a peer that was reported lost.
+ */
+#define RUNGS_LINK_EVENT_RECOVERED 2
+
+/**
+ * Link event: the peer restarted (a new connection epoch): the link was
+ * reset and what either side had in flight is gone (S8).
+ */
+#define RUNGS_LINK_EVENT_RESTARTED 3
+
+/**
+ * Drop reason: shorter than the smallest packet.
+ */
+#define RUNGS_DROP_TOO_SHORT 0
+
+/**
+ * Drop reason: longer than the largest packet.
+ */
+#define RUNGS_DROP_TOO_LONG 1
+
+/**
+ * Drop reason: not a rungs packet.
+ */
+#define RUNGS_DROP_BAD_MAGIC 2
+
+/**
+ * Drop reason: another protocol version.
+ */
+#define RUNGS_DROP_BAD_VERSION 3
+
+/**
+ * Drop reason: another session's packet.
+ */
+#define RUNGS_DROP_WRONG_SESSION 4
+
+/**
+ * Drop reason: the sender seat is not a peer.
+ */
+#define RUNGS_DROP_UNKNOWN_SENDER 5
+
+/**
+ * Drop reason: source address not the one bound to the sender's seat.
+ */
+#define RUNGS_DROP_SPOOFED_ADDRESS 6
+
+/**
+ * Drop reason: authentication tag mismatch (wrong key, forged, corrupted).
+ */
+#define RUNGS_DROP_BAD_TAG 7
+
+/**
+ * Drop reason: packet number seen before (duplicate or replay).
+ */
+#define RUNGS_DROP_REPLAYED 8
+
+/**
+ * Drop reason: packet too old, or message number too far ahead.
+ */
+#define RUNGS_DROP_OUTSIDE_WINDOW 9
+
+/**
+ * Drop reason: bad flags, message framing, or acks of things never sent.
+ */
+#define RUNGS_DROP_MALFORMED 10
+
+/**
+ * Drop reason: receiver holds too many undelivered messages (flow control;
+ * the peer resends later).
+ */
+#define RUNGS_DROP_RECEIVER_FULL 11
+
+/**
+ * Drop reason: a packet of the peer's earlier connection, or addressed to
+ * this machine's earlier connection (S8 restarts).
+ */
+#define RUNGS_DROP_STALE_EPOCH 12
+
+/**
+ * Timing policy: rungs' adaptive ladder (S4), the default.
+ */
+#define RUNGS_POLICY_ADAPTIVE 0
+
+/**
+ * Timing policy: `tracking`, send period 1 and the look-ahead the reports
+ * need (`docs/tracking.md`). Every machine of a game must use the same.
+ */
+#define RUNGS_POLICY_TRACKING 1
 
 #ifdef __cplusplus
 extern "C" {
@@ -2039,7 +2109,7 @@ rungs_result RUNGS_CALL rungs_timing_compare(const struct rungs_timing *a,
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if timing or out_tier is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if timing breaks S1; RUNGS_ERR_PANIC.
  */
-RUNGS_API rungs_result RUNGS_CALL rungs_timing_tier(const struct rungs_timing *timing, uint8_t *out_tier);
+RUNGS_API rungs_result RUNGS_CALL rungs_timing_tier(const struct rungs_timing *timing, rungs_tier *out_tier);
 
 /**
  * The disabled Connection slider's position for `timing`: `11 - rung` on a
@@ -2075,7 +2145,7 @@ rungs_result RUNGS_CALL rungs_timing_label(const struct rungs_timing *timing,
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if tier is not a `RUNGS_TIER_*`; RUNGS_ERR_PANIC.
  */
-RUNGS_API rungs_result RUNGS_CALL rungs_tier_name(uint8_t tier, const char **out);
+RUNGS_API rungs_result RUNGS_CALL rungs_tier_name(rungs_tier tier, const char **out);
 
 /**
  * Fill `config` with the defaults: `struct_size` set,
@@ -2685,7 +2755,7 @@ rungs_result RUNGS_CALL rungs_ra_timing_payload_decode(const uint8_t *bytes,
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_report_payload_encode(const struct rungs_report *report,
-                                         uint8_t layout,
+                                         rungs_report_layout layout,
                                          uint8_t *buf,
                                          size_t cap,
                                          size_t *out_len);
@@ -2701,7 +2771,7 @@ rungs_result RUNGS_CALL rungs_report_payload_encode(const struct rungs_report *r
 RUNGS_API
 rungs_result RUNGS_CALL rungs_report_payload_decode(const uint8_t *bytes,
                                          size_t len,
-                                         uint8_t layout,
+                                         rungs_report_layout layout,
                                          struct rungs_report *out);
 
 /**
@@ -2859,7 +2929,7 @@ rungs_result RUNGS_CALL rungs_lockstep_set_relay_callbacks(struct rungs_lockstep
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_submit_order(struct rungs_lockstep *ls,
-                                         uint8_t kind,
+                                         rungs_order_kind kind,
                                          const uint8_t *bytes,
                                          size_t len,
                                          uint64_t *out_id,
@@ -4058,7 +4128,7 @@ rungs_result RUNGS_CALL rungs_endpoint_link_stats(struct rungs_endpoint *endpoin
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_dropped(struct rungs_endpoint *endpoint,
-                                    uint32_t reason,
+                                    rungs_drop_reason reason,
                                     uint64_t *out_count);
 
 /**
@@ -4128,7 +4198,7 @@ rungs_result RUNGS_CALL rungs_endpoint_worker_status(struct rungs_endpoint *endp
  * The name of a `RUNGS_DROP_*` reason, e.g. `"bad_tag"`; `"unknown"` for
  * any other value. Static storage: never free it.
  */
-RUNGS_API const char *RUNGS_CALL rungs_drop_reason_str(uint32_t reason);
+RUNGS_API const char *RUNGS_CALL rungs_drop_reason_str(rungs_drop_reason reason);
 
 /**
  * The ABI version of the library actually loaded: compare it with

@@ -33,6 +33,7 @@ use super::timing_machine::{
 use super::transport::{
     parse_address, RUNGS_LINK_EVENT_LOST, RUNGS_LINK_EVENT_RECOVERED, RUNGS_LINK_EVENT_RESTARTED,
 };
+use super::types::rungs_policy;
 use super::types::{
     human_seats, local_seat, rungs_command_fn, rungs_desync_fn, rungs_frame_rate_changed_fn,
     rungs_link_event_fn, rungs_player_message_fn, rungs_seat_event_fn, rungs_timing_changed_fn,
@@ -52,24 +53,30 @@ use crate::wire::packet::SessionKey;
 use crate::wire::relay::MAX_ORDER_BYTES;
 use crate::wire::turn::{ITEM_HEADER_BYTES, TURN_HEADER_BYTES};
 
+/// What `rungs_lockstep_update` did, one of `RUNGS_LOCKSTEP_*`.
+pub type rungs_lockstep_outcome = i32;
+
 /// `rungs_lockstep_update` ran a frame; its commands went to the callback.
-pub const RUNGS_LOCKSTEP_RAN: i32 = 0;
+pub const RUNGS_LOCKSTEP_RAN: rungs_lockstep_outcome = 0;
 /// The next frame is not due yet.
-pub const RUNGS_LOCKSTEP_NOT_DUE: i32 = 1;
+pub const RUNGS_LOCKSTEP_NOT_DUE: rungs_lockstep_outcome = 1;
 /// The next frame is due but waits for other players' turns (`waiting_for`).
-pub const RUNGS_LOCKSTEP_WAITING: i32 = 2;
+pub const RUNGS_LOCKSTEP_WAITING: rungs_lockstep_outcome = 2;
 /// This player has left the game.
-pub const RUNGS_LOCKSTEP_LEFT: i32 = 3;
+pub const RUNGS_LOCKSTEP_LEFT: rungs_lockstep_outcome = 3;
+
+/// How the machines of a game connect, one of `RUNGS_TOPOLOGY_*`.
+pub type rungs_topology = u32;
 
 /// `rungs_lockstep_config.topology`: a link to every other human seat
 /// (`rungs_lockstep_add_peer`), turns and timing agreed between machines.
-pub const RUNGS_TOPOLOGY_PEER_TO_PEER: u32 = 0;
+pub const RUNGS_TOPOLOGY_PEER_TO_PEER: rungs_topology = 0;
 /// `rungs_lockstep_config.topology`: one link to a relay (S10) that gives
 /// every command its frame and owns the clock; a frame is one relay tick,
 /// so the relay's tick rate is the game's frame rate. Same callbacks,
 /// checksums, status, stats and update loop; no peers to add. The relay
 /// link shows in `link_event` as seat `RUNGS_RELAY_SEAT`.
-pub const RUNGS_TOPOLOGY_RELAY: u32 = 1;
+pub const RUNGS_TOPOLOGY_RELAY: rungs_topology = 1;
 /// The seat number of the relay in `link_event` (relay topology): LOST when
 /// the link to the relay is lost (rungs reconnects by itself and resends
 /// what the relay has not confirmed), RECOVERED when it is back, RESTARTED
@@ -122,7 +129,7 @@ pub struct rungs_lockstep_config {
     pub local_seat: u8,
     /// `RUNGS_POLICY_ADAPTIVE` (0) or `RUNGS_POLICY_TRACKING`; the same on
     /// every machine of a game.
-    pub policy: u8,
+    pub policy: rungs_policy,
     /// Bit `i` set: seat `i` is a human player (with a machine).
     pub human_seat_mask: u32,
     /// The game's session id and 128-bit key, the same on every machine (S8).
@@ -147,7 +154,7 @@ pub struct rungs_lockstep_config {
     /// (`key` may be all zero), and the fields below say how to reach the
     /// relay, as the lobby handed them out (`rungs_relay_ticket_issue`,
     /// `rungs_relay_credentials_parse`).
-    pub topology: u32,
+    pub topology: rungs_topology,
     /// Relay: the relay's address, `"ip:port"`.
     pub relay_address: *const libc::c_char,
     /// Relay: the ticket, `relay_ticket_len` (`RUNGS_RELAY_TICKET_BYTES`)
@@ -199,7 +206,7 @@ pub struct rungs_link_key {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct rungs_lockstep_update_result {
     /// One of `RUNGS_LOCKSTEP_*`.
-    pub outcome: i32,
+    pub outcome: rungs_lockstep_outcome,
     /// The frame that ran (`RUNGS_LOCKSTEP_RAN`), else the latest frame run.
     pub frame: u32,
     /// Call `rungs_lockstep_update` again by this time (µs on your clock).

@@ -26,6 +26,7 @@ use super::lockstep::{
 };
 use super::result::rungs_result;
 use super::transport::parse_address;
+use super::types::rungs_policy;
 use super::types::{human_seats, rungs_command_fn, timing_policy};
 use crate::error::Error;
 use crate::relay::ticket::{issue, Credentials, LobbySecret, TicketFields};
@@ -189,35 +190,42 @@ pub(crate) fn process_nonce_seed() -> u64 {
 // ---------------------------------------------------------------------------
 // The relay topology's own calls on `rungs_lockstep`.
 
+/// Why the relay refused an order, one of `RUNGS_ORDER_REFUSED_*`.
+pub type rungs_order_refusal = u8;
+
 /// `order_refused` reason: the seat's orders already reach the match's
 /// queue limit past the relay's horizon.
-pub const RUNGS_ORDER_REFUSED_QUEUE_FULL: u8 = 1;
+pub const RUNGS_ORDER_REFUSED_QUEUE_FULL: rungs_order_refusal = 1;
 /// `order_refused` reason: the match ends (its tick limit) before a tick
 /// could take the order.
-pub const RUNGS_ORDER_REFUSED_TICK_LIMIT: u8 = 2;
+pub const RUNGS_ORDER_REFUSED_TICK_LIMIT: rungs_order_refusal = 2;
 /// `order_refused` reason: this player's quit is already sequenced.
-pub const RUNGS_ORDER_REFUSED_LEAVING: u8 = 3;
+pub const RUNGS_ORDER_REFUSED_LEAVING: rungs_order_refusal = 3;
 
 const _: () = assert!(RUNGS_ORDER_REFUSED_QUEUE_FULL == RefusalReason::QueueFull as u8);
 const _: () = assert!(RUNGS_ORDER_REFUSED_TICK_LIMIT == RefusalReason::TickLimit as u8);
 const _: () = assert!(RUNGS_ORDER_REFUSED_LEAVING == RefusalReason::Leaving as u8);
 
+/// What an order is, one of `RUNGS_ORDER_COMMAND`, `RUNGS_ORDER_QUIT`,
+/// `RUNGS_ORDER_EPHEMERAL`.
+pub type rungs_order_kind = u8;
+
 /// `rungs_lockstep_submit_order` kind: a command (as
 /// `rungs_lockstep_submit_command`).
-pub const RUNGS_ORDER_COMMAND: u8 = 0;
+pub const RUNGS_ORDER_COMMAND: rungs_order_kind = 0;
 /// `rungs_lockstep_submit_order` kind: this player's quit as a game order;
 /// it runs on every machine on the frame this seat is removed.
-pub const RUNGS_ORDER_QUIT: u8 = 1;
+pub const RUNGS_ORDER_QUIT: rungs_order_kind = 1;
 /// `rungs_lockstep_submit_order` kind (relay topology only): an ephemeral
 /// order (voice, a ping on the map): not game state, sent once, run only
 /// on the machines that are live at its frame (`ephemeral` callback).
-pub const RUNGS_ORDER_EPHEMERAL: u8 = 2;
+pub const RUNGS_ORDER_EPHEMERAL: rungs_order_kind = 2;
 
 /// The relay refused the order `id` (`rungs_lockstep_submit_order`'s) for
 /// `reason` (`RUNGS_ORDER_REFUSED_*`): it never runs; the orders after it
 /// go on. A refused quit leaves the player in the game.
 pub type rungs_order_refused_fn =
-    Option<unsafe extern "C" fn(user: *mut c_void, id: u64, reason: u8)>;
+    Option<unsafe extern "C" fn(user: *mut c_void, id: u64, reason: rungs_order_refusal)>;
 
 /// The relay topology's callbacks, each optional (NULL), run inside
 /// `rungs_lockstep_update` on the calling thread like the others.
@@ -307,7 +315,7 @@ pub unsafe extern "C" fn rungs_lockstep_set_relay_callbacks(
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_submit_order(
     ls: *mut rungs_lockstep,
-    kind: u8,
+    kind: rungs_order_kind,
     bytes: *const u8,
     len: usize,
     out_id: *mut u64,
@@ -525,7 +533,7 @@ pub struct rungs_relay_host_config {
     pub seat_count: u8,
     /// `RUNGS_POLICY_ADAPTIVE` (0) or `RUNGS_POLICY_TRACKING` (1): the rule
     /// that sets each player's jitter buffer.
-    pub policy: u8,
+    pub policy: rungs_policy,
     /// AI orders run this many frames after their decision, 0–8.
     pub ai_order_delay: u8,
     /// Must be 0.
@@ -571,19 +579,22 @@ pub struct rungs_relay_host_status {
     pub horizon: u32,
     /// Per seat: `RUNGS_SEAT_AI` (0), `RUNGS_SEAT_LOADING`,
     /// `RUNGS_SEAT_CONNECTED`, `RUNGS_SEAT_RECONNECTING`, `RUNGS_SEAT_LEFT`.
-    pub presence: [u8; 16],
+    pub presence: [rungs_seat_presence; 16],
 }
 
+/// A seat's presence in a relay match, one of `RUNGS_SEAT_*`.
+pub type rungs_seat_presence = u8;
+
 /// Presence: an AI seat (or none).
-pub const RUNGS_SEAT_AI: u8 = 0;
+pub const RUNGS_SEAT_AI: rungs_seat_presence = 0;
 /// Presence: a human who has not joined yet.
-pub const RUNGS_SEAT_LOADING: u8 = 1;
+pub const RUNGS_SEAT_LOADING: rungs_seat_presence = 1;
 /// Presence: a human with a live link to the relay.
-pub const RUNGS_SEAT_CONNECTED: u8 = 2;
+pub const RUNGS_SEAT_CONNECTED: rungs_seat_presence = 2;
 /// Presence: a human whose link was lost, within the reconnect grace.
-pub const RUNGS_SEAT_RECONNECTING: u8 = 3;
+pub const RUNGS_SEAT_RECONNECTING: rungs_seat_presence = 3;
 /// Presence: a human who quit or was dropped.
-pub const RUNGS_SEAT_LEFT: u8 = 4;
+pub const RUNGS_SEAT_LEFT: rungs_seat_presence = 4;
 
 const _: () = assert!(RUNGS_SEAT_LEFT == SeatPresence::Left as u8);
 const _: () = assert!(RUNGS_SEAT_RECONNECTING == SeatPresence::Reconnecting as u8);

@@ -9,12 +9,14 @@ use super::args::{
     write_to,
 };
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
+use super::payload::rungs_report_layout;
 use super::payload::session_report_layout;
 use super::result::rungs_result;
 use super::snapshot::{read_status, Published, PublishesStatus};
 use super::timing_machine::{
     deliver_output, fill_status, rungs_timing_callbacks, rungs_timing_status,
 };
+use super::types::rungs_policy;
 use super::types::{
     human_seats, local_seat, rungs_frame_rate_changed_fn, rungs_log_fn, rungs_player_message_fn,
     rungs_queue_event_fn, rungs_seat_event_fn, rungs_send_frame_fn, rungs_timing_changed_fn,
@@ -37,23 +39,29 @@ pub const RUNGS_NO_FRAME: u32 = 0xFFFF_FFFF;
 /// No packet: a cut before a seat's first packet, or no packet held yet.
 pub const RUNGS_NO_PACKET: u32 = 0xFFFF_FFFF;
 
+/// Where the send falls in an engine's frame, one of `RUNGS_SEND_*`.
+pub type rungs_send_order = u8;
+
 /// `rungs_session_config.send_order`: begin, execute, end, then send (the
 /// `send_frame` callback comes from `rungs_session_frame_end`). The default.
-pub const RUNGS_SEND_AFTER_EXECUTE: u8 = 0;
+pub const RUNGS_SEND_AFTER_EXECUTE: rungs_send_order = 0;
 /// `rungs_session_config.send_order`: Tiberian Sun's frame order — a send
 /// frame sends, then waits for its peers, then executes. The `send_frame`
 /// callback comes from `rungs_session_frame_begin`, and the frames that
 /// execute events are exactly the send frames.
-pub const RUNGS_SEND_BEFORE_EXECUTE: u8 = 1;
+pub const RUNGS_SEND_BEFORE_EXECUTE: rungs_send_order = 1;
+
+/// A log line's level, one of `RUNGS_LOG_*`.
+pub type rungs_log_level = u8;
 
 /// Log level of an error.
-pub const RUNGS_LOG_ERROR: u8 = 0;
+pub const RUNGS_LOG_ERROR: rungs_log_level = 0;
 /// Log level of a warning (e.g. a refused event).
-pub const RUNGS_LOG_WARN: u8 = 1;
+pub const RUNGS_LOG_WARN: rungs_log_level = 1;
 /// Log level of information (timing decisions, removals).
-pub const RUNGS_LOG_INFO: u8 = 2;
+pub const RUNGS_LOG_INFO: rungs_log_level = 2;
 /// Log level of debugging detail.
-pub const RUNGS_LOG_DEBUG: u8 = 3;
+pub const RUNGS_LOG_DEBUG: rungs_log_level = 3;
 
 /// The session's callbacks. `queue_event` and `send_frame` are required for a
 /// playing machine (`rungs_session_new` refuses NULL ones); an observer
@@ -93,7 +101,7 @@ pub struct rungs_session_config {
     /// `RUNGS_REPORT_LAYOUT_DETAILED` (what the tracking policy reads) or
     /// `RUNGS_REPORT_LAYOUT_NEEDS` (that and the look-ahead the frames
     /// needed, `rungs_session_add_frame_need`).
-    pub report_layout: u8,
+    pub report_layout: rungs_report_layout,
     /// Bit `i` set: seat `i` is a human player.
     pub human_seat_mask: u32,
     /// Your TIMING event ID, 0–255 (31 in Tiberian Sun, 29 in Red Alert).
@@ -119,7 +127,7 @@ pub struct rungs_session_config {
     pub timing_fog_bias: u8,
     /// `RUNGS_POLICY_ADAPTIVE` (0) or `RUNGS_POLICY_TRACKING`; the same on
     /// every machine of a game.
-    pub policy: u8,
+    pub policy: rungs_policy,
     pub callbacks: rungs_session_callbacks,
     /// Ticks per second of your frame timer when it counts whole ticks (60
     /// for Tiberian Sun and Red Alert): every rate `set_frame_rate` gives is
@@ -133,7 +141,7 @@ pub struct rungs_session_config {
     /// `RUNGS_SEND_AFTER_EXECUTE` (0, the default) or
     /// `RUNGS_SEND_BEFORE_EXECUTE` (Tiberian Sun's frame order). (Added with
     /// `tick_hz`: 0 for an older caller.)
-    pub send_order: u8,
+    pub send_order: rungs_send_order,
 }
 
 /// The size of `rungs_session_config` before `tick_hz` and `send_order`.

@@ -8,7 +8,9 @@ use super::args::{
     write_out, write_to,
 };
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
+use super::ladder::rungs_tier;
 use super::result::rungs_result;
+use super::types::rungs_policy;
 use super::types::{
     detailed_report, human_seats, local_seat, report_with_needs, rungs_frame_rate_changed_fn,
     rungs_look_ahead_needs, rungs_player_message_fn, rungs_report, rungs_report_detail,
@@ -52,7 +54,7 @@ pub struct rungs_timing_machine_config {
     pub local_seat: u8,
     /// `RUNGS_POLICY_ADAPTIVE` (0) or `RUNGS_POLICY_TRACKING`; the same on
     /// every machine of a game.
-    pub policy: u8,
+    pub policy: rungs_policy,
     /// Bit `i` set: seat `i` is a human player. At least one, and no bit at
     /// or above `seat_count`.
     pub human_seat_mask: u32,
@@ -78,7 +80,7 @@ pub struct rungs_timing_status {
     pub look_ahead: u8,
     pub fps: u8,
     /// `RUNGS_TIER_*` of the timing in force.
-    pub tier: u8,
+    pub tier: rungs_tier,
     /// The master's target and rate.
     pub target_send_period: u8,
     pub target_look_ahead: u8,
@@ -98,31 +100,34 @@ pub struct rungs_timing_status {
     /// 1 while a descent is running.
     pub descent_running: u8,
     /// Where the latest evaluation stopped: one of `RUNGS_VERDICT_*`.
-    pub last_verdict: u8,
+    pub last_verdict: rungs_verdict,
 }
 
+/// The latest evaluation's outcome, one of `RUNGS_VERDICT_*`.
+pub type rungs_verdict = u8;
+
 /// No evaluation has happened yet.
-pub const RUNGS_VERDICT_NONE: u8 = 0;
+pub const RUNGS_VERDICT_NONE: rungs_verdict = 0;
 /// Calibration waits for reports (S4.3).
-pub const RUNGS_VERDICT_CALIBRATION_WAITING: u8 = 1;
+pub const RUNGS_VERDICT_CALIBRATION_WAITING: rungs_verdict = 1;
 /// Calibration set the target.
-pub const RUNGS_VERDICT_CALIBRATED: u8 = 2;
+pub const RUNGS_VERDICT_CALIBRATED: rungs_verdict = 2;
 /// Calibration fell back to 3/9.
-pub const RUNGS_VERDICT_CALIBRATION_FALLBACK: u8 = 3;
+pub const RUNGS_VERDICT_CALIBRATION_FALLBACK: rungs_verdict = 3;
 /// A silent player holds the timing (S4.4 step 1).
-pub const RUNGS_VERDICT_SILENT_HELD: u8 = 4;
+pub const RUNGS_VERDICT_SILENT_HELD: rungs_verdict = 4;
 /// A silent player forced 10/250.
-pub const RUNGS_VERDICT_SILENT_WORSENED: u8 = 5;
+pub const RUNGS_VERDICT_SILENT_WORSENED: rungs_verdict = 5;
 /// Round trips worsened the timing (step 2).
-pub const RUNGS_VERDICT_WORSENED: u8 = 6;
+pub const RUNGS_VERDICT_WORSENED: rungs_verdict = 6;
 /// A missing player holds the timing (step 3).
-pub const RUNGS_VERDICT_MISSING_HELD: u8 = 7;
+pub const RUNGS_VERDICT_MISSING_HELD: rungs_verdict = 7;
 /// No improvement qualified (step 4).
-pub const RUNGS_VERDICT_NOT_QUALIFIED: u8 = 8;
+pub const RUNGS_VERDICT_NOT_QUALIFIED: rungs_verdict = 8;
 /// Counted towards the three (step 4).
-pub const RUNGS_VERDICT_COUNTED: u8 = 9;
+pub const RUNGS_VERDICT_COUNTED: rungs_verdict = 9;
 /// Stepped down (step 5).
-pub const RUNGS_VERDICT_STEPPED_DOWN: u8 = 10;
+pub const RUNGS_VERDICT_STEPPED_DOWN: rungs_verdict = 10;
 
 fn verdict_code(verdict: Verdict) -> u8 {
     match verdict {
