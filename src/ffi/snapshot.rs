@@ -10,7 +10,7 @@
 //! status as of the latest call on the handle that returned, which for the
 //! game thread itself is the live status.
 
-use parking_lot::Mutex;
+use std::sync::{Mutex, PoisonError};
 
 use super::args::{require, write_out};
 use super::guard::{call, Handle};
@@ -28,11 +28,12 @@ impl Published {
 
     /// Replace the copy (the game thread, leaving a call).
     pub fn publish(&self, status: rungs_timing_status) {
-        *self.0.lock() = status;
+        // A copy of plain fields is whole even if a holder panicked.
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = status;
     }
 
     fn read(&self) -> rungs_timing_status {
-        *self.0.lock()
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
