@@ -1,0 +1,13 @@
+//! Sessions: the pieces composed for an engine's frame loop (S5, S7).
+
+pub mod engine;
+pub mod lockstep;
+
+pub use engine::{
+    EngineRules, EngineSession, EventIds, EventRole, LogLevel, Payload, Phase, Readiness,
+    SendOrder, SessionConfig, SessionOutput,
+};
+pub use lockstep::{
+    Advance, ExecutedCommand, LockstepConfig, LockstepSession, LockstepStats, OrderKind,
+    OrderReceipt, RelaySettings, SessionEvent, Tamper, Topology, Wake, DEFAULT_JITTER_TICKS,
+};
