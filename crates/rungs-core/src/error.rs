@@ -23,7 +23,12 @@ pub enum Error {
     InvalidValue(String),
     /// A pointer argument is NULL while its length is not 0 (C ABI): NULL is
     /// accepted only for an empty buffer.
-    NullWithLength { name: &'static str, len: usize },
+    NullWithLength {
+        /// The pointer argument, as the C header names it.
+        name: &'static str,
+        /// The length given with it.
+        len: usize,
+    },
     /// A seat number that is not (or no longer) part of the game.
     UnknownSeat(u8),
     /// Bytes that do not decode: which layout, and what was wrong with them
@@ -32,7 +37,10 @@ pub enum Error {
     /// The call is not valid in the object's current state (e.g. frames out of order).
     State(&'static str),
     /// A caller buffer is too small; `needed` bytes would fit.
-    BufferTooSmall { needed: usize },
+    BufferTooSmall {
+        /// The size that would fit, bytes.
+        needed: usize,
+    },
     /// An event type ID the engine did not register.
     UnregisteredEvent(u8),
     /// A fixed capacity is exhausted.

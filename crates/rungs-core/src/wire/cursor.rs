@@ -15,14 +15,34 @@ use std::fmt;
 pub enum DecodeError {
     /// The bytes end before the layout does: `got` bytes where it needs
     /// `expected`.
-    TooShort { got: usize, expected: usize },
+    TooShort {
+        /// The bytes there are.
+        got: usize,
+        /// The bytes the layout needs up to where they ran out.
+        expected: usize,
+    },
     /// More bytes than the layout has: `got` where it ends after `expected`
     /// (trailing bytes, or more than its largest size).
-    TooLong { got: usize, expected: usize },
+    TooLong {
+        /// The bytes there are.
+        got: usize,
+        /// Where the layout ends, bytes.
+        expected: usize,
+    },
     /// The first byte is not the layout's magic.
-    BadMagic { got: u8, expected: u8 },
+    BadMagic {
+        /// The first byte.
+        got: u8,
+        /// The layout's magic.
+        expected: u8,
+    },
     /// The layout version is not the one this build speaks.
-    BadVersion { got: u8, expected: u8 },
+    BadVersion {
+        /// The version byte.
+        got: u8,
+        /// The version this build speaks.
+        expected: u8,
+    },
     /// The kind byte names nothing of this layout.
     UnknownKind(u8),
     /// A field breaks a rule of the layout; the words name the field and

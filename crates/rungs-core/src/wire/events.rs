@@ -172,10 +172,16 @@ pub enum TimingLayout {
     /// Tiberian Sun, 5 bytes. `fog_bias` is added to `MaxAhead` on encode and
     /// subtracted on decode: [`TS_FOG_BIAS`] for an engine that keeps vanilla
     /// TS's fog-of-war quirk while fog is on, else 0.
-    TiberianSun { fog_bias: u8 },
+    TiberianSun {
+        /// Frames added to `MaxAhead` on encode and taken off on decode.
+        fog_bias: u8,
+    },
     /// Red Alert, 4 bytes, no `FrameSendRate`: the session's fixed send
     /// period (1–10) stands in for it.
-    RedAlert { send_period: u8 },
+    RedAlert {
+        /// The session's fixed send period, 1–10.
+        send_period: u8,
+    },
 }
 
 impl TimingLayout {

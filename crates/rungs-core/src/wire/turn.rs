@@ -83,21 +83,32 @@ use crate::wire::events::{ReportLayout, TimingLayout, REPORT_NEEDS_LEN, TIMING_L
 /// The layout version this code speaks.
 pub const TURN_LAYOUT_VERSION: u8 = 4;
 
-/// Message kinds.
+/// Message kind (byte 0) of one part of a seat's turn.
 pub const MSG_TURN: u8 = 1;
+/// Message kind of a clock ping to the master (S9).
 pub const MSG_PING: u8 = 2;
+/// Message kind of the master's answer to a ping (S9).
 pub const MSG_PONG: u8 = 3;
+/// Message kind of a vote to drop a seat (S4.7).
 pub const MSG_DROP_VOTE: u8 = 4;
+/// Message kind of a dropped seat's turn part passed on by another machine.
 pub const MSG_RELAY: u8 = 5;
+/// Message kind of a request for a dropped seat's turns after a send frame.
 pub const MSG_RELAY_REQUEST: u8 = 6;
+/// Message kind of the cut decided for a dropped seat.
 pub const MSG_DROP_DECIDED: u8 = 7;
 
-/// Item kinds.
+/// Item kind of the engine's command bytes (executes on the tag).
 pub const ITEM_COMMAND: u8 = 0;
+/// Item kind of the sender's report (executes on the tag, S3).
 pub const ITEM_REPORT: u8 = 1;
+/// Item kind of the master's timing event (executes on the tag, S4).
 pub const ITEM_TIMING: u8 = 2;
+/// Item kind of a seat's removal (executes on the tag).
 pub const ITEM_REMOVAL: u8 = 3;
+/// Record kind of the sender's state checksum (acted on at arrival).
 pub const ITEM_CHECKSUM: u8 = 10;
+/// Record kind of the master's pacing anchor (acted on at arrival, S9).
 pub const ITEM_ANCHOR: u8 = 11;
 
 /// Bytes before a turn part's items.
@@ -144,10 +155,20 @@ impl Item {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Record {
     /// The sender's state checksum after `frame`.
-    Checksum { frame: u32, value: u64 },
+    Checksum {
+        /// The frame after which the state was summed.
+        frame: u32,
+        /// The engine's state checksum.
+        value: u64,
+    },
     /// The master's pacing anchor: `frame` ideally starts at `start_us`
     /// reference time (S9).
-    Anchor { frame: u32, start_us: i64 },
+    Anchor {
+        /// The anchored frame.
+        frame: u32,
+        /// Its ideal start in the master's reference time, µs.
+        start_us: i64,
+    },
 }
 
 impl Record {
@@ -158,11 +179,17 @@ impl Record {
 /// One decoded turn part.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TurnPart {
+    /// The send frame `s` the turn went out on.
     pub send_frame: u32,
+    /// The frame its items execute on, `s + look_ahead(s)`; after `s`.
     pub tag: u32,
+    /// This part's place in the turn, `< count`.
     pub index: u8,
+    /// The turn's parts, `1 ..= MAX_TURN_PARTS`.
     pub count: u8,
+    /// The items of this part, in order; they execute on `tag`.
     pub items: Vec<Item>,
+    /// The records of this part, acted on when the whole turn has arrived.
     pub records: Vec<Record>,
 }
 
@@ -172,30 +199,52 @@ pub type Holding = Option<u32>;
 /// A decoded link message of the lockstep session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Message {
+    /// One part of a seat's turn.
     Turn(TurnPart),
+    /// A clock ping to the master (S9).
     Ping {
+        /// The sender's local clock at sending, µs.
         t0: i64,
     },
+    /// The master's answer to a ping (S9).
     Pong {
+        /// The ping's `t0`, echoed.
         t0: i64,
+        /// The master's reference time when the ping arrived, µs.
         t1: i64,
+        /// The master's reference time when the pong went out, µs.
         t2: i64,
     },
+    /// A vote to drop a seat (S4.7).
     DropVote {
+        /// The seat being dropped.
         dropped: u8,
+        /// The last send frame of its turns the voter holds whole.
         holds: Holding,
+        /// Every seat the voter is dropping, a bit mask that includes
+        /// `dropped`.
         dropping: u32,
     },
+    /// A dropped seat's turn part passed on unchanged.
     Relay {
+        /// The dropped seat whose part it is.
         dropped: u8,
+        /// The part as that seat sent it.
         part: TurnPart,
     },
+    /// A request for a dropped seat's turns the asker lacks.
     RelayRequest {
+        /// The dropped seat.
         dropped: u8,
+        /// The last send frame of its turns the asker holds whole; the
+        /// answer relays every later one.
         after: Holding,
     },
+    /// The cut the sender decided for a dropped seat.
     DropDecided {
+        /// The dropped seat.
         dropped: u8,
+        /// Its last send frame that executes; `None`: none of its turns.
         cut: Holding,
     },
 }
