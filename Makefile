@@ -103,7 +103,7 @@ clean:
 # policy, the table and issue 5's targets. Release build: it simulates hours.
 .PHONY: sim-suite
 sim-suite:
-	cargo run --release --quiet --bin rungs-sim -- suite
+	cargo run --release --quiet --features testing --bin rungs-sim -- suite
 
 # rungs-sim built with profile-guided optimisation, in $(TARGET_DIR)/pgo/release
 # (target/release untouched): the same results, about 10 % faster

@@ -8,7 +8,9 @@
 
 use crate::error::{Error, Result};
 use crate::session::LockstepSession;
+#[cfg(any(test, feature = "testing"))]
 use crate::timing::{Timing, TimingEvent};
+#[cfg(any(test, feature = "testing"))]
 use crate::wire::turn::{self, Item, MAX_TURN_PARTS};
 
 /// Byte 0 of every command a modified client forges in another's name: an
@@ -154,13 +156,26 @@ impl Attack {
 }
 
 /// A command forged in `victim`'s name.
+#[cfg(any(test, feature = "testing"))]
 fn forged_command(victim: u8) -> Vec<u8> {
     vec![FORGED_MARK, victim, 0, 0, 0]
 }
 
 /// Carry out `attack` from `session` (seat `attacker`) against the game's
+/// other `players`: refused without the `testing` cargo feature, which
+/// builds the attack hook ([`LockstepSession::tamper`]); what ships has
+/// none.
+#[cfg(not(any(test, feature = "testing")))]
+pub fn attack(_: &mut LockstepSession, _: u8, _: u8, _: Attack) -> Result<()> {
+    Err(Error::State(
+        "a modified client's attacks need rungs built with the `testing` cargo feature (the attack hook is not in what ships)",
+    ))
+}
+
+/// Carry out `attack` from `session` (seat `attacker`) against the game's
 /// other `players`. [`Attack::Replay`] needs the network and is done by the
 /// runner.
+#[cfg(any(test, feature = "testing"))]
 pub fn attack(
     session: &mut LockstepSession,
     attacker: u8,

@@ -80,15 +80,6 @@ pub struct LockstepDriver {
     udp: UdpDriver<LockstepSession>,
 }
 
-impl std::fmt::Debug for LockstepSession {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LockstepSession")
-            .field("local_seat", &self.local_seat)
-            .field("frame", &self.frame)
-            .finish_non_exhaustive()
-    }
-}
-
 impl LockstepDriver {
     /// Bind a non-blocking socket to `address` for `session`.
     pub fn bind(address: SocketAddr, session: LockstepSession) -> Result<LockstepDriver> {
