@@ -234,15 +234,32 @@ impl Drops {
         if !state.is_joined() || state.decided().is_some() {
             return;
         }
-        let view = self.view(seat, facts);
-        let mut sends = Vec::new();
-        let decided = self.seats[usize::from(seat)]
-            .agreement
-            .progress(&view, &mut sends);
-        self.dispatch(seat, view.holds, sends, out);
+        let decided = self.step(seat, facts, out, |agreement, view, sends| {
+            agreement.progress(view, sends)
+        });
         if decided.is_some() {
             out.push(DropAction::Decided(seat));
         }
+    }
+
+    /// One step of `seat`'s agreement with what this machine knows now;
+    /// the messages it asks for go to `out`. Returns what the step does.
+    fn step<T>(
+        &mut self,
+        seat: u8,
+        facts: &GameFacts,
+        out: &mut Vec<DropAction>,
+        step: impl FnOnce(&mut Agreement, &View, &mut Vec<Send>) -> T,
+    ) -> T {
+        let view = self.view(seat, facts);
+        let mut sends = Vec::new();
+        let done = step(
+            &mut self.seats[usize::from(seat)].agreement,
+            &view,
+            &mut sends,
+        );
+        self.dispatch(seat, view.holds, sends, out);
+        done
     }
 
     /// The messages `seat`'s agreement asks for.
@@ -271,13 +288,11 @@ impl Drops {
         if !facts.is_human(dropped) || dropped == seat || dropping & (1 << seat) != 0 {
             return Err(Error::Malformed("a drop vote for no other human seat"));
         }
-        let view = self.view(dropped, facts);
-        let mut sends = Vec::new();
-        self.seats[usize::from(dropped)]
-            .agreement
-            .on_vote(&view, seat, holds, &mut sends);
-        self.dispatch(dropped, view.holds, sends, out);
-        if view.out & 1 << seat != 0 {
+        let gone = self.step(dropped, facts, out, |agreement, view, sends| {
+            agreement.on_vote(view, seat, holds, sends);
+            view.out
+        });
+        if gone & 1 << seat != 0 {
             return Ok(()); // a vanished voter names nobody
         }
         // Join every drop the voter names whose seat this machine does not
@@ -310,12 +325,9 @@ impl Drops {
         if !facts.is_human(dropped) || dropped == seat {
             return Err(Error::Malformed("a drop decision for no other human seat"));
         }
-        let view = self.view(dropped, facts);
-        let mut sends = Vec::new();
-        self.seats[usize::from(dropped)]
-            .agreement
-            .on_decided(&view, seat, cut, &mut sends);
-        self.dispatch(dropped, view.holds, sends, out);
+        self.step(dropped, facts, out, |agreement, view, sends| {
+            agreement.on_decided(view, seat, cut, sends)
+        });
         self.progress(dropped, facts, out);
         Ok(())
     }
