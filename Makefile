@@ -3,6 +3,7 @@
 #
 #   make demo                 build and run the main demo (installs what it needs)
 #   make test                 every test: cargo, clippy, rustfmt, header, C harness, examples
+#   make check                the fast loop: rustfmt, clippy, every crate's unit tests, header
 #   make lib                  build the release library and target/pkgconfig/rungs.pc
 #                             (CARGO_TARGET_DIR, when set, replaces target/ everywhere)
 #   make install PREFIX=DIR   install header, libraries and rungs.pc under DIR
@@ -23,7 +24,7 @@ include $(ROOT)/mk/target.mk
 RELEASE := $(TARGET_DIR)/release
 PCDIR   := $(TARGET_DIR)/pkgconfig
 
-.PHONY: setup demo test lib pc install pkgconfig-check header-check clean ts-model model-check
+.PHONY: setup demo test check lib pc install pkgconfig-check header-check clean ts-model model-check
 
 include mk/windows.mk
 
@@ -47,17 +48,26 @@ header-check:
 	cargo build --quiet
 	git diff --exit-code -- include/
 
+# Every crate of the workspace (the layers, the simulator, the relay, the
+# drop model): unit tests, integration tests, doctests.
 test: setup
-	cargo test
-	cargo test -p rungs-drop-model
-	cargo clippy --all-targets -- -D warnings
-	cargo clippy -p rungs-drop-model --all-targets -- -D warnings
-	cargo fmt --check
+	cargo test --workspace
+	cargo clippy --workspace --all-targets -- -D warnings
+	cargo fmt --all --check
 	$(MAKE) header-check
 	$(MAKE) -C ffi-tests check vectors asan valgrind
 	$(MAKE) -C examples-c run
 	$(MAKE) pkgconfig-check
 	$(MAKE) windows-test
+
+# The fast loop before a commit (CONTRIBUTING.md): format, lint, the unit
+# tests of every crate, the committed header. A minute or two once built;
+# `make test` runs everything.
+check:
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	cargo test --workspace --lib --quiet
+	$(MAKE) --no-print-directory header-check
 
 # Every interleaving of crashes, losses and message orders of one drop, for
 # 3, 4 and 5 seats (tools/drop-model; the short form runs in `make test`).
@@ -99,11 +109,12 @@ clean:
 	$(MAKE) -C ffi-tests clean
 	$(MAKE) -C examples-c clean
 
-# rungs-sim's scenario suite (sim/scenarios/*.args): every scenario with every
-# policy, the table and issue 5's targets. Release build: it simulates hours.
+# rungs-sim's scenario suite (crates/rungs-sim/scenarios/*.args): every
+# scenario with every policy, the table and the targets. Release build: it
+# simulates hours.
 .PHONY: sim-suite
 sim-suite:
-	cargo run --release --quiet --features testing --bin rungs-sim -- suite
+	cargo run --release --quiet -p rungs-sim --bin rungs-sim -- suite
 
 # rungs-sim built with profile-guided optimisation, in $(TARGET_DIR)/pgo/release
 # (target/release untouched): the same results, about 10 % faster
@@ -114,8 +125,8 @@ sim-pgo:
 
 # The relay attacked over loopback while an honest match plays: every attack
 # for 20 s, the table of docs/relay.md "Security" (Linux). Release build; the
-# 2 s short form runs in `make test` (tests/relay_attack_udp.rs).
+# 2 s short form runs in `make test` (crates/rungs-relay/tests/relay_attack_udp.rs).
 .PHONY: relay-attack
 relay-attack:
-	cargo build --release --quiet --bin rungs-relay --bin rungs-relay-attack
+	cargo build --release --quiet -p rungs-relay --bin rungs-relay --bin rungs-relay-attack
 	$(RELEASE)/rungs-relay-attack

@@ -14,7 +14,7 @@ PORT=${1:-47100}
 HERE="$(dirname "$0")"
 ROOT="$HERE/.."
 make -C "$HERE" >/dev/null
-(cd "$ROOT" && cargo build --release --quiet --bin rungs-relay)
+(cd "$ROOT" && cargo build --release --quiet -p rungs-relay --bin rungs-relay)
 RELAY="${CARGO_TARGET_DIR:-$ROOT/target}/release/rungs-relay"
 CLIENT="$HERE/build/relay_client"
 DIR=$(mktemp -d)

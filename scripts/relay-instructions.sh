@@ -12,9 +12,9 @@ set -eu
 matches=${1:-100}
 seconds=${2:-2}
 cd "$(dirname "$0")/.."
-bench=$(cargo bench --bench relay_load --no-run --message-format=json 2>/dev/null |
+bench=$(cargo bench -p rungs-sim --bench relay_load --no-run --message-format=json 2>/dev/null |
     sed -n 's/.*"executable":"\([^"]*relay_load[^"]*\)".*/\1/p' | tail -1)
-[ -x "$bench" ] || { echo "relay-instructions: could not build benches/relay_load.rs" >&2; exit 1; }
+[ -x "$bench" ] || { echo "relay-instructions: could not build crates/rungs-sim/benches/relay_load.rs" >&2; exit 1; }
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 RUNGS_RELAY_LOAD_SECONDS=$seconds valgrind --tool=callgrind --callgrind-out-file="$out" \

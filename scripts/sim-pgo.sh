@@ -24,16 +24,16 @@ data=$target_dir/pgo-data
 rm -rf "$data"
 mkdir -p "$data"
 RUSTFLAGS="-Cprofile-generate=$data" \
-    cargo build --release --quiet --features testing --bin rungs-sim --target-dir "$target_dir/pgo-gen"
+    cargo build --release --quiet -p rungs-sim --bin rungs-sim --target-dir "$target_dir/pgo-gen"
 rm -f "$data"/*.profraw # the build scripts' own
 trained=$target_dir/pgo-gen/release/rungs-sim
-# Training: the issue 12 game (both ways of playing), a rough network, a
-# tracking-policy game.
+# Training: an 8-player game at 150 ms (one thread and two), a rough
+# network, a tracking-policy game.
 "$trained" --players 8 --frames 6000 --rtt 150 --threads 1 >/dev/null
 "$trained" --players 8 --frames 3000 --rtt 150 --threads 2 >/dev/null
 "$trained" --players 5 --frames 3000 --rtt 60 --jitter 20 --loss 2% --threads 1 >/dev/null
 "$trained" --players 6 --frames 3000 --rtt 120 --policy tracking --threads 1 >/dev/null
 "$profdata" merge -o "$data/rungs-sim.profdata" "$data"/*.profraw
 RUSTFLAGS="-Cprofile-use=$data/rungs-sim.profdata" \
-    cargo build --release --quiet --features testing --bin rungs-sim --target-dir "$target_dir/pgo"
+    cargo build --release --quiet -p rungs-sim --bin rungs-sim --target-dir "$target_dir/pgo"
 echo "$target_dir/pgo/release/rungs-sim"

@@ -17,9 +17,9 @@ use rungs::ffi::timing_machine::*;
 use rungs::ffi::types::{
     rungs_report, rungs_report_detail, rungs_timing_event, RUNGS_POLICY_TRACKING,
 };
-use rungs::report::Measurements;
-use rungs::timing::{MachineConfig, PolicyKind, TimingMachine};
-use rungs::wire::events::ReportLayout;
+use rungs_core::report::Measurements;
+use rungs_core::timing::{MachineConfig, PolicyKind, TimingMachine};
+use rungs_core::wire::events::ReportLayout;
 
 const SEATS: u8 = 2;
 const LAST_FRAME: u32 = 144;

@@ -8,7 +8,7 @@
 //! executed commands arrive through the `command` callback during that call;
 //! `next_us` says when to call again at the latest, and a loop that sleeps
 //! can wait on `rungs_lockstep_socket` for a datagram until then. The loop
-//! itself is `session::lockstep::LockstepDriver`, shared with Rust callers;
+//! itself is `rungs_net::LockstepDriver`, shared with Rust callers;
 //! this file only converts.
 //!
 //! Every object call can also return `RUNGS_ERR_NULL_POINTER` (the handle),
@@ -39,12 +39,12 @@ use super::types::{
 };
 use crate::error::{Error, Result};
 use crate::link::LinkConfig;
-use crate::net::RawSocket;
+use crate::net::{LockstepDriver, RawSocket};
 use crate::relay::ticket::{Credentials, LinkSecret};
 use crate::report::record::MAX_SEATS;
 use crate::session::{
-    Advance, LockstepConfig, LockstepDriver, LockstepSession, RelaySettings, SessionEvent,
-    Topology, DEFAULT_JITTER_TICKS,
+    Advance, LockstepConfig, LockstepSession, RelaySettings, SessionEvent, Topology,
+    DEFAULT_JITTER_TICKS,
 };
 use crate::timing::MachineConfig;
 use crate::wire::packet::SessionKey;

@@ -1,4 +1,4 @@
-//! The C ABI (README, "Linking from C" and its ABI rules).
+//! The C ABI (`docs/c-api.md`: linking from C and the ABI rules).
 //!
 //! Thin wrappers only: every function reads its arguments with [`args`],
 //! calls the public Rust API inside [`guard`], and maps the outcome to a

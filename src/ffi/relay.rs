@@ -28,9 +28,11 @@ use super::result::rungs_result;
 use super::transport::parse_address;
 use super::types::{human_seats, rungs_command_fn, timing_policy};
 use crate::error::Error;
+use crate::net::LockstepDriver;
+use crate::net::{HostConfig, RelayHost};
 use crate::relay::ticket::{issue, Credentials, LobbySecret, TicketFields};
-use crate::relay::{HostConfig, MatchSetup, RelayHost, TurnLog};
-use crate::session::{LockstepDriver, LockstepSession, OrderKind};
+use crate::relay::{MatchSetup, TurnLog};
+use crate::session::{LockstepSession, OrderKind};
 use crate::wire::relay::{RefusalReason, SeatPresence, TICKET_BYTES};
 
 /// Bytes of a relay ticket.
@@ -183,7 +185,7 @@ pub unsafe extern "C" fn rungs_relay_credentials_parse(
 /// A connection-nonce seed for this process (relay topology of
 /// `rungs_lockstep`): different per process and not guessable from outside.
 pub(crate) fn process_nonce_seed() -> u64 {
-    crate::relay::process_seed()
+    crate::net::process_seed()
 }
 
 // ---------------------------------------------------------------------------

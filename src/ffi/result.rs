@@ -53,9 +53,15 @@ pub const RUNGS_ERR_IO: rungs_result = 12;
 /// once the other thread's call has returned.
 pub const RUNGS_ERR_BUSY: rungs_result = 13;
 
-impl Error {
+/// The C result code of a core error: the mapping lives in the C layer, the
+/// only place that has result codes.
+pub(crate) trait ResultCode {
     /// The C result code for this error.
-    pub fn code(&self) -> rungs_result {
+    fn code(&self) -> rungs_result;
+}
+
+impl ResultCode for Error {
+    fn code(&self) -> rungs_result {
         match self {
             Error::NullPointer(_) | Error::NullWithLength { .. } => RUNGS_ERR_NULL_POINTER,
             Error::InvalidArgument(_) | Error::InvalidValue(_) => RUNGS_ERR_INVALID_ARGUMENT,

@@ -1,0 +1,388 @@
+//! The bytes of the relay's journal (`--state DIR`): each match's durable
+//! records ([`rungs_core::relay::durable`]) as framed records in append-only
+//! segment files.
+//!
+//! A record is `[length u32][check u32][body]`, little-endian; `check` is
+//! the low 32 bits of SipHash-1-3 (fixed key) of the body, so a record torn
+//! by a crash or a power loss is recognised and the reading stops there.
+//! The body is a kind byte, the match id (`u64`), then the kind's fields:
+//!
+//! | kind | record | fields |
+//! |---|---|---|
+//! | 1 | Created | 8 created (Unix µs, `i64`), 1 seats, 2 human mask, 4 tick rate (mHz), 1 bundle interval, 1 pace to slowest (0/1), 2 checksum interval, 1 AI order delay, 8 start barrier µs, 8 grace µs, 4 tick limit, 4 queued-ticks limit, 1 length `n` of the policy's name (0: none), `n` its name (`adaptive`, `tracking`, `fixed:S/L`, `ra`, `protocol0`) |
+//! | 2 | Started | 8 tick 0's start (Unix µs) |
+//! | 3 | Entry | 4 tick, 1 seat, 1 kind (0 order, 1 quit, 2 dropped), 4 client sequence, 2 length `L`, `L` order |
+//! | 4 | Refused | 1 seat, 4 client sequence, 1 reason |
+//! | 5 | Clock | 4 from tick, 4 anchor tick, 8 anchor ms, 4 tick rate (mHz), 1 bundle interval |
+//! | 6 | Lease | 4 tick |
+//! | 7 | Checksums | 4 tick, 2 mask of the seats that reported, 8 per reporting seat |
+//! | 8 | Over | 4 final tick, 1 reason |
+//!
+//! Times are wall-clock (Unix µs) in the journal and the relay process's
+//! own clock in the records; [`encode`] and [`decode`] convert with a
+//! [`Clock`] taken once per process.
+
+use std::hash::Hasher;
+
+use rungs_core::relay::checksums::DecidedRound;
+use rungs_core::relay::{DurableRecord, LogEntry, MatchSetup};
+use rungs_core::timing::PolicyKind;
+use rungs_core::wire::cursor::ByteReader;
+use rungs_core::wire::relay::{EntryKind, MatchOverReason, RefusalReason, TimingChange, MAX_SEATS};
+use siphasher::sip::SipHasher13;
+
+/// Bytes before a record's body.
+pub const FRAME_BYTES: usize = 8;
+/// The largest body a record may have (a Checksums record of 16 seats, an
+/// Entry with a maximal order, with room to spare).
+pub const MAX_BODY_BYTES: usize = 4096;
+
+/// The relay process's clock against the wall clock: `now_us` values and
+/// Unix µs, one pair taken at start.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    pub now_us: u64,
+    pub unix_us: i64,
+}
+
+impl Clock {
+    fn to_unix(self, at_us: i64) -> i64 {
+        self.unix_us + (at_us - self.now_us as i64)
+    }
+
+    fn to_local(self, unix_us: i64) -> i64 {
+        self.now_us as i64 - (self.unix_us - unix_us)
+    }
+}
+
+fn check(body: &[u8]) -> u32 {
+    let mut h = SipHasher13::new_with_keys(0x7275_6e67_735f_6a6f, 0x7572_6e61_6c5f_7631);
+    h.write(body);
+    h.finish() as u32
+}
+
+/// Append `record` of `match_id`, framed, to `out`.
+pub fn encode(match_id: u64, record: &DurableRecord, clock: Clock, out: &mut Vec<u8>) {
+    let start = out.len();
+    out.extend_from_slice(&[0; FRAME_BYTES]);
+    let body = start + FRAME_BYTES;
+    let kind = match record {
+        DurableRecord::Created { .. } => 1,
+        DurableRecord::Started { .. } => 2,
+        DurableRecord::Entry(_) => 3,
+        DurableRecord::Refused { .. } => 4,
+        DurableRecord::Clock(_) => 5,
+        DurableRecord::Lease { .. } => 6,
+        DurableRecord::Checksums(_) => 7,
+        DurableRecord::Over { .. } => 8,
+    };
+    out.push(kind);
+    out.extend_from_slice(&match_id.to_le_bytes());
+    match record {
+        DurableRecord::Created { setup, at_us } => {
+            out.extend_from_slice(&clock.to_unix(*at_us).to_le_bytes());
+            out.push(setup.seat_count);
+            out.extend_from_slice(&setup.human_mask.to_le_bytes());
+            out.extend_from_slice(&setup.tick_rate_millihz.to_le_bytes());
+            out.push(setup.bundle_interval);
+            out.push(u8::from(setup.pace_to_slowest));
+            out.extend_from_slice(&setup.checksum_interval.to_le_bytes());
+            out.push(setup.ai_order_delay);
+            out.extend_from_slice(&setup.start_barrier_us.to_le_bytes());
+            out.extend_from_slice(&setup.reconnect_grace_us.to_le_bytes());
+            out.extend_from_slice(&setup.max_ticks.to_le_bytes());
+            out.extend_from_slice(&setup.max_queued_ticks.to_le_bytes());
+            let name = setup
+                .timing_policy
+                .map(PolicyKind::name)
+                .unwrap_or_default();
+            out.push(name.len() as u8);
+            out.extend_from_slice(name.as_bytes());
+        }
+        DurableRecord::Started { at_us } => {
+            out.extend_from_slice(&clock.to_unix(*at_us).to_le_bytes());
+        }
+        DurableRecord::Entry(e) => {
+            out.extend_from_slice(&e.tick.to_le_bytes());
+            out.push(e.seat);
+            out.push(e.kind as u8);
+            out.extend_from_slice(&e.sequence.to_le_bytes());
+            out.extend_from_slice(&(e.payload.len() as u16).to_le_bytes());
+            out.extend_from_slice(&e.payload);
+        }
+        DurableRecord::Refused {
+            seat,
+            sequence,
+            reason,
+        } => {
+            out.push(*seat);
+            out.extend_from_slice(&sequence.to_le_bytes());
+            out.push(*reason as u8);
+        }
+        DurableRecord::Clock(c) => {
+            out.extend_from_slice(&c.from_tick.to_le_bytes());
+            out.extend_from_slice(&c.anchor_tick.to_le_bytes());
+            out.extend_from_slice(&c.anchor_ms.to_le_bytes());
+            out.extend_from_slice(&c.tick_rate_millihz.to_le_bytes());
+            out.push(c.bundle_interval);
+        }
+        DurableRecord::Lease { tick } => out.extend_from_slice(&tick.to_le_bytes()),
+        DurableRecord::Checksums(round) => {
+            out.extend_from_slice(&round.tick.to_le_bytes());
+            out.extend_from_slice(&round.reported_mask.to_le_bytes());
+            for seat in 0..MAX_SEATS {
+                if round.reported_mask & (1 << seat) != 0 {
+                    out.extend_from_slice(&round.values[seat].to_le_bytes());
+                }
+            }
+        }
+        DurableRecord::Over { final_tick, reason } => {
+            out.extend_from_slice(&final_tick.to_le_bytes());
+            out.push(*reason as u8);
+        }
+    }
+    let len = (out.len() - body) as u32;
+    let sum = check(&out[body..]);
+    out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+    out[start + 4..body].copy_from_slice(&sum.to_le_bytes());
+}
+
+/// What reading a segment found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Read {
+    /// A record, and the bytes it took.
+    Record(u64, DurableRecord, usize),
+    /// The end of the bytes.
+    End,
+    /// A torn or damaged record at this point: nothing after it is read.
+    Damaged(&'static str),
+}
+
+/// Read the record at the start of `bytes`.
+pub fn decode(bytes: &[u8], clock: Clock) -> Read {
+    if bytes.is_empty() {
+        return Read::End;
+    }
+    let Some(frame) = bytes.get(..FRAME_BYTES) else {
+        return Read::Damaged("a torn record frame");
+    };
+    let len = u32::from_le_bytes([frame[0], frame[1], frame[2], frame[3]]) as usize;
+    let sum = u32::from_le_bytes([frame[4], frame[5], frame[6], frame[7]]);
+    if len > MAX_BODY_BYTES {
+        return Read::Damaged("a record longer than any the relay writes");
+    }
+    let Some(body) = bytes.get(FRAME_BYTES..FRAME_BYTES + len) else {
+        return Read::Damaged("a torn record");
+    };
+    if check(body) != sum {
+        return Read::Damaged("a record whose check does not match");
+    }
+    match body_record(body, clock) {
+        Some((id, record)) => Read::Record(id, record, FRAME_BYTES + len),
+        None => Read::Damaged("a record whose fields do not make sense"),
+    }
+}
+
+fn body_record(body: &[u8], clock: Clock) -> Option<(u64, DurableRecord)> {
+    let mut f = ByteReader::new(body);
+    let kind = f.u8()?;
+    let id = f.u64()?;
+    let record = match kind {
+        1 => {
+            let at_us = clock.to_local(f.u64()? as i64);
+            let seat_count = f.u8()?;
+            let human_mask = f.u16()?;
+            let mut setup = MatchSetup::new(id, seat_count, human_mask);
+            setup.tick_rate_millihz = f.u32()?;
+            setup.bundle_interval = f.u8()?;
+            setup.pace_to_slowest = f.u8()? != 0;
+            setup.checksum_interval = f.u16()?;
+            setup.ai_order_delay = f.u8()?;
+            setup.start_barrier_us = f.u64()?;
+            setup.reconnect_grace_us = f.u64()?;
+            setup.max_ticks = f.u32()?;
+            setup.max_queued_ticks = f.u32()?;
+            let n = usize::from(f.u8()?);
+            let name = std::str::from_utf8(f.take(n)?).ok()?;
+            setup.timing_policy = if n == 0 {
+                None
+            } else {
+                Some(PolicyKind::from_name(name)?.ok()?)
+            };
+            setup.validate().ok()?;
+            DurableRecord::Created { setup, at_us }
+        }
+        2 => DurableRecord::Started {
+            at_us: clock.to_local(f.u64()? as i64),
+        },
+        3 => {
+            let tick = f.u32()?;
+            let seat = f.u8()?;
+            let kind = EntryKind::from_u8(f.u8()?)?;
+            let sequence = f.u32()?;
+            let len = usize::from(f.u16()?);
+            DurableRecord::Entry(LogEntry {
+                tick,
+                seat,
+                kind,
+                sequence,
+                payload: f.take(len)?.into(),
+            })
+        }
+        4 => DurableRecord::Refused {
+            seat: f.u8()?,
+            sequence: f.u32()?,
+            reason: RefusalReason::from_u8(f.u8()?)?,
+        },
+        5 => DurableRecord::Clock(TimingChange {
+            from_tick: f.u32()?,
+            anchor_tick: f.u32()?,
+            anchor_ms: f.u64()?,
+            tick_rate_millihz: f.u32()?,
+            bundle_interval: f.u8()?,
+            look_ahead: 1,
+        }),
+        6 => DurableRecord::Lease { tick: f.u32()? },
+        7 => {
+            let tick = f.u32()?;
+            let reported_mask = f.u16()?;
+            let mut values = [0u64; MAX_SEATS];
+            for (seat, value) in values.iter_mut().enumerate() {
+                if reported_mask & (1 << seat) != 0 {
+                    *value = f.u64()?;
+                }
+            }
+            DurableRecord::Checksums(DecidedRound {
+                tick,
+                reported_mask,
+                values,
+            })
+        }
+        8 => DurableRecord::Over {
+            final_tick: f.u32()?,
+            reason: MatchOverReason::from_u8(f.u8()?)?,
+        },
+        _ => return None,
+    };
+    // Every byte of the body is a field.
+    (f.left() == 0).then_some((id, record))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn every_kind() -> Vec<DurableRecord> {
+        let mut setup = MatchSetup::new(5, 3, 0b011);
+        setup.timing_policy = Some(PolicyKind::Fixed(rungs_core::timing::Timing::START));
+        let mut values = [0u64; MAX_SEATS];
+        values[1] = 99;
+        vec![
+            DurableRecord::Created {
+                setup,
+                at_us: -1_000_000,
+            },
+            DurableRecord::Started { at_us: 5_000 },
+            DurableRecord::Entry(LogEntry {
+                tick: 7,
+                seat: 1,
+                kind: EntryKind::Quit,
+                sequence: 4,
+                payload: b"gg".to_vec().into(),
+            }),
+            DurableRecord::Refused {
+                seat: 0,
+                sequence: 9,
+                reason: RefusalReason::QueueFull,
+            },
+            DurableRecord::Clock(TimingChange {
+                from_tick: 64,
+                anchor_tick: 64,
+                anchor_ms: 2133,
+                tick_rate_millihz: 22_000,
+                bundle_interval: 1,
+                look_ahead: 1,
+            }),
+            DurableRecord::Lease { tick: 96 },
+            DurableRecord::Checksums(DecidedRound {
+                tick: 30,
+                reported_mask: 0b010,
+                values,
+            }),
+            DurableRecord::Over {
+                final_tick: 120,
+                reason: MatchOverReason::AllLeft,
+            },
+        ]
+    }
+
+    #[test]
+    fn every_record_round_trips_across_a_restart_s_clock() {
+        let before = Clock {
+            now_us: 1_000,
+            unix_us: 1_700_000_000_000_000,
+        };
+        // The next process started 10 s later (wall clock), its own clock
+        // at 50.
+        let after = Clock {
+            now_us: 50,
+            unix_us: before.unix_us + 10_000_000,
+        };
+        let mut bytes = Vec::new();
+        for r in every_kind() {
+            encode(5, &r, before, &mut bytes);
+        }
+        let mut at = 0;
+        let mut read = Vec::new();
+        while let Read::Record(id, r, used) = decode(&bytes[at..], after) {
+            assert_eq!(id, 5);
+            read.push(r);
+            at += used;
+        }
+        assert_eq!(at, bytes.len());
+        let shifted = |at_us: i64| at_us - 1_000 + 50 - 10_000_000;
+        let mut expected = every_kind();
+        expected[0] = match expected[0].clone() {
+            DurableRecord::Created { setup, at_us } => DurableRecord::Created {
+                setup,
+                at_us: shifted(at_us),
+            },
+            other => other,
+        };
+        expected[1] = DurableRecord::Started {
+            at_us: shifted(5_000),
+        };
+        assert_eq!(read, expected);
+    }
+
+    #[test]
+    fn a_torn_or_damaged_record_ends_the_reading() {
+        let clock = Clock {
+            now_us: 0,
+            unix_us: 0,
+        };
+        let mut bytes = Vec::new();
+        for r in every_kind() {
+            encode(5, &r, clock, &mut bytes);
+        }
+        let first = match decode(&bytes, clock) {
+            Read::Record(_, _, used) => used,
+            other => panic!("{other:?}"),
+        };
+        for cut in 1..first {
+            assert!(
+                matches!(decode(&bytes[..cut], clock), Read::Damaged(_)),
+                "cut {cut}"
+            );
+        }
+        for at in 0..first {
+            let mut b = bytes.clone();
+            b[at] ^= 0x40;
+            assert!(
+                !matches!(decode(&b, clock), Read::Record(_, ref r, _) if *r == every_kind()[0]),
+                "flip at {at} read back unchanged"
+            );
+        }
+        assert_eq!(decode(&[], clock), Read::End);
+    }
+}
