@@ -3,7 +3,7 @@
 #
 #   make demo                 build and run the main demo (installs what it needs)
 #   make test                 every test: cargo, clippy, rustfmt, header, C harness, examples
-#   make check                the fast loop: rustfmt, clippy, every crate's unit tests, header
+#   make check                the fast loop: layers, doc paths, rustfmt, clippy, unit tests, header
 #   make lib                  build the release library and target/pkgconfig/rungs.pc
 #                             (CARGO_TARGET_DIR, when set, replaces target/ everywhere)
 #   make install PREFIX=DIR   install header, libraries and rungs.pc under DIR
@@ -51,6 +51,8 @@ header-check:
 # Every crate of the workspace (the layers, the simulator, the relay, the
 # drop model): unit tests, integration tests, doctests.
 test: setup
+	./scripts/check-layers.sh
+	python3 scripts/doc-paths.py
 	cargo test --workspace
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo fmt --all --check
@@ -64,6 +66,8 @@ test: setup
 # tests of every crate, the committed header. A minute or two once built;
 # `make test` runs everything.
 check:
+	./scripts/check-layers.sh
+	python3 scripts/doc-paths.py
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo test --workspace --lib --quiet

@@ -27,8 +27,10 @@ fn main() {
     };
     let mut raw = Vec::new();
     bindings.write(&mut raw);
-    let text = with_calling_convention(&String::from_utf8(raw).expect("cbindgen writes UTF-8"))
-        .into_bytes();
+    let text = with_c89_comments(&with_calling_convention(
+        &String::from_utf8(raw).expect("cbindgen writes UTF-8"),
+    ))
+    .into_bytes();
     let header = crate_dir.join("include").join("rungs.h");
     let current = std::fs::read(&header).unwrap_or_default();
     if current != text {
@@ -109,5 +111,27 @@ fn with_pointer_convention(line: &str) -> String {
         rest = after;
     }
     out.push_str(rest);
+    out
+}
+
+/// cbindgen closes its `extern "C"` guard with `#endif // __cplusplus`; C89
+/// has no `//` comments and `-std=c89 -pedantic-errors` refuses the tokens
+/// after `#endif`, so a preprocessor or brace line's trailing `// text`
+/// becomes `/* text */` (an old compiler is exactly what a mod may build with).
+fn with_c89_comments(header: &str) -> String {
+    let mut out = String::with_capacity(header.len() + 64);
+    for line in header.split_inclusive('\n') {
+        let code = line.trim_start();
+        match line.find("//") {
+            Some(at) if code.starts_with('#') || code.starts_with('}') => {
+                let comment = line[at + 2..].trim();
+                out.push_str(line[..at].trim_end());
+                out.push_str(" /* ");
+                out.push_str(comment);
+                out.push_str(" */\n");
+            }
+            _ => out.push_str(line),
+        }
+    }
     out
 }

@@ -144,8 +144,7 @@ int main(int argc, char **argv) {
                 pair_keys[n].key[0] ^= (uint8_t)(1u << i | 1u << j);
                 n++;
             }
-        memset(&c, 0, sizeof c);
-        c.struct_size = sizeof c;
+        rungs_lockstep_config_init(&c); /* struct_size and the defaults */
         c.speed_fps = 60;
         c.seat_count = PLAYERS;
         c.local_seat = (uint8_t)i;

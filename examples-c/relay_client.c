@@ -132,8 +132,7 @@ static rungs_relay_host *start_host(const char *port, unsigned seats, char *addr
     char text[RUNGS_RELAY_CREDENTIALS_TEXT_BYTES];
     uint16_t bound = 0;
     unsigned s;
-    memset(&hc, 0, sizeof hc);
-    hc.struct_size = sizeof hc;
+    rungs_relay_host_config_init(&hc); /* struct_size and the defaults */
     hc.seat_count = (uint8_t)seats;
     hc.human_seat_mask = (1u << seats) - 1u;
     hc.checksum_interval = 30;
@@ -211,8 +210,7 @@ int main(int argc, char **argv) {
 
     memset(&player, 0, sizeof player);
     player.seat = seat;
-    memset(&c, 0, sizeof c);
-    c.struct_size = sizeof c;
+    rungs_lockstep_config_init(&c); /* struct_size and the defaults */
     c.speed_fps = 30; /* the relay's tick rate: one frame per tick */
     c.seat_count = (uint8_t)seats;
     c.local_seat = seat;
@@ -229,7 +227,6 @@ int main(int argc, char **argv) {
     c.relay_ticket = ticket;
     c.relay_ticket_len = ticket_len;
     memcpy(c.relay_link_secret, link_secret, sizeof link_secret);
-    c.relay_jitter_ticks = RUNGS_RELAY_DEFAULT_JITTER_TICKS;
     CALL(rungs_lockstep_new(&c, now_us(), &game));
     memset(&relay_callbacks, 0, sizeof relay_callbacks);
     relay_callbacks.struct_size = sizeof relay_callbacks;

@@ -80,7 +80,7 @@ static int run_vector(const vector_t *v, lines_t *sends, lines_t *forces, lines_
         /* 1. Staged decreases. */
         for (i = 0; i < count; i++) {
             int e = 0;
-            TRY(rungs_timing_machine_begin_frame(machines[i], frame, &e));
+            TRY(rungs_timing_machine_frame_begin(machines[i], frame, &e));
             if (i == 0) executes = e;
             else if (e != executes) {
                 snprintf(err, errcap, "frame %u: machines disagree on the send frame", (unsigned)frame);
@@ -139,7 +139,7 @@ static int run_vector(const vector_t *v, lines_t *sends, lines_t *forces, lines_
         for (i = 0; i < count; i++) {
             int has = 0;
             rungs_timing_event event;
-            TRY(rungs_timing_machine_end_frame(machines[i], &has, &event));
+            TRY(rungs_timing_machine_frame_end(machines[i], &has, &event));
             if (has) {
                 line_t l;
                 rungs_timing_status status;

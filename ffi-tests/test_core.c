@@ -118,7 +118,7 @@ typedef struct {
     rungs_result holder_result;
 } handoff_t;
 
-/* timing_changed runs inside rungs_timing_machine_begin_frame(0): the holder
+/* timing_changed runs inside rungs_timing_machine_frame_begin(0): the holder
  * thread stays inside the call until the other thread has tried its own. */
 static void hold_inside_call(void *user, uint32_t frame, uint8_t sp, uint8_t la) {
     handoff_t *h = user;
@@ -134,7 +134,7 @@ static void hold_inside_call(void *user, uint32_t frame, uint8_t sp, uint8_t la)
 
 static void *holder_thread(void *arg) {
     handoff_t *h = arg;
-    h->holder_result = rungs_timing_machine_begin_frame(h->m, 0, NULL);
+    h->holder_result = rungs_timing_machine_frame_begin(h->m, 0, NULL);
     return NULL;
 }
 
@@ -274,6 +274,120 @@ static void test_threads_racing_on_one_handle(void) {
     pthread_mutex_destroy(&gate.lock);
 }
 
+static void on_queue_nothing(void *user, uint32_t frame, uint8_t type_id, const uint8_t *payload,
+                             size_t len) {
+    (void)user;
+    (void)frame;
+    (void)type_id;
+    (void)payload;
+    (void)len;
+}
+static void on_send_nothing(void *user, uint32_t frame, uint32_t tag) {
+    (void)user;
+    (void)frame;
+    (void)tag;
+}
+
+/* Every config struct has an _init that writes struct_size and the real
+ * defaults over whatever the struct held; what only the game knows is left
+ * for it to set, and the _new call says so. */
+static void test_every_config_has_an_init(void) {
+    rungs_timing_machine_config tm;
+    rungs_session_config sc;
+    rungs_lockstep_config lc;
+    rungs_relay_host_config hc;
+    rungs_endpoint_config ec;
+    rungs_timing_machine *machine = NULL;
+    rungs_session *session = NULL;
+    rungs_lockstep *game = NULL;
+    rungs_relay_host *host = NULL;
+    static const uint8_t key[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+
+    CHECK_EQ(rungs_timing_machine_config_init(NULL), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_session_config_init(NULL), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_lockstep_config_init(NULL), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_relay_host_config_init(NULL), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_endpoint_config_init(NULL), RUNGS_ERR_NULL_POINTER);
+
+    memset(&tm, 0xAB, sizeof tm);
+    CHECK_EQ(rungs_timing_machine_config_init(&tm), RUNGS_OK);
+    CHECK_EQ(tm.struct_size, sizeof tm);
+    CHECK_EQ(tm.policy, RUNGS_POLICY_ADAPTIVE);
+    CHECK_EQ(tm.tick_hz, 0);
+    CHECK(tm.callbacks.user == NULL && tm.callbacks.timing_changed == NULL);
+    CHECK_EQ(rungs_timing_machine_new(&tm, &machine), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("speed_fps");
+    tm.speed_fps = 30;
+    tm.seat_count = 2;
+    tm.human_seat_mask = 0x3;
+    CHECK_EQ(rungs_timing_machine_new(&tm, &machine), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_free(machine), RUNGS_OK);
+
+    memset(&sc, 0xAB, sizeof sc);
+    CHECK_EQ(rungs_session_config_init(&sc), RUNGS_OK);
+    CHECK_EQ(sc.struct_size, sizeof sc);
+    CHECK_EQ(sc.policy, RUNGS_POLICY_ADAPTIVE);
+    CHECK_EQ(sc.report_layout, RUNGS_REPORT_LAYOUT_COMPACT);
+    CHECK_EQ(sc.send_order, RUNGS_SEND_AFTER_EXECUTE);
+    CHECK_EQ(sc.timing_fog_bias, 0);
+    CHECK_EQ(sc.tick_hz, 0);
+    CHECK_EQ(sc.latency_fudge_event_id, RUNGS_NO_EVENT_ID);
+    CHECK_EQ(sc.timing_event_id, RUNGS_NO_EVENT_ID);
+    CHECK_EQ(sc.network_report_event_id, RUNGS_NO_EVENT_ID);
+    CHECK(sc.callbacks.user == NULL && sc.callbacks.log == NULL);
+    sc.speed_fps = 30;
+    sc.seat_count = 2;
+    sc.human_seat_mask = 0x3;
+    sc.callbacks.queue_event = on_queue_nothing;
+    sc.callbacks.send_frame = on_send_nothing;
+    /* The event IDs are the game's: the init leaves none that could collide. */
+    CHECK_EQ(rungs_session_new(&sc, &session), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("timing_event_id is 65535");
+    sc.timing_event_id = 31;
+    sc.network_report_event_id = 36;
+    CHECK_EQ(rungs_session_new(&sc, &session), RUNGS_OK);
+    CHECK_EQ(rungs_session_free(session), RUNGS_OK);
+
+    memset(&lc, 0xAB, sizeof lc);
+    CHECK_EQ(rungs_lockstep_config_init(&lc), RUNGS_OK);
+    CHECK_EQ(lc.struct_size, sizeof lc);
+    CHECK_EQ(lc.policy, RUNGS_POLICY_ADAPTIVE);
+    CHECK_EQ(lc.topology, RUNGS_TOPOLOGY_PEER_TO_PEER);
+    CHECK_EQ(lc.relay_jitter_ticks, RUNGS_RELAY_DEFAULT_JITTER_TICKS);
+    CHECK_EQ(lc.checksum_interval, 0);
+    CHECK_EQ(lc.manual_drops, 0);
+    CHECK(lc.bind_address == NULL && lc.link_keys == NULL && lc.callbacks.command == NULL);
+    lc.speed_fps = 30;
+    lc.seat_count = 2;
+    lc.human_seat_mask = 0x3;
+    CHECK_EQ(rungs_lockstep_new(&lc, 0, &game), RUNGS_ERR_INVALID_ARGUMENT); /* the key is the game's */
+    CHECK_MESSAGE_HAS("config->key");
+    memcpy(lc.key, key, sizeof key);
+    lc.bind_address = "127.0.0.1:0";
+    CHECK_EQ(rungs_lockstep_new(&lc, 0, &game), RUNGS_OK);
+    CHECK_EQ(rungs_lockstep_free(game), RUNGS_OK);
+
+    memset(&hc, 0xAB, sizeof hc);
+    CHECK_EQ(rungs_relay_host_config_init(&hc), RUNGS_OK);
+    CHECK_EQ(hc.struct_size, sizeof hc);
+    CHECK_EQ(hc.tick_rate_millihz, RUNGS_RELAY_HOST_DEFAULT_TICK_RATE_MILLIHZ);
+    CHECK_EQ(hc.load_wait_seconds, RUNGS_RELAY_HOST_DEFAULT_SECONDS);
+    CHECK_EQ(hc.grace_seconds, RUNGS_RELAY_HOST_DEFAULT_SECONDS);
+    CHECK_EQ(hc.reserved, 0);
+    CHECK_EQ(hc.reserved2, 0);
+    CHECK(hc.listen_address == NULL);
+    hc.seat_count = 2;
+    hc.human_seat_mask = 0x3;
+    hc.match_id = 7;
+    hc.listen_address = "127.0.0.1:0";
+    CHECK_EQ(rungs_relay_host_new(&hc, &host), RUNGS_OK);
+    CHECK_EQ(rungs_relay_host_free(host), RUNGS_OK);
+
+    memset(&ec, 0xAB, sizeof ec);
+    CHECK_EQ(rungs_endpoint_config_init(&ec), RUNGS_OK);
+    CHECK_EQ(ec.struct_size, sizeof ec);
+}
+
 int main(void) {
     test_versions();
     test_result_names();
@@ -281,5 +395,6 @@ int main(void) {
     test_message_content();
     test_second_thread_gets_busy();
     test_threads_racing_on_one_handle();
+    test_every_config_has_an_init();
     return harness_report("core");
 }

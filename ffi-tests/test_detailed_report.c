@@ -137,12 +137,12 @@ static void test_round_trip_from_measurements_to_a_machine(void) {
     if (!machine) return;
     CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 0, &got, &got_detail),
              RUNGS_ERR_STATE); /* no frame open */
-    CHECK_EQ(rungs_timing_machine_begin_frame(machine, 0, NULL), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_frame_begin(machine, 0, NULL), RUNGS_OK);
     CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 0, &got, &got_detail),
              RUNGS_OK);
     CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 1, &got, &got_detail),
              RUNGS_OK);
-    CHECK_EQ(rungs_timing_machine_end_frame(machine, &has, &e), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_frame_end(machine, &has, &e), RUNGS_OK);
     /* p90 52 plus its spread of 1 above the median: 53 ms needs one frame at
      * 30 fps (the worst sample, 400 ms, would need 6). The stalls, the
      * longest 35 ms while the look-ahead in force (1/9) already covered
@@ -301,7 +301,7 @@ static void test_decode_refusals(void) {
     /* An extended payload is not a detailed one. */
     BROKEN(0, 1);
     CHECK_MESSAGE("rungs_report_payload_decode_detailed: malformed input: detailed "
-                  "NETWORK_REPORT version must be 2");
+                  "NETWORK_REPORT version must be 2, not 1");
     /* Each rule of the layout. */
     BROKEN(11, 0x77); /* p90 119 below the median 120 */
     CHECK_MESSAGE_HAS("median <= p90 <= worst");
@@ -403,7 +403,7 @@ static void test_execute_refusals_change_nothing(void) {
     if (!machine) return;
     CHECK_EQ(rungs_timing_machine_execute_detailed_report(NULL, 0, &r, &d),
              RUNGS_ERR_NULL_POINTER);
-    CHECK_EQ(rungs_timing_machine_begin_frame(machine, 0, NULL), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_frame_begin(machine, 0, NULL), RUNGS_OK);
     CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 0, NULL, &d),
              RUNGS_ERR_NULL_POINTER);
     CHECK_MESSAGE("rungs_timing_machine_execute_detailed_report: report is NULL");
@@ -441,16 +441,16 @@ static void test_execute_refusals_change_nothing(void) {
                   "of this game; expected one of the human seats 0, 1");
     /* None of it executed: with no report from either player the master
      * does not evaluate. */
-    CHECK_EQ(rungs_timing_machine_end_frame(machine, &has, &e), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_frame_end(machine, &has, &e), RUNGS_OK);
     CHECK_EQ(has, 0);
     /* Only seat 0's valid report: still waiting for seat 1's. */
-    CHECK_EQ(rungs_timing_machine_begin_frame(machine, 1, NULL), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_frame_begin(machine, 1, NULL), RUNGS_OK);
     CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 0, &r, &d), RUNGS_OK);
-    CHECK_EQ(rungs_timing_machine_end_frame(machine, &has, &e), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_frame_end(machine, &has, &e), RUNGS_OK);
     CHECK_EQ(has, 0);
-    CHECK_EQ(rungs_timing_machine_begin_frame(machine, 2, NULL), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_frame_begin(machine, 2, NULL), RUNGS_OK);
     CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 1, &r, &d), RUNGS_OK);
-    CHECK_EQ(rungs_timing_machine_end_frame(machine, &has, &e), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_frame_end(machine, &has, &e), RUNGS_OK);
     /* p90 150 plus its spread of 30 (within latest 125 + 60 and the worst):
      * 180 ms, 3 frames; the two stalls for seat 3 (no player here, so not a
      * slow CPU), the longest 40 ms, are unexplained: two frames of margin
@@ -458,7 +458,7 @@ static void test_execute_refusals_change_nothing(void) {
     CHECK_EQ(has, 1);
     CHECK(e.send_period == 1 && e.look_ahead == 6 && e.fps == 30);
     /* Poisoned. */
-    CHECK_EQ(rungs_timing_machine_begin_frame(machine, 3, NULL), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_frame_begin(machine, 3, NULL), RUNGS_OK);
     rungs_testing_panic_next_call();
     CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 0, &r, &d), RUNGS_ERR_PANIC);
     CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 0, &r, &d),
@@ -498,7 +498,7 @@ static size_t play(int detailed, sent_t *sent) {
     for (frame = 0; frame <= GAME_LAST_FRAME; frame++) {
         int32_t report = 0, has = 0;
         rungs_timing_event e;
-        CHECK_EQ(rungs_timing_machine_begin_frame(machine, frame, NULL), RUNGS_OK);
+        CHECK_EQ(rungs_timing_machine_frame_begin(machine, frame, NULL), RUNGS_OK);
         if (frame > 0) {
             uint32_t rtt = frame == 20 ? 600 : 60;
             CHECK_EQ(rungs_measurements_add_frame_work_us(m[0], 31000), RUNGS_OK);
@@ -537,7 +537,7 @@ static size_t play(int detailed, sent_t *sent) {
                 CHECK_EQ(rungs_timing_machine_execute_report(machine, seat, &got), RUNGS_OK);
             }
         }
-        CHECK_EQ(rungs_timing_machine_end_frame(machine, &has, &e), RUNGS_OK);
+        CHECK_EQ(rungs_timing_machine_frame_end(machine, &has, &e), RUNGS_OK);
         if (has && count < MAX_SENT) {
             sent[count].frame = frame;
             sent[count].send_period = e.send_period;
@@ -621,7 +621,7 @@ static void test_master_raises_for_its_own_stall(void) {
     CHECK_EQ(rungs_timing_machine_raise_for_own_stall(m, &onset, &onset_detail, &has, &e),
              RUNGS_ERR_STATE);
     for (f = 0; f <= 59; f++) {
-        CHECK_EQ(rungs_timing_machine_begin_frame(m, f, NULL), RUNGS_OK);
+        CHECK_EQ(rungs_timing_machine_frame_begin(m, f, NULL), RUNGS_OK);
         if (f == 25) {
             CHECK_EQ(rungs_timing_machine_execute_detailed_report(m, 0, &calm, &calm_detail),
                      RUNGS_OK);
@@ -632,13 +632,13 @@ static void test_master_raises_for_its_own_stall(void) {
             CHECK_EQ(rungs_timing_machine_execute_timing_event(m, 0, &opening), RUNGS_OK);
         }
         has = -1;
-        CHECK_EQ(rungs_timing_machine_end_frame(m, &has, &e), RUNGS_OK);
+        CHECK_EQ(rungs_timing_machine_frame_end(m, &has, &e), RUNGS_OK);
         if (has == 1) {
             opening = e;
         }
     }
     CHECK(opening.send_period == 1 && opening.look_ahead == 3);
-    CHECK_EQ(rungs_timing_machine_begin_frame(m, 60, NULL), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_frame_begin(m, 60, NULL), RUNGS_OK);
     CHECK_EQ(rungs_timing_machine_raise_for_own_stall(m, NULL, &onset_detail, &has, &e),
              RUNGS_ERR_NULL_POINTER);
     has = -1;
@@ -650,12 +650,12 @@ static void test_master_raises_for_its_own_stall(void) {
     CHECK_EQ(rungs_timing_machine_execute_detailed_report(m, 0, &onset, &onset_detail), RUNGS_OK);
     CHECK_EQ(rungs_timing_machine_execute_detailed_report(m, 1, &onset, &onset_detail), RUNGS_OK);
     has = -1;
-    CHECK_EQ(rungs_timing_machine_end_frame(m, &has, &e), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_frame_end(m, &has, &e), RUNGS_OK);
     CHECK(has == 0);
     /* ...as the master's next stall does: 3 in force, 21 lacking, up to
      * the margin's 9 over the 13 frames the half-back round trips need,
      * and the phase frame of a spike's rise (decision 59). */
-    CHECK_EQ(rungs_timing_machine_begin_frame(m, 61, NULL), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_frame_begin(m, 61, NULL), RUNGS_OK);
     CHECK_EQ(rungs_timing_machine_raise_for_own_stall(m, &onset, &onset_detail, &has, &e),
              RUNGS_OK);
     CHECK(has == 1 && e.send_period == 1 && e.look_ahead == 23 && e.fps == 30);

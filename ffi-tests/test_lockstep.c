@@ -21,6 +21,7 @@ typedef struct {
     int count;
     int timing_changes;
     rungs_result reentry;
+    rungs_result status_inside; /* rungs_lockstep_status from inside on_command */
 } seen_t;
 
 static void on_command(void *user, uint32_t frame, uint8_t seat, const uint8_t *bytes, size_t len) {
@@ -33,7 +34,9 @@ static void on_command(void *user, uint32_t frame, uint8_t seat, const uint8_t *
     }
     if (s->self) {
         rungs_lockstep_update_result r;
+        rungs_timing_status st;
         s->reentry = rungs_lockstep_update(s->self, 0, &r);
+        s->status_inside = rungs_lockstep_status(s->self, &st);
     }
 }
 
@@ -126,7 +129,7 @@ static void test_setup_and_misuse(void) {
     CHECK_EQ(rungs_lockstep_local_port(ls, NULL), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_lockstep_add_peer(ls, 1, NULL, 0), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_lockstep_add_peer(ls, 1, "nowhere", 0), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_EQ(rungs_lockstep_add_peer(ls, 0, "127.0.0.1:9", 0), RUNGS_ERR_INVALID_ARGUMENT); /* itself */
+    CHECK_EQ(rungs_lockstep_add_peer(ls, 0, "127.0.0.1:9", 0), RUNGS_ERR_UNKNOWN_SEAT); /* itself */
     CHECK_EQ(rungs_lockstep_add_peer(ls, 5, "127.0.0.1:9", 0), RUNGS_ERR_UNKNOWN_SEAT);
     CHECK_EQ(rungs_lockstep_submit_command(ls, NULL, 3, &frame), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_lockstep_submit_checksum(ls, 15, 1), RUNGS_ERR_INVALID_ARGUMENT); /* not a checksum frame */
@@ -212,17 +215,27 @@ static void test_two_player_game(void) {
         CHECK_EQ(seen[0].first_byte[k], seen[1].first_byte[k]);
     }
     CHECK(seen[0].timing_changes >= 1); /* frame 0 announces 2/6 */
-    /* Re-entry from the command callback is refused. */
-    seen[0].self = ls[0];
+    /* A callback reaches its own handle through a user pointer set after
+     * rungs_lockstep_new: it may read the status there; re-entering the
+     * game (an update) is refused. */
     {
+        static seen_t reached;
         uint8_t command[2] = {0x55, 0};
+        memset(&reached, 0, sizeof reached);
+        reached.self = ls[0];
+        reached.status_inside = -1;
+        CHECK_EQ(rungs_lockstep_set_user(NULL, &reached), RUNGS_ERR_NULL_POINTER);
+        CHECK_EQ(rungs_lockstep_set_user(ls[0], &reached), RUNGS_OK);
         for (i = 0; i < 2; i++) CHECK_EQ(rungs_lockstep_submit_command(ls[i], command, 2, NULL), RUNGS_OK);
         start = now_us();
-        while (seen[0].reentry == 0 && now_us() - start < 5000000u) {
+        while (reached.reentry == 0 && now_us() - start < 5000000u) {
             for (i = 0; i < 2; i++) rungs_lockstep_update(ls[i], now_us(), NULL);
             sleep_ms(1);
         }
-        CHECK_EQ(seen[0].reentry, RUNGS_ERR_REENTRANT);
+        CHECK(reached.count >= 1);
+        CHECK_EQ(reached.reentry, RUNGS_ERR_REENTRANT);
+        CHECK_EQ(reached.status_inside, RUNGS_OK);
+        CHECK_EQ(seen[0].reentry, 0); /* the old user pointer no longer gets calls */
     }
     for (i = 0; i < 2; i++) {
         rungs_lockstep_stats stats;
@@ -393,8 +406,44 @@ static void test_a_vanished_player_is_dropped(int manual) {
     CHECK_EQ(rungs_lockstep_free(ls[1]), RUNGS_OK); /* NULL */
 }
 
+/* The mistakes a new user makes first are refused with the code the header
+ * gives and a message that names the mistake: one's own seat as a peer or as
+ * a seat to drop, a checksum with checksums off, a command too large for one
+ * packet (its size and the limit). */
+static void test_first_mistakes_are_named(void) {
+    seen_t seen;
+    rungs_lockstep_config c;
+    rungs_lockstep *ls = NULL;
+    static uint8_t command[1008];
+    uint32_t frame = 0;
+    memset(&seen, 0, sizeof seen);
+
+    c = config_for(&seen, 0);
+    c.checksum_interval = 0;
+    CHECK_EQ(rungs_lockstep_new(&c, now_us(), &ls), RUNGS_OK);
+    if (!ls) return;
+    CHECK_EQ(rungs_lockstep_add_peer(ls, 0, "127.0.0.1:9", 0), RUNGS_ERR_UNKNOWN_SEAT);
+    CHECK_MESSAGE("rungs_lockstep_add_peer: seat 0 is this machine's own seat "
+                  "(config->local_seat); add the other human seats");
+    CHECK_EQ(rungs_lockstep_drop_player(ls, 0), RUNGS_ERR_UNKNOWN_SEAT);
+    CHECK_MESSAGE("rungs_lockstep_drop_player: seat 0 is this machine's own seat "
+                  "(config->local_seat); to leave the game call rungs_lockstep_leave");
+    CHECK_EQ(rungs_lockstep_drop_player(ls, 5), RUNGS_ERR_UNKNOWN_SEAT);
+    CHECK_MESSAGE_HAS("seat 5 is not a seat of this game");
+    CHECK_EQ(rungs_lockstep_submit_checksum(ls, 16, 1), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_lockstep_submit_checksum: checksums are off "
+                  "(config->checksum_interval is 0): nothing compares them");
+    CHECK_EQ(rungs_lockstep_submit_command(ls, command, sizeof command, &frame),
+             RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_lockstep_submit_command: len is 1008; expected at most 1007 bytes, "
+                  "what one command carries in this game");
+    CHECK_EQ(rungs_lockstep_submit_command(ls, command, sizeof command - 1, &frame), RUNGS_OK);
+    CHECK_EQ(rungs_lockstep_free(ls), RUNGS_OK);
+}
+
 int main(void) {
     test_setup_and_misuse();
+    test_first_mistakes_are_named();
     test_refused_configs_and_messages();
     test_two_player_game();
     test_a_vanished_player_is_dropped(0);

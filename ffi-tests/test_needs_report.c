@@ -230,7 +230,7 @@ static uint32_t frame_the_margin_went(int with_needs) {
     CHECK_EQ(rungs_timing_machine_new(&c, &machine), RUNGS_OK);
     if (!machine) return 0;
     for (frame = 0; frame < 1200 && !went; frame++) {
-        CHECK_EQ(rungs_timing_machine_begin_frame(machine, frame, NULL), RUNGS_OK);
+        CHECK_EQ(rungs_timing_machine_frame_begin(machine, frame, NULL), RUNGS_OK);
         if (frame > 0 && frame % 16 == 0) {
             uint8_t seat;
             for (seat = 0; seat < 2; seat++) {
@@ -245,12 +245,12 @@ static uint32_t frame_the_margin_went(int with_needs) {
                 }
             }
         }
-        CHECK_EQ(rungs_timing_machine_end_frame(machine, &has, &e), RUNGS_OK);
+        CHECK_EQ(rungs_timing_machine_frame_end(machine, &has, &e), RUNGS_OK);
         if (has && e.send_period == 1 && e.look_ahead == 2) went = frame;
     }
     /* Broken needs are refused and change nothing. */
     n.most = 0;
-    CHECK_EQ(rungs_timing_machine_begin_frame(machine, frame, NULL), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_frame_begin(machine, frame, NULL), RUNGS_OK);
     CHECK_EQ(rungs_timing_machine_execute_report_with_needs(machine, 0, &r, &d, &n),
              RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_EQ(rungs_timing_machine_execute_report_with_needs(machine, 0, &r, NULL, NULL),

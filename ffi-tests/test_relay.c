@@ -246,11 +246,11 @@ static void test_relay_topology_calls(void) {
              RUNGS_ERR_NULL_POINTER);
 
     /* AI decisions need the Welcome (ai_order_delay). */
-    CHECK_EQ(rungs_lockstep_begin_ai_decision(ls, 2, 10, NULL), RUNGS_ERR_STATE);
+    CHECK_EQ(rungs_lockstep_ai_decision_begin(ls, 2, 10, NULL), RUNGS_ERR_STATE);
     CHECK_MESSAGE_HAS("Welcome");
     CHECK_EQ(rungs_lockstep_submit_ai_order_at(ls, 2, 10, order, sizeof order, NULL),
              RUNGS_ERR_STATE);
-    CHECK_EQ(rungs_lockstep_end_ai_decision(ls, 2, 10), RUNGS_ERR_STATE);
+    CHECK_EQ(rungs_lockstep_ai_decision_end(ls, 2, 10), RUNGS_ERR_STATE);
     CHECK_EQ(rungs_lockstep_submit_ai_order_at(ls, 2, 10, NULL, 1, NULL), RUNGS_ERR_NULL_POINTER);
 
     /* Relay callbacks: struct_size checked; NULL clears. */
@@ -423,7 +423,7 @@ static void test_lan_host_plays_a_match(void) {
                                                            order, sizeof order, &due),
                          RUNGS_OK);
                 CHECK_EQ(due, players[i].ai_tick + LAN_AI_DELAY);
-                CHECK_EQ(rungs_lockstep_end_ai_decision(ls[i], LAN_AI_SEAT, players[i].ai_tick),
+                CHECK_EQ(rungs_lockstep_ai_decision_end(ls[i], LAN_AI_SEAT, players[i].ai_tick),
                          RUNGS_OK);
                 players[i].ai_open = 0;
             }
@@ -439,7 +439,7 @@ static void test_lan_host_plays_a_match(void) {
                     players[i].ai_open = 1;
                     players[i].ai_tick = r.frame + 1;
                     players[i].ai_in_at_us = now_us() + (i == 0 ? 0 : 400000);
-                    CHECK_EQ(rungs_lockstep_begin_ai_decision(ls[i], LAN_AI_SEAT,
+                    CHECK_EQ(rungs_lockstep_ai_decision_begin(ls[i], LAN_AI_SEAT,
                                                               players[i].ai_tick, &due),
                              RUNGS_OK);
                     CHECK_EQ(due, players[i].ai_tick + LAN_AI_DELAY);

@@ -6,6 +6,7 @@
  * where two consecutive send frames share a tag. */
 #define _POSIX_C_SOURCE 200809L
 
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "harness.h"
@@ -22,6 +23,7 @@ typedef struct {
     char last_log[200];
     rungs_session *self;
     rungs_result reentry;
+    rungs_result status_inside; /* rungs_session_status from inside on_queue */
 } seen_t;
 
 static void on_queue(void *user, uint32_t frame, uint8_t type_id, const uint8_t *payload, size_t len) {
@@ -33,7 +35,9 @@ static void on_queue(void *user, uint32_t frame, uint8_t type_id, const uint8_t 
     if (len <= sizeof s->last_payload) memcpy(s->last_payload, payload, len);
     if (s->self) {
         int32_t e;
+        rungs_timing_status st;
         s->reentry = rungs_session_frame_begin(s->self, frame + 1, &e);
+        s->status_inside = rungs_session_status(s->self, &st);
     }
 }
 static void on_send(void *user, uint32_t frame, uint32_t tag) {
@@ -292,11 +296,114 @@ static void test_reentry_and_poison(void) {
     for (frame = 0; frame <= 32; frame++) plain_frame(s, frame);
     CHECK_EQ(seen.queued, 1);
     CHECK_EQ(seen.reentry, RUNGS_ERR_REENTRANT);
+    CHECK_EQ(seen.status_inside, RUNGS_OK); /* the status never enters the session */
     seen.self = NULL;
     rungs_testing_panic_next_call();
     CHECK_EQ(rungs_session_frame_begin(s, 33, NULL), RUNGS_ERR_PANIC);
     CHECK_EQ(rungs_session_frame_begin(s, 33, NULL), RUNGS_ERR_POISONED);
     CHECK_EQ(rungs_session_frame_end(s), RUNGS_ERR_POISONED);
+    CHECK_EQ(rungs_session_status(s, NULL), RUNGS_ERR_NULL_POINTER);
+    {
+        rungs_timing_status st;
+        CHECK_EQ(rungs_session_status(s, &st), RUNGS_ERR_POISONED);
+    }
+    CHECK_EQ(rungs_session_free(s), RUNGS_OK);
+}
+
+/* A callback reaches its own handle through a user pointer set after
+ * rungs_session_new: the config's user was NULL (nothing to point at yet). */
+static void test_callbacks_reach_their_handle(void) {
+    seen_t seen;
+    rungs_session_config c;
+    rungs_session *s = NULL;
+    uint32_t frame;
+    memset(&seen, 0, sizeof seen);
+    c = config_for(&seen, 0);
+    c.callbacks.user = NULL;
+    CHECK_EQ(rungs_session_new(&c, &s), RUNGS_OK);
+    if (!s) return;
+    CHECK_EQ(rungs_session_set_user(NULL, &seen), RUNGS_ERR_NULL_POINTER);
+    seen.self = s;
+    seen.status_inside = -1;
+    CHECK_EQ(rungs_session_set_user(s, &seen), RUNGS_OK);
+    for (frame = 0; frame <= 32; frame++) plain_frame(s, frame);
+    CHECK_EQ(seen.queued, 1); /* the callback got &seen, not the config's NULL */
+    CHECK_EQ(seen.status_inside, RUNGS_OK);
+    CHECK_EQ(seen.reentry, RUNGS_ERR_REENTRANT);
+    CHECK_EQ(rungs_session_free(s), RUNGS_OK);
+}
+
+/* A UI thread polls the status as fast as it can while the game thread runs
+ * its frames: the game thread's calls are never refused (before, they met
+ * the poller inside the session and got RUNGS_ERR_BUSY, thousands of times
+ * in 200,000 frames), and the poller sees the frames advance. */
+typedef struct {
+    rungs_session *s;
+    pthread_mutex_t lock;
+    int done;
+    long reads, failures;
+    uint32_t last_frame;
+} poller_t;
+
+static void *poll_status(void *arg) {
+    poller_t *p = arg;
+    for (;;) {
+        rungs_timing_status st;
+        int done;
+        pthread_mutex_lock(&p->lock);
+        done = p->done;
+        pthread_mutex_unlock(&p->lock);
+        if (done) break;
+        if (rungs_session_status(p->s, &st) == RUNGS_OK) {
+            p->reads++;
+            if (st.frame > p->last_frame) p->last_frame = st.frame;
+        } else {
+            p->failures++;
+        }
+    }
+    return NULL;
+}
+
+static void test_a_polling_thread_never_makes_the_game_busy(void) {
+    seen_t seen;
+    rungs_session_config c;
+    rungs_session *s = NULL;
+    poller_t p;
+    pthread_t reader;
+    const char *env = getenv("RUNGS_POLL_FRAMES");
+    uint32_t frames = env ? (uint32_t)strtoul(env, NULL, 10) : 20000;
+    uint32_t frame;
+    long busy = 0, other = 0;
+    memset(&seen, 0, sizeof seen);
+    memset(&p, 0, sizeof p);
+    c = config_for(&seen, 0);
+    CHECK_EQ(rungs_session_new(&c, &s), RUNGS_OK);
+    if (!s) return;
+    p.s = s;
+    pthread_mutex_init(&p.lock, NULL);
+    CHECK_EQ(pthread_create(&reader, NULL, poll_status, &p), 0);
+    for (frame = 0; frame < frames; frame++) {
+        rungs_result r[3];
+        int i;
+        r[0] = rungs_session_frame_begin(s, frame, NULL);
+        r[1] = rungs_session_add_frame_work_us(s, 8000);
+        r[2] = rungs_session_frame_end(s);
+        for (i = 0; i < 3; i++) {
+            if (r[i] == RUNGS_ERR_BUSY) busy++;
+            else if (r[i] != RUNGS_OK) other++;
+        }
+    }
+    pthread_mutex_lock(&p.lock);
+    p.done = 1;
+    pthread_mutex_unlock(&p.lock);
+    pthread_join(reader, NULL);
+    pthread_mutex_destroy(&p.lock);
+    CHECK_EQ(busy, 0);
+    CHECK_EQ(other, 0);
+    CHECK_EQ(p.failures, 0);
+    CHECK(p.reads > 0);
+    CHECK(frames < 2 || p.last_frame > 0); /* it saw the frames advance */
+    if (env) printf("polled status %ld times over %u frames: %ld BUSY\n", p.reads, frames, busy);
     CHECK_EQ(rungs_session_free(s), RUNGS_OK);
 }
 
@@ -1013,6 +1120,8 @@ int main(void) {
     test_null_handles();
     test_frame_loop();
     test_reentry_and_poison();
+    test_callbacks_reach_their_handle();
+    test_a_polling_thread_never_makes_the_game_busy();
     test_late_events_are_no_ops();
     test_refused_configurations();
     test_messages_name_c_functions();

@@ -342,13 +342,13 @@ static void test_machine_null_handles(void) {
     int32_t flag;
     uint32_t u;
     uint8_t b;
-    CHECK_EQ(rungs_timing_machine_begin_frame(NULL, 0, &flag), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_timing_machine_frame_begin(NULL, 0, &flag), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_timing_machine_queue_command(NULL, 1, 0, 0), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_timing_machine_pop_due(NULL, &flag, NULL, NULL, NULL), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_timing_machine_execute_timing_event(NULL, 0, &e), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_timing_machine_execute_report(NULL, 0, &r), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_timing_machine_execute_removal(NULL, 0), RUNGS_ERR_NULL_POINTER);
-    CHECK_EQ(rungs_timing_machine_end_frame(NULL, &flag, &e), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_timing_machine_frame_end(NULL, &flag, &e), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_timing_machine_is_send_frame(NULL, &flag), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_timing_machine_is_report_frame(NULL, 16, &flag), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_timing_machine_report_due(NULL, 16, 0, &flag), RUNGS_ERR_NULL_POINTER);
@@ -384,28 +384,28 @@ static void test_machine_game(void) {
     r.worst_rtt_ms = 40;
     r.has_worst_rtt = 1;
     CHECK_EQ(rungs_timing_machine_execute_report(m, 0, &r), RUNGS_ERR_STATE);
-    CHECK_EQ(rungs_timing_machine_end_frame(m, &has, &e), RUNGS_ERR_STATE);
+    CHECK_EQ(rungs_timing_machine_frame_end(m, &has, &e), RUNGS_ERR_STATE);
     /* Frames start at 0. */
-    CHECK_EQ(rungs_timing_machine_begin_frame(m, 1, &executes), RUNGS_ERR_STATE);
-    CHECK_EQ(rungs_timing_machine_begin_frame(m, 0, &executes), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_frame_begin(m, 1, &executes), RUNGS_ERR_STATE);
+    CHECK_EQ(rungs_timing_machine_frame_begin(m, 0, &executes), RUNGS_OK);
     CHECK_EQ(executes, 1);
     CHECK_EQ(o.timing_changes, 1); /* frame 0 announces 2/6 at 30 */
     CHECK(o.last_sp == 2 && o.last_la == 6);
     CHECK_EQ(o.rate_changes, 1);
     CHECK_EQ(o.last_fps, 30);
-    CHECK_EQ(rungs_timing_machine_begin_frame(m, 1, &executes), RUNGS_ERR_STATE); /* end it first */
-    CHECK_MESSAGE("rungs_timing_machine_begin_frame: frame 0 is still open; "
+    CHECK_EQ(rungs_timing_machine_frame_begin(m, 1, &executes), RUNGS_ERR_STATE); /* end it first */
+    CHECK_MESSAGE("rungs_timing_machine_frame_begin: frame 0 is still open; "
                   "end it before beginning frame 1");
-    CHECK_EQ(rungs_timing_machine_end_frame(m, &has, &e), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_frame_end(m, &has, &e), RUNGS_OK);
     CHECK_EQ(has, 0);
-    CHECK_EQ(rungs_timing_machine_begin_frame(m, 5, &executes), RUNGS_ERR_STATE); /* a gap */
-    CHECK_MESSAGE("rungs_timing_machine_begin_frame: frame is 5; expected 1 "
+    CHECK_EQ(rungs_timing_machine_frame_begin(m, 5, &executes), RUNGS_ERR_STATE); /* a gap */
+    CHECK_MESSAGE("rungs_timing_machine_frame_begin: frame is 5; expected 1 "
                   "(frames run 0, 1, 2, ... without gaps)");
 
     /* Frames 1..64: every player reports 40 ms on frame 38; the master
      * calibrates on 64 and returns its event. Bad input changes nothing. */
     for (frame = 1; frame <= 64; frame++) {
-        CHECK_EQ(rungs_timing_machine_begin_frame(m, frame, &executes), RUNGS_OK);
+        CHECK_EQ(rungs_timing_machine_frame_begin(m, frame, &executes), RUNGS_OK);
         if (frame == 38) {
             rungs_report bad = r;
             CHECK_EQ(rungs_timing_machine_execute_report(m, 2, &r), RUNGS_ERR_UNKNOWN_SEAT); /* AI */
@@ -421,7 +421,7 @@ static void test_machine_game(void) {
             CHECK_EQ(rungs_timing_machine_execute_report(m, 0, &r), RUNGS_OK);
             CHECK_EQ(rungs_timing_machine_execute_report(m, 1, &r), RUNGS_OK);
         }
-        CHECK_EQ(rungs_timing_machine_end_frame(m, &has, &e), RUNGS_OK);
+        CHECK_EQ(rungs_timing_machine_frame_end(m, &has, &e), RUNGS_OK);
         if (frame < 64) CHECK_EQ(has, 0);
     }
     CHECK_EQ(has, 1); /* 40 ms at 30 fps with headroom: owt 1 -> 1/4 */
@@ -450,7 +450,7 @@ static void test_machine_game(void) {
                   "or it was removed");
 
     for (frame = 65; frame <= 80; frame++) {
-        CHECK_EQ(rungs_timing_machine_begin_frame(m, frame, &executes), RUNGS_OK);
+        CHECK_EQ(rungs_timing_machine_frame_begin(m, frame, &executes), RUNGS_OK);
         do {
             CHECK_EQ(rungs_timing_machine_pop_due(m, &found, &item, &tag, &seat), RUNGS_OK);
             if (found) {
@@ -474,7 +474,7 @@ static void test_machine_game(void) {
                 CHECK(s.has_staged == 1 && s.staged_send_period == 1 && s.staged_look_ahead == 4);
             }
         } while (found);
-        CHECK_EQ(rungs_timing_machine_end_frame(m, NULL, NULL), RUNGS_OK);
+        CHECK_EQ(rungs_timing_machine_frame_end(m, NULL, NULL), RUNGS_OK);
     }
     /* Staged decrease: W = 76, activates on 76 as 1/4 (lan_stable.vec). */
     CHECK_EQ(rungs_timing_machine_timing(m, &t), RUNGS_OK);
@@ -486,7 +486,7 @@ static void test_machine_game(void) {
     CHECK_EQ(rungs_timing_machine_pop_due(m, NULL, NULL, NULL, NULL), RUNGS_ERR_NULL_POINTER);
 
     /* Frame 81: a slider speed change, a bad one, then master removal hands off. */
-    CHECK_EQ(rungs_timing_machine_begin_frame(m, 81, NULL), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_frame_begin(m, 81, NULL), RUNGS_OK);
     CHECK_EQ(rungs_timing_machine_set_speed(m, 0), RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_MESSAGE("rungs_timing_machine_set_speed: speed_fps is 0; expected 1 to 255");
     CHECK_EQ(rungs_timing_machine_set_speed(m, 20), RUNGS_OK);
@@ -506,7 +506,7 @@ static void test_machine_game(void) {
     CHECK_EQ(s.is_master, 0);
     CHECK_EQ(rungs_timing_machine_execute_removal(m, 1), RUNGS_OK);
     CHECK_EQ(o.last_master, RUNGS_NO_SEAT);
-    CHECK_EQ(rungs_timing_machine_end_frame(m, &has, NULL), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_frame_end(m, &has, NULL), RUNGS_OK);
     CHECK_EQ(has, 0);
     CHECK_EQ(rungs_timing_machine_free(m), RUNGS_OK);
 }
@@ -520,7 +520,7 @@ static void test_machine_message_and_reentry(void) {
     c = config_for(&o, 1);
     CHECK_EQ(rungs_timing_machine_new(&c, &m), RUNGS_OK);
     if (!m) return;
-    CHECK_EQ(rungs_timing_machine_begin_frame(m, 0, NULL), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_frame_begin(m, 0, NULL), RUNGS_OK);
     /* A timing event into another tier shows a message (S6). */
     o.self = m;
     CHECK_EQ(rungs_timing_machine_execute_timing_event(m, 0, &e), RUNGS_OK);
@@ -531,7 +531,7 @@ static void test_machine_message_and_reentry(void) {
     CHECK_EQ(o.reentry_result, RUNGS_ERR_REENTRANT);
     CHECK_EQ(o.free_result, RUNGS_ERR_REENTRANT);
     o.self = NULL;
-    CHECK_EQ(rungs_timing_machine_end_frame(m, NULL, NULL), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_frame_end(m, NULL, NULL), RUNGS_OK);
     CHECK_EQ(rungs_timing_machine_free(m), RUNGS_OK);
 }
 
@@ -545,8 +545,8 @@ static void test_machine_poisoned(void) {
     CHECK_EQ(rungs_timing_machine_new(&c, &m), RUNGS_OK);
     if (!m) return;
     rungs_testing_panic_next_call();
-    CHECK_EQ(rungs_timing_machine_begin_frame(m, 0, NULL), RUNGS_ERR_PANIC);
-    CHECK_EQ(rungs_timing_machine_begin_frame(m, 0, NULL), RUNGS_ERR_POISONED);
+    CHECK_EQ(rungs_timing_machine_frame_begin(m, 0, NULL), RUNGS_ERR_PANIC);
+    CHECK_EQ(rungs_timing_machine_frame_begin(m, 0, NULL), RUNGS_ERR_POISONED);
     CHECK_EQ(rungs_timing_machine_timing(m, &t), RUNGS_ERR_POISONED);
     CHECK_EQ(rungs_timing_machine_free(m), RUNGS_OK);
 }
@@ -563,12 +563,12 @@ static void test_observer_never_sends(void) {
     CHECK_EQ(rungs_timing_machine_new(&c, &m), RUNGS_OK);
     if (!m) return;
     for (frame = 0; frame <= 200; frame++) {
-        CHECK_EQ(rungs_timing_machine_begin_frame(m, frame, NULL), RUNGS_OK);
+        CHECK_EQ(rungs_timing_machine_frame_begin(m, frame, NULL), RUNGS_OK);
         if (frame == 38) {
             CHECK_EQ(rungs_timing_machine_execute_report(m, 0, &r), RUNGS_OK);
             CHECK_EQ(rungs_timing_machine_execute_report(m, 1, &r), RUNGS_OK);
         }
-        CHECK_EQ(rungs_timing_machine_end_frame(m, &has, NULL), RUNGS_OK);
+        CHECK_EQ(rungs_timing_machine_frame_end(m, &has, NULL), RUNGS_OK);
         sends += has;
     }
     CHECK_EQ(sends, 0);

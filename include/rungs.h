@@ -6,6 +6,15 @@
  * opaque, made by rungs_*_new and released by rungs_*_free (NULL accepted);
  * a handle is used from one thread at a time; callbacks run synchronously on
  * the calling thread and take the user pointer first.
+ *
+ * Every call on an object (a function whose first argument is a handle, other
+ * than its _free and its _status) can also return, besides what its own
+ * comment lists: RUNGS_ERR_NULL_POINTER if the handle is NULL,
+ * RUNGS_ERR_REENTRANT from inside one of the object's own callbacks,
+ * RUNGS_ERR_BUSY while another thread is in a call on it (the call changes
+ * nothing), RUNGS_ERR_POISONED after a call on it panicked (only _free works
+ * then) and RUNGS_ERR_PANIC if this call panicked. Every error leaves a
+ * message, starting with the function's name, for rungs_last_error_message.
  */
 
 #ifndef RUNGS_H
@@ -73,64 +82,9 @@
 #define RUNGS_PACER_MAX_NUDGE_PERMILLE 500
 
 /**
- * Tier "Fast" (rungs 1–2), S6.
- */
-#define RUNGS_TIER_FAST 0
-
-/**
- * Tier "Normal" (rungs 3–5).
- */
-#define RUNGS_TIER_NORMAL 1
-
-/**
- * Tier "Poor" (rungs 6–8).
- */
-#define RUNGS_TIER_POOR 2
-
-/**
- * Tier "Bad" (rungs 9–10, or a look-ahead longer than the rung's).
- */
-#define RUNGS_TIER_BAD 3
-
-/**
  * Room a label needs, terminator included (`Normal (rung 10)` + NUL).
  */
 #define RUNGS_LABEL_CAPACITY 17
-
-/**
- * `rungs_lockstep_update` ran a frame; its commands went to the callback.
- */
-#define RUNGS_LOCKSTEP_RAN 0
-
-/**
- * The next frame is not due yet.
- */
-#define RUNGS_LOCKSTEP_NOT_DUE 1
-
-/**
- * The next frame is due but waits for other players' turns (`waiting_for`).
- */
-#define RUNGS_LOCKSTEP_WAITING 2
-
-/**
- * This player has left the game.
- */
-#define RUNGS_LOCKSTEP_LEFT 3
-
-/**
- * `rungs_lockstep_config.topology`: a link to every other human seat
- * (`rungs_lockstep_add_peer`), turns and timing agreed between machines.
- */
-#define RUNGS_TOPOLOGY_PEER_TO_PEER 0
-
-/**
- * `rungs_lockstep_config.topology`: one link to a relay (S10) that gives
- * every command its frame and owns the clock; a frame is one relay tick,
- * so the relay's tick rate is the game's frame rate. Same callbacks,
- * checksums, status, stats and update loop; no peers to add. The relay
- * link shows in `link_event` as seat `RUNGS_RELAY_SEAT`.
- */
-#define RUNGS_TOPOLOGY_RELAY 1
 
 /**
  * The seat number of the relay in `link_event` (relay topology): LOST when
@@ -177,46 +131,9 @@
 #define RUNGS_TS_FOG_BIAS 10
 
 /**
- * NETWORK_REPORT layout: OpenTS's 6 bytes, milliseconds (process time
- * rounded up).
- */
-#define RUNGS_REPORT_LAYOUT_COMPACT 0
-
-/**
- * NETWORK_REPORT layout: 9 bytes, version 1, process time in µs.
- */
-#define RUNGS_REPORT_LAYOUT_EXTENDED 1
-
-/**
- * NETWORK_REPORT layout: 22 bytes, version 2, the extended fields plus the
- * round-trip distribution and the stalls by seat (docs/payloads.md), what
- * the tracking policy reads. A `rungs_session` with it in
- * `rungs_session_config.report_layout` measures, encodes and decodes it
- * itself; an engine with its own event queue encodes and decodes it with
- * `rungs_report_payload_encode_detailed` / `_decode_detailed`, which take
- * the detail (`rungs_report_detail`) beside the `rungs_report`.
- * `rungs_report_payload_encode` / `_decode` refuse it: `rungs_report` has
- * no fields for the detail.
- */
-#define RUNGS_REPORT_LAYOUT_DETAILED 2
-
-/**
  * Bytes of a NETWORK_REPORT payload in the detailed layout.
  */
 #define RUNGS_REPORT_DETAILED_PAYLOAD_LEN 22
-
-/**
- * NETWORK_REPORT layout: 32 bytes, version 3, the detailed layout's fields
- * plus how much look-ahead the interval's frames needed
- * (`rungs_look_ahead_needs`, docs/payloads.md), what the tracking policy
- * sheds its margin and checks its decreases by. A `rungs_session` with it
- * in `rungs_session_config.report_layout` encodes and decodes it itself
- * (the engine passes each frame's need with `rungs_session_add_frame_need`);
- * an engine with its own event queue uses
- * `rungs_report_payload_encode_needs` / `_decode_needs`. The lockstep
- * session's turns carry their reports in it.
- */
-#define RUNGS_REPORT_LAYOUT_NEEDS 3
 
 /**
  * Bytes of a NETWORK_REPORT payload in the needs layout.
@@ -234,70 +151,19 @@
 #define RUNGS_RELAY_SECRET_BYTES 16
 
 /**
- * `order_refused` reason: the seat's orders already reach the match's
- * queue limit past the relay's horizon.
- */
-#define RUNGS_ORDER_REFUSED_QUEUE_FULL 1
-
-/**
- * `order_refused` reason: the match ends (its tick limit) before a tick
- * could take the order.
- */
-#define RUNGS_ORDER_REFUSED_TICK_LIMIT 2
-
-/**
- * `order_refused` reason: this player's quit is already sequenced.
- */
-#define RUNGS_ORDER_REFUSED_LEAVING 3
-
-/**
- * `rungs_lockstep_submit_order` kind: a command (as
- * `rungs_lockstep_submit_command`).
- */
-#define RUNGS_ORDER_COMMAND 0
-
-/**
- * `rungs_lockstep_submit_order` kind: this player's quit as a game order;
- * it runs on every machine on the frame this seat is removed.
- */
-#define RUNGS_ORDER_QUIT 1
-
-/**
- * `rungs_lockstep_submit_order` kind (relay topology only): an ephemeral
- * order (voice, a ping on the map): not game state, sent once, run only
- * on the machines that are live at its frame (`ephemeral` callback).
- */
-#define RUNGS_ORDER_EPHEMERAL 2
-
-/**
  * Bytes of the text form of credentials, `<84 hex>:<32 hex>` and its NUL.
  */
 #define RUNGS_RELAY_CREDENTIALS_TEXT_BYTES 118
 
 /**
- * Presence: an AI seat (or none).
+ * `tick_rate_millihz` of a relay host when the config says 0: 30 frames a second.
  */
-#define RUNGS_SEAT_AI 0
+#define RUNGS_RELAY_HOST_DEFAULT_TICK_RATE_MILLIHZ 30000
 
 /**
- * Presence: a human who has not joined yet.
+ * `load_wait_seconds` and `grace_seconds` of a relay host when the config says 0.
  */
-#define RUNGS_SEAT_LOADING 1
-
-/**
- * Presence: a human with a live link to the relay.
- */
-#define RUNGS_SEAT_CONNECTED 2
-
-/**
- * Presence: a human whose link was lost, within the reconnect grace.
- */
-#define RUNGS_SEAT_RECONNECTING 3
-
-/**
- * Presence: a human who quit or was dropped.
- */
-#define RUNGS_SEAT_LEFT 4
+#define RUNGS_RELAY_HOST_DEFAULT_SECONDS 60
 
 /**
  * No event ID for an optional role (LATENCYFUDGE).
@@ -314,95 +180,6 @@
  * No packet: a cut before a seat's first packet, or no packet held yet.
  */
 #define RUNGS_NO_PACKET 4294967295
-
-/**
- * `rungs_session_config.send_order`: begin, execute, end, then send (the
- * `send_frame` callback comes from `rungs_session_frame_end`). The default.
- */
-#define RUNGS_SEND_AFTER_EXECUTE 0
-
-/**
- * `rungs_session_config.send_order`: Tiberian Sun's frame order — a send
- * frame sends, then waits for its peers, then executes. The `send_frame`
- * callback comes from `rungs_session_frame_begin`, and the frames that
- * execute events are exactly the send frames.
- */
-#define RUNGS_SEND_BEFORE_EXECUTE 1
-
-/**
- * Log level of an error.
- */
-#define RUNGS_LOG_ERROR 0
-
-/**
- * Log level of a warning (e.g. a refused event).
- */
-#define RUNGS_LOG_WARN 1
-
-/**
- * Log level of information (timing decisions, removals).
- */
-#define RUNGS_LOG_INFO 2
-
-/**
- * Log level of debugging detail.
- */
-#define RUNGS_LOG_DEBUG 3
-
-/**
- * No evaluation has happened yet.
- */
-#define RUNGS_VERDICT_NONE 0
-
-/**
- * Calibration waits for reports (S4.3).
- */
-#define RUNGS_VERDICT_CALIBRATION_WAITING 1
-
-/**
- * Calibration set the target.
- */
-#define RUNGS_VERDICT_CALIBRATED 2
-
-/**
- * Calibration fell back to 3/9.
- */
-#define RUNGS_VERDICT_CALIBRATION_FALLBACK 3
-
-/**
- * A silent player holds the timing (S4.4 step 1).
- */
-#define RUNGS_VERDICT_SILENT_HELD 4
-
-/**
- * A silent player forced 10/250.
- */
-#define RUNGS_VERDICT_SILENT_WORSENED 5
-
-/**
- * Round trips worsened the timing (step 2).
- */
-#define RUNGS_VERDICT_WORSENED 6
-
-/**
- * A missing player holds the timing (step 3).
- */
-#define RUNGS_VERDICT_MISSING_HELD 7
-
-/**
- * No improvement qualified (step 4).
- */
-#define RUNGS_VERDICT_NOT_QUALIFIED 8
-
-/**
- * Counted towards the three (step 4).
- */
-#define RUNGS_VERDICT_COUNTED 9
-
-/**
- * Stepped down (step 5).
- */
-#define RUNGS_VERDICT_STEPPED_DOWN 10
 
 /**
  * Largest message payload `rungs_endpoint_send` accepts and
@@ -431,28 +208,6 @@
 #define RUNGS_NEVER_HEARD 4294967295
 
 /**
- * No event (`rungs_endpoint_poll_event` found nothing).
- */
-#define RUNGS_LINK_EVENT_NONE 0
-
-/**
- * Nothing valid heard from the peer for the liveness timeout. The link keeps
- * trying; the engine decides whether to remove the player (S8).
- */
-#define RUNGS_LINK_EVENT_LOST 1
-
-/**
- * A valid packet arrived from a peer that was reported lost.
- */
-#define RUNGS_LINK_EVENT_RECOVERED 2
-
-/**
- * Link event: the peer restarted (a new connection epoch): the link was
- * reset and what either side had in flight is gone (S8).
- */
-#define RUNGS_LINK_EVENT_RESTARTED 3
-
-/**
  * `rungs_link_stats.flags`: at least one clean round-trip sample (S8).
  */
 #define RUNGS_LINK_CLEAN_MEASUREMENT 1
@@ -466,73 +221,6 @@
  * `rungs_link_stats.flags`: reported lost and not heard since.
  */
 #define RUNGS_LINK_LOST 4
-
-/**
- * Drop reason: shorter than the smallest packet.
- */
-#define RUNGS_DROP_TOO_SHORT 0
-
-/**
- * Drop reason: longer than the largest packet.
- */
-#define RUNGS_DROP_TOO_LONG 1
-
-/**
- * Drop reason: not a rungs packet.
- */
-#define RUNGS_DROP_BAD_MAGIC 2
-
-/**
- * Drop reason: another protocol version.
- */
-#define RUNGS_DROP_BAD_VERSION 3
-
-/**
- * Drop reason: another session's packet.
- */
-#define RUNGS_DROP_WRONG_SESSION 4
-
-/**
- * Drop reason: the sender seat is not a peer.
- */
-#define RUNGS_DROP_UNKNOWN_SENDER 5
-
-/**
- * Drop reason: source address not the one bound to the sender's seat.
- */
-#define RUNGS_DROP_SPOOFED_ADDRESS 6
-
-/**
- * Drop reason: authentication tag mismatch (wrong key, forged, corrupted).
- */
-#define RUNGS_DROP_BAD_TAG 7
-
-/**
- * Drop reason: packet number seen before (duplicate or replay).
- */
-#define RUNGS_DROP_REPLAYED 8
-
-/**
- * Drop reason: packet too old, or message number too far ahead.
- */
-#define RUNGS_DROP_OUTSIDE_WINDOW 9
-
-/**
- * Drop reason: bad flags, message framing, or acks of things never sent.
- */
-#define RUNGS_DROP_MALFORMED 10
-
-/**
- * Drop reason: receiver holds too many undelivered messages (flow control;
- * the peer resends later).
- */
-#define RUNGS_DROP_RECEIVER_FULL 11
-
-/**
- * Drop reason: a packet of the peer's earlier connection, or addressed to
- * this machine's earlier connection (S8 restarts).
- */
-#define RUNGS_DROP_STALE_EPOCH 12
 
 /**
  * Number of drop reasons (length of `rungs_link_stats.dropped`).
@@ -549,17 +237,6 @@
  * force and the three below it.
  */
 #define RUNGS_NEED_LEVELS 4
-
-/**
- * Timing policy: rungs' adaptive ladder (S4), the default.
- */
-#define RUNGS_POLICY_ADAPTIVE 0
-
-/**
- * Timing policy: `tracking`, send period 1 and the look-ahead the reports
- * need (`docs/tracking.md`). Every machine of a game must use the same.
- */
-#define RUNGS_POLICY_TRACKING 1
 
 /**
  * The ABI version of this header. It changes only when an existing
@@ -580,7 +257,8 @@ typedef struct rungs_clock rungs_clock;
 typedef struct rungs_endpoint rungs_endpoint;
 
 /**
- * An opaque lockstep game, made by `rungs_lockstep_new`.
+ * An opaque lockstep game, made by `rungs_lockstep_new`: the guarded
+ * game and the status it published last (`snapshot.rs`).
  */
 typedef struct rungs_lockstep rungs_lockstep;
 
@@ -604,7 +282,8 @@ typedef struct rungs_pacer rungs_pacer;
 typedef struct rungs_relay_host rungs_relay_host;
 
 /**
- * An opaque engine session, made by `rungs_session_new`.
+ * An opaque engine session, made by `rungs_session_new`: the guarded
+ * session and the status it published last (`snapshot.rs`).
  */
 typedef struct rungs_session rungs_session;
 
@@ -638,12 +317,13 @@ typedef struct rungs_clock_config {
      */
     uint32_t struct_size;
     /**
-     * Samples the offset filter keeps, 1–`RUNGS_CLOCK_MAX_SAMPLE_WINDOW`.
+     * Samples the offset filter keeps, 1–`RUNGS_CLOCK_MAX_SAMPLE_WINDOW`;
+     * 0: `RUNGS_CLOCK_DEFAULT_SAMPLE_WINDOW`.
      */
     uint32_t sample_window;
     /**
      * Most the clock slews, in millionths of elapsed local time,
-     * 1–`RUNGS_CLOCK_MAX_SLEW_PPM`.
+     * 1–`RUNGS_CLOCK_MAX_SLEW_PPM`; 0: `RUNGS_CLOCK_DEFAULT_MAX_SLEW_PPM`.
      */
     uint32_t max_slew_ppm;
 } rungs_clock_config;
@@ -712,7 +392,10 @@ typedef struct rungs_pacer_config {
     int64_t reference_start_us;
     /**
      * Most a deadline moves toward the shared schedule, in thousandths of
-     * a frame period, 0–`RUNGS_PACER_MAX_NUDGE_PERMILLE`.
+     * a frame period, 0–`RUNGS_PACER_MAX_NUDGE_PERMILLE`. 0 is a real
+     * value, no nudging (a pacer that keeps its own schedule), not the
+     * default: `rungs_pacer_config_init` writes
+     * `RUNGS_PACER_DEFAULT_MAX_NUDGE_PERMILLE`.
      */
     uint16_t max_nudge_permille;
     /**
@@ -730,6 +413,16 @@ typedef struct rungs_timing {
     uint8_t send_period;
     uint8_t look_ahead;
 } rungs_timing;
+
+/**
+ * A tier of the timing ladder, one of `RUNGS_TIER_*` (S6).
+ */
+typedef uint8_t rungs_tier;
+
+/**
+ * A timing policy, one of `RUNGS_POLICY_*`.
+ */
+typedef uint8_t rungs_policy;
 
 /**
  * Lockstep: a command issued by `seat` executes on `frame`; apply it to
@@ -761,7 +454,10 @@ typedef void (RUNGS_CALL *rungs_frame_rate_changed_fn)(void *user, uint32_t fram
  * `Connection quality target: Normal` (S6); `tier` is a `RUNGS_TIER_*`.
  * `text` lives until the callback returns.
  */
-typedef void (RUNGS_CALL *rungs_player_message_fn)(void *user, uint32_t frame, uint8_t tier, const char *text);
+typedef void (RUNGS_CALL *rungs_player_message_fn)(void *user,
+                                        uint32_t frame,
+                                        rungs_tier tier,
+                                        const char *text);
 
 /**
  * Something happened to `seat` on `frame`: the master role moved to it
@@ -777,12 +473,17 @@ typedef void (RUNGS_CALL *rungs_seat_event_fn)(void *user, uint32_t frame, uint8
 typedef void (RUNGS_CALL *rungs_desync_fn)(void *user, uint32_t frame, uint32_t seats);
 
 /**
+ * What happened to a link, one of `RUNGS_LINK_EVENT_*`.
+ */
+typedef uint32_t rungs_link_event;
+
+/**
  * The link to `seat` had a `RUNGS_LINK_EVENT_*` event: lost (nothing heard
  * for the liveness timeout; the engine decides whether to remove the
  * player), recovered, or the peer restarted. Runs on the thread that called
  * `rungs_endpoint_poll` or `rungs_lockstep_update`.
  */
-typedef void (RUNGS_CALL *rungs_link_event_fn)(void *user, uint8_t seat, uint32_t event);
+typedef void (RUNGS_CALL *rungs_link_event_fn)(void *user, uint8_t seat, rungs_link_event event);
 
 /**
  * Callbacks, each optional (NULL), run inside `rungs_lockstep_update` on the
@@ -820,6 +521,11 @@ typedef struct rungs_link_key {
 } rungs_link_key;
 
 /**
+ * How the machines of a game connect, one of `RUNGS_TOPOLOGY_*`.
+ */
+typedef uint32_t rungs_topology;
+
+/**
  * How to set up a lockstep game on this machine.
  */
 typedef struct rungs_lockstep_config {
@@ -843,7 +549,7 @@ typedef struct rungs_lockstep_config {
      * `RUNGS_POLICY_ADAPTIVE` (0) or `RUNGS_POLICY_TRACKING`; the same on
      * every machine of a game.
      */
-    uint8_t policy;
+    rungs_policy policy;
     /**
      * Bit `i` set: seat `i` is a human player (with a machine).
      */
@@ -882,7 +588,7 @@ typedef struct rungs_lockstep_config {
      * relay, as the lobby handed them out (`rungs_relay_ticket_issue`,
      * `rungs_relay_credentials_parse`).
      */
-    uint32_t topology;
+    rungs_topology topology;
     /**
      * Relay: the relay's address, `"ip:port"`.
      */
@@ -904,8 +610,9 @@ typedef struct rungs_lockstep_config {
     uint32_t relay_have_horizon;
     /**
      * Relay: how many ticks behind the relay's clock frames run, beyond the
-     * bundle interval: one-way delay and jitter up to that much cost no
-     * stall (`RUNGS_RELAY_DEFAULT_JITTER_TICKS`: 67 ms at 30 ticks/s).
+     * bundle interval, 1 to 255 (more counts as 255): one-way delay and
+     * jitter up to that much cost no stall. 0: the default,
+     * `RUNGS_RELAY_DEFAULT_JITTER_TICKS` (67 ms at 30 ticks/s).
      */
     uint32_t relay_jitter_ticks;
     /**
@@ -927,13 +634,18 @@ typedef struct rungs_lockstep_config {
 } rungs_lockstep_config;
 
 /**
+ * What `rungs_lockstep_update` did, one of `RUNGS_LOCKSTEP_*`.
+ */
+typedef int32_t rungs_lockstep_outcome;
+
+/**
  * What `rungs_lockstep_update` did.
  */
 typedef struct rungs_lockstep_update_result {
     /**
      * One of `RUNGS_LOCKSTEP_*`.
      */
-    int32_t outcome;
+    rungs_lockstep_outcome outcome;
     /**
      * The frame that ran (`RUNGS_LOCKSTEP_RAN`), else the latest frame run.
      */
@@ -956,6 +668,11 @@ typedef struct rungs_lockstep_update_result {
 typedef uint64_t rungs_socket;
 
 /**
+ * The latest evaluation's outcome, one of `RUNGS_VERDICT_*`.
+ */
+typedef uint8_t rungs_verdict;
+
+/**
  * What a UI or log shows about the timing.
  */
 typedef struct rungs_timing_status {
@@ -972,7 +689,7 @@ typedef struct rungs_timing_status {
     /**
      * `RUNGS_TIER_*` of the timing in force.
      */
-    uint8_t tier;
+    rungs_tier tier;
     /**
      * The master's target and rate.
      */
@@ -1008,7 +725,7 @@ typedef struct rungs_timing_status {
     /**
      * Where the latest evaluation stopped: one of `RUNGS_VERDICT_*`.
      */
-    uint8_t last_verdict;
+    rungs_verdict last_verdict;
 } rungs_timing_status;
 
 /**
@@ -1196,11 +913,21 @@ typedef struct rungs_timing_event {
 } rungs_timing_event;
 
 /**
+ * A NETWORK_REPORT layout, one of `RUNGS_REPORT_LAYOUT_*`.
+ */
+typedef uint8_t rungs_report_layout;
+
+/**
+ * Why the relay refused an order, one of `RUNGS_ORDER_REFUSED_*`.
+ */
+typedef uint8_t rungs_order_refusal;
+
+/**
  * The relay refused the order `id` (`rungs_lockstep_submit_order`'s) for
  * `reason` (`RUNGS_ORDER_REFUSED_*`): it never runs; the orders after it
  * go on. A refused quit leaves the player in the game.
  */
-typedef void (RUNGS_CALL *rungs_order_refused_fn)(void *user, uint64_t id, uint8_t reason);
+typedef void (RUNGS_CALL *rungs_order_refused_fn)(void *user, uint64_t id, rungs_order_refusal reason);
 
 /**
  * The relay topology's callbacks, each optional (NULL), run inside
@@ -1221,6 +948,12 @@ typedef struct rungs_relay_callbacks {
 } rungs_relay_callbacks;
 
 /**
+ * What an order is, one of `RUNGS_ORDER_COMMAND`, `RUNGS_ORDER_QUIT`,
+ * `RUNGS_ORDER_EPHEMERAL`.
+ */
+typedef uint8_t rungs_order_kind;
+
+/**
  * How to host a match in this process (`rungs_relay_host_new`).
  */
 typedef struct rungs_relay_host_config {
@@ -1236,7 +969,7 @@ typedef struct rungs_relay_host_config {
      * `RUNGS_POLICY_ADAPTIVE` (0) or `RUNGS_POLICY_TRACKING` (1): the rule
      * that sets each player's jitter buffer.
      */
-    uint8_t policy;
+    rungs_policy policy;
     /**
      * AI orders run this many frames after their decision, 0–8.
      */
@@ -1254,7 +987,8 @@ typedef struct rungs_relay_host_config {
      */
     uint32_t human_seat_mask;
     /**
-     * Frames per 1000 s; 0: 30000 (30 frames a second).
+     * Frames per 1000 s; 0: `RUNGS_RELAY_HOST_DEFAULT_TICK_RATE_MILLIHZ`
+     * (30 frames a second).
      */
     uint32_t tick_rate_millihz;
     /**
@@ -1262,11 +996,13 @@ typedef struct rungs_relay_host_config {
      */
     uint32_t checksum_interval;
     /**
-     * Start even if some players have not joined after this long; 0: 60 s.
+     * Start even if some players have not joined after this long, s; 0:
+     * `RUNGS_RELAY_HOST_DEFAULT_SECONDS` (60).
      */
     uint32_t load_wait_seconds;
     /**
-     * Drop a player whose link is lost this long; 0: 60 s.
+     * Drop a player whose link is lost this long, s; 0:
+     * `RUNGS_RELAY_HOST_DEFAULT_SECONDS` (60).
      */
     uint32_t grace_seconds;
     /**
@@ -1283,6 +1019,11 @@ typedef struct rungs_relay_host_config {
      */
     uint8_t lobby_secret[16];
 } rungs_relay_host_config;
+
+/**
+ * A seat's presence in a relay match, one of `RUNGS_SEAT_*`.
+ */
+typedef uint8_t rungs_seat_presence;
 
 /**
  * What `rungs_relay_host_get_status` reports.
@@ -1313,7 +1054,7 @@ typedef struct rungs_relay_host_status {
      * Per seat: `RUNGS_SEAT_AI` (0), `RUNGS_SEAT_LOADING`,
      * `RUNGS_SEAT_CONNECTED`, `RUNGS_SEAT_RECONNECTING`, `RUNGS_SEAT_LEFT`.
      */
-    uint8_t presence[16];
+    rungs_seat_presence presence[16];
 } rungs_relay_host_status;
 
 /**
@@ -1344,9 +1085,14 @@ typedef void (RUNGS_CALL *rungs_queue_event_fn)(void *user,
 typedef void (RUNGS_CALL *rungs_send_frame_fn)(void *user, uint32_t send_frame, uint32_t tag);
 
 /**
+ * A log line's level, one of `RUNGS_LOG_*`.
+ */
+typedef uint8_t rungs_log_level;
+
+/**
  * A log line at `level` (`RUNGS_LOG_*`); `text` lives until the callback returns.
  */
-typedef void (RUNGS_CALL *rungs_log_fn)(void *user, uint8_t level, const char *text);
+typedef void (RUNGS_CALL *rungs_log_fn)(void *user, rungs_log_level level, const char *text);
 
 /**
  * The session's callbacks. `queue_event` and `send_frame` are required for a
@@ -1369,6 +1115,11 @@ typedef struct rungs_session_callbacks {
     rungs_timing_changed_fn timing_changed;
     rungs_log_fn log;
 } rungs_session_callbacks;
+
+/**
+ * Where the send falls in an engine's frame, one of `RUNGS_SEND_*`.
+ */
+typedef uint8_t rungs_send_order;
 
 /**
  * How to set up a session.
@@ -1398,7 +1149,7 @@ typedef struct rungs_session_config {
      * `RUNGS_REPORT_LAYOUT_NEEDS` (that and the look-ahead the frames
      * needed, `rungs_session_add_frame_need`).
      */
-    uint8_t report_layout;
+    rungs_report_layout report_layout;
     /**
      * Bit `i` set: seat `i` is a human player.
      */
@@ -1436,7 +1187,7 @@ typedef struct rungs_session_config {
      * `RUNGS_POLICY_ADAPTIVE` (0) or `RUNGS_POLICY_TRACKING`; the same on
      * every machine of a game.
      */
-    uint8_t policy;
+    rungs_policy policy;
     struct rungs_session_callbacks callbacks;
     /**
      * Ticks per second of your frame timer when it counts whole ticks (60
@@ -1454,7 +1205,7 @@ typedef struct rungs_session_config {
      * `RUNGS_SEND_BEFORE_EXECUTE` (Tiberian Sun's frame order). (Added with
      * `tick_hz`: 0 for an older caller.)
      */
-    uint8_t send_order;
+    rungs_send_order send_order;
 } rungs_session_config;
 
 /**
@@ -1510,7 +1261,7 @@ typedef struct rungs_timing_machine_config {
      * `RUNGS_POLICY_ADAPTIVE` (0) or `RUNGS_POLICY_TRACKING`; the same on
      * every machine of a game.
      */
-    uint8_t policy;
+    rungs_policy policy;
     /**
      * Bit `i` set: seat `i` is a human player. At least one, and no bit at
      * or above `seat_count`.
@@ -1708,6 +1459,165 @@ typedef struct rungs_link_stats {
 } rungs_link_stats;
 
 /**
+ * Why a datagram was dropped, one of `RUNGS_DROP_*` (below
+ * `RUNGS_DROP_REASON_COUNT`).
+ */
+typedef uint32_t rungs_drop_reason;
+
+/**
+ * Tier "Fast" (rungs 1–2), S6.
+ */
+#define RUNGS_TIER_FAST 0
+
+/**
+ * Tier "Normal" (rungs 3–5).
+ */
+#define RUNGS_TIER_NORMAL 1
+
+/**
+ * Tier "Poor" (rungs 6–8).
+ */
+#define RUNGS_TIER_POOR 2
+
+/**
+ * Tier "Bad" (rungs 9–10, or a look-ahead longer than the rung's).
+ */
+#define RUNGS_TIER_BAD 3
+
+/**
+ * `rungs_lockstep_update` ran a frame; its commands went to the callback.
+ */
+#define RUNGS_LOCKSTEP_RAN 0
+
+/**
+ * The next frame is not due yet.
+ */
+#define RUNGS_LOCKSTEP_NOT_DUE 1
+
+/**
+ * The next frame is due but waits for other players' turns (`waiting_for`).
+ */
+#define RUNGS_LOCKSTEP_WAITING 2
+
+/**
+ * This player has left the game.
+ */
+#define RUNGS_LOCKSTEP_LEFT 3
+
+/**
+ * `rungs_lockstep_config.topology`: a link to every other human seat
+ * (`rungs_lockstep_add_peer`), turns and timing agreed between machines.
+ */
+#define RUNGS_TOPOLOGY_PEER_TO_PEER 0
+
+/**
+ * `rungs_lockstep_config.topology`: one link to a relay (S10) that gives
+ * every command its frame and owns the clock; a frame is one relay tick,
+ * so the relay's tick rate is the game's frame rate. Same callbacks,
+ * checksums, status, stats and update loop; no peers to add. The relay
+ * link shows in `link_event` as seat `RUNGS_RELAY_SEAT`.
+ */
+#define RUNGS_TOPOLOGY_RELAY 1
+
+/**
+ * NETWORK_REPORT layout: OpenTS's 6 bytes, milliseconds (process time
+ * rounded up).
+ */
+#define RUNGS_REPORT_LAYOUT_COMPACT 0
+
+/**
+ * NETWORK_REPORT layout: 9 bytes, version 1, process time in µs.
+ */
+#define RUNGS_REPORT_LAYOUT_EXTENDED 1
+
+/**
+ * NETWORK_REPORT layout: 22 bytes, version 2, the extended fields plus the
+ * round-trip distribution and the stalls by seat (docs/payloads.md), what
+ * the tracking policy reads. A `rungs_session` with it in
+ * `rungs_session_config.report_layout` measures, encodes and decodes it
+ * itself; an engine with its own event queue encodes and decodes it with
+ * `rungs_report_payload_encode_detailed` / `_decode_detailed`, which take
+ * the detail (`rungs_report_detail`) beside the `rungs_report`.
+ * `rungs_report_payload_encode` / `_decode` refuse it: `rungs_report` has
+ * no fields for the detail.
+ */
+#define RUNGS_REPORT_LAYOUT_DETAILED 2
+
+/**
+ * NETWORK_REPORT layout: 32 bytes, version 3, the detailed layout's fields
+ * plus how much look-ahead the interval's frames needed
+ * (`rungs_look_ahead_needs`, docs/payloads.md), what the tracking policy
+ * sheds its margin and checks its decreases by. A `rungs_session` with it
+ * in `rungs_session_config.report_layout` encodes and decodes it itself
+ * (the engine passes each frame's need with `rungs_session_add_frame_need`);
+ * an engine with its own event queue uses
+ * `rungs_report_payload_encode_needs` / `_decode_needs`. The lockstep
+ * session's turns carry their reports in it.
+ */
+#define RUNGS_REPORT_LAYOUT_NEEDS 3
+
+/**
+ * `order_refused` reason: the seat's orders already reach the match's
+ * queue limit past the relay's horizon.
+ */
+#define RUNGS_ORDER_REFUSED_QUEUE_FULL 1
+
+/**
+ * `order_refused` reason: the match ends (its tick limit) before a tick
+ * could take the order.
+ */
+#define RUNGS_ORDER_REFUSED_TICK_LIMIT 2
+
+/**
+ * `order_refused` reason: this player's quit is already sequenced.
+ */
+#define RUNGS_ORDER_REFUSED_LEAVING 3
+
+/**
+ * `rungs_lockstep_submit_order` kind: a command (as
+ * `rungs_lockstep_submit_command`).
+ */
+#define RUNGS_ORDER_COMMAND 0
+
+/**
+ * `rungs_lockstep_submit_order` kind: this player's quit as a game order;
+ * it runs on every machine on the frame this seat is removed.
+ */
+#define RUNGS_ORDER_QUIT 1
+
+/**
+ * `rungs_lockstep_submit_order` kind (relay topology only): an ephemeral
+ * order (voice, a ping on the map): not game state, sent once, run only
+ * on the machines that are live at its frame (`ephemeral` callback).
+ */
+#define RUNGS_ORDER_EPHEMERAL 2
+
+/**
+ * Presence: an AI seat (or none).
+ */
+#define RUNGS_SEAT_AI 0
+
+/**
+ * Presence: a human who has not joined yet.
+ */
+#define RUNGS_SEAT_LOADING 1
+
+/**
+ * Presence: a human with a live link to the relay.
+ */
+#define RUNGS_SEAT_CONNECTED 2
+
+/**
+ * Presence: a human whose link was lost, within the reconnect grace.
+ */
+#define RUNGS_SEAT_RECONNECTING 3
+
+/**
+ * Presence: a human who quit or was dropped.
+ */
+#define RUNGS_SEAT_LEFT 4
+
+/**
  * Success.
  */
 #define RUNGS_OK 0
@@ -1780,18 +1690,216 @@ typedef struct rungs_link_stats {
  */
 #define RUNGS_ERR_BUSY 13
 
+/**
+ * `rungs_session_config.send_order`: begin, execute, end, then send (the
+ * `send_frame` callback comes from `rungs_session_frame_end`). The default.
+ */
+#define RUNGS_SEND_AFTER_EXECUTE 0
+
+/**
+ * `rungs_session_config.send_order`: Tiberian Sun's frame order — a send
+ * frame sends, then waits for its peers, then executes. The `send_frame`
+ * callback comes from `rungs_session_frame_begin`, and the frames that
+ * execute events are exactly the send frames.
+ */
+#define RUNGS_SEND_BEFORE_EXECUTE 1
+
+/**
+ * Log level of an error.
+ */
+#define RUNGS_LOG_ERROR 0
+
+/**
+ * Log level of a warning (e.g. a refused event).
+ */
+#define RUNGS_LOG_WARN 1
+
+/**
+ * Log level of information (timing decisions, removals).
+ */
+#define RUNGS_LOG_INFO 2
+
+/**
+ * Log level of debugging detail.
+ */
+#define RUNGS_LOG_DEBUG 3
+
+/**
+ * No evaluation has happened yet.
+ */
+#define RUNGS_VERDICT_NONE 0
+
+/**
+ * Calibration waits for reports (S4.3).
+ */
+#define RUNGS_VERDICT_CALIBRATION_WAITING 1
+
+/**
+ * Calibration set the target.
+ */
+#define RUNGS_VERDICT_CALIBRATED 2
+
+/**
+ * Calibration fell back to 3/9.
+ */
+#define RUNGS_VERDICT_CALIBRATION_FALLBACK 3
+
+/**
+ * A silent player holds the timing (S4.4 step 1).
+ */
+#define RUNGS_VERDICT_SILENT_HELD 4
+
+/**
+ * A silent player forced 10/250.
+ */
+#define RUNGS_VERDICT_SILENT_WORSENED 5
+
+/**
+ * Round trips worsened the timing (step 2).
+ */
+#define RUNGS_VERDICT_WORSENED 6
+
+/**
+ * A missing player holds the timing (step 3).
+ */
+#define RUNGS_VERDICT_MISSING_HELD 7
+
+/**
+ * No improvement qualified (step 4).
+ */
+#define RUNGS_VERDICT_NOT_QUALIFIED 8
+
+/**
+ * Counted towards the three (step 4).
+ */
+#define RUNGS_VERDICT_COUNTED 9
+
+/**
+ * Stepped down (step 5).
+ */
+#define RUNGS_VERDICT_STEPPED_DOWN 10
+
+/**
+ * No event (`rungs_endpoint_poll_event` found nothing).
+ */
+#define RUNGS_LINK_EVENT_NONE 0
+
+/**
+ * Nothing valid heard from the peer for the liveness timeout. The link keeps
+ * trying; the engine decides whether to remove the player (S8).
+ */
+#define RUNGS_LINK_EVENT_LOST 1
+
+/**
+ * A valid packet arrived from a peer that was reported lost.
+ */
+#define RUNGS_LINK_EVENT_RECOVERED 2
+
+/**
+ * Link event: the peer restarted (a new connection epoch): the link was
+ * reset and what either side had in flight is gone (S8).
+ */
+#define RUNGS_LINK_EVENT_RESTARTED 3
+
+/**
+ * Drop reason: shorter than the smallest packet.
+ */
+#define RUNGS_DROP_TOO_SHORT 0
+
+/**
+ * Drop reason: longer than the largest packet.
+ */
+#define RUNGS_DROP_TOO_LONG 1
+
+/**
+ * Drop reason: not a rungs packet.
+ */
+#define RUNGS_DROP_BAD_MAGIC 2
+
+/**
+ * Drop reason: another protocol version.
+ */
+#define RUNGS_DROP_BAD_VERSION 3
+
+/**
+ * Drop reason: another session's packet.
+ */
+#define RUNGS_DROP_WRONG_SESSION 4
+
+/**
+ * Drop reason: the sender seat is not a peer.
+ */
+#define RUNGS_DROP_UNKNOWN_SENDER 5
+
+/**
+ * Drop reason: source address not the one bound to the sender's seat.
+ */
+#define RUNGS_DROP_SPOOFED_ADDRESS 6
+
+/**
+ * Drop reason: authentication tag mismatch (wrong key, forged, corrupted).
+ */
+#define RUNGS_DROP_BAD_TAG 7
+
+/**
+ * Drop reason: packet number seen before (duplicate or replay).
+ */
+#define RUNGS_DROP_REPLAYED 8
+
+/**
+ * Drop reason: packet too old, or message number too far ahead.
+ */
+#define RUNGS_DROP_OUTSIDE_WINDOW 9
+
+/**
+ * Drop reason: bad flags, message framing, or acks of things never sent.
+ */
+#define RUNGS_DROP_MALFORMED 10
+
+/**
+ * Drop reason: receiver holds too many undelivered messages (flow control;
+ * the peer resends later).
+ */
+#define RUNGS_DROP_RECEIVER_FULL 11
+
+/**
+ * Drop reason: a packet of the peer's earlier connection, or addressed to
+ * this machine's earlier connection (S8 restarts).
+ */
+#define RUNGS_DROP_STALE_EPOCH 12
+
+/**
+ * Timing policy: rungs' adaptive ladder (S4), the default.
+ */
+#define RUNGS_POLICY_ADAPTIVE 0
+
+/**
+ * Timing policy: `tracking`, send period 1 and the look-ahead the reports
+ * need (`docs/tracking.md`). Every machine of a game must use the same.
+ */
+#define RUNGS_POLICY_TRACKING 1
+
 #ifdef __cplusplus
 extern "C" {
-#endif // __cplusplus
+#endif /* __cplusplus */
+
+/**
+ * Fill `config` with the defaults: `struct_size` set,
+ * `RUNGS_CLOCK_DEFAULT_SAMPLE_WINDOW` samples and
+ * `RUNGS_CLOCK_DEFAULT_MAX_SLEW_PPM`.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config is NULL; RUNGS_ERR_PANIC.
+ */
+RUNGS_API rungs_result RUNGS_CALL rungs_clock_config_init(struct rungs_clock_config *config);
 
 /**
  * Make a clock with no samples yet; `*out` receives the handle.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config or out is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if config->struct_size is smaller than
- * `sizeof(rungs_clock_config)`, config->sample_window is not 1 to
- * `RUNGS_CLOCK_MAX_SAMPLE_WINDOW`, or config->max_slew_ppm is not 1 to
- * `RUNGS_CLOCK_MAX_SLEW_PPM`; RUNGS_ERR_PANIC.
+ * `sizeof(rungs_clock_config)`, config->sample_window is above
+ * `RUNGS_CLOCK_MAX_SAMPLE_WINDOW`, or config->max_slew_ppm is above
+ * `RUNGS_CLOCK_MAX_SLEW_PPM` (0 is the default for either); RUNGS_ERR_PANIC.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_clock_new(const struct rungs_clock_config *config,
@@ -1813,8 +1921,7 @@ RUNGS_API rungs_result RUNGS_CALL rungs_clock_free(struct rungs_clock *clock);
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if clock or sample is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if the timestamps contradict each other, the
  * round trip is over 60 s, or local_now_us is earlier than a previous call's
- * (the sample is not kept); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
- * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * (the sample is not kept).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_clock_add_sample(struct rungs_clock *clock,
@@ -1825,8 +1932,7 @@ rungs_result RUNGS_CALL rungs_clock_add_sample(struct rungs_clock *clock,
  * The filtered offset estimate, into `*out`.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if clock or out is NULL;
- * RUNGS_ERR_STATE if no sample was added yet; RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_STATE if no sample was added yet.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_clock_estimate(struct rungs_clock *clock,
@@ -1838,13 +1944,22 @@ rungs_result RUNGS_CALL rungs_clock_estimate(struct rungs_clock *clock,
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if clock or out_reference_us is
  * NULL; RUNGS_ERR_STATE if no sample was added yet; RUNGS_ERR_INVALID_ARGUMENT
- * if local_now_us is earlier than a previous call's; RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * if local_now_us is earlier than a previous call's.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_clock_reference_time(struct rungs_clock *clock,
                                         int64_t local_now_us,
                                         int64_t *out_reference_us);
+
+/**
+ * Fill `config` with the defaults: `struct_size` set, reference frame 0 at
+ * time 0, `RUNGS_PACER_DEFAULT_MAX_NUDGE_PERMILLE` (a zeroed struct says 0:
+ * no nudging at all), and `fps` 0, which `rungs_pacer_new` refuses: set the
+ * frame rate in force.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config is NULL; RUNGS_ERR_PANIC.
+ */
+RUNGS_API rungs_result RUNGS_CALL rungs_pacer_config_init(struct rungs_pacer_config *config);
 
 /**
  * Make a pacer; the first frame due is `config->reference_frame` at
@@ -1875,8 +1990,7 @@ RUNGS_API rungs_result RUNGS_CALL rungs_pacer_free(struct rungs_pacer *pacer);
  * `rungs_pacer_frame_started`.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if pacer, out_frame or out_due_us
- * is NULL (neither written); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
- * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * is NULL (neither written).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_pacer_next_frame_due(struct rungs_pacer *pacer,
@@ -1890,9 +2004,7 @@ rungs_result RUNGS_CALL rungs_pacer_next_frame_due(struct rungs_pacer *pacer,
  * ones the frame after the previous one.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_STATE if frame is not the frame after the
- * previous call's (no effect); RUNGS_ERR_NULL_POINTER if pacer is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * previous call's (no effect); RUNGS_ERR_NULL_POINTER if pacer is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_pacer_frame_started(struct rungs_pacer *pacer,
@@ -1907,8 +2019,7 @@ rungs_result RUNGS_CALL rungs_pacer_frame_started(struct rungs_pacer *pacer,
  *
  * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if fps is 0; RUNGS_ERR_STATE
  * if from_frame is before the latest rate change or after the next frame due;
- * RUNGS_ERR_NULL_POINTER if pacer is NULL; RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_NULL_POINTER if pacer is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_pacer_set_fps(struct rungs_pacer *pacer,
@@ -1920,8 +2031,7 @@ rungs_result RUNGS_CALL rungs_pacer_set_fps(struct rungs_pacer *pacer,
  * `start_us` (the master's or relay's announcement, at the rate in force).
  *
  * Returns: RUNGS_OK; RUNGS_ERR_STATE if frame is before the latest rate
- * change; RUNGS_ERR_NULL_POINTER if pacer is NULL; RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * change; RUNGS_ERR_NULL_POINTER if pacer is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_pacer_set_reference(struct rungs_pacer *pacer,
@@ -1932,9 +2042,7 @@ rungs_result RUNGS_CALL rungs_pacer_set_reference(struct rungs_pacer *pacer,
  * When `frame` ideally starts on the shared schedule, into `*out_start_us`
  * (what a master or relay announces as a reference point).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if pacer or out_start_us is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if pacer or out_start_us is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_pacer_ideal_start(struct rungs_pacer *pacer,
@@ -2001,7 +2109,7 @@ rungs_result RUNGS_CALL rungs_timing_compare(const struct rungs_timing *a,
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if timing or out_tier is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if timing breaks S1; RUNGS_ERR_PANIC.
  */
-RUNGS_API rungs_result RUNGS_CALL rungs_timing_tier(const struct rungs_timing *timing, uint8_t *out_tier);
+RUNGS_API rungs_result RUNGS_CALL rungs_timing_tier(const struct rungs_timing *timing, rungs_tier *out_tier);
 
 /**
  * The disabled Connection slider's position for `timing`: `11 - rung` on a
@@ -2037,7 +2145,20 @@ rungs_result RUNGS_CALL rungs_timing_label(const struct rungs_timing *timing,
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if tier is not a `RUNGS_TIER_*`; RUNGS_ERR_PANIC.
  */
-RUNGS_API rungs_result RUNGS_CALL rungs_tier_name(uint8_t tier, const char **out);
+RUNGS_API rungs_result RUNGS_CALL rungs_tier_name(rungs_tier tier, const char **out);
+
+/**
+ * Fill `config` with the defaults: `struct_size` set,
+ * `RUNGS_POLICY_ADAPTIVE`, `RUNGS_TOPOLOGY_PEER_TO_PEER`, bind
+ * `"0.0.0.0:0"` (NULL), the epoch from the wall clock (0), no checksums
+ * (0), rungs' liveness timeout (0), drops by rungs (0), a fresh start
+ * behind a relay (0) with `RUNGS_RELAY_DEFAULT_JITTER_TICKS`, no link keys,
+ * no callbacks. `speed_fps`, `seat_count`, `human_seat_mask` and an all-zero
+ * `key` stay for you to set (`rungs_lockstep_new` refuses them).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config is NULL; RUNGS_ERR_PANIC.
+ */
+RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_config_init(struct rungs_lockstep_config *config);
 
 /**
  * Make a lockstep game on this machine, its socket bound to
@@ -2080,8 +2201,7 @@ RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_free(struct rungs_lockstep *ls)
  * The UDP port the socket is bound to (the one the OS picked for port 0).
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out_port is NULL;
- * RUNGS_ERR_IO if the OS cannot say; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_IO if the OS cannot say.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_local_port(struct rungs_lockstep *ls, uint16_t *out_port);
 
@@ -2090,11 +2210,10 @@ RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_local_port(struct rungs_lockste
  * human seat needs one; `rungs_lockstep_update` says so if one is missing.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or address is NULL;
- * RUNGS_ERR_UNKNOWN_SEAT if seat is this machine's, not a human seat, or
- * not below seat_count; RUNGS_ERR_INVALID_ARGUMENT if address does not
- * parse; RUNGS_ERR_STATE if seat already has an address, or in the relay
- * topology (no peers); RUNGS_ERR_POISONED,
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_UNKNOWN_SEAT if seat is this machine's, not a human seat, or not
+ * below seat_count; RUNGS_ERR_INVALID_ARGUMENT if address does not parse;
+ * RUNGS_ERR_STATE if seat already has an address, or in the relay topology (no
+ * peers).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_add_peer(struct rungs_lockstep *ls,
@@ -2115,10 +2234,10 @@ rungs_result RUNGS_CALL rungs_lockstep_add_peer(struct rungs_lockstep *ls,
  * `rungs_lockstep_submit_order` to learn its id.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
- * with len > 0; RUNGS_ERR_INVALID_ARGUMENT if len is more than one packet
- * holds (1,007 bytes with the default link); RUNGS_ERR_FULL if the next
- * turn cannot take it; RUNGS_ERR_STATE after rungs_lockstep_leave;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * with len > 0; RUNGS_ERR_INVALID_ARGUMENT if len is more than one command
+ * carries (1,007 bytes with the default link, 512 behind a relay; the message
+ * names both numbers); RUNGS_ERR_FULL if the next turn cannot take it;
+ * RUNGS_ERR_STATE after rungs_lockstep_leave.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_submit_command(struct rungs_lockstep *ls,
@@ -2136,10 +2255,9 @@ rungs_result RUNGS_CALL rungs_lockstep_submit_command(struct rungs_lockstep *ls,
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
  * with len > 0; RUNGS_ERR_INVALID_ARGUMENT if seat is not an AI seat of the
- * match or len is over 512 (as a human order); RUNGS_ERR_STATE peer-to-peer (your engine runs its AI itself) or
- * before the relay welcomed this machine; RUNGS_ERR_FULL with 4096 AI
- * orders waiting; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
- * RUNGS_ERR_PANIC (every object call).
+ * match or len is over 512 (as a human order); RUNGS_ERR_STATE peer-to-peer
+ * (your engine runs its AI itself) or before the relay welcomed this machine;
+ * RUNGS_ERR_FULL with 4096 AI orders waiting.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_submit_ai_order(struct rungs_lockstep *ls,
@@ -2157,9 +2275,8 @@ rungs_result RUNGS_CALL rungs_lockstep_submit_ai_order(struct rungs_lockstep *ls
  * `rungs_lockstep_is_checksum_frame` says which frames, either topology.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
- * RUNGS_ERR_INVALID_ARGUMENT if checksum_interval is 0 or frame is not a
- * checksum frame; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
- * (every object call).
+ * RUNGS_ERR_INVALID_ARGUMENT if checksum_interval is 0 (checksums are off) or
+ * frame is not a checksum frame.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_submit_checksum(struct rungs_lockstep *ls,
@@ -2169,8 +2286,7 @@ rungs_result RUNGS_CALL rungs_lockstep_submit_checksum(struct rungs_lockstep *ls
 /**
  * One frame's work took `duration_us` (for the reports, S3).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_add_frame_work_us(struct rungs_lockstep *ls,
@@ -2181,9 +2297,8 @@ rungs_result RUNGS_CALL rungs_lockstep_add_frame_work_us(struct rungs_lockstep *
  * `rungs_lockstep_update` until it reports `RUNGS_LOCKSTEP_LEFT`. No
  * command can be submitted after this call.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL; RUNGS_ERR_STATE
- * if this player already left or is leaving; RUNGS_ERR_POISONED,
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL; RUNGS_ERR_STATE if
+ * this player already left or is leaving.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_leave(struct rungs_lockstep *ls);
 
@@ -2196,10 +2311,9 @@ RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_leave(struct rungs_lockstep *ls
  * being dropped already changes nothing.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
- * RUNGS_ERR_UNKNOWN_SEAT if seat is this machine's, not a human seat, or
- * already removed; RUNGS_ERR_STATE in the relay topology (the relay drops
- * a seat after its reconnect grace); RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_UNKNOWN_SEAT if seat is this machine's (leave with
+ * rungs_lockstep_leave), not a human seat, or already removed; RUNGS_ERR_STATE
+ * in the relay topology (the relay drops a seat after its reconnect grace).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_drop_player(struct rungs_lockstep *ls, uint8_t seat);
 
@@ -2212,17 +2326,14 @@ RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_drop_player(struct rungs_lockst
  * between, a loop may sleep in select/poll on `rungs_lockstep_socket`.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL; RUNGS_ERR_STATE
- * before frame 0 if a human seat has no address (call
- * rungs_lockstep_add_peer for every other human seat), or frames were
- * driven out of order; in the relay topology RUNGS_ERR_STATE also when the
- * relay refused this machine for good (the message says why: a bad or
- * expired ticket, the seat left, the match over, "the relay lost this
- * match's turn log" when the relay restarted without it) or its match
- * compares checksums at another interval than `checksum_interval`;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
- * (every object call). An error never leaves a frame half
- * run: either the frame ran and its commands reached the callback, or it
- * did not start.
+ * before frame 0 if a human seat has no address (call rungs_lockstep_add_peer
+ * for every other human seat), or frames were driven out of order; in the
+ * relay topology RUNGS_ERR_STATE also when the relay refused this machine for
+ * good (the message says why: a bad or expired ticket, the seat left, the
+ * match over, "the relay lost this match's turn log" when the relay restarted
+ * without it) or its match compares checksums at another interval than
+ * `checksum_interval`. An error never leaves a frame half run: either the
+ * frame ran and its commands reached the callback, or it did not start.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_update(struct rungs_lockstep *ls,
@@ -2235,8 +2346,7 @@ rungs_result RUNGS_CALL rungs_lockstep_update(struct rungs_lockstep *ls,
  * then call `rungs_lockstep_update`. Only wait on it: reading it would
  * take the game's datagrams. Valid until `rungs_lockstep_free`.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out_socket is NULL;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out_socket is NULL.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_socket(struct rungs_lockstep *ls, rungs_socket *out_socket);
 
@@ -2247,18 +2357,36 @@ RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_socket(struct rungs_lockstep *l
  * (the relay is the master), and the evaluation fields are the relay's
  * business (0).
  *
+ * It is the copy the game published when its latest call returned, so a
+ * UI thread may poll it while the game thread drives the game, and a
+ * callback may read it: it never enters the game, and never makes the
+ * game thread's calls return RUNGS_ERR_BUSY. The handle must stay alive
+ * (not freed) while this runs.
+ *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_POISONED; RUNGS_ERR_PANIC. Never RUNGS_ERR_BUSY or
+ * RUNGS_ERR_REENTRANT.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_status(struct rungs_lockstep *ls,
                                    struct rungs_timing_status *out);
 
 /**
+ * Point the callbacks' `user` (the first argument of every callback in
+ * `config->callbacks`, fixed at `rungs_lockstep_new`) at `user` from now
+ * on: e.g. at a struct that holds this handle, so a callback can reach it
+ * (a callback may read `rungs_lockstep_status`; other calls on the same
+ * game from inside its callbacks return RUNGS_ERR_REENTRANT). The relay
+ * callbacks keep their own `user` (`rungs_lockstep_set_relay_callbacks`).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL.
+ */
+RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_set_user(struct rungs_lockstep *ls, void *user);
+
+/**
  * Counters for a diagnostics screen.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_get_stats(struct rungs_lockstep *ls,
@@ -2291,8 +2419,7 @@ RUNGS_API rungs_result RUNGS_CALL rungs_measurements_free(struct rungs_measureme
  * A frame's work begins at `now_us` (any monotonic microsecond clock).
  *
  * Returns: RUNGS_OK; RUNGS_ERR_STATE if a frame's work is already open;
- * RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_NULL_POINTER if measurements is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_frame_work_begin(struct rungs_measurements *measurements,
@@ -2304,8 +2431,7 @@ rungs_result RUNGS_CALL rungs_measurements_frame_work_begin(struct rungs_measure
  *
  * Returns: RUNGS_OK; RUNGS_ERR_STATE if no frame's work is open;
  * RUNGS_ERR_INVALID_ARGUMENT if now_us is before the begin (the frame stays
- * open); RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * open); RUNGS_ERR_NULL_POINTER if measurements is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_frame_work_end(struct rungs_measurements *measurements,
@@ -2314,9 +2440,7 @@ rungs_result RUNGS_CALL rungs_measurements_frame_work_end(struct rungs_measureme
 /**
  * One frame took `duration_us` of processing (instead of begin/end).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_add_frame_work_us(struct rungs_measurements *measurements,
@@ -2326,8 +2450,7 @@ rungs_result RUNGS_CALL rungs_measurements_add_frame_work_us(struct rungs_measur
  * The machine starts waiting for the other players at `now_us`.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_STATE if a wait is already open;
- * RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_NULL_POINTER if measurements is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_wait_begin(struct rungs_measurements *measurements,
@@ -2338,10 +2461,9 @@ rungs_result RUNGS_CALL rungs_measurements_wait_begin(struct rungs_measurements 
  * report names the seat waited for longest); `RUNGS_NO_SEAT` for no seat in
  * particular, as `rungs_measurements_wait_begin`.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `seat` is neither 0–15
- * nor `RUNGS_NO_SEAT`; RUNGS_ERR_STATE if a wait is already open;
- * RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `seat` is neither 0–15 nor
+ * `RUNGS_NO_SEAT`; RUNGS_ERR_STATE if a wait is already open;
+ * RUNGS_ERR_NULL_POINTER if measurements is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_wait_begin_for(struct rungs_measurements *measurements,
@@ -2354,8 +2476,7 @@ rungs_result RUNGS_CALL rungs_measurements_wait_begin_for(struct rungs_measureme
  *
  * Returns: RUNGS_OK; RUNGS_ERR_STATE if no wait is open;
  * RUNGS_ERR_INVALID_ARGUMENT if now_us is before the begin (the wait stays
- * open); RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * open); RUNGS_ERR_NULL_POINTER if measurements is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_wait_end(struct rungs_measurements *measurements,
@@ -2364,9 +2485,7 @@ rungs_result RUNGS_CALL rungs_measurements_wait_end(struct rungs_measurements *m
 /**
  * One wait for the other players lasted `duration_us` (instead of begin/end).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_add_wait_us(struct rungs_measurements *measurements,
@@ -2377,10 +2496,9 @@ rungs_result RUNGS_CALL rungs_measurements_add_wait_us(struct rungs_measurements
  * `rungs_measurements_wait_begin_for` / `_wait_end`); `RUNGS_NO_SEAT` for
  * no seat in particular, as `rungs_measurements_add_wait_us`.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `seat` is neither 0–15
- * nor `RUNGS_NO_SEAT` (nothing counted); RUNGS_ERR_NULL_POINTER if
- * measurements is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
- * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `seat` is neither 0–15 nor
+ * `RUNGS_NO_SEAT` (nothing counted); RUNGS_ERR_NULL_POINTER if measurements is
+ * NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_add_wait_for_us(struct rungs_measurements *measurements,
@@ -2416,10 +2534,8 @@ rungs_result RUNGS_CALL rungs_needed_look_ahead(uint8_t look_ahead,
  * each of the four look-aheads from the last frame's down
  * (`rungs_look_ahead_needs`, `rungs_measurements_take_report_with_needs`).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `look_ahead` or
- * `needed` is not 1–250 (nothing counted); RUNGS_ERR_NULL_POINTER if
- * measurements is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
- * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `look_ahead` or `needed` is
+ * not 1–250 (nothing counted); RUNGS_ERR_NULL_POINTER if measurements is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_add_frame_need(struct rungs_measurements *measurements,
@@ -2432,8 +2548,7 @@ rungs_result RUNGS_CALL rungs_measurements_add_frame_need(struct rungs_measureme
  *
  * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if peer is not a seat (0 to
  * 15); RUNGS_ERR_STATE if peer is already measured; RUNGS_ERR_NULL_POINTER if
- * measurements is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
- * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * measurements is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_add_peer(struct rungs_measurements *measurements,
@@ -2444,8 +2559,7 @@ rungs_result RUNGS_CALL rungs_measurements_add_peer(struct rungs_measurements *m
  *
  * Returns: RUNGS_OK; RUNGS_ERR_UNKNOWN_SEAT if peer is not measured
  * (`rungs_measurements_add_peer`); RUNGS_ERR_NULL_POINTER if measurements is
- * NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
- * RUNGS_ERR_PANIC (every object call).
+ * NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_remove_peer(struct rungs_measurements *measurements,
@@ -2460,8 +2574,7 @@ rungs_result RUNGS_CALL rungs_measurements_remove_peer(struct rungs_measurements
  * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if clean is neither 0 nor 1;
  * RUNGS_ERR_UNKNOWN_SEAT if peer is not measured
  * (`rungs_measurements_add_peer`); RUNGS_ERR_NULL_POINTER if measurements is
- * NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
- * RUNGS_ERR_PANIC (every object call).
+ * NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_add_rtt_sample(struct rungs_measurements *measurements,
@@ -2476,11 +2589,9 @@ rungs_result RUNGS_CALL rungs_measurements_add_rtt_sample(struct rungs_measureme
  * went out more than once: the sample is then not clean (S8) and never
  * replaces the link's measured value; 0 when it went out once.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `tick_hz` is 0 or
- * `resent` is neither 0 nor 1; RUNGS_ERR_UNKNOWN_SEAT if peer is not
- * measured; RUNGS_ERR_NULL_POINTER if measurements is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `tick_hz` is 0 or `resent`
+ * is neither 0 nor 1; RUNGS_ERR_UNKNOWN_SEAT if peer is not measured;
+ * RUNGS_ERR_NULL_POINTER if measurements is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_add_rtt_ticks(struct rungs_measurements *measurements,
@@ -2495,8 +2606,7 @@ rungs_result RUNGS_CALL rungs_measurements_add_rtt_ticks(struct rungs_measuremen
  * `rungs_measurements_add_frame_work_us`).
  *
  * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `tick_hz` is 0;
- * RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_NULL_POINTER if measurements is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_add_frame_ticks(struct rungs_measurements *measurements,
@@ -2507,9 +2617,7 @@ rungs_result RUNGS_CALL rungs_measurements_add_frame_ticks(struct rungs_measurem
  * The stalled frames (waits) measured since the last report, into `*out`:
  * what `rungs_timing_machine_report_due` asks for.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements or out is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements or out is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_unreported_stalls(struct rungs_measurements *measurements,
@@ -2524,8 +2632,7 @@ rungs_result RUNGS_CALL rungs_measurements_unreported_stalls(struct rungs_measur
  * `rungs_measurements_take_detailed_report` instead.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements or out is NULL
- * (the interval does not end); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
- * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * (the interval does not end).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_take_report(struct rungs_measurements *measurements,
@@ -2540,9 +2647,8 @@ rungs_result RUNGS_CALL rungs_measurements_take_report(struct rungs_measurements
  * with `rungs_timing_machine_execute_detailed_report`. The pair always
  * keeps the detailed layout's rules (`rungs_report_detail`).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements, out or
- * out_detail is NULL (the interval does not end); RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements, out or out_detail
+ * is NULL (the interval does not end).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_take_detailed_report(struct rungs_measurements *measurements,
@@ -2558,10 +2664,8 @@ rungs_result RUNGS_CALL rungs_measurements_take_detailed_report(struct rungs_mea
  * machine with `rungs_timing_machine_execute_report_with_needs`. The three
  * always keep the layout's rules.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements, out,
- * out_detail or out_needs is NULL (the interval does not end);
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements, out, out_detail
+ * or out_needs is NULL (the interval does not end).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_take_report_with_needs(struct rungs_measurements *measurements,
@@ -2651,7 +2755,7 @@ rungs_result RUNGS_CALL rungs_ra_timing_payload_decode(const uint8_t *bytes,
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_report_payload_encode(const struct rungs_report *report,
-                                         uint8_t layout,
+                                         rungs_report_layout layout,
                                          uint8_t *buf,
                                          size_t cap,
                                          size_t *out_len);
@@ -2667,7 +2771,7 @@ rungs_result RUNGS_CALL rungs_report_payload_encode(const struct rungs_report *r
 RUNGS_API
 rungs_result RUNGS_CALL rungs_report_payload_decode(const uint8_t *bytes,
                                          size_t len,
-                                         uint8_t layout,
+                                         rungs_report_layout layout,
                                          struct rungs_report *out);
 
 /**
@@ -2802,9 +2906,7 @@ rungs_result RUNGS_CALL rungs_relay_credentials_parse(const char *text,
  * of its orders the relay refused, and the ephemeral orders of each frame.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
- * RUNGS_ERR_INVALID_ARGUMENT if callbacks->struct_size is too small;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
- * (every object call).
+ * RUNGS_ERR_INVALID_ARGUMENT if callbacks->struct_size is too small.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_set_relay_callbacks(struct rungs_lockstep *ls,
@@ -2819,16 +2921,15 @@ rungs_result RUNGS_CALL rungs_lockstep_set_relay_callbacks(struct rungs_lockstep
  * command and `rungs_lockstep_leave` issued together.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
- * with len > 0; RUNGS_ERR_INVALID_ARGUMENT if kind is not a RUNGS_ORDER_*
- * or len is over 512 (relay) or one packet (peer-to-peer); RUNGS_ERR_FULL
- * with 256 orders not yet judged by the relay, or no room in the next turn;
- * RUNGS_ERR_STATE after leaving, for an ephemeral order peer-to-peer or
- * while the relay link is down, in a replay; RUNGS_ERR_POISONED,
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * with len > 0; RUNGS_ERR_INVALID_ARGUMENT if kind is not a RUNGS_ORDER_* or
+ * len is over 512 (relay) or one packet (peer-to-peer); RUNGS_ERR_FULL with
+ * 256 orders not yet judged by the relay, or no room in the next turn;
+ * RUNGS_ERR_STATE after leaving, for an ephemeral order peer-to-peer or while
+ * the relay link is down, in a replay.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_submit_order(struct rungs_lockstep *ls,
-                                         uint8_t kind,
+                                         rungs_order_kind kind,
                                          const uint8_t *bytes,
                                          size_t len,
                                          uint64_t *out_id,
@@ -2841,9 +2942,7 @@ rungs_result RUNGS_CALL rungs_lockstep_submit_order(struct rungs_lockstep *ls,
  * every interval-th frame, when `frame + 1` is. One engine loop serves
  * both topologies by asking.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_is_checksum_frame(struct rungs_lockstep *ls,
@@ -2856,9 +2955,7 @@ rungs_result RUNGS_CALL rungs_lockstep_is_checksum_frame(struct rungs_lockstep *
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if checksum_interval is 0; RUNGS_ERR_STATE
- * peer-to-peer (machines compare states after frames there);
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
- * (every object call).
+ * peer-to-peer (machines compare states after frames there).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_submit_initial_checksum(struct rungs_lockstep *ls,
@@ -2869,18 +2966,17 @@ rungs_result RUNGS_CALL rungs_lockstep_submit_initial_checksum(struct rungs_lock
  * `tick` (call it from your game loop before frame `tick` runs, on every
  * machine). `*out_due` (may be NULL) receives the frame its orders run on,
  * `tick + ai_order_delay`; that frame does not run here until
- * `rungs_lockstep_end_ai_decision`, so an AI computed on another thread,
+ * `rungs_lockstep_ai_decision_end`, so an AI computed on another thread,
  * however long it takes, lands on the same frame on every machine.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if seat is not an AI seat of the match;
- * RUNGS_ERR_STATE peer-to-peer, before the relay welcomed this machine,
- * for a decision begun twice, or late (its frame already ran);
- * RUNGS_ERR_FULL with 256 decisions open; RUNGS_ERR_POISONED,
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_STATE peer-to-peer, before the relay welcomed this machine, for a
+ * decision begun twice, or late (its frame already ran); RUNGS_ERR_FULL with
+ * 256 decisions open.
  */
 RUNGS_API
-rungs_result RUNGS_CALL rungs_lockstep_begin_ai_decision(struct rungs_lockstep *ls,
+rungs_result RUNGS_CALL rungs_lockstep_ai_decision_begin(struct rungs_lockstep *ls,
                                               uint8_t seat,
                                               uint32_t tick,
                                               uint32_t *out_due);
@@ -2893,12 +2989,10 @@ rungs_result RUNGS_CALL rungs_lockstep_begin_ai_decision(struct rungs_lockstep *
  * (`*out_due`, may be NULL).
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
- * with len > 0; RUNGS_ERR_INVALID_ARGUMENT if seat is not an AI seat of
- * the match or len is over 512; RUNGS_ERR_STATE peer-to-peer, before the
- * relay welcomed this machine, or late (that frame already ran here: begin
- * the decision on its frame); RUNGS_ERR_FULL with 4096 AI orders waiting;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
- * (every object call).
+ * with len > 0; RUNGS_ERR_INVALID_ARGUMENT if seat is not an AI seat of the
+ * match or len is over 512; RUNGS_ERR_STATE peer-to-peer, before the relay
+ * welcomed this machine, or late (that frame already ran here: begin the
+ * decision on its frame); RUNGS_ERR_FULL with 4096 AI orders waiting.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_lockstep_submit_ai_order_at(struct rungs_lockstep *ls,
@@ -2909,16 +3003,14 @@ rungs_result RUNGS_CALL rungs_lockstep_submit_ai_order_at(struct rungs_lockstep 
                                                uint32_t *out_due);
 
 /**
- * Behind a relay: the decision `rungs_lockstep_begin_ai_decision` began for
+ * Behind a relay: the decision `rungs_lockstep_ai_decision_begin` began for
  * `seat` at `tick` is in (submit its orders first); its frame may run.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
- * RUNGS_ERR_STATE if no such decision was begun, or peer-to-peer;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL; RUNGS_ERR_STATE if
+ * no such decision was begun, or peer-to-peer.
  */
 RUNGS_API
-rungs_result RUNGS_CALL rungs_lockstep_end_ai_decision(struct rungs_lockstep *ls,
+rungs_result RUNGS_CALL rungs_lockstep_ai_decision_end(struct rungs_lockstep *ls,
                                             uint8_t seat,
                                             uint32_t tick);
 
@@ -2950,6 +3042,19 @@ rungs_result RUNGS_CALL rungs_lockstep_replay_new(const struct rungs_lockstep_co
                                        size_t len,
                                        uint64_t now_us,
                                        struct rungs_lockstep **out);
+
+/**
+ * Fill `config` with the defaults: `struct_size` set,
+ * `RUNGS_POLICY_ADAPTIVE`, AI orders on the next frame (0), 30 frames a
+ * second (`RUNGS_RELAY_HOST_DEFAULT_TICK_RATE_MILLIHZ`), no checksums, 60 s
+ * to load and 60 s of reconnect grace (`RUNGS_RELAY_HOST_DEFAULT_SECONDS`),
+ * every interface on a port the OS picks (NULL), a fresh lobby secret
+ * (all zero). `seat_count`, `human_seat_mask` and `match_id` are your
+ * match's.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config is NULL; RUNGS_ERR_PANIC.
+ */
+RUNGS_API rungs_result RUNGS_CALL rungs_relay_host_config_init(struct rungs_relay_host_config *config);
 
 /**
  * Host a match in this process: bind the relay's socket and start its
@@ -3085,6 +3190,20 @@ RUNGS_API const char *RUNGS_CALL rungs_result_str(rungs_result code);
 RUNGS_API rungs_result RUNGS_CALL rungs_last_error_message(char *buf, size_t cap, size_t *out_len);
 
 /**
+ * Fill `config` with the defaults: `struct_size` set,
+ * `RUNGS_POLICY_ADAPTIVE`, `RUNGS_REPORT_LAYOUT_COMPACT`,
+ * `RUNGS_SEND_AFTER_EXECUTE`, `tick_hz` 0 (you pace in µs), no fog bias,
+ * no LATENCYFUDGE event (`RUNGS_NO_EVENT_ID`), no callbacks. The TIMING and
+ * NETWORK_REPORT event IDs are `RUNGS_NO_EVENT_ID`, which
+ * `rungs_session_new` refuses: they are your game's (a zeroed config would
+ * say 0, an event of most games), as are `speed_fps`, `seat_count`,
+ * `local_seat` and `human_seat_mask`.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config is NULL; RUNGS_ERR_PANIC.
+ */
+RUNGS_API rungs_result RUNGS_CALL rungs_session_config_init(struct rungs_session_config *config);
+
+/**
  * Make a session for the eve of frame 0; `*out` is written only on success.
  *
  * A configuration that can never work is refused, and the message
@@ -3129,11 +3248,9 @@ RUNGS_API rungs_result RUNGS_CALL rungs_session_free(struct rungs_session *s);
  * callback of a sending frame comes from this call, and a frame executes
  * exactly when it sends.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
- * RUNGS_ERR_STATE if the previous frame is still running (call
- * `rungs_session_frame_end`) or `frame` is not the next frame;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
+ * the previous frame is still running (call `rungs_session_frame_end`) or
+ * `frame` is not the next frame.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_frame_begin(struct rungs_session *s,
@@ -3155,9 +3272,7 @@ rungs_result RUNGS_CALL rungs_session_frame_begin(struct rungs_session *s,
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_send_frame` is
  * NULL; RUNGS_ERR_STATE if `frame - 1` has not ended (its send frames are not
- * final yet) or `frame` is more than 256 frames before that;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * final yet) or `frame` is more than 256 frames before that.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_required_send_frame(struct rungs_session *s,
@@ -3175,14 +3290,12 @@ rungs_result RUNGS_CALL rungs_session_required_send_frame(struct rungs_session *
  * later packet before an earlier one, use `rungs_session_packet_received`
  * and `rungs_session_peers_ready`, which keep that watermark for you.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_ready` is NULL,
- * or `held_send_frames` is NULL while `count` is not 0;
- * RUNGS_ERR_INVALID_ARGUMENT if `count` is not the session's `seat_count`,
- * or a peer's entry is a frame that ended here without being a send frame
- * (a tag passed for a send frame); RUNGS_ERR_STATE as for
- * `rungs_session_required_send_frame`;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_ready` is NULL, or
+ * `held_send_frames` is NULL while `count` is not 0;
+ * RUNGS_ERR_INVALID_ARGUMENT if `count` is not the session's `seat_count`, or
+ * a peer's entry is a frame that ended here without being a send frame (a tag
+ * passed for a send frame); RUNGS_ERR_STATE as for
+ * `rungs_session_required_send_frame`.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_frame_ready(struct rungs_session *s,
@@ -3197,14 +3310,12 @@ rungs_result RUNGS_CALL rungs_session_frame_ready(struct rungs_session *s,
  * report from a player already removed is a late event of normal play: it
  * is accepted and changes nothing (S3). A refused event changes nothing.
  *
- * Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if `s`
- * is NULL, or `payload` is NULL while `len` is not 0; RUNGS_ERR_STATE if no
- * frame is running or `frame` is not the current frame;
- * RUNGS_ERR_UNREGISTERED_EVENT if `type_id` is none of the configured event
- * IDs; RUNGS_ERR_MALFORMED if the payload has the wrong size or content for
- * its layout; RUNGS_ERR_UNKNOWN_SEAT if `seat` never was a human seat of the
- * game; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
- * RUNGS_ERR_PANIC (every object call).
+ * Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if `s` is
+ * NULL, or `payload` is NULL while `len` is not 0; RUNGS_ERR_STATE if no frame
+ * is running or `frame` is not the current frame; RUNGS_ERR_UNREGISTERED_EVENT
+ * if `type_id` is none of the configured event IDs; RUNGS_ERR_MALFORMED if the
+ * payload has the wrong size or content for its layout; RUNGS_ERR_UNKNOWN_SEAT
+ * if `seat` never was a human seat of the game.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_event_executed(struct rungs_session *s,
@@ -3223,11 +3334,9 @@ rungs_result RUNGS_CALL rungs_session_event_executed(struct rungs_session *s,
  * carrying its removal reached some machines and not others, and no
  * machine waits for them (docs/ts-integration.md, "A player who quits").
  *
- * Returns: RUNGS_OK (also for a repeated removal); RUNGS_ERR_NULL_POINTER
- * if `s` is NULL; RUNGS_ERR_STATE if no frame is running;
- * RUNGS_ERR_UNKNOWN_SEAT if `seat` never was a human seat of the game;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK (also for a repeated removal); RUNGS_ERR_NULL_POINTER if
+ * `s` is NULL; RUNGS_ERR_STATE if no frame is running; RUNGS_ERR_UNKNOWN_SEAT
+ * if `seat` never was a human seat of the game.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_player_removed(struct rungs_session *s, uint8_t seat);
 
@@ -3236,10 +3345,8 @@ RUNGS_API rungs_result RUNGS_CALL rungs_session_player_removed(struct rungs_sess
  * 128), the master's evaluation, and on a send frame the `send_frame`
  * callback. Events to queue arrive through `queue_event` before it.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
- * RUNGS_ERR_STATE if no frame is running (call `rungs_session_frame_begin`);
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
+ * no frame is running (call `rungs_session_frame_begin`).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_frame_end(struct rungs_session *s);
 
@@ -3248,39 +3355,32 @@ RUNGS_API rungs_result RUNGS_CALL rungs_session_frame_end(struct rungs_session *
  * a send frame before `frame_end`, else a forecast for the next send frame;
  * the tag given to `send_frame` is the final one.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_frame` is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_frame` is NULL.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_submit_command(struct rungs_session *s, uint32_t *out_frame);
 
 /**
  * This frame's work starts at `now_us` (any monotonic µs clock) (S3).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE
- * if a frame's work is already open (call `rungs_session_frame_work_end`);
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
+ * a frame's work is already open (call `rungs_session_frame_work_end`).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_frame_work_begin(struct rungs_session *s, uint64_t now_us);
 
 /**
  * This frame's work ends at `now_us`.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE
- * if no frame's work is open (call `rungs_session_frame_work_begin`);
- * RUNGS_ERR_INVALID_ARGUMENT if `now_us` is before the begin (the frame's
- * work stays open); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
- * RUNGS_ERR_PANIC (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
+ * no frame's work is open (call `rungs_session_frame_work_begin`);
+ * RUNGS_ERR_INVALID_ARGUMENT if `now_us` is before the begin (the frame's work
+ * stays open).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_frame_work_end(struct rungs_session *s, uint64_t now_us);
 
 /**
  * One frame's work took `duration_us` (instead of begin/end).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_add_frame_work_us(struct rungs_session *s,
@@ -3289,10 +3389,8 @@ rungs_result RUNGS_CALL rungs_session_add_frame_work_us(struct rungs_session *s,
 /**
  * You start waiting for other players at `now_us` (S3).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE
- * if a wait is already open (call `rungs_session_wait_end`);
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
+ * a wait is already open (call `rungs_session_wait_end`).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_wait_begin(struct rungs_session *s, uint64_t now_us);
 
@@ -3305,9 +3403,7 @@ RUNGS_API rungs_result RUNGS_CALL rungs_session_wait_begin(struct rungs_session 
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if `seat` is neither 0–15 nor `RUNGS_NO_SEAT`;
- * RUNGS_ERR_STATE if a wait is already open (call `rungs_session_wait_end`);
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * RUNGS_ERR_STATE if a wait is already open (call `rungs_session_wait_end`).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_wait_begin_for(struct rungs_session *s,
@@ -3317,20 +3413,17 @@ rungs_result RUNGS_CALL rungs_session_wait_begin_for(struct rungs_session *s,
 /**
  * The wait ends at `now_us`.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE
- * if no wait is open (call `rungs_session_wait_begin`);
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
+ * no wait is open (call `rungs_session_wait_begin`);
  * RUNGS_ERR_INVALID_ARGUMENT if `now_us` is before the begin (the wait stays
- * open); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
- * RUNGS_ERR_PANIC (every object call).
+ * open).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_wait_end(struct rungs_session *s, uint64_t now_us);
 
 /**
  * One wait lasted `duration_us` (instead of begin/end).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_add_wait_us(struct rungs_session *s, uint64_t duration_us);
 
@@ -3345,9 +3438,8 @@ RUNGS_API rungs_result RUNGS_CALL rungs_session_add_wait_us(struct rungs_session
  * another layout they are dropped.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
- * RUNGS_ERR_INVALID_ARGUMENT if `look_ahead` or `needed` is not 1–250
- * (nothing counted); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
- * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_INVALID_ARGUMENT if `look_ahead` or `needed` is not 1–250 (nothing
+ * counted).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_add_frame_need(struct rungs_session *s,
@@ -3361,12 +3453,10 @@ rungs_result RUNGS_CALL rungs_session_add_frame_need(struct rungs_session *s,
  * A sample from a player already removed (its acknowledgement was on its
  * way) is a late event of normal play: accepted, it changes nothing (S3).
  *
- * Returns: RUNGS_OK (also for a removed player); RUNGS_ERR_NULL_POINTER if
- * `s` is NULL; RUNGS_ERR_INVALID_ARGUMENT if `clean` is not 0 or 1;
+ * Returns: RUNGS_OK (also for a removed player); RUNGS_ERR_NULL_POINTER if `s`
+ * is NULL; RUNGS_ERR_INVALID_ARGUMENT if `clean` is not 0 or 1;
  * RUNGS_ERR_UNKNOWN_SEAT if `peer` is not another human player of the game
- * (your own seat, an AI seat or no seat);
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * (your own seat, an AI seat or no seat).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_rtt_sample(struct rungs_session *s,
@@ -3383,9 +3473,7 @@ rungs_result RUNGS_CALL rungs_session_rtt_sample(struct rungs_session *s,
  * seats that are not this session's peers are ignored.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `endpoint` is NULL;
- * RUNGS_ERR_STATE if the endpoint's transport worker failed to stop;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call, for either object).
+ * RUNGS_ERR_STATE if the endpoint's transport worker failed to stop.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_sample_links(struct rungs_session *s,
@@ -3396,22 +3484,36 @@ rungs_result RUNGS_CALL rungs_session_sample_links(struct rungs_session *s,
  * Change the game speed's cap, 1–255 (call on every machine on the same frame).
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
- * RUNGS_ERR_INVALID_ARGUMENT if `speed_fps` is 0;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * RUNGS_ERR_INVALID_ARGUMENT if `speed_fps` is 0.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_set_speed(struct rungs_session *s, uint8_t speed_fps);
 
 /**
- * Timing, target, tier, master and evaluation state, for a UI or log.
+ * Timing, target, tier, master and evaluation state, for a UI or log:
+ * the copy the session published when its latest call returned. Callable
+ * from any thread, and from inside the session's own callbacks, while
+ * another thread is in a call on the session: it never enters the session,
+ * so the game thread's calls are never refused with RUNGS_ERR_BUSY because
+ * of it. The handle must stay alive (not freed) while this runs.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out` is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * RUNGS_ERR_POISONED; RUNGS_ERR_PANIC. Never RUNGS_ERR_BUSY or
+ * RUNGS_ERR_REENTRANT.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_status(struct rungs_session *s,
                                   struct rungs_timing_status *out);
+
+/**
+ * Point the callbacks' `user` (the first argument of every callback,
+ * `config->callbacks.user` at `rungs_session_new`) at `user` from now on:
+ * e.g. at a struct that holds this handle, so a callback can reach it
+ * (a callback may read `rungs_session_status`; other calls on the same
+ * session from inside its callbacks return RUNGS_ERR_REENTRANT).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL.
+ */
+RUNGS_API rungs_result RUNGS_CALL rungs_session_set_user(struct rungs_session *s, void *user);
 
 /**
  * A packet from `seat` arrived (call it for every copy, in any order):
@@ -3431,16 +3533,13 @@ rungs_result RUNGS_CALL rungs_session_status(struct rungs_session *s,
  * first copy, or it is past the seat's cut.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
- * RUNGS_ERR_INVALID_ARGUMENT if `seat` is your own seat, or the send frame
- * is not the one `packet_number` says; RUNGS_ERR_UNKNOWN_SEAT if `seat`
- * never was a human player of the game; RUNGS_ERR_FULL if the packet is
- * more than 512 packets past what this machine has checked (nothing is
- * recorded: keep the packet and hand it again after your next frames; only
- * a machine nobody waits for, an observer, falls that far behind);
- * RUNGS_ERR_STATE
- * if it is past the seat's cut (`rungs_session_peer_cut`);
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * RUNGS_ERR_INVALID_ARGUMENT if `seat` is your own seat, or the send frame is
+ * not the one `packet_number` says; RUNGS_ERR_UNKNOWN_SEAT if `seat` never was
+ * a human player of the game; RUNGS_ERR_FULL if the packet is more than 512
+ * packets past what this machine has checked (nothing is recorded: keep the
+ * packet and hand it again after your next frames; only a machine nobody waits
+ * for, an observer, falls that far behind); RUNGS_ERR_STATE if it is past the
+ * seat's cut (`rungs_session_peer_cut`).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_packet_received(struct rungs_session *s,
@@ -3459,11 +3558,9 @@ rungs_result RUNGS_CALL rungs_session_packet_received(struct rungs_session *s,
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_ready` is NULL;
  * RUNGS_ERR_STATE if no frame is running; RUNGS_ERR_INVALID_ARGUMENT if a
- * packet received before this machine reached its send frame turned out not
- * to carry it (the message names seat, packet and send frames: the engine
- * numbers its packets or passes its send frames wrongly, and executing would
- * desync); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
- * RUNGS_ERR_PANIC (every object call).
+ * packet received before this machine reached its send frame turned out not to
+ * carry it (the message names seat, packet and send frames: the engine numbers
+ * its packets or passes its send frames wrongly, and executing would desync).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_peers_ready(struct rungs_session *s,
@@ -3481,10 +3578,8 @@ rungs_result RUNGS_CALL rungs_session_peers_ready(struct rungs_session *s,
  * said ready it never fires. Both are `RUNGS_NO_FRAME` when the current
  * frame executes nothing.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s`, `out_first` or
- * `out_last` is NULL; RUNGS_ERR_STATE if no frame is running;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s`, `out_first` or `out_last`
+ * is NULL; RUNGS_ERR_STATE if no frame is running.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_due_tags(struct rungs_session *s,
@@ -3497,9 +3592,8 @@ rungs_result RUNGS_CALL rungs_session_due_tags(struct rungs_session *s,
  * before packet 0. What your drop procedure votes for a vanished player.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_packet` is NULL;
- * RUNGS_ERR_INVALID_ARGUMENT if `seat` is your own; RUNGS_ERR_UNKNOWN_SEAT
- * if it never was a human player; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
- * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_INVALID_ARGUMENT if `seat` is your own; RUNGS_ERR_UNKNOWN_SEAT if
+ * it never was a human player.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_packet_watermark(struct rungs_session *s,
@@ -3515,11 +3609,9 @@ rungs_result RUNGS_CALL rungs_session_packet_watermark(struct rungs_session *s,
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if `seat` is your own, or packets past
- * `last_packet` are already held here with every one before them (a cut is
- * at least every survivor's watermark); RUNGS_ERR_UNKNOWN_SEAT if `seat`
- * never was a human player; RUNGS_ERR_STATE if another cut was set for it;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * `last_packet` are already held here with every one before them (a cut is at
+ * least every survivor's watermark); RUNGS_ERR_UNKNOWN_SEAT if `seat` never
+ * was a human player; RUNGS_ERR_STATE if another cut was set for it.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_peer_cut(struct rungs_session *s,
@@ -3534,9 +3626,7 @@ rungs_result RUNGS_CALL rungs_session_peer_cut(struct rungs_session *s,
  * can have run. `RUNGS_NO_FRAME` until this machine has had that send frame
  * (ask again after the next frames).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_tag` is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_tag` is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_cut_tag(struct rungs_session *s,
@@ -3553,12 +3643,10 @@ rungs_result RUNGS_CALL rungs_session_cut_tag(struct rungs_session *s,
  * A sample from a player already removed is accepted and changes nothing,
  * as for `rungs_session_rtt_sample`.
  *
- * Returns: RUNGS_OK (also for a removed player); RUNGS_ERR_NULL_POINTER if
- * `s` is NULL; RUNGS_ERR_INVALID_ARGUMENT if `resent` is not 0 or 1;
+ * Returns: RUNGS_OK (also for a removed player); RUNGS_ERR_NULL_POINTER if `s`
+ * is NULL; RUNGS_ERR_INVALID_ARGUMENT if `resent` is not 0 or 1;
  * RUNGS_ERR_STATE if the session has no tick timer (`config->tick_hz` 0);
- * RUNGS_ERR_UNKNOWN_SEAT if `peer` is not another human player of the game;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * RUNGS_ERR_UNKNOWN_SEAT if `peer` is not another human player of the game.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_session_rtt_sample_ticks(struct rungs_session *s,
@@ -3571,12 +3659,20 @@ rungs_result RUNGS_CALL rungs_session_rtt_sample_ticks(struct rungs_session *s,
  * (`config->tick_hz`), as Tiberian Sun counts its processing time (instead
  * of `rungs_session_add_frame_work_us`).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
- * RUNGS_ERR_STATE if the session has no tick timer (`config->tick_hz` 0);
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
+ * the session has no tick timer (`config->tick_hz` 0).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_session_add_frame_ticks(struct rungs_session *s, uint32_t ticks);
+
+/**
+ * Fill `config` with the defaults: `struct_size` set,
+ * `RUNGS_POLICY_ADAPTIVE`, seat 0, `tick_hz` 0 (any rate), no callbacks;
+ * `speed_fps`, `seat_count` and `human_seat_mask` stay 0, which
+ * `rungs_timing_machine_new` refuses: they describe your game.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config is NULL; RUNGS_ERR_PANIC.
+ */
+RUNGS_API rungs_result RUNGS_CALL rungs_timing_machine_config_init(struct rungs_timing_machine_config *config);
 
 /**
  * Make a timing machine for the eve of frame 0. `*out` is written only on success.
@@ -3610,12 +3706,10 @@ RUNGS_API rungs_result RUNGS_CALL rungs_timing_machine_free(struct rungs_timing_
  *
  * Returns: RUNGS_OK; RUNGS_ERR_STATE if frame is not the frame after the
  * previous one (0 first), or the previous frame was not ended with
- * `rungs_timing_machine_end_frame`; RUNGS_ERR_NULL_POINTER if m is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * `rungs_timing_machine_frame_end`; RUNGS_ERR_NULL_POINTER if m is NULL.
  */
 RUNGS_API
-rungs_result RUNGS_CALL rungs_timing_machine_begin_frame(struct rungs_timing_machine *m,
+rungs_result RUNGS_CALL rungs_timing_machine_frame_begin(struct rungs_timing_machine *m,
                                               uint32_t frame,
                                               int32_t *out_executes_commands);
 
@@ -3626,8 +3720,7 @@ rungs_result RUNGS_CALL rungs_timing_machine_begin_frame(struct rungs_timing_mac
  *
  * Returns: RUNGS_OK; RUNGS_ERR_UNKNOWN_SEAT if seat is not below
  * config->seat_count; RUNGS_ERR_STATE if the frame `tag` already executed its
- * commands; RUNGS_ERR_NULL_POINTER if m is NULL; RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * commands; RUNGS_ERR_NULL_POINTER if m is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_queue_command(struct rungs_timing_machine *m,
@@ -3641,8 +3734,7 @@ rungs_result RUNGS_CALL rungs_timing_machine_queue_command(struct rungs_timing_m
  * when there is one; 0 when none is due or the frame is not a send frame.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out_found is NULL (nothing
- * popped); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
- * RUNGS_ERR_PANIC (every object call).
+ * popped).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_pop_due(struct rungs_timing_machine *m,
@@ -3660,9 +3752,7 @@ rungs_result RUNGS_CALL rungs_timing_machine_pop_due(struct rungs_timing_machine
  * RUNGS_ERR_INVALID_ARGUMENT if event breaks S1 (send_period 1 to 10,
  * look_ahead a multiple of it up to 250) or event->fps is 0;
  * RUNGS_ERR_UNKNOWN_SEAT if seat never was a human seat of the game;
- * RUNGS_ERR_STATE if no frame is open (`rungs_timing_machine_begin_frame`);
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * RUNGS_ERR_STATE if no frame is open (`rungs_timing_machine_frame_begin`).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_execute_timing_event(struct rungs_timing_machine *m,
@@ -3677,12 +3767,10 @@ rungs_result RUNGS_CALL rungs_timing_machine_execute_timing_event(struct rungs_t
  * round trip and as one stalled frame if it waited at all; execute the
  * detail too with `rungs_timing_machine_execute_detailed_report`.
  *
- * Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if m
- * or report is NULL; RUNGS_ERR_INVALID_ARGUMENT if report->has_worst_rtt is
+ * Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if m or
+ * report is NULL; RUNGS_ERR_INVALID_ARGUMENT if report->has_worst_rtt is
  * neither 0 nor 1; RUNGS_ERR_UNKNOWN_SEAT if seat never was a human seat of
- * the game (nothing changes); RUNGS_ERR_STATE if no frame is open;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * the game (nothing changes); RUNGS_ERR_STATE if no frame is open.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_execute_report(struct rungs_timing_machine *m,
@@ -3701,12 +3789,10 @@ rungs_result RUNGS_CALL rungs_timing_machine_execute_report(struct rungs_timing_
  *
  * Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if m,
  * report or detail is NULL; RUNGS_ERR_INVALID_ARGUMENT if a has_ flag is
- * neither 0 nor 1, detail->waited_for is neither 0–15 nor `RUNGS_NO_SEAT`,
- * or the pair breaks a rule of `rungs_report_detail` (nothing changes);
- * RUNGS_ERR_UNKNOWN_SEAT if seat never was a human seat of the game
- * (nothing changes); RUNGS_ERR_STATE if no frame is open;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * neither 0 nor 1, detail->waited_for is neither 0–15 nor `RUNGS_NO_SEAT`, or
+ * the pair breaks a rule of `rungs_report_detail` (nothing changes);
+ * RUNGS_ERR_UNKNOWN_SEAT if seat never was a human seat of the game (nothing
+ * changes); RUNGS_ERR_STATE if no frame is open.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_execute_detailed_report(struct rungs_timing_machine *m,
@@ -3727,10 +3813,9 @@ rungs_result RUNGS_CALL rungs_timing_machine_execute_detailed_report(struct rung
  * Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if m,
  * report or detail is NULL; RUNGS_ERR_INVALID_ARGUMENT if the report and
  * detail break a rule of `rungs_report_detail` or the needs one of
- * `rungs_look_ahead_needs` (nothing changes); RUNGS_ERR_UNKNOWN_SEAT if
- * seat never was a human seat of the game (nothing changes);
- * RUNGS_ERR_STATE if no frame is open; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
- * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * `rungs_look_ahead_needs` (nothing changes); RUNGS_ERR_UNKNOWN_SEAT if seat
+ * never was a human seat of the game (nothing changes); RUNGS_ERR_STATE if no
+ * frame is open.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_execute_report_with_needs(struct rungs_timing_machine *m,
@@ -3757,10 +3842,8 @@ rungs_result RUNGS_CALL rungs_timing_machine_execute_report_with_needs(struct ru
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or report is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if a has_ flag is neither 0 nor 1,
- * detail->waited_for is neither 0–15 nor `RUNGS_NO_SEAT`, or the pair
- * breaks a rule of `rungs_report_detail`; RUNGS_ERR_STATE if no frame is
- * open; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
- * RUNGS_ERR_PANIC (every object call).
+ * detail->waited_for is neither 0–15 nor `RUNGS_NO_SEAT`, or the pair breaks a
+ * rule of `rungs_report_detail`; RUNGS_ERR_STATE if no frame is open.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_raise_for_own_stall(struct rungs_timing_machine *m,
@@ -3776,9 +3859,8 @@ rungs_result RUNGS_CALL rungs_timing_machine_raise_for_own_stall(struct rungs_ti
  * same lost player) is accepted and changes nothing.
  *
  * Returns: RUNGS_OK (also for a repeated removal); RUNGS_ERR_UNKNOWN_SEAT if
- * seat never was a human seat of the game; RUNGS_ERR_STATE if no frame is open;
- * RUNGS_ERR_NULL_POINTER if m is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
- * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * seat never was a human seat of the game; RUNGS_ERR_STATE if no frame is
+ * open; RUNGS_ERR_NULL_POINTER if m is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_execute_removal(struct rungs_timing_machine *m,
@@ -3791,12 +3873,10 @@ rungs_result RUNGS_CALL rungs_timing_machine_execute_removal(struct rungs_timing
  * event stream; otherwise `*out_has_event` is 0. Either may be NULL.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_STATE if no frame is open
- * (`rungs_timing_machine_begin_frame`); RUNGS_ERR_NULL_POINTER if m is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * (`rungs_timing_machine_frame_begin`); RUNGS_ERR_NULL_POINTER if m is NULL.
  */
 RUNGS_API
-rungs_result RUNGS_CALL rungs_timing_machine_end_frame(struct rungs_timing_machine *m,
+rungs_result RUNGS_CALL rungs_timing_machine_frame_end(struct rungs_timing_machine *m,
                                             int32_t *out_has_event,
                                             struct rungs_timing_event *out_event);
 
@@ -3804,9 +3884,7 @@ rungs_result RUNGS_CALL rungs_timing_machine_end_frame(struct rungs_timing_machi
  * `*out` is 1 when the current frame is a send frame under the timing in
  * force now: send your packet (S5).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_is_send_frame(struct rungs_timing_machine *m,
@@ -3819,9 +3897,7 @@ rungs_result RUNGS_CALL rungs_timing_machine_is_send_frame(struct rungs_timing_m
  * `RUNGS_POLICY_TRACKING`. Ask this, not `rungs_is_report_frame`, when the
  * game may run `tracking`.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_is_report_frame(struct rungs_timing_machine *m,
@@ -3835,12 +3911,11 @@ rungs_result RUNGS_CALL rungs_timing_machine_is_report_frame(struct rungs_timing
  * report frames (`rungs_timing_machine_is_report_frame`), and under
  * `RUNGS_POLICY_TRACKING` also on the first frame after a stall, at most
  * every 4 frames, so the master hears of a spike at once. Ask it once per
- * frame, before `rungs_timing_machine_end_frame`; a 1 is remembered as
+ * frame, before `rungs_timing_machine_frame_end`; a 1 is remembered as
  * the last report.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL (nothing
- * is remembered); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
- * RUNGS_ERR_PANIC (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL (nothing is
+ * remembered).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_report_due(struct rungs_timing_machine *m,
@@ -3852,9 +3927,7 @@ rungs_result RUNGS_CALL rungs_timing_machine_report_due(struct rungs_timing_mach
  * The frame a command issued now is tagged for: on a send frame,
  * `frame + look_ahead`; on other frames a forecast for the next send frame.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_command_tag(struct rungs_timing_machine *m,
@@ -3863,9 +3936,7 @@ rungs_result RUNGS_CALL rungs_timing_machine_command_tag(struct rungs_timing_mac
 /**
  * The timing in force.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_timing(struct rungs_timing_machine *m,
@@ -3874,18 +3945,14 @@ rungs_result RUNGS_CALL rungs_timing_machine_timing(struct rungs_timing_machine 
 /**
  * The frame rate in force.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_timing_machine_fps(struct rungs_timing_machine *m, uint8_t *out);
 
 /**
  * Everything a UI or log shows, in one struct.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
- * (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_status(struct rungs_timing_machine *m,
@@ -3896,8 +3963,7 @@ rungs_result RUNGS_CALL rungs_timing_machine_status(struct rungs_timing_machine 
  * on every machine on the same frame (when your speed event executes).
  *
  * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if speed_fps is 0;
- * RUNGS_ERR_NULL_POINTER if m is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
- * RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_NULL_POINTER if m is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_timing_machine_set_speed(struct rungs_timing_machine *m,
@@ -3945,8 +4011,7 @@ RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_free(struct rungs_endpoint *end
  * The UDP port the endpoint is bound to (the one the OS picked for port 0).
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_port is NULL;
- * RUNGS_ERR_IO if the OS cannot say; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_IO if the OS cannot say.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_local_port(struct rungs_endpoint *endpoint,
@@ -3961,9 +4026,7 @@ rungs_result RUNGS_CALL rungs_endpoint_local_port(struct rungs_endpoint *endpoin
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or address is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if address does not parse or seat is this
- * endpoint's own; RUNGS_ERR_STATE if seat already has a peer;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object
- * call).
+ * endpoint's own; RUNGS_ERR_STATE if seat already has a peer.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_add_peer(struct rungs_endpoint *endpoint,
@@ -3975,8 +4038,7 @@ rungs_result RUNGS_CALL rungs_endpoint_add_peer(struct rungs_endpoint *endpoint,
  * never removes anyone). `RUNGS_ERR_UNKNOWN_SEAT` if there is none.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL;
- * RUNGS_ERR_UNKNOWN_SEAT if seat has no peer; RUNGS_ERR_POISONED,
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_UNKNOWN_SEAT if seat has no peer.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_remove_peer(struct rungs_endpoint *endpoint, uint8_t seat);
 
@@ -3990,9 +4052,7 @@ RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_remove_peer(struct rungs_endpoi
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL, or data is
  * NULL with len > 0; RUNGS_ERR_UNKNOWN_SEAT if seat has no peer;
  * RUNGS_ERR_INVALID_ARGUMENT if len is more than RUNGS_MAX_MESSAGE_BYTES;
- * RUNGS_ERR_FULL if max_in_flight messages are unacknowledged;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object
- * call).
+ * RUNGS_ERR_FULL if max_in_flight messages are unacknowledged.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_send(struct rungs_endpoint *endpoint,
@@ -4009,8 +4069,7 @@ rungs_result RUNGS_CALL rungs_endpoint_send(struct rungs_endpoint *endpoint,
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL;
  * RUNGS_ERR_STATE if the worker thread panicked and stopped (call
- * rungs_endpoint_stop_worker, then poll yourself); RUNGS_ERR_POISONED,
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * rungs_endpoint_stop_worker, then poll yourself).
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_poll(struct rungs_endpoint *endpoint, uint64_t now_us);
 
@@ -4020,8 +4079,7 @@ RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_poll(struct rungs_endpoint *end
  * no callback is configured; at most 64, the oldest dropped first.
  *
  * Returns: RUNGS_OK (also when there is no event); RUNGS_ERR_NULL_POINTER if
- * endpoint, out_seat or out_event is NULL; RUNGS_ERR_POISONED,
- * RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * endpoint, out_seat or out_event is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_poll_event(struct rungs_endpoint *endpoint,
@@ -4038,8 +4096,7 @@ rungs_result RUNGS_CALL rungs_endpoint_poll_event(struct rungs_endpoint *endpoin
  * Returns: RUNGS_OK (out->received 0 when nothing waits);
  * RUNGS_ERR_NULL_POINTER if endpoint or out is NULL, or buf is NULL with cap >
  * 0; RUNGS_ERR_BUFFER_TOO_SMALL if the next message is longer than cap (it
- * stays queued); RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
- * (every object call).
+ * stays queued).
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_recv(struct rungs_endpoint *endpoint,
@@ -4053,9 +4110,7 @@ rungs_result RUNGS_CALL rungs_endpoint_recv(struct rungs_endpoint *endpoint,
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if out->struct_size is not
- * sizeof(rungs_link_stats); RUNGS_ERR_UNKNOWN_SEAT if seat has no peer;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object
- * call).
+ * sizeof(rungs_link_stats); RUNGS_ERR_UNKNOWN_SEAT if seat has no peer.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_link_stats(struct rungs_endpoint *endpoint,
@@ -4069,13 +4124,11 @@ rungs_result RUNGS_CALL rungs_endpoint_link_stats(struct rungs_endpoint *endpoin
  * an unknown reason.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_count is NULL;
- * RUNGS_ERR_INVALID_ARGUMENT if reason is not a RUNGS_DROP_* value;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object
- * call).
+ * RUNGS_ERR_INVALID_ARGUMENT if reason is not a RUNGS_DROP_* value.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_dropped(struct rungs_endpoint *endpoint,
-                                    uint32_t reason,
+                                    rungs_drop_reason reason,
                                     uint64_t *out_count);
 
 /**
@@ -4088,8 +4141,7 @@ rungs_result RUNGS_CALL rungs_endpoint_dropped(struct rungs_endpoint *endpoint,
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if tick_us is outside 1000 to 1000000;
  * RUNGS_ERR_STATE if a worker already runs; RUNGS_ERR_IO if the OS refuses a
- * thread; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every
- * object call).
+ * thread.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_start_worker(struct rungs_endpoint *endpoint,
@@ -4100,8 +4152,7 @@ rungs_result RUNGS_CALL rungs_endpoint_start_worker(struct rungs_endpoint *endpo
  * the engine. `RUNGS_ERR_STATE` if no worker runs.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL;
- * RUNGS_ERR_STATE if no worker runs; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_STATE if no worker runs.
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_stop_worker(struct rungs_endpoint *endpoint);
 
@@ -4110,9 +4161,8 @@ RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_stop_worker(struct rungs_endpoi
  * the `SOCKET` on Windows), so your loop can wait in select/poll for a
  * datagram before calling `rungs_endpoint_poll`. Only wait on it.
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_socket is
- * NULL; RUNGS_ERR_STATE while a worker thread drives the socket;
- * RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_socket is NULL;
+ * RUNGS_ERR_STATE while a worker thread drives the socket.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_socket(struct rungs_endpoint *endpoint,
@@ -4125,9 +4175,8 @@ rungs_result RUNGS_CALL rungs_endpoint_socket(struct rungs_endpoint *endpoint,
  * stop that). Call after `rungs_endpoint_add_peer`, before traffic.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or key is NULL;
- * RUNGS_ERR_INVALID_ARGUMENT if the key is all zero; RUNGS_ERR_UNKNOWN_SEAT
- * if seat has no peer; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
- * RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+ * RUNGS_ERR_INVALID_ARGUMENT if the key is all zero; RUNGS_ERR_UNKNOWN_SEAT if
+ * seat has no peer.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_set_link_key(struct rungs_endpoint *endpoint,
@@ -4139,9 +4188,7 @@ rungs_result RUNGS_CALL rungs_endpoint_set_link_key(struct rungs_endpoint *endpo
  * (polling) or 2 (it panicked, caught the panic and stopped polling: call
  * `rungs_endpoint_stop_worker`).
  *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_status is
- * NULL; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every
- * object call).
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_status is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_worker_status(struct rungs_endpoint *endpoint,
@@ -4151,7 +4198,7 @@ rungs_result RUNGS_CALL rungs_endpoint_worker_status(struct rungs_endpoint *endp
  * The name of a `RUNGS_DROP_*` reason, e.g. `"bad_tag"`; `"unknown"` for
  * any other value. Static storage: never free it.
  */
-RUNGS_API const char *RUNGS_CALL rungs_drop_reason_str(uint32_t reason);
+RUNGS_API const char *RUNGS_CALL rungs_drop_reason_str(rungs_drop_reason reason);
 
 /**
  * The ABI version of the library actually loaded: compare it with
@@ -4165,7 +4212,7 @@ RUNGS_API uint32_t RUNGS_CALL rungs_abi_version(void);
 RUNGS_API const char *RUNGS_CALL rungs_version(void);
 
 #ifdef __cplusplus
-}  // extern "C"
-#endif  // __cplusplus
+} /* extern "C" */
+#endif /* __cplusplus */
 
 #endif  /* RUNGS_H */

@@ -241,7 +241,7 @@ impl Game for CApi {
     fn begin_frame(&mut self, frame: u32) {
         // SAFETY: a live machine; NULL out-pointer allowed.
         let result =
-            unsafe { rungs_timing_machine_begin_frame(self.machine, frame, ptr::null_mut()) };
+            unsafe { rungs_timing_machine_frame_begin(self.machine, frame, ptr::null_mut()) };
         assert_eq!(result, RUNGS_OK);
     }
     fn frame_work_us(&mut self, seat: u8, us: u64) {
@@ -342,7 +342,7 @@ impl Game for CApi {
         let mut has = -1;
         let mut event = rungs_timing_event::default();
         // SAFETY: a live machine and out-pointers.
-        let result = unsafe { rungs_timing_machine_end_frame(self.machine, &mut has, &mut event) };
+        let result = unsafe { rungs_timing_machine_frame_end(self.machine, &mut has, &mut event) };
         assert_eq!(result, RUNGS_OK);
         (has == 1).then_some((event.send_period, event.look_ahead, event.fps))
     }
@@ -439,14 +439,14 @@ fn a_c_master_raises_for_its_own_stall_with_its_report() {
     unsafe {
         let frame = |f: u32| {
             assert_eq!(
-                rungs_timing_machine_begin_frame(m, f, ptr::null_mut()),
+                rungs_timing_machine_frame_begin(m, f, ptr::null_mut()),
                 RUNGS_OK
             );
         };
         let end = || {
             let (mut has, mut event) = (-1, rungs_timing_event::default());
             assert_eq!(
-                rungs_timing_machine_end_frame(m, &mut has, &mut event),
+                rungs_timing_machine_frame_end(m, &mut has, &mut event),
                 RUNGS_OK
             );
             (has == 1).then_some(event)

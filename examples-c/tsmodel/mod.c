@@ -663,8 +663,7 @@ static mod_t *mod_new(const ts_game *g) {
     /* NETWORK_REPORT: the first ID past the game's table as it runs. */
     m->report_id = g->event_count;
     m->report_len = m->tracking ? RUNGS_REPORT_NEEDS_PAYLOAD_LEN : RUNGS_REPORT_PAYLOAD_LEN;
-    memset(&c, 0, sizeof c);
-    c.struct_size = sizeof c;
+    rungs_session_config_init(&c); /* struct_size and the defaults */
     c.speed_fps = (uint8_t)g->session->desired_frame_rate;
     c.seat_count = (uint8_t)m->seat_count;
     c.local_seat = (uint8_t)m->local_seat;

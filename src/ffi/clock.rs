@@ -40,10 +40,11 @@ pub struct rungs_clock_config {
     /// `sizeof(rungs_clock_config)`, so the struct can grow without breaking
     /// old callers.
     pub struct_size: u32,
-    /// Samples the offset filter keeps, 1–`RUNGS_CLOCK_MAX_SAMPLE_WINDOW`.
+    /// Samples the offset filter keeps, 1–`RUNGS_CLOCK_MAX_SAMPLE_WINDOW`;
+    /// 0: `RUNGS_CLOCK_DEFAULT_SAMPLE_WINDOW`.
     pub sample_window: u32,
     /// Most the clock slews, in millionths of elapsed local time,
-    /// 1–`RUNGS_CLOCK_MAX_SLEW_PPM`.
+    /// 1–`RUNGS_CLOCK_MAX_SLEW_PPM`; 0: `RUNGS_CLOCK_DEFAULT_MAX_SLEW_PPM`.
     pub max_slew_ppm: u32,
 }
 
@@ -88,7 +89,10 @@ pub struct rungs_pacer_config {
     /// Reference time (µs) at which `reference_frame` ideally starts.
     pub reference_start_us: i64,
     /// Most a deadline moves toward the shared schedule, in thousandths of
-    /// a frame period, 0–`RUNGS_PACER_MAX_NUDGE_PERMILLE`.
+    /// a frame period, 0–`RUNGS_PACER_MAX_NUDGE_PERMILLE`. 0 is a real
+    /// value, no nudging (a pacer that keeps its own schedule), not the
+    /// default: `rungs_pacer_config_init` writes
+    /// `RUNGS_PACER_DEFAULT_MAX_NUDGE_PERMILLE`.
     pub max_nudge_permille: u16,
     /// The frame rate in force, 1–255.
     pub fps: u8,
@@ -118,13 +122,40 @@ impl Handle for rungs_pacer {
     }
 }
 
+/// Fill `config` with the defaults: `struct_size` set,
+/// `RUNGS_CLOCK_DEFAULT_SAMPLE_WINDOW` samples and
+/// `RUNGS_CLOCK_DEFAULT_MAX_SLEW_PPM`.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config is NULL; RUNGS_ERR_PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_clock_config_init(config: *mut rungs_clock_config) -> rungs_result {
+    call("rungs_clock_config_init", || {
+        let defaults = rungs_clock_config {
+            struct_size: std::mem::size_of::<rungs_clock_config>() as u32,
+            sample_window: RUNGS_CLOCK_DEFAULT_SAMPLE_WINDOW,
+            max_slew_ppm: RUNGS_CLOCK_DEFAULT_MAX_SLEW_PPM,
+        };
+        // SAFETY: NULL (refused) or valid for writes by the caller's contract.
+        unsafe { write_to(config, "config", defaults) }
+    })
+}
+
+/// `value`, or `default` for a 0: a zeroed config field means the default.
+fn or_default(value: u32, default: u32) -> u32 {
+    if value == 0 {
+        default
+    } else {
+        value
+    }
+}
+
 /// Make a clock with no samples yet; `*out` receives the handle.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config or out is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if config->struct_size is smaller than
-/// `sizeof(rungs_clock_config)`, config->sample_window is not 1 to
-/// `RUNGS_CLOCK_MAX_SAMPLE_WINDOW`, or config->max_slew_ppm is not 1 to
-/// `RUNGS_CLOCK_MAX_SLEW_PPM`; RUNGS_ERR_PANIC.
+/// `sizeof(rungs_clock_config)`, config->sample_window is above
+/// `RUNGS_CLOCK_MAX_SAMPLE_WINDOW`, or config->max_slew_ppm is above
+/// `RUNGS_CLOCK_MAX_SLEW_PPM` (0 is the default for either); RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_clock_new(
     config: *const rungs_clock_config,
@@ -135,18 +166,24 @@ pub unsafe extern "C" fn rungs_clock_new(
         // SAFETY: read_config checks NULL and struct_size before reading the rest.
         let config = unsafe { read_config(config, "config") }?;
         let sync = ClockSync::new(ClockSyncConfig {
-            sample_window: in_range(
-                config.sample_window,
-                1,
-                RUNGS_CLOCK_MAX_SAMPLE_WINDOW,
-                "config->sample_window",
-            )? as usize,
-            max_slew_ppm: in_range(
-                config.max_slew_ppm,
-                1,
-                RUNGS_CLOCK_MAX_SLEW_PPM,
-                "config->max_slew_ppm",
-            )?,
+            sample_window: or_default(
+                in_range(
+                    config.sample_window,
+                    0,
+                    RUNGS_CLOCK_MAX_SAMPLE_WINDOW,
+                    "config->sample_window",
+                )?,
+                RUNGS_CLOCK_DEFAULT_SAMPLE_WINDOW,
+            ) as usize,
+            max_slew_ppm: or_default(
+                in_range(
+                    config.max_slew_ppm,
+                    0,
+                    RUNGS_CLOCK_MAX_SLEW_PPM,
+                    "config->max_slew_ppm",
+                )?,
+                RUNGS_CLOCK_DEFAULT_MAX_SLEW_PPM,
+            ),
         })?;
         unsafe { hand_out(out, rungs_clock(Guarded::new(sync))) }
     })
@@ -168,8 +205,7 @@ pub unsafe extern "C" fn rungs_clock_free(clock: *mut rungs_clock) -> rungs_resu
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if clock or sample is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if the timestamps contradict each other, the
 /// round trip is over 60 s, or local_now_us is earlier than a previous call's
-/// (the sample is not kept); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
-/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// (the sample is not kept).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_clock_add_sample(
     clock: *mut rungs_clock,
@@ -188,8 +224,7 @@ pub unsafe extern "C" fn rungs_clock_add_sample(
 /// The filtered offset estimate, into `*out`.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if clock or out is NULL;
-/// RUNGS_ERR_STATE if no sample was added yet; RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_STATE if no sample was added yet.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_clock_estimate(
     clock: *mut rungs_clock,
@@ -221,8 +256,7 @@ pub unsafe extern "C" fn rungs_clock_estimate(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if clock or out_reference_us is
 /// NULL; RUNGS_ERR_STATE if no sample was added yet; RUNGS_ERR_INVALID_ARGUMENT
-/// if local_now_us is earlier than a previous call's; RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// if local_now_us is earlier than a previous call's.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_clock_reference_time(
     clock: *mut rungs_clock,
@@ -237,6 +271,27 @@ pub unsafe extern "C" fn rungs_clock_reference_time(
             Ok(())
         })
     }
+}
+
+/// Fill `config` with the defaults: `struct_size` set, reference frame 0 at
+/// time 0, `RUNGS_PACER_DEFAULT_MAX_NUDGE_PERMILLE` (a zeroed struct says 0:
+/// no nudging at all), and `fps` 0, which `rungs_pacer_new` refuses: set the
+/// frame rate in force.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config is NULL; RUNGS_ERR_PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_pacer_config_init(config: *mut rungs_pacer_config) -> rungs_result {
+    call("rungs_pacer_config_init", || {
+        let defaults = rungs_pacer_config {
+            struct_size: std::mem::size_of::<rungs_pacer_config>() as u32,
+            reference_frame: 0,
+            reference_start_us: 0,
+            max_nudge_permille: RUNGS_PACER_DEFAULT_MAX_NUDGE_PERMILLE,
+            fps: 0,
+        };
+        // SAFETY: NULL (refused) or valid for writes by the caller's contract.
+        unsafe { write_to(config, "config", defaults) }
+    })
 }
 
 /// Make a pacer; the first frame due is `config->reference_frame` at
@@ -286,8 +341,7 @@ pub unsafe extern "C" fn rungs_pacer_free(pacer: *mut rungs_pacer) -> rungs_resu
 /// `rungs_pacer_frame_started`.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if pacer, out_frame or out_due_us
-/// is NULL (neither written); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
-/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// is NULL (neither written).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_pacer_next_frame_due(
     pacer: *mut rungs_pacer,
@@ -312,9 +366,7 @@ pub unsafe extern "C" fn rungs_pacer_next_frame_due(
 /// ones the frame after the previous one.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_STATE if frame is not the frame after the
-/// previous call's (no effect); RUNGS_ERR_NULL_POINTER if pacer is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// previous call's (no effect); RUNGS_ERR_NULL_POINTER if pacer is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_pacer_frame_started(
     pacer: *mut rungs_pacer,
@@ -335,8 +387,7 @@ pub unsafe extern "C" fn rungs_pacer_frame_started(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if fps is 0; RUNGS_ERR_STATE
 /// if from_frame is before the latest rate change or after the next frame due;
-/// RUNGS_ERR_NULL_POINTER if pacer is NULL; RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_NULL_POINTER if pacer is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_pacer_set_fps(
     pacer: *mut rungs_pacer,
@@ -354,8 +405,7 @@ pub unsafe extern "C" fn rungs_pacer_set_fps(
 /// `start_us` (the master's or relay's announcement, at the rate in force).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_STATE if frame is before the latest rate
-/// change; RUNGS_ERR_NULL_POINTER if pacer is NULL; RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// change; RUNGS_ERR_NULL_POINTER if pacer is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_pacer_set_reference(
     pacer: *mut rungs_pacer,
@@ -372,9 +422,7 @@ pub unsafe extern "C" fn rungs_pacer_set_reference(
 /// When `frame` ideally starts on the shared schedule, into `*out_start_us`
 /// (what a master or relay announces as a reference point).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if pacer or out_start_us is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if pacer or out_start_us is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_pacer_ideal_start(
     pacer: *mut rungs_pacer,

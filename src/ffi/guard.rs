@@ -203,6 +203,9 @@ pub unsafe fn free_call<H: Handle>(function: &'static str, handle: *mut H) -> ru
 /// The C function `function`'s call, for functions that take no object:
 /// runs `f` catching panics and returns its code, recording its message.
 pub fn call(function: &'static str, f: impl FnOnce() -> Result<()>) -> rungs_result {
+    // Every object is made through here: the core's connection nonces get
+    // their per-run entropy before the first link exists.
+    crate::net::seed_connection_nonces();
     finish(
         function,
         catch_unwind(AssertUnwindSafe(f)).unwrap_or(Err(Error::Panic)),

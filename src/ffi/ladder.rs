@@ -7,14 +7,17 @@ use super::types::{read_timing, rungs_timing};
 use crate::error::Error;
 use crate::timing::{self, Tier, Timing};
 
+/// A tier of the timing ladder, one of `RUNGS_TIER_*` (S6).
+pub type rungs_tier = u8;
+
 /// Tier "Fast" (rungs 1–2), S6.
-pub const RUNGS_TIER_FAST: u8 = 0;
+pub const RUNGS_TIER_FAST: rungs_tier = 0;
 /// Tier "Normal" (rungs 3–5).
-pub const RUNGS_TIER_NORMAL: u8 = 1;
+pub const RUNGS_TIER_NORMAL: rungs_tier = 1;
 /// Tier "Poor" (rungs 6–8).
-pub const RUNGS_TIER_POOR: u8 = 2;
+pub const RUNGS_TIER_POOR: rungs_tier = 2;
 /// Tier "Bad" (rungs 9–10, or a look-ahead longer than the rung's).
-pub const RUNGS_TIER_BAD: u8 = 3;
+pub const RUNGS_TIER_BAD: rungs_tier = 3;
 
 /// Room a label needs, terminator included (`Normal (rung 10)` + NUL).
 pub const RUNGS_LABEL_CAPACITY: usize = 17;
@@ -115,7 +118,7 @@ pub unsafe extern "C" fn rungs_timing_compare(
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_tier(
     timing: *const rungs_timing,
-    out_tier: *mut u8,
+    out_tier: *mut rungs_tier,
 ) -> rungs_result {
     call("rungs_timing_tier", || {
         // SAFETY: read_timing and write_to check NULL; the rest is by contract.
@@ -175,7 +178,10 @@ pub unsafe extern "C" fn rungs_timing_label(
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if tier is not a `RUNGS_TIER_*`; RUNGS_ERR_PANIC.
 #[no_mangle]
-pub unsafe extern "C" fn rungs_tier_name(tier: u8, out: *mut *const libc::c_char) -> rungs_result {
+pub unsafe extern "C" fn rungs_tier_name(
+    tier: rungs_tier,
+    out: *mut *const libc::c_char,
+) -> rungs_result {
     call("rungs_tier_name", || {
         let tier = Tier::from_u8(in_range(tier, RUNGS_TIER_FAST, RUNGS_TIER_BAD, "tier")?)
             .ok_or(Error::InvalidArgument("tier is not a RUNGS_TIER_*"))?;

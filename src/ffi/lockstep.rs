@@ -26,12 +26,14 @@ use super::args::{
 };
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
 use super::result::rungs_result;
+use super::snapshot::{read_status, Published, PublishesStatus};
 use super::timing_machine::{
     deliver_output, rungs_timing_callbacks, rungs_timing_status, status_to_c,
 };
 use super::transport::{
     parse_address, RUNGS_LINK_EVENT_LOST, RUNGS_LINK_EVENT_RECOVERED, RUNGS_LINK_EVENT_RESTARTED,
 };
+use super::types::rungs_policy;
 use super::types::{
     human_seats, local_seat, rungs_command_fn, rungs_desync_fn, rungs_frame_rate_changed_fn,
     rungs_link_event_fn, rungs_player_message_fn, rungs_seat_event_fn, rungs_timing_changed_fn,
@@ -48,25 +50,33 @@ use crate::session::{
 };
 use crate::timing::MachineConfig;
 use crate::wire::packet::SessionKey;
+use crate::wire::relay::MAX_ORDER_BYTES;
+use crate::wire::turn::{ITEM_HEADER_BYTES, TURN_HEADER_BYTES};
+
+/// What `rungs_lockstep_update` did, one of `RUNGS_LOCKSTEP_*`.
+pub type rungs_lockstep_outcome = i32;
 
 /// `rungs_lockstep_update` ran a frame; its commands went to the callback.
-pub const RUNGS_LOCKSTEP_RAN: i32 = 0;
+pub const RUNGS_LOCKSTEP_RAN: rungs_lockstep_outcome = 0;
 /// The next frame is not due yet.
-pub const RUNGS_LOCKSTEP_NOT_DUE: i32 = 1;
+pub const RUNGS_LOCKSTEP_NOT_DUE: rungs_lockstep_outcome = 1;
 /// The next frame is due but waits for other players' turns (`waiting_for`).
-pub const RUNGS_LOCKSTEP_WAITING: i32 = 2;
+pub const RUNGS_LOCKSTEP_WAITING: rungs_lockstep_outcome = 2;
 /// This player has left the game.
-pub const RUNGS_LOCKSTEP_LEFT: i32 = 3;
+pub const RUNGS_LOCKSTEP_LEFT: rungs_lockstep_outcome = 3;
+
+/// How the machines of a game connect, one of `RUNGS_TOPOLOGY_*`.
+pub type rungs_topology = u32;
 
 /// `rungs_lockstep_config.topology`: a link to every other human seat
 /// (`rungs_lockstep_add_peer`), turns and timing agreed between machines.
-pub const RUNGS_TOPOLOGY_PEER_TO_PEER: u32 = 0;
+pub const RUNGS_TOPOLOGY_PEER_TO_PEER: rungs_topology = 0;
 /// `rungs_lockstep_config.topology`: one link to a relay (S10) that gives
 /// every command its frame and owns the clock; a frame is one relay tick,
 /// so the relay's tick rate is the game's frame rate. Same callbacks,
 /// checksums, status, stats and update loop; no peers to add. The relay
 /// link shows in `link_event` as seat `RUNGS_RELAY_SEAT`.
-pub const RUNGS_TOPOLOGY_RELAY: u32 = 1;
+pub const RUNGS_TOPOLOGY_RELAY: rungs_topology = 1;
 /// The seat number of the relay in `link_event` (relay topology): LOST when
 /// the link to the relay is lost (rungs reconnects by itself and resends
 /// what the relay has not confirmed), RECOVERED when it is back, RESTARTED
@@ -119,7 +129,7 @@ pub struct rungs_lockstep_config {
     pub local_seat: u8,
     /// `RUNGS_POLICY_ADAPTIVE` (0) or `RUNGS_POLICY_TRACKING`; the same on
     /// every machine of a game.
-    pub policy: u8,
+    pub policy: rungs_policy,
     /// Bit `i` set: seat `i` is a human player (with a machine).
     pub human_seat_mask: u32,
     /// The game's session id and 128-bit key, the same on every machine (S8).
@@ -144,7 +154,7 @@ pub struct rungs_lockstep_config {
     /// (`key` may be all zero), and the fields below say how to reach the
     /// relay, as the lobby handed them out (`rungs_relay_ticket_issue`,
     /// `rungs_relay_credentials_parse`).
-    pub topology: u32,
+    pub topology: rungs_topology,
     /// Relay: the relay's address, `"ip:port"`.
     pub relay_address: *const libc::c_char,
     /// Relay: the ticket, `relay_ticket_len` (`RUNGS_RELAY_TICKET_BYTES`)
@@ -157,8 +167,9 @@ pub struct rungs_lockstep_config {
     /// program that kept its game state); 0 for a fresh start.
     pub relay_have_horizon: u32,
     /// Relay: how many ticks behind the relay's clock frames run, beyond the
-    /// bundle interval: one-way delay and jitter up to that much cost no
-    /// stall (`RUNGS_RELAY_DEFAULT_JITTER_TICKS`: 67 ms at 30 ticks/s).
+    /// bundle interval, 1 to 255 (more counts as 255): one-way delay and
+    /// jitter up to that much cost no stall. 0: the default,
+    /// `RUNGS_RELAY_DEFAULT_JITTER_TICKS` (67 ms at 30 ticks/s).
     pub relay_jitter_ticks: u32,
     /// Peer-to-peer: a player unheard for this long, in ms, has vanished
     /// (its link is lost: `link_event` LOST) and is dropped; 0 for rungs'
@@ -195,7 +206,7 @@ pub struct rungs_link_key {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct rungs_lockstep_update_result {
     /// One of `RUNGS_LOCKSTEP_*`.
-    pub outcome: i32,
+    pub outcome: rungs_lockstep_outcome,
     /// The frame that ran (`RUNGS_LOCKSTEP_RAN`), else the latest frame run.
     pub frame: u32,
     /// Call `rungs_lockstep_update` again by this time (µs on your clock).
@@ -235,10 +246,21 @@ pub struct LockstepObject {
     pub(super) callbacks: rungs_lockstep_callbacks,
     /// The relay topology's own callbacks (`rungs_lockstep_set_relay_callbacks`).
     pub(super) relay_callbacks: Option<super::relay::rungs_relay_callbacks>,
+    /// `config->checksum_interval`, so a checksum submitted with checksums
+    /// off is refused with a message that says they are off.
+    checksum_interval: u32,
 }
 
-/// An opaque lockstep game, made by `rungs_lockstep_new`.
-pub struct rungs_lockstep(pub(super) Guarded<LockstepObject>);
+/// An opaque lockstep game, made by `rungs_lockstep_new`: the guarded
+/// game and the status it published last (`snapshot.rs`).
+pub struct rungs_lockstep(Guarded<LockstepObject>, Published);
+
+impl rungs_lockstep {
+    pub(super) fn new(object: LockstepObject) -> Self {
+        let status = Published::new(object.status());
+        rungs_lockstep(Guarded::new(object), status)
+    }
+}
 
 impl Handle for rungs_lockstep {
     type State = LockstepObject;
@@ -247,20 +269,54 @@ impl Handle for rungs_lockstep {
     }
 }
 
+impl PublishesStatus for rungs_lockstep {
+    fn published(&self) -> &Published {
+        &self.1
+    }
+}
+
 impl LockstepObject {
-    pub(super) fn new(
-        driver: LockstepDriver,
-        callbacks: rungs_lockstep_callbacks,
-    ) -> LockstepObject {
+    pub(super) fn new(driver: LockstepDriver, config: &rungs_lockstep_config) -> LockstepObject {
         LockstepObject {
             driver,
-            callbacks,
+            callbacks: config.callbacks,
             relay_callbacks: None,
+            checksum_interval: config.checksum_interval,
         }
+    }
+
+    /// This machine's own seat, refused by the calls that take another's.
+    fn refuse_own_seat(&mut self, seat: u8, why: &str) -> Result<()> {
+        if seat == self.session().endpoint().local_seat() {
+            return Err(Error::UnknownSeat(seat).detailed(format!(
+                "seat {seat} is this machine's own seat (config->local_seat); {why}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The largest command this game carries: what one turn packet holds
+    /// beside the turn's and the item's headers peer-to-peer (the session's
+    /// own rule), one relay order behind a relay.
+    fn max_command_bytes(&mut self) -> usize {
+        let session = self.session();
+        if session.relay_client().is_some() {
+            return MAX_ORDER_BYTES;
+        }
+        (session.endpoint().config().link.max_message_bytes()
+            - TURN_HEADER_BYTES
+            - ITEM_HEADER_BYTES)
+            .min(usize::from(u16::MAX))
     }
 
     pub(super) fn session(&mut self) -> &mut LockstepSession {
         self.driver.session_mut()
+    }
+
+    /// The status `rungs_lockstep_status` shows.
+    fn status(&self) -> rungs_timing_status {
+        let (status, is_master) = self.driver.session().timing_status();
+        status_to_c(&status, is_master)
     }
 
     /// Hand every pending event to the engine's callbacks.
@@ -325,7 +381,14 @@ pub(super) unsafe fn lockstep_call(
     f: impl FnOnce(&mut LockstepObject) -> Result<()>,
 ) -> rungs_result {
     // SAFETY: forwarded contract; the guard checks NULL.
-    unsafe { object_call(function, ls, f) }
+    unsafe {
+        object_call(function, ls, |o| {
+            let result = f(o);
+            // SAFETY: the guard let this call in, so `ls` is non-NULL and live.
+            (*ls).1.publish(o.status());
+            result
+        })
+    }
 }
 
 /// # Safety
@@ -455,8 +518,35 @@ unsafe fn relay_settings(c: &rungs_lockstep_config) -> Result<RelaySettings> {
     }
     Ok(RelaySettings {
         have_horizon: c.relay_have_horizon,
-        jitter_ticks: c.relay_jitter_ticks,
+        jitter_ticks: match c.relay_jitter_ticks {
+            0 => RUNGS_RELAY_DEFAULT_JITTER_TICKS,
+            ticks => ticks,
+        },
         ..RelaySettings::new(relay, credentials, super::relay::process_nonce_seed())
+    })
+}
+
+/// Fill `config` with the defaults: `struct_size` set,
+/// `RUNGS_POLICY_ADAPTIVE`, `RUNGS_TOPOLOGY_PEER_TO_PEER`, bind
+/// `"0.0.0.0:0"` (NULL), the epoch from the wall clock (0), no checksums
+/// (0), rungs' liveness timeout (0), drops by rungs (0), a fresh start
+/// behind a relay (0) with `RUNGS_RELAY_DEFAULT_JITTER_TICKS`, no link keys,
+/// no callbacks. `speed_fps`, `seat_count`, `human_seat_mask` and an all-zero
+/// `key` stay for you to set (`rungs_lockstep_new` refuses them).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config is NULL; RUNGS_ERR_PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_lockstep_config_init(
+    config: *mut rungs_lockstep_config,
+) -> rungs_result {
+    call("rungs_lockstep_config_init", || {
+        // SAFETY: every field is valid zeroed (integers, NULL pointers, no
+        // callbacks); the fields whose default is not 0 are set below.
+        let mut defaults: rungs_lockstep_config = unsafe { std::mem::zeroed() };
+        defaults.struct_size = std::mem::size_of::<rungs_lockstep_config>() as u32;
+        defaults.relay_jitter_ticks = RUNGS_RELAY_DEFAULT_JITTER_TICKS;
+        // SAFETY: NULL (refused) or valid for writes by the caller's contract.
+        unsafe { write_to(config, "config", defaults) }
     })
 }
 
@@ -506,7 +596,7 @@ pub unsafe extern "C" fn rungs_lockstep_new(
         unsafe {
             hand_out(
                 out,
-                rungs_lockstep(Guarded::new(LockstepObject::new(driver, config.callbacks))),
+                rungs_lockstep::new(LockstepObject::new(driver, &config)),
             )
         }
     })
@@ -526,8 +616,7 @@ pub unsafe extern "C" fn rungs_lockstep_free(ls: *mut rungs_lockstep) -> rungs_r
 /// The UDP port the socket is bound to (the one the OS picked for port 0).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out_port is NULL;
-/// RUNGS_ERR_IO if the OS cannot say; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_IO if the OS cannot say.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_local_port(
     ls: *mut rungs_lockstep,
@@ -546,11 +635,10 @@ pub unsafe extern "C" fn rungs_lockstep_local_port(
 /// human seat needs one; `rungs_lockstep_update` says so if one is missing.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or address is NULL;
-/// RUNGS_ERR_UNKNOWN_SEAT if seat is this machine's, not a human seat, or
-/// not below seat_count; RUNGS_ERR_INVALID_ARGUMENT if address does not
-/// parse; RUNGS_ERR_STATE if seat already has an address, or in the relay
-/// topology (no peers); RUNGS_ERR_POISONED,
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_UNKNOWN_SEAT if seat is this machine's, not a human seat, or not
+/// below seat_count; RUNGS_ERR_INVALID_ARGUMENT if address does not parse;
+/// RUNGS_ERR_STATE if seat already has an address, or in the relay topology (no
+/// peers).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_add_peer(
     ls: *mut rungs_lockstep,
@@ -562,6 +650,7 @@ pub unsafe extern "C" fn rungs_lockstep_add_peer(
         lockstep_call("rungs_lockstep_add_peer", ls, |o| {
             require(address, "address")?;
             let address = parse_address(address, "address")?;
+            o.refuse_own_seat(seat, "add the other human seats")?;
             o.session().add_peer(seat, address, now_us)
         })
     }
@@ -579,10 +668,10 @@ pub unsafe extern "C" fn rungs_lockstep_add_peer(
 /// `rungs_lockstep_submit_order` to learn its id.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
-/// with len > 0; RUNGS_ERR_INVALID_ARGUMENT if len is more than one packet
-/// holds (1,007 bytes with the default link); RUNGS_ERR_FULL if the next
-/// turn cannot take it; RUNGS_ERR_STATE after rungs_lockstep_leave;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// with len > 0; RUNGS_ERR_INVALID_ARGUMENT if len is more than one command
+/// carries (1,007 bytes with the default link, 512 behind a relay; the message
+/// names both numbers); RUNGS_ERR_FULL if the next turn cannot take it;
+/// RUNGS_ERR_STATE after rungs_lockstep_leave.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_submit_command(
     ls: *mut rungs_lockstep,
@@ -593,6 +682,12 @@ pub unsafe extern "C" fn rungs_lockstep_submit_command(
     unsafe {
         lockstep_call("rungs_lockstep_submit_command", ls, |o| {
             let command = slice_in(bytes, len, "bytes")?;
+            let limit = o.max_command_bytes();
+            if command.len() > limit {
+                return Err(Error::InvalidValue(format!(
+                    "len is {len}; expected at most {limit} bytes, what one command carries in this game"
+                )));
+            }
             let frame = o.session().submit_command(command)?;
             write_optional(out_frame, frame);
             Ok(())
@@ -609,10 +704,9 @@ pub unsafe extern "C" fn rungs_lockstep_submit_command(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
 /// with len > 0; RUNGS_ERR_INVALID_ARGUMENT if seat is not an AI seat of the
-/// match or len is over 512 (as a human order); RUNGS_ERR_STATE peer-to-peer (your engine runs its AI itself) or
-/// before the relay welcomed this machine; RUNGS_ERR_FULL with 4096 AI
-/// orders waiting; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
-/// RUNGS_ERR_PANIC (every object call).
+/// match or len is over 512 (as a human order); RUNGS_ERR_STATE peer-to-peer
+/// (your engine runs its AI itself) or before the relay welcomed this machine;
+/// RUNGS_ERR_FULL with 4096 AI orders waiting.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_submit_ai_order(
     ls: *mut rungs_lockstep,
@@ -639,9 +733,8 @@ pub unsafe extern "C" fn rungs_lockstep_submit_ai_order(
 /// `rungs_lockstep_is_checksum_frame` says which frames, either topology.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
-/// RUNGS_ERR_INVALID_ARGUMENT if checksum_interval is 0 or frame is not a
-/// checksum frame; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
-/// (every object call).
+/// RUNGS_ERR_INVALID_ARGUMENT if checksum_interval is 0 (checksums are off) or
+/// frame is not a checksum frame.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_submit_checksum(
     ls: *mut rungs_lockstep,
@@ -650,6 +743,11 @@ pub unsafe extern "C" fn rungs_lockstep_submit_checksum(
 ) -> rungs_result {
     unsafe {
         lockstep_call("rungs_lockstep_submit_checksum", ls, |o| {
+            if o.checksum_interval == 0 {
+                return Err(Error::InvalidArgument(
+                    "checksums are off (config->checksum_interval is 0): nothing compares them",
+                ));
+            }
             o.session().submit_checksum(frame, checksum)
         })
     }
@@ -657,8 +755,7 @@ pub unsafe extern "C" fn rungs_lockstep_submit_checksum(
 
 /// One frame's work took `duration_us` (for the reports, S3).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_add_frame_work_us(
     ls: *mut rungs_lockstep,
@@ -676,9 +773,8 @@ pub unsafe extern "C" fn rungs_lockstep_add_frame_work_us(
 /// `rungs_lockstep_update` until it reports `RUNGS_LOCKSTEP_LEFT`. No
 /// command can be submitted after this call.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL; RUNGS_ERR_STATE
-/// if this player already left or is leaving; RUNGS_ERR_POISONED,
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL; RUNGS_ERR_STATE if
+/// this player already left or is leaving.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_leave(ls: *mut rungs_lockstep) -> rungs_result {
     unsafe { lockstep_call("rungs_lockstep_leave", ls, |o| o.session().leave()) }
@@ -692,10 +788,9 @@ pub unsafe extern "C" fn rungs_lockstep_leave(ls: *mut rungs_lockstep) -> rungs_
 /// being dropped already changes nothing.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
-/// RUNGS_ERR_UNKNOWN_SEAT if seat is this machine's, not a human seat, or
-/// already removed; RUNGS_ERR_STATE in the relay topology (the relay drops
-/// a seat after its reconnect grace); RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_UNKNOWN_SEAT if seat is this machine's (leave with
+/// rungs_lockstep_leave), not a human seat, or already removed; RUNGS_ERR_STATE
+/// in the relay topology (the relay drops a seat after its reconnect grace).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_drop_player(
     ls: *mut rungs_lockstep,
@@ -703,6 +798,7 @@ pub unsafe extern "C" fn rungs_lockstep_drop_player(
 ) -> rungs_result {
     unsafe {
         lockstep_call("rungs_lockstep_drop_player", ls, |o| {
+            o.refuse_own_seat(seat, "to leave the game call rungs_lockstep_leave")?;
             o.session().drop_player(seat)
         })
     }
@@ -716,17 +812,14 @@ pub unsafe extern "C" fn rungs_lockstep_drop_player(
 /// between, a loop may sleep in select/poll on `rungs_lockstep_socket`.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL; RUNGS_ERR_STATE
-/// before frame 0 if a human seat has no address (call
-/// rungs_lockstep_add_peer for every other human seat), or frames were
-/// driven out of order; in the relay topology RUNGS_ERR_STATE also when the
-/// relay refused this machine for good (the message says why: a bad or
-/// expired ticket, the seat left, the match over, "the relay lost this
-/// match's turn log" when the relay restarted without it) or its match
-/// compares checksums at another interval than `checksum_interval`;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
-/// (every object call). An error never leaves a frame half
-/// run: either the frame ran and its commands reached the callback, or it
-/// did not start.
+/// before frame 0 if a human seat has no address (call rungs_lockstep_add_peer
+/// for every other human seat), or frames were driven out of order; in the
+/// relay topology RUNGS_ERR_STATE also when the relay refused this machine for
+/// good (the message says why: a bad or expired ticket, the seat left, the
+/// match over, "the relay lost this match's turn log" when the relay restarted
+/// without it) or its match compares checksums at another interval than
+/// `checksum_interval`. An error never leaves a frame half run: either the
+/// frame ran and its commands reached the callback, or it did not start.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_update(
     ls: *mut rungs_lockstep,
@@ -777,8 +870,7 @@ pub unsafe extern "C" fn rungs_lockstep_update(
 /// then call `rungs_lockstep_update`. Only wait on it: reading it would
 /// take the game's datagrams. Valid until `rungs_lockstep_free`.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out_socket is NULL;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out_socket is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_socket(
     ls: *mut rungs_lockstep,
@@ -797,25 +889,48 @@ pub unsafe extern "C" fn rungs_lockstep_socket(
 /// (the relay is the master), and the evaluation fields are the relay's
 /// business (0).
 ///
+/// It is the copy the game published when its latest call returned, so a
+/// UI thread may poll it while the game thread drives the game, and a
+/// callback may read it: it never enters the game, and never makes the
+/// game thread's calls return RUNGS_ERR_BUSY. The handle must stay alive
+/// (not freed) while this runs.
+///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_POISONED; RUNGS_ERR_PANIC. Never RUNGS_ERR_BUSY or
+/// RUNGS_ERR_REENTRANT.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_status(
     ls: *mut rungs_lockstep,
     out: *mut rungs_timing_status,
 ) -> rungs_result {
+    // SAFETY: NULL or live by contract.
+    unsafe { read_status("rungs_lockstep_status", ls, out) }
+}
+
+/// Point the callbacks' `user` (the first argument of every callback in
+/// `config->callbacks`, fixed at `rungs_lockstep_new`) at `user` from now
+/// on: e.g. at a struct that holds this handle, so a callback can reach it
+/// (a callback may read `rungs_lockstep_status`; other calls on the same
+/// game from inside its callbacks return RUNGS_ERR_REENTRANT). The relay
+/// callbacks keep their own `user` (`rungs_lockstep_set_relay_callbacks`).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_lockstep_set_user(
+    ls: *mut rungs_lockstep,
+    user: *mut c_void,
+) -> rungs_result {
     unsafe {
-        lockstep_call("rungs_lockstep_status", ls, |o| {
-            let (status, is_master) = o.session().timing_status();
-            write_to(out, "out", status_to_c(&status, is_master))
+        lockstep_call("rungs_lockstep_set_user", ls, |o| {
+            o.callbacks.user = user;
+            Ok(())
         })
     }
 }
 
 /// Counters for a diagnostics screen.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_get_stats(
     ls: *mut rungs_lockstep,

@@ -56,8 +56,7 @@ pub unsafe extern "C" fn rungs_measurements_free(
 /// A frame's work begins at `now_us` (any monotonic microsecond clock).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_STATE if a frame's work is already open;
-/// RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_NULL_POINTER if measurements is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_frame_work_begin(
     measurements: *mut rungs_measurements,
@@ -75,8 +74,7 @@ pub unsafe extern "C" fn rungs_measurements_frame_work_begin(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_STATE if no frame's work is open;
 /// RUNGS_ERR_INVALID_ARGUMENT if now_us is before the begin (the frame stays
-/// open); RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// open); RUNGS_ERR_NULL_POINTER if measurements is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_frame_work_end(
     measurements: *mut rungs_measurements,
@@ -91,9 +89,7 @@ pub unsafe extern "C" fn rungs_measurements_frame_work_end(
 
 /// One frame took `duration_us` of processing (instead of begin/end).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_add_frame_work_us(
     measurements: *mut rungs_measurements,
@@ -110,8 +106,7 @@ pub unsafe extern "C" fn rungs_measurements_add_frame_work_us(
 /// The machine starts waiting for the other players at `now_us`.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_STATE if a wait is already open;
-/// RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_NULL_POINTER if measurements is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_wait_begin(
     measurements: *mut rungs_measurements,
@@ -128,10 +123,9 @@ pub unsafe extern "C" fn rungs_measurements_wait_begin(
 /// report names the seat waited for longest); `RUNGS_NO_SEAT` for no seat in
 /// particular, as `rungs_measurements_wait_begin`.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `seat` is neither 0–15
-/// nor `RUNGS_NO_SEAT`; RUNGS_ERR_STATE if a wait is already open;
-/// RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `seat` is neither 0–15 nor
+/// `RUNGS_NO_SEAT`; RUNGS_ERR_STATE if a wait is already open;
+/// RUNGS_ERR_NULL_POINTER if measurements is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_wait_begin_for(
     measurements: *mut rungs_measurements,
@@ -151,8 +145,7 @@ pub unsafe extern "C" fn rungs_measurements_wait_begin_for(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_STATE if no wait is open;
 /// RUNGS_ERR_INVALID_ARGUMENT if now_us is before the begin (the wait stays
-/// open); RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// open); RUNGS_ERR_NULL_POINTER if measurements is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_wait_end(
     measurements: *mut rungs_measurements,
@@ -167,9 +160,7 @@ pub unsafe extern "C" fn rungs_measurements_wait_end(
 
 /// One wait for the other players lasted `duration_us` (instead of begin/end).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_add_wait_us(
     measurements: *mut rungs_measurements,
@@ -187,10 +178,9 @@ pub unsafe extern "C" fn rungs_measurements_add_wait_us(
 /// `rungs_measurements_wait_begin_for` / `_wait_end`); `RUNGS_NO_SEAT` for
 /// no seat in particular, as `rungs_measurements_add_wait_us`.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `seat` is neither 0–15
-/// nor `RUNGS_NO_SEAT` (nothing counted); RUNGS_ERR_NULL_POINTER if
-/// measurements is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
-/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `seat` is neither 0–15 nor
+/// `RUNGS_NO_SEAT` (nothing counted); RUNGS_ERR_NULL_POINTER if measurements is
+/// NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_add_wait_for_us(
     measurements: *mut rungs_measurements,
@@ -240,10 +230,8 @@ pub unsafe extern "C" fn rungs_needed_look_ahead(
 /// each of the four look-aheads from the last frame's down
 /// (`rungs_look_ahead_needs`, `rungs_measurements_take_report_with_needs`).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `look_ahead` or
-/// `needed` is not 1–250 (nothing counted); RUNGS_ERR_NULL_POINTER if
-/// measurements is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
-/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `look_ahead` or `needed` is
+/// not 1–250 (nothing counted); RUNGS_ERR_NULL_POINTER if measurements is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_add_frame_need(
     measurements: *mut rungs_measurements,
@@ -262,8 +250,7 @@ pub unsafe extern "C" fn rungs_measurements_add_frame_need(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if peer is not a seat (0 to
 /// 15); RUNGS_ERR_STATE if peer is already measured; RUNGS_ERR_NULL_POINTER if
-/// measurements is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
-/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// measurements is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_add_peer(
     measurements: *mut rungs_measurements,
@@ -280,8 +267,7 @@ pub unsafe extern "C" fn rungs_measurements_add_peer(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_UNKNOWN_SEAT if peer is not measured
 /// (`rungs_measurements_add_peer`); RUNGS_ERR_NULL_POINTER if measurements is
-/// NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
-/// RUNGS_ERR_PANIC (every object call).
+/// NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_remove_peer(
     measurements: *mut rungs_measurements,
@@ -302,8 +288,7 @@ pub unsafe extern "C" fn rungs_measurements_remove_peer(
 /// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if clean is neither 0 nor 1;
 /// RUNGS_ERR_UNKNOWN_SEAT if peer is not measured
 /// (`rungs_measurements_add_peer`); RUNGS_ERR_NULL_POINTER if measurements is
-/// NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
-/// RUNGS_ERR_PANIC (every object call).
+/// NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_add_rtt_sample(
     measurements: *mut rungs_measurements,
@@ -325,11 +310,9 @@ pub unsafe extern "C" fn rungs_measurements_add_rtt_sample(
 /// went out more than once: the sample is then not clean (S8) and never
 /// replaces the link's measured value; 0 when it went out once.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `tick_hz` is 0 or
-/// `resent` is neither 0 nor 1; RUNGS_ERR_UNKNOWN_SEAT if peer is not
-/// measured; RUNGS_ERR_NULL_POINTER if measurements is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `tick_hz` is 0 or `resent`
+/// is neither 0 nor 1; RUNGS_ERR_UNKNOWN_SEAT if peer is not measured;
+/// RUNGS_ERR_NULL_POINTER if measurements is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_add_rtt_ticks(
     measurements: *mut rungs_measurements,
@@ -351,8 +334,7 @@ pub unsafe extern "C" fn rungs_measurements_add_rtt_ticks(
 /// `rungs_measurements_add_frame_work_us`).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `tick_hz` is 0;
-/// RUNGS_ERR_NULL_POINTER if measurements is NULL; RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_NULL_POINTER if measurements is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_add_frame_ticks(
     measurements: *mut rungs_measurements,
@@ -379,9 +361,7 @@ fn tick_timer(tick_hz: u8) -> crate::Result<crate::timing::TickTimer> {
 /// The stalled frames (waits) measured since the last report, into `*out`:
 /// what `rungs_timing_machine_report_due` asks for.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements or out is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements or out is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_unreported_stalls(
     measurements: *mut rungs_measurements,
@@ -404,8 +384,7 @@ pub unsafe extern "C" fn rungs_measurements_unreported_stalls(
 /// `rungs_measurements_take_detailed_report` instead.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements or out is NULL
-/// (the interval does not end); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
-/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// (the interval does not end).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_take_report(
     measurements: *mut rungs_measurements,
@@ -429,9 +408,8 @@ pub unsafe extern "C" fn rungs_measurements_take_report(
 /// with `rungs_timing_machine_execute_detailed_report`. The pair always
 /// keeps the detailed layout's rules (`rungs_report_detail`).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements, out or
-/// out_detail is NULL (the interval does not end); RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements, out or out_detail
+/// is NULL (the interval does not end).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_take_detailed_report(
     measurements: *mut rungs_measurements,
@@ -455,10 +433,8 @@ pub unsafe extern "C" fn rungs_measurements_take_detailed_report(
 /// machine with `rungs_timing_machine_execute_report_with_needs`. The three
 /// always keep the layout's rules.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements, out,
-/// out_detail or out_needs is NULL (the interval does not end);
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements, out, out_detail
+/// or out_needs is NULL (the interval does not end).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_take_report_with_needs(
     measurements: *mut rungs_measurements,

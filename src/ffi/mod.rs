@@ -37,6 +37,7 @@ pub mod payload;
 pub mod relay;
 pub mod result;
 pub mod session;
+mod snapshot;
 pub mod timing_machine;
 pub mod transport;
 pub mod types;

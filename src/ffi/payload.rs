@@ -19,6 +19,9 @@ use crate::report::Report;
 use crate::timing::TimingEvent;
 use crate::wire::events::{self, ReportLayout, TimingLayout};
 
+/// A NETWORK_REPORT layout, one of `RUNGS_REPORT_LAYOUT_*`.
+pub type rungs_report_layout = u8;
+
 /// Bytes of a TIMING payload in the Tiberian Sun layout.
 pub const RUNGS_TIMING_PAYLOAD_LEN: usize = 5;
 /// Bytes of a TIMING payload in the Red Alert layout.
@@ -33,9 +36,9 @@ pub const RUNGS_REPORT_EXTENDED_PAYLOAD_LEN: usize = 9;
 pub const RUNGS_TS_FOG_BIAS: u8 = 10;
 /// NETWORK_REPORT layout: OpenTS's 6 bytes, milliseconds (process time
 /// rounded up).
-pub const RUNGS_REPORT_LAYOUT_COMPACT: u8 = 0;
+pub const RUNGS_REPORT_LAYOUT_COMPACT: rungs_report_layout = 0;
 /// NETWORK_REPORT layout: 9 bytes, version 1, process time in µs.
-pub const RUNGS_REPORT_LAYOUT_EXTENDED: u8 = 1;
+pub const RUNGS_REPORT_LAYOUT_EXTENDED: rungs_report_layout = 1;
 /// NETWORK_REPORT layout: 22 bytes, version 2, the extended fields plus the
 /// round-trip distribution and the stalls by seat (docs/payloads.md), what
 /// the tracking policy reads. A `rungs_session` with it in
@@ -45,7 +48,7 @@ pub const RUNGS_REPORT_LAYOUT_EXTENDED: u8 = 1;
 /// the detail (`rungs_report_detail`) beside the `rungs_report`.
 /// `rungs_report_payload_encode` / `_decode` refuse it: `rungs_report` has
 /// no fields for the detail.
-pub const RUNGS_REPORT_LAYOUT_DETAILED: u8 = 2;
+pub const RUNGS_REPORT_LAYOUT_DETAILED: rungs_report_layout = 2;
 /// Bytes of a NETWORK_REPORT payload in the detailed layout.
 pub const RUNGS_REPORT_DETAILED_PAYLOAD_LEN: usize = 22;
 /// NETWORK_REPORT layout: 32 bytes, version 3, the detailed layout's fields
@@ -57,7 +60,7 @@ pub const RUNGS_REPORT_DETAILED_PAYLOAD_LEN: usize = 22;
 /// an engine with its own event queue uses
 /// `rungs_report_payload_encode_needs` / `_decode_needs`. The lockstep
 /// session's turns carry their reports in it.
-pub const RUNGS_REPORT_LAYOUT_NEEDS: u8 = 3;
+pub const RUNGS_REPORT_LAYOUT_NEEDS: rungs_report_layout = 3;
 /// Bytes of a NETWORK_REPORT payload in the needs layout.
 pub const RUNGS_REPORT_NEEDS_PAYLOAD_LEN: usize = 32;
 
@@ -188,7 +191,7 @@ pub unsafe extern "C" fn rungs_ra_timing_payload_decode(
 #[no_mangle]
 pub unsafe extern "C" fn rungs_report_payload_encode(
     report: *const rungs_report,
-    layout: u8,
+    layout: rungs_report_layout,
     buf: *mut u8,
     cap: usize,
     out_len: *mut usize,
@@ -214,7 +217,7 @@ pub unsafe extern "C" fn rungs_report_payload_encode(
 pub unsafe extern "C" fn rungs_report_payload_decode(
     bytes: *const u8,
     len: usize,
-    layout: u8,
+    layout: rungs_report_layout,
     out: *mut rungs_report,
 ) -> rungs_result {
     call("rungs_report_payload_decode", || {

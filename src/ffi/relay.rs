@@ -26,6 +26,7 @@ use super::lockstep::{
 };
 use super::result::rungs_result;
 use super::transport::parse_address;
+use super::types::rungs_policy;
 use super::types::{human_seats, rungs_command_fn, timing_policy};
 use crate::error::Error;
 use crate::net::LockstepDriver;
@@ -191,35 +192,42 @@ pub(crate) fn process_nonce_seed() -> u64 {
 // ---------------------------------------------------------------------------
 // The relay topology's own calls on `rungs_lockstep`.
 
+/// Why the relay refused an order, one of `RUNGS_ORDER_REFUSED_*`.
+pub type rungs_order_refusal = u8;
+
 /// `order_refused` reason: the seat's orders already reach the match's
 /// queue limit past the relay's horizon.
-pub const RUNGS_ORDER_REFUSED_QUEUE_FULL: u8 = 1;
+pub const RUNGS_ORDER_REFUSED_QUEUE_FULL: rungs_order_refusal = 1;
 /// `order_refused` reason: the match ends (its tick limit) before a tick
 /// could take the order.
-pub const RUNGS_ORDER_REFUSED_TICK_LIMIT: u8 = 2;
+pub const RUNGS_ORDER_REFUSED_TICK_LIMIT: rungs_order_refusal = 2;
 /// `order_refused` reason: this player's quit is already sequenced.
-pub const RUNGS_ORDER_REFUSED_LEAVING: u8 = 3;
+pub const RUNGS_ORDER_REFUSED_LEAVING: rungs_order_refusal = 3;
 
 const _: () = assert!(RUNGS_ORDER_REFUSED_QUEUE_FULL == RefusalReason::QueueFull as u8);
 const _: () = assert!(RUNGS_ORDER_REFUSED_TICK_LIMIT == RefusalReason::TickLimit as u8);
 const _: () = assert!(RUNGS_ORDER_REFUSED_LEAVING == RefusalReason::Leaving as u8);
 
+/// What an order is, one of `RUNGS_ORDER_COMMAND`, `RUNGS_ORDER_QUIT`,
+/// `RUNGS_ORDER_EPHEMERAL`.
+pub type rungs_order_kind = u8;
+
 /// `rungs_lockstep_submit_order` kind: a command (as
 /// `rungs_lockstep_submit_command`).
-pub const RUNGS_ORDER_COMMAND: u8 = 0;
+pub const RUNGS_ORDER_COMMAND: rungs_order_kind = 0;
 /// `rungs_lockstep_submit_order` kind: this player's quit as a game order;
 /// it runs on every machine on the frame this seat is removed.
-pub const RUNGS_ORDER_QUIT: u8 = 1;
+pub const RUNGS_ORDER_QUIT: rungs_order_kind = 1;
 /// `rungs_lockstep_submit_order` kind (relay topology only): an ephemeral
 /// order (voice, a ping on the map): not game state, sent once, run only
 /// on the machines that are live at its frame (`ephemeral` callback).
-pub const RUNGS_ORDER_EPHEMERAL: u8 = 2;
+pub const RUNGS_ORDER_EPHEMERAL: rungs_order_kind = 2;
 
 /// The relay refused the order `id` (`rungs_lockstep_submit_order`'s) for
 /// `reason` (`RUNGS_ORDER_REFUSED_*`): it never runs; the orders after it
 /// go on. A refused quit leaves the player in the game.
 pub type rungs_order_refused_fn =
-    Option<unsafe extern "C" fn(user: *mut c_void, id: u64, reason: u8)>;
+    Option<unsafe extern "C" fn(user: *mut c_void, id: u64, reason: rungs_order_refusal)>;
 
 /// The relay topology's callbacks, each optional (NULL), run inside
 /// `rungs_lockstep_update` on the calling thread like the others.
@@ -274,9 +282,7 @@ pub(super) fn deliver_ephemeral(
 /// of its orders the relay refused, and the ephemeral orders of each frame.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
-/// RUNGS_ERR_INVALID_ARGUMENT if callbacks->struct_size is too small;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
-/// (every object call).
+/// RUNGS_ERR_INVALID_ARGUMENT if callbacks->struct_size is too small.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_set_relay_callbacks(
     ls: *mut rungs_lockstep,
@@ -303,16 +309,15 @@ pub unsafe extern "C" fn rungs_lockstep_set_relay_callbacks(
 /// command and `rungs_lockstep_leave` issued together.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
-/// with len > 0; RUNGS_ERR_INVALID_ARGUMENT if kind is not a RUNGS_ORDER_*
-/// or len is over 512 (relay) or one packet (peer-to-peer); RUNGS_ERR_FULL
-/// with 256 orders not yet judged by the relay, or no room in the next turn;
-/// RUNGS_ERR_STATE after leaving, for an ephemeral order peer-to-peer or
-/// while the relay link is down, in a replay; RUNGS_ERR_POISONED,
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// with len > 0; RUNGS_ERR_INVALID_ARGUMENT if kind is not a RUNGS_ORDER_* or
+/// len is over 512 (relay) or one packet (peer-to-peer); RUNGS_ERR_FULL with
+/// 256 orders not yet judged by the relay, or no room in the next turn;
+/// RUNGS_ERR_STATE after leaving, for an ephemeral order peer-to-peer or while
+/// the relay link is down, in a replay.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_submit_order(
     ls: *mut rungs_lockstep,
-    kind: u8,
+    kind: rungs_order_kind,
     bytes: *const u8,
     len: usize,
     out_id: *mut u64,
@@ -345,9 +350,7 @@ pub unsafe extern "C" fn rungs_lockstep_submit_order(
 /// every interval-th frame, when `frame + 1` is. One engine loop serves
 /// both topologies by asking.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_is_checksum_frame(
     ls: *mut rungs_lockstep,
@@ -367,9 +370,7 @@ pub unsafe extern "C" fn rungs_lockstep_is_checksum_frame(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if checksum_interval is 0; RUNGS_ERR_STATE
-/// peer-to-peer (machines compare states after frames there);
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
-/// (every object call).
+/// peer-to-peer (machines compare states after frames there).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_submit_initial_checksum(
     ls: *mut rungs_lockstep,
@@ -386,24 +387,23 @@ pub unsafe extern "C" fn rungs_lockstep_submit_initial_checksum(
 /// `tick` (call it from your game loop before frame `tick` runs, on every
 /// machine). `*out_due` (may be NULL) receives the frame its orders run on,
 /// `tick + ai_order_delay`; that frame does not run here until
-/// `rungs_lockstep_end_ai_decision`, so an AI computed on another thread,
+/// `rungs_lockstep_ai_decision_end`, so an AI computed on another thread,
 /// however long it takes, lands on the same frame on every machine.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if seat is not an AI seat of the match;
-/// RUNGS_ERR_STATE peer-to-peer, before the relay welcomed this machine,
-/// for a decision begun twice, or late (its frame already ran);
-/// RUNGS_ERR_FULL with 256 decisions open; RUNGS_ERR_POISONED,
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_STATE peer-to-peer, before the relay welcomed this machine, for a
+/// decision begun twice, or late (its frame already ran); RUNGS_ERR_FULL with
+/// 256 decisions open.
 #[no_mangle]
-pub unsafe extern "C" fn rungs_lockstep_begin_ai_decision(
+pub unsafe extern "C" fn rungs_lockstep_ai_decision_begin(
     ls: *mut rungs_lockstep,
     seat: u8,
     tick: u32,
     out_due: *mut u32,
 ) -> rungs_result {
     unsafe {
-        lockstep_call("rungs_lockstep_begin_ai_decision", ls, |o| {
+        lockstep_call("rungs_lockstep_ai_decision_begin", ls, |o| {
             let due = o.session().begin_ai_decision(seat, tick)?;
             write_optional(out_due, due);
             Ok(())
@@ -418,12 +418,10 @@ pub unsafe extern "C" fn rungs_lockstep_begin_ai_decision(
 /// (`*out_due`, may be NULL).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
-/// with len > 0; RUNGS_ERR_INVALID_ARGUMENT if seat is not an AI seat of
-/// the match or len is over 512; RUNGS_ERR_STATE peer-to-peer, before the
-/// relay welcomed this machine, or late (that frame already ran here: begin
-/// the decision on its frame); RUNGS_ERR_FULL with 4096 AI orders waiting;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
-/// (every object call).
+/// with len > 0; RUNGS_ERR_INVALID_ARGUMENT if seat is not an AI seat of the
+/// match or len is over 512; RUNGS_ERR_STATE peer-to-peer, before the relay
+/// welcomed this machine, or late (that frame already ran here: begin the
+/// decision on its frame); RUNGS_ERR_FULL with 4096 AI orders waiting.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_submit_ai_order_at(
     ls: *mut rungs_lockstep,
@@ -443,21 +441,19 @@ pub unsafe extern "C" fn rungs_lockstep_submit_ai_order_at(
     }
 }
 
-/// Behind a relay: the decision `rungs_lockstep_begin_ai_decision` began for
+/// Behind a relay: the decision `rungs_lockstep_ai_decision_begin` began for
 /// `seat` at `tick` is in (submit its orders first); its frame may run.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
-/// RUNGS_ERR_STATE if no such decision was begun, or peer-to-peer;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL; RUNGS_ERR_STATE if
+/// no such decision was begun, or peer-to-peer.
 #[no_mangle]
-pub unsafe extern "C" fn rungs_lockstep_end_ai_decision(
+pub unsafe extern "C" fn rungs_lockstep_ai_decision_end(
     ls: *mut rungs_lockstep,
     seat: u8,
     tick: u32,
 ) -> rungs_result {
     unsafe {
-        lockstep_call("rungs_lockstep_end_ai_decision", ls, |o| {
+        lockstep_call("rungs_lockstep_ai_decision_end", ls, |o| {
             o.session().end_ai_decision(seat, tick)
         })
     }
@@ -514,12 +510,7 @@ pub unsafe extern "C" fn rungs_lockstep_replay_new(
         let session = LockstepSession::replay(&lockstep_config, &log, now_us)?;
         let driver = LockstepDriver::bind(bind, session)?;
         // SAFETY: `out` is NULL (refused) or writable.
-        unsafe {
-            hand_out(
-                out,
-                rungs_lockstep(Guarded::new(LockstepObject::new(driver, c.callbacks))),
-            )
-        }
+        unsafe { hand_out(out, rungs_lockstep::new(LockstepObject::new(driver, &c))) }
     })
 }
 
@@ -528,6 +519,11 @@ pub unsafe extern "C" fn rungs_lockstep_replay_new(
 
 /// Bytes of the text form of credentials, `<84 hex>:<32 hex>` and its NUL.
 pub const RUNGS_RELAY_CREDENTIALS_TEXT_BYTES: usize = 118;
+
+/// `tick_rate_millihz` of a relay host when the config says 0: 30 frames a second.
+pub const RUNGS_RELAY_HOST_DEFAULT_TICK_RATE_MILLIHZ: u32 = 30_000;
+/// `load_wait_seconds` and `grace_seconds` of a relay host when the config says 0.
+pub const RUNGS_RELAY_HOST_DEFAULT_SECONDS: u32 = 60;
 
 /// How to host a match in this process (`rungs_relay_host_new`).
 #[repr(C)]
@@ -539,7 +535,7 @@ pub struct rungs_relay_host_config {
     pub seat_count: u8,
     /// `RUNGS_POLICY_ADAPTIVE` (0) or `RUNGS_POLICY_TRACKING` (1): the rule
     /// that sets each player's jitter buffer.
-    pub policy: u8,
+    pub policy: rungs_policy,
     /// AI orders run this many frames after their decision, 0–8.
     pub ai_order_delay: u8,
     /// Must be 0.
@@ -548,13 +544,16 @@ pub struct rungs_relay_host_config {
     pub match_id: u64,
     /// Bit `i` set: seat `i` is a human player (with a machine).
     pub human_seat_mask: u32,
-    /// Frames per 1000 s; 0: 30000 (30 frames a second).
+    /// Frames per 1000 s; 0: `RUNGS_RELAY_HOST_DEFAULT_TICK_RATE_MILLIHZ`
+    /// (30 frames a second).
     pub tick_rate_millihz: u32,
     /// Frames between state checksums (0–65535); 0 for none.
     pub checksum_interval: u32,
-    /// Start even if some players have not joined after this long; 0: 60 s.
+    /// Start even if some players have not joined after this long, s; 0:
+    /// `RUNGS_RELAY_HOST_DEFAULT_SECONDS` (60).
     pub load_wait_seconds: u32,
-    /// Drop a player whose link is lost this long; 0: 60 s.
+    /// Drop a player whose link is lost this long, s; 0:
+    /// `RUNGS_RELAY_HOST_DEFAULT_SECONDS` (60).
     pub grace_seconds: u32,
     /// Must be 0.
     pub reserved2: u32,
@@ -582,19 +581,22 @@ pub struct rungs_relay_host_status {
     pub horizon: u32,
     /// Per seat: `RUNGS_SEAT_AI` (0), `RUNGS_SEAT_LOADING`,
     /// `RUNGS_SEAT_CONNECTED`, `RUNGS_SEAT_RECONNECTING`, `RUNGS_SEAT_LEFT`.
-    pub presence: [u8; 16],
+    pub presence: [rungs_seat_presence; 16],
 }
 
+/// A seat's presence in a relay match, one of `RUNGS_SEAT_*`.
+pub type rungs_seat_presence = u8;
+
 /// Presence: an AI seat (or none).
-pub const RUNGS_SEAT_AI: u8 = 0;
+pub const RUNGS_SEAT_AI: rungs_seat_presence = 0;
 /// Presence: a human who has not joined yet.
-pub const RUNGS_SEAT_LOADING: u8 = 1;
+pub const RUNGS_SEAT_LOADING: rungs_seat_presence = 1;
 /// Presence: a human with a live link to the relay.
-pub const RUNGS_SEAT_CONNECTED: u8 = 2;
+pub const RUNGS_SEAT_CONNECTED: rungs_seat_presence = 2;
 /// Presence: a human whose link was lost, within the reconnect grace.
-pub const RUNGS_SEAT_RECONNECTING: u8 = 3;
+pub const RUNGS_SEAT_RECONNECTING: rungs_seat_presence = 3;
 /// Presence: a human who quit or was dropped.
-pub const RUNGS_SEAT_LEFT: u8 = 4;
+pub const RUNGS_SEAT_LEFT: rungs_seat_presence = 4;
 
 const _: () = assert!(RUNGS_SEAT_LEFT == SeatPresence::Left as u8);
 const _: () = assert!(RUNGS_SEAT_RECONNECTING == SeatPresence::Reconnecting as u8);
@@ -607,6 +609,32 @@ impl Handle for rungs_relay_host {
     fn guarded(&self) -> &Guarded<RelayHost> {
         &self.0
     }
+}
+
+/// Fill `config` with the defaults: `struct_size` set,
+/// `RUNGS_POLICY_ADAPTIVE`, AI orders on the next frame (0), 30 frames a
+/// second (`RUNGS_RELAY_HOST_DEFAULT_TICK_RATE_MILLIHZ`), no checksums, 60 s
+/// to load and 60 s of reconnect grace (`RUNGS_RELAY_HOST_DEFAULT_SECONDS`),
+/// every interface on a port the OS picks (NULL), a fresh lobby secret
+/// (all zero). `seat_count`, `human_seat_mask` and `match_id` are your
+/// match's.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config is NULL; RUNGS_ERR_PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_relay_host_config_init(
+    config: *mut rungs_relay_host_config,
+) -> rungs_result {
+    call("rungs_relay_host_config_init", || {
+        // SAFETY: every field is valid zeroed (integers, NULL pointers, no
+        // callbacks); the fields whose default is not 0 are set below.
+        let mut defaults: rungs_relay_host_config = unsafe { std::mem::zeroed() };
+        defaults.struct_size = std::mem::size_of::<rungs_relay_host_config>() as u32;
+        defaults.tick_rate_millihz = RUNGS_RELAY_HOST_DEFAULT_TICK_RATE_MILLIHZ;
+        defaults.load_wait_seconds = RUNGS_RELAY_HOST_DEFAULT_SECONDS;
+        defaults.grace_seconds = RUNGS_RELAY_HOST_DEFAULT_SECONDS;
+        // SAFETY: NULL (refused) or valid for writes by the caller's contract.
+        unsafe { write_to(config, "config", defaults) }
+    })
 }
 
 /// Host a match in this process: bind the relay's socket and start its
@@ -651,10 +679,17 @@ pub unsafe extern "C" fn rungs_relay_host_new(
             // SAFETY: non-NULL, NUL-terminated by contract.
             unsafe { parse_address(c.listen_address, "config->listen_address")? }
         };
-        let seconds = |value: u32| u64::from(if value == 0 { 60 } else { value }) * 1_000_000;
+        let seconds = |value: u32| {
+            let value = if value == 0 {
+                RUNGS_RELAY_HOST_DEFAULT_SECONDS
+            } else {
+                value
+            };
+            u64::from(value) * 1_000_000
+        };
         let setup = MatchSetup {
             tick_rate_millihz: if c.tick_rate_millihz == 0 {
-                30_000
+                RUNGS_RELAY_HOST_DEFAULT_TICK_RATE_MILLIHZ
             } else {
                 c.tick_rate_millihz
             },

@@ -9,11 +9,14 @@ use super::args::{
     write_to,
 };
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
+use super::payload::rungs_report_layout;
 use super::payload::session_report_layout;
 use super::result::rungs_result;
+use super::snapshot::{read_status, Published, PublishesStatus};
 use super::timing_machine::{
     deliver_output, fill_status, rungs_timing_callbacks, rungs_timing_status,
 };
+use super::types::rungs_policy;
 use super::types::{
     human_seats, local_seat, rungs_frame_rate_changed_fn, rungs_log_fn, rungs_player_message_fn,
     rungs_queue_event_fn, rungs_seat_event_fn, rungs_send_frame_fn, rungs_timing_changed_fn,
@@ -36,23 +39,29 @@ pub const RUNGS_NO_FRAME: u32 = 0xFFFF_FFFF;
 /// No packet: a cut before a seat's first packet, or no packet held yet.
 pub const RUNGS_NO_PACKET: u32 = 0xFFFF_FFFF;
 
+/// Where the send falls in an engine's frame, one of `RUNGS_SEND_*`.
+pub type rungs_send_order = u8;
+
 /// `rungs_session_config.send_order`: begin, execute, end, then send (the
 /// `send_frame` callback comes from `rungs_session_frame_end`). The default.
-pub const RUNGS_SEND_AFTER_EXECUTE: u8 = 0;
+pub const RUNGS_SEND_AFTER_EXECUTE: rungs_send_order = 0;
 /// `rungs_session_config.send_order`: Tiberian Sun's frame order — a send
 /// frame sends, then waits for its peers, then executes. The `send_frame`
 /// callback comes from `rungs_session_frame_begin`, and the frames that
 /// execute events are exactly the send frames.
-pub const RUNGS_SEND_BEFORE_EXECUTE: u8 = 1;
+pub const RUNGS_SEND_BEFORE_EXECUTE: rungs_send_order = 1;
+
+/// A log line's level, one of `RUNGS_LOG_*`.
+pub type rungs_log_level = u8;
 
 /// Log level of an error.
-pub const RUNGS_LOG_ERROR: u8 = 0;
+pub const RUNGS_LOG_ERROR: rungs_log_level = 0;
 /// Log level of a warning (e.g. a refused event).
-pub const RUNGS_LOG_WARN: u8 = 1;
+pub const RUNGS_LOG_WARN: rungs_log_level = 1;
 /// Log level of information (timing decisions, removals).
-pub const RUNGS_LOG_INFO: u8 = 2;
+pub const RUNGS_LOG_INFO: rungs_log_level = 2;
 /// Log level of debugging detail.
-pub const RUNGS_LOG_DEBUG: u8 = 3;
+pub const RUNGS_LOG_DEBUG: rungs_log_level = 3;
 
 /// The session's callbacks. `queue_event` and `send_frame` are required for a
 /// playing machine (`rungs_session_new` refuses NULL ones); an observer
@@ -92,7 +101,7 @@ pub struct rungs_session_config {
     /// `RUNGS_REPORT_LAYOUT_DETAILED` (what the tracking policy reads) or
     /// `RUNGS_REPORT_LAYOUT_NEEDS` (that and the look-ahead the frames
     /// needed, `rungs_session_add_frame_need`).
-    pub report_layout: u8,
+    pub report_layout: rungs_report_layout,
     /// Bit `i` set: seat `i` is a human player.
     pub human_seat_mask: u32,
     /// Your TIMING event ID, 0–255 (31 in Tiberian Sun, 29 in Red Alert).
@@ -118,7 +127,7 @@ pub struct rungs_session_config {
     pub timing_fog_bias: u8,
     /// `RUNGS_POLICY_ADAPTIVE` (0) or `RUNGS_POLICY_TRACKING`; the same on
     /// every machine of a game.
-    pub policy: u8,
+    pub policy: rungs_policy,
     pub callbacks: rungs_session_callbacks,
     /// Ticks per second of your frame timer when it counts whole ticks (60
     /// for Tiberian Sun and Red Alert): every rate `set_frame_rate` gives is
@@ -132,7 +141,7 @@ pub struct rungs_session_config {
     /// `RUNGS_SEND_AFTER_EXECUTE` (0, the default) or
     /// `RUNGS_SEND_BEFORE_EXECUTE` (Tiberian Sun's frame order). (Added with
     /// `tick_hz`: 0 for an older caller.)
-    pub send_order: u8,
+    pub send_order: rungs_send_order,
 }
 
 /// The size of `rungs_session_config` before `tick_hz` and `send_order`.
@@ -146,13 +155,20 @@ pub struct SessionObject {
     callbacks: rungs_session_callbacks,
 }
 
-/// An opaque engine session, made by `rungs_session_new`.
-pub struct rungs_session(Guarded<SessionObject>);
+/// An opaque engine session, made by `rungs_session_new`: the guarded
+/// session and the status it published last (`snapshot.rs`).
+pub struct rungs_session(Guarded<SessionObject>, Published);
 
 impl Handle for rungs_session {
     type State = SessionObject;
     fn guarded(&self) -> &Guarded<SessionObject> {
         &self.0
+    }
+}
+
+impl PublishesStatus for rungs_session {
+    fn published(&self) -> &Published {
+        &self.1
     }
 }
 
@@ -216,6 +232,8 @@ unsafe fn session_call(
         object_call(function, s, |object| {
             let result = f(&mut object.session);
             object.deliver();
+            // SAFETY: the guard let this call in, so `s` is non-NULL and live.
+            (*s).1.publish(fill_status(object.session.machine()));
             result
         })
     }
@@ -322,6 +340,35 @@ fn session_config(c: &rungs_session_config) -> Result<SessionConfig> {
     })
 }
 
+/// Fill `config` with the defaults: `struct_size` set,
+/// `RUNGS_POLICY_ADAPTIVE`, `RUNGS_REPORT_LAYOUT_COMPACT`,
+/// `RUNGS_SEND_AFTER_EXECUTE`, `tick_hz` 0 (you pace in µs), no fog bias,
+/// no LATENCYFUDGE event (`RUNGS_NO_EVENT_ID`), no callbacks. The TIMING and
+/// NETWORK_REPORT event IDs are `RUNGS_NO_EVENT_ID`, which
+/// `rungs_session_new` refuses: they are your game's (a zeroed config would
+/// say 0, an event of most games), as are `speed_fps`, `seat_count`,
+/// `local_seat` and `human_seat_mask`.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config is NULL; RUNGS_ERR_PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_session_config_init(
+    config: *mut rungs_session_config,
+) -> rungs_result {
+    call("rungs_session_config_init", || {
+        // SAFETY: every field is valid zeroed (integers, NULL pointers, no
+        // callbacks); the fields whose default is not 0 are set below.
+        let mut defaults: rungs_session_config = unsafe { std::mem::zeroed() };
+        defaults.struct_size = std::mem::size_of::<rungs_session_config>() as u32;
+        defaults.timing_event_id = RUNGS_NO_EVENT_ID;
+        defaults.network_report_event_id = RUNGS_NO_EVENT_ID;
+        defaults.latency_fudge_event_id = RUNGS_NO_EVENT_ID;
+        defaults.report_layout = super::payload::RUNGS_REPORT_LAYOUT_COMPACT;
+        defaults.send_order = RUNGS_SEND_AFTER_EXECUTE;
+        // SAFETY: NULL (refused) or valid for writes by the caller's contract.
+        unsafe { write_to(config, "config", defaults) }
+    })
+}
+
 /// Make a session for the eve of frame 0; `*out` is written only on success.
 ///
 /// A configuration that can never work is refused, and the message
@@ -350,12 +397,13 @@ pub unsafe extern "C" fn rungs_session_new(
         // the rest; every field is valid zeroed.
         let config = unsafe { read_grown_config(config, "config", session_config_v1_size()) }?;
         let session = EngineSession::new(&session_config(&config)?)?;
+        let status = Published::new(fill_status(session.machine()));
         let object = SessionObject {
             session,
             callbacks: config.callbacks,
         };
         // SAFETY: `out` is non-NULL (checked) and writable.
-        unsafe { hand_out(out, rungs_session(Guarded::new(object))) }
+        unsafe { hand_out(out, rungs_session(Guarded::new(object), status)) }
     })
 }
 
@@ -382,11 +430,9 @@ pub unsafe extern "C" fn rungs_session_free(s: *mut rungs_session) -> rungs_resu
 /// callback of a sending frame comes from this call, and a frame executes
 /// exactly when it sends.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
-/// RUNGS_ERR_STATE if the previous frame is still running (call
-/// `rungs_session_frame_end`) or `frame` is not the next frame;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
+/// the previous frame is still running (call `rungs_session_frame_end`) or
+/// `frame` is not the next frame.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_frame_begin(
     s: *mut rungs_session,
@@ -416,9 +462,7 @@ pub unsafe extern "C" fn rungs_session_frame_begin(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_send_frame` is
 /// NULL; RUNGS_ERR_STATE if `frame - 1` has not ended (its send frames are not
-/// final yet) or `frame` is more than 256 frames before that;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// final yet) or `frame` is more than 256 frames before that.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_required_send_frame(
     s: *mut rungs_session,
@@ -445,14 +489,12 @@ pub unsafe extern "C" fn rungs_session_required_send_frame(
 /// later packet before an earlier one, use `rungs_session_packet_received`
 /// and `rungs_session_peers_ready`, which keep that watermark for you.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_ready` is NULL,
-/// or `held_send_frames` is NULL while `count` is not 0;
-/// RUNGS_ERR_INVALID_ARGUMENT if `count` is not the session's `seat_count`,
-/// or a peer's entry is a frame that ended here without being a send frame
-/// (a tag passed for a send frame); RUNGS_ERR_STATE as for
-/// `rungs_session_required_send_frame`;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_ready` is NULL, or
+/// `held_send_frames` is NULL while `count` is not 0;
+/// RUNGS_ERR_INVALID_ARGUMENT if `count` is not the session's `seat_count`, or
+/// a peer's entry is a frame that ended here without being a send frame (a tag
+/// passed for a send frame); RUNGS_ERR_STATE as for
+/// `rungs_session_required_send_frame`.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_frame_ready(
     s: *mut rungs_session,
@@ -486,14 +528,12 @@ pub unsafe extern "C" fn rungs_session_frame_ready(
 /// report from a player already removed is a late event of normal play: it
 /// is accepted and changes nothing (S3). A refused event changes nothing.
 ///
-/// Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if `s`
-/// is NULL, or `payload` is NULL while `len` is not 0; RUNGS_ERR_STATE if no
-/// frame is running or `frame` is not the current frame;
-/// RUNGS_ERR_UNREGISTERED_EVENT if `type_id` is none of the configured event
-/// IDs; RUNGS_ERR_MALFORMED if the payload has the wrong size or content for
-/// its layout; RUNGS_ERR_UNKNOWN_SEAT if `seat` never was a human seat of the
-/// game; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
-/// RUNGS_ERR_PANIC (every object call).
+/// Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if `s` is
+/// NULL, or `payload` is NULL while `len` is not 0; RUNGS_ERR_STATE if no frame
+/// is running or `frame` is not the current frame; RUNGS_ERR_UNREGISTERED_EVENT
+/// if `type_id` is none of the configured event IDs; RUNGS_ERR_MALFORMED if the
+/// payload has the wrong size or content for its layout; RUNGS_ERR_UNKNOWN_SEAT
+/// if `seat` never was a human seat of the game.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_event_executed(
     s: *mut rungs_session,
@@ -519,11 +559,9 @@ pub unsafe extern "C" fn rungs_session_event_executed(
 /// carrying its removal reached some machines and not others, and no
 /// machine waits for them (docs/ts-integration.md, "A player who quits").
 ///
-/// Returns: RUNGS_OK (also for a repeated removal); RUNGS_ERR_NULL_POINTER
-/// if `s` is NULL; RUNGS_ERR_STATE if no frame is running;
-/// RUNGS_ERR_UNKNOWN_SEAT if `seat` never was a human seat of the game;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK (also for a repeated removal); RUNGS_ERR_NULL_POINTER if
+/// `s` is NULL; RUNGS_ERR_STATE if no frame is running; RUNGS_ERR_UNKNOWN_SEAT
+/// if `seat` never was a human seat of the game.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_player_removed(
     s: *mut rungs_session,
@@ -540,10 +578,8 @@ pub unsafe extern "C" fn rungs_session_player_removed(
 /// 128), the master's evaluation, and on a send frame the `send_frame`
 /// callback. Events to queue arrive through `queue_event` before it.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
-/// RUNGS_ERR_STATE if no frame is running (call `rungs_session_frame_begin`);
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
+/// no frame is running (call `rungs_session_frame_begin`).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_frame_end(s: *mut rungs_session) -> rungs_result {
     unsafe { session_call("rungs_session_frame_end", s, EngineSession::frame_end) }
@@ -553,9 +589,7 @@ pub unsafe extern "C" fn rungs_session_frame_end(s: *mut rungs_session) -> rungs
 /// a send frame before `frame_end`, else a forecast for the next send frame;
 /// the tag given to `send_frame` is the final one.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_frame` is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_frame` is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_submit_command(
     s: *mut rungs_session,
@@ -570,10 +604,8 @@ pub unsafe extern "C" fn rungs_session_submit_command(
 
 /// This frame's work starts at `now_us` (any monotonic µs clock) (S3).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE
-/// if a frame's work is already open (call `rungs_session_frame_work_end`);
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
+/// a frame's work is already open (call `rungs_session_frame_work_end`).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_frame_work_begin(
     s: *mut rungs_session,
@@ -588,11 +620,10 @@ pub unsafe extern "C" fn rungs_session_frame_work_begin(
 
 /// This frame's work ends at `now_us`.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE
-/// if no frame's work is open (call `rungs_session_frame_work_begin`);
-/// RUNGS_ERR_INVALID_ARGUMENT if `now_us` is before the begin (the frame's
-/// work stays open); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
-/// RUNGS_ERR_PANIC (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
+/// no frame's work is open (call `rungs_session_frame_work_begin`);
+/// RUNGS_ERR_INVALID_ARGUMENT if `now_us` is before the begin (the frame's work
+/// stays open).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_frame_work_end(
     s: *mut rungs_session,
@@ -607,9 +638,7 @@ pub unsafe extern "C" fn rungs_session_frame_work_end(
 
 /// One frame's work took `duration_us` (instead of begin/end).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_add_frame_work_us(
     s: *mut rungs_session,
@@ -625,10 +654,8 @@ pub unsafe extern "C" fn rungs_session_add_frame_work_us(
 
 /// You start waiting for other players at `now_us` (S3).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE
-/// if a wait is already open (call `rungs_session_wait_end`);
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
+/// a wait is already open (call `rungs_session_wait_end`).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_wait_begin(
     s: *mut rungs_session,
@@ -649,9 +676,7 @@ pub unsafe extern "C" fn rungs_session_wait_begin(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if `seat` is neither 0–15 nor `RUNGS_NO_SEAT`;
-/// RUNGS_ERR_STATE if a wait is already open (call `rungs_session_wait_end`);
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// RUNGS_ERR_STATE if a wait is already open (call `rungs_session_wait_end`).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_wait_begin_for(
     s: *mut rungs_session,
@@ -668,11 +693,10 @@ pub unsafe extern "C" fn rungs_session_wait_begin_for(
 
 /// The wait ends at `now_us`.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE
-/// if no wait is open (call `rungs_session_wait_begin`);
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
+/// no wait is open (call `rungs_session_wait_begin`);
 /// RUNGS_ERR_INVALID_ARGUMENT if `now_us` is before the begin (the wait stays
-/// open); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
-/// RUNGS_ERR_PANIC (every object call).
+/// open).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_wait_end(
     s: *mut rungs_session,
@@ -687,9 +711,7 @@ pub unsafe extern "C" fn rungs_session_wait_end(
 
 /// One wait lasted `duration_us` (instead of begin/end).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_add_wait_us(
     s: *mut rungs_session,
@@ -713,9 +735,8 @@ pub unsafe extern "C" fn rungs_session_add_wait_us(
 /// another layout they are dropped.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
-/// RUNGS_ERR_INVALID_ARGUMENT if `look_ahead` or `needed` is not 1–250
-/// (nothing counted); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
-/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_INVALID_ARGUMENT if `look_ahead` or `needed` is not 1–250 (nothing
+/// counted).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_add_frame_need(
     s: *mut rungs_session,
@@ -735,12 +756,10 @@ pub unsafe extern "C" fn rungs_session_add_frame_need(
 /// A sample from a player already removed (its acknowledgement was on its
 /// way) is a late event of normal play: accepted, it changes nothing (S3).
 ///
-/// Returns: RUNGS_OK (also for a removed player); RUNGS_ERR_NULL_POINTER if
-/// `s` is NULL; RUNGS_ERR_INVALID_ARGUMENT if `clean` is not 0 or 1;
+/// Returns: RUNGS_OK (also for a removed player); RUNGS_ERR_NULL_POINTER if `s`
+/// is NULL; RUNGS_ERR_INVALID_ARGUMENT if `clean` is not 0 or 1;
 /// RUNGS_ERR_UNKNOWN_SEAT if `peer` is not another human player of the game
-/// (your own seat, an AI seat or no seat);
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// (your own seat, an AI seat or no seat).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_rtt_sample(
     s: *mut rungs_session,
@@ -763,9 +782,7 @@ pub unsafe extern "C" fn rungs_session_rtt_sample(
 /// seats that are not this session's peers are ignored.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `endpoint` is NULL;
-/// RUNGS_ERR_STATE if the endpoint's transport worker failed to stop;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call, for either object).
+/// RUNGS_ERR_STATE if the endpoint's transport worker failed to stop.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_sample_links(
     s: *mut rungs_session,
@@ -787,9 +804,7 @@ pub unsafe extern "C" fn rungs_session_sample_links(
 /// Change the game speed's cap, 1–255 (call on every machine on the same frame).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
-/// RUNGS_ERR_INVALID_ARGUMENT if `speed_fps` is 0;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// RUNGS_ERR_INVALID_ARGUMENT if `speed_fps` is 0.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_set_speed(
     s: *mut rungs_session,
@@ -802,19 +817,42 @@ pub unsafe extern "C" fn rungs_session_set_speed(
     }
 }
 
-/// Timing, target, tier, master and evaluation state, for a UI or log.
+/// Timing, target, tier, master and evaluation state, for a UI or log:
+/// the copy the session published when its latest call returned. Callable
+/// from any thread, and from inside the session's own callbacks, while
+/// another thread is in a call on the session: it never enters the session,
+/// so the game thread's calls are never refused with RUNGS_ERR_BUSY because
+/// of it. The handle must stay alive (not freed) while this runs.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out` is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// RUNGS_ERR_POISONED; RUNGS_ERR_PANIC. Never RUNGS_ERR_BUSY or
+/// RUNGS_ERR_REENTRANT.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_status(
     s: *mut rungs_session,
     out: *mut rungs_timing_status,
 ) -> rungs_result {
+    // SAFETY: NULL or live by contract.
+    unsafe { read_status("rungs_session_status", s, out) }
+}
+
+/// Point the callbacks' `user` (the first argument of every callback,
+/// `config->callbacks.user` at `rungs_session_new`) at `user` from now on:
+/// e.g. at a struct that holds this handle, so a callback can reach it
+/// (a callback may read `rungs_session_status`; other calls on the same
+/// session from inside its callbacks return RUNGS_ERR_REENTRANT).
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_session_set_user(
+    s: *mut rungs_session,
+    user: *mut c_void,
+) -> rungs_result {
+    // SAFETY: NULL or a live session (caller contract); the guard checks NULL.
     unsafe {
-        session_call("rungs_session_status", s, |session| {
-            write_to(out, "out", fill_status(session.machine()))
+        object_call("rungs_session_set_user", s, |object| {
+            object.callbacks.user = user;
+            Ok(())
         })
     }
 }
@@ -836,16 +874,13 @@ pub unsafe extern "C" fn rungs_session_status(
 /// first copy, or it is past the seat's cut.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
-/// RUNGS_ERR_INVALID_ARGUMENT if `seat` is your own seat, or the send frame
-/// is not the one `packet_number` says; RUNGS_ERR_UNKNOWN_SEAT if `seat`
-/// never was a human player of the game; RUNGS_ERR_FULL if the packet is
-/// more than 512 packets past what this machine has checked (nothing is
-/// recorded: keep the packet and hand it again after your next frames; only
-/// a machine nobody waits for, an observer, falls that far behind);
-/// RUNGS_ERR_STATE
-/// if it is past the seat's cut (`rungs_session_peer_cut`);
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// RUNGS_ERR_INVALID_ARGUMENT if `seat` is your own seat, or the send frame is
+/// not the one `packet_number` says; RUNGS_ERR_UNKNOWN_SEAT if `seat` never was
+/// a human player of the game; RUNGS_ERR_FULL if the packet is more than 512
+/// packets past what this machine has checked (nothing is recorded: keep the
+/// packet and hand it again after your next frames; only a machine nobody waits
+/// for, an observer, falls that far behind); RUNGS_ERR_STATE if it is past the
+/// seat's cut (`rungs_session_peer_cut`).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_packet_received(
     s: *mut rungs_session,
@@ -870,11 +905,9 @@ pub unsafe extern "C" fn rungs_session_packet_received(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_ready` is NULL;
 /// RUNGS_ERR_STATE if no frame is running; RUNGS_ERR_INVALID_ARGUMENT if a
-/// packet received before this machine reached its send frame turned out not
-/// to carry it (the message names seat, packet and send frames: the engine
-/// numbers its packets or passes its send frames wrongly, and executing would
-/// desync); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
-/// RUNGS_ERR_PANIC (every object call).
+/// packet received before this machine reached its send frame turned out not to
+/// carry it (the message names seat, packet and send frames: the engine numbers
+/// its packets or passes its send frames wrongly, and executing would desync).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_peers_ready(
     s: *mut rungs_session,
@@ -905,10 +938,8 @@ pub unsafe extern "C" fn rungs_session_peers_ready(
 /// said ready it never fires. Both are `RUNGS_NO_FRAME` when the current
 /// frame executes nothing.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s`, `out_first` or
-/// `out_last` is NULL; RUNGS_ERR_STATE if no frame is running;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s`, `out_first` or `out_last`
+/// is NULL; RUNGS_ERR_STATE if no frame is running.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_due_tags(
     s: *mut rungs_session,
@@ -935,9 +966,8 @@ pub unsafe extern "C" fn rungs_session_due_tags(
 /// before packet 0. What your drop procedure votes for a vanished player.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_packet` is NULL;
-/// RUNGS_ERR_INVALID_ARGUMENT if `seat` is your own; RUNGS_ERR_UNKNOWN_SEAT
-/// if it never was a human player; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
-/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_INVALID_ARGUMENT if `seat` is your own; RUNGS_ERR_UNKNOWN_SEAT if
+/// it never was a human player.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_packet_watermark(
     s: *mut rungs_session,
@@ -963,11 +993,9 @@ pub unsafe extern "C" fn rungs_session_packet_watermark(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if `seat` is your own, or packets past
-/// `last_packet` are already held here with every one before them (a cut is
-/// at least every survivor's watermark); RUNGS_ERR_UNKNOWN_SEAT if `seat`
-/// never was a human player; RUNGS_ERR_STATE if another cut was set for it;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// `last_packet` are already held here with every one before them (a cut is at
+/// least every survivor's watermark); RUNGS_ERR_UNKNOWN_SEAT if `seat` never
+/// was a human player; RUNGS_ERR_STATE if another cut was set for it.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_peer_cut(
     s: *mut rungs_session,
@@ -989,9 +1017,7 @@ pub unsafe extern "C" fn rungs_session_peer_cut(
 /// can have run. `RUNGS_NO_FRAME` until this machine has had that send frame
 /// (ask again after the next frames).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_tag` is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_tag` is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_cut_tag(
     s: *mut rungs_session,
@@ -1017,12 +1043,10 @@ pub unsafe extern "C" fn rungs_session_cut_tag(
 /// A sample from a player already removed is accepted and changes nothing,
 /// as for `rungs_session_rtt_sample`.
 ///
-/// Returns: RUNGS_OK (also for a removed player); RUNGS_ERR_NULL_POINTER if
-/// `s` is NULL; RUNGS_ERR_INVALID_ARGUMENT if `resent` is not 0 or 1;
+/// Returns: RUNGS_OK (also for a removed player); RUNGS_ERR_NULL_POINTER if `s`
+/// is NULL; RUNGS_ERR_INVALID_ARGUMENT if `resent` is not 0 or 1;
 /// RUNGS_ERR_STATE if the session has no tick timer (`config->tick_hz` 0);
-/// RUNGS_ERR_UNKNOWN_SEAT if `peer` is not another human player of the game;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// RUNGS_ERR_UNKNOWN_SEAT if `peer` is not another human player of the game.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_rtt_sample_ticks(
     s: *mut rungs_session,
@@ -1041,10 +1065,8 @@ pub unsafe extern "C" fn rungs_session_rtt_sample_ticks(
 /// (`config->tick_hz`), as Tiberian Sun counts its processing time (instead
 /// of `rungs_session_add_frame_work_us`).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
-/// RUNGS_ERR_STATE if the session has no tick timer (`config->tick_hz` 0);
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
+/// the session has no tick timer (`config->tick_hz` 0).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_add_frame_ticks(
     s: *mut rungs_session,

@@ -8,7 +8,9 @@ use super::args::{
     write_out, write_to,
 };
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
+use super::ladder::rungs_tier;
 use super::result::rungs_result;
+use super::types::rungs_policy;
 use super::types::{
     detailed_report, human_seats, local_seat, report_with_needs, rungs_frame_rate_changed_fn,
     rungs_look_ahead_needs, rungs_player_message_fn, rungs_report, rungs_report_detail,
@@ -52,7 +54,7 @@ pub struct rungs_timing_machine_config {
     pub local_seat: u8,
     /// `RUNGS_POLICY_ADAPTIVE` (0) or `RUNGS_POLICY_TRACKING`; the same on
     /// every machine of a game.
-    pub policy: u8,
+    pub policy: rungs_policy,
     /// Bit `i` set: seat `i` is a human player. At least one, and no bit at
     /// or above `seat_count`.
     pub human_seat_mask: u32,
@@ -78,7 +80,7 @@ pub struct rungs_timing_status {
     pub look_ahead: u8,
     pub fps: u8,
     /// `RUNGS_TIER_*` of the timing in force.
-    pub tier: u8,
+    pub tier: rungs_tier,
     /// The master's target and rate.
     pub target_send_period: u8,
     pub target_look_ahead: u8,
@@ -98,31 +100,34 @@ pub struct rungs_timing_status {
     /// 1 while a descent is running.
     pub descent_running: u8,
     /// Where the latest evaluation stopped: one of `RUNGS_VERDICT_*`.
-    pub last_verdict: u8,
+    pub last_verdict: rungs_verdict,
 }
 
+/// The latest evaluation's outcome, one of `RUNGS_VERDICT_*`.
+pub type rungs_verdict = u8;
+
 /// No evaluation has happened yet.
-pub const RUNGS_VERDICT_NONE: u8 = 0;
+pub const RUNGS_VERDICT_NONE: rungs_verdict = 0;
 /// Calibration waits for reports (S4.3).
-pub const RUNGS_VERDICT_CALIBRATION_WAITING: u8 = 1;
+pub const RUNGS_VERDICT_CALIBRATION_WAITING: rungs_verdict = 1;
 /// Calibration set the target.
-pub const RUNGS_VERDICT_CALIBRATED: u8 = 2;
+pub const RUNGS_VERDICT_CALIBRATED: rungs_verdict = 2;
 /// Calibration fell back to 3/9.
-pub const RUNGS_VERDICT_CALIBRATION_FALLBACK: u8 = 3;
+pub const RUNGS_VERDICT_CALIBRATION_FALLBACK: rungs_verdict = 3;
 /// A silent player holds the timing (S4.4 step 1).
-pub const RUNGS_VERDICT_SILENT_HELD: u8 = 4;
+pub const RUNGS_VERDICT_SILENT_HELD: rungs_verdict = 4;
 /// A silent player forced 10/250.
-pub const RUNGS_VERDICT_SILENT_WORSENED: u8 = 5;
+pub const RUNGS_VERDICT_SILENT_WORSENED: rungs_verdict = 5;
 /// Round trips worsened the timing (step 2).
-pub const RUNGS_VERDICT_WORSENED: u8 = 6;
+pub const RUNGS_VERDICT_WORSENED: rungs_verdict = 6;
 /// A missing player holds the timing (step 3).
-pub const RUNGS_VERDICT_MISSING_HELD: u8 = 7;
+pub const RUNGS_VERDICT_MISSING_HELD: rungs_verdict = 7;
 /// No improvement qualified (step 4).
-pub const RUNGS_VERDICT_NOT_QUALIFIED: u8 = 8;
+pub const RUNGS_VERDICT_NOT_QUALIFIED: rungs_verdict = 8;
 /// Counted towards the three (step 4).
-pub const RUNGS_VERDICT_COUNTED: u8 = 9;
+pub const RUNGS_VERDICT_COUNTED: rungs_verdict = 9;
 /// Stepped down (step 5).
-pub const RUNGS_VERDICT_STEPPED_DOWN: u8 = 10;
+pub const RUNGS_VERDICT_STEPPED_DOWN: rungs_verdict = 10;
 
 fn verdict_code(verdict: Verdict) -> u8 {
     match verdict {
@@ -243,6 +248,27 @@ fn machine_config(config: &rungs_timing_machine_config) -> crate::Result<Machine
     })
 }
 
+/// Fill `config` with the defaults: `struct_size` set,
+/// `RUNGS_POLICY_ADAPTIVE`, seat 0, `tick_hz` 0 (any rate), no callbacks;
+/// `speed_fps`, `seat_count` and `human_seat_mask` stay 0, which
+/// `rungs_timing_machine_new` refuses: they describe your game.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config is NULL; RUNGS_ERR_PANIC.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_timing_machine_config_init(
+    config: *mut rungs_timing_machine_config,
+) -> rungs_result {
+    call("rungs_timing_machine_config_init", || {
+        // SAFETY: every field is valid zeroed (integers, NULL pointers, no
+        // callbacks); the fields whose default is not 0 are set below.
+        let mut defaults: rungs_timing_machine_config = unsafe { std::mem::zeroed() };
+        defaults.struct_size = std::mem::size_of::<rungs_timing_machine_config>() as u32;
+
+        // SAFETY: NULL (refused) or valid for writes by the caller's contract.
+        unsafe { write_to(config, "config", defaults) }
+    })
+}
+
 /// Make a timing machine for the eve of frame 0. `*out` is written only on success.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config or out is NULL;
@@ -294,17 +320,15 @@ pub unsafe extern "C" fn rungs_timing_machine_free(m: *mut rungs_timing_machine)
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_STATE if frame is not the frame after the
 /// previous one (0 first), or the previous frame was not ended with
-/// `rungs_timing_machine_end_frame`; RUNGS_ERR_NULL_POINTER if m is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// `rungs_timing_machine_frame_end`; RUNGS_ERR_NULL_POINTER if m is NULL.
 #[no_mangle]
-pub unsafe extern "C" fn rungs_timing_machine_begin_frame(
+pub unsafe extern "C" fn rungs_timing_machine_frame_begin(
     m: *mut rungs_timing_machine,
     frame: u32,
     out_executes_commands: *mut i32,
 ) -> rungs_result {
     unsafe {
-        machine_call("rungs_timing_machine_begin_frame", m, |o| {
+        machine_call("rungs_timing_machine_frame_begin", m, |o| {
             let start = o.machine.begin_frame(frame)?;
             write_optional(out_executes_commands, i32::from(start.executes_commands));
             Ok(())
@@ -318,8 +342,7 @@ pub unsafe extern "C" fn rungs_timing_machine_begin_frame(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_UNKNOWN_SEAT if seat is not below
 /// config->seat_count; RUNGS_ERR_STATE if the frame `tag` already executed its
-/// commands; RUNGS_ERR_NULL_POINTER if m is NULL; RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// commands; RUNGS_ERR_NULL_POINTER if m is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_queue_command(
     m: *mut rungs_timing_machine,
@@ -339,8 +362,7 @@ pub unsafe extern "C" fn rungs_timing_machine_queue_command(
 /// when there is one; 0 when none is due or the frame is not a send frame.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out_found is NULL (nothing
-/// popped); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
-/// RUNGS_ERR_PANIC (every object call).
+/// popped).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_pop_due(
     m: *mut rungs_timing_machine,
@@ -372,9 +394,7 @@ pub unsafe extern "C" fn rungs_timing_machine_pop_due(
 /// RUNGS_ERR_INVALID_ARGUMENT if event breaks S1 (send_period 1 to 10,
 /// look_ahead a multiple of it up to 250) or event->fps is 0;
 /// RUNGS_ERR_UNKNOWN_SEAT if seat never was a human seat of the game;
-/// RUNGS_ERR_STATE if no frame is open (`rungs_timing_machine_begin_frame`);
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// RUNGS_ERR_STATE if no frame is open (`rungs_timing_machine_frame_begin`).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_execute_timing_event(
     m: *mut rungs_timing_machine,
@@ -396,12 +416,10 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_timing_event(
 /// round trip and as one stalled frame if it waited at all; execute the
 /// detail too with `rungs_timing_machine_execute_detailed_report`.
 ///
-/// Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if m
-/// or report is NULL; RUNGS_ERR_INVALID_ARGUMENT if report->has_worst_rtt is
+/// Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if m or
+/// report is NULL; RUNGS_ERR_INVALID_ARGUMENT if report->has_worst_rtt is
 /// neither 0 nor 1; RUNGS_ERR_UNKNOWN_SEAT if seat never was a human seat of
-/// the game (nothing changes); RUNGS_ERR_STATE if no frame is open;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// the game (nothing changes); RUNGS_ERR_STATE if no frame is open.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_execute_report(
     m: *mut rungs_timing_machine,
@@ -428,12 +446,10 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_report(
 ///
 /// Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if m,
 /// report or detail is NULL; RUNGS_ERR_INVALID_ARGUMENT if a has_ flag is
-/// neither 0 nor 1, detail->waited_for is neither 0–15 nor `RUNGS_NO_SEAT`,
-/// or the pair breaks a rule of `rungs_report_detail` (nothing changes);
-/// RUNGS_ERR_UNKNOWN_SEAT if seat never was a human seat of the game
-/// (nothing changes); RUNGS_ERR_STATE if no frame is open;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// neither 0 nor 1, detail->waited_for is neither 0–15 nor `RUNGS_NO_SEAT`, or
+/// the pair breaks a rule of `rungs_report_detail` (nothing changes);
+/// RUNGS_ERR_UNKNOWN_SEAT if seat never was a human seat of the game (nothing
+/// changes); RUNGS_ERR_STATE if no frame is open.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_execute_detailed_report(
     m: *mut rungs_timing_machine,
@@ -463,10 +479,9 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_detailed_report(
 /// Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if m,
 /// report or detail is NULL; RUNGS_ERR_INVALID_ARGUMENT if the report and
 /// detail break a rule of `rungs_report_detail` or the needs one of
-/// `rungs_look_ahead_needs` (nothing changes); RUNGS_ERR_UNKNOWN_SEAT if
-/// seat never was a human seat of the game (nothing changes);
-/// RUNGS_ERR_STATE if no frame is open; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
-/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// `rungs_look_ahead_needs` (nothing changes); RUNGS_ERR_UNKNOWN_SEAT if seat
+/// never was a human seat of the game (nothing changes); RUNGS_ERR_STATE if no
+/// frame is open.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_execute_report_with_needs(
     m: *mut rungs_timing_machine,
@@ -506,10 +521,8 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_report_with_needs(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or report is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if a has_ flag is neither 0 nor 1,
-/// detail->waited_for is neither 0–15 nor `RUNGS_NO_SEAT`, or the pair
-/// breaks a rule of `rungs_report_detail`; RUNGS_ERR_STATE if no frame is
-/// open; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
-/// RUNGS_ERR_PANIC (every object call).
+/// detail->waited_for is neither 0–15 nor `RUNGS_NO_SEAT`, or the pair breaks a
+/// rule of `rungs_report_detail`; RUNGS_ERR_STATE if no frame is open.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_raise_for_own_stall(
     m: *mut rungs_timing_machine,
@@ -542,9 +555,8 @@ pub unsafe extern "C" fn rungs_timing_machine_raise_for_own_stall(
 /// same lost player) is accepted and changes nothing.
 ///
 /// Returns: RUNGS_OK (also for a repeated removal); RUNGS_ERR_UNKNOWN_SEAT if
-/// seat never was a human seat of the game; RUNGS_ERR_STATE if no frame is open;
-/// RUNGS_ERR_NULL_POINTER if m is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
-/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// seat never was a human seat of the game; RUNGS_ERR_STATE if no frame is
+/// open; RUNGS_ERR_NULL_POINTER if m is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_execute_removal(
     m: *mut rungs_timing_machine,
@@ -563,17 +575,15 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_removal(
 /// event stream; otherwise `*out_has_event` is 0. Either may be NULL.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_STATE if no frame is open
-/// (`rungs_timing_machine_begin_frame`); RUNGS_ERR_NULL_POINTER if m is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// (`rungs_timing_machine_frame_begin`); RUNGS_ERR_NULL_POINTER if m is NULL.
 #[no_mangle]
-pub unsafe extern "C" fn rungs_timing_machine_end_frame(
+pub unsafe extern "C" fn rungs_timing_machine_frame_end(
     m: *mut rungs_timing_machine,
     out_has_event: *mut i32,
     out_event: *mut rungs_timing_event,
 ) -> rungs_result {
     unsafe {
-        machine_call("rungs_timing_machine_end_frame", m, |o| {
+        machine_call("rungs_timing_machine_frame_end", m, |o| {
             let event = o.machine.end_frame()?;
             write_optional(out_has_event, i32::from(event.is_some()));
             if let Some(event) = event {
@@ -587,9 +597,7 @@ pub unsafe extern "C" fn rungs_timing_machine_end_frame(
 /// `*out` is 1 when the current frame is a send frame under the timing in
 /// force now: send your packet (S5).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_is_send_frame(
     m: *mut rungs_timing_machine,
@@ -608,9 +616,7 @@ pub unsafe extern "C" fn rungs_timing_machine_is_send_frame(
 /// `RUNGS_POLICY_TRACKING`. Ask this, not `rungs_is_report_frame`, when the
 /// game may run `tracking`.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_is_report_frame(
     m: *mut rungs_timing_machine,
@@ -630,12 +636,11 @@ pub unsafe extern "C" fn rungs_timing_machine_is_report_frame(
 /// report frames (`rungs_timing_machine_is_report_frame`), and under
 /// `RUNGS_POLICY_TRACKING` also on the first frame after a stall, at most
 /// every 4 frames, so the master hears of a spike at once. Ask it once per
-/// frame, before `rungs_timing_machine_end_frame`; a 1 is remembered as
+/// frame, before `rungs_timing_machine_frame_end`; a 1 is remembered as
 /// the last report.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL (nothing
-/// is remembered); RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED,
-/// RUNGS_ERR_PANIC (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL (nothing is
+/// remembered).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_report_due(
     m: *mut rungs_timing_machine,
@@ -655,9 +660,7 @@ pub unsafe extern "C" fn rungs_timing_machine_report_due(
 /// The frame a command issued now is tagged for: on a send frame,
 /// `frame + look_ahead`; on other frames a forecast for the next send frame.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_command_tag(
     m: *mut rungs_timing_machine,
@@ -672,9 +675,7 @@ pub unsafe extern "C" fn rungs_timing_machine_command_tag(
 
 /// The timing in force.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_timing(
     m: *mut rungs_timing_machine,
@@ -689,9 +690,7 @@ pub unsafe extern "C" fn rungs_timing_machine_timing(
 
 /// The frame rate in force.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_fps(
     m: *mut rungs_timing_machine,
@@ -706,9 +705,7 @@ pub unsafe extern "C" fn rungs_timing_machine_fps(
 
 /// Everything a UI or log shows, in one struct.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL;
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_POISONED, RUNGS_ERR_PANIC
-/// (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or out is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_status(
     m: *mut rungs_timing_machine,
@@ -754,8 +751,7 @@ pub(crate) fn status_to_c(s: &crate::timing::Status, is_master: bool) -> rungs_t
 /// on every machine on the same frame (when your speed event executes).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if speed_fps is 0;
-/// RUNGS_ERR_NULL_POINTER if m is NULL; RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY,
-/// RUNGS_ERR_POISONED, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_NULL_POINTER if m is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_set_speed(
     m: *mut rungs_timing_machine,

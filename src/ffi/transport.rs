@@ -36,16 +36,19 @@ pub const RUNGS_RTT_NONE: u32 = 0xFFFF_FFFF;
 /// `last_heard_ms_ago` of a link that never heard its peer.
 pub const RUNGS_NEVER_HEARD: u32 = 0xFFFF_FFFF;
 
+/// What happened to a link, one of `RUNGS_LINK_EVENT_*`.
+pub type rungs_link_event = u32;
+
 /// No event (`rungs_endpoint_poll_event` found nothing).
-pub const RUNGS_LINK_EVENT_NONE: u32 = 0;
+pub const RUNGS_LINK_EVENT_NONE: rungs_link_event = 0;
 /// Nothing valid heard from the peer for the liveness timeout. The link keeps
 /// trying; the engine decides whether to remove the player (S8).
-pub const RUNGS_LINK_EVENT_LOST: u32 = 1;
+pub const RUNGS_LINK_EVENT_LOST: rungs_link_event = 1;
 /// A valid packet arrived from a peer that was reported lost.
-pub const RUNGS_LINK_EVENT_RECOVERED: u32 = 2;
+pub const RUNGS_LINK_EVENT_RECOVERED: rungs_link_event = 2;
 /// Link event: the peer restarted (a new connection epoch): the link was
 /// reset and what either side had in flight is gone (S8).
-pub const RUNGS_LINK_EVENT_RESTARTED: u32 = 3;
+pub const RUNGS_LINK_EVENT_RESTARTED: rungs_link_event = 3;
 
 /// `rungs_link_stats.flags`: at least one clean round-trip sample (S8).
 pub const RUNGS_LINK_CLEAN_MEASUREMENT: u32 = 1;
@@ -54,34 +57,38 @@ pub const RUNGS_LINK_RETRANSMITTING: u32 = 2;
 /// `rungs_link_stats.flags`: reported lost and not heard since.
 pub const RUNGS_LINK_LOST: u32 = 4;
 
+/// Why a datagram was dropped, one of `RUNGS_DROP_*` (below
+/// `RUNGS_DROP_REASON_COUNT`).
+pub type rungs_drop_reason = u32;
+
 /// Drop reason: shorter than the smallest packet.
-pub const RUNGS_DROP_TOO_SHORT: u32 = 0;
+pub const RUNGS_DROP_TOO_SHORT: rungs_drop_reason = 0;
 /// Drop reason: longer than the largest packet.
-pub const RUNGS_DROP_TOO_LONG: u32 = 1;
+pub const RUNGS_DROP_TOO_LONG: rungs_drop_reason = 1;
 /// Drop reason: not a rungs packet.
-pub const RUNGS_DROP_BAD_MAGIC: u32 = 2;
+pub const RUNGS_DROP_BAD_MAGIC: rungs_drop_reason = 2;
 /// Drop reason: another protocol version.
-pub const RUNGS_DROP_BAD_VERSION: u32 = 3;
+pub const RUNGS_DROP_BAD_VERSION: rungs_drop_reason = 3;
 /// Drop reason: another session's packet.
-pub const RUNGS_DROP_WRONG_SESSION: u32 = 4;
+pub const RUNGS_DROP_WRONG_SESSION: rungs_drop_reason = 4;
 /// Drop reason: the sender seat is not a peer.
-pub const RUNGS_DROP_UNKNOWN_SENDER: u32 = 5;
+pub const RUNGS_DROP_UNKNOWN_SENDER: rungs_drop_reason = 5;
 /// Drop reason: source address not the one bound to the sender's seat.
-pub const RUNGS_DROP_SPOOFED_ADDRESS: u32 = 6;
+pub const RUNGS_DROP_SPOOFED_ADDRESS: rungs_drop_reason = 6;
 /// Drop reason: authentication tag mismatch (wrong key, forged, corrupted).
-pub const RUNGS_DROP_BAD_TAG: u32 = 7;
+pub const RUNGS_DROP_BAD_TAG: rungs_drop_reason = 7;
 /// Drop reason: packet number seen before (duplicate or replay).
-pub const RUNGS_DROP_REPLAYED: u32 = 8;
+pub const RUNGS_DROP_REPLAYED: rungs_drop_reason = 8;
 /// Drop reason: packet too old, or message number too far ahead.
-pub const RUNGS_DROP_OUTSIDE_WINDOW: u32 = 9;
+pub const RUNGS_DROP_OUTSIDE_WINDOW: rungs_drop_reason = 9;
 /// Drop reason: bad flags, message framing, or acks of things never sent.
-pub const RUNGS_DROP_MALFORMED: u32 = 10;
+pub const RUNGS_DROP_MALFORMED: rungs_drop_reason = 10;
 /// Drop reason: receiver holds too many undelivered messages (flow control;
 /// the peer resends later).
-pub const RUNGS_DROP_RECEIVER_FULL: u32 = 11;
+pub const RUNGS_DROP_RECEIVER_FULL: rungs_drop_reason = 11;
 /// Drop reason: a packet of the peer's earlier connection, or addressed to
 /// this machine's earlier connection (S8 restarts).
-pub const RUNGS_DROP_STALE_EPOCH: u32 = 12;
+pub const RUNGS_DROP_STALE_EPOCH: rungs_drop_reason = 12;
 /// Number of drop reasons (length of `rungs_link_stats.dropped`).
 pub const RUNGS_DROP_REASON_COUNT: u32 = 13;
 
@@ -485,8 +492,7 @@ pub unsafe extern "C" fn rungs_endpoint_free(endpoint: *mut rungs_endpoint) -> r
 /// The UDP port the endpoint is bound to (the one the OS picked for port 0).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_port is NULL;
-/// RUNGS_ERR_IO if the OS cannot say; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_IO if the OS cannot say.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_local_port(
     endpoint: *mut rungs_endpoint,
@@ -511,9 +517,7 @@ pub unsafe extern "C" fn rungs_endpoint_local_port(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or address is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if address does not parse or seat is this
-/// endpoint's own; RUNGS_ERR_STATE if seat already has a peer;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object
-/// call).
+/// endpoint's own; RUNGS_ERR_STATE if seat already has a peer.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_add_peer(
     endpoint: *mut rungs_endpoint,
@@ -536,8 +540,7 @@ pub unsafe extern "C" fn rungs_endpoint_add_peer(
 /// never removes anyone). `RUNGS_ERR_UNKNOWN_SEAT` if there is none.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL;
-/// RUNGS_ERR_UNKNOWN_SEAT if seat has no peer; RUNGS_ERR_POISONED,
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_UNKNOWN_SEAT if seat has no peer.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_remove_peer(
     endpoint: *mut rungs_endpoint,
@@ -560,9 +563,7 @@ pub unsafe extern "C" fn rungs_endpoint_remove_peer(
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL, or data is
 /// NULL with len > 0; RUNGS_ERR_UNKNOWN_SEAT if seat has no peer;
 /// RUNGS_ERR_INVALID_ARGUMENT if len is more than RUNGS_MAX_MESSAGE_BYTES;
-/// RUNGS_ERR_FULL if max_in_flight messages are unacknowledged;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object
-/// call).
+/// RUNGS_ERR_FULL if max_in_flight messages are unacknowledged.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_send(
     endpoint: *mut rungs_endpoint,
@@ -595,8 +596,7 @@ pub unsafe extern "C" fn rungs_endpoint_send(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL;
 /// RUNGS_ERR_STATE if the worker thread panicked and stopped (call
-/// rungs_endpoint_stop_worker, then poll yourself); RUNGS_ERR_POISONED,
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// rungs_endpoint_stop_worker, then poll yourself).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_poll(
     endpoint: *mut rungs_endpoint,
@@ -633,8 +633,7 @@ pub unsafe extern "C" fn rungs_endpoint_poll(
 /// no callback is configured; at most 64, the oldest dropped first.
 ///
 /// Returns: RUNGS_OK (also when there is no event); RUNGS_ERR_NULL_POINTER if
-/// endpoint, out_seat or out_event is NULL; RUNGS_ERR_POISONED,
-/// RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// endpoint, out_seat or out_event is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_poll_event(
     endpoint: *mut rungs_endpoint,
@@ -667,8 +666,7 @@ pub unsafe extern "C" fn rungs_endpoint_poll_event(
 /// Returns: RUNGS_OK (out->received 0 when nothing waits);
 /// RUNGS_ERR_NULL_POINTER if endpoint or out is NULL, or buf is NULL with cap >
 /// 0; RUNGS_ERR_BUFFER_TOO_SMALL if the next message is longer than cap (it
-/// stays queued); RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC
-/// (every object call).
+/// stays queued).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_recv(
     endpoint: *mut rungs_endpoint,
@@ -703,9 +701,7 @@ pub unsafe extern "C" fn rungs_endpoint_recv(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if out->struct_size is not
-/// sizeof(rungs_link_stats); RUNGS_ERR_UNKNOWN_SEAT if seat has no peer;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object
-/// call).
+/// sizeof(rungs_link_stats); RUNGS_ERR_UNKNOWN_SEAT if seat has no peer.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_link_stats(
     endpoint: *mut rungs_endpoint,
@@ -772,13 +768,11 @@ pub(crate) unsafe fn link_report_rtts(
 /// an unknown reason.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_count is NULL;
-/// RUNGS_ERR_INVALID_ARGUMENT if reason is not a RUNGS_DROP_* value;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object
-/// call).
+/// RUNGS_ERR_INVALID_ARGUMENT if reason is not a RUNGS_DROP_* value.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_dropped(
     endpoint: *mut rungs_endpoint,
-    reason: u32,
+    reason: rungs_drop_reason,
     out_count: *mut u64,
 ) -> rungs_result {
     // SAFETY: NULL or a live handle, by contract.
@@ -807,8 +801,7 @@ pub unsafe extern "C" fn rungs_endpoint_dropped(
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if tick_us is outside 1000 to 1000000;
 /// RUNGS_ERR_STATE if a worker already runs; RUNGS_ERR_IO if the OS refuses a
-/// thread; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every
-/// object call).
+/// thread.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_start_worker(
     endpoint: *mut rungs_endpoint,
@@ -841,8 +834,7 @@ pub unsafe extern "C" fn rungs_endpoint_start_worker(
 /// the engine. `RUNGS_ERR_STATE` if no worker runs.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL;
-/// RUNGS_ERR_STATE if no worker runs; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_STATE if no worker runs.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_stop_worker(endpoint: *mut rungs_endpoint) -> rungs_result {
     // SAFETY: NULL or a live handle, by contract.
@@ -867,9 +859,8 @@ pub unsafe extern "C" fn rungs_endpoint_stop_worker(endpoint: *mut rungs_endpoin
 /// the `SOCKET` on Windows), so your loop can wait in select/poll for a
 /// datagram before calling `rungs_endpoint_poll`. Only wait on it.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_socket is
-/// NULL; RUNGS_ERR_STATE while a worker thread drives the socket;
-/// RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_socket is NULL;
+/// RUNGS_ERR_STATE while a worker thread drives the socket.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_socket(
     endpoint: *mut rungs_endpoint,
@@ -896,9 +887,8 @@ pub unsafe extern "C" fn rungs_endpoint_socket(
 /// stop that). Call after `rungs_endpoint_add_peer`, before traffic.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or key is NULL;
-/// RUNGS_ERR_INVALID_ARGUMENT if the key is all zero; RUNGS_ERR_UNKNOWN_SEAT
-/// if seat has no peer; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT,
-/// RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every object call).
+/// RUNGS_ERR_INVALID_ARGUMENT if the key is all zero; RUNGS_ERR_UNKNOWN_SEAT if
+/// seat has no peer.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_set_link_key(
     endpoint: *mut rungs_endpoint,
@@ -919,9 +909,7 @@ pub unsafe extern "C" fn rungs_endpoint_set_link_key(
 /// (polling) or 2 (it panicked, caught the panic and stopped polling: call
 /// `rungs_endpoint_stop_worker`).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_status is
-/// NULL; RUNGS_ERR_POISONED, RUNGS_ERR_REENTRANT, RUNGS_ERR_BUSY, RUNGS_ERR_PANIC (every
-/// object call).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or out_status is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_worker_status(
     endpoint: *mut rungs_endpoint,
@@ -945,7 +933,7 @@ pub unsafe extern "C" fn rungs_endpoint_worker_status(
 /// The name of a `RUNGS_DROP_*` reason, e.g. `"bad_tag"`; `"unknown"` for
 /// any other value. Static storage: never free it.
 #[no_mangle]
-pub extern "C" fn rungs_drop_reason_str(reason: u32) -> *const c_char {
+pub extern "C" fn rungs_drop_reason_str(reason: rungs_drop_reason) -> *const c_char {
     const NAMES: [&[u8]; 14] = [
         b"too_short\0",
         b"too_long\0",

@@ -7,6 +7,9 @@
 use std::ffi::c_void;
 
 use super::args::{flag, in_range, read_in, write_out};
+use super::ladder::rungs_tier;
+use super::session::rungs_log_level;
+use super::transport::rungs_link_event;
 use crate::error::{Error, Result};
 use crate::report::record::MAX_SEATS;
 use crate::report::{LookAheadNeeds, Report, ReportDetail};
@@ -37,7 +40,12 @@ pub type rungs_frame_rate_changed_fn =
 /// `Connection quality target: Normal` (S6); `tier` is a `RUNGS_TIER_*`.
 /// `text` lives until the callback returns.
 pub type rungs_player_message_fn = Option<
-    unsafe extern "C" fn(user: *mut c_void, frame: u32, tier: u8, text: *const libc::c_char),
+    unsafe extern "C" fn(
+        user: *mut c_void,
+        frame: u32,
+        tier: rungs_tier,
+        text: *const libc::c_char,
+    ),
 >;
 /// Something happened to `seat` on `frame`: the master role moved to it
 /// (`RUNGS_NO_SEAT` when no human is left), or it was removed; which one is
@@ -71,8 +79,9 @@ pub type rungs_queue_event_fn = Option<
 pub type rungs_send_frame_fn =
     Option<unsafe extern "C" fn(user: *mut c_void, send_frame: u32, tag: u32)>;
 /// A log line at `level` (`RUNGS_LOG_*`); `text` lives until the callback returns.
-pub type rungs_log_fn =
-    Option<unsafe extern "C" fn(user: *mut c_void, level: u8, text: *const libc::c_char)>;
+pub type rungs_log_fn = Option<
+    unsafe extern "C" fn(user: *mut c_void, level: rungs_log_level, text: *const libc::c_char),
+>;
 /// Lockstep: a command issued by `seat` executes on `frame`; apply it to
 /// your simulation now. `bytes` lives until the callback returns.
 pub type rungs_command_fn = Option<
@@ -86,7 +95,7 @@ pub type rungs_desync_fn = Option<unsafe extern "C" fn(user: *mut c_void, frame:
 /// player), recovered, or the peer restarted. Runs on the thread that called
 /// `rungs_endpoint_poll` or `rungs_lockstep_update`.
 pub type rungs_link_event_fn =
-    Option<unsafe extern "C" fn(user: *mut c_void, seat: u8, event: u32)>;
+    Option<unsafe extern "C" fn(user: *mut c_void, seat: u8, event: rungs_link_event)>;
 
 /// A timing `send_period/look_ahead` (S1). Valid when
 /// `1 <= send_period <= 10`, `send_period <= look_ahead <= 250` and
@@ -463,11 +472,14 @@ pub fn timing_policy(value: u8, name: &str) -> Result<PolicyKind> {
     }
 }
 
+/// A timing policy, one of `RUNGS_POLICY_*`.
+pub type rungs_policy = u8;
+
 /// Timing policy: rungs' adaptive ladder (S4), the default.
-pub const RUNGS_POLICY_ADAPTIVE: u8 = 0;
+pub const RUNGS_POLICY_ADAPTIVE: rungs_policy = 0;
 /// Timing policy: `tracking`, send period 1 and the look-ahead the reports
 /// need (`docs/tracking.md`). Every machine of a game must use the same.
-pub const RUNGS_POLICY_TRACKING: u8 = 1;
+pub const RUNGS_POLICY_TRACKING: rungs_policy = 1;
 
 /// The human flag of every seat, from a config's `seat_count` (1–16) and
 /// `human_seat_mask` (bit `i`: seat `i` is human; at least one; no bits

@@ -20,6 +20,9 @@ use rungs_core::wire::packet::SessionKey;
 use rungs_net::LockstepDriver;
 
 fn main() -> rungs_core::Result<()> {
+    // Once per process, before any session: this run's connection nonces
+    // differ from the last run's, so peers tell a restart apart (S8).
+    rungs_net::seed_connection_nonces();
     let start = Instant::now();
     let now_us = || start.elapsed().as_micros() as u64;
     let mut players = Vec::new();

@@ -17,3 +17,14 @@ pub fn process_seed() -> u64 {
     );
     rng.next_u64()
 }
+
+/// Seed the core's connection nonces (S8) from [`process_seed`], once per
+/// process; later calls do nothing. Every edge that makes links calls it
+/// before the first one: the C library on its first call, `rungs-relay` and
+/// a LAN host when they start. A Rust program using `rungs-core` directly
+/// calls it (or `rungs_core::link::seed_connection_nonces` with its own
+/// entropy) at start-up.
+pub fn seed_connection_nonces() {
+    static SEEDED: std::sync::Once = std::sync::Once::new();
+    SEEDED.call_once(|| rungs_core::link::seed_connection_nonces(process_seed()));
+}

@@ -13,7 +13,8 @@
 //! - [`LockstepDriver`]: a lockstep session's update loop around a socket;
 //! - [`Worker`]: a thread polling a driver every tick;
 //! - [`RelayHost`]: a relay inside a host player's game (a LAN game, S10);
-//! - [`process_seed`]: per-process entropy for nonces and secrets.
+//! - [`process_seed`], [`seed_connection_nonces`]: per-process entropy for
+//!   nonces and secrets (the core draws none of its own).
 
 mod entropy;
 mod lockstep_driver;
@@ -21,7 +22,7 @@ mod relay_host;
 mod udp;
 mod worker;
 
-pub use entropy::process_seed;
+pub use entropy::{process_seed, seed_connection_nonces};
 pub use lockstep_driver::LockstepDriver;
 pub use relay_host::{HostConfig, HostStatus, RelayHost, HOST_TICKET_LIFETIME_S};
 pub use rungs_core::io::Datagrams;

@@ -111,6 +111,7 @@ pub struct RelayHost {
 impl RelayHost {
     /// Bind `config.listen`, create the match and start the worker thread.
     pub fn start(config: HostConfig) -> Result<RelayHost> {
+        crate::entropy::seed_connection_nonces();
         let secret = match config.lobby_secret {
             Some(secret) => secret,
             None => fresh_secret()?,

@@ -20,7 +20,7 @@ pub mod rtt;
 mod stats;
 
 pub use endpoint::{canonical_address, Endpoint, EndpointConfig, Transmit};
-pub use nonce::connection_nonce;
+pub use nonce::{connection_nonce, seed_connection_nonces};
 pub use peer::{
     Link, LinkConfig, LinkIdentity, ReportRtt, MAX_ACK_DELAY_LIMIT_US, MAX_IN_FLIGHT_LIMIT,
     MIN_CONFIG_PACKET_BYTES,

@@ -31,7 +31,7 @@
 //! this machine holds of each seat's turns) and answers with the
 //! [`DropAction`]s the session carries out: messages to send, cuts decided.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::report::record::MAX_SEATS;
 use crate::wire::turn;
 
@@ -286,7 +286,7 @@ impl Drops {
         out: &mut Vec<DropAction>,
     ) -> Result<()> {
         if !facts.is_human(dropped) || dropped == seat || dropping & (1 << seat) != 0 {
-            return Err(Error::Malformed("a drop vote for no other human seat"));
+            return Err(turn::invalid("a drop vote for no other human seat"));
         }
         let gone = self.step(dropped, facts, out, |agreement, view, sends| {
             agreement.on_vote(view, seat, holds, sends);
@@ -323,7 +323,7 @@ impl Drops {
         out: &mut Vec<DropAction>,
     ) -> Result<()> {
         if !facts.is_human(dropped) || dropped == seat {
-            return Err(Error::Malformed("a drop decision for no other human seat"));
+            return Err(turn::invalid("a drop decision for no other human seat"));
         }
         self.step(dropped, facts, out, |agreement, view, sends| {
             agreement.on_decided(view, seat, cut, sends)
@@ -337,7 +337,7 @@ impl Drops {
     /// human seat.
     pub fn answers_relay_request(&self, seat: u8, dropped: u8, facts: &GameFacts) -> Result<bool> {
         if !facts.is_human(dropped) || dropped == seat {
-            return Err(Error::Malformed("a relay request for no other human seat"));
+            return Err(turn::invalid("a relay request for no other human seat"));
         }
         let reachable = self.reachable(facts.present, facts.local);
         Ok(self.is_dropping(dropped) && reachable & 1 << seat != 0)

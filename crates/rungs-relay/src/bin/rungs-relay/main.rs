@@ -207,6 +207,8 @@ fn log(line: &str) {
 }
 
 fn main() -> ExitCode {
+    // The relay's links draw connection nonces: give them this run's entropy.
+    rungs_net::seed_connection_nonces();
     let raw: Vec<String> = std::env::args().skip(1).collect();
     let (command, rest) = match raw.split_first() {
         Some((c, rest)) => (c.as_str(), rest),
