@@ -5,7 +5,7 @@
 //! One [`Agreement`] per dropped seat on each machine, sans-IO and pure: it
 //! takes what the machine knows ([`View`]) and the messages of the other
 //! participants, and says what to send ([`Send`]) and, once, what it
-//! decided. The session ([`super::drops`]) keeps the turns; the model
+//! decided. The session (its `drops.rs`) keeps the turns; the model
 //! checker (`tools/drop-model`) drives this same code through every
 //! interleaving of 3 to 5 seats.
 //!
@@ -53,8 +53,8 @@
 //! every survivor's vote (or took a decision whose maker did), so the cut
 //! holds every turn any survivor executed; whoever decided holds the cut
 //! whole and hands it on. A player that quits is out for the others once
-//! its removal executed; it still hears them (its link lingers, see
-//! [`super::drops`]) and decides in turn, and any decision it makes holds
+//! its removal executed; it still hears them (its link lingers, see the
+//! session's `drops.rs`) and decides in turn, and any decision it makes holds
 //! every survivor's vote, which is all it needs to run its last frames
 //! like the others. `tools/drop-model` checks all of this exhaustively.
 
@@ -103,11 +103,27 @@ impl View {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Send {
     /// This machine's vote: what it holds.
-    Vote { to: u8, holds: Holding },
+    Vote {
+        /// The seat to send it to.
+        to: u8,
+        /// What this machine holds of the dropped seat's turns.
+        holds: Holding,
+    },
     /// This machine's decision.
-    Decided { to: u8, cut: Holding },
+    Decided {
+        /// The seat to send it to.
+        to: u8,
+        /// The dropped seat's last send frame that executes.
+        cut: Holding,
+    },
     /// Ask `to` for the dropped seat's turns after `after`.
-    RelayRequest { to: u8, after: Holding },
+    RelayRequest {
+        /// The seat to ask (one that holds more).
+        to: u8,
+        /// The last send frame of the dropped seat's turns this machine
+        /// holds whole.
+        after: Holding,
+    },
 }
 
 /// One drop as one machine sees it. See the module docs.

@@ -17,7 +17,7 @@ struct FrameChecksums {
 
 /// Checksums waiting for comparison, oldest first (bounded).
 #[derive(Debug, Default)]
-pub struct Checksums {
+pub(super) struct Checksums {
     /// Frames between checksums; 0 for none.
     interval: u32,
     frames: VecDeque<FrameChecksums>,
@@ -25,7 +25,7 @@ pub struct Checksums {
 
 impl Checksums {
     /// Checksums every `interval` frames (0: none).
-    pub fn new(interval: u32) -> Checksums {
+    pub(super) fn new(interval: u32) -> Checksums {
         Checksums {
             interval,
             frames: VecDeque::new(),
@@ -34,14 +34,14 @@ impl Checksums {
 
     /// Whether the state after `frame` is compared: `frame` is a multiple
     /// of the interval.
-    pub fn is_checksum_frame(&self, frame: u32) -> bool {
+    pub(super) fn is_checksum_frame(&self, frame: u32) -> bool {
         self.interval > 0 && frame % self.interval == 0
     }
 
     /// Note `seat`'s `value` for `frame`. Once every seat in `present` has
     /// one, compare them: returns the seats whose value differs from the
     /// lowest present seat's, as a bit mask, if any does.
-    pub fn note(&mut self, frame: u32, seat: u8, value: u64, present: &[u8]) -> Option<u32> {
+    pub(super) fn note(&mut self, frame: u32, seat: u8, value: u64, present: &[u8]) -> Option<u32> {
         let index = match self.frames.iter().position(|f| f.frame == frame) {
             Some(i) => i,
             None => {

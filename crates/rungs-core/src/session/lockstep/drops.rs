@@ -40,10 +40,10 @@ use super::turns::Executable;
 
 /// The decision of one drop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Cut {
+pub(super) struct Cut {
     /// The dropped seat's last valid turn (send frame); `None`: no turn of
     /// it counts at all.
-    pub through: Option<u32>,
+    pub(super) through: Option<u32>,
 }
 
 /// One seat's drop, as this machine sees it.
@@ -59,17 +59,17 @@ struct DropState {
 /// What the drop procedure is told of the game for one call: nothing of it
 /// is the procedure's own, so the session hands it over each time.
 #[derive(Debug, Clone, Copy)]
-pub struct GameFacts {
+pub(super) struct GameFacts {
     /// This machine's seat.
-    pub local: u8,
+    pub(super) local: u8,
     /// The human seats, as a bit mask.
-    pub humans: u32,
+    pub(super) humans: u32,
     /// The seats still in the game (human, not removed), as a bit mask.
-    pub present: u32,
+    pub(super) present: u32,
     /// The seats this machine hears nothing from (their links are lost).
-    pub unheard: u32,
+    pub(super) unheard: u32,
     /// Per seat, the last of its turns this machine holds whole.
-    pub holds: [Holding; MAX_SEATS],
+    pub(super) holds: [Holding; MAX_SEATS],
 }
 
 impl GameFacts {
@@ -90,7 +90,7 @@ fn has_seat(mask: u32, seat: u8) -> bool {
 
 /// What the session must do for the drop procedure, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DropAction {
+pub(super) enum DropAction {
     /// Send this control message to `to` (now, or once its link has room).
     Send { to: u8, message: Vec<u8> },
     /// The cut of this seat is decided: void its turns after the cut, take
@@ -100,7 +100,7 @@ pub enum DropAction {
 
 /// Every seat's drop, and the players that left whose links linger.
 #[derive(Debug, Clone)]
-pub struct Drops {
+pub(super) struct Drops {
     seats: Vec<DropState>,
     /// Players that left whose links linger until lost: they may still
     /// need a drop decided to run their last frames.
@@ -111,7 +111,7 @@ pub struct Drops {
 
 impl Drops {
     /// No drop yet; `manual`: the engine decides when to drop.
-    pub fn new(manual: bool) -> Drops {
+    pub(super) fn new(manual: bool) -> Drops {
         Drops {
             seats: vec![DropState::default(); MAX_SEATS],
             lingering: 0,
@@ -120,19 +120,19 @@ impl Drops {
     }
 
     /// Whether this machine is dropping `seat`.
-    pub fn is_dropping(&self, seat: u8) -> bool {
+    pub(super) fn is_dropping(&self, seat: u8) -> bool {
         self.seats[usize::from(seat)].agreement.is_joined()
     }
 
     /// The decided cut for `seat`, if any.
-    pub fn cut(&self, seat: u8) -> Option<Cut> {
+    pub(super) fn cut(&self, seat: u8) -> Option<Cut> {
         let through = self.seats[usize::from(seat)].agreement.decided()?;
         Some(Cut { through })
     }
 
     /// Which of `seat`'s turns this machine (`local`) may execute: none
     /// past its own vote until the cut is decided, none past the cut after.
-    pub fn executable(&self, seat: u8, local: u8) -> Executable {
+    pub(super) fn executable(&self, seat: u8, local: u8) -> Executable {
         let agreement = &self.seats[usize::from(seat)].agreement;
         let through = match (agreement.decided(), agreement.vote(local)) {
             (Some(cut), _) => cut,
@@ -143,7 +143,7 @@ impl Drops {
     }
 
     /// Every seat this machine is dropping, as a bit mask.
-    pub fn mask(&self) -> u32 {
+    pub(super) fn mask(&self) -> u32 {
         self.seats
             .iter()
             .enumerate()
@@ -152,23 +152,23 @@ impl Drops {
     }
 
     /// Whether `seat`'s removal is queued.
-    pub fn is_removal_queued(&self, seat: u8) -> bool {
+    pub(super) fn is_removal_queued(&self, seat: u8) -> bool {
         self.seats[usize::from(seat)].removal_queued
     }
 
-    pub fn set_removal_queued(&mut self, seat: u8) {
+    pub(super) fn set_removal_queued(&mut self, seat: u8) {
         self.seats[usize::from(seat)].removal_queued = true;
     }
 
     /// `seat` left (its removal executed) while this machine still hears
     /// it: its link lingers for the drops it may need decided.
-    pub fn linger(&mut self, seat: u8) {
+    pub(super) fn linger(&mut self, seat: u8) {
         self.lingering |= 1 << seat;
     }
 
     /// `seat`'s link is gone: if it was a player that left, it is gone for
     /// good (true: remove its link; the drops move on, one voter fewer).
-    pub fn stop_lingering(&mut self, seat: u8) -> bool {
+    pub(super) fn stop_lingering(&mut self, seat: u8) -> bool {
         let was = self.lingering & 1 << seat != 0;
         self.lingering &= !(1 << seat);
         was
@@ -177,7 +177,7 @@ impl Drops {
     /// Whether a lost link or a restart of `seat` makes this machine drop
     /// it: by default; with manual drops only once another machine's vote
     /// named it and its link is lost (`lost`).
-    pub fn drops_on_loss(&self, seat: u8, lost: bool) -> bool {
+    pub(super) fn drops_on_loss(&self, seat: u8, lost: bool) -> bool {
         !self.manual || (lost && self.seats[usize::from(seat)].named)
     }
 
@@ -185,7 +185,7 @@ impl Drops {
     /// (present, not being dropped), and players that left whose links
     /// linger.
     /// `present`: the seats in the game; `local`: this machine's.
-    pub fn reachable(&self, present: u32, local: u8) -> u32 {
+    pub(super) fn reachable(&self, present: u32, local: u8) -> u32 {
         let peers = present & !(1 << local) & !self.mask();
         peers | self.lingering
     }
@@ -205,7 +205,7 @@ impl Drops {
     /// Join the drop of `seat`: vote with what this machine holds of its
     /// turns, and tell everyone reachable. Every other drop moves on (one
     /// voter fewer).
-    pub fn join(&mut self, seat: u8, facts: &GameFacts, out: &mut Vec<DropAction>) {
+    pub(super) fn join(&mut self, seat: u8, facts: &GameFacts, out: &mut Vec<DropAction>) {
         if seat == facts.local || !facts.is_present(seat) {
             return;
         }
@@ -222,14 +222,14 @@ impl Drops {
     }
 
     /// Move every drop on with what this machine knows now.
-    pub fn progress_all(&mut self, facts: &GameFacts, out: &mut Vec<DropAction>) {
+    pub(super) fn progress_all(&mut self, facts: &GameFacts, out: &mut Vec<DropAction>) {
         for seat in 0..MAX_SEATS as u8 {
             self.progress(seat, facts, out);
         }
     }
 
     /// Move `seat`'s drop on.
-    pub fn progress(&mut self, seat: u8, facts: &GameFacts, out: &mut Vec<DropAction>) {
+    pub(super) fn progress(&mut self, seat: u8, facts: &GameFacts, out: &mut Vec<DropAction>) {
         let state = &self.seats[usize::from(seat)].agreement;
         if !state.is_joined() || state.decided().is_some() {
             return;
@@ -276,7 +276,7 @@ impl Drops {
 
     /// A drop vote from `seat`: count it, join the drops it names whose
     /// seat this machine does not hear either, move on.
-    pub fn on_vote(
+    pub(super) fn on_vote(
         &mut self,
         seat: u8,
         dropped: u8,
@@ -314,7 +314,7 @@ impl Drops {
     }
 
     /// `seat` decided the cut of `dropped`.
-    pub fn on_decided(
+    pub(super) fn on_decided(
         &mut self,
         seat: u8,
         dropped: u8,
@@ -335,7 +335,12 @@ impl Drops {
     /// `seat` asks for `dropped`'s turns: whether to answer (this machine
     /// is in that drop and plays with `seat`). Malformed for no other
     /// human seat.
-    pub fn answers_relay_request(&self, seat: u8, dropped: u8, facts: &GameFacts) -> Result<bool> {
+    pub(super) fn answers_relay_request(
+        &self,
+        seat: u8,
+        dropped: u8,
+        facts: &GameFacts,
+    ) -> Result<bool> {
         if !facts.is_human(dropped) || dropped == seat {
             return Err(turn::invalid("a relay request for no other human seat"));
         }
@@ -346,7 +351,7 @@ impl Drops {
     /// Whether to take a relayed turn of `dropped` from `seat`: only inside
     /// a drop this machine joined, only from a seat it asked that is not
     /// out (S4.7).
-    pub fn takes_relay(&self, seat: u8, dropped: u8, facts: &GameFacts) -> bool {
+    pub(super) fn takes_relay(&self, seat: u8, dropped: u8, facts: &GameFacts) -> bool {
         facts.is_human(dropped)
             && self.seats[usize::from(dropped)].agreement.asked(seat)
             && self.view(dropped, facts).out & 1 << seat == 0

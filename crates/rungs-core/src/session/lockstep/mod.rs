@@ -10,15 +10,17 @@
 //! frame hands back; every machine executes the same commands on the same
 //! frames. The call protocol is written on [`LockstepSession`].
 //!
-//! Two session types stand behind that one API, chosen by [`Topology`]:
-//! - [`peer`]: links to every other human seat; turns, drops, clock and
+//! Two session types stand behind that one API, chosen by [`Topology`]
+//! (private modules of this one, named by file):
+//! - `peer.rs`: links to every other human seat; turns, drops, clock and
 //!   checks agreed between the machines. Its sub-states, one concern each
-//!   and each owning its data: [`turns`], [`drops`] (with [`agreement`]),
-//!   [`control`], [`checksums`], [`pings`], [`stalls`], [`arrivals`];
-//! - [`relay`]: one link to a relay that sequences every order and owns the
+//!   and each owning its data: `turns.rs`, `drops.rs` (with the public
+//!   [`agreement`]), `control.rs`, `checksums.rs`, `pings.rs`, `stalls.rs`,
+//!   `arrivals.rs`;
+//! - `relay/`: one link to a relay that sequences every order and owns the
 //!   clock (S10), with its AI orders and replays.
 //!
-//! [`update`] is the update loop every caller shares (the `rungs-net`
+//! `update.rs` is the update loop every caller shares (the `rungs-net`
 //! crate wraps it around a socket).
 
 pub mod agreement;
@@ -56,8 +58,11 @@ pub use update::{Wake, IDLE_WAKE_US};
 pub struct LockstepConfig {
     /// Speed, seats, this machine's seat (required), timing policy.
     pub machine: MachineConfig,
-    /// The game's session id and key, the same on every machine (S8).
+    /// The game's session id, the same on every machine (S8): packets of
+    /// another game are refused.
     pub session_id: u32,
+    /// The game's key, the same on every machine (S8): it authenticates
+    /// every packet of a link without a key of its own in `link_keys`.
     pub key: SessionKey,
     /// Per-pair link keys: `(peer seat, key)` for the link between this
     /// machine and that peer, used instead of `key` (S8). Game setup gives
@@ -115,7 +120,7 @@ pub enum Topology {
     #[default]
     PeerToPeer,
     /// One link to a relay that sequences every order and owns the clock
-    /// (see [`relay`](self::relay)); `session_id`, `key`, `link_keys`,
+    /// (this module's `relay/`); `session_id`, `key`, `link_keys`,
     /// `epoch`, `link` and the timing policy are unused (the relay link has
     /// its own settings, [`crate::relay::relay_link_config`]), there are no
     /// peers to add, and a frame is one relay tick: the relay's tick rate is
@@ -130,25 +135,46 @@ pub enum SessionEvent {
     /// 0), frame rate changed, a player message (S6), a new master (S4.6).
     Timing(Output),
     /// `seat` left or was dropped; its removal executed on `frame`.
-    PlayerRemoved { frame: u32, seat: u8 },
+    PlayerRemoved {
+        /// The frame its removal executed on.
+        frame: u32,
+        /// The player's seat.
+        seat: u8,
+    },
     /// State checksums for `frame` differ: bit `i` of `seats` set for each
     /// seat whose value differs from the lowest reporting seat's.
-    Desync { frame: u32, seats: u32 },
+    Desync {
+        /// The frame whose checksums differ.
+        frame: u32,
+        /// The seats that differ from the lowest reporting seat, a bit mask.
+        seats: u32,
+    },
     /// Nothing heard from `seat` for the liveness timeout (S8): rungs drops
     /// it (unless [`LockstepConfig::manual_drops`]: then the engine decides).
-    LinkLost { seat: u8 },
+    LinkLost {
+        /// The silent peer's seat.
+        seat: u8,
+    },
     /// `seat` is heard again.
-    LinkRecovered { seat: u8 },
+    LinkRecovered {
+        /// The peer's seat.
+        seat: u8,
+    },
     /// `seat`'s machine restarted (a new connection, S8): its link was
     /// reset, and what it had sent or was owed is gone; a restarted machine
     /// cannot rejoin a running game, so rungs drops it (unless
     /// [`LockstepConfig::manual_drops`]: then the engine does).
-    PeerRestarted { seat: u8 },
+    PeerRestarted {
+        /// The restarted peer's seat.
+        seat: u8,
+    },
     /// Behind a relay: the relay refused the order with this id
     /// ([`LockstepSession::submit_order`]); it never runs, and the orders
     /// after it go on. A refused quit leaves the player in the game.
     CommandRefused {
+        /// The order's id, from its [`OrderReceipt`].
         id: u64,
+        /// Why the relay refused it.
         reason: crate::wire::relay::RefusalReason,
     },
 }
@@ -157,9 +183,15 @@ pub enum SessionEvent {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Advance {
     /// Frame `frame` ran; its commands are in [`LockstepSession::executed`].
-    Ran { frame: u32 },
+    Ran {
+        /// The frame that ran.
+        frame: u32,
+    },
     /// The next frame is due at local time `at_us`.
-    NotDue { at_us: u64 },
+    NotDue {
+        /// When the next frame is due, µs on the caller's clock (`now_us`).
+        at_us: u64,
+    },
     /// The next frame is due but waits for peers' turns, for room on a
     /// link (backpressure) or, before frame 0, for the first clock sample.
     Waiting,

@@ -12,57 +12,57 @@ use crate::wire::turn::{Item, PartPlan, Record, TurnPart, MAX_TURN_PARTS};
 /// finds the drop cut's tags. A peer is never more than a look-ahead and a
 /// send period away from us (it cannot run a frame our turns may still
 /// fill), so this covers every turn that can arrive.
-pub const KEPT_SEND_FRAMES: usize = 2 * (MAX_LOOK_AHEAD as usize + MAX_SEND_PERIOD as usize);
+pub(super) const KEPT_SEND_FRAMES: usize = 2 * (MAX_LOOK_AHEAD as usize + MAX_SEND_PERIOD as usize);
 /// How far past our latest send frame a peer's turn may be: a peer runs
 /// frame `F` only with our turns tagged up to `F`, so its send frames stay
 /// below our latest tag plus a send period.
-pub const MAX_FRAMES_AHEAD: u32 = MAX_LOOK_AHEAD as u32 + 2 * MAX_SEND_PERIOD as u32;
+pub(super) const MAX_FRAMES_AHEAD: u32 = MAX_LOOK_AHEAD as u32 + 2 * MAX_SEND_PERIOD as u32;
 /// Complete turns held per peer ahead of our schedule, and their bytes.
-pub const MAX_TURNS_AHEAD: usize = MAX_FRAMES_AHEAD as usize;
-pub const MAX_BYTES_AHEAD: usize = 1 << 20;
+pub(super) const MAX_TURNS_AHEAD: usize = MAX_FRAMES_AHEAD as usize;
+pub(super) const MAX_BYTES_AHEAD: usize = 1 << 20;
 /// Raw turn bytes kept per peer for relaying after a drop (most recent).
-pub const KEPT_RELAY_BYTES: usize = 512 * 1024;
+pub(super) const KEPT_RELAY_BYTES: usize = 512 * 1024;
 
 /// One of this machine's send frames: when, the tag its turn carried, and
 /// who was the master once that frame ran (S4.7: the master "when sent").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SendFrame {
-    pub frame: u32,
-    pub tag: u32,
-    pub master: Option<u8>,
+pub(super) struct SendFrame {
+    pub(super) frame: u32,
+    pub(super) tag: u32,
+    pub(super) master: Option<u8>,
 }
 
 /// The send frames this machine has run, oldest first. The same on every
 /// machine, because they follow from executed events only (S5).
 #[derive(Debug, Default)]
-pub struct SendSchedule {
+pub(super) struct SendSchedule {
     frames: VecDeque<SendFrame>,
 }
 
 impl SendSchedule {
-    pub fn push(&mut self, send: SendFrame) {
+    pub(super) fn push(&mut self, send: SendFrame) {
         if self.frames.len() >= KEPT_SEND_FRAMES {
             self.frames.pop_front();
         }
         self.frames.push_back(send);
     }
 
-    pub fn latest(&self) -> Option<SendFrame> {
+    pub(super) fn latest(&self) -> Option<SendFrame> {
         self.frames.back().copied()
     }
 
-    pub fn oldest(&self) -> Option<SendFrame> {
+    pub(super) fn oldest(&self) -> Option<SendFrame> {
         self.frames.front().copied()
     }
 
-    pub fn get(&self, frame: u32) -> Option<SendFrame> {
+    pub(super) fn get(&self, frame: u32) -> Option<SendFrame> {
         // Frames increase: binary search.
         let index = self.frames.binary_search_by_key(&frame, |s| s.frame).ok()?;
         Some(self.frames[index])
     }
 
     /// The first send frame after `frame` (`None`: after nothing, the first).
-    pub fn next_after(&self, frame: Option<u32>) -> Option<SendFrame> {
+    pub(super) fn next_after(&self, frame: Option<u32>) -> Option<SendFrame> {
         match frame {
             None => self.oldest(),
             Some(f) => {
@@ -79,7 +79,7 @@ impl SendSchedule {
     }
 
     /// The last send frame whose turns may hold commands due by `frame`.
-    pub fn last_due_by(&self, frame: u32) -> Option<u32> {
+    pub(super) fn last_due_by(&self, frame: u32) -> Option<u32> {
         self.frames
             .iter()
             .rev()
@@ -88,7 +88,7 @@ impl SendSchedule {
     }
 
     /// The highest frame a peer's turn may be for now.
-    pub fn horizon(&self) -> u32 {
+    pub(super) fn horizon(&self) -> u32 {
         self.latest()
             .map_or(0, |s| s.tag)
             .saturating_add(MAX_FRAMES_AHEAD)
@@ -98,7 +98,7 @@ impl SendSchedule {
 /// What this machine sends with its next turn, with the part plan that
 /// tells before accepting a command whether the turn still fits.
 #[derive(Debug)]
-pub struct Outbox {
+pub(super) struct Outbox {
     items: Vec<Item>,
     records: Vec<Record>,
     plan: PartPlan,
@@ -106,7 +106,7 @@ pub struct Outbox {
 }
 
 impl Outbox {
-    pub fn new(max_message_bytes: usize) -> Outbox {
+    pub(super) fn new(max_message_bytes: usize) -> Outbox {
         Outbox {
             items: Vec::new(),
             records: Vec::new(),
@@ -117,24 +117,24 @@ impl Outbox {
 
     /// Room for `item` while leaving one part free for rungs' own items and
     /// records (report, timing event, removal, checksums, anchor).
-    pub fn has_room_for(&self, item: &Item) -> bool {
+    pub(super) fn has_room_for(&self, item: &Item) -> bool {
         let mut plan = self.plan;
         plan.add(item.encoded_len()).is_some() && plan.parts() < usize::from(MAX_TURN_PARTS)
     }
 
     /// Queue an engine command; the caller checked [`has_room_for`](Self::has_room_for).
-    pub fn push_command(&mut self, item: Item) {
+    pub(super) fn push_command(&mut self, item: Item) {
         let _ = self.plan.add(item.encoded_len());
         self.items.push(item);
     }
 
     /// Queue one of rungs' own items (few per turn; they use the reserved part).
-    pub fn push_own(&mut self, item: Item) {
+    pub(super) fn push_own(&mut self, item: Item) {
         let _ = self.plan.add(item.encoded_len());
         self.items.push(item);
     }
 
-    pub fn push_record(&mut self, record: Record) {
+    pub(super) fn push_record(&mut self, record: Record) {
         // At most one anchor and a checksum or two per turn; keep the newest.
         if self.records.len() >= 8 {
             self.records.remove(0);
@@ -144,13 +144,13 @@ impl Outbox {
     }
 
     /// Parts the turn would take if sent now.
-    pub fn parts(&self) -> usize {
+    pub(super) fn parts(&self) -> usize {
         self.plan.parts()
     }
 
     /// Move the turn's items and records into `items` and `records`
     /// (emptied first), leaving their buffers here for the next turn.
-    pub fn take_into(&mut self, items: &mut Vec<Item>, records: &mut Vec<Record>) {
+    pub(super) fn take_into(&mut self, items: &mut Vec<Item>, records: &mut Vec<Record>) {
         self.plan = PartPlan::new(self.max_message_bytes);
         items.clear();
         records.clear();
@@ -158,13 +158,13 @@ impl Outbox {
         std::mem::swap(&mut self.records, records);
     }
 
-    pub fn bytes(&self) -> usize {
+    pub(super) fn bytes(&self) -> usize {
         self.items.iter().map(Item::encoded_len).sum()
     }
 
     /// For a modified client only: no plan, no checks.
     #[cfg(any(test, feature = "testing"))]
-    pub fn push_unchecked(&mut self, item: Item) {
+    pub(super) fn push_unchecked(&mut self, item: Item) {
         self.items.push(item);
     }
 }
@@ -172,7 +172,7 @@ impl Outbox {
 /// Which of a seat's turns this machine may execute (the drop procedure
 /// says, for a seat being dropped).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Executable {
+pub(super) enum Executable {
     /// Not being dropped: any the schedule allows.
     All,
     /// Being dropped: up to this send frame (this machine's own vote until
@@ -183,7 +183,7 @@ pub enum Executable {
 }
 
 impl Executable {
-    pub fn allows(self, send_frame: u32) -> bool {
+    pub(super) fn allows(self, send_frame: u32) -> bool {
         match self {
             Executable::All => true,
             Executable::Through(through) => send_frame <= through,
@@ -194,7 +194,7 @@ impl Executable {
 
 /// Where a queued item came from, which decides whether it may act (S4.7).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Origin {
+pub(super) enum Origin {
     /// In the turn its seat sent on `send_frame`.
     Turn { send_frame: u32 },
     /// The removal the agreed drop procedure queued.
@@ -203,20 +203,20 @@ pub enum Origin {
 
 /// An item waiting in the timing machine's queue for its frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Stored {
-    pub item: Item,
-    pub origin: Origin,
+pub(super) struct Stored {
+    pub(super) item: Item,
+    pub(super) origin: Origin,
 }
 
 /// Items behind the queue's handles (handle `i + 1` is slot `i`).
 #[derive(Debug, Default)]
-pub struct ItemStore {
+pub(super) struct ItemStore {
     slots: Vec<Option<Stored>>,
     free: Vec<usize>,
 }
 
 impl ItemStore {
-    pub fn put(&mut self, stored: Stored) -> u64 {
+    pub(super) fn put(&mut self, stored: Stored) -> u64 {
         match self.free.pop() {
             Some(index) => {
                 self.slots[index] = Some(stored);
@@ -229,7 +229,7 @@ impl ItemStore {
         }
     }
 
-    pub fn take(&mut self, handle: u64) -> Option<Stored> {
+    pub(super) fn take(&mut self, handle: u64) -> Option<Stored> {
         let index = usize::try_from(handle.checked_sub(1)?).ok()?;
         let stored = self.slots.get_mut(index)?.take();
         if stored.is_some() {
@@ -238,7 +238,7 @@ impl ItemStore {
         stored
     }
 
-    pub fn bytes(&self) -> usize {
+    pub(super) fn bytes(&self) -> usize {
         self.slots
             .iter()
             .flatten()
@@ -250,16 +250,16 @@ impl ItemStore {
 
 /// A whole turn of one seat.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Turn {
-    pub send_frame: u32,
-    pub tag: u32,
-    pub items: Vec<Item>,
-    pub records: Vec<Record>,
+pub(super) struct Turn {
+    pub(super) send_frame: u32,
+    pub(super) tag: u32,
+    pub(super) items: Vec<Item>,
+    pub(super) records: Vec<Record>,
     /// Its parts as received, for relaying, when it had more than one (a
     /// one-part turn's bytes are the message itself).
-    pub raw: Vec<Vec<u8>>,
+    pub(super) raw: Vec<Vec<u8>>,
     /// Their length in bytes.
-    pub raw_bytes: usize,
+    pub(super) raw_bytes: usize,
 }
 
 impl Turn {
@@ -272,13 +272,13 @@ impl Turn {
 /// per frame: this send frame's items, records and encoded parts, and the
 /// item and record lists of received turns once queued, for the next decode.
 #[derive(Debug, Default)]
-pub struct TurnBuffers {
-    pub items: Vec<Item>,
-    pub records: Vec<Record>,
-    pub parts: Vec<Vec<u8>>,
+pub(super) struct TurnBuffers {
+    pub(super) items: Vec<Item>,
+    pub(super) records: Vec<Record>,
+    pub(super) parts: Vec<Vec<u8>>,
     /// The lists the next decoded turn part takes.
-    pub next_items: Vec<Item>,
-    pub next_records: Vec<Record>,
+    pub(super) next_items: Vec<Item>,
+    pub(super) next_records: Vec<Record>,
     spare_items: Vec<Vec<Item>>,
     spare_records: Vec<Vec<Record>>,
 }
@@ -288,7 +288,7 @@ const SPARE_LISTS: usize = 64;
 
 impl TurnBuffers {
     /// Make sure the next decode has lists with room, from the spares.
-    pub fn ready_for_decode(&mut self) {
+    pub(super) fn ready_for_decode(&mut self) {
         if self.next_items.capacity() == 0 {
             if let Some(items) = self.spare_items.pop() {
                 self.next_items = items;
@@ -302,7 +302,7 @@ impl TurnBuffers {
     }
 
     /// A received turn's lists, used: keep them for later decodes.
-    pub fn recycle(&mut self, mut items: Vec<Item>, mut records: Vec<Record>) {
+    pub(super) fn recycle(&mut self, mut items: Vec<Item>, mut records: Vec<Record>) {
         if items.capacity() > 0 && self.spare_items.len() < SPARE_LISTS {
             items.clear();
             self.spare_items.push(items);
@@ -316,7 +316,7 @@ impl TurnBuffers {
 
 /// Why a part was not taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
+pub(super) enum Refusal {
     /// A turn we already hold whole, or a part we already have: ignored,
     /// not counted (duplicates are normal after a relay).
     Duplicate,
@@ -336,9 +336,9 @@ struct Assembly {
 /// assembled, whole turns ahead of our schedule, and recent raw turns for
 /// relaying after a drop.
 #[derive(Debug, Default)]
-pub struct Inbound {
+pub(super) struct Inbound {
     /// The last turn whose items are queued (validated against the schedule).
-    pub through: Option<u32>,
+    pub(super) through: Option<u32>,
     assembly: Option<Assembly>,
     /// Whole turns not yet validated: our schedule has not reached them.
     ahead: VecDeque<Turn>,
@@ -414,7 +414,7 @@ impl KeptTurns {
 
 impl Inbound {
     /// The last send frame held whole (queued or waiting ahead).
-    pub fn held_through(&self) -> Option<u32> {
+    pub(super) fn held_through(&self) -> Option<u32> {
         self.ahead.back().map(|t| t.send_frame).or(self.through)
     }
 
@@ -423,7 +423,7 @@ impl Inbound {
     /// the schedule's horizon). `strict`: the part is relayed, or its seat
     /// is being dropped, so several machines may hand over the same turns:
     /// a turn already held whole is a duplicate, never a restatement.
-    pub fn add_part(
+    pub(super) fn add_part(
         &mut self,
         part: TurnPart,
         raw: &[u8],
@@ -521,12 +521,12 @@ impl Inbound {
 
     /// Whether no whole turn waits ahead (then a turn our schedule reached
     /// is next in order and may be taken at once).
-    pub fn holds_none_ahead(&self) -> bool {
+    pub(super) fn holds_none_ahead(&self) -> bool {
         self.ahead.is_empty()
     }
 
     /// Hold a whole turn until our schedule reaches its send frame.
-    pub fn hold_ahead(&mut self, turn: Turn) -> Result<(), Refusal> {
+    pub(super) fn hold_ahead(&mut self, turn: Turn) -> Result<(), Refusal> {
         let bytes = turn.bytes();
         if self.ahead.len() >= MAX_TURNS_AHEAD || self.ahead_bytes + bytes > MAX_BYTES_AHEAD {
             return Err(Refusal::Refused);
@@ -538,7 +538,11 @@ impl Inbound {
 
     /// The oldest turn held ahead, once our schedule has reached it and
     /// it may execute (a seat being dropped: up to the vote, then the cut).
-    pub fn take_reached(&mut self, our_frame: Option<u32>, executable: Executable) -> Option<Turn> {
+    pub(super) fn take_reached(
+        &mut self,
+        our_frame: Option<u32>,
+        executable: Executable,
+    ) -> Option<Turn> {
         let front = self.ahead.front()?.send_frame;
         let reached = our_frame.is_some_and(|f| front <= f);
         if !reached || !executable.allows(front) {
@@ -550,7 +554,7 @@ impl Inbound {
     }
 
     /// Forget turns after `cut` (a drop voids them) and any assembly.
-    pub fn void_after(&mut self, cut: Option<u32>) {
+    pub(super) fn void_after(&mut self, cut: Option<u32>) {
         let keep = |f: u32| cut.is_some_and(|c| f <= c);
         while self.ahead.back().is_some_and(|t| !keep(t.send_frame)) {
             let turn = self.ahead.pop_back().expect("checked");
@@ -562,16 +566,20 @@ impl Inbound {
     }
 
     /// Keep a queued turn's raw parts for relaying.
-    pub fn keep<'a>(&mut self, send_frame: u32, raw: impl Iterator<Item = &'a [u8]>) {
+    pub(super) fn keep<'a>(&mut self, send_frame: u32, raw: impl Iterator<Item = &'a [u8]>) {
         self.kept.keep(send_frame, raw);
     }
 
     /// Raw parts of kept turns in `(after, through]`.
-    pub fn kept_between(&self, after: Option<u32>, through: u32) -> impl Iterator<Item = &[u8]> {
+    pub(super) fn kept_between(
+        &self,
+        after: Option<u32>,
+        through: u32,
+    ) -> impl Iterator<Item = &[u8]> {
         self.kept.between(after, through)
     }
 
-    pub fn bytes(&self) -> usize {
+    pub(super) fn bytes(&self) -> usize {
         let assembling: usize = self.assembly.as_ref().map_or(0, |a| {
             a.parts.iter().flatten().map(|(_, raw)| 2 * raw.len()).sum()
         });
