@@ -89,6 +89,7 @@
 //! leaves open are decided in `docs/decisions.md`.
 
 #![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs, unreachable_pub)]
 
 pub mod error;
 

@@ -16,6 +16,8 @@
 //! - [`process_seed`], [`seed_connection_nonces`]: per-process entropy for
 //!   nonces and secrets (the core draws none of its own).
 
+#![warn(missing_docs, unreachable_pub)]
+
 mod entropy;
 mod lockstep_driver;
 mod relay_host;
