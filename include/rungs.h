@@ -770,6 +770,42 @@ typedef struct rungs_lockstep_stats {
 } rungs_lockstep_stats;
 
 /**
+ * Why the relay refused an order, one of `RUNGS_ORDER_REFUSED_*`.
+ */
+typedef uint8_t rungs_order_refusal;
+
+/**
+ * The relay refused the order `id` (`rungs_lockstep_submit_order`'s) for
+ * `reason` (`RUNGS_ORDER_REFUSED_*`): it never runs; the orders after it
+ * go on. A refused quit leaves the player in the game.
+ */
+typedef void (RUNGS_CALL *rungs_order_refused_fn)(void *user, uint64_t id, rungs_order_refusal reason);
+
+/**
+ * The relay topology's callbacks, each optional (NULL), run inside
+ * `rungs_lockstep_update` on the calling thread like the others.
+ */
+typedef struct rungs_relay_callbacks {
+    /**
+     * `sizeof(rungs_relay_callbacks)`.
+     */
+    uint32_t struct_size;
+    void *user;
+    rungs_order_refused_fn order_refused;
+    /**
+     * An ephemeral order that came with `frame` (just run), from `seat`:
+     * not game state (a machine catching up never sees it).
+     */
+    rungs_command_fn ephemeral;
+} rungs_relay_callbacks;
+
+/**
+ * What an order is, one of `RUNGS_ORDER_COMMAND`, `RUNGS_ORDER_QUIT`,
+ * `RUNGS_ORDER_EPHEMERAL`.
+ */
+typedef uint8_t rungs_order_kind;
+
+/**
  * One player's report (S3), as a NETWORK_REPORT event carries it.
  */
 typedef struct rungs_report {
@@ -916,42 +952,6 @@ typedef struct rungs_timing_event {
  * A NETWORK_REPORT layout, one of `RUNGS_REPORT_LAYOUT_*`.
  */
 typedef uint8_t rungs_report_layout;
-
-/**
- * Why the relay refused an order, one of `RUNGS_ORDER_REFUSED_*`.
- */
-typedef uint8_t rungs_order_refusal;
-
-/**
- * The relay refused the order `id` (`rungs_lockstep_submit_order`'s) for
- * `reason` (`RUNGS_ORDER_REFUSED_*`): it never runs; the orders after it
- * go on. A refused quit leaves the player in the game.
- */
-typedef void (RUNGS_CALL *rungs_order_refused_fn)(void *user, uint64_t id, rungs_order_refusal reason);
-
-/**
- * The relay topology's callbacks, each optional (NULL), run inside
- * `rungs_lockstep_update` on the calling thread like the others.
- */
-typedef struct rungs_relay_callbacks {
-    /**
-     * `sizeof(rungs_relay_callbacks)`.
-     */
-    uint32_t struct_size;
-    void *user;
-    rungs_order_refused_fn order_refused;
-    /**
-     * An ephemeral order that came with `frame` (just run), from `seat`:
-     * not game state (a machine catching up never sees it).
-     */
-    rungs_command_fn ephemeral;
-} rungs_relay_callbacks;
-
-/**
- * What an order is, one of `RUNGS_ORDER_COMMAND`, `RUNGS_ORDER_QUIT`,
- * `RUNGS_ORDER_EPHEMERAL`.
- */
-typedef uint8_t rungs_order_kind;
 
 /**
  * How to host a match in this process (`rungs_relay_host_new`).
@@ -2393,6 +2393,148 @@ rungs_result RUNGS_CALL rungs_lockstep_get_stats(struct rungs_lockstep *ls,
                                       struct rungs_lockstep_stats *out);
 
 /**
+ * Set (or, with NULL, clear) the relay topology's callbacks of `ls`: which
+ * of its orders the relay refused, and the ephemeral orders of each frame.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if callbacks->struct_size is too small.
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_lockstep_set_relay_callbacks(struct rungs_lockstep *ls,
+                                                const struct rungs_relay_callbacks *callbacks);
+
+/**
+ * Submit an order of `kind` (`RUNGS_ORDER_*`): `*out_id` (may be NULL)
+ * receives its id for `order_refused` (0 when it cannot be refused later:
+ * peer-to-peer, ephemeral), `*out_frame` (may be NULL) the earliest frame
+ * it can run on. A quit is this player's game order for leaving (then keep
+ * calling `rungs_lockstep_update` until it says LEFT); peer-to-peer it is a
+ * command and `rungs_lockstep_leave` issued together.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
+ * with len > 0; RUNGS_ERR_INVALID_ARGUMENT if kind is not a RUNGS_ORDER_* or
+ * len is over 512 (relay) or one packet (peer-to-peer); RUNGS_ERR_FULL with
+ * 256 orders not yet judged by the relay, or no room in the next turn;
+ * RUNGS_ERR_STATE after leaving, for an ephemeral order peer-to-peer or while
+ * the relay link is down, in a replay.
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_lockstep_submit_order(struct rungs_lockstep *ls,
+                                         rungs_order_kind kind,
+                                         const uint8_t *bytes,
+                                         size_t len,
+                                         uint64_t *out_id,
+                                         uint32_t *out_frame);
+
+/**
+ * Whether `rungs_lockstep_submit_checksum` compares the state after
+ * `frame`: `*out` 1 or 0. Peer-to-peer when `frame` is a multiple of
+ * `checksum_interval`; behind a relay, which compares the state *before*
+ * every interval-th frame, when `frame + 1` is. One engine loop serves
+ * both topologies by asking.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL.
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_lockstep_is_checksum_frame(struct rungs_lockstep *ls,
+                                              uint32_t frame,
+                                              uint8_t *out);
+
+/**
+ * Behind a relay: your state checksum before frame 0 (the initial state),
+ * compared with every other machine's like the others.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if checksum_interval is 0; RUNGS_ERR_STATE
+ * peer-to-peer (machines compare states after frames there).
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_lockstep_submit_initial_checksum(struct rungs_lockstep *ls,
+                                                    uint64_t checksum);
+
+/**
+ * Behind a relay: your AI began a decision for the AI seat `seat` on frame
+ * `tick` (call it from your game loop before frame `tick` runs, on every
+ * machine). `*out_due` (may be NULL) receives the frame its orders run on,
+ * `tick + ai_order_delay`; that frame does not run here until
+ * `rungs_lockstep_ai_decision_end`, so an AI computed on another thread,
+ * however long it takes, lands on the same frame on every machine.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if seat is not an AI seat of the match;
+ * RUNGS_ERR_STATE peer-to-peer, before the relay welcomed this machine, for a
+ * decision begun twice, or late (its frame already ran); RUNGS_ERR_FULL with
+ * 256 decisions open.
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_lockstep_ai_decision_begin(struct rungs_lockstep *ls,
+                                              uint8_t seat,
+                                              uint32_t tick,
+                                              uint32_t *out_due);
+
+/**
+ * Behind a relay: an order your AI decided for the AI seat `seat` at frame
+ * `tick` (with the state before `tick` ran). Every machine computes the
+ * same AI, so the order stays on this machine: it comes back through the
+ * `command` callback with that seat on frame `tick + ai_order_delay`
+ * (`*out_due`, may be NULL).
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
+ * with len > 0; RUNGS_ERR_INVALID_ARGUMENT if seat is not an AI seat of the
+ * match or len is over 512; RUNGS_ERR_STATE peer-to-peer, before the relay
+ * welcomed this machine, or late (that frame already ran here: begin the
+ * decision on its frame); RUNGS_ERR_FULL with 4096 AI orders waiting.
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_lockstep_submit_ai_order_at(struct rungs_lockstep *ls,
+                                               uint8_t seat,
+                                               uint32_t tick,
+                                               const uint8_t *bytes,
+                                               size_t len,
+                                               uint32_t *out_due);
+
+/**
+ * Behind a relay: the decision `rungs_lockstep_ai_decision_begin` began for
+ * `seat` at `tick` is in (submit its orders first); its frame may run.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL; RUNGS_ERR_STATE if
+ * no such decision was begun, or peer-to-peer.
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_lockstep_ai_decision_end(struct rungs_lockstep *ls,
+                                            uint8_t seat,
+                                            uint32_t tick);
+
+/**
+ * Make a game that replays a match's turn log (`turn_log`, `len` bytes, as
+ * `rungs-relay export` writes it; docs/relay.md "Replays") instead of
+ * talking to anyone: drive it with `rungs_lockstep_update` as usual. Every
+ * frame is due at once; the `command` callback gets the match's commands
+ * on their frames (your AI's orders as you submit them, as in the match),
+ * `player_removed` its departures, and `desync` every frame whose
+ * checksum (`rungs_lockstep_submit_checksum`,
+ * `rungs_lockstep_submit_initial_checksum`) differs from what a seat
+ * reported in the match, naming those seats: a desync verified offline.
+ * UPDATE says LEFT after the log's last frame. `config` as for the relay
+ * topology of that match: seats, the local seat (a human seat, whose view
+ * you take) and checksum_interval must be the log's; the relay fields,
+ * key and peers are not used; the socket is bound (to `bind_address`)
+ * but never used.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config or out is NULL, or
+ * turn_log is NULL with a non-zero len; RUNGS_ERR_INVALID_ARGUMENT if config is invalid as
+ * for `rungs_lockstep_new`, turn_log is not a turn log (the message says
+ * what is wrong), or the seats or checksum interval differ from the log's;
+ * RUNGS_ERR_IO if the socket cannot be bound; RUNGS_ERR_PANIC.
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_lockstep_replay_new(const struct rungs_lockstep_config *config,
+                                       const uint8_t *turn_log,
+                                       size_t len,
+                                       uint64_t now_us,
+                                       struct rungs_lockstep **out);
+
+/**
  * 1 when each player sends a report on `frame` (32, 64, then every 128:
  * 192, 320, ...; S3), else 0. A game that may run `RUNGS_POLICY_TRACKING`
  * reports on its own cadence: ask `rungs_timing_machine_is_report_frame`.
@@ -2900,148 +3042,6 @@ rungs_result RUNGS_CALL rungs_relay_credentials_parse(const char *text,
                                            size_t *ticket_len,
                                            uint8_t *link_secret_out,
                                            uint8_t *out_seat);
-
-/**
- * Set (or, with NULL, clear) the relay topology's callbacks of `ls`: which
- * of its orders the relay refused, and the ephemeral orders of each frame.
- *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
- * RUNGS_ERR_INVALID_ARGUMENT if callbacks->struct_size is too small.
- */
-RUNGS_API
-rungs_result RUNGS_CALL rungs_lockstep_set_relay_callbacks(struct rungs_lockstep *ls,
-                                                const struct rungs_relay_callbacks *callbacks);
-
-/**
- * Submit an order of `kind` (`RUNGS_ORDER_*`): `*out_id` (may be NULL)
- * receives its id for `order_refused` (0 when it cannot be refused later:
- * peer-to-peer, ephemeral), `*out_frame` (may be NULL) the earliest frame
- * it can run on. A quit is this player's game order for leaving (then keep
- * calling `rungs_lockstep_update` until it says LEFT); peer-to-peer it is a
- * command and `rungs_lockstep_leave` issued together.
- *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
- * with len > 0; RUNGS_ERR_INVALID_ARGUMENT if kind is not a RUNGS_ORDER_* or
- * len is over 512 (relay) or one packet (peer-to-peer); RUNGS_ERR_FULL with
- * 256 orders not yet judged by the relay, or no room in the next turn;
- * RUNGS_ERR_STATE after leaving, for an ephemeral order peer-to-peer or while
- * the relay link is down, in a replay.
- */
-RUNGS_API
-rungs_result RUNGS_CALL rungs_lockstep_submit_order(struct rungs_lockstep *ls,
-                                         rungs_order_kind kind,
-                                         const uint8_t *bytes,
-                                         size_t len,
-                                         uint64_t *out_id,
-                                         uint32_t *out_frame);
-
-/**
- * Whether `rungs_lockstep_submit_checksum` compares the state after
- * `frame`: `*out` 1 or 0. Peer-to-peer when `frame` is a multiple of
- * `checksum_interval`; behind a relay, which compares the state *before*
- * every interval-th frame, when `frame + 1` is. One engine loop serves
- * both topologies by asking.
- *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL.
- */
-RUNGS_API
-rungs_result RUNGS_CALL rungs_lockstep_is_checksum_frame(struct rungs_lockstep *ls,
-                                              uint32_t frame,
-                                              uint8_t *out);
-
-/**
- * Behind a relay: your state checksum before frame 0 (the initial state),
- * compared with every other machine's like the others.
- *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
- * RUNGS_ERR_INVALID_ARGUMENT if checksum_interval is 0; RUNGS_ERR_STATE
- * peer-to-peer (machines compare states after frames there).
- */
-RUNGS_API
-rungs_result RUNGS_CALL rungs_lockstep_submit_initial_checksum(struct rungs_lockstep *ls,
-                                                    uint64_t checksum);
-
-/**
- * Behind a relay: your AI began a decision for the AI seat `seat` on frame
- * `tick` (call it from your game loop before frame `tick` runs, on every
- * machine). `*out_due` (may be NULL) receives the frame its orders run on,
- * `tick + ai_order_delay`; that frame does not run here until
- * `rungs_lockstep_ai_decision_end`, so an AI computed on another thread,
- * however long it takes, lands on the same frame on every machine.
- *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
- * RUNGS_ERR_INVALID_ARGUMENT if seat is not an AI seat of the match;
- * RUNGS_ERR_STATE peer-to-peer, before the relay welcomed this machine, for a
- * decision begun twice, or late (its frame already ran); RUNGS_ERR_FULL with
- * 256 decisions open.
- */
-RUNGS_API
-rungs_result RUNGS_CALL rungs_lockstep_ai_decision_begin(struct rungs_lockstep *ls,
-                                              uint8_t seat,
-                                              uint32_t tick,
-                                              uint32_t *out_due);
-
-/**
- * Behind a relay: an order your AI decided for the AI seat `seat` at frame
- * `tick` (with the state before `tick` ran). Every machine computes the
- * same AI, so the order stays on this machine: it comes back through the
- * `command` callback with that seat on frame `tick + ai_order_delay`
- * (`*out_due`, may be NULL).
- *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL, or bytes is NULL
- * with len > 0; RUNGS_ERR_INVALID_ARGUMENT if seat is not an AI seat of the
- * match or len is over 512; RUNGS_ERR_STATE peer-to-peer, before the relay
- * welcomed this machine, or late (that frame already ran here: begin the
- * decision on its frame); RUNGS_ERR_FULL with 4096 AI orders waiting.
- */
-RUNGS_API
-rungs_result RUNGS_CALL rungs_lockstep_submit_ai_order_at(struct rungs_lockstep *ls,
-                                               uint8_t seat,
-                                               uint32_t tick,
-                                               const uint8_t *bytes,
-                                               size_t len,
-                                               uint32_t *out_due);
-
-/**
- * Behind a relay: the decision `rungs_lockstep_ai_decision_begin` began for
- * `seat` at `tick` is in (submit its orders first); its frame may run.
- *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL; RUNGS_ERR_STATE if
- * no such decision was begun, or peer-to-peer.
- */
-RUNGS_API
-rungs_result RUNGS_CALL rungs_lockstep_ai_decision_end(struct rungs_lockstep *ls,
-                                            uint8_t seat,
-                                            uint32_t tick);
-
-/**
- * Make a game that replays a match's turn log (`turn_log`, `len` bytes, as
- * `rungs-relay export` writes it; docs/relay.md "Replays") instead of
- * talking to anyone: drive it with `rungs_lockstep_update` as usual. Every
- * frame is due at once; the `command` callback gets the match's commands
- * on their frames (your AI's orders as you submit them, as in the match),
- * `player_removed` its departures, and `desync` every frame whose
- * checksum (`rungs_lockstep_submit_checksum`,
- * `rungs_lockstep_submit_initial_checksum`) differs from what a seat
- * reported in the match, naming those seats: a desync verified offline.
- * UPDATE says LEFT after the log's last frame. `config` as for the relay
- * topology of that match: seats, the local seat (a human seat, whose view
- * you take) and checksum_interval must be the log's; the relay fields,
- * key and peers are not used; the socket is bound (to `bind_address`)
- * but never used.
- *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if config or out is NULL, or
- * turn_log is NULL with a non-zero len; RUNGS_ERR_INVALID_ARGUMENT if config is invalid as
- * for `rungs_lockstep_new`, turn_log is not a turn log (the message says
- * what is wrong), or the seats or checksum interval differ from the log's;
- * RUNGS_ERR_IO if the socket cannot be bound; RUNGS_ERR_PANIC.
- */
-RUNGS_API
-rungs_result RUNGS_CALL rungs_lockstep_replay_new(const struct rungs_lockstep_config *config,
-                                       const uint8_t *turn_log,
-                                       size_t len,
-                                       uint64_t now_us,
-                                       struct rungs_lockstep **out);
 
 /**
  * Fill `config` with the defaults: `struct_size` set,
