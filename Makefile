@@ -3,7 +3,7 @@
 #
 #   make demo                 build and run the main demo (installs what it needs)
 #   make test                 every test: cargo, clippy, rustfmt, header, C harness, examples
-#   make check                the fast loop: layers, rustfmt, clippy, every crate's unit tests, header
+#   make check                the fast loop: layers, doc paths, rustfmt, clippy, unit tests, header
 #   make lib                  build the release library and target/pkgconfig/rungs.pc
 #                             (CARGO_TARGET_DIR, when set, replaces target/ everywhere)
 #   make install PREFIX=DIR   install header, libraries and rungs.pc under DIR
@@ -54,6 +54,7 @@ header-check:
 # drop model): unit tests, integration tests, doctests.
 test: setup
 	./scripts/check-layers.sh
+	python3 scripts/doc-paths.py
 	cargo test --workspace
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo fmt --all --check
@@ -68,6 +69,7 @@ test: setup
 # `make test` runs everything.
 check:
 	./scripts/check-layers.sh
+	python3 scripts/doc-paths.py
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo test --workspace --lib --quiet

@@ -301,7 +301,7 @@ static void test_decode_refusals(void) {
     /* An extended payload is not a detailed one. */
     BROKEN(0, 1);
     CHECK_MESSAGE("rungs_report_payload_decode_detailed: malformed input: detailed "
-                  "NETWORK_REPORT version must be 2");
+                  "NETWORK_REPORT version must be 2, not 1");
     /* Each rule of the layout. */
     BROKEN(11, 0x77); /* p90 119 below the median 120 */
     CHECK_MESSAGE_HAS("median <= p90 <= worst");

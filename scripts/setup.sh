@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install what building and testing rungs needs, if it is missing:
-# a C compiler and make, pkg-config, valgrind; rustfmt and clippy.
+# a C compiler and make, pkg-config, valgrind, python3; rustfmt and clippy.
 # Idempotent and quick when everything is there. Used by `make demo` and
 # `make test` (and so by .ci/run).
 set -euo pipefail
@@ -11,6 +11,8 @@ command -v c++ >/dev/null 2>&1 || need_apt+=(g++)
 command -v make >/dev/null 2>&1 || need_apt+=(make)
 command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
 command -v valgrind >/dev/null 2>&1 || need_apt+=(valgrind)
+# The docs check (scripts/doc-paths.py).
+command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 # AddressSanitizer's runtime comes with gcc's libasan.
 if command -v cc >/dev/null 2>&1 && ! echo 'int main(void){return 0;}' | cc -x c -fsanitize=address -o /dev/null - >/dev/null 2>&1; then
     need_apt+=(libasan8)

@@ -5,6 +5,8 @@
 
 use std::fmt;
 
+use crate::wire::cursor::DecodeError;
+
 /// What went wrong. The payloads say which argument or rule, in words a game
 /// programmer can act on: argument and field names as the C header spells
 /// them, ranges as "1 to 16" (never Rust syntax), and where the call knows
@@ -24,8 +26,9 @@ pub enum Error {
     NullWithLength { name: &'static str, len: usize },
     /// A seat number that is not (or no longer) part of the game.
     UnknownSeat(u8),
-    /// Bytes that do not decode: wrong length, bad field, broken invariant.
-    Malformed(&'static str),
+    /// Bytes that do not decode: which layout, and what was wrong with them
+    /// (length, magic, version, kind, or the field and the rule it breaks).
+    Malformed(Malformed),
     /// The call is not valid in the object's current state (e.g. frames out of order).
     State(&'static str),
     /// A caller buffer is too small; `needed` bytes would fit.
@@ -95,7 +98,31 @@ impl fmt::Display for Error {
     }
 }
 
+/// Bytes that do not decode as `layout`, and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Malformed {
+    /// The layout's name as the docs give it ("detailed NETWORK_REPORT").
+    pub layout: &'static str,
+    /// What was wrong, with what was got and expected where that applies.
+    pub error: DecodeError,
+}
+
+impl fmt::Display for Malformed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.error {
+            // A rule names its field itself ("TIMING frame rate must be 1 to 255").
+            DecodeError::Invalid(rule) => f.write_str(rule),
+            error => write!(f, "{} {error}", self.layout),
+        }
+    }
+}
+
 impl Error {
+    /// Bytes that do not decode as `layout`.
+    pub fn malformed(layout: &'static str, error: DecodeError) -> Error {
+        Error::Malformed(Malformed { layout, error })
+    }
+
     /// This error with `message` (what was got, what was expected) in place
     /// of its own.
     pub fn detailed(self, message: String) -> Error {

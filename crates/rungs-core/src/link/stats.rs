@@ -1,7 +1,7 @@
 //! What a link measured and counted (S8, and what CnCNet players ask for:
 //! jitter, loss and retry diagnostics).
 
-use crate::wire::packet::DecodeError;
+use crate::wire::cursor::DecodeError;
 
 /// Why a received datagram was dropped without being acted on (S8).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -85,11 +85,12 @@ impl DropReason {
 impl From<DecodeError> for DropReason {
     fn from(e: DecodeError) -> DropReason {
         match e {
-            DecodeError::TooShort => DropReason::TooShort,
-            DecodeError::TooLong => DropReason::TooLong,
-            DecodeError::BadMagic => DropReason::BadMagic,
-            DecodeError::BadVersion => DropReason::BadVersion,
-            DecodeError::Malformed => DropReason::Malformed,
+            DecodeError::TooShort { .. } => DropReason::TooShort,
+            DecodeError::TooLong { .. } => DropReason::TooLong,
+            DecodeError::BadMagic { .. } => DropReason::BadMagic,
+            DecodeError::BadVersion { .. } => DropReason::BadVersion,
+            // A packet has no kind byte: the decoder never says this one.
+            DecodeError::UnknownKind(_) | DecodeError::Invalid(_) => DropReason::Malformed,
         }
     }
 }

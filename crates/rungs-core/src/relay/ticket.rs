@@ -54,6 +54,7 @@ use siphasher::sip128::{Hasher128, SipHasher24};
 use std::hash::Hasher;
 
 use crate::error::{Error, Result};
+use crate::wire::cursor::{DecodeError, Reader};
 use crate::wire::relay::{RejectReason, MAX_SEATS, TICKET_BYTES};
 
 /// Ticket layout version this code issues and accepts.
@@ -185,22 +186,28 @@ impl Credentials {
 }
 
 fn parse_fields(ticket: &[u8; TICKET_BYTES]) -> Result<TicketFields> {
-    if ticket[0] != TICKET_VERSION {
-        return Err(Error::Malformed("ticket version"));
+    read_fields(ticket).map_err(|e| Error::malformed("relay ticket", e))
+}
+
+/// The ticket's fields in layout order, up to the tag (checked elsewhere).
+fn read_fields(ticket: &[u8; TICKET_BYTES]) -> std::result::Result<TicketFields, DecodeError> {
+    let mut r = Reader::new(ticket);
+    let version = r.u8()?;
+    if version != TICKET_VERSION {
+        return Err(DecodeError::BadVersion {
+            got: version,
+            expected: TICKET_VERSION,
+        });
     }
-    if usize::from(ticket[1]) >= MAX_SEATS {
-        return Err(Error::Malformed("ticket seat"));
+    let seat = r.u8()?;
+    if usize::from(seat) >= MAX_SEATS {
+        return Err(DecodeError::Invalid("a ticket's seat must be 0 to 15"));
     }
-    let u64_at = |at: usize| {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&ticket[at..at + 8]);
-        u64::from_le_bytes(b)
-    };
     Ok(TicketFields {
-        seat: ticket[1],
-        match_id: u64_at(2),
-        expires_unix_s: u64_at(10),
-        nonce: u64_at(18),
+        seat,
+        match_id: r.u64()?,
+        expires_unix_s: r.u64()?,
+        nonce: r.u64()?,
     })
 }
 

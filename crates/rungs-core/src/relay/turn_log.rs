@@ -32,7 +32,7 @@ use super::checksums::DecidedRound;
 use super::durable::MatchState;
 use super::sequencer::{LogEntry, LEASE_TICKS};
 use crate::error::{Error, Result};
-use crate::wire::cursor::ByteReader;
+use crate::wire::cursor::Reader;
 use crate::wire::relay::{
     EntryKind, MatchOverReason, ENTRY_HEADER_BYTES, MAX_ORDER_BYTES, MAX_SEATS,
 };
@@ -146,9 +146,9 @@ impl TurnLog {
     /// `InvalidValue` naming the first thing wrong.
     pub fn decode(bytes: &[u8]) -> Result<TurnLog> {
         let bad = |what: String| Error::InvalidValue(format!("not a rungs turn log: {what}"));
-        let mut r = ByteReader::new(bytes);
+        let mut r = Reader::new(bytes);
         if r.take(8)
-            .ok_or_else(|| bad("shorter than its header".into()))?
+            .map_err(|_| bad("shorter than its header".into()))?
             != TURN_LOG_MAGIC
         {
             return Err(bad("the magic is not RUNGSLOG".into()));
@@ -156,7 +156,7 @@ impl TurnLog {
         let mut head = [0u8; TURN_LOG_HEADER_BYTES - 8];
         head.copy_from_slice(
             r.take(TURN_LOG_HEADER_BYTES - 8)
-                .ok_or_else(|| bad("shorter than its header".into()))?,
+                .map_err(|_| bad("shorter than its header".into()))?,
         );
         let u16_at = |at: usize| u16::from_le_bytes([head[at - 8], head[at - 7]]);
         let u32_at = |at: usize| {
@@ -204,7 +204,7 @@ impl TurnLog {
         for i in 0..entry_count {
             let head = r
                 .take(ENTRY_HEADER_BYTES)
-                .ok_or_else(|| bad(format!("entry {i} is cut short")))?;
+                .map_err(|_| bad(format!("entry {i} is cut short")))?;
             let tick = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
             let seat = head[4];
             let kind = EntryKind::from_u8(head[5])
@@ -225,7 +225,7 @@ impl TurnLog {
             last = Some((tick, seat));
             let payload = r
                 .take(len)
-                .ok_or_else(|| bad(format!("entry {i} is cut short")))?;
+                .map_err(|_| bad(format!("entry {i} is cut short")))?;
             entries.push(LogEntry {
                 tick,
                 seat,
@@ -245,7 +245,7 @@ impl TurnLog {
         for i in 0..round_count {
             let head = r
                 .take(6)
-                .ok_or_else(|| bad(format!("checksum round {i} is cut short")))?;
+                .map_err(|_| bad(format!("checksum round {i} is cut short")))?;
             let tick = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
             let reported_mask = u16::from_le_bytes([head[4], head[5]]);
             let interval = u32::from(checksum_interval);
@@ -266,7 +266,7 @@ impl TurnLog {
                 if reported_mask & (1 << seat) != 0 {
                     let b = r
                         .take(8)
-                        .ok_or_else(|| bad(format!("checksum round {i} is cut short")))?;
+                        .map_err(|_| bad(format!("checksum round {i} is cut short")))?;
                     *value = u64::from_le_bytes(b.try_into().unwrap_or_default());
                 }
             }

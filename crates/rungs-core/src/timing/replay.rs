@@ -12,6 +12,15 @@ use super::machine::{player_message_text, MachineConfig, Output, TimingMachine};
 use super::{Timing, TimingEvent};
 use crate::error::{Error, Result};
 use crate::report::Report;
+use crate::wire::cursor::DecodeError;
+
+/// The replay vector's text as a layout, in error messages.
+const LAYOUT: &str = "replay vector";
+
+/// A line of the vector that breaks `rule`.
+fn bad_line(rule: &'static str) -> Error {
+    Error::malformed(LAYOUT, DecodeError::Invalid(rule))
+}
 
 /// One line of output, in the vector's own words.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,7 +94,7 @@ pub struct Vector {
 
 fn field<T: std::str::FromStr>(word: Option<&str>, what: &'static str) -> Result<T> {
     word.and_then(|w| w.parse().ok())
-        .ok_or(Error::Malformed(what))
+        .ok_or_else(|| bad_line(what))
 }
 
 fn timing_fields<'a>(words: &mut impl Iterator<Item = &'a str>) -> Result<(u32, Timing, u8)> {
@@ -174,15 +183,15 @@ impl Vector {
                         let text = words.collect::<Vec<_>>().join(" ");
                         Expect::Message { frame, text }
                     }
-                    _ => return Err(Error::Malformed("expect send|force|message")),
+                    _ => return Err(bad_line("expect send|force|message")),
                 };
                 self.expects.push(expect);
                 return Ok(());
             }
-            _ => return Err(Error::Malformed("unknown directive")),
+            _ => return Err(bad_line("unknown directive")),
         }
         if words.next().is_some() {
-            return Err(Error::Malformed("extra words"));
+            return Err(bad_line("extra words"));
         }
         Ok(())
     }

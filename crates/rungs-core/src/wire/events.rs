@@ -2,10 +2,12 @@
 //!
 //! The engine owns every event ID (S7); this module only turns the *payload*
 //! of an event into bytes and back. Encoders write into a caller buffer and
-//! never allocate; decoders accept exactly one length per layout and refuse
-//! everything else with [`Error::Malformed`], without panicking and without
-//! any effect. All multi-byte fields are little-endian, as the original games
-//! wrote them on x86. `docs/payloads.md` carries the same tables.
+//! never allocate; decoders keep the contract of every wire codec (the
+//! [`super`] module docs): exactly one length per layout, and everything
+//! else refused with [`Error::Malformed`] (the layout's name and the
+//! [`DecodeError`]), without panicking and without any effect. All
+//! multi-byte fields are little-endian, as the original games wrote them on
+//! x86. `docs/payloads.md` carries the same tables.
 //!
 //! # TIMING, Tiberian Sun layout (5 bytes)
 //!
@@ -123,6 +125,7 @@
 //! Every layout fits Tiberian Sun's 36-byte event data union
 //! ([`TS_EVENT_DATA_LEN`]), checked at compile time.
 
+use super::cursor::{exact_len, DecodeError, PutLe, Reader, Writer};
 use crate::error::{Error, Result};
 use crate::report::{LookAheadNeeds, Report, ReportDetail};
 use crate::timing::{Timing, TimingEvent};
@@ -187,6 +190,14 @@ impl TimingLayout {
         }
     }
 
+    /// The layout's name in error messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            TimingLayout::TiberianSun { .. } => "TIMING",
+            TimingLayout::RedAlert { .. } => "Red Alert TIMING",
+        }
+    }
+
     /// Write `event` into the start of `buf`; returns the bytes written.
     ///
     /// Refuses a frame rate of 0 and, in the Red Alert layout, a target whose
@@ -213,13 +224,13 @@ impl TimingLayout {
                 (look_ahead, None)
             }
         };
-        let out = output(buf, self.payload_len())?;
-        out[0..2].copy_from_slice(&u16::from(event.fps).to_le_bytes());
-        out[2..4].copy_from_slice(&max_ahead.to_le_bytes());
+        let mut w = output(buf, self.payload_len())?;
+        w.u16(u16::from(event.fps));
+        w.u16(max_ahead);
         if let Some(send_period) = frame_send_rate {
-            out[4] = send_period;
+            w.u8(send_period);
         }
-        Ok(out.len())
+        written(w)
     }
 
     /// Read a TIMING payload of exactly [`payload_len`](Self::payload_len)
@@ -231,34 +242,37 @@ impl TimingLayout {
         if let TimingLayout::RedAlert { send_period } = self {
             check_session_send_period(send_period)?;
         }
-        if bytes.len() != self.payload_len() {
-            return Err(Error::Malformed(match self {
-                TimingLayout::TiberianSun { .. } => "TIMING payload must be 5 bytes",
-                TimingLayout::RedAlert { .. } => "Red Alert TIMING payload must be 4 bytes",
-            }));
-        }
-        let fps = u8::try_from(read_u16(bytes, 0))
+        self.decode_fields(bytes)
+            .map_err(|e| Error::malformed(self.name(), e))
+    }
+
+    /// The fields of [`decode`](Self::decode), in layout order.
+    fn decode_fields(self, bytes: &[u8]) -> std::result::Result<TimingEvent, DecodeError> {
+        exact_len(bytes.len(), self.payload_len())?;
+        let mut r = Reader::new(bytes);
+        let fps = u8::try_from(r.u16()?)
             .ok()
             .filter(|&fps| fps != 0)
-            .ok_or(Error::Malformed("TIMING frame rate must be 1 to 255"))?;
-        let max_ahead = read_u16(bytes, 2);
+            .ok_or(DecodeError::Invalid("TIMING frame rate must be 1 to 255"))?;
+        let max_ahead = r.u16()?;
         let (look_ahead, send_period) = match self {
             TimingLayout::TiberianSun { fog_bias } => {
                 let look_ahead =
                     max_ahead
                         .checked_sub(u16::from(fog_bias))
-                        .ok_or(Error::Malformed(
+                        .ok_or(DecodeError::Invalid(
                             "TIMING MaxAhead is below the fog-of-war bias",
                         ))?;
-                (look_ahead, bytes[4])
+                (look_ahead, r.u8()?)
             }
             TimingLayout::RedAlert { send_period } => (max_ahead, send_period),
         };
+        r.finish()?;
         let look_ahead = u8::try_from(look_ahead)
-            .map_err(|_| Error::Malformed("TIMING look-ahead must be at most 250"))?;
+            .map_err(|_| DecodeError::Invalid("TIMING look-ahead must be at most 250"))?;
         let target = Timing::new(send_period, look_ahead).map_err(|e| match e {
-            Error::InvalidArgument(rule) => Error::Malformed(rule),
-            other => other,
+            Error::InvalidArgument(rule) => DecodeError::Invalid(rule),
+            _ => DecodeError::Invalid("TIMING breaks the timing rules (S1)"),
         })?;
         Ok(TimingEvent { target, fps })
     }
@@ -287,6 +301,16 @@ impl ReportLayout {
             ReportLayout::Extended => REPORT_EXTENDED_LEN,
             ReportLayout::Detailed => REPORT_DETAILED_LEN,
             ReportLayout::Needs => REPORT_NEEDS_LEN,
+        }
+    }
+
+    /// The layout's name in error messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReportLayout::Compact => "NETWORK_REPORT",
+            ReportLayout::Extended => "extended NETWORK_REPORT",
+            ReportLayout::Detailed => "detailed NETWORK_REPORT",
+            ReportLayout::Needs => "needs NETWORK_REPORT",
         }
     }
 
@@ -322,96 +346,91 @@ impl ReportLayout {
             ))?;
             check_detail(report.worst_rtt_ms, detail).map_err(Error::InvalidArgument)?;
         }
-        let out = output(buf, self.payload_len())?;
-        let rtt = rtt_u16(report.worst_rtt_ms);
-        let wait = saturate_u16(report.max_wait_ms);
-        let tail = match self {
-            ReportLayout::Compact => {
-                let process_ms = saturate_u16(report.process_us.div_ceil(1000));
-                out[0..2].copy_from_slice(&process_ms.to_le_bytes());
-                &mut out[2..]
+        let mut w = output(buf, self.payload_len())?;
+        match self.version() {
+            None => w.u16(saturate_u16(report.process_us.div_ceil(1000))),
+            Some(version) => {
+                w.u8(version);
+                w.u32(report.process_us);
             }
-            ReportLayout::Extended | ReportLayout::Detailed | ReportLayout::Needs => {
-                out[0] = self.version().unwrap_or_default();
-                out[1..5].copy_from_slice(&report.process_us.to_le_bytes());
-                &mut out[5..]
-            }
-        };
-        tail[0..2].copy_from_slice(&rtt.to_le_bytes());
-        tail[2..4].copy_from_slice(&wait.to_le_bytes());
+        }
+        w.u16(rtt_u16(report.worst_rtt_ms));
+        w.u16(saturate_u16(report.max_wait_ms));
         if let (true, Some(d)) = (self.has_detail(), report.detail.as_ref()) {
             let frames = saturate_u16(d.frames);
             let stalled = saturate_u16(d.stalled_frames).min(frames);
-            let fields = [
-                rtt_u16(d.median_rtt_ms),
-                rtt_u16(d.p90_rtt_ms),
-                rtt_u16(d.latest_rtt_ms),
-                frames,
-                stalled,
-                saturate_u16(d.stall_ms),
-            ];
-            for (i, value) in fields.iter().enumerate() {
-                tail[4 + 2 * i..6 + 2 * i].copy_from_slice(&value.to_le_bytes());
-            }
-            tail[16] = d.waited_for.unwrap_or(SEAT_NONE);
+            w.u16(rtt_u16(d.median_rtt_ms));
+            w.u16(rtt_u16(d.p90_rtt_ms));
+            w.u16(rtt_u16(d.latest_rtt_ms));
+            w.u16(frames);
+            w.u16(stalled);
+            w.u16(saturate_u16(d.stall_ms));
+            w.u8(d.waited_for.unwrap_or(SEAT_NONE));
             if self == ReportLayout::Needs {
-                write_needs(d.needs.as_ref(), &mut tail[17..]);
+                write_needs(d.needs.as_ref(), &mut w);
             }
         }
-        Ok(out.len())
+        written(w)
     }
 
     /// Read a NETWORK_REPORT payload of exactly
-    /// [`payload_len`](Self::payload_len) bytes; the extended layout also
-    /// needs version byte 1. Anything else is `Malformed`.
+    /// [`payload_len`](Self::payload_len) bytes; the layouts after the
+    /// compact one also need their version byte. Anything else is
+    /// `Malformed`.
     pub fn decode(self, bytes: &[u8]) -> Result<Report> {
-        if bytes.len() != self.payload_len() {
-            return Err(Error::Malformed(match self {
-                ReportLayout::Compact => "NETWORK_REPORT payload must be 6 bytes",
-                ReportLayout::Extended => "extended NETWORK_REPORT payload must be 9 bytes",
-                ReportLayout::Detailed => "detailed NETWORK_REPORT payload must be 22 bytes",
-                ReportLayout::Needs => "needs NETWORK_REPORT payload must be 32 bytes",
-            }));
-        }
-        let (process_us, tail) = match self {
-            ReportLayout::Compact => (u32::from(read_u16(bytes, 0)) * 1000, &bytes[2..]),
-            ReportLayout::Extended | ReportLayout::Detailed | ReportLayout::Needs => {
-                if Some(bytes[0]) != self.version() {
-                    return Err(Error::Malformed(match self {
-                        ReportLayout::Extended => "extended NETWORK_REPORT version must be 1",
-                        ReportLayout::Detailed => "detailed NETWORK_REPORT version must be 2",
-                        _ => "needs NETWORK_REPORT version must be 3",
-                    }));
+        self.decode_fields(bytes)
+            .map_err(|e| Error::malformed(self.name(), e))
+    }
+
+    /// The fields of [`decode`](Self::decode), in layout order; the detail's
+    /// rules are judged once it is read. (The relay's TimingReport nests
+    /// this layout and keeps the bare error.)
+    pub(crate) fn decode_fields(self, bytes: &[u8]) -> std::result::Result<Report, DecodeError> {
+        exact_len(bytes.len(), self.payload_len())?;
+        let mut r = Reader::new(bytes);
+        let process_us = match self.version() {
+            None => u32::from(r.u16()?) * 1000,
+            Some(expected) => {
+                let got = r.u8()?;
+                if got != expected {
+                    return Err(DecodeError::BadVersion { got, expected });
                 }
-                let process = [bytes[1], bytes[2], bytes[3], bytes[4]];
-                (u32::from_le_bytes(process), &bytes[5..])
+                r.u32()?
             }
         };
-        let worst_rtt_ms = rtt_from_u16(read_u16(tail, 0));
+        let worst_rtt_ms = rtt_from_u16(r.u16()?);
+        let max_wait_ms = u32::from(r.u16()?);
         let detail = if self.has_detail() {
-            let seat = tail[16];
+            let median_rtt_ms = rtt_from_u16(r.u16()?);
+            let p90_rtt_ms = rtt_from_u16(r.u16()?);
+            let latest_rtt_ms = rtt_from_u16(r.u16()?);
+            let frames = u32::from(r.u16()?);
+            let stalled_frames = u32::from(r.u16()?);
+            let stall_ms = u32::from(r.u16()?);
+            let seat = r.u8()?;
             let detail = ReportDetail {
-                median_rtt_ms: rtt_from_u16(read_u16(tail, 4)),
-                p90_rtt_ms: rtt_from_u16(read_u16(tail, 6)),
-                latest_rtt_ms: rtt_from_u16(read_u16(tail, 8)),
-                frames: u32::from(read_u16(tail, 10)),
-                stalled_frames: u32::from(read_u16(tail, 12)),
-                stall_ms: u32::from(read_u16(tail, 14)),
+                median_rtt_ms,
+                p90_rtt_ms,
+                latest_rtt_ms,
+                frames,
+                stalled_frames,
+                stall_ms,
                 waited_for: (seat != SEAT_NONE).then_some(seat),
                 needs: if self == ReportLayout::Needs {
-                    read_needs(&tail[17..])?
+                    read_needs(&mut r)?
                 } else {
                     None
                 },
             };
-            check_detail(worst_rtt_ms, &detail).map_err(Error::Malformed)?;
+            check_detail(worst_rtt_ms, &detail).map_err(DecodeError::Invalid)?;
             Some(detail)
         } else {
             None
         };
+        r.finish()?;
         Ok(Report {
             process_us,
-            max_wait_ms: u32::from(read_u16(tail, 2)),
+            max_wait_ms,
             worst_rtt_ms,
             detail,
         })
@@ -460,36 +479,41 @@ pub fn check_detail(
     }
 }
 
+/// Bytes of the needs layout after the detailed fields.
+const NEEDS_BYTES: usize = REPORT_NEEDS_LEN - REPORT_DETAILED_LEN;
+
 /// The needs layout's last ten bytes: reference 0 and zeros for none.
-fn write_needs(needs: Option<&LookAheadNeeds>, out: &mut [u8]) {
+fn write_needs(needs: Option<&LookAheadNeeds>, w: &mut Writer<'_>) {
     let Some(needs) = needs else {
-        out[..10].fill(0);
+        w.put(&[0; NEEDS_BYTES]);
         return;
     };
-    out[0] = needs.reference;
-    out[1] = needs.most;
-    for (k, count) in needs.above.iter().enumerate() {
-        out[2 + 2 * k..4 + 2 * k].copy_from_slice(&count.to_le_bytes());
+    w.u8(needs.reference);
+    w.u8(needs.most);
+    for &count in &needs.above {
+        w.u16(count);
     }
 }
 
 /// The needs layout's last ten bytes; `check_detail` judges them after.
-fn read_needs(bytes: &[u8]) -> Result<Option<LookAheadNeeds>> {
-    if bytes[0] == 0 {
-        if bytes[1..10].iter().any(|&b| b != 0) {
-            return Err(Error::Malformed(
+fn read_needs(r: &mut Reader<'_>) -> std::result::Result<Option<LookAheadNeeds>, DecodeError> {
+    let reference = r.u8()?;
+    let most = r.u8()?;
+    let mut above = [0u16; crate::report::needs::NEED_LEVELS];
+    for count in &mut above {
+        *count = r.u16()?;
+    }
+    if reference == 0 {
+        if most != 0 || above.iter().any(|&count| count != 0) {
+            return Err(DecodeError::Invalid(
                 "NETWORK_REPORT without needs (reference 0) must have zeros after it",
             ));
         }
         return Ok(None);
     }
-    let mut above = [0u16; crate::report::needs::NEED_LEVELS];
-    for (k, count) in above.iter_mut().enumerate() {
-        *count = read_u16(bytes, 2 + 2 * k);
-    }
     Ok(Some(LookAheadNeeds {
-        reference: bytes[0],
-        most: bytes[1],
+        reference,
+        most,
         above,
     }))
 }
@@ -515,15 +539,21 @@ fn check_session_send_period(send_period: u8) -> Result<()> {
     }
 }
 
-/// The first `len` bytes of `buf`, or `BufferTooSmall` before anything is written.
-fn output(buf: &mut [u8], len: usize) -> Result<&mut [u8]> {
-    buf.get_mut(..len)
-        .ok_or(Error::BufferTooSmall { needed: len })
+/// A writer over the first `len` bytes of `buf`, or `BufferTooSmall`
+/// before anything is written.
+fn output(buf: &mut [u8], len: usize) -> Result<Writer<'_>> {
+    if buf.len() < len {
+        return Err(Error::BufferTooSmall { needed: len });
+    }
+    Ok(Writer::new(buf, len))
 }
 
-/// Callers have checked the length, so `at + 1` is in bounds.
-fn read_u16(bytes: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes([bytes[at], bytes[at + 1]])
+/// The length an encoder wrote: the layout's, since [`output`] checked the
+/// room for it (the byte-for-byte tests hold each encoder to its length).
+fn written(w: Writer<'_>) -> Result<usize> {
+    let len = w.len();
+    debug_assert!(w.finish().is_some(), "an encoder wrote past its length");
+    Ok(len)
 }
 
 fn saturate_u16(value: u32) -> u16 {

@@ -75,6 +75,12 @@
 //! endpoint checks session, sender and source address — then the tag, then
 //! the body (flags, ack block, message framing). [`peek`] does the first part,
 //! [`verify_tag`] the tag, [`decode`] the structure.
+//!
+//! The codec keeps the contract of every wire codec (the [`super`] module
+//! docs): [`decode`] never panics, never allocates and leaves no byte
+//! unread (the messages fill the packet up to the tag exactly).
+
+use super::cursor::{DecodeError, PutLe, Reader, Writer};
 
 /// First byte of every rungs transport packet.
 pub const MAGIC: u8 = 0xB7;
@@ -127,21 +133,6 @@ const _: () = assert!(
 // The two-byte length form holds 15 bits.
 const _: () = assert!(MAX_MESSAGE_BYTES < 0x8000);
 
-/// Why bytes are not a valid packet. Each maps onto one drop counter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DecodeError {
-    /// Shorter than [`MIN_PACKET_BYTES`] (or than its own ack block).
-    TooShort,
-    /// Longer than [`MAX_PACKET_BYTES`].
-    TooLong,
-    /// First byte is not [`MAGIC`].
-    BadMagic,
-    /// Protocol version is not [`VERSION`].
-    BadVersion,
-    /// Unknown flag bits, or a message that does not frame correctly.
-    Malformed,
-}
-
 /// The fields checked before the tag: enough to find the link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Prefix {
@@ -152,22 +143,40 @@ pub struct Prefix {
 }
 
 /// Check length bounds, magic and version, and read the sender and session.
+/// The errors are the ones the link counts apart: `TooShort` (below
+/// [`MIN_PACKET_BYTES`]), `TooLong` (above [`MAX_PACKET_BYTES`]),
+/// `BadMagic`, `BadVersion`.
+#[inline]
 pub fn peek(packet: &[u8]) -> Result<Prefix, DecodeError> {
     if packet.len() < MIN_PACKET_BYTES {
-        return Err(DecodeError::TooShort);
+        return Err(DecodeError::TooShort {
+            got: packet.len(),
+            expected: MIN_PACKET_BYTES,
+        });
     }
     if packet.len() > MAX_PACKET_BYTES {
-        return Err(DecodeError::TooLong);
+        return Err(DecodeError::TooLong {
+            got: packet.len(),
+            expected: MAX_PACKET_BYTES,
+        });
     }
-    if packet[0] != MAGIC {
-        return Err(DecodeError::BadMagic);
+    let mut r = Reader::new(packet);
+    let [magic, version, _flags, sender] = r.array()?;
+    if magic != MAGIC {
+        return Err(DecodeError::BadMagic {
+            got: magic,
+            expected: MAGIC,
+        });
     }
-    if packet[1] != VERSION {
-        return Err(DecodeError::BadVersion);
+    if version != VERSION {
+        return Err(DecodeError::BadVersion {
+            got: version,
+            expected: VERSION,
+        });
     }
     Ok(Prefix {
-        sender: packet[3],
-        session_id: read_u32(packet, 4),
+        sender,
+        session_id: r.u32()?,
     })
 }
 
@@ -244,13 +253,13 @@ fn siphash24_after_byte(k0: u64, k1: u64, first: u8, rest: &[u8]) -> u64 {
         // Every packet: whole 8-byte loads, no copy of a variable length
         // (a call to memcpy, per packet, for at most 7 bytes).
         // Word 0: `first` and the first 7 bytes of `rest`.
-        compress(&mut v, u64::from(first) | read_u64(rest, 0) << 8);
+        compress(&mut v, u64::from(first) | word(rest, 0) << 8);
         // Word i: rest[8i - 1 .. 8i + 7].
         for chunk in rest[7..8 * words - 1].chunks_exact(8) {
-            compress(&mut v, read_u64(chunk, 0));
+            compress(&mut v, word(chunk, 0));
         }
         // The tail is the top `tail` bytes of the last 8.
-        let end = read_u64(rest, rest.len() - 8);
+        let end = word(rest, rest.len() - 8);
         let tail_bytes = if tail == 0 { 0 } else { end >> (64 - 8 * tail) };
         tail_bytes | u64::from(total as u8) << 56
     } else {
@@ -284,7 +293,7 @@ pub fn verify_tag(packet: &[u8], key: &SessionKey, addressee: u8) -> bool {
     }
     let (body, tag) = packet.split_at(packet.len() - TAG_BYTES);
     // One 64-bit comparison: no early exit an attacker could time byte by byte.
-    key.tag(addressee, body) == read_u64(tag, 0)
+    key.tag(addressee, body) == word(tag, 0)
 }
 
 /// Write the tag of a packet assembled by other means into its last
@@ -420,93 +429,112 @@ impl<'a> Iterator for Messages<'a> {
     fn next(&mut self) -> Option<MessageRef<'a>> {
         // `decode` checked the framing, so this cannot fail; a failure ends
         // the iteration rather than panicking.
-        let (message, used) = split_message(self.rest).ok()?;
-        self.rest = self.rest.get(used..)?;
+        let mut r = Reader::new(self.rest);
+        let message = read_message(&mut r).ok()?;
+        self.rest = r.rest();
         Some(message)
     }
 }
 
-/// Read one message from the front of `bytes`: the message and the bytes used.
-fn split_message(bytes: &[u8]) -> Result<(MessageRef<'_>, usize), DecodeError> {
-    let number = match bytes.get(0..2) {
-        Some(b) => u16::from_le_bytes([b[0], b[1]]),
-        None => return Err(DecodeError::Malformed),
-    };
-    let first = *bytes.get(2).ok_or(DecodeError::Malformed)?;
-    let (len, header) = if first < 0x80 {
-        (first as usize, 3)
+/// Read one message at the reader: the number, the length (canonical form
+/// only: one meaning per byte string) and the payload.
+#[inline(always)]
+fn read_message<'a>(r: &mut Reader<'a>) -> Result<MessageRef<'a>, DecodeError> {
+    let number = r.u16()?;
+    let first = r.u8()?;
+    let len = if first < 0x80 {
+        usize::from(first)
     } else {
-        let second = *bytes.get(3).ok_or(DecodeError::Malformed)?;
-        let len = (((first & 0x7F) as usize) << 8) | second as usize;
-        // Canonical encoding only: one meaning per byte string.
+        let len = usize::from(first & 0x7F) << 8 | usize::from(r.u8()?);
         if len < 0x80 {
-            return Err(DecodeError::Malformed);
+            return Err(DecodeError::Invalid(
+                "a message length in the two-byte form must not fit the one-byte form",
+            ));
         }
-        (len, 4)
+        len
     };
     if len > MAX_MESSAGE_BYTES {
-        return Err(DecodeError::Malformed);
+        return Err(DecodeError::Invalid(
+            "a message payload must be at most MAX_MESSAGE_BYTES (1024)",
+        ));
     }
-    let payload = bytes
-        .get(header..header + len)
-        .ok_or(DecodeError::Malformed)?;
-    Ok((MessageRef { number, payload }, header + len))
+    Ok(MessageRef {
+        number,
+        payload: r.take(len)?,
+    })
 }
 
 /// Decode and check the structure of a packet whose prefix [`peek`] accepted
 /// and whose tag [`verify_tag`] accepted. Checks everything [`peek`] checks
-/// too, so it is safe on any input.
+/// too, so it is safe on any input. Past the prefix, everything wrong is
+/// `Invalid` (the link's one `malformed` counter) but an ack block the
+/// packet has no room for, which is `TooShort`.
 // Once per packet received: inlined into the endpoint, which has just
 // run `peek` on the same bytes (with the link's per-packet helpers, 1.5 %
 // fewer instructions in rungs-sim, docs/rungs-sim.md "Two threads").
 #[inline(always)]
 pub fn decode(packet: &[u8]) -> Result<Packet<'_>, DecodeError> {
     let prefix = peek(packet)?;
-    let flags = packet[2];
+    let (body, _tag) = packet.split_at(packet.len() - TAG_BYTES);
+    let mut r = Reader::new(body);
+    let [_magic, _version, flags, _sender] = r.array()?;
     if flags & !KNOWN_FLAGS != 0 || (flags & FLAG_FIRST_ACK != 0 && flags & FLAG_ACK == 0) {
-        return Err(DecodeError::Malformed);
+        return Err(DecodeError::Invalid(
+            "a packet's flags must be known bits, FIRST_ACK only with ACK",
+        ));
     }
-    if read_u32(packet, 12) == 0 || read_u32(packet, 16) == 0 {
-        return Err(DecodeError::Malformed); // epochs start at 1; nonces are never 0
+    let _session_id = r.u32()?;
+    let packet_number = r.u32()?;
+    let epoch = r.u32()?;
+    let nonce = r.u32()?;
+    let peer_nonce = r.u32()?;
+    if epoch == 0 || nonce == 0 {
+        return Err(DecodeError::Invalid(
+            "a packet's epoch and nonce must not be 0",
+        ));
     }
-    let body_end = packet.len() - TAG_BYTES;
-    let (ack, messages_start) = if flags & FLAG_ACK != 0 {
-        if body_end < FIXED_HEADER_BYTES + ACK_BLOCK_BYTES {
-            return Err(DecodeError::TooShort);
+    let ack = if flags & FLAG_ACK != 0 {
+        if r.left() < ACK_BLOCK_BYTES {
+            return Err(DecodeError::TooShort {
+                got: packet.len(),
+                expected: MIN_PACKET_BYTES + ACK_BLOCK_BYTES,
+            });
         }
-        let ack = AckBlock {
-            largest: read_u32(packet, 24),
-            bits: read_u16(packet, 28),
-            next_message: read_u16(packet, 30),
-            delay: read_u16(packet, 32),
-        };
-        (Some(ack), FIXED_HEADER_BYTES + ACK_BLOCK_BYTES)
+        Some(AckBlock {
+            largest: r.u32()?,
+            bits: r.u16()?,
+            next_message: r.u16()?,
+            delay: r.u16()?,
+        })
     } else {
-        (None, FIXED_HEADER_BYTES)
+        None
     };
-    let messages = &packet[messages_start..body_end];
-    let mut rest = messages;
+    let mut framing = r.clone();
     let mut message_count = 0;
-    while !rest.is_empty() {
-        let (_, used) = split_message(rest)?;
+    while framing.left() > 0 {
+        read_message(&mut framing).map_err(|e| match e {
+            DecodeError::Invalid(_) => e,
+            _ => DecodeError::Invalid("a message must end at the tag"),
+        })?;
         message_count += 1;
         if message_count > MAX_MESSAGES_PER_PACKET {
-            return Err(DecodeError::Malformed);
+            return Err(DecodeError::Invalid(
+                "a packet must carry at most MAX_MESSAGES_PER_PACKET (64) messages",
+            ));
         }
-        rest = &rest[used..];
     }
     Ok(Packet {
         header: Header {
             flags,
             sender: prefix.sender,
             session_id: prefix.session_id,
-            packet_number: read_u32(packet, 8),
-            epoch: read_u32(packet, 12),
-            nonce: read_u32(packet, 16),
-            peer_nonce: read_u32(packet, 20),
+            packet_number,
+            epoch,
+            nonce,
+            peer_nonce,
             ack,
         },
-        messages,
+        messages: r.rest(),
         message_count,
     })
 }
@@ -534,21 +562,20 @@ impl<'b> PacketWriter<'b> {
         if header.ack.is_some() {
             flags |= FLAG_ACK | (header.flags & FLAG_FIRST_ACK);
         }
-        buf[0] = MAGIC;
-        buf[1] = VERSION;
-        buf[2] = flags;
-        buf[3] = header.sender;
-        buf[4..8].copy_from_slice(&header.session_id.to_le_bytes());
-        buf[8..12].copy_from_slice(&header.packet_number.to_le_bytes());
-        buf[12..16].copy_from_slice(&header.epoch.to_le_bytes());
-        buf[16..20].copy_from_slice(&header.nonce.to_le_bytes());
-        buf[20..24].copy_from_slice(&header.peer_nonce.to_le_bytes());
+        let mut w = Writer::new(buf, header_len);
+        w.put(&[MAGIC, VERSION, flags, header.sender]);
+        w.u32(header.session_id);
+        w.u32(header.packet_number);
+        w.u32(header.epoch);
+        w.u32(header.nonce);
+        w.u32(header.peer_nonce);
         if let Some(ack) = header.ack {
-            buf[24..28].copy_from_slice(&ack.largest.to_le_bytes());
-            buf[28..30].copy_from_slice(&ack.bits.to_le_bytes());
-            buf[30..32].copy_from_slice(&ack.next_message.to_le_bytes());
-            buf[32..34].copy_from_slice(&ack.delay.to_le_bytes());
+            w.u32(ack.largest);
+            w.u16(ack.bits);
+            w.u16(ack.next_message);
+            w.u16(ack.delay);
         }
+        w.finish()?;
         Some(PacketWriter {
             buf,
             len: header_len,
@@ -622,15 +649,10 @@ pub(crate) fn copy_bytes(dst: &mut [u8], src: &[u8]) {
     }
 }
 
-fn read_u16(bytes: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes([bytes[at], bytes[at + 1]])
-}
-
-fn read_u32(bytes: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
-}
-
-fn read_u64(bytes: &[u8], at: usize) -> u64 {
+/// The little-endian word at `at` of bytes the tag computation has already
+/// bounded (hashing, not decoding: no length is in doubt here).
+#[inline(always)]
+fn word(bytes: &[u8], at: usize) -> u64 {
     let mut raw = [0u8; 8];
     raw.copy_from_slice(&bytes[at..at + 8]);
     u64::from_le_bytes(raw)
@@ -782,17 +804,38 @@ mod tests {
     fn prefix_checks_in_order() {
         let p = build(None, &[]);
         assert_eq!(p.len(), MIN_PACKET_BYTES);
-        assert_eq!(peek(&p[..MIN_PACKET_BYTES - 1]), Err(DecodeError::TooShort));
+        assert_eq!(
+            peek(&p[..MIN_PACKET_BYTES - 1]),
+            Err(DecodeError::TooShort {
+                got: MIN_PACKET_BYTES - 1,
+                expected: MIN_PACKET_BYTES
+            })
+        );
         assert_eq!(
             peek(&[MAGIC; MAX_PACKET_BYTES + 1]),
-            Err(DecodeError::TooLong)
+            Err(DecodeError::TooLong {
+                got: MAX_PACKET_BYTES + 1,
+                expected: MAX_PACKET_BYTES
+            })
         );
         let mut q = p.clone();
         q[0] = 0;
-        assert_eq!(peek(&q), Err(DecodeError::BadMagic));
+        assert_eq!(
+            peek(&q),
+            Err(DecodeError::BadMagic {
+                got: 0,
+                expected: MAGIC
+            })
+        );
         let mut q = p.clone();
         q[1] = 1;
-        assert_eq!(peek(&q), Err(DecodeError::BadVersion));
+        assert_eq!(
+            peek(&q),
+            Err(DecodeError::BadVersion {
+                got: 1,
+                expected: VERSION
+            })
+        );
         assert_eq!(
             peek(&p),
             Ok(Prefix {
@@ -809,45 +852,45 @@ mod tests {
         for at in [12, 16] {
             let mut q = p.clone();
             q[at..at + 4].copy_from_slice(&[0; 4]);
-            assert_eq!(decode(&q).err(), Some(DecodeError::Malformed));
+            assert!(matches!(decode(&q), Err(DecodeError::Invalid(_))));
         }
         // Unknown flag.
         let mut q = p.clone();
         q[2] |= 0x80;
-        assert_eq!(decode(&q).err(), Some(DecodeError::Malformed));
+        assert!(matches!(decode(&q), Err(DecodeError::Invalid(_))));
         // Length running past the tag.
         let mut q = p.clone();
         q[FIXED_HEADER_BYTES + 2] = 100;
-        assert_eq!(decode(&q).err(), Some(DecodeError::Malformed));
+        assert!(matches!(decode(&q), Err(DecodeError::Invalid(_))));
         // Truncated message header.
         let mut q = build(None, &[]);
         q.splice(FIXED_HEADER_BYTES..FIXED_HEADER_BYTES, [1u8]);
-        assert_eq!(decode(&q).err(), Some(DecodeError::Malformed));
+        assert!(matches!(decode(&q), Err(DecodeError::Invalid(_))));
         // Non-canonical long length form.
         let mut q = build(None, &[]);
         q.splice(
             FIXED_HEADER_BYTES..FIXED_HEADER_BYTES,
             [1u8, 0, 0x80, 0x01, b'x'],
         );
-        assert_eq!(decode(&q).err(), Some(DecodeError::Malformed));
+        assert!(matches!(decode(&q), Err(DecodeError::Invalid(_))));
         // Over-long message.
         let mut q = build(None, &[]);
         let len = MAX_MESSAGE_BYTES + 1;
         let mut m = vec![1u8, 0, 0x80 | (len >> 8) as u8, len as u8];
         m.resize(4 + len, 0);
         q.splice(FIXED_HEADER_BYTES..FIXED_HEADER_BYTES, m);
-        assert_eq!(decode(&q).err(), Some(DecodeError::Malformed));
+        assert!(matches!(decode(&q), Err(DecodeError::Invalid(_))));
         // ACK flag without room for the block.
         let mut q = build(None, &[]);
         q[2] = FLAG_ACK;
-        assert_eq!(decode(&q).err(), Some(DecodeError::TooShort));
+        assert!(matches!(decode(&q), Err(DecodeError::TooShort { .. })));
         // Too many messages.
         let mut q = build(None, &[]);
         let many: Vec<u8> = (0..=MAX_MESSAGES_PER_PACKET as u16)
             .flat_map(|n| [n as u8, (n >> 8) as u8, 0])
             .collect();
         q.splice(FIXED_HEADER_BYTES..FIXED_HEADER_BYTES, many);
-        assert_eq!(decode(&q).err(), Some(DecodeError::Malformed));
+        assert!(matches!(decode(&q), Err(DecodeError::Invalid(_))));
     }
 
     #[test]

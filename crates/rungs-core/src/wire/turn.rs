@@ -1,7 +1,9 @@
 //! The lockstep session's link messages (S5, S8, S9): turns and their items,
 //! clock pings, drop votes and relayed turns. Encoding into owned buffers and
-//! validating decoding that never panics and allocates at most the message's
-//! own length.
+//! validating decoding that keeps the contract of every wire codec (the
+//! [`super`] module docs), with the one allowance stated there: a decoded
+//! turn owns its commands, so decoding allocates at most the message's own
+//! length (and nothing else with [`decode_reusing`]).
 //!
 //! These messages ride inside transport packets ([`super::packet`]), which
 //! authenticate the sender; everything here is about *what* a seated player
@@ -72,6 +74,7 @@
 //! decision (a drop was decided from the votes alone, which two crashes in
 //! a row could split). Their messages fail the version check.
 
+use super::cursor::{DecodeError, PutLe, Reader};
 use crate::error::{Error, Result};
 use crate::report::{Report, ReportDetail};
 use crate::timing::TimingEvent;
@@ -197,53 +200,18 @@ pub enum Message {
     },
 }
 
-fn put_u16(out: &mut Vec<u8>, v: u16) {
-    out.extend_from_slice(&v.to_le_bytes());
-}
-fn put_u32(out: &mut Vec<u8>, v: u32) {
-    out.extend_from_slice(&v.to_le_bytes());
-}
-fn put_i64(out: &mut Vec<u8>, v: i64) {
-    out.extend_from_slice(&v.to_le_bytes());
+/// The name of this module's layouts in error messages.
+const LAYOUT: &str = "lockstep link message";
+
+/// A decode error of this module's layouts as the crate's error.
+fn malformed(e: DecodeError) -> Error {
+    Error::malformed(LAYOUT, e)
 }
 
-/// A cursor over received bytes; every read checks the length.
-struct Reader<'a> {
-    bytes: &'a [u8],
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        if self.bytes.len() < n {
-            return Err(Error::Malformed("turn message too short"));
-        }
-        let (head, rest) = self.bytes.split_at(n);
-        self.bytes = rest;
-        Ok(head)
-    }
-    fn u8(&mut self) -> Result<u8> {
-        Ok(self.take(1)?[0])
-    }
-    fn u16(&mut self) -> Result<u16> {
-        let b = self.take(2)?;
-        Ok(u16::from_le_bytes([b[0], b[1]]))
-    }
-    fn u32(&mut self) -> Result<u32> {
-        let b = self.take(4)?;
-        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    }
-    fn i64(&mut self) -> Result<i64> {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(self.take(8)?);
-        Ok(i64::from_le_bytes(a))
-    }
-    fn end(&self) -> Result<()> {
-        if self.bytes.is_empty() {
-            Ok(())
-        } else {
-            Err(Error::Malformed("trailing bytes in a turn message"))
-        }
-    }
+/// A message of these layouts that decodes but breaks a rule the session
+/// judges (a drop vote for no other human seat), as the crate's error.
+pub fn invalid(rule: &'static str) -> Error {
+    malformed(DecodeError::Invalid(rule))
 }
 
 fn header(kind: u8) -> Vec<u8> {
@@ -277,17 +245,17 @@ pub fn encode_pong(t0: i64, t1: i64, t2: i64) -> [u8; PONG_BYTES] {
 /// A drop vote: `dropping` is every seat the voter is dropping (bit mask).
 pub fn encode_drop_vote(dropped: u8, holds: Holding, dropping: u32) -> Vec<u8> {
     let mut out = header(MSG_DROP_VOTE);
-    out.push(dropped);
-    put_u32(&mut out, holds.unwrap_or(VOTE_NONE));
-    put_u32(&mut out, dropping);
+    out.u8(dropped);
+    out.u32(holds.unwrap_or(VOTE_NONE));
+    out.u32(dropping);
     out
 }
 
 /// Ask the holder of a drop for `dropped`'s turns after `after`.
 pub fn encode_relay_request(dropped: u8, after: Holding) -> Vec<u8> {
     let mut out = header(MSG_RELAY_REQUEST);
-    out.push(dropped);
-    put_u32(&mut out, after.unwrap_or(VOTE_NONE));
+    out.u8(dropped);
+    out.u32(after.unwrap_or(VOTE_NONE));
     out
 }
 
@@ -295,16 +263,16 @@ pub fn encode_relay_request(dropped: u8, after: Holding) -> Vec<u8> {
 /// that executes.
 pub fn encode_drop_decided(dropped: u8, cut: Holding) -> Vec<u8> {
     let mut out = header(MSG_DROP_DECIDED);
-    out.push(dropped);
-    put_u32(&mut out, cut.unwrap_or(VOTE_NONE));
+    out.u8(dropped);
+    out.u32(cut.unwrap_or(VOTE_NONE));
     out
 }
 
 /// A relay of `dropped`'s turn part `raw` (a turn message as received).
 pub fn encode_relay(dropped: u8, raw: &[u8]) -> Vec<u8> {
     let mut out = header(MSG_RELAY);
-    out.push(dropped);
-    out.extend_from_slice(raw);
+    out.u8(dropped);
+    out.put(raw);
     out
 }
 
@@ -339,9 +307,9 @@ fn encode_item(out: &mut Vec<u8>, item: &Item) {
             (ITEM_REMOVAL, &body[..1])
         }
     };
-    out.push(kind);
-    put_u16(out, bytes.len() as u16);
-    out.extend_from_slice(bytes);
+    out.u8(kind);
+    out.u16(bytes.len() as u16);
+    out.put(bytes);
 }
 
 fn encode_record(out: &mut Vec<u8>, record: &Record) {
@@ -349,10 +317,10 @@ fn encode_record(out: &mut Vec<u8>, record: &Record) {
         Record::Checksum { frame, value } => (ITEM_CHECKSUM, frame, value as i64),
         Record::Anchor { frame, start_us } => (ITEM_ANCHOR, frame, start_us),
     };
-    out.push(kind);
-    put_u16(out, 12);
-    put_u32(out, frame);
-    put_i64(out, value);
+    out.u8(kind);
+    out.u16(12);
+    out.u32(frame);
+    out.i64(value);
 }
 
 /// Greedy packing of item sizes into parts of `room` bytes each: the same
@@ -455,12 +423,11 @@ pub fn encode_turn_into(
     }
     for (index, out) in parts[..usize::from(count)].iter_mut().enumerate() {
         out.clear();
-        out.extend_from_slice(&[MSG_TURN, TURN_LAYOUT_VERSION]);
-        put_u32(out, send_frame);
-        put_u32(out, tag);
-        out.push(index as u8);
-        out.push(count);
-        put_u16(out, 0);
+        out.put(&[MSG_TURN, TURN_LAYOUT_VERSION]);
+        out.u32(send_frame);
+        out.u32(tag);
+        out.put(&[index as u8, count]);
+        out.u16(0);
     }
     // Second pass: the same plan again, writing each item into its part.
     let mut plan = PartPlan::new(max_message_bytes);
@@ -485,31 +452,71 @@ pub fn encode_turn_into(
     Ok(usize::from(count))
 }
 
-fn decode_turn_body(
-    r: &mut Reader<'_>,
-    mut items: Vec<Item>,
-    mut records: Vec<Record>,
-) -> Result<TurnPart> {
+/// A turn part's header fields after kind and version, checked.
+fn turn_header(r: &mut Reader<'_>) -> std::result::Result<(u32, u32, u8, u8, u16), DecodeError> {
     let send_frame = r.u32()?;
     let tag = r.u32()?;
     let index = r.u8()?;
     let count = r.u8()?;
     let items_count = r.u16()?;
     if tag <= send_frame {
-        return Err(Error::Malformed(
+        return Err(DecodeError::Invalid(
             "a turn's tag must be after its send frame",
         ));
     }
     if count == 0 || count > MAX_TURN_PARTS || index >= count {
-        return Err(Error::Malformed(
+        return Err(DecodeError::Invalid(
             "a turn's part index or count is out of range",
         ));
     }
     // Every item takes at least its header: the count cannot promise more
     // items than bytes remain (no allocation beyond the message's length).
-    if usize::from(items_count) * ITEM_HEADER_BYTES > r.bytes.len() {
-        return Err(Error::Malformed("a turn's item count exceeds its length"));
+    if usize::from(items_count) * ITEM_HEADER_BYTES > r.left() {
+        return Err(DecodeError::Invalid(
+            "a turn's item count exceeds its length",
+        ));
     }
+    Ok((send_frame, tag, index, count, items_count))
+}
+
+/// One item's kind and body.
+fn item<'a>(r: &mut Reader<'a>) -> std::result::Result<(u8, &'a [u8]), DecodeError> {
+    let kind = r.u8()?;
+    let len = usize::from(r.u16()?);
+    Ok((kind, r.take(len)?))
+}
+
+/// A removal's or a record's body (the other items nest event payloads).
+fn small_item(kind: u8, body: &[u8]) -> std::result::Result<Small, DecodeError> {
+    let mut b = Reader::new(body);
+    let small = match kind {
+        ITEM_REMOVAL => Small::Item(Item::Removal(b.u8()?)),
+        ITEM_CHECKSUM => Small::Record(Record::Checksum {
+            frame: b.u32()?,
+            value: b.u64()?,
+        }),
+        ITEM_ANCHOR => Small::Record(Record::Anchor {
+            frame: b.u32()?,
+            start_us: b.i64()?,
+        }),
+        _ => return Err(DecodeError::UnknownKind(kind)),
+    };
+    b.finish()?;
+    Ok(small)
+}
+
+/// What [`small_item`] read.
+enum Small {
+    Item(Item),
+    Record(Record),
+}
+
+fn decode_turn_body(
+    r: &mut Reader<'_>,
+    mut items: Vec<Item>,
+    mut records: Vec<Record>,
+) -> Result<TurnPart> {
+    let (send_frame, tag, index, count, items_count) = turn_header(r).map_err(malformed)?;
     items.clear();
     items.reserve(usize::from(items_count));
     records.clear();
@@ -522,10 +529,7 @@ fn decode_turn_body(
         records,
     };
     for _ in 0..items_count {
-        let kind = r.u8()?;
-        let len = usize::from(r.u16()?);
-        let body = r.take(len)?;
-        let mut b = Reader { bytes: body };
+        let (kind, body) = item(r).map_err(malformed)?;
         match kind {
             ITEM_COMMAND => part.items.push(Item::Command(body.to_vec())),
             ITEM_REPORT => part
@@ -534,48 +538,36 @@ fn decode_turn_body(
             ITEM_TIMING => part
                 .items
                 .push(Item::Timing(TimingLayout::TIBERIAN_SUN.decode(body)?)),
-            ITEM_REMOVAL => {
-                let seat = b.u8()?;
-                b.end()?;
-                part.items.push(Item::Removal(seat));
-            }
-            ITEM_CHECKSUM | ITEM_ANCHOR => {
-                let frame = b.u32()?;
-                let value = b.i64()?;
-                b.end()?;
-                part.records.push(if kind == ITEM_CHECKSUM {
-                    Record::Checksum {
-                        frame,
-                        value: value as u64,
-                    }
-                } else {
-                    Record::Anchor {
-                        frame,
-                        start_us: value,
-                    }
-                });
-            }
-            _ => return Err(Error::Malformed("unknown turn item")),
+            _ => match small_item(kind, body).map_err(malformed)? {
+                Small::Item(item) => part.items.push(item),
+                Small::Record(record) => part.records.push(record),
+            },
         }
     }
-    r.end()?;
+    r.finish().map_err(malformed)?;
     Ok(part)
 }
 
-fn expect_header(r: &mut Reader<'_>, kind: u8) -> Result<()> {
-    if r.u8()? != kind {
-        return Err(Error::Malformed("unexpected message kind"));
+/// The kind and version every message opens with.
+fn expect_header(r: &mut Reader<'_>, kind: u8) -> std::result::Result<(), DecodeError> {
+    let got = r.u8()?;
+    if got != kind {
+        return Err(DecodeError::UnknownKind(got));
     }
-    if r.u8()? != TURN_LAYOUT_VERSION {
-        return Err(Error::Malformed("unknown turn layout version"));
+    let version = r.u8()?;
+    if version != TURN_LAYOUT_VERSION {
+        return Err(DecodeError::BadVersion {
+            got: version,
+            expected: TURN_LAYOUT_VERSION,
+        });
     }
     Ok(())
 }
 
 /// Decode one turn part message (kind 1), as sent or as carried in a relay.
 pub fn decode_turn(bytes: &[u8]) -> Result<TurnPart> {
-    let mut r = Reader { bytes };
-    expect_header(&mut r, MSG_TURN)?;
+    let mut r = Reader::new(bytes);
+    expect_header(&mut r, MSG_TURN).map_err(malformed)?;
     decode_turn_body(&mut r, Vec::new(), Vec::new())
 }
 
@@ -593,14 +585,32 @@ pub fn decode_reusing(
     items: &mut Vec<Item>,
     records: &mut Vec<Record>,
 ) -> Result<Message> {
-    let kind = *bytes.first().ok_or(Error::Malformed("empty message"))?;
-    let mut r = Reader { bytes };
-    expect_header(&mut r, kind)?;
-    let message = match kind {
+    let mut r = Reader::new(bytes);
+    let kind = *bytes.first().ok_or(malformed(DecodeError::TooShort {
+        got: 0,
+        expected: 2,
+    }))?;
+    expect_header(&mut r, kind).map_err(malformed)?;
+    match kind {
         MSG_TURN => {
             let part = decode_turn_body(&mut r, std::mem::take(items), std::mem::take(records))?;
-            return Ok(Message::Turn(part));
+            Ok(Message::Turn(part))
         }
+        MSG_RELAY => {
+            let dropped = r.u8().map_err(malformed)?;
+            Ok(Message::Relay {
+                dropped,
+                part: decode_turn(r.rest())?,
+            })
+        }
+        _ => control(kind, &mut r).map_err(malformed),
+    }
+}
+
+/// The messages that carry no turn, each read whole.
+fn control(kind: u8, r: &mut Reader<'_>) -> std::result::Result<Message, DecodeError> {
+    let holding = |v: u32| (v != VOTE_NONE).then_some(v);
+    let message = match kind {
         MSG_PING => Message::Ping { t0: r.i64()? },
         MSG_PONG => Message::Pong {
             t0: r.i64()?,
@@ -612,42 +622,27 @@ pub fn decode_reusing(
             let holds = r.u32()?;
             let dropping = r.u32()?;
             if dropped >= 32 || dropping & (1 << dropped) == 0 {
-                return Err(Error::Malformed(
+                return Err(DecodeError::Invalid(
                     "a drop vote must name its seat in its mask",
                 ));
             }
             Message::DropVote {
                 dropped,
-                holds: (holds != VOTE_NONE).then_some(holds),
+                holds: holding(holds),
                 dropping,
             }
         }
-        MSG_RELAY_REQUEST => {
-            let dropped = r.u8()?;
-            let after = r.u32()?;
-            Message::RelayRequest {
-                dropped,
-                after: (after != VOTE_NONE).then_some(after),
-            }
-        }
-        MSG_DROP_DECIDED => {
-            let dropped = r.u8()?;
-            let cut = r.u32()?;
-            Message::DropDecided {
-                dropped,
-                cut: (cut != VOTE_NONE).then_some(cut),
-            }
-        }
-        MSG_RELAY => {
-            let dropped = r.u8()?;
-            return Ok(Message::Relay {
-                dropped,
-                part: decode_turn(r.bytes)?,
-            });
-        }
-        _ => return Err(Error::Malformed("unknown message kind")),
+        MSG_RELAY_REQUEST => Message::RelayRequest {
+            dropped: r.u8()?,
+            after: holding(r.u32()?),
+        },
+        MSG_DROP_DECIDED => Message::DropDecided {
+            dropped: r.u8()?,
+            cut: holding(r.u32()?),
+        },
+        _ => return Err(DecodeError::UnknownKind(kind)),
     };
-    r.end()?;
+    r.finish()?;
     Ok(message)
 }
 

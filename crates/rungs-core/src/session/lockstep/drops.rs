@@ -25,7 +25,7 @@
 //! lingers after its removal (no turns, only the drop's messages) until it
 //! is lost.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::report::record::MAX_SEATS;
 use crate::wire::turn::{self, Item, TurnPart};
 
@@ -273,7 +273,7 @@ impl LockstepSession {
         dropping: u32,
     ) -> Result<()> {
         if !self.is_human(dropped) || dropped == seat || dropping & (1 << seat) != 0 {
-            return Err(Error::Malformed("a drop vote for no other human seat"));
+            return Err(turn::invalid("a drop vote for no other human seat"));
         }
         let view = self.drop_view(dropped);
         let mut sends = Vec::new();
@@ -305,7 +305,7 @@ impl LockstepSession {
     /// `seat` decided the cut of `dropped`.
     pub(super) fn on_drop_decided(&mut self, seat: u8, dropped: u8, cut: Holding) -> Result<()> {
         if !self.is_human(dropped) || dropped == seat {
-            return Err(Error::Malformed("a drop decision for no other human seat"));
+            return Err(turn::invalid("a drop decision for no other human seat"));
         }
         let view = self.drop_view(dropped);
         let mut sends = Vec::new();
@@ -321,7 +321,7 @@ impl LockstepSession {
     /// one kept, if this machine is in that drop and plays with `seat`.
     pub(super) fn on_relay_request(&mut self, seat: u8, dropped: u8, after: Holding) -> Result<()> {
         if !self.is_human(dropped) || dropped == seat {
-            return Err(Error::Malformed("a relay request for no other human seat"));
+            return Err(turn::invalid("a relay request for no other human seat"));
         }
         let in_drop = self.drops.is_dropping(dropped);
         if !in_drop || self.reachable() & 1 << seat == 0 {

@@ -27,7 +27,7 @@ use std::hash::Hasher;
 use rungs_core::relay::checksums::DecidedRound;
 use rungs_core::relay::{DurableRecord, LogEntry, MatchSetup};
 use rungs_core::timing::PolicyKind;
-use rungs_core::wire::cursor::ByteReader;
+use rungs_core::wire::cursor::{DecodeError, Reader};
 use rungs_core::wire::relay::{EntryKind, MatchOverReason, RefusalReason, TimingChange, MAX_SEATS};
 use siphasher::sip::SipHasher13;
 
@@ -178,13 +178,15 @@ pub fn decode(bytes: &[u8], clock: Clock) -> Read {
         return Read::Damaged("a record whose check does not match");
     }
     match body_record(body, clock) {
-        Some((id, record)) => Read::Record(id, record, FRAME_BYTES + len),
-        None => Read::Damaged("a record whose fields do not make sense"),
+        Ok((id, record)) => Read::Record(id, record, FRAME_BYTES + len),
+        Err(_) => Read::Damaged("a record whose fields do not make sense"),
     }
 }
 
-fn body_record(body: &[u8], clock: Clock) -> Option<(u64, DurableRecord)> {
-    let mut f = ByteReader::new(body);
+/// A record body's fields in layout order, every byte of it a field.
+fn body_record(body: &[u8], clock: Clock) -> Result<(u64, DurableRecord), DecodeError> {
+    let nonsense = DecodeError::Invalid("a field out of range");
+    let mut f = Reader::new(body);
     let kind = f.u8()?;
     let id = f.u64()?;
     let record = match kind {
@@ -203,13 +205,17 @@ fn body_record(body: &[u8], clock: Clock) -> Option<(u64, DurableRecord)> {
             setup.max_ticks = f.u32()?;
             setup.max_queued_ticks = f.u32()?;
             let n = usize::from(f.u8()?);
-            let name = std::str::from_utf8(f.take(n)?).ok()?;
+            let name = std::str::from_utf8(f.take(n)?).map_err(|_| nonsense)?;
             setup.timing_policy = if n == 0 {
                 None
             } else {
-                Some(PolicyKind::from_name(name)?.ok()?)
+                Some(
+                    PolicyKind::from_name(name)
+                        .ok_or(nonsense)?
+                        .map_err(|_| nonsense)?,
+                )
             };
-            setup.validate().ok()?;
+            setup.validate().map_err(|_| nonsense)?;
             DurableRecord::Created { setup, at_us }
         }
         2 => DurableRecord::Started {
@@ -218,7 +224,7 @@ fn body_record(body: &[u8], clock: Clock) -> Option<(u64, DurableRecord)> {
         3 => {
             let tick = f.u32()?;
             let seat = f.u8()?;
-            let kind = EntryKind::from_u8(f.u8()?)?;
+            let kind = EntryKind::from_u8(f.u8()?).ok_or(nonsense)?;
             let sequence = f.u32()?;
             let len = usize::from(f.u16()?);
             DurableRecord::Entry(LogEntry {
@@ -232,7 +238,7 @@ fn body_record(body: &[u8], clock: Clock) -> Option<(u64, DurableRecord)> {
         4 => DurableRecord::Refused {
             seat: f.u8()?,
             sequence: f.u32()?,
-            reason: RefusalReason::from_u8(f.u8()?)?,
+            reason: RefusalReason::from_u8(f.u8()?).ok_or(nonsense)?,
         },
         5 => DurableRecord::Clock(TimingChange {
             from_tick: f.u32()?,
@@ -260,12 +266,12 @@ fn body_record(body: &[u8], clock: Clock) -> Option<(u64, DurableRecord)> {
         }
         8 => DurableRecord::Over {
             final_tick: f.u32()?,
-            reason: MatchOverReason::from_u8(f.u8()?)?,
+            reason: MatchOverReason::from_u8(f.u8()?).ok_or(nonsense)?,
         },
-        _ => return None,
+        _ => return Err(DecodeError::UnknownKind(kind)),
     };
-    // Every byte of the body is a field.
-    (f.left() == 0).then_some((id, record))
+    f.finish()?;
+    Ok((id, record))
 }
 
 #[cfg(test)]
