@@ -64,25 +64,25 @@ impl Header {
     fn summary(self) -> &'static str {
         match self {
             Header::Common => {
-                "What every tier shares: the version, result codes and error\n \
+                "what every tier shares: the version, result codes and error\n \
                  * calls, the calling-convention and import macros, and the timing\n \
                  * vocabulary (a timing pair, its tier and label, the adaptation\n \
                  * policy, the status snapshot)."
             }
             Header::Lockstep => {
-                "The all-in-one lockstep session: rungs runs the game's network\n \
+                "the all-in-one lockstep session: rungs runs the game's network\n \
                  * loop (sockets, turns, drops, checksums, adaptive timing), peer to\n \
                  * peer or through a relay. With rungs/common.h, which it includes,\n \
                  * this is the whole API a game adopting rungs this way needs."
             }
             Header::Session => {
-                "The engine-session path: an engine that keeps its own lockstep\n \
+                "the engine-session path: an engine that keeps its own lockstep\n \
                  * loop and packets asks rungs for the frames to send on, the timing\n \
                  * payloads and reports to put in them, and lends it its\n \
                  * measurements."
             }
             Header::Pieces => {
-                "The pieces the two sessions are built from, each usable alone: the\n \
+                "the pieces the two sessions are built from, each usable alone: the\n \
                  * timing ladder, the timing machine, measurements, the endpoint\n \
                  * (authenticated transport), clock and pacer, and the relay host."
             }

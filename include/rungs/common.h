@@ -18,7 +18,7 @@
  */
 
 /*
- * rungs/common.h: What every tier shares: the version, result codes and error
+ * rungs/common.h: what every tier shares: the version, result codes and error
  * calls, the calling-convention and import macros, and the timing
  * vocabulary (a timing pair, its tier and label, the adaptation
  * policy, the status snapshot).

@@ -1,5 +1,5 @@
 /*
- * rungs/lockstep.h: The all-in-one lockstep session: rungs runs the game's network
+ * rungs/lockstep.h: the all-in-one lockstep session: rungs runs the game's network
  * loop (sockets, turns, drops, checksums, adaptive timing), peer to
  * peer or through a relay. With rungs/common.h, which it includes,
  * this is the whole API a game adopting rungs this way needs.

@@ -1,5 +1,5 @@
 /*
- * rungs/pieces.h: The pieces the two sessions are built from, each usable alone: the
+ * rungs/pieces.h: the pieces the two sessions are built from, each usable alone: the
  * timing ladder, the timing machine, measurements, the endpoint
  * (authenticated transport), clock and pacer, and the relay host.
  */

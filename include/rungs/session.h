@@ -1,5 +1,5 @@
 /*
- * rungs/session.h: The engine-session path: an engine that keeps its own lockstep
+ * rungs/session.h: the engine-session path: an engine that keeps its own lockstep
  * loop and packets asks rungs for the frames to send on, the timing
  * payloads and reports to put in them, and lends it its
  * measurements.
