@@ -387,6 +387,17 @@ typedef struct rungs_relay_callbacks {
 #define RUNGS_ORDER_REFUSED_LEAVING 3
 
 /**
+ * Set (or, with NULL, clear) the relay topology's callbacks of `ls`: which
+ * of its orders the relay refused, and the ephemeral orders of each frame.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if callbacks->struct_size is too small.
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_lockstep_set_relay_callbacks(struct rungs_lockstep *ls,
+                                                const struct rungs_relay_callbacks *callbacks);
+
+/**
  * Issue a ticket admitting `seat` (0–15) to the match `match_id` until the
  * Unix time `expires_unix_s` (seconds), as a lobby does: `lobby_secret`
  * (16 bytes) is the secret the lobby shares with the relay, `nonce` is
@@ -434,17 +445,6 @@ rungs_result RUNGS_CALL rungs_relay_credentials_parse(const char *text,
                                            size_t *ticket_len,
                                            uint8_t *link_secret_out,
                                            uint8_t *out_seat);
-
-/**
- * Set (or, with NULL, clear) the relay topology's callbacks of `ls`: which
- * of its orders the relay refused, and the ephemeral orders of each frame.
- *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL;
- * RUNGS_ERR_INVALID_ARGUMENT if callbacks->struct_size is too small.
- */
-RUNGS_API
-rungs_result RUNGS_CALL rungs_lockstep_set_relay_callbacks(struct rungs_lockstep *ls,
-                                                const struct rungs_relay_callbacks *callbacks);
 
 /* ==== Peers ==== */
 

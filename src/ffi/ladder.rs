@@ -3,12 +3,9 @@
 use super::args::{in_range, slice_out, write_optional, write_to};
 use super::guard::call;
 use super::result::rungs_result;
-use super::types::{read_timing, rungs_timing};
+use super::types::{read_timing, rungs_tier, rungs_timing};
 use crate::error::Error;
 use crate::timing::{self, Tier, Timing};
-
-/// A tier of the timing ladder, one of `RUNGS_TIER_*` (S6).
-pub type rungs_tier = u8;
 
 /// Tier "Fast" (rungs 1–2), S6.
 pub const RUNGS_TIER_FAST: rungs_tier = 0;

@@ -30,6 +30,7 @@ use super::snapshot::{read_status, Published, PublishesStatus};
 use super::timing_machine::{
     deliver_output, rungs_timing_callbacks, rungs_timing_status, status_to_c,
 };
+use super::transport::rungs_socket;
 use super::transport::{
     parse_address, RUNGS_LINK_EVENT_LOST, RUNGS_LINK_EVENT_RECOVERED, RUNGS_LINK_EVENT_RESTARTED,
 };
@@ -91,11 +92,6 @@ pub const RUNGS_RELAY_DEFAULT_JITTER_TICKS: u32 = 2;
 
 const _: () = assert!(RUNGS_RELAY_SEAT == crate::relay::RELAY_LINK_SEAT);
 const _: () = assert!(RUNGS_RELAY_DEFAULT_JITTER_TICKS == DEFAULT_JITTER_TICKS);
-
-/// An OS socket handle, for waiting only: on Unix the file descriptor (cast
-/// it to `int`), on Windows the `SOCKET` (cast it to `SOCKET`). 64 bits wide
-/// on every platform, so the header is the same for 32- and 64-bit builds.
-pub type rungs_socket = u64;
 
 const _: () = assert!(std::mem::size_of::<rungs_socket>() == std::mem::size_of::<RawSocket>());
 

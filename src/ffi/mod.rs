@@ -32,6 +32,7 @@ pub mod guard;
 pub mod ladder;
 mod last_error;
 pub mod lockstep;
+pub mod lockstep_relay;
 pub mod measure;
 pub mod payload;
 pub mod relay;

@@ -16,12 +16,12 @@ use super::snapshot::{read_status, Published, PublishesStatus};
 use super::timing_machine::{
     deliver_output, fill_status, rungs_timing_callbacks, rungs_timing_status,
 };
-use super::types::rungs_policy;
 use super::types::{
     human_seats, local_seat, rungs_frame_rate_changed_fn, rungs_log_fn, rungs_player_message_fn,
     rungs_queue_event_fn, rungs_seat_event_fn, rungs_send_frame_fn, rungs_timing_changed_fn,
     timing_policy,
 };
+use super::types::{rungs_log_level, rungs_policy};
 use crate::error::{Error, Result};
 use crate::session::{
     EngineRules, EngineSession, EventIds, EventRole, SendOrder, SessionConfig, SessionOutput,
@@ -50,9 +50,6 @@ pub const RUNGS_SEND_AFTER_EXECUTE: rungs_send_order = 0;
 /// callback comes from `rungs_session_frame_begin`, and the frames that
 /// execute events are exactly the send frames.
 pub const RUNGS_SEND_BEFORE_EXECUTE: rungs_send_order = 1;
-
-/// A log line's level, one of `RUNGS_LOG_*`.
-pub type rungs_log_level = u8;
 
 /// Log level of an error.
 pub const RUNGS_LOG_ERROR: rungs_log_level = 0;

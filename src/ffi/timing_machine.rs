@@ -8,9 +8,9 @@ use super::args::{
     write_out, write_to,
 };
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
-use super::ladder::rungs_tier;
 use super::result::rungs_result;
 use super::types::rungs_policy;
+use super::types::rungs_tier;
 use super::types::{
     detailed_report, human_seats, local_seat, report_with_needs, rungs_frame_rate_changed_fn,
     rungs_look_ahead_needs, rungs_player_message_fn, rungs_report, rungs_report_detail,

@@ -17,7 +17,7 @@ use super::args::{
 };
 use super::guard::{call, enter, free_call, hand_out, object_call, Guarded, Handle};
 use super::result::rungs_result;
-use super::types::rungs_link_event_fn;
+use super::types::{rungs_link_event, rungs_link_event_fn};
 use crate::error::{Error, Result};
 use crate::link::MAX_IN_FLIGHT_LIMIT;
 use crate::link::{DropReason, Endpoint, EndpointConfig, LinkConfig, LinkEvent, LinkStats};
@@ -33,11 +33,13 @@ pub const RUNGS_MAX_PACKET_BYTES: u32 = 1200;
 pub const RUNGS_KEEPALIVE_OFF: u32 = 0xFFFF_FFFF;
 /// Round-trip fields of `rungs_link_stats` before the first clean sample.
 pub const RUNGS_RTT_NONE: u32 = 0xFFFF_FFFF;
+/// An OS socket handle, for waiting only: on Unix the file descriptor (cast
+/// it to `int`), on Windows the `SOCKET` (cast it to `SOCKET`). 64 bits wide
+/// on every platform, so the header is the same for 32- and 64-bit builds.
+pub type rungs_socket = u64;
+
 /// `last_heard_ms_ago` of a link that never heard its peer.
 pub const RUNGS_NEVER_HEARD: u32 = 0xFFFF_FFFF;
-
-/// What happened to a link, one of `RUNGS_LINK_EVENT_*`.
-pub type rungs_link_event = u32;
 
 /// No event (`rungs_endpoint_poll_event` found nothing).
 pub const RUNGS_LINK_EVENT_NONE: rungs_link_event = 0;
@@ -864,7 +866,7 @@ pub unsafe extern "C" fn rungs_endpoint_stop_worker(endpoint: *mut rungs_endpoin
 #[no_mangle]
 pub unsafe extern "C" fn rungs_endpoint_socket(
     endpoint: *mut rungs_endpoint,
-    out_socket: *mut super::lockstep::rungs_socket,
+    out_socket: *mut rungs_socket,
 ) -> rungs_result {
     // SAFETY: NULL or a live handle, by contract.
     unsafe {

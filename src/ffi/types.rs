@@ -7,14 +7,20 @@
 use std::ffi::c_void;
 
 use super::args::{flag, in_range, read_in, write_out};
-use super::ladder::rungs_tier;
-use super::session::rungs_log_level;
-use super::transport::rungs_link_event;
 use crate::error::{Error, Result};
 use crate::report::record::MAX_SEATS;
 use crate::report::{LookAheadNeeds, Report, ReportDetail};
 use crate::timing::{PolicyKind, Timing, TimingEvent};
 use crate::wire::events::check_detail;
+
+/// A tier of the timing ladder, one of `RUNGS_TIER_*` (S6).
+pub type rungs_tier = u8;
+
+/// A log line's level, one of `RUNGS_LOG_*`.
+pub type rungs_log_level = u8;
+
+/// What happened to a link, one of `RUNGS_LINK_EVENT_*`.
+pub type rungs_link_event = u32;
 
 /// Seat value meaning "no seat" (an observer's local seat, or no master).
 pub const RUNGS_NO_SEAT: u8 = 0xFF;

@@ -7,7 +7,9 @@ pub use engine::{
     EngineRules, EngineSession, EventIds, EventRole, LogLevel, Payload, Phase, Readiness,
     SendOrder, SessionConfig, SessionOutput,
 };
+#[cfg(any(test, feature = "testing"))]
+pub use lockstep::Tamper;
 pub use lockstep::{
     Advance, ExecutedCommand, LockstepConfig, LockstepSession, LockstepStats, OrderKind,
-    OrderReceipt, RelaySettings, SessionEvent, Tamper, Topology, Wake, DEFAULT_JITTER_TICKS,
+    OrderReceipt, RelaySettings, SessionEvent, Topology, Wake, DEFAULT_JITTER_TICKS,
 };

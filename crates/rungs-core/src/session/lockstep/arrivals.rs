@@ -13,7 +13,6 @@ use crate::report::record::MAX_SEATS;
 use crate::timing::ladder::{MAX_LOOK_AHEAD, MAX_SEND_PERIOD};
 
 use super::turns::MAX_FRAMES_AHEAD;
-use super::LockstepSession;
 
 /// Send frames remembered per peer. A frame looks up the turns of a send
 /// frame at most a look-ahead and a send period before it, and no peer's
@@ -50,43 +49,38 @@ impl TurnArrivals {
         }
     }
 
+    /// The look-ahead a frame needed (`report::needs`): the frame `frame`
+    /// needs the `peers`' turns of `needed` (a send frame), it starts at
+    /// local `now_us` and could have started up to `deadline_us` without
+    /// counting as a stall. Returns (look-ahead in force, look-ahead
+    /// needed); `None` when no peer's turn was waited for (a player alone,
+    /// a peer dropped before that turn).
+    pub(super) fn need(
+        &self,
+        frame: u32,
+        needed: u32,
+        peers: impl Iterator<Item = u8>,
+        now_us: u64,
+        deadline_us: u64,
+        frame_us: u64,
+    ) -> Option<(u8, u8)> {
+        let ready = peers
+            .filter_map(|peer| self.arrival(peer, needed))
+            .max()?
+            .min(now_us);
+        let look_ahead = u8::try_from(frame.saturating_sub(needed))
+            .unwrap_or(MAX_LOOK_AHEAD)
+            .clamp(1, MAX_LOOK_AHEAD);
+        let need =
+            crate::report::needed_look_ahead(look_ahead, deadline_us, ready, frame_us).ok()?;
+        Some((look_ahead, need))
+    }
+
     /// When `seat`'s turn of `send_frame` arrived, if it is remembered.
     pub(super) fn arrival(&self, seat: u8, send_frame: u32) -> Option<u64> {
         let ring = self.rings.get(usize::from(seat))?.as_ref()?;
         let (frame, at) = ring[send_frame as usize % KEPT];
         (frame == send_frame).then_some(at)
-    }
-}
-
-impl LockstepSession {
-    /// `frame` starts at local `now_us`: the look-ahead it needed goes into
-    /// the report interval. Its deadline is when it could have started
-    /// without counting as a stall — its due time (`due_us`, local), or a
-    /// frame period after the last frame started if that is later (what
-    /// counts as a stall, `stalls`). A frame that needs no peer's turn (a
-    /// player alone, the first frames) is not measured.
-    pub(super) fn measure_need(&mut self, frame: u32, now_us: u64, due_us: u64, frame_us: u64) {
-        let Some(needed) = self.schedule.last_due_by(frame) else {
-            return;
-        };
-        let mut ready = None;
-        for peer in self.present().filter(|p| *p != self.local_seat) {
-            // A peer dropped before this turn has none to wait for.
-            if let Some(at) = self.arrivals.arrival(peer, needed) {
-                ready = Some(ready.map_or(at, |r: u64| r.max(at)));
-            }
-        }
-        let Some(ready) = ready.map(|r| r.min(now_us)) else {
-            return;
-        };
-        let deadline = self.stalls.stall_deadline(due_us, frame_us);
-        let look_ahead = u8::try_from(frame.saturating_sub(needed))
-            .unwrap_or(MAX_LOOK_AHEAD)
-            .clamp(1, MAX_LOOK_AHEAD);
-        if let Ok(need) = crate::report::needed_look_ahead(look_ahead, deadline, ready, frame_us) {
-            // Both within 1–250 by construction.
-            let _ = self.measurements.add_frame_need(look_ahead, need);
-        }
     }
 }
 

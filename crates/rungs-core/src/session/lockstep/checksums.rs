@@ -5,8 +5,6 @@ use std::collections::VecDeque;
 
 use crate::report::record::MAX_SEATS;
 
-use super::{LockstepSession, SessionEvent};
-
 /// Checksum frames kept for comparison.
 const KEPT_CHECKSUM_FRAMES: usize = 64;
 
@@ -20,10 +18,26 @@ struct FrameChecksums {
 /// Checksums waiting for comparison, oldest first (bounded).
 #[derive(Debug, Default)]
 pub struct Checksums {
+    /// Frames between checksums; 0 for none.
+    interval: u32,
     frames: VecDeque<FrameChecksums>,
 }
 
 impl Checksums {
+    /// Checksums every `interval` frames (0: none).
+    pub fn new(interval: u32) -> Checksums {
+        Checksums {
+            interval,
+            frames: VecDeque::new(),
+        }
+    }
+
+    /// Whether the state after `frame` is compared: `frame` is a multiple
+    /// of the interval.
+    pub fn is_checksum_frame(&self, frame: u32) -> bool {
+        self.interval > 0 && frame % self.interval == 0
+    }
+
     /// Note `seat`'s `value` for `frame`. Once every seat in `present` has
     /// one, compare them: returns the seats whose value differs from the
     /// lowest present seat's, as a bit mask, if any does.
@@ -56,24 +70,13 @@ impl Checksums {
     }
 }
 
-/// Desync checks, as the session runs them.
-impl LockstepSession {
-    pub(super) fn note_checksum(&mut self, frame: u32, seat: u8, value: u64) {
-        let present: Vec<u8> = self.present().collect();
-        if let Some(seats) = self.checksums.note(frame, seat, value, &present) {
-            self.stats.desyncs += 1;
-            self.events.push_back(SessionEvent::Desync { frame, seats });
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn a_frame_is_compared_once_every_present_seat_reported() {
-        let mut c = Checksums::default();
+        let mut c = Checksums::new(64);
         assert_eq!(c.note(64, 0, 7, &[0, 1, 2]), None);
         assert_eq!(c.note(64, 2, 8, &[0, 1, 2]), None);
         assert_eq!(c.note(64, 1, 7, &[0, 1, 2]), Some(0b100));

@@ -4,7 +4,7 @@
 //!
 //! A machine drops a seat whose link is lost (the liveness timeout, S8) or
 //! whose machine restarted — by default; an engine that opted out
-//! (`manual_drops`) drops with [`LockstepSession::drop_player`]. A vote
+//! (`manual_drops`) drops with [`LockstepSession::drop_player`](super::LockstepSession::drop_player). A vote
 //! names every seat its voter is dropping, and a machine that hears a vote
 //! naming a seat it does not hear either joins that drop too: two machines
 //! that vanish together are dropped together, and one player alone cannot
@@ -25,13 +25,18 @@
 //! lingers after its removal (no turns, only the drop's messages) until it
 //! is lost.
 
+//!
+//! [`Drops`] owns every seat's drop and the procedure; it owns nothing of
+//! the game. Each call is handed the [`GameFacts`] it needs (seats, what
+//! this machine holds of each seat's turns) and answers with the
+//! [`DropAction`]s the session carries out: messages to send, cuts decided.
+
 use crate::error::Result;
 use crate::report::record::MAX_SEATS;
-use crate::wire::turn::{self, Item, TurnPart};
+use crate::wire::turn;
 
 use super::agreement::{Agreement, Holding, Send, View};
-use super::turns::{Origin, Stored};
-use super::LockstepSession;
+use super::turns::Executable;
 
 /// The decision of one drop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,55 +46,77 @@ pub struct Cut {
     pub through: Option<u32>,
 }
 
-/// Which of a seat's turns this machine may execute.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Executable {
-    /// Not being dropped: any the schedule allows.
-    All,
-    /// Being dropped: up to this send frame (this machine's own vote until
-    /// the cut is decided, then the cut).
-    Through(u32),
-    /// Being dropped and nothing of it may execute.
-    Nothing,
-}
-
-impl Executable {
-    pub fn allows(self, send_frame: u32) -> bool {
-        match self {
-            Executable::All => true,
-            Executable::Through(through) => send_frame <= through,
-            Executable::Nothing => false,
-        }
-    }
-}
-
 /// One seat's drop, as this machine sees it.
 #[derive(Debug, Clone, Default)]
-pub struct DropState {
-    pub agreement: Agreement,
+struct DropState {
+    agreement: Agreement,
     /// The removal is queued (after the cut, with every turn up to it here).
-    pub removal_queued: bool,
+    removal_queued: bool,
     /// Another machine's vote named this seat as being dropped.
     named: bool,
 }
 
-/// Every seat's drop.
-#[derive(Debug, Clone)]
-pub struct Drops {
-    seats: Vec<DropState>,
+/// What the drop procedure is told of the game for one call: nothing of it
+/// is the procedure's own, so the session hands it over each time.
+#[derive(Debug, Clone, Copy)]
+pub struct GameFacts {
+    /// This machine's seat.
+    pub local: u8,
+    /// The human seats, as a bit mask.
+    pub humans: u32,
+    /// The seats still in the game (human, not removed), as a bit mask.
+    pub present: u32,
+    /// The seats this machine hears nothing from (their links are lost).
+    pub unheard: u32,
+    /// Per seat, the last of its turns this machine holds whole.
+    pub holds: [Holding; MAX_SEATS],
 }
 
-impl Default for Drops {
-    fn default() -> Self {
-        Drops {
-            seats: vec![DropState::default(); MAX_SEATS],
-        }
+impl GameFacts {
+    fn is_present(&self, seat: u8) -> bool {
+        has_seat(self.present, seat)
+    }
+
+    fn is_human(&self, seat: u8) -> bool {
+        has_seat(self.humans, seat)
     }
 }
 
+/// Whether `mask` holds `seat` (any seat number a peer may send).
+fn has_seat(mask: u32, seat: u8) -> bool {
+    1u32.checked_shl(u32::from(seat))
+        .is_some_and(|bit| mask & bit != 0)
+}
+
+/// What the session must do for the drop procedure, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DropAction {
+    /// Send this control message to `to` (now, or once its link has room).
+    Send { to: u8, message: Vec<u8> },
+    /// The cut of this seat is decided: void its turns after the cut, take
+    /// the ones that waited, queue its removal once they are all queued.
+    Decided(u8),
+}
+
+/// Every seat's drop, and the players that left whose links linger.
+#[derive(Debug, Clone)]
+pub struct Drops {
+    seats: Vec<DropState>,
+    /// Players that left whose links linger until lost: they may still
+    /// need a drop decided to run their last frames.
+    lingering: u32,
+    /// The engine drops vanished players itself (`manual_drops`).
+    manual: bool,
+}
+
 impl Drops {
-    pub fn get(&self, seat: u8) -> &DropState {
-        &self.seats[usize::from(seat)]
+    /// No drop yet; `manual`: the engine decides when to drop.
+    pub fn new(manual: bool) -> Drops {
+        Drops {
+            seats: vec![DropState::default(); MAX_SEATS],
+            lingering: 0,
+            manual,
+        }
     }
 
     /// Whether this machine is dropping `seat`.
@@ -115,16 +142,6 @@ impl Drops {
         through.map_or(Executable::Nothing, Executable::Through)
     }
 
-    /// Another machine's vote named `seat`.
-    pub fn note_named(&mut self, seat: u8) {
-        self.seats[usize::from(seat)].named = true;
-    }
-
-    /// Whether another machine's vote named `seat`.
-    pub fn is_named(&self, seat: u8) -> bool {
-        self.seats[usize::from(seat)].named
-    }
-
     /// Every seat this machine is dropping, as a bit mask.
     pub fn mask(&self) -> u32 {
         self.seats
@@ -134,154 +151,148 @@ impl Drops {
             .fold(0, |mask, (seat, _)| mask | 1 << seat)
     }
 
+    /// Whether `seat`'s removal is queued.
+    pub fn is_removal_queued(&self, seat: u8) -> bool {
+        self.seats[usize::from(seat)].removal_queued
+    }
+
     pub fn set_removal_queued(&mut self, seat: u8) {
         self.seats[usize::from(seat)].removal_queued = true;
     }
-}
 
-/// The drop procedure, as the session runs it.
-impl LockstepSession {
-    /// What this machine knows of `seat`'s drop (see [`View`]).
-    fn drop_view(&self, seat: u8) -> View {
-        let seats = self.machine.seats();
-        let humans = (0..seats.count())
-            .filter(|s| seats.is_human(*s))
-            .fold(0u32, |mask, s| mask | 1 << s);
-        let present = self.present().fold(0u32, |mask, s| mask | 1 << s);
-        let participants = humans & !(1 << seat);
-        View {
-            local: self.local_seat,
-            participants,
-            out: participants & (self.drops.mask() | !present),
-            reachable: self.reachable(),
-            holds: self.inbound[usize::from(seat)].held_through(),
-        }
+    /// `seat` left (its removal executed) while this machine still hears
+    /// it: its link lingers for the drops it may need decided.
+    pub fn linger(&mut self, seat: u8) {
+        self.lingering |= 1 << seat;
     }
 
-    /// Seats control messages go to: the peers this machine plays with,
-    /// and players that left whose links linger.
-    pub(super) fn reachable(&self) -> u32 {
-        self.peers().fold(self.lingering, |mask, s| mask | 1 << s)
+    /// `seat`'s link is gone: if it was a player that left, it is gone for
+    /// good (true: remove its link; the drops move on, one voter fewer).
+    pub fn stop_lingering(&mut self, seat: u8) -> bool {
+        let was = self.lingering & 1 << seat != 0;
+        self.lingering &= !(1 << seat);
+        was
+    }
+
+    /// Whether a lost link or a restart of `seat` makes this machine drop
+    /// it: by default; with manual drops only once another machine's vote
+    /// named it and its link is lost (`lost`).
+    pub fn drops_on_loss(&self, seat: u8, lost: bool) -> bool {
+        !self.manual || (lost && self.seats[usize::from(seat)].named)
+    }
+
+    /// Seats control messages go to: the peers this machine plays with
+    /// (present, not being dropped), and players that left whose links
+    /// linger.
+    /// `present`: the seats in the game; `local`: this machine's.
+    pub fn reachable(&self, present: u32, local: u8) -> u32 {
+        let peers = present & !(1 << local) & !self.mask();
+        peers | self.lingering
+    }
+
+    /// What this machine knows of `seat`'s drop (see [`View`]).
+    fn view(&self, seat: u8, facts: &GameFacts) -> View {
+        let participants = facts.humans & !(1 << seat);
+        View {
+            local: facts.local,
+            participants,
+            out: participants & (self.mask() | !facts.present),
+            reachable: self.reachable(facts.present, facts.local),
+            holds: facts.holds[usize::from(seat)],
+        }
     }
 
     /// Join the drop of `seat`: vote with what this machine holds of its
     /// turns, and tell everyone reachable. Every other drop moves on (one
     /// voter fewer).
-    pub(super) fn join_drop(&mut self, seat: u8) {
-        if seat == self.local_seat || !self.is_present(seat) {
+    pub fn join(&mut self, seat: u8, facts: &GameFacts, out: &mut Vec<DropAction>) {
+        if seat == facts.local || !facts.is_present(seat) {
             return;
         }
-        let view = self.drop_view(seat);
+        let view = self.view(seat, facts);
         let mut sends = Vec::new();
-        if !self.drops.seats[usize::from(seat)]
+        if !self.seats[usize::from(seat)]
             .agreement
             .join(&view, &mut sends)
         {
             return;
         }
-        self.dispatch(seat, view.holds, sends);
-        self.progress_drops();
+        self.dispatch(seat, view.holds, sends, out);
+        self.progress_all(facts, out);
     }
 
-    /// Move every drop on with what this machine knows now; act on the
-    /// cuts decided.
-    pub(super) fn progress_drops(&mut self) {
-        for seat in 0..self.machine.seats().count() {
-            self.progress_drop(seat);
+    /// Move every drop on with what this machine knows now.
+    pub fn progress_all(&mut self, facts: &GameFacts, out: &mut Vec<DropAction>) {
+        for seat in 0..MAX_SEATS as u8 {
+            self.progress(seat, facts, out);
         }
     }
 
     /// Move `seat`'s drop on.
-    pub(super) fn progress_drop(&mut self, seat: u8) {
-        let state = &self.drops.seats[usize::from(seat)].agreement;
+    pub fn progress(&mut self, seat: u8, facts: &GameFacts, out: &mut Vec<DropAction>) {
+        let state = &self.seats[usize::from(seat)].agreement;
         if !state.is_joined() || state.decided().is_some() {
             return;
         }
-        let view = self.drop_view(seat);
-        let mut sends = Vec::new();
-        let decided = self.drops.seats[usize::from(seat)]
-            .agreement
-            .progress(&view, &mut sends);
-        self.dispatch(seat, view.holds, sends);
+        let decided = self.step(seat, facts, out, |agreement, view, sends| {
+            agreement.progress(view, sends)
+        });
         if decided.is_some() {
-            self.on_decided(seat);
+            out.push(DropAction::Decided(seat));
         }
     }
 
-    /// Send what `seat`'s agreement asks for.
-    fn dispatch(&mut self, seat: u8, holds: Holding, sends: Vec<Send>) {
+    /// One step of `seat`'s agreement with what this machine knows now;
+    /// the messages it asks for go to `out`. Returns what the step does.
+    fn step<T>(
+        &mut self,
+        seat: u8,
+        facts: &GameFacts,
+        out: &mut Vec<DropAction>,
+        step: impl FnOnce(&mut Agreement, &View, &mut Vec<Send>) -> T,
+    ) -> T {
+        let view = self.view(seat, facts);
+        let mut sends = Vec::new();
+        let done = step(
+            &mut self.seats[usize::from(seat)].agreement,
+            &view,
+            &mut sends,
+        );
+        self.dispatch(seat, view.holds, sends, out);
+        done
+    }
+
+    /// The messages `seat`'s agreement asks for.
+    fn dispatch(&self, seat: u8, holds: Holding, sends: Vec<Send>, out: &mut Vec<DropAction>) {
         for send in sends {
             let (to, message) = match send {
-                Send::Vote { to, .. } => {
-                    (to, turn::encode_drop_vote(seat, holds, self.drops.mask()))
-                }
+                Send::Vote { to, .. } => (to, turn::encode_drop_vote(seat, holds, self.mask())),
                 Send::Decided { to, cut } => (to, turn::encode_drop_decided(seat, cut)),
                 Send::RelayRequest { to, after } => (to, turn::encode_relay_request(seat, after)),
             };
-            self.send_control(to, &message);
+            out.push(DropAction::Send { to, message });
         }
-    }
-
-    /// The cut of `seat` is decided: void its turns after the cut, take
-    /// the ones that waited, queue its removal when they are all queued.
-    fn on_decided(&mut self, seat: u8) {
-        let Some(cut) = self.drops.cut(seat) else {
-            return;
-        };
-        self.inbound[usize::from(seat)].void_after(cut.through);
-        self.accept_reached_turns();
-        self.maybe_queue_removal(seat);
-    }
-
-    /// With the cut decided and every turn up to it queued, queue the
-    /// removal on the tag of the first send frame after the cut.
-    pub(super) fn maybe_queue_removal(&mut self, seat: u8) {
-        let s = usize::from(seat);
-        let Some(cut) = self.drops.cut(seat) else {
-            return;
-        };
-        if self.drops.get(seat).removal_queued || self.inbound[s].through < cut.through {
-            return;
-        }
-        // `None`: this machine has not reached that send frame yet.
-        let Some(first_void) = self.schedule.next_after(cut.through) else {
-            return;
-        };
-        let handle = self.store.put(Stored {
-            item: Item::Removal(seat),
-            origin: Origin::Drop,
-        });
-        if self
-            .machine
-            .queue_command(first_void.tag, seat, handle)
-            .is_err()
-        {
-            // Unreachable while readiness holds every machine before that tag.
-            self.store.take(handle);
-            return;
-        }
-        self.drops.set_removal_queued(seat);
     }
 
     /// A drop vote from `seat`: count it, join the drops it names whose
     /// seat this machine does not hear either, move on.
-    pub(super) fn on_drop_vote(
+    pub fn on_vote(
         &mut self,
         seat: u8,
         dropped: u8,
         holds: Holding,
         dropping: u32,
+        facts: &GameFacts,
+        out: &mut Vec<DropAction>,
     ) -> Result<()> {
-        if !self.is_human(dropped) || dropped == seat || dropping & (1 << seat) != 0 {
+        if !facts.is_human(dropped) || dropped == seat || dropping & (1 << seat) != 0 {
             return Err(turn::invalid("a drop vote for no other human seat"));
         }
-        let view = self.drop_view(dropped);
-        let mut sends = Vec::new();
-        self.drops.seats[usize::from(dropped)]
-            .agreement
-            .on_vote(&view, seat, holds, &mut sends);
-        self.dispatch(dropped, view.holds, sends);
-        if view.out & 1 << seat != 0 {
+        let gone = self.step(dropped, facts, out, |agreement, view, sends| {
+            agreement.on_vote(view, seat, holds, sends);
+            view.out
+        });
+        if gone & 1 << seat != 0 {
             return Ok(()); // a vanished voter names nobody
         }
         // Join every drop the voter names whose seat this machine does not
@@ -289,66 +300,55 @@ impl LockstepSession {
         // together); a seat this machine still hears is joined only once its
         // link is lost too, so one player alone cannot drop another that is
         // alive (S4.7).
-        for d in 0..self.machine.seats().count() {
+        for d in 0..MAX_SEATS as u8 {
             let named = dropping & (1 << d) != 0;
-            if named && d != self.local_seat && self.is_present(d) {
-                self.drops.note_named(d);
-                if self.is_unheard(d) {
-                    self.join_drop(d);
+            if named && d != facts.local && facts.is_present(d) {
+                self.seats[usize::from(d)].named = true;
+                if facts.unheard & 1 << d != 0 {
+                    self.join(d, facts, out);
                 }
             }
         }
-        self.progress_drops();
+        self.progress_all(facts, out);
         Ok(())
     }
 
     /// `seat` decided the cut of `dropped`.
-    pub(super) fn on_drop_decided(&mut self, seat: u8, dropped: u8, cut: Holding) -> Result<()> {
-        if !self.is_human(dropped) || dropped == seat {
+    pub fn on_decided(
+        &mut self,
+        seat: u8,
+        dropped: u8,
+        cut: Holding,
+        facts: &GameFacts,
+        out: &mut Vec<DropAction>,
+    ) -> Result<()> {
+        if !facts.is_human(dropped) || dropped == seat {
             return Err(turn::invalid("a drop decision for no other human seat"));
         }
-        let view = self.drop_view(dropped);
-        let mut sends = Vec::new();
-        self.drops.seats[usize::from(dropped)]
-            .agreement
-            .on_decided(&view, seat, cut, &mut sends);
-        self.dispatch(dropped, view.holds, sends);
-        self.progress_drop(dropped);
+        self.step(dropped, facts, out, |agreement, view, sends| {
+            agreement.on_decided(view, seat, cut, sends)
+        });
+        self.progress(dropped, facts, out);
         Ok(())
     }
 
-    /// `seat` asks for `dropped`'s turns after `after`: answer with every
-    /// one kept, if this machine is in that drop and plays with `seat`.
-    pub(super) fn on_relay_request(&mut self, seat: u8, dropped: u8, after: Holding) -> Result<()> {
-        if !self.is_human(dropped) || dropped == seat {
+    /// `seat` asks for `dropped`'s turns: whether to answer (this machine
+    /// is in that drop and plays with `seat`). Malformed for no other
+    /// human seat.
+    pub fn answers_relay_request(&self, seat: u8, dropped: u8, facts: &GameFacts) -> Result<bool> {
+        if !facts.is_human(dropped) || dropped == seat {
             return Err(turn::invalid("a relay request for no other human seat"));
         }
-        let in_drop = self.drops.is_dropping(dropped);
-        if !in_drop || self.reachable() & 1 << seat == 0 {
-            self.stats.refused_messages += 1;
-            return Ok(());
-        }
-        let relays: Vec<Vec<u8>> = self.inbound[usize::from(dropped)]
-            .kept_between(after, u32::MAX)
-            .map(|raw| turn::encode_relay(dropped, raw))
-            .collect();
-        for relay in relays {
-            self.send_control(seat, &relay);
-        }
-        Ok(())
+        let reachable = self.reachable(facts.present, facts.local);
+        Ok(self.is_dropping(dropped) && reachable & 1 << seat != 0)
     }
 
-    /// A relayed part of `dropped`'s turn from `seat`: only inside a drop
-    /// this machine joined, only from a seat it asked that is not out, only
-    /// up to the cut once decided (S4.7).
-    pub(super) fn on_relay(&mut self, seat: u8, dropped: u8, part: TurnPart, raw: &[u8]) {
-        let asked = self.is_human(dropped)
-            && self.drops.get(dropped).agreement.asked(seat)
-            && self.drop_view(dropped).out & 1 << seat == 0;
-        if !asked {
-            self.stats.refused_messages += 1;
-            return;
-        }
-        self.receive_part(dropped, part, raw, true);
+    /// Whether to take a relayed turn of `dropped` from `seat`: only inside
+    /// a drop this machine joined, only from a seat it asked that is not
+    /// out (S4.7).
+    pub fn takes_relay(&self, seat: u8, dropped: u8, facts: &GameFacts) -> bool {
+        facts.is_human(dropped)
+            && self.seats[usize::from(dropped)].agreement.asked(seat)
+            && self.view(dropped, facts).out & 1 << seat == 0
     }
 }

@@ -8,11 +8,6 @@ use std::collections::VecDeque;
 use crate::timing::ladder::{MAX_LOOK_AHEAD, MAX_SEND_PERIOD};
 use crate::wire::turn::{Item, PartPlan, Record, TurnPart, MAX_TURN_PARTS};
 
-use super::drops::{Cut, Executable};
-use super::LockstepSession;
-use crate::report::record::MAX_SEATS;
-use crate::wire::turn;
-
 /// Send frames remembered: the schedule that validates peers' turns and
 /// finds the drop cut's tags. A peer is never more than a look-ahead and a
 /// send period away from us (it cannot run a frame our turns may still
@@ -168,8 +163,32 @@ impl Outbox {
     }
 
     /// For a modified client only: no plan, no checks.
+    #[cfg(any(test, feature = "testing"))]
     pub fn push_unchecked(&mut self, item: Item) {
         self.items.push(item);
+    }
+}
+
+/// Which of a seat's turns this machine may execute (the drop procedure
+/// says, for a seat being dropped).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Executable {
+    /// Not being dropped: any the schedule allows.
+    All,
+    /// Being dropped: up to this send frame (this machine's own vote until
+    /// the cut is decided, then the cut).
+    Through(u32),
+    /// Being dropped and nothing of it may execute.
+    Nothing,
+}
+
+impl Executable {
+    pub fn allows(self, send_frame: u32) -> bool {
+        match self {
+            Executable::All => true,
+            Executable::Through(through) => send_frame <= through,
+            Executable::Nothing => false,
+        }
     }
 }
 
@@ -566,205 +585,6 @@ impl Assembly {
             send_frame: part.send_frame,
             tag: part.tag,
             parts: vec![None; usize::from(part.count)],
-        }
-    }
-}
-
-/// Sending and receiving turns, as the session runs them.
-impl LockstepSession {
-    /// One part of `seat`'s turn, direct or `relayed`.
-    pub(super) fn receive_part(&mut self, seat: u8, part: TurnPart, raw: &[u8], relayed: bool) {
-        let s = usize::from(seat);
-        if !self.is_present(seat) || seat == self.local_seat {
-            return;
-        }
-        // Held up to the horizon (a seat being dropped too: what waits for
-        // the cut is not executed); once the cut is decided, up to it.
-        let limit = match self.drops.cut(seat) {
-            None => self.schedule.horizon(),
-            Some(Cut { through: Some(cut) }) if part.send_frame <= cut => cut,
-            Some(_) => return, // void
-        };
-        let dropping = self.drops.is_dropping(seat);
-        let turn = match self.inbound[s].add_part(part, raw, limit, relayed || dropping) {
-            Ok(Some(turn)) => turn,
-            Ok(None) | Err(Refusal::Duplicate) => return,
-            Err(Refusal::Refused) => {
-                self.stats.refused_messages += 1;
-                return;
-            }
-        };
-        self.arrivals
-            .arrived(seat, turn.send_frame, self.last_local_us);
-        if turn.raw.is_empty() {
-            self.inbound[s].keep(turn.send_frame, std::iter::once(raw));
-        } else {
-            let parts = turn.raw.iter().map(Vec::as_slice);
-            self.inbound[s].keep(turn.send_frame, parts);
-        }
-        let executable = self.drops.executable(seat, self.local_seat);
-        let reached = self.frame.is_some_and(|f| turn.send_frame <= f);
-        if reached && executable.allows(turn.send_frame) && self.inbound[s].holds_none_ahead() {
-            self.accept_turn(seat, turn);
-        } else if self.inbound[s].hold_ahead(turn).is_err() {
-            self.stats.refused_messages += 1;
-        } else {
-            self.accept_reached_turns_of(seat);
-        }
-        if dropping {
-            // It holds more of that seat's turns: its drop may move on.
-            self.progress_drop(seat);
-        }
-        self.maybe_queue_removal(seat);
-    }
-
-    /// Turns held ahead whose send frame this machine's schedule reached.
-    pub(super) fn accept_reached_turns(&mut self) {
-        for seat in 0..self.machine.seats().count() {
-            self.accept_reached_turns_of(seat);
-        }
-    }
-
-    fn accept_reached_turns_of(&mut self, seat: u8) {
-        let executable = self.drops.executable(seat, self.local_seat);
-        while let Some(turn) = self.inbound[usize::from(seat)].take_reached(self.frame, executable)
-        {
-            self.accept_turn(seat, turn);
-        }
-    }
-
-    /// Check a whole turn against the schedule and queue its items.
-    pub(super) fn accept_turn(&mut self, seat: u8, turn: Turn) {
-        let s = usize::from(seat);
-        let expected = self.schedule.next_after(self.inbound[s].through);
-        let fits = expected.is_some_and(|e| e.frame == turn.send_frame && e.tag == turn.tag);
-        if !fits {
-            self.stats.refused_messages += 1;
-            return;
-        }
-        for record in &turn.records {
-            match *record {
-                Record::Checksum { frame, value } => self.note_checksum(frame, seat, value),
-                Record::Anchor { frame, start_us } => {
-                    if self.machine.master() == Some(seat) {
-                        if let Some(pacer) = self.pacer.as_mut() {
-                            let _ = pacer.set_reference(frame, start_us);
-                        }
-                    }
-                }
-            }
-        }
-        let mut items = turn.items;
-        for item in items.drain(..) {
-            let handle = self.store.put(Stored {
-                item,
-                origin: Origin::Turn {
-                    send_frame: turn.send_frame,
-                },
-            });
-            if self.machine.queue_command(turn.tag, seat, handle).is_err() {
-                // Unreachable: a turn within the schedule is tagged after
-                // this machine's frame (readiness waited for it).
-                self.store.take(handle);
-            }
-        }
-        self.turn_buffers.recycle(items, turn.records);
-        self.inbound[s].through = Some(turn.send_frame);
-    }
-
-    /// The peers whose turns that may hold commands due by `frame` are not
-    /// all here yet.
-    pub(super) fn missing_for(&self, frame: u32) -> impl Iterator<Item = u8> + '_ {
-        let needed = self.schedule.last_due_by(frame);
-        self.present()
-            .filter(|p| *p != self.local_seat)
-            .filter(move |p| {
-                let Some(needed) = needed else { return false };
-                let s = usize::from(*p);
-                let limit = match self.drops.cut(*p) {
-                    Some(Cut { through: None, .. }) => return false,
-                    Some(Cut {
-                        through: Some(cut), ..
-                    }) => needed.min(cut),
-                    None => needed,
-                };
-                !self.inbound[s].through.is_some_and(|r| r >= limit)
-            })
-    }
-
-    /// Whether every link this machine sends turns on can take the next
-    /// turn whole (S8: a frame is never half run).
-    pub(super) fn links_have_room(&self) -> bool {
-        // The turn as it stands, plus rungs' own items a frame may add.
-        let needed = self.outbox.parts() + 1;
-        self.peers().all(|p| {
-            self.endpoint
-                .link(p)
-                .map_or(true, |link| link.send_capacity() >= needed)
-        })
-    }
-
-    /// Send this send frame's turn to every peer; keep our own items.
-    /// `advance` checked that every link has room, so it goes out whole.
-    pub(super) fn send_turn(&mut self, frame: u32) {
-        let tag = self.machine.command_tag();
-        self.schedule.push(SendFrame {
-            frame,
-            tag,
-            master: self.machine.master(),
-        });
-        if self.is_master() {
-            if let Some(pacer) = self.pacer.as_ref() {
-                self.outbox.push_record(Record::Anchor {
-                    frame,
-                    start_us: pacer.ideal_start_us(frame),
-                });
-            }
-        }
-        let mut buffers = std::mem::take(&mut self.turn_buffers);
-        self.outbox
-            .take_into(&mut buffers.items, &mut buffers.records);
-        let max = self.endpoint.config().link.max_message_bytes();
-        match turn::encode_turn_into(
-            frame,
-            tag,
-            &buffers.items,
-            &buffers.records,
-            max,
-            &mut buffers.parts,
-        ) {
-            Ok(count) => {
-                let peers = self.peers().fold(0u32, |mask, peer| mask | 1 << peer);
-                for peer in (0..MAX_SEATS as u8).filter(|p| peers & 1 << p != 0) {
-                    for message in &buffers.parts[..count] {
-                        if self.endpoint.send(peer, message).is_ok() {
-                            self.stats.turn_messages += 1;
-                        }
-                    }
-                }
-            }
-            // Unreachable: the outbox keeps a part free for rungs' own items.
-            Err(_) => debug_assert!(false, "a turn larger than the outbox allows"),
-        }
-        // Our own items execute here too, in issue order.
-        for item in buffers.items.drain(..) {
-            let handle = self.store.put(Stored {
-                item,
-                origin: Origin::Turn { send_frame: frame },
-            });
-            if self
-                .machine
-                .queue_command(tag, self.local_seat, handle)
-                .is_err()
-            {
-                self.store.take(handle);
-            }
-        }
-        self.turn_buffers = buffers;
-        for seat in 0..self.machine.seats().count() {
-            if self.drops.cut(seat).is_some() {
-                self.maybe_queue_removal(seat);
-            }
         }
     }
 }

@@ -70,12 +70,3 @@ impl LockstepSession {
         })
     }
 }
-
-impl std::fmt::Debug for LockstepSession {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LockstepSession")
-            .field("local_seat", &self.local_seat)
-            .field("frame", &self.frame)
-            .finish_non_exhaustive()
-    }
-}

@@ -16,20 +16,20 @@
 //!   end of the match once its last tick ran.
 //! * **Orders the relay refused** (the seat's queue full, the match's tick
 //!   limit, after its quit) surface as [`SessionEvent::CommandRefused`]
-//!   with the id [`LockstepSession::submit_order`] returned; they never run,
+//!   with the id [`LockstepSession::submit_order`](super::LockstepSession::submit_order) returned; they never run,
 //!   and the orders after them go on.
 //! * **Ephemeral orders** ([`OrderKind::Ephemeral`]: voice, a ping on the
 //!   map) run with the tick the relay gave them on the machines that are
 //!   live then, never on one catching up: they are not game state
-//!   ([`LockstepSession::ephemeral`]).
+//!   ([`LockstepSession::ephemeral`](super::LockstepSession::ephemeral)).
 //! * **Checksums** go to the relay, which compares them per tick; its desync
 //!   notices surface as [`SessionEvent::Desync`] (frame = the tick whose
 //!   preceding state differs, seats = the seats outside the largest
 //!   agreeing group). The relay compares the state *before* every
-//!   `checksum_interval`-th tick: [`LockstepSession::submit_checksum`]
+//!   `checksum_interval`-th tick: [`LockstepSession::submit_checksum`](super::LockstepSession::submit_checksum)
 //!   takes the state after frame `F` when `F + 1` is such a tick
-//!   ([`LockstepSession::is_checksum_frame`]), and
-//!   [`LockstepSession::submit_initial_checksum`] the state before tick 0.
+//!   ([`LockstepSession::is_checksum_frame`](super::LockstepSession::is_checksum_frame)), and
+//!   [`LockstepSession::submit_initial_checksum`](super::LockstepSession::submit_initial_checksum) the state before tick 0.
 //! * **Pacing (S9).** Frame `F` is due when the relay's clock reaches tick
 //!   `F + bundle_interval + look_ahead`: the bundle holding tick `F` left
 //!   the relay at most `bundle_interval` ticks after `F` started, so a
@@ -51,11 +51,11 @@
 //!   margin by); on every report tick (32, 64, then every 128; every 16
 //!   when the Welcome says the match runs `tracking`) the report goes to
 //!   the relay as a TimingReport.
-//! * **AI orders** ([`ai`]): [`LockstepSession::submit_ai_order`] for a
+//! * **AI orders** ([`ai`]): [`LockstepSession::submit_ai_order`](super::LockstepSession::submit_ai_order) for a
 //!   decision made with the state after the last frame run, or
-//!   [`LockstepSession::begin_ai_decision`] /
-//!   [`LockstepSession::submit_ai_order_at`] /
-//!   [`LockstepSession::end_ai_decision`] for an AI computed in the
+//!   [`LockstepSession::begin_ai_decision`](super::LockstepSession::begin_ai_decision) /
+//!   [`LockstepSession::submit_ai_order_at`](super::LockstepSession::submit_ai_order_at) /
+//!   [`LockstepSession::end_ai_decision`](super::LockstepSession::end_ai_decision) for an AI computed in the
 //!   background: the order runs on its decision tick plus `ai_order_delay`
 //!   on every machine, and that tick waits for decisions still computing.
 //! * **The relay link** appears as seat [`RELAY_LINK_SEAT`] (`0xFF`) in
@@ -83,14 +83,17 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 use super::stalls::StallWatch;
-use super::{Advance, ExecutedCommand, LockstepSession, LockstepStats, SessionEvent};
+use super::{
+    check_link_keys, Advance, ExecutedCommand, LockstepConfig, LockstepStats, SessionEvent,
+};
 use crate::error::{Error, Result};
-use crate::link::Transmit;
+use crate::link::{Endpoint, EndpointConfig, Transmit};
 use crate::relay::ticket::Credentials;
 use crate::relay::{ClientConfig, ClientEvent, RelayClient, SeatTurn, RELAY_LINK_SEAT};
 use crate::report::Measurements;
 use crate::timing::tracking::report_due;
-use crate::timing::{Output, Status, Timing, Verdict};
+use crate::timing::{Output, Status, Timing, TimingMachine, Verdict};
+use crate::wire::packet::SessionKey;
 use crate::wire::relay::TimingChange;
 use crate::wire::relay::{RejectReason, SeatPresence, MAX_ORDER_BYTES, MAX_SEATS};
 
@@ -136,10 +139,10 @@ impl RelaySettings {
     }
 }
 
-/// What [`LockstepSession::submit_order`] submits.
+/// What [`LockstepSession::submit_order`](super::LockstepSession::submit_order) submits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OrderKind {
-    /// A command, as [`LockstepSession::submit_command`].
+    /// A command, as [`LockstepSession::submit_command`](super::LockstepSession::submit_command).
     Command,
     /// This player's quit as a game order: it runs on every machine on the
     /// frame this seat is removed (peer-to-peer: a command and the removal,
@@ -150,7 +153,7 @@ pub enum OrderKind {
     Ephemeral,
 }
 
-/// What [`LockstepSession::submit_order`] says about an order.
+/// What [`LockstepSession::submit_order`](super::LockstepSession::submit_order) says about an order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OrderReceipt {
     /// Its id, for [`SessionEvent::CommandRefused`] (0 when it cannot be
@@ -160,10 +163,22 @@ pub struct OrderReceipt {
     pub frame: u32,
 }
 
-/// The relay topology's state inside a session.
+/// One machine's session behind a relay: the relay client, and the frames,
+/// events, reports and AI orders it makes of the relay's ticks. Every call
+/// of the lockstep API for this topology lands here (see
+/// [`LockstepSession`](super::LockstepSession) for the protocol).
 #[derive(Debug)]
-pub(super) struct RelayLockstep {
+pub(super) struct RelaySession {
     client: RelayClient,
+    /// This machine's measurements: the round trip to the relay, the
+    /// engine's frame work, the waits for bundles (S3).
+    measurements: Measurements,
+    /// The game's timing machine, idle: what `machine()` shows (seats,
+    /// speed) and what `timing_status` fills in where the relay's plan is
+    /// silent. The relay runs the timing.
+    idle_machine: TimingMachine,
+    /// An endpoint without links: what `endpoint()` shows behind a relay.
+    idle_endpoint: Endpoint,
     local_seat: u8,
     seat_count: u8,
     human_mask: u16,
@@ -201,21 +216,26 @@ pub(super) struct RelayLockstep {
     replay: Option<Replay>,
 }
 
-impl RelayLockstep {
+impl RelaySession {
+    /// A session on the eve of frame 0 at local time `now_us`, for the
+    /// local seat `local_seat` of `config` (checked by the caller), reaching
+    /// the relay with `settings`.
     pub(super) fn new(
+        config: &LockstepConfig,
         settings: &RelaySettings,
         local_seat: u8,
-        human_seats: &[bool],
-        checksum_interval: u32,
         now_us: u64,
-    ) -> Result<RelayLockstep> {
+    ) -> Result<RelaySession> {
+        let idle_machine = TimingMachine::new(&config.machine)?;
+        let human_seats = &config.machine.human_seats;
+        let checksum_interval = config.checksum_interval;
         let ticket_seat = settings.credentials.fields()?.seat;
         if ticket_seat != local_seat {
             return Err(Error::InvalidArgument(
                 "the relay ticket is for another seat than the session's local seat",
             ));
         }
-        let config = ClientConfig {
+        let client_config = ClientConfig {
             have_horizon: settings.have_horizon,
             ..ClientConfig::new(settings.credentials, settings.relay, settings.nonce_seed)
         };
@@ -224,8 +244,28 @@ impl RelayLockstep {
             .enumerate()
             .filter(|(_, human)| **human)
             .fold(0u16, |mask, (s, _)| mask | 1 << s);
-        Ok(RelayLockstep {
-            client: RelayClient::new(config, now_us)?,
+        let client = RelayClient::new(client_config, now_us)?;
+        // The idle endpoint needs some key.
+        let key = match config.key.is_zero() {
+            true => SessionKey(settings.credentials.link_secret.0),
+            false => config.key,
+        };
+        let mut idle_endpoint = Endpoint::new(EndpointConfig {
+            session_id: config.session_id,
+            key,
+            local_seat,
+            link: config.link,
+        })?;
+        idle_endpoint.set_epoch(config.epoch)?;
+        check_link_keys(config, &idle_machine, local_seat)?;
+        let mut measurements = Measurements::new();
+        // Behind a relay the one round trip that matters is to the relay.
+        measurements.add_peer(RELAY_LINK_SEAT)?;
+        Ok(RelaySession {
+            client,
+            measurements,
+            idle_machine,
+            idle_endpoint,
             local_seat,
             seat_count: human_seats.len() as u8,
             human_mask,
@@ -417,13 +457,8 @@ impl RelayLockstep {
         self.submit_order(OrderKind::Quit, &[]).map(|_| ())
     }
 
-    pub(super) fn handle_datagram(
-        &mut self,
-        now_us: u64,
-        source: SocketAddr,
-        datagram: &[u8],
-        measurements: &mut Measurements,
-    ) {
+    pub(super) fn handle_datagram(&mut self, now_us: u64, source: SocketAddr, datagram: &[u8]) {
+        let measurements = &mut self.measurements;
         let horizon = self.client.horizon();
         self.client.handle_datagram(now_us, source, datagram);
         if self.client.horizon() > horizon {
@@ -582,14 +617,7 @@ impl RelayLockstep {
     /// The look-ahead tick `tick` needed (report::needs): its bundle came
     /// at `ready`, and it could have started up to `deadline` without a
     /// stall.
-    fn measure_need(
-        &mut self,
-        tick: u32,
-        now_us: u64,
-        deadline_us: u64,
-        tick_us: u64,
-        measurements: &mut Measurements,
-    ) {
+    fn measure_need(&mut self, tick: u32, now_us: u64, deadline_us: u64, tick_us: u64) {
         while self.arrivals.front().is_some_and(|a| a.0 <= tick) {
             self.arrivals.pop_front();
         }
@@ -602,15 +630,11 @@ impl RelayLockstep {
             crate::report::needed_look_ahead(look_ahead, deadline_us, ready, tick_us.max(1))
         {
             // Both within 1–250 by construction.
-            let _ = measurements.add_frame_need(look_ahead, need);
+            let _ = self.measurements.add_frame_need(look_ahead, need);
         }
     }
 
-    pub(super) fn advance(
-        &mut self,
-        now_us: u64,
-        measurements: &mut Measurements,
-    ) -> Result<Advance> {
+    pub(super) fn advance(&mut self, now_us: u64) -> Result<Advance> {
         if self.left {
             return Ok(Advance::Left);
         }
@@ -649,10 +673,10 @@ impl RelayLockstep {
                 .map_or(0, |previous| due.saturating_sub(previous).max(0) as u64);
             let due_local = now_us.saturating_sub(u64::try_from(relay_now - due).unwrap_or(0));
             let deadline = self.stalls.stall_deadline(due_local, tick_us);
-            self.measure_need(next, now_us, deadline, tick_us, measurements);
+            self.measure_need(next, now_us, deadline, tick_us);
         }
         self.stalls
-            .frame_starts(now_us, tick_us, measurements, &mut self.stats);
+            .frame_starts(now_us, tick_us, &mut self.measurements, &mut self.stats);
         let Some(turn) = self.client.next_turn() else {
             return Ok(Advance::Waiting); // held was checked just above
         };
@@ -700,11 +724,11 @@ impl RelayLockstep {
         let report_now = report_due(
             frequent,
             turn.tick,
-            measurements.unreported_stalls(),
+            self.measurements.unreported_stalls(),
             &mut self.last_report_tick,
         );
         if report_now && !self.left && self.replay.is_none() {
-            self.client.report_timing(measurements.take_report());
+            self.client.report_timing(self.measurements.take_report());
         }
         Ok(if self.left {
             Advance::Left
@@ -741,7 +765,11 @@ impl RelayLockstep {
     /// the next frame and its latest change as the target; `idle` (the
     /// session's unused timing machine) fills what the relay does not
     /// announce.
-    pub(super) fn timing_status(&self, idle: Status) -> Status {
+    pub(super) fn timing_status(&self) -> (Status, bool) {
+        (self.relay_timing_status(self.idle_machine.status()), false)
+    }
+
+    fn relay_timing_status(&self, idle: Status) -> Status {
         let next = self.client.next_tick();
         let frame = self.frame.unwrap_or(0);
         let Some(plan) = self.client.timing_plan() else {
@@ -825,111 +853,25 @@ impl RelayLockstep {
             + self.ai.held_bytes()
             + self.arrivals.len() * 12
     }
-}
 
-/// The relay topology's calls of the session API, where they differ by
-/// topology or exist only behind a relay.
-impl LockstepSession {
-    /// Submit an order of `kind`: its id (for [`SessionEvent::CommandRefused`])
-    /// and the earliest frame it can run on. Behind a relay a command waits
-    /// for the relay's judgement (it may still be refused: the seat's queue
-    /// is full, the match's tick limit); a quit is this player's game order
-    /// for leaving, run on the frame the seat is removed; an ephemeral order
-    /// goes out once, now. Peer-to-peer a command is
-    /// [`submit_command`](Self::submit_command) (id 0: refusals there are
-    /// immediate errors), a quit a command and [`leave`](Self::leave), and
-    /// an ephemeral order is refused (`State`). Errors as `submit_command`.
-    pub fn submit_order(&mut self, kind: OrderKind, bytes: &[u8]) -> Result<OrderReceipt> {
-        if let Some(relay) = self.relay.as_mut() {
-            return relay.submit_order(kind, bytes);
-        }
-        match kind {
-            OrderKind::Command => Ok(OrderReceipt {
-                id: 0,
-                frame: self.submit_command(bytes)?,
-            }),
-            OrderKind::Quit => {
-                if self.left || self.leaving {
-                    return Err(Error::State("already left or leaving"));
-                }
-                let frame = self.submit_command(bytes)?;
-                self.leave()?;
-                Ok(OrderReceipt { id: 0, frame })
-            }
-            OrderKind::Ephemeral => Err(Error::State(
-                "ephemeral orders need a relay: peer-to-peer every command is game state",
-            )),
-        }
+    pub(super) fn machine(&self) -> &TimingMachine {
+        &self.idle_machine
     }
 
-    /// The ephemeral orders that came with the frame that just ran (relay
-    /// topology): (seat, bytes) as commands tagged with the frame. Not game
-    /// state: a machine catching up never sees them.
-    pub fn ephemeral(&self) -> &[ExecutedCommand] {
-        match self.relay.as_ref() {
-            Some(relay) => relay.ephemeral(),
-            None => &[],
-        }
+    pub(super) fn endpoint(&self) -> &Endpoint {
+        &self.idle_endpoint
     }
 
-    /// Whether [`submit_checksum`](Self::submit_checksum) compares the
-    /// state after `frame`: peer-to-peer when `frame` is a multiple of the
-    /// checksum interval; behind a relay, which compares the state *before*
-    /// every interval-th tick, when `frame + 1` is.
-    pub fn is_checksum_frame(&self, frame: u32) -> bool {
-        match self.relay.as_ref() {
-            Some(relay) => relay.is_checksum_frame(frame),
-            None => self.checksum_interval > 0 && frame % self.checksum_interval == 0,
-        }
+    pub(super) fn measurements(&mut self) -> &mut Measurements {
+        &mut self.measurements
     }
 
-    /// Behind a relay: the state checksum before frame 0 (the initial
-    /// state), compared like the others. `State` peer-to-peer (the
-    /// machines compare states after frames there); `InvalidArgument` with
-    /// checksums off.
-    pub fn submit_initial_checksum(&mut self, checksum: u64) -> Result<()> {
-        match self.relay.as_mut() {
-            Some(relay) => relay.submit_initial_checksum(checksum),
-            None => Err(Error::State(
-                "peer-to-peer the machines compare the state after frames, not the initial state",
-            )),
-        }
+    pub(super) fn local_seat(&self) -> u8 {
+        self.local_seat
     }
 
-    /// Behind a relay: an order the engine's AI decided for the AI `seat`
-    /// at tick `decided` (with the state before that tick ran). It runs on
-    /// tick `decided + ai_order_delay` (returned) on every machine.
-    /// `State` "late" when that tick already ran here (begin the decision
-    /// first: see [`begin_ai_decision`](Self::begin_ai_decision)), before the
-    /// Welcome, or peer-to-peer; `InvalidArgument` for a seat that is not an
-    /// AI seat or an order over 512 bytes; `Full` beyond 4096 orders waiting.
-    pub fn submit_ai_order_at(&mut self, seat: u8, decided: u32, bytes: &[u8]) -> Result<u32> {
-        self.relay_ai()?.submit_ai_order_at(seat, decided, bytes)
-    }
-
-    /// Behind a relay: the engine's AI began a decision for `seat` on tick
-    /// `decided` (call it from the game loop, before frame `decided` runs,
-    /// on every machine). Its due tick, `decided + ai_order_delay`, does not
-    /// run here until [`end_ai_decision`](Self::end_ai_decision): the
-    /// computation may take as long as it takes, on any thread count, and
-    /// its orders still run on the same tick everywhere. Errors as
-    /// [`submit_ai_order_at`](Self::submit_ai_order_at); `Full` with 256
-    /// decisions open; `State` for a decision begun twice.
-    pub fn begin_ai_decision(&mut self, seat: u8, decided: u32) -> Result<u32> {
-        self.relay_ai()?.begin_ai_decision(seat, decided)
-    }
-
-    /// Behind a relay: the decision of `seat` at `decided` is in (submit its
-    /// orders with [`submit_ai_order_at`](Self::submit_ai_order_at) first).
-    /// `State` when no such decision was begun.
-    pub fn end_ai_decision(&mut self, seat: u8, decided: u32) -> Result<()> {
-        self.relay_ai()?.end_ai_decision(seat, decided)
-    }
-
-    fn relay_ai(&mut self) -> Result<&mut RelayLockstep> {
-        self.relay.as_deref_mut().ok_or(Error::State(
-            "AI orders go through the session only behind a relay; peer-to-peer the engine runs its AI itself",
-        ))
+    pub(super) fn is_replay(&self) -> bool {
+        self.replay.is_some()
     }
 }
 

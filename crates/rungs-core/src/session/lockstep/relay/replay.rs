@@ -1,4 +1,4 @@
-//! Replays: a [`LockstepSession`] fed a match's turn log
+//! Replays: a [`LockstepSession`](crate::session::LockstepSession) fed a match's turn log
 //! ([`TurnLog`], `rungs-relay export`) instead of a relay. The engine runs
 //! its usual loop; every frame is due at once (as fast as the engine runs
 //! them), with the commands, removals and quit orders of the match, its AI
@@ -13,12 +13,12 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
-use super::{RelayLockstep, RelaySettings};
+use super::{RelaySession, RelaySettings};
 use crate::error::{Error, Result};
 use crate::relay::checksums::DecidedRound;
 use crate::relay::ticket::{issue, LobbySecret, TicketFields};
 use crate::relay::TurnLog;
-use crate::session::{LockstepConfig, LockstepSession, Topology};
+use crate::session::{LockstepConfig, Topology};
 
 /// What a replay compares the engine's checksums with.
 #[derive(Debug, Default)]
@@ -39,24 +39,14 @@ impl Replay {
     }
 }
 
-impl RelayLockstep {
-    fn start_replay(&mut self, log: &TurnLog) -> Result<()> {
-        self.client.load_turn_log(log)?;
-        self.replay = Some(Replay {
-            checksums: log.checksums.iter().map(|r| (r.tick, *r)).collect(),
-        });
-        self.collect_client_events();
-        Ok(())
-    }
-}
-
-impl LockstepSession {
-    /// A session that replays `log` at local time `now_us`: `config` as for
-    /// a relay-topology session of that match (its seats, the local seat — a
-    /// human seat of the match, whose view the engine takes — and its
-    /// checksum interval must be the log's; the relay settings and links are
-    /// not used). `InvalidArgument` when they differ from the log's.
-    pub fn replay(config: &LockstepConfig, log: &TurnLog, now_us: u64) -> Result<LockstepSession> {
+impl RelaySession {
+    /// A session that replays `log` at local time `now_us` (see
+    /// [`LockstepSession::replay`](crate::session::LockstepSession::replay)).
+    pub(in crate::session::lockstep) fn replay(
+        config: &LockstepConfig,
+        log: &TurnLog,
+        now_us: u64,
+    ) -> Result<RelaySession> {
         let seat = config.machine.local_seat.ok_or(Error::InvalidArgument(
             "a replay needs a local seat (whose view the engine takes)",
         ))?;
@@ -89,19 +79,22 @@ impl LockstepSession {
             },
         )?;
         let unused = SocketAddr::from(([127, 0, 0, 1], 9));
+        let settings = RelaySettings::new(unused, credentials, 1);
         let relay_config = LockstepConfig {
-            topology: Topology::Relay(RelaySettings::new(unused, credentials, 1)),
+            topology: Topology::Relay(settings),
             ..config.clone()
         };
-        let mut session = LockstepSession::new(&relay_config, now_us)?;
-        if let Some(relay) = session.relay.as_deref_mut() {
-            relay.start_replay(log)?;
-        }
+        let mut session = RelaySession::new(&relay_config, &settings, seat, now_us)?;
+        session.start_replay(log)?;
         Ok(session)
     }
 
-    /// Whether this session replays a turn log.
-    pub fn is_replay(&self) -> bool {
-        self.relay.as_ref().is_some_and(|r| r.replay.is_some())
+    fn start_replay(&mut self, log: &TurnLog) -> Result<()> {
+        self.client.load_turn_log(log)?;
+        self.replay = Some(Replay {
+            checksums: log.checksums.iter().map(|r| (r.tick, *r)).collect(),
+        });
+        self.collect_client_events();
+        Ok(())
     }
 }
