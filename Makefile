@@ -47,6 +47,8 @@ demo: setup lib
 header-check:
 	cargo build --quiet
 	git diff --exit-code -- include/
+	@new=$$(git ls-files --others --exclude-standard -- include/); \
+	    if [ -n "$$new" ]; then echo "header-check: build.rs wrote headers that are not committed: $$new"; exit 1; fi
 
 # Every crate of the workspace (the layers, the simulator, the relay, the
 # drop model): unit tests, integration tests, doctests.
@@ -79,8 +81,9 @@ model-check:
 	cargo run --release -p rungs-drop-model -- full
 
 install: lib
-	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -d $(DESTDIR)$(PREFIX)/include/rungs $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 644 include/rungs.h $(DESTDIR)$(PREFIX)/include/rungs.h
+	install -m 644 include/rungs/*.h $(DESTDIR)$(PREFIX)/include/rungs/
 	install -m 755 $(RELEASE)/librungs.so $(DESTDIR)$(PREFIX)/lib/librungs.so
 	install -m 644 $(RELEASE)/librungs.a $(DESTDIR)$(PREFIX)/lib/librungs.a
 	./scripts/write-pc.sh "$(DESTDIR)$(PREFIX)/lib/pkgconfig/rungs.pc" "$(PREFIX)/include" "$(PREFIX)/lib" "$(VERSION)"

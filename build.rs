@@ -1,10 +1,16 @@
-//! Generates `include/rungs.h` from the Rust sources with cbindgen.
+//! Generates the C headers from the Rust sources with cbindgen: one cbindgen
+//! run, cut into items and written as `include/rungs/{common,lockstep,
+//! session,pieces}.h` in topic order by `build/headers.rs`, and
+//! `include/rungs.h`, which includes them all.
 //!
-//! The header is committed; the test command checks that a fresh build leaves
-//! it unchanged (`git diff --exit-code include/`). It is rewritten only when
-//! its text changes, so builds do not churn its timestamp.
+//! The headers are committed; `make header-check` checks that a fresh build
+//! leaves `include/` unchanged (`git diff --exit-code include/`, untracked
+//! files included).
 
 use std::path::PathBuf;
+
+#[path = "build/headers.rs"]
+mod headers;
 
 fn main() {
     let crate_dir =
@@ -12,9 +18,13 @@ fn main() {
     println!("cargo:rerun-if-changed=src");
     println!("cargo:rerun-if-changed=cbindgen.toml");
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=build/headers.rs");
 
     let config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml"))
         .expect("cbindgen.toml must parse");
+    let config_header = config.header.clone().unwrap_or_default();
+    let config_after_includes = config.after_includes.clone().unwrap_or_default();
+    let config_autogen = config.autogen_warning.clone().unwrap_or_default();
     // Only the C API's own files, starting at src/ffi/mod.rs and following
     // its `mod` lines: constants elsewhere in the crate (ladder limits,
     // policy thresholds) are Rust API, not C API.
@@ -29,14 +39,46 @@ fn main() {
     bindings.write(&mut raw);
     let text = with_c89_comments(&with_calling_convention(
         &String::from_utf8(raw).expect("cbindgen writes UTF-8"),
-    ))
-    .into_bytes();
-    let header = crate_dir.join("include").join("rungs.h");
-    let current = std::fs::read(&header).unwrap_or_default();
-    if current != text {
-        std::fs::create_dir_all(crate_dir.join("include")).expect("create include/");
-        std::fs::write(&header, &text).expect("write include/rungs.h");
+    ));
+    let headers = headers::write_headers(
+        output_body(&text, &config_after_includes),
+        config_header.trim(),
+        &config_after_includes,
+        config_autogen.trim(),
+    );
+    let include = crate_dir.join("include");
+    std::fs::create_dir_all(include.join("rungs")).expect("create include/rungs/");
+    // A header no longer in the manifest would linger, committed and stale.
+    for entry in std::fs::read_dir(include.join("rungs")).expect("list include/rungs/") {
+        let path = entry.expect("list include/rungs/").path();
+        let name = format!(
+            "rungs/{}",
+            path.file_name().unwrap_or_default().to_string_lossy()
+        );
+        if !headers.contains_key(&name) {
+            std::fs::remove_file(&path).unwrap_or_else(|e| panic!("remove include/{name}: {e}"));
+        }
     }
+    for (name, text) in headers {
+        let path = include.join(&name);
+        // Rewritten only when its text changes, so builds do not churn timestamps.
+        if std::fs::read(&path).unwrap_or_default() != text.as_bytes() {
+            std::fs::write(&path, text).unwrap_or_else(|e| panic!("write include/{name}: {e}"));
+        }
+    }
+}
+
+/// The declarations of cbindgen's output: after its preamble (the includes
+/// and `after_includes`), before the include guard's `#endif`.
+fn output_body<'a>(text: &'a str, after_includes: &str) -> &'a str {
+    let start = text
+        .find(after_includes.trim())
+        .map(|at| at + after_includes.trim().len())
+        .expect("cbindgen's output contains cbindgen.toml's after_includes");
+    let end = text
+        .rfind("#endif")
+        .expect("cbindgen closes its include guard");
+    &text[start..end]
 }
 
 /// Put `RUNGS_CALL` (cdecl, defined in the header's preamble from

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Check what scripts/windows-dll.sh built in DIR for one Windows target:
 #   - rungs.dll imports only the DLLs of scripts/windows-allowed-imports.txt;
-#   - its exports are exactly the functions include/rungs.h declares (a
+#   - its exports are exactly the functions include/rungs/*.h declare (a
 #     `testing` build, --testing, may add rungs_testing_* and nothing else);
 #   - rungs.lib (MSVC) and librungs.dll.a (MinGW) import exactly those;
 #   - a shipping build's librungs.a does not define the test hooks.
@@ -23,8 +23,8 @@ fail() {
 "$root/scripts/windows-check-imports.sh" "$dir/rungs.dll" "$tool" >"$tmp/imports" || exit 1
 
 # The header's functions: build.rs writes "RUNGS_CALL name(" for each.
-sed -n 's/.*RUNGS_CALL \(rungs_[A-Za-z0-9_]*\)(.*/\1/p' "$root/include/rungs.h" | sort -u >"$tmp/header"
-[ -s "$tmp/header" ] || fail "no functions found in include/rungs.h"
+cat "$root"/include/rungs/*.h | sed -n 's/.*RUNGS_CALL \(rungs_[A-Za-z0-9_]*\)(.*/\1/p' | sort -u >"$tmp/header"
+[ -s "$tmp/header" ] || fail "no functions found in include/rungs/*.h"
 
 # Exports: the names of the export table.
 "$tool-objdump" -p "$dir/rungs.dll" |
@@ -37,7 +37,7 @@ else
 fi
 if ! diff -u "$tmp/header" "$tmp/exports.checked" >"$tmp/diff"; then
     cat "$tmp/diff" >&2
-    fail "rungs.dll's exports differ from include/rungs.h's functions (- header only, + DLL only)"
+    fail "rungs.dll's exports differ from include/rungs/*.h's functions (- header only, + DLL only)"
 fi
 
 # Import libraries: one __imp_ symbol per export (i686 adds a leading _).
@@ -54,7 +54,7 @@ if [ "$testing" != --testing ] && [ -f "$dir/librungs.a" ]; then
     fi
 fi
 
-printf '%s: rungs.dll %s bytes, %s exports = include/rungs.h%s; imports %s\n' \
+printf '%s: rungs.dll %s bytes, %s exports = include/rungs/*.h%s; imports %s\n' \
     "$dir" "$(stat -c %s "$dir/rungs.dll")" "$(wc -l <"$tmp/exports.checked")" \
     "$([ "$testing" = --testing ] && echo " + $(grep -c '^rungs_testing_' "$tmp/exports") test hook(s)")" \
     "$(cat "$tmp/imports")"

@@ -5,7 +5,7 @@
 #   scripts/windows-dll.sh TRIPLE PROFILE OUTDIR [FEATURE...]
 #
 # TRIPLE is i686-pc-windows-gnu or x86_64-pc-windows-gnu. OUTDIR receives
-#   rungs.dll        stripped, exporting exactly the functions of include/rungs.h
+#   rungs.dll        stripped, exporting exactly the functions of include/rungs/*.h
 #                    (plus, with the `testing` feature, the library's
 #                    rungs_testing_* hooks)
 #   rungs.def        the export list
@@ -60,7 +60,7 @@ staticlib="$target_dir/$triple/$profile_dir/librungs.a"
 {
     echo "LIBRARY rungs.dll"
     echo "EXPORTS"
-    sed -n 's/.*RUNGS_CALL \(rungs_[A-Za-z0-9_]*\)(.*/    \1/p' "$root/include/rungs.h"
+    cat "$root"/include/rungs/*.h | sed -n 's/.*RUNGS_CALL \(rungs_[A-Za-z0-9_]*\)(.*/    \1/p'
     "$tool-nm" -g --defined-only "$staticlib" 2>/dev/null |
         sed -n 's/^[0-9a-f]* T _\{0,1\}\(rungs_testing_[A-Za-z0-9_]*\)$/    \1/p' | sort -u
 } >"$out/rungs.def"

@@ -1,6 +1,6 @@
 //! Generates `layout_asserts.rs`: Rust's layout of every C API struct,
 //! asserted at compile time against what the target's C compiler makes of
-//! `include/rungs.h`. See src/lib.rs.
+//! `include/rungs/*.h` (which `include/rungs.h` includes). See src/lib.rs.
 //!
 //! The C compiler is chosen from the target (override: RUNGS_LAYOUT_CC, a
 //! command line). RUNGS_LAYOUT_SELFTEST=1 deliberately expects one wrong
@@ -20,7 +20,8 @@ fn main() {
     let root = manifest.join("..").join("..");
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets it"));
     let target = std::env::var("TARGET").expect("cargo sets it");
-    let header = root.join("include").join("rungs.h");
+    // rungs.h includes the tier headers; the structs are declared in them.
+    let header = root.join("include").join("rungs");
     let ffi = root.join("src").join("ffi");
     println!("cargo:rerun-if-changed={}", header.display());
     println!("cargo:rerun-if-changed={}", ffi.display());
@@ -28,7 +29,17 @@ fn main() {
     println!("cargo:rerun-if-env-changed=RUNGS_LAYOUT_SELFTEST");
     println!("cargo:rerun-if-env-changed=RUNGS_LAYOUT_REPORT");
 
-    let text = std::fs::read_to_string(&header).expect("read include/rungs.h");
+    let mut tiers: Vec<PathBuf> = std::fs::read_dir(&header)
+        .expect("read include/rungs/")
+        .map(|entry| entry.expect("list include/rungs/").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "h"))
+        .collect();
+    tiers.sort();
+    let text: String = tiers
+        .iter()
+        .map(|path| std::fs::read_to_string(path).expect("read a header of include/rungs/"))
+        .collect::<Vec<_>>()
+        .join("\n");
     let mut structs = parse_structs(&text);
     assert!(
         !structs.is_empty(),
@@ -69,7 +80,7 @@ fn main() {
         // Written again whenever it is missing (cargo reruns this script).
         println!("cargo:rerun-if-changed={report}");
         let line = format!(
-            "layout: {} structs, {} fields of include/rungs.h: size, alignment and offsets compared between C and Rust for {target}\n",
+            "layout: {} structs, {} fields of include/rungs/*.h: size, alignment and offsets compared between C and Rust for {target}\n",
             structs.len(),
             fields
         );
@@ -170,7 +181,7 @@ fn rust_path(ffi: &Path, name: &str) -> String {
             };
         }
     }
-    panic!("include/rungs.h declares struct {name}, but no `pub struct {name}` is in src/ffi");
+    panic!("include/rungs/ declares struct {name}, but no `pub struct {name}` is in src/ffi");
 }
 
 /// Size, alignment and every field offset of each struct, in order, as the
