@@ -10,8 +10,8 @@
 
 // The C layer names the core's modules as its own (`crate::session::...`):
 // the C API is a thin wrapper over them, one module per object.
+pub(crate) use rungs_core::Error;
 pub(crate) use rungs_core::{clock, error, link, relay, report, session, timing, wire};
-pub(crate) use rungs_core::{Error, Result};
 pub(crate) use rungs_net as net;
 
 pub mod ffi;

@@ -6,12 +6,13 @@
 
 use std::fmt::Display;
 
-use crate::error::{Error, Result};
+use super::result::{CallError, Result};
+use crate::error::Error;
 
 /// Refuse a NULL pointer argument, naming it.
 pub fn require<T>(ptr: *const T, name: &'static str) -> Result<()> {
     if ptr.is_null() {
-        Err(Error::NullPointer(name))
+        Err(CallError::NullPointer(name))
     } else {
         Ok(())
     }
@@ -87,7 +88,8 @@ pub unsafe fn read_config<T: Copy>(ptr: *const T, name: &'static str) -> Result<
         return Err(Error::InvalidValue(format!(
             "{name}->struct_size is {struct_size}; expected at least sizeof({c_name}) = \
              {needed} in this library's rungs.h (set it to sizeof the struct)"
-        )));
+        ))
+        .into());
     }
     // SAFETY: the caller vouches for struct_size >= size_of::<T>() readable bytes.
     Ok(unsafe { ptr.read() })
@@ -122,7 +124,8 @@ pub unsafe fn read_grown_config<T: Copy>(
         return Err(Error::InvalidValue(format!(
             "{name}->struct_size is {struct_size}; expected at least sizeof({c_name}) = {full} in \
              this library's rungs.h, or {since} from an older one (set it to sizeof the struct)"
-        )));
+        ))
+        .into());
     }
     let mut value = std::mem::MaybeUninit::<T>::zeroed();
     // Only the fields before `since`: an older struct's size counts its
@@ -160,7 +163,7 @@ pub unsafe fn slice_in<'a, T>(ptr: *const T, len: usize, name: &'static str) -> 
         return Ok(&[]);
     }
     if ptr.is_null() {
-        return Err(Error::NullWithLength { name, len });
+        return Err(CallError::NullWithLength { name, len });
     }
     // SAFETY: non-NULL, `len` readable elements by contract.
     Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
@@ -176,7 +179,7 @@ pub unsafe fn slice_out<'a, T>(ptr: *mut T, len: usize, name: &'static str) -> R
         return Ok(&mut []);
     }
     if ptr.is_null() {
-        return Err(Error::NullWithLength { name, len });
+        return Err(CallError::NullWithLength { name, len });
     }
     // SAFETY: non-NULL, `len` writable elements by contract.
     Ok(unsafe { std::slice::from_raw_parts_mut(ptr, len) })
@@ -194,9 +197,7 @@ pub fn flag<T: Copy + PartialEq + From<u8> + Display>(
     } else if value == T::from(1) {
         Ok(true)
     } else {
-        Err(Error::InvalidValue(format!(
-            "{name} is {value}; expected 0 or 1"
-        )))
+        Err(Error::InvalidValue(format!("{name} is {value}; expected 0 or 1")).into())
     }
 }
 
@@ -204,9 +205,9 @@ pub fn flag<T: Copy + PartialEq + From<u8> + Display>(
 /// `low..=high`, saying what was got and what was expected.
 pub fn in_range<T: PartialOrd + Display>(value: T, low: T, high: T, name: &str) -> Result<T> {
     if value < low || value > high {
-        return Err(Error::InvalidValue(format!(
-            "{name} is {value}; expected {low} to {high}"
-        )));
+        return Err(
+            Error::InvalidValue(format!("{name} is {value}; expected {low} to {high}")).into(),
+        );
     }
     Ok(value)
 }
@@ -214,9 +215,7 @@ pub fn in_range<T: PartialOrd + Display>(value: T, low: T, high: T, name: &str) 
 /// Refuse a reserved field that is not 0.
 pub fn reserved_zero(value: u8, name: &str) -> Result<()> {
     if value != 0 {
-        return Err(Error::InvalidValue(format!(
-            "{name} is {value}; expected 0"
-        )));
+        return Err(Error::InvalidValue(format!("{name} is {value}; expected 0")).into());
     }
     Ok(())
 }
@@ -237,7 +236,7 @@ mod tests {
             let refused = slice_in(std::ptr::null::<u8>(), 4, "bytes").unwrap_err();
             assert_eq!(
                 refused,
-                Error::NullWithLength {
+                CallError::NullWithLength {
                     name: "bytes",
                     len: 4
                 }

@@ -5,7 +5,7 @@
 
 use super::args::{in_range, read_config, read_in, require, write_out, write_to};
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
-use super::result::rungs_result;
+use super::result::{rungs_result, CallError};
 use crate::clock::offset::{DEFAULT_SAMPLE_WINDOW, MAX_SAMPLE_WINDOW};
 use crate::clock::pacer::{DEFAULT_MAX_NUDGE_PERMILLE, MAX_NUDGE_PERMILLE};
 use crate::clock::slew::{DEFAULT_MAX_SLEW_PPM, MAX_SLEW_PPM};
@@ -216,7 +216,9 @@ pub unsafe extern "C" fn rungs_clock_add_sample(
         object_call("rungs_clock_add_sample", clock, |sync| {
             let s = read_in(sample, "sample")?;
             let sample = ClockSample::new(s.t0, s.t1, s.t2, s.t3)?;
-            sync.add_sample(sample, local_now_us).map(drop)
+            sync.add_sample(sample, local_now_us)
+                .map(drop)
+                .map_err(CallError::from)
         })
     }
 }
@@ -375,7 +377,7 @@ pub unsafe extern "C" fn rungs_pacer_frame_started(
 ) -> rungs_result {
     unsafe {
         object_call("rungs_pacer_frame_started", pacer, |pacer| {
-            pacer.frame_started(frame, now_us)
+            pacer.frame_started(frame, now_us).map_err(CallError::from)
         })
     }
 }
@@ -396,7 +398,9 @@ pub unsafe extern "C" fn rungs_pacer_set_fps(
 ) -> rungs_result {
     unsafe {
         object_call("rungs_pacer_set_fps", pacer, |pacer| {
-            pacer.set_fps(in_range(fps, 1, 255, "fps")?, from_frame)
+            pacer
+                .set_fps(in_range(fps, 1, 255, "fps")?, from_frame)
+                .map_err(CallError::from)
         })
     }
 }
@@ -414,7 +418,9 @@ pub unsafe extern "C" fn rungs_pacer_set_reference(
 ) -> rungs_result {
     unsafe {
         object_call("rungs_pacer_set_reference", pacer, |pacer| {
-            pacer.set_reference(frame, start_us)
+            pacer
+                .set_reference(frame, start_us)
+                .map_err(CallError::from)
         })
     }
 }

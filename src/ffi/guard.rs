@@ -13,7 +13,7 @@
 //! another thread using the same handle at the same time: `RUNGS_ERR_BUSY`.
 //! Either way the refused call changes nothing.
 //!
-//! The guard produces a typed outcome (`crate::Result`); [`super::result::finish`]
+//! The guard produces a typed outcome ([`super::result::Result`]); [`super::result::finish`]
 //! turns it into the code and the thread's message. Nothing in `result`
 //! depends on this module.
 
@@ -22,7 +22,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use super::result::{finish, rungs_result};
-use crate::error::{Error, Result};
+use super::result::{CallError, Result};
 
 use super::args::{require, write_out};
 
@@ -60,8 +60,8 @@ impl<T> Guarded<T> {
             Ok(_) => Ok(()),
             // Only this thread ever stores its own mark, so reading it back
             // means the claim is ours, further up this thread's stack.
-            Err(holder) if holder == me => Err(Error::Reentrant),
-            Err(_) => Err(Error::Busy),
+            Err(holder) if holder == me => Err(CallError::Reentrant),
+            Err(_) => Err(CallError::Busy),
         }
     }
 
@@ -130,7 +130,7 @@ pub unsafe fn enter<H: Handle>(
     guarded.claim()?;
     if guarded.is_poisoned() {
         guarded.release();
-        return Err(Error::Poisoned);
+        return Err(CallError::Poisoned);
     }
     // SAFETY: the claim succeeded, so no other reference to `state` is alive;
     // it is held for as long as this one is.
@@ -145,7 +145,7 @@ pub unsafe fn enter<H: Handle>(
         guarded.poisoned.store(true, Ordering::Release);
     }
     guarded.release();
-    outcome.unwrap_or(Err(Error::Panic))
+    outcome.unwrap_or(Err(CallError::Panic))
 }
 
 #[cfg(feature = "testing")]
@@ -197,7 +197,7 @@ pub unsafe fn free_call<H: Handle>(function: &'static str, handle: *mut H) -> ru
     // Dropping user state must not unwind into C either.
     // SAFETY: the pointer came from Box::into_raw in `hand_out` and is not used again.
     let dropped = catch_unwind(AssertUnwindSafe(|| drop(unsafe { Box::from_raw(handle) })));
-    finish(function, dropped.map_err(|_| Error::Panic))
+    finish(function, dropped.map_err(|_| CallError::Panic))
 }
 
 /// The C function `function`'s call, for functions that take no object:
@@ -208,7 +208,7 @@ pub fn call(function: &'static str, f: impl FnOnce() -> Result<()>) -> rungs_res
     crate::net::seed_connection_nonces();
     finish(
         function,
-        catch_unwind(AssertUnwindSafe(f)).unwrap_or(Err(Error::Panic)),
+        catch_unwind(AssertUnwindSafe(f)).unwrap_or(Err(CallError::Panic)),
     )
 }
 

@@ -203,7 +203,7 @@ pub(crate) unsafe fn copy_c_string(
     buf: *mut libc::c_char,
     cap: usize,
     out_len: *mut usize,
-) -> crate::Result<()> {
+) -> super::result::Result<()> {
     // SAFETY: NULL or writable, by contract.
     unsafe { write_optional(out_len, text.len()) };
     let needed = text.len() + 1;
@@ -211,7 +211,8 @@ pub(crate) unsafe fn copy_c_string(
     let buf = unsafe { slice_out(buf.cast::<u8>(), cap, "buf") }?;
     let Some(buf) = buf.get_mut(..needed) else {
         return Err(Error::BufferTooSmall { needed }
-            .detailed(format!("cap is {cap}; expected at least {needed}")));
+            .detailed(format!("cap is {cap}; expected at least {needed}"))
+            .into());
     };
     buf[..text.len()].copy_from_slice(text.as_bytes());
     buf[text.len()] = 0;

@@ -26,6 +26,7 @@ use super::args::{
 };
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
 use super::result::rungs_result;
+use super::result::{CallError, Result};
 use super::snapshot::{read_status, Published, PublishesStatus};
 use super::timing_machine::{
     deliver_output, rungs_timing_callbacks, rungs_timing_status, status_to_c,
@@ -40,7 +41,7 @@ use super::types::{
     rungs_link_event_fn, rungs_player_message_fn, rungs_seat_event_fn, rungs_timing_changed_fn,
     timing_policy,
 };
-use crate::error::{Error, Result};
+use crate::error::Error;
 use crate::link::LinkConfig;
 use crate::net::{LockstepDriver, RawSocket};
 use crate::relay::ticket::{Credentials, LinkSecret};
@@ -284,9 +285,11 @@ impl LockstepObject {
     /// This machine's own seat, refused by the calls that take another's.
     fn refuse_own_seat(&mut self, seat: u8, why: &str) -> Result<()> {
         if seat == self.session().endpoint().local_seat() {
-            return Err(Error::UnknownSeat(seat).detailed(format!(
-                "seat {seat} is this machine's own seat (config->local_seat); {why}"
-            )));
+            return Err(Error::UnknownSeat(seat)
+                .detailed(format!(
+                    "seat {seat} is this machine's own seat (config->local_seat); {why}"
+                ))
+                .into());
         }
         Ok(())
     }
@@ -399,13 +402,15 @@ pub(super) unsafe fn lockstep_config(c: &rungs_lockstep_config) -> Result<Lockst
             return Err(Error::InvalidValue(format!(
                 "config->topology is {other}; expected RUNGS_TOPOLOGY_PEER_TO_PEER (0) or \
                  RUNGS_TOPOLOGY_RELAY (1)"
-            )))
+            ))
+            .into())
         }
     };
     if topology == Topology::PeerToPeer && c.key == [0; 16] {
         return Err(Error::InvalidArgument(
             "config->key is all zero; expected the game's 16-byte secret key",
-        ));
+        )
+        .into());
     }
     let humans = human_seats(c.seat_count, c.human_seat_mask)?;
     local_seat(c.local_seat, &humans, false)?;
@@ -422,7 +427,8 @@ pub(super) unsafe fn lockstep_config(c: &rungs_lockstep_config) -> Result<Lockst
                 "config->link_keys[{i}].key is all zero; expected the secret key of the link \
                  to seat {}",
                 entry.seat
-            )));
+            ))
+            .into());
         }
         let other_human = humans.get(usize::from(entry.seat)) == Some(&true);
         if !other_human || entry.seat == c.local_seat {
@@ -430,7 +436,8 @@ pub(super) unsafe fn lockstep_config(c: &rungs_lockstep_config) -> Result<Lockst
                 "config->link_keys[{i}].seat is {}; expected a human seat other than \
                  config->local_seat ({})",
                 entry.seat, c.local_seat
-            )));
+            ))
+            .into());
         }
         link_keys.push((entry.seat, SessionKey(entry.key)));
     }
@@ -447,7 +454,8 @@ pub(super) unsafe fn lockstep_config(c: &rungs_lockstep_config) -> Result<Lockst
             return Err(Error::InvalidValue(format!(
                 "config->manual_drops is {other}; expected 0 (rungs drops vanished players) or 1 \
                  (the engine does)"
-            )))
+            ))
+            .into())
         }
     };
     Ok(LockstepConfig {
@@ -496,7 +504,8 @@ unsafe fn relay_settings(c: &rungs_lockstep_config) -> Result<RelaySettings> {
     if c.relay_link_secret == [0; 16] {
         return Err(Error::InvalidArgument(
             "config->relay_link_secret is all zero; expected the ticket's 16-byte link secret",
-        ));
+        )
+        .into());
     }
     let credentials = Credentials {
         ticket,
@@ -510,7 +519,8 @@ unsafe fn relay_settings(c: &rungs_lockstep_config) -> Result<RelaySettings> {
         return Err(Error::InvalidValue(format!(
             "config->relay_ticket is for seat {seat}; expected config->local_seat ({})",
             c.local_seat
-        )));
+        ))
+        .into());
     }
     Ok(RelaySettings {
         have_horizon: c.relay_have_horizon,
@@ -647,7 +657,9 @@ pub unsafe extern "C" fn rungs_lockstep_add_peer(
             require(address, "address")?;
             let address = parse_address(address, "address")?;
             o.refuse_own_seat(seat, "add the other human seats")?;
-            o.session().add_peer(seat, address, now_us)
+            o.session()
+                .add_peer(seat, address, now_us)
+                .map_err(CallError::from)
         })
     }
 }
@@ -682,7 +694,7 @@ pub unsafe extern "C" fn rungs_lockstep_submit_command(
             if command.len() > limit {
                 return Err(Error::InvalidValue(format!(
                     "len is {len}; expected at most {limit} bytes, what one command carries in this game"
-                )));
+                )).into());
             }
             let frame = o.session().submit_command(command)?;
             write_optional(out_frame, frame);
@@ -742,9 +754,12 @@ pub unsafe extern "C" fn rungs_lockstep_submit_checksum(
             if o.checksum_interval == 0 {
                 return Err(Error::InvalidArgument(
                     "checksums are off (config->checksum_interval is 0): nothing compares them",
-                ));
+                )
+                .into());
             }
-            o.session().submit_checksum(frame, checksum)
+            o.session()
+                .submit_checksum(frame, checksum)
+                .map_err(CallError::from)
         })
     }
 }
@@ -773,7 +788,11 @@ pub unsafe extern "C" fn rungs_lockstep_add_frame_work_us(
 /// this player already left or is leaving.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_lockstep_leave(ls: *mut rungs_lockstep) -> rungs_result {
-    unsafe { lockstep_call("rungs_lockstep_leave", ls, |o| o.session().leave()) }
+    unsafe {
+        lockstep_call("rungs_lockstep_leave", ls, |o| {
+            o.session().leave().map_err(CallError::from)
+        })
+    }
 }
 
 /// Drop `seat`, whose machine no longer answers (after `RUNGS_LINK_EVENT_LOST`
@@ -795,7 +814,7 @@ pub unsafe extern "C" fn rungs_lockstep_drop_player(
     unsafe {
         lockstep_call("rungs_lockstep_drop_player", ls, |o| {
             o.refuse_own_seat(seat, "to leave the game call rungs_lockstep_leave")?;
-            o.session().drop_player(seat)
+            o.session().drop_player(seat).map_err(CallError::from)
         })
     }
 }

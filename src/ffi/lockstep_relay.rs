@@ -15,7 +15,7 @@ use super::relay::{
     rungs_order_kind, rungs_relay_callbacks, RUNGS_ORDER_COMMAND, RUNGS_ORDER_EPHEMERAL,
     RUNGS_ORDER_QUIT,
 };
-use super::result::rungs_result;
+use super::result::{rungs_result, CallError};
 use super::transport::parse_address;
 use crate::error::Error;
 use crate::net::LockstepDriver;
@@ -76,7 +76,7 @@ pub unsafe extern "C" fn rungs_lockstep_submit_order(
                 other => {
                     return Err(Error::InvalidValue(format!(
                         "kind is {other}; expected RUNGS_ORDER_COMMAND (0), RUNGS_ORDER_QUIT (1) or RUNGS_ORDER_EPHEMERAL (2)"
-                    )))
+                    )).into())
                 }
             };
             let order = slice_in(bytes, len, "bytes")?;
@@ -122,7 +122,9 @@ pub unsafe extern "C" fn rungs_lockstep_submit_initial_checksum(
 ) -> rungs_result {
     unsafe {
         lockstep_call("rungs_lockstep_submit_initial_checksum", ls, |o| {
-            o.session().submit_initial_checksum(checksum)
+            o.session()
+                .submit_initial_checksum(checksum)
+                .map_err(CallError::from)
         })
     }
 }
@@ -198,7 +200,9 @@ pub unsafe extern "C" fn rungs_lockstep_ai_decision_end(
 ) -> rungs_result {
     unsafe {
         lockstep_call("rungs_lockstep_ai_decision_end", ls, |o| {
-            o.session().end_ai_decision(seat, tick)
+            o.session()
+                .end_ai_decision(seat, tick)
+                .map_err(CallError::from)
         })
     }
 }

@@ -3,7 +3,7 @@
 
 use super::args::{flag, in_range, require, write_out, write_to};
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
-use super::result::rungs_result;
+use super::result::{rungs_result, CallError};
 use super::types::{
     rungs_look_ahead_needs, rungs_report, rungs_report_detail, seat_or_none,
     write_report_with_detail,
@@ -64,7 +64,7 @@ pub unsafe extern "C" fn rungs_measurements_frame_work_begin(
 ) -> rungs_result {
     unsafe {
         object_call("rungs_measurements_frame_work_begin", measurements, |m| {
-            m.frame_work_begin(now_us)
+            m.frame_work_begin(now_us).map_err(CallError::from)
         })
     }
 }
@@ -82,7 +82,7 @@ pub unsafe extern "C" fn rungs_measurements_frame_work_end(
 ) -> rungs_result {
     unsafe {
         object_call("rungs_measurements_frame_work_end", measurements, |m| {
-            m.frame_work_end(now_us)
+            m.frame_work_end(now_us).map_err(CallError::from)
         })
     }
 }
@@ -114,7 +114,7 @@ pub unsafe extern "C" fn rungs_measurements_wait_begin(
 ) -> rungs_result {
     unsafe {
         object_call("rungs_measurements_wait_begin", measurements, |m| {
-            m.wait_begin(now_us)
+            m.wait_begin(now_us).map_err(CallError::from)
         })
     }
 }
@@ -135,7 +135,7 @@ pub unsafe extern "C" fn rungs_measurements_wait_begin_for(
     unsafe {
         object_call("rungs_measurements_wait_begin_for", measurements, |m| {
             let seat = seat_or_none(seat, "seat")?;
-            m.wait_begin_for(now_us, seat)
+            m.wait_begin_for(now_us, seat).map_err(CallError::from)
         })
     }
 }
@@ -153,7 +153,7 @@ pub unsafe extern "C" fn rungs_measurements_wait_end(
 ) -> rungs_result {
     unsafe {
         object_call("rungs_measurements_wait_end", measurements, |m| {
-            m.wait_end(now_us)
+            m.wait_end(now_us).map_err(CallError::from)
         })
     }
 }
@@ -241,6 +241,7 @@ pub unsafe extern "C" fn rungs_measurements_add_frame_need(
     unsafe {
         object_call("rungs_measurements_add_frame_need", measurements, |m| {
             m.add_frame_need(look_ahead, needed)
+                .map_err(CallError::from)
         })
     }
 }
@@ -259,6 +260,7 @@ pub unsafe extern "C" fn rungs_measurements_add_peer(
     unsafe {
         object_call("rungs_measurements_add_peer", measurements, |m| {
             m.add_peer(in_range(peer, 0, MAX_SEATS as u8 - 1, "peer")?)
+                .map_err(CallError::from)
         })
     }
 }
@@ -275,7 +277,7 @@ pub unsafe extern "C" fn rungs_measurements_remove_peer(
 ) -> rungs_result {
     unsafe {
         object_call("rungs_measurements_remove_peer", measurements, |m| {
-            m.remove_peer(peer)
+            m.remove_peer(peer).map_err(CallError::from)
         })
     }
 }
@@ -300,6 +302,7 @@ pub unsafe extern "C" fn rungs_measurements_add_rtt_sample(
         object_call("rungs_measurements_add_rtt_sample", measurements, |m| {
             let clean = flag(clean, "clean")?;
             m.add_rtt_sample(peer, rtt_ms, clean)
+                .map_err(CallError::from)
         })
     }
 }
@@ -325,6 +328,7 @@ pub unsafe extern "C" fn rungs_measurements_add_rtt_ticks(
         object_call("rungs_measurements_add_rtt_ticks", measurements, |m| {
             let timer = tick_timer(tick_hz)?;
             m.add_rtt_ticks(peer, ticks, timer, flag(resent, "resent")?)
+                .map_err(CallError::from)
         })
     }
 }
@@ -350,12 +354,14 @@ pub unsafe extern "C" fn rungs_measurements_add_frame_ticks(
 }
 
 /// The timer of `tick_hz` ticks a second, refused for 0 naming the argument.
-fn tick_timer(tick_hz: u8) -> crate::Result<crate::timing::TickTimer> {
-    crate::timing::TickTimer::new(tick_hz).map_err(|_| {
-        crate::Error::InvalidValue(
-            "tick_hz is 0; expected the timer's ticks per second, 1 to 255".to_string(),
-        )
-    })
+fn tick_timer(tick_hz: u8) -> super::result::Result<crate::timing::TickTimer> {
+    crate::timing::TickTimer::new(tick_hz)
+        .map_err(|_| {
+            crate::Error::InvalidValue(
+                "tick_hz is 0; expected the timer's ticks per second, 1 to 255".to_string(),
+            )
+        })
+        .map_err(CallError::from)
 }
 
 /// The stalled frames (waits) measured since the last report, into `*out`:
@@ -466,7 +472,7 @@ unsafe fn take_with_detail(
     out: *mut rungs_report,
     out_detail: *mut rungs_report_detail,
     out_needs: Option<*mut rungs_look_ahead_needs>,
-) -> crate::error::Result<()> {
+) -> super::result::Result<()> {
     require(out, "out")?;
     require(out_detail, "out_detail")?;
     let report = m.take_report();

@@ -10,11 +10,12 @@
 use super::args::{in_range, read_in, read_optional, require, slice_in, slice_out, write_out};
 use super::guard::call;
 use super::result::rungs_result;
+use super::result::Result;
 use super::types::{
     report_with_needs, rungs_look_ahead_needs, rungs_report, rungs_report_detail,
     rungs_timing_event, write_report_with_detail,
 };
-use crate::error::{Error, Result};
+use crate::error::Error;
 use crate::report::Report;
 use crate::timing::TimingEvent;
 use crate::wire::events::{self, ReportLayout, TimingLayout};
@@ -427,17 +428,20 @@ pub(crate) fn report_layout(layout: u8) -> Result<ReportLayout> {
              cannot hold (use rungs_report_payload_encode_detailed / _decode_detailed); \
              expected RUNGS_REPORT_LAYOUT_COMPACT (0) or RUNGS_REPORT_LAYOUT_EXTENDED (1)"
                 .to_string(),
-        )),
+        )
+        .into()),
         RUNGS_REPORT_LAYOUT_NEEDS => Err(Error::InvalidValue(
             "layout is RUNGS_REPORT_LAYOUT_NEEDS (3), whose detail and needs a rungs_report \
              cannot hold (use rungs_report_payload_encode_needs / _decode_needs); \
              expected RUNGS_REPORT_LAYOUT_COMPACT (0) or RUNGS_REPORT_LAYOUT_EXTENDED (1)"
                 .to_string(),
-        )),
+        )
+        .into()),
         _ => Err(Error::InvalidValue(format!(
             "layout is {layout}; expected RUNGS_REPORT_LAYOUT_COMPACT (0) or \
              RUNGS_REPORT_LAYOUT_EXTENDED (1)"
-        ))),
+        ))
+        .into()),
     }
 }
 
@@ -465,7 +469,7 @@ unsafe fn encode_into(
     cap: usize,
     out_len: *mut usize,
     payload_len: usize,
-    encode: impl FnOnce(&mut [u8]) -> Result<usize>,
+    encode: impl FnOnce(&mut [u8]) -> crate::error::Result<usize>,
 ) -> Result<()> {
     require(out_len, "out_len")?;
     // SAFETY: NULL (with cap 0) or at least this many bytes are writable by contract.
@@ -492,7 +496,7 @@ unsafe fn decode_from<T, C: From<T>>(
     len: usize,
     out: *mut C,
     payload_len: usize,
-    decode: impl FnOnce(&[u8]) -> Result<T>,
+    decode: impl FnOnce(&[u8]) -> crate::error::Result<T>,
 ) -> Result<()> {
     require(out, "out")?;
     // SAFETY: forwarded contract.
@@ -515,14 +519,14 @@ unsafe fn decode_view<T>(
     bytes: *const u8,
     len: usize,
     payload_len: usize,
-    decode: impl FnOnce(&[u8]) -> Result<T>,
+    decode: impl FnOnce(&[u8]) -> crate::error::Result<T>,
 ) -> Result<T> {
     // SAFETY: NULL (with len 0) or at least this many bytes are readable by contract.
     let view = unsafe { slice_in(bytes, len.min(events::TS_EVENT_DATA_LEN + 1), "bytes") }?;
-    decode(view).map_err(|e| match e {
+    Ok(decode(view).map_err(|e| match e {
         Error::Malformed(_) if len != payload_len => e.detailed(format!(
             "len is {len}; expected {payload_len}, the payload's length"
         )),
         other => other,
-    })
+    })?)
 }

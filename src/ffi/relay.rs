@@ -20,7 +20,7 @@ use super::args::{
     write_to,
 };
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
-use super::result::rungs_result;
+use super::result::{rungs_result, CallError};
 use super::transport::parse_address;
 use super::types::rungs_policy;
 use super::types::{human_seats, rungs_command_fn, timing_policy};
@@ -50,14 +50,15 @@ unsafe fn write_credentials(
     ticket_cap: usize,
     ticket_len: *mut usize,
     link_secret_out: *mut u8,
-) -> crate::Result<()> {
+) -> super::result::Result<()> {
     require(ticket_out, "ticket_out")?;
     require(ticket_len, "ticket_len")?;
     require(link_secret_out, "link_secret_out")?;
     if ticket_cap < TICKET_BYTES {
         return Err(Error::BufferTooSmall {
             needed: TICKET_BYTES,
-        });
+        }
+        .into());
     }
     // SAFETY: non-NULL (checked), sizes by contract.
     unsafe {
@@ -424,7 +425,8 @@ pub unsafe extern "C" fn rungs_relay_host_new(
             return Err(Error::InvalidValue(format!(
                 "config->reserved2 is {}; expected 0",
                 c.reserved2
-            )));
+            ))
+            .into());
         }
         let humans = human_seats(c.seat_count, c.human_seat_mask)?;
         let human_mask = humans
@@ -567,7 +569,8 @@ pub unsafe extern "C" fn rungs_relay_host_credentials(
             if cap < text.len() + 1 {
                 return Err(Error::BufferTooSmall {
                     needed: text.len() + 1,
-                });
+                }
+                .into());
             }
             // SAFETY: non-NULL, `cap` writable bytes by contract.
             let out = slice_out(buf.cast::<u8>(), text.len() + 1, "buf")?;
@@ -624,5 +627,9 @@ pub unsafe extern "C" fn rungs_relay_host_get_status(
 /// RUNGS_ERR_BUSY, RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_relay_host_end(host: *mut rungs_relay_host) -> rungs_result {
-    unsafe { object_call("rungs_relay_host_end", host, |h| h.end()) }
+    unsafe {
+        object_call("rungs_relay_host_end", host, |h| {
+            h.end().map_err(CallError::from)
+        })
+    }
 }

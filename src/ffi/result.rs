@@ -6,6 +6,8 @@
 //! This module turns a call's outcome into its code and message
 //! ([`finish`]); the guard calls it and nothing here depends on the guard.
 
+use std::fmt;
+
 use super::args::{slice_out, write_optional};
 use super::last_error;
 use crate::error::Error;
@@ -53,6 +55,102 @@ pub const RUNGS_ERR_IO: rungs_result = 12;
 /// once the other thread's call has returned.
 pub const RUNGS_ERR_BUSY: rungs_result = 13;
 
+/// What a C call fails with: an error of the Rust API, or one only the C
+/// boundary can have. Each maps onto one `RUNGS_ERR_*` code, and its
+/// message is the thread's last error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallError {
+    /// An error of the Rust API (its own code and message).
+    Core(Error),
+    /// A required pointer was NULL; names the argument.
+    NullPointer(&'static str),
+    /// A pointer argument is NULL while its length is not 0: NULL is
+    /// accepted only for an empty buffer.
+    NullWithLength { name: &'static str, len: usize },
+    /// The object was poisoned by an earlier caught panic.
+    Poisoned,
+    /// The object was called from inside one of its own callbacks.
+    Reentrant,
+    /// Another thread is inside a call on the same object.
+    Busy,
+    /// A panic was caught inside the library.
+    Panic,
+    /// The error in the box, with a message built at the call in place of
+    /// its own (the box gives the code).
+    Detailed(Box<CallError>, String),
+}
+
+/// What the body of a C call returns.
+pub type Result<T> = std::result::Result<T, CallError>;
+
+impl From<Error> for CallError {
+    fn from(e: Error) -> CallError {
+        CallError::Core(e)
+    }
+}
+
+impl fmt::Display for CallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CallError::Core(e) => e.fmt(f),
+            CallError::Detailed(_, message) => f.write_str(message),
+            CallError::NullPointer(what) => write!(f, "{what} is NULL"),
+            CallError::NullWithLength { name, len } => write!(
+                f,
+                "{name} is NULL but its length is {len}; expected a valid pointer, or a length of 0"
+            ),
+            CallError::Poisoned => f.write_str(
+                "the object was poisoned by an earlier panic; only its _free function works",
+            ),
+            CallError::Reentrant => f.write_str(
+                "called from inside one of the same object's callbacks; \
+                 call it after the callback returns",
+            ),
+            CallError::Busy => f.write_str(
+                "another thread is inside a call on the same object; \
+                 use a handle from one thread at a time",
+            ),
+            CallError::Panic => {
+                f.write_str("a panic was caught inside rungs; the object is poisoned")
+            }
+        }
+    }
+}
+
+impl CallError {
+    /// The C result code for this error.
+    pub fn code(&self) -> rungs_result {
+        match self {
+            CallError::Core(e) => e.code(),
+            CallError::NullPointer(_) | CallError::NullWithLength { .. } => RUNGS_ERR_NULL_POINTER,
+            CallError::Poisoned => RUNGS_ERR_POISONED,
+            CallError::Reentrant => RUNGS_ERR_REENTRANT,
+            CallError::Busy => RUNGS_ERR_BUSY,
+            CallError::Panic => RUNGS_ERR_PANIC,
+            CallError::Detailed(inner, _) => inner.code(),
+        }
+    }
+
+    /// The core error inside, if this is one (after any detail): what a
+    /// test matches on.
+    #[cfg(test)]
+    pub(crate) fn kind(&self) -> Option<&Error> {
+        match self {
+            CallError::Core(e) => Some(e.kind()),
+            CallError::Detailed(inner, _) => inner.kind(),
+            _ => None,
+        }
+    }
+
+    /// This error with `message` in place of its own.
+    pub fn detailed(self, message: String) -> CallError {
+        match self {
+            CallError::Core(e) => CallError::Core(e.detailed(message)),
+            other => CallError::Detailed(Box::new(other), message),
+        }
+    }
+}
+
 /// The C result code of a core error: the mapping lives in the C layer, the
 /// only place that has result codes.
 pub(crate) trait ResultCode {
@@ -63,7 +161,6 @@ pub(crate) trait ResultCode {
 impl ResultCode for Error {
     fn code(&self) -> rungs_result {
         match self {
-            Error::NullPointer(_) | Error::NullWithLength { .. } => RUNGS_ERR_NULL_POINTER,
             Error::InvalidArgument(_) | Error::InvalidValue(_) => RUNGS_ERR_INVALID_ARGUMENT,
             Error::UnknownSeat(_) => RUNGS_ERR_UNKNOWN_SEAT,
             Error::Malformed(_) => RUNGS_ERR_MALFORMED,
@@ -72,10 +169,6 @@ impl ResultCode for Error {
             Error::UnregisteredEvent(_) => RUNGS_ERR_UNREGISTERED_EVENT,
             Error::Full(_) => RUNGS_ERR_FULL,
             Error::Io(_) => RUNGS_ERR_IO,
-            Error::Poisoned => RUNGS_ERR_POISONED,
-            Error::Reentrant => RUNGS_ERR_REENTRANT,
-            Error::Busy => RUNGS_ERR_BUSY,
-            Error::Panic => RUNGS_ERR_PANIC,
             Error::Detailed(inner, _) => inner.code(),
         }
     }
@@ -84,7 +177,7 @@ impl ResultCode for Error {
 /// The code of `function`'s outcome; the thread's message becomes
 /// `function: detail` on an error and is cleared on success (the rule stated
 /// at `rungs_last_error_message`).
-pub(crate) fn finish(function: &str, outcome: crate::error::Result<()>) -> rungs_result {
+pub(crate) fn finish(function: &str, outcome: Result<()>) -> rungs_result {
     match outcome {
         Ok(()) => {
             last_error::clear();

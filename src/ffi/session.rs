@@ -12,6 +12,7 @@ use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
 use super::payload::rungs_report_layout;
 use super::payload::session_report_layout;
 use super::result::rungs_result;
+use super::result::{CallError, Result};
 use super::snapshot::{read_status, Published, PublishesStatus};
 use super::timing_machine::{
     deliver_output, fill_status, rungs_timing_callbacks, rungs_timing_status,
@@ -22,7 +23,7 @@ use super::types::{
     timing_policy,
 };
 use super::types::{rungs_log_level, rungs_policy};
-use crate::error::{Error, Result};
+use crate::error::Error;
 use crate::session::{
     EngineRules, EngineSession, EventIds, EventRole, SendOrder, SessionConfig, SessionOutput,
 };
@@ -263,7 +264,8 @@ fn session_config(c: &rungs_session_config) -> Result<SessionConfig> {
                  timing events without it (only an observer, config->local_seat = RUNGS_NO_SEAT, \
                  may leave it NULL)"
                     .to_string(),
-            ));
+            )
+            .into());
         }
         if c.callbacks.send_frame.is_none() {
             return Err(Error::InvalidValue(
@@ -271,7 +273,8 @@ fn session_config(c: &rungs_session_config) -> Result<SessionConfig> {
                  events without it (only an observer, config->local_seat = RUNGS_NO_SEAT, may \
                  leave it NULL)"
                     .to_string(),
-            ));
+            )
+            .into());
         }
     }
     let report_layout = session_report_layout(c.report_layout).ok_or_else(|| {
@@ -305,7 +308,8 @@ fn session_config(c: &rungs_session_config) -> Result<SessionConfig> {
             "{} and {} are both {id}; expected a distinct ID per role",
             event_id_field(first),
             event_id_field(second)
-        )));
+        ))
+        .into());
     }
     let tick_timer = (c.tick_hz != 0)
         .then(|| TickTimer::new(c.tick_hz))
@@ -317,7 +321,8 @@ fn session_config(c: &rungs_session_config) -> Result<SessionConfig> {
             return Err(Error::InvalidValue(format!(
                 "config->send_order is {other}; expected RUNGS_SEND_AFTER_EXECUTE (0) or \
                  RUNGS_SEND_BEFORE_EXECUTE (1)"
-            )))
+            ))
+            .into())
         }
     };
     Ok(SessionConfig {
@@ -508,7 +513,8 @@ pub unsafe extern "C" fn rungs_session_frame_ready(
             if count != usize::from(seat_count) {
                 return Err(Error::InvalidValue(format!(
                     "count is {count}; expected config->seat_count {seat_count}"
-                )));
+                ))
+                .into());
             }
             let ready = session.frame_ready(frame, |seat| {
                 let entry = held[usize::from(seat)];
@@ -543,7 +549,9 @@ pub unsafe extern "C" fn rungs_session_event_executed(
     unsafe {
         session_call("rungs_session_event_executed", s, |session| {
             let payload = slice_in(payload, len, "payload")?;
-            session.event_executed(type_id, seat, frame, payload)
+            session
+                .event_executed(type_id, seat, frame, payload)
+                .map_err(CallError::from)
         })
     }
 }
@@ -566,7 +574,7 @@ pub unsafe extern "C" fn rungs_session_player_removed(
 ) -> rungs_result {
     unsafe {
         session_call("rungs_session_player_removed", s, |session| {
-            session.player_removed(seat)
+            session.player_removed(seat).map_err(CallError::from)
         })
     }
 }
@@ -579,7 +587,7 @@ pub unsafe extern "C" fn rungs_session_player_removed(
 /// no frame is running (call `rungs_session_frame_begin`).
 #[no_mangle]
 pub unsafe extern "C" fn rungs_session_frame_end(s: *mut rungs_session) -> rungs_result {
-    unsafe { session_call("rungs_session_frame_end", s, EngineSession::frame_end) }
+    unsafe { session_call("rungs_session_frame_end", s, |s| Ok(s.frame_end()?)) }
 }
 
 /// The frame a command you issue now will execute on or after (S5): exact on
@@ -610,7 +618,10 @@ pub unsafe extern "C" fn rungs_session_frame_work_begin(
 ) -> rungs_result {
     unsafe {
         session_call("rungs_session_frame_work_begin", s, |session| {
-            session.measurements().frame_work_begin(now_us)
+            session
+                .measurements()
+                .frame_work_begin(now_us)
+                .map_err(CallError::from)
         })
     }
 }
@@ -628,7 +639,10 @@ pub unsafe extern "C" fn rungs_session_frame_work_end(
 ) -> rungs_result {
     unsafe {
         session_call("rungs_session_frame_work_end", s, |session| {
-            session.measurements().frame_work_end(now_us)
+            session
+                .measurements()
+                .frame_work_end(now_us)
+                .map_err(CallError::from)
         })
     }
 }
@@ -660,7 +674,10 @@ pub unsafe extern "C" fn rungs_session_wait_begin(
 ) -> rungs_result {
     unsafe {
         session_call("rungs_session_wait_begin", s, |session| {
-            session.measurements().wait_begin(now_us)
+            session
+                .measurements()
+                .wait_begin(now_us)
+                .map_err(CallError::from)
         })
     }
 }
@@ -683,7 +700,10 @@ pub unsafe extern "C" fn rungs_session_wait_begin_for(
     unsafe {
         session_call("rungs_session_wait_begin_for", s, |session| {
             let seat = super::types::seat_or_none(seat, "seat")?;
-            session.measurements().wait_begin_for(now_us, seat)
+            session
+                .measurements()
+                .wait_begin_for(now_us, seat)
+                .map_err(CallError::from)
         })
     }
 }
@@ -701,7 +721,10 @@ pub unsafe extern "C" fn rungs_session_wait_end(
 ) -> rungs_result {
     unsafe {
         session_call("rungs_session_wait_end", s, |session| {
-            session.measurements().wait_end(now_us)
+            session
+                .measurements()
+                .wait_end(now_us)
+                .map_err(CallError::from)
         })
     }
 }
@@ -742,7 +765,10 @@ pub unsafe extern "C" fn rungs_session_add_frame_need(
 ) -> rungs_result {
     unsafe {
         session_call("rungs_session_add_frame_need", s, |session| {
-            session.measurements().add_frame_need(look_ahead, needed)
+            session
+                .measurements()
+                .add_frame_need(look_ahead, needed)
+                .map_err(CallError::from)
         })
     }
 }
@@ -766,7 +792,9 @@ pub unsafe extern "C" fn rungs_session_rtt_sample(
 ) -> rungs_result {
     unsafe {
         session_call("rungs_session_rtt_sample", s, |session| {
-            session.rtt_sample(peer, rtt_ms, flag(clean, "clean")?)
+            session
+                .rtt_sample(peer, rtt_ms, flag(clean, "clean")?)
+                .map_err(CallError::from)
         })
     }
 }
@@ -809,7 +837,9 @@ pub unsafe extern "C" fn rungs_session_set_speed(
 ) -> rungs_result {
     unsafe {
         session_call("rungs_session_set_speed", s, |session| {
-            session.set_speed_fps(in_range(speed_fps, 1, 255, "speed_fps")?)
+            session
+                .set_speed_fps(in_range(speed_fps, 1, 255, "speed_fps")?)
+                .map_err(CallError::from)
         })
     }
 }
@@ -887,7 +917,9 @@ pub unsafe extern "C" fn rungs_session_packet_received(
 ) -> rungs_result {
     unsafe {
         session_call("rungs_session_packet_received", s, |session| {
-            session.packet_received(seat, packet_number, send_frame)
+            session
+                .packet_received(seat, packet_number, send_frame)
+                .map_err(CallError::from)
         })
     }
 }
@@ -1002,7 +1034,7 @@ pub unsafe extern "C" fn rungs_session_peer_cut(
     unsafe {
         session_call("rungs_session_peer_cut", s, |session| {
             let last = (last_packet != RUNGS_NO_PACKET).then_some(last_packet);
-            session.peer_cut(seat, last)
+            session.peer_cut(seat, last).map_err(CallError::from)
         })
     }
 }
@@ -1053,7 +1085,9 @@ pub unsafe extern "C" fn rungs_session_rtt_sample_ticks(
 ) -> rungs_result {
     unsafe {
         session_call("rungs_session_rtt_sample_ticks", s, |session| {
-            session.rtt_sample_ticks(peer, ticks, flag(resent, "resent")?)
+            session
+                .rtt_sample_ticks(peer, ticks, flag(resent, "resent")?)
+                .map_err(CallError::from)
         })
     }
 }
@@ -1071,7 +1105,7 @@ pub unsafe extern "C" fn rungs_session_add_frame_ticks(
 ) -> rungs_result {
     unsafe {
         session_call("rungs_session_add_frame_ticks", s, |session| {
-            session.add_frame_ticks(ticks)
+            session.add_frame_ticks(ticks).map_err(CallError::from)
         })
     }
 }

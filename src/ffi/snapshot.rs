@@ -14,9 +14,8 @@ use std::sync::{Mutex, PoisonError};
 
 use super::args::{require, write_out};
 use super::guard::{call, Handle};
-use super::result::rungs_result;
+use super::result::{rungs_result, CallError};
 use super::timing_machine::rungs_timing_status;
-use crate::error::Error;
 
 /// The latest status a handle published.
 pub struct Published(Mutex<rungs_timing_status>);
@@ -62,7 +61,7 @@ pub unsafe fn read_status<H: PublishesStatus>(
         // the published copy's lock are touched, never the guarded state.
         let handle = unsafe { &*handle };
         if handle.guarded().is_poisoned() {
-            return Err(Error::Poisoned);
+            return Err(CallError::Poisoned);
         }
         // SAFETY: non-NULL (checked), writable by contract.
         unsafe { write_out(out, handle.published().read()) };

@@ -8,7 +8,7 @@ use super::args::{
     write_out, write_to,
 };
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
-use super::result::rungs_result;
+use super::result::{rungs_result, CallError};
 use super::types::rungs_policy;
 use super::types::rungs_tier;
 use super::types::{
@@ -218,7 +218,7 @@ impl Handle for rungs_timing_machine {
 unsafe fn machine_call(
     function: &'static str,
     m: *const rungs_timing_machine,
-    f: impl FnOnce(&mut TimingMachineObject) -> crate::Result<()>,
+    f: impl FnOnce(&mut TimingMachineObject) -> super::result::Result<()>,
 ) -> rungs_result {
     // SAFETY: NULL or a live machine (caller contract); the guard checks NULL.
     unsafe {
@@ -231,13 +231,16 @@ unsafe fn machine_call(
 }
 
 /// The engine's tick timer from `config->tick_hz` (0: none).
-fn machine_tick_timer(config: &rungs_timing_machine_config) -> crate::Result<Option<TickTimer>> {
+fn machine_tick_timer(
+    config: &rungs_timing_machine_config,
+) -> super::result::Result<Option<TickTimer>> {
     (config.tick_hz != 0)
         .then(|| TickTimer::new(config.tick_hz))
         .transpose()
+        .map_err(CallError::from)
 }
 
-fn machine_config(config: &rungs_timing_machine_config) -> crate::Result<MachineConfig> {
+fn machine_config(config: &rungs_timing_machine_config) -> super::result::Result<MachineConfig> {
     let policy = timing_policy(config.policy, "config->policy")?;
     let speed_fps = in_range(config.speed_fps, 1, 255, "config->speed_fps")?;
     let human_seats = human_seats(config.seat_count, config.human_seat_mask)?;
@@ -352,7 +355,9 @@ pub unsafe extern "C" fn rungs_timing_machine_queue_command(
 ) -> rungs_result {
     unsafe {
         machine_call("rungs_timing_machine_queue_command", m, |o| {
-            o.machine.queue_command(tag, seat, item)
+            o.machine
+                .queue_command(tag, seat, item)
+                .map_err(CallError::from)
         })
     }
 }
@@ -404,7 +409,10 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_timing_event(
     unsafe {
         machine_call("rungs_timing_machine_execute_timing_event", m, |o| {
             let event = TimingEvent::try_from(read_in(event, "event")?)?;
-            o.machine.execute_timing_event(seat, event).map(|_| ())
+            o.machine
+                .execute_timing_event(seat, event)
+                .map(|_| ())
+                .map_err(CallError::from)
         })
     }
 }
@@ -431,6 +439,7 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_report(
             o.machine
                 .execute_report(seat, Report::try_from(read_in(report, "report")?)?)
                 .map(|_late_or_applied| ())
+                .map_err(CallError::from)
         })
     }
 }
@@ -463,6 +472,7 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_detailed_report(
             o.machine
                 .execute_report(seat, report)
                 .map(|_late_or_applied| ())
+                .map_err(CallError::from)
         })
     }
 }
@@ -500,6 +510,7 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_report_with_needs(
             o.machine
                 .execute_report(seat, report)
                 .map(|_late_or_applied| ())
+                .map_err(CallError::from)
         })
     }
 }
@@ -564,7 +575,10 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_removal(
 ) -> rungs_result {
     unsafe {
         machine_call("rungs_timing_machine_execute_removal", m, |o| {
-            o.machine.execute_removal(seat).map(|_late_or_applied| ())
+            o.machine
+                .execute_removal(seat)
+                .map(|_late_or_applied| ())
+                .map_err(CallError::from)
         })
     }
 }
@@ -761,6 +775,7 @@ pub unsafe extern "C" fn rungs_timing_machine_set_speed(
         machine_call("rungs_timing_machine_set_speed", m, |o| {
             o.machine
                 .set_speed_fps(in_range(speed_fps, 1, 255, "speed_fps")?)
+                .map_err(CallError::from)
         })
     }
 }

@@ -17,8 +17,9 @@ use super::args::{
 };
 use super::guard::{call, enter, free_call, hand_out, object_call, Guarded, Handle};
 use super::result::rungs_result;
+use super::result::{CallError, Result};
 use super::types::{rungs_link_event, rungs_link_event_fn};
-use crate::error::{Error, Result};
+use crate::error::Error;
 use crate::link::MAX_IN_FLIGHT_LIMIT;
 use crate::link::{DropReason, Endpoint, EndpointConfig, LinkConfig, LinkEvent, LinkStats};
 use crate::net::{MonotonicClock, UdpDriver, Worker, WorkerStatus};
@@ -252,7 +253,7 @@ impl EndpointState {
                 let mut driver = worker.lock();
                 Ok(f(&mut driver, now))
             }
-            Driving::Switching => Err(Error::State("the transport worker failed to stop")),
+            Driving::Switching => Err(Error::State("the transport worker failed to stop").into()),
         }
     }
 
@@ -355,6 +356,7 @@ pub(crate) unsafe fn parse_address(text: *const c_char, name: &str) -> Result<So
                 text.to_string_lossy()
             ))
         })
+        .map_err(CallError::from)
 }
 
 fn link_config(config: &rungs_endpoint_config) -> Result<LinkConfig> {
@@ -438,7 +440,8 @@ pub unsafe extern "C" fn rungs_endpoint_new(
             return Err(Error::InvalidArgument(
                 "config->key is all zero (rungs_endpoint_config_init leaves it so); expected \
                  the game's 16-byte secret key",
-            ));
+            )
+            .into());
         }
         let link = link_config(&config)?;
         let bind = if config.bind_address.is_null() {
@@ -531,9 +534,11 @@ pub unsafe extern "C" fn rungs_endpoint_add_peer(
         object_call("rungs_endpoint_add_peer", endpoint, |state| {
             require(address, "address")?;
             let address = parse_address(address, "address")?;
-            state.with_driver(state.last_now_us, |d, now| {
-                d.endpoint_mut().add_peer(seat, address, now)
-            })?
+            state
+                .with_driver(state.last_now_us, |d, now| {
+                    d.endpoint_mut().add_peer(seat, address, now)
+                })?
+                .map_err(CallError::from)
         })
     }
 }
@@ -551,7 +556,9 @@ pub unsafe extern "C" fn rungs_endpoint_remove_peer(
     // SAFETY: NULL or a live handle, by contract.
     unsafe {
         object_call("rungs_endpoint_remove_peer", endpoint, |state| {
-            state.endpoint(|e| e.remove_peer(seat))?
+            state
+                .endpoint(|e| e.remove_peer(seat))?
+                .map_err(CallError::from)
         })
     }
 }
@@ -581,11 +588,15 @@ pub unsafe extern "C" fn rungs_endpoint_send(
             if len > MAX_MESSAGE_BYTES {
                 return Err(Error::InvalidValue(format!(
                     "len is {len}; expected at most RUNGS_MAX_MESSAGE_BYTES ({MAX_MESSAGE_BYTES})"
-                )));
+                ))
+                .into());
             }
             // SAFETY: NULL or `len` readable bytes by contract.
             let payload = slice_in(data, len, "data")?;
-            state.endpoint(|e| e.send(seat, payload))?.map(|_| ())
+            state
+                .endpoint(|e| e.send(seat, payload))?
+                .map(|_| ())
+                .map_err(CallError::from)
         })
     }
 }
@@ -612,7 +623,8 @@ pub unsafe extern "C" fn rungs_endpoint_poll(
                     return Err(Error::State(
                         "the transport worker thread panicked and stopped; call \
                          rungs_endpoint_stop_worker and poll yourself",
-                    ));
+                    )
+                    .into());
                 }
             }
             if matches!(state.driving, Driving::Engine(_)) {
@@ -721,7 +733,8 @@ pub unsafe extern "C" fn rungs_endpoint_link_stats(
                 return Err(Error::InvalidValue(format!(
                     "out->struct_size is {struct_size}; expected sizeof(rungs_link_stats) = \
                      {expected} (set it before the call)"
-                )));
+                ))
+                .into());
             }
             let stats = state.with_driver(now_us, |d, now| {
                 d.endpoint()
@@ -816,11 +829,11 @@ pub unsafe extern "C" fn rungs_endpoint_start_worker(
             const ALREADY: &str =
                 "a worker thread already runs; expected rungs_endpoint_stop_worker first";
             if !matches!(state.driving, Driving::Engine(_)) {
-                return Err(Error::State(ALREADY));
+                return Err(Error::State(ALREADY).into());
             }
             let Driving::Engine(driver) = std::mem::replace(&mut state.driving, Driving::Switching)
             else {
-                return Err(Error::State(ALREADY));
+                return Err(Error::State(ALREADY).into());
             };
             let clock = MonotonicClock::starting_at(state.last_now_us);
             // Worker::start only fails before taking the driver if the OS
@@ -844,11 +857,11 @@ pub unsafe extern "C" fn rungs_endpoint_stop_worker(endpoint: *mut rungs_endpoin
         object_call("rungs_endpoint_stop_worker", endpoint, |state| {
             const NONE: &str = "no worker thread runs; expected rungs_endpoint_start_worker first";
             if !matches!(state.driving, Driving::Worker(_)) {
-                return Err(Error::State(NONE));
+                return Err(Error::State(NONE).into());
             }
             let Driving::Worker(worker) = std::mem::replace(&mut state.driving, Driving::Switching)
             else {
-                return Err(Error::State(NONE));
+                return Err(Error::State(NONE).into());
             };
             state.last_now_us = worker.clock().now_us();
             state.driving = Driving::Engine(Box::new(worker.stop()?));
@@ -875,7 +888,8 @@ pub unsafe extern "C" fn rungs_endpoint_socket(
             let Driving::Engine(driver) = &state.driving else {
                 return Err(Error::State(
                     "a worker thread drives the socket; expected rungs_endpoint_stop_worker first",
-                ));
+                )
+                .into());
             };
             write_out(out_socket, driver.raw_socket());
             Ok(())
@@ -902,7 +916,9 @@ pub unsafe extern "C" fn rungs_endpoint_set_link_key(
         object_call("rungs_endpoint_set_link_key", endpoint, |state| {
             require(key, "key")?;
             let key = SessionKey(*key);
-            state.endpoint(|e| e.set_link_key(seat, key))?
+            state
+                .endpoint(|e| e.set_link_key(seat, key))?
+                .map_err(CallError::from)
         })
     }
 }

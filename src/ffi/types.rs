@@ -7,7 +7,8 @@
 use std::ffi::c_void;
 
 use super::args::{flag, in_range, read_in, write_out};
-use crate::error::{Error, Result};
+use super::result::{CallError, Result};
+use crate::error::Error;
 use crate::report::record::MAX_SEATS;
 use crate::report::{LookAheadNeeds, Report, ReportDetail};
 use crate::timing::{PolicyKind, Timing, TimingEvent};
@@ -123,7 +124,7 @@ impl From<Timing> for rungs_timing {
 }
 
 impl TryFrom<rungs_timing> for Timing {
-    type Error = Error;
+    type Error = CallError;
     /// `InvalidValue` naming both fields when the pair breaks S1.
     fn try_from(t: rungs_timing) -> Result<Timing> {
         timing_of(t.send_period, t.look_ahead, "timing")
@@ -133,13 +134,15 @@ impl TryFrom<rungs_timing> for Timing {
 /// The timing `send_period/look_ahead` of the C struct `name`, refused with
 /// both numbers and the rule when it breaks S1.
 fn timing_of(send_period: u8, look_ahead: u8, name: &str) -> Result<Timing> {
-    Timing::new(send_period, look_ahead).map_err(|_| {
-        Error::InvalidValue(format!(
-            "{name} is send_period {send_period}, look_ahead {look_ahead}; expected \
+    Timing::new(send_period, look_ahead)
+        .map_err(|_| {
+            Error::InvalidValue(format!(
+                "{name} is send_period {send_period}, look_ahead {look_ahead}; expected \
              send_period 1 to 10 and look_ahead a multiple of send_period from \
              send_period to 250"
-        ))
-    })
+            ))
+        })
+        .map_err(CallError::from)
 }
 
 /// Read the C timing `name` from behind `ptr` and check it (S1).
@@ -167,7 +170,7 @@ pub struct rungs_timing_event {
 }
 
 impl TryFrom<rungs_timing_event> for TimingEvent {
-    type Error = Error;
+    type Error = CallError;
 
     /// `InvalidValue` for a timing that breaks S1 or a frame rate of 0.
     fn try_from(event: rungs_timing_event) -> Result<TimingEvent> {
@@ -206,7 +209,7 @@ pub struct rungs_report {
 }
 
 impl TryFrom<rungs_report> for Report {
-    type Error = Error;
+    type Error = CallError;
 
     /// `InvalidValue` when `has_worst_rtt` is neither 0 nor 1.
     fn try_from(report: rungs_report) -> Result<Report> {
@@ -433,7 +436,8 @@ pub(crate) fn look_ahead_needs(needs: rungs_look_ahead_needs) -> Result<Option<L
             .detailed(format!(
                 "needs->reference is 0 (no needs), so every other field must be 0: {}",
                 shown(&needs)
-            )));
+            ))
+            .into());
         }
         return Ok(None);
     }
@@ -474,7 +478,8 @@ pub fn timing_policy(value: u8, name: &str) -> Result<PolicyKind> {
         RUNGS_POLICY_TRACKING => Ok(PolicyKind::Tracking),
         _ => Err(Error::InvalidValue(format!(
             "{name} is {value}; expected RUNGS_POLICY_ADAPTIVE (0) or RUNGS_POLICY_TRACKING (1)"
-        ))),
+        ))
+        .into()),
     }
 }
 
@@ -496,12 +501,14 @@ pub(crate) fn human_seats(seat_count: u8, human_seat_mask: u32) -> Result<Vec<bo
         return Err(Error::InvalidValue(format!(
             "config->human_seat_mask is {human_seat_mask:#x}; expected bits only below bit \
              {seats}, one per seat (config->seat_count is {seats})"
-        )));
+        ))
+        .into());
     }
     if human_seat_mask == 0 {
         return Err(Error::InvalidArgument(
             "config->human_seat_mask is 0; expected at least one human seat",
-        ));
+        )
+        .into());
     }
     Ok((0..seats)
         .map(|s| human_seat_mask & (1 << s) != 0)
@@ -516,7 +523,8 @@ pub(crate) fn seat_or_none(seat: u8, name: &str) -> Result<Option<u8>> {
         s if usize::from(s) < crate::report::record::MAX_SEATS => Ok(Some(s)),
         s => Err(Error::InvalidValue(format!(
             "{name} is {s}; expected a seat, 0 to 15, or RUNGS_NO_SEAT (255)"
-        ))),
+        ))
+        .into()),
     }
 }
 
@@ -546,7 +554,8 @@ pub(crate) fn local_seat(
         "config->local_seat is {local_seat}; expected a human seat (set in \
          config->human_seat_mask: {}){or_observer}",
         human_list.join(", ")
-    )))
+    ))
+    .into())
 }
 
 #[cfg(test)]
@@ -575,7 +584,7 @@ mod tests {
         ] {
             assert!(matches!(
                 TimingEvent::try_from(broken),
-                Err(Error::InvalidValue(_))
+                Err(CallError::Core(Error::InvalidValue(_)))
             ));
         }
     }
@@ -601,7 +610,10 @@ mod tests {
             has_worst_rtt: 2,
             ..c
         };
-        assert!(matches!(Report::try_from(bad), Err(Error::InvalidValue(_))));
+        assert!(matches!(
+            Report::try_from(bad),
+            Err(CallError::Core(Error::InvalidValue(_)))
+        ));
     }
 
     #[test]
@@ -695,18 +707,18 @@ mod tests {
             },
         ] {
             let e = detailed_report(report, broken).unwrap_err();
-            assert!(matches!(e.kind(), Error::InvalidArgument(_)), "{e}");
+            assert!(matches!(e.kind(), Some(Error::InvalidArgument(_))), "{e}");
         }
         assert!(matches!(
             detailed_report(no_rtt, detail).unwrap_err().kind(),
-            Error::InvalidArgument(_)
+            Some(Error::InvalidArgument(_))
         ));
     }
 
     #[test]
     fn seat_fields_are_refused_with_got_and_expected() {
         assert_eq!(human_seats(3, 0b101).unwrap(), vec![true, false, true]);
-        let message = |e: Error| e.to_string();
+        let message = |e: CallError| e.to_string();
         assert_eq!(
             message(human_seats(17, 1).unwrap_err()),
             "config->seat_count is 17; expected 1 to 16"

@@ -1,7 +1,10 @@
 //! The one error type every fallible Rust API of rungs returns.
 //!
-//! Each variant maps onto exactly one C result code (`ffi::result`), so the
-//! C ABI can report what went wrong without inventing codes per module.
+//! Each variant maps onto exactly one C result code in the C library's
+//! `ffi::result`, so the C ABI reports what went wrong without inventing
+//! codes per module. What only a C call can suffer (a NULL pointer, a
+//! poisoned, re-entered or busy object, a caught panic) is the C layer's
+//! own error type, not this one: a Rust caller can never meet it.
 
 use std::fmt;
 
@@ -13,22 +16,12 @@ use crate::wire::cursor::DecodeError;
 /// it, what was got and what was expected.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {
-    /// A required pointer (C ABI) was NULL; names the argument.
-    NullPointer(&'static str),
     /// An argument is outside its documented range.
     InvalidArgument(&'static str),
     /// An argument is outside its documented range; the message, built at
     /// the call, names it and says what was got and what was expected
     /// (`config->seat_count is 0; expected 1 to 16`).
     InvalidValue(String),
-    /// A pointer argument is NULL while its length is not 0 (C ABI): NULL is
-    /// accepted only for an empty buffer.
-    NullWithLength {
-        /// The pointer argument, as the C header names it.
-        name: &'static str,
-        /// The length given with it.
-        len: usize,
-    },
     /// A seat number that is not (or no longer) part of the game.
     UnknownSeat(u8),
     /// Bytes that do not decode: which layout, and what was wrong with them
@@ -51,26 +44,13 @@ pub enum Error {
     /// was got and what was expected; it replaces the boxed error's own
     /// message, and the boxed error gives the kind (and the C code).
     Detailed(Box<Error>, String),
-    /// C ABI: the object was poisoned by an earlier caught panic.
-    Poisoned,
-    /// C ABI: the object was called from inside one of its own callbacks.
-    Reentrant,
-    /// C ABI: another thread is inside a call on the same object.
-    Busy,
-    /// C ABI: a panic was caught inside the library.
-    Panic,
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::NullPointer(what) => write!(f, "{what} is NULL"),
             Error::InvalidArgument(what) => f.write_str(what),
             Error::InvalidValue(what) | Error::Detailed(_, what) => f.write_str(what),
-            Error::NullWithLength { name, len } => write!(
-                f,
-                "{name} is NULL but its length is {len}; expected a valid pointer, or a length of 0"
-            ),
             Error::UnknownSeat(seat) => {
                 write!(
                     f,
@@ -90,18 +70,6 @@ impl fmt::Display for Error {
             }
             Error::Full(what) => write!(f, "capacity exhausted: {what}"),
             Error::Io(kind) => write!(f, "the operating system refused: {kind}"),
-            Error::Poisoned => f.write_str(
-                "the object was poisoned by an earlier panic; only its _free function works",
-            ),
-            Error::Reentrant => f.write_str(
-                "called from inside one of the same object's callbacks; \
-                 call it after the callback returns",
-            ),
-            Error::Busy => f.write_str(
-                "another thread is inside a call on the same object; \
-                 use a handle from one thread at a time",
-            ),
-            Error::Panic => f.write_str("a panic was caught inside rungs; the object is poisoned"),
         }
     }
 }
