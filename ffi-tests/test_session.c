@@ -7,6 +7,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 
 #include "harness.h"
@@ -355,8 +356,10 @@ static void *poll_status(void *arg) {
         pthread_mutex_unlock(&p->lock);
         if (done) break;
         if (rungs_session_status(p->s, &st) == RUNGS_OK) {
+            pthread_mutex_lock(&p->lock);
             p->reads++;
             if (st.frame > p->last_frame) p->last_frame = st.frame;
+            pthread_mutex_unlock(&p->lock);
         } else {
             p->failures++;
         }
@@ -382,9 +385,20 @@ static void test_a_polling_thread_never_makes_the_game_busy(void) {
     p.s = s;
     pthread_mutex_init(&p.lock, NULL);
     CHECK_EQ(pthread_create(&reader, NULL, poll_status, &p), 0);
-    for (frame = 0; frame < frames; frame++) {
+    /* The frames asked for, then more (yielding) until the poller has seen
+     * one advance: under valgrind, which runs one thread at a time, the
+     * poller may not have been scheduled at all by the end of the first
+     * part. The bound only stops a broken poller from hanging the test. */
+    for (frame = 0; frame < frames + 1000000; frame++) {
         rungs_result r[3];
-        int i;
+        int i, seen_advance;
+        if (frame >= frames) {
+            pthread_mutex_lock(&p.lock);
+            seen_advance = p.reads > 0 && p.last_frame > 0;
+            pthread_mutex_unlock(&p.lock);
+            if (seen_advance || frames < 2) break;
+            sched_yield();
+        }
         r[0] = rungs_session_frame_begin(s, frame, NULL);
         r[1] = rungs_session_add_frame_work_us(s, 8000);
         r[2] = rungs_session_frame_end(s);
