@@ -52,8 +52,6 @@ use crate::session::{
 };
 use crate::timing::MachineConfig;
 use crate::wire::packet::SessionKey;
-use crate::wire::relay::MAX_ORDER_BYTES;
-use crate::wire::turn::{ITEM_HEADER_BYTES, TURN_HEADER_BYTES};
 
 /// What `rungs_lockstep_update` did, one of `RUNGS_LOCKSTEP_*`.
 pub type rungs_lockstep_outcome = i32;
@@ -294,20 +292,6 @@ impl LockstepObject {
         Ok(())
     }
 
-    /// The largest command this game carries: what one turn packet holds
-    /// beside the turn's and the item's headers peer-to-peer (the session's
-    /// own rule), one relay order behind a relay.
-    fn max_command_bytes(&mut self) -> usize {
-        let session = self.session();
-        if session.relay_client().is_some() {
-            return MAX_ORDER_BYTES;
-        }
-        (session.endpoint().config().link.max_message_bytes()
-            - TURN_HEADER_BYTES
-            - ITEM_HEADER_BYTES)
-            .min(usize::from(u16::MAX))
-    }
-
     pub(super) fn session(&mut self) -> &mut LockstepSession {
         self.driver.session_mut()
     }
@@ -528,7 +512,7 @@ unsafe fn relay_settings(c: &rungs_lockstep_config) -> Result<RelaySettings> {
             0 => RUNGS_RELAY_DEFAULT_JITTER_TICKS,
             ticks => ticks,
         },
-        ..RelaySettings::new(relay, credentials, super::relay::process_nonce_seed())
+        ..RelaySettings::new(relay, credentials, crate::net::process_seed())
     })
 }
 
@@ -690,7 +674,7 @@ pub unsafe extern "C" fn rungs_lockstep_submit_command(
     unsafe {
         lockstep_call("rungs_lockstep_submit_command", ls, |o| {
             let command = slice_in(bytes, len, "bytes")?;
-            let limit = o.max_command_bytes();
+            let limit = o.session().max_command_bytes();
             if command.len() > limit {
                 return Err(Error::InvalidValue(format!(
                     "len is {len}; expected at most {limit} bytes, what one command carries in this game"

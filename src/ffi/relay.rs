@@ -179,12 +179,6 @@ pub unsafe extern "C" fn rungs_relay_credentials_parse(
     })
 }
 
-/// A connection-nonce seed for this process (relay topology of
-/// `rungs_lockstep`): different per process and not guessable from outside.
-pub(crate) fn process_nonce_seed() -> u64 {
-    crate::net::process_seed()
-}
-
 // ---------------------------------------------------------------------------
 // The relay topology's own calls on `rungs_lockstep`.
 

@@ -384,6 +384,16 @@ impl LockstepSession {
         }
     }
 
+    /// The largest command [`submit_command`](Self::submit_command) takes:
+    /// what one turn carries beside its headers peer-to-peer, one relay
+    /// order behind a relay.
+    pub fn max_command_bytes(&self) -> usize {
+        match &self.kind {
+            Kind::PeerToPeer(s) => s.max_command_bytes(),
+            Kind::Relay(_) => crate::wire::relay::MAX_ORDER_BYTES,
+        }
+    }
+
     /// Issue a command (the engine's bytes) now: it goes out with this
     /// machine's next turn. Returns the frame it is forecast to execute on or
     /// after (S5). Nothing changes when it fails: `Error::Full` when this

@@ -228,16 +228,22 @@ impl PeerSession {
     /// after (S5). Nothing changes when it fails: `Error::Full` when this
     /// machine's next turn cannot take it (S8 backpressure: run a frame, or
     /// send fewer or smaller commands).
+    /// The largest command one turn carries: a link message less the turn's
+    /// and the item's headers, and no more than an item's 16-bit length.
+    pub(super) fn max_command_bytes(&self) -> usize {
+        (self.endpoint.config().link.max_message_bytes()
+            - turn::TURN_HEADER_BYTES
+            - turn::ITEM_HEADER_BYTES)
+            .min(usize::from(u16::MAX))
+    }
+
     pub(super) fn submit_command(&mut self, bytes: &[u8]) -> Result<u32> {
         if self.left || self.leaving {
             return Err(Error::State(
                 "this player has left (or is leaving) the game",
             ));
         }
-        let room = self.endpoint.config().link.max_message_bytes()
-            - turn::TURN_HEADER_BYTES
-            - turn::ITEM_HEADER_BYTES;
-        if bytes.len() > room.min(usize::from(u16::MAX)) {
+        if bytes.len() > self.max_command_bytes() {
             return Err(Error::InvalidArgument("command too large for one packet"));
         }
         let item = Item::Command(bytes.to_vec());
