@@ -12,7 +12,8 @@
 //   - a full turn (RUNGS_ERR_FULL) is std::nullopt from submit_command, not
 //     an exception;
 //   - status() answers from another thread while this one drives the game;
-//   - close() frees the session and leaves it empty.
+//   - close() frees the session and leaves it empty;
+//   - a relay ticket issued as a lobby does reads back from its text form.
 //
 // A one-seat game on 127.0.0.1 with a clock of our own (every update a
 // frame later), so nothing here waits for the network or the wall clock.
@@ -196,6 +197,33 @@ void status_from_another_thread() {
     expect(!session && session.get() == nullptr, "close() frees the session and leaves it empty");
 }
 
+void relay_credentials() {
+    const rungs::key16 lobby_secret{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+    const rungs::relay_credentials issued = rungs::issue_relay_ticket(lobby_secret, 99, 3, 4000000000u, 1);
+    // The text form `rungs-relay ticket` prints: <ticket hex>:<link secret hex>.
+    const auto to_hex = [](rungs::bytes_view bytes) {
+        std::string out;
+        char hex[3];
+        for (std::uint8_t b : bytes) {
+            std::snprintf(hex, sizeof hex, "%02x", b);
+            out += hex;
+        }
+        return out;
+    };
+    const std::string text = to_hex(issued.ticket) + ":" + to_hex(issued.link_secret);
+    const rungs::relay_credentials parsed = rungs::parse_relay_credentials(text);
+    expect(issued.ticket.size() == RUNGS_RELAY_TICKET_BYTES && parsed.ticket == issued.ticket &&
+               parsed.link_secret == issued.link_secret && parsed.seat == 3,
+           "a relay ticket issued as a lobby does reads back from its text form");
+    bool refused = false;
+    try {
+        (void)rungs::parse_relay_credentials("not credentials");
+    } catch (const rungs::error &e) {
+        refused = e.code() == RUNGS_ERR_INVALID_ARGUMENT;
+    }
+    expect(refused, "text that is not credentials throws INVALID_ARGUMENT");
+}
+
 } // namespace
 
 int main() {
@@ -205,6 +233,7 @@ int main() {
         reentrant_call();
         backpressure();
         status_from_another_thread();
+        relay_credentials();
     } catch (const std::exception &e) {
         std::printf("FAIL  unexpected exception: %s\n", e.what());
         return 1;
