@@ -667,7 +667,7 @@ public:
     /** Drive the game at `now_us`: read the socket, run the next frame if it
      * is due and its turns are here (its commands reach the `command`
      * callback before this returns), send. An exception a callback threw is
-     * rethrown here. */
+     * rethrown here, ahead of any error of the call itself. */
     update_result update(std::uint64_t now_us) {
         /* Kept in a local: a callback may have moved *this elsewhere. */
         detail::lockstep_state *state = state_.get();
