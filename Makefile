@@ -61,6 +61,7 @@ test: setup
 	$(MAKE) header-check
 	$(MAKE) -C ffi-tests check vectors asan valgrind
 	$(MAKE) -C examples-c run
+	$(MAKE) -C examples-cpp run
 	$(MAKE) pkgconfig-check
 	$(MAKE) windows-test
 
