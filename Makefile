@@ -116,6 +116,7 @@ clean:
 	cargo clean
 	$(MAKE) -C ffi-tests clean
 	$(MAKE) -C examples-c clean
+	$(MAKE) -C examples-cpp clean
 
 # rungs-sim's scenario suite (crates/rungs-sim/scenarios/*.args): every
 # scenario with every policy, the table and the targets. Release build: it
