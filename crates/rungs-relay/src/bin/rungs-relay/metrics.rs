@@ -43,8 +43,9 @@ pub const STALLED_AFTER: Duration = Duration::from_secs(5);
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// Upper bounds of the latency histograms' buckets, µs; one more bucket
-/// (+Inf) holds the rest. The relay's budget is a couple of milliseconds
-/// (docs/relay.md, "How it scales"): fine steps below it, coarse above.
+/// (+Inf) holds the rest. What the relay may add is a couple of
+/// milliseconds (`rungs-relay-load` judges a 2 ms p99): fine steps below
+/// that, coarse above.
 const BUCKET_BOUNDS_US: [u64; 11] = [
     50, 100, 250, 500, 1_000, 2_000, 5_000, 10_000, 25_000, 50_000, 100_000,
 ];
@@ -626,6 +627,58 @@ mod tests {
             assert!(
                 text.lines().any(|l| l == line),
                 "missing `{line}` in:\n{text}"
+            );
+        }
+    }
+
+    /// Every family as its samples are named (counters end in `_total`,
+    /// histograms in `_seconds`, with `_bucket`, `_sum`, `_count`).
+    const FAMILIES: [&str; 19] = [
+        "rungs_relay_matches",
+        "rungs_relay_matches_started_total",
+        "rungs_relay_matches_ended_total",
+        "rungs_relay_seats",
+        "rungs_relay_connections",
+        "rungs_relay_connections_opened_total",
+        "rungs_relay_datagrams_received_total",
+        "rungs_relay_datagrams_sent_total",
+        "rungs_relay_datagrams_dropped_total",
+        "rungs_relay_tickets_refused_total",
+        "rungs_relay_cookies_sent_total",
+        "rungs_relay_bad_messages_total",
+        "rungs_relay_socket_errors_total",
+        "rungs_relay_datagram_latency_seconds",
+        "rungs_relay_processing_latency_seconds",
+        "rungs_relay_timer_lateness_seconds",
+        "rungs_relay_draining",
+        // A histogram's samples, as the doc's example shows them.
+        "rungs_relay_processing_latency_seconds_bucket",
+        "rungs_relay_processing_latency_seconds_sum",
+    ];
+
+    #[test]
+    fn every_family_is_in_the_operations_doc() {
+        let doc = include_str!("../../../../../docs/relay-operations.md");
+        let text = encode(Snapshot::default());
+        let mut encoded: Vec<String> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .map(|l| {
+                let (name, kind) = l.split_once(' ').unwrap();
+                match kind {
+                    "counter" => format!("{name}_total"),
+                    _ => name.to_string(),
+                }
+            })
+            .collect();
+        encoded.sort();
+        let mut listed: Vec<String> = FAMILIES[..17].iter().map(|f| f.to_string()).collect();
+        listed.sort();
+        assert_eq!(encoded, listed, "FAMILIES lists every family");
+        for family in FAMILIES {
+            assert!(
+                doc.contains(family),
+                "docs/relay-operations.md names `{family}`"
             );
         }
     }
