@@ -512,11 +512,15 @@ fn flush(
     }
 }
 
-/// The `--metrics` listener, if asked for.
+/// The `--metrics` listener, if asked for (an empty value is off, so a
+/// container's environment can turn it off).
 fn open_metrics(args: &Args) -> Result<Option<TcpListener>, String> {
     let Some(text) = args.get("metrics", Some("RUNGS_RELAY_METRICS")) else {
         return Ok(None);
     };
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
     let address: SocketAddr = text
         .trim()
         .parse()

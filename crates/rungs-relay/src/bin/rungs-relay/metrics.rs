@@ -306,8 +306,12 @@ impl Metrics {
         }
     }
 
-    /// From now on `/health` says draining.
+    /// From now on `/health` says draining (and the next publish, at once,
+    /// says so too).
     pub fn set_draining(&mut self) {
+        if self.draining {
+            return;
+        }
         self.draining = true;
         if let Some(shared) = &self.shared {
             shared.draining.store(true, Ordering::Relaxed);
