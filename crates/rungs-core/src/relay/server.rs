@@ -63,7 +63,7 @@ use super::sequencer::{MatchEvent, MatchSetup, Sequencer};
 use super::ticket::{verify, LobbySecret};
 use super::{receive_link_packet, RELAY_LINK_SEAT};
 use crate::error::{Error, Result};
-use crate::link::{canonical_address, Link, LinkConfig, LinkEvent, LinkIdentity};
+use crate::link::{canonical_address, DropCounts, Link, LinkConfig, LinkEvent, LinkIdentity};
 use crate::wire::packet::{self, SessionKey};
 use crate::wire::relay::{
     peek_datagram, read_client_message, read_hello, verify_hello_tag, write_cookie, write_reject,
@@ -156,6 +156,9 @@ pub struct RelayCounters {
     pub unknown_connection: u64,
     /// Transport packets dropped by a connection (seat, tag, structure, link checks).
     pub link_drops: u64,
+    /// The same drops by the link's reason (their sum is `link_drops`): the
+    /// connections' own counts go with them when they close.
+    pub link_drops_by_reason: DropCounts,
     /// Link messages that are not a valid client message.
     pub bad_messages: u64,
     /// Connections moved to a new source address.
@@ -690,6 +693,9 @@ impl Relay {
         if prefix.sender != seat {
             conn.link.count_drop(crate::link::DropReason::UnknownSender);
             self.counters.link_drops += 1;
+            self.counters
+                .link_drops_by_reason
+                .count(crate::link::DropReason::UnknownSender);
             return;
         }
         let source = canonical_address(source);
@@ -709,6 +715,7 @@ impl Relay {
                 self.counters.moves_refused += 1;
             }
             self.counters.link_drops += 1;
+            self.counters.link_drops_by_reason.count(reason);
             return;
         }
         conn.address = source;

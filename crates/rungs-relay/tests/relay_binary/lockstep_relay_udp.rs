@@ -167,7 +167,7 @@ fn relay_topology_sessions_play_a_match_over_loopback() {
     }
     assert_eq!(bare_orders, engines[0].commands, "the bare client's turns");
     assert!(bare_over, "the match ended");
-    let (clean, text) = relay.stop();
-    assert!(clean, "{text}");
+    let (code, text) = relay.stop();
+    assert_eq!(code, Some(0), "the match had finished: {text}");
     assert!(text.contains("match 5151 over"), "{text}");
 }

@@ -8,5 +8,6 @@ mod relay_process;
 
 mod lockstep_relay_udp;
 mod relay_admin;
+mod relay_operations;
 mod relay_restart_udp;
 mod relay_udp;

@@ -241,8 +241,9 @@ fn admin_socket_creates_lists_and_ends_matches_of_the_running_binary() {
     assert!(lines[1].starts_with("match 502 running"), "{lines:?}");
     assert_eq!(admin.counter("matches_over"), 1);
 
-    let (clean, log) = relay.stop();
-    assert!(clean, "{log}");
+    // Match 502 is still going: the drain (0 s here) ends it, exit 3.
+    let (code, log) = relay.stop();
+    assert_eq!(code, Some(3), "{log}");
     assert!(log.contains("match 501 created (admin socket)"), "{log}");
     assert!(log.contains("match 501 ended by the admin socket"), "{log}");
     assert!(
@@ -362,8 +363,8 @@ fn idle_admin_connections_are_closed_and_cannot_lock_the_lobby_out() {
         assert_eq!(lobby.command("list").1, "ok 0 matches");
         std::thread::sleep(Duration::from_millis(600));
     }
-    let (clean, log) = relay.stop();
-    assert!(clean, "{log}");
+    let (code, log) = relay.stop();
+    assert_eq!(code, Some(0), "no match: {log}");
 }
 
 #[test]
@@ -431,8 +432,9 @@ fn matches_created_through_the_admin_socket_survive_a_restart_and_ended_ones_sta
         "{:?}",
         players[1].events
     );
-    let (clean, log) = second.stop();
-    assert!(clean, "{log}");
+    // Match 602 is still going: the drain (0 s here) ends it, exit 3.
+    let (code, log) = second.stop();
+    assert_eq!(code, Some(3), "{log}");
     assert!(log.contains("match 602 resumed from its journal"), "{log}");
     assert!(!log.contains("match 601 created"), "{log}");
 }

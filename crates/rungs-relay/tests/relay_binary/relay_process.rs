@@ -9,6 +9,7 @@ use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, ChildStderr, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use rungs_core::relay::ticket::Credentials;
 
@@ -31,6 +32,8 @@ pub fn ticket(secret: &str, match_id: u64, seat: u8) -> Credentials {
 pub struct RelayProcess {
     pub child: Child,
     pub log: BufReader<ChildStderr>,
+    /// Log lines read before the end (looking for one).
+    read: Vec<String>,
     pub address: SocketAddr,
     pub dir: PathBuf,
 }
@@ -43,7 +46,8 @@ impl RelayProcess {
 
     /// Serve on 127.0.0.1 with a setup file holding `setup` (if any) and
     /// `extra` arguments; `{dir}` in an argument is replaced by the
-    /// relay's own temporary folder.
+    /// relay's own temporary folder. Its drain lasts 0 s unless `extra`
+    /// says `--drain-seconds`: SIGTERM ends the matches still going at once.
     pub fn serve_with(
         name: &str,
         secret: &str,
@@ -65,6 +69,7 @@ impl RelayProcess {
         let mut child = command
             .env("RUNGS_RELAY_SECRET", secret)
             .env("RUNGS_RELAY_LOAD_WAIT_SECONDS", "5")
+            .env("RUNGS_RELAY_DRAIN_SECONDS", "0")
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
@@ -80,9 +85,50 @@ impl RelayProcess {
         RelayProcess {
             child,
             log,
+            read: Vec::new(),
             address,
             dir,
         }
+    }
+
+    /// The address of `--metrics`, from the log line saying it.
+    pub fn metrics_address(&mut self) -> SocketAddr {
+        loop {
+            let mut line = String::new();
+            assert!(self.log.read_line(&mut line).unwrap() > 0, "log ended");
+            self.read.push(line.trim_end().to_string());
+            if let Some(rest) = line.split("metrics at ").nth(1) {
+                return rest.split(' ').next().unwrap().parse().unwrap();
+            }
+        }
+    }
+
+    /// Send `signal` (SIGTERM, SIGINT) to the relay.
+    pub fn signal(&self, signal: libc::c_int) {
+        // SAFETY: a plain signal to our own child.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, signal);
+        }
+    }
+
+    /// Wait up to `timeout` for the relay to exit (SIGKILL and panic if
+    /// it does not): its exit code and its whole log.
+    pub fn wait_exit(mut self, timeout: Duration) -> (Option<i32>, String) {
+        let start = Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            if start.elapsed() > timeout {
+                self.kill9();
+                panic!("the relay did not exit within {timeout:?}");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let mut lines = std::mem::take(&mut self.read);
+        lines.extend(self.log.lines().map_while(Result::ok));
+        let _ = std::fs::remove_dir_all(&self.dir);
+        (status.code(), lines.join("\n"))
     }
 
     /// SIGKILL and wait, as a crash would: nothing of the process's own
@@ -95,14 +141,11 @@ impl RelayProcess {
         let _ = self.child.wait();
     }
 
-    /// SIGTERM, wait, and return whether it exited cleanly and the rest of its log.
-    pub fn stop(mut self) -> (bool, String) {
-        unsafe {
-            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
-        }
-        let status = self.child.wait().unwrap();
-        let rest: Vec<String> = self.log.lines().map_while(Result::ok).collect();
-        let _ = std::fs::remove_dir_all(&self.dir);
-        (status.success(), rest.join("\n"))
+    /// SIGTERM and wait: its exit code (0: every match had finished; 3:
+    /// the drain ended some, at once unless `--drain-seconds` was given)
+    /// and its log.
+    pub fn stop(self) -> (Option<i32>, String) {
+        self.signal(libc::SIGTERM);
+        self.wait_exit(Duration::from_secs(60))
     }
 }

@@ -204,7 +204,7 @@ fn a_relay_killed_mid_match_resumes_every_player_from_its_journal() {
             );
         }
     }
-    let (clean, text) = {
+    let (code, text) = {
         // Export the ended match before the relay is stopped.
         let out = dir.join("match.rlog");
         let exported = Command::new(BIN)
@@ -242,7 +242,7 @@ fn a_relay_killed_mid_match_resumes_every_player_from_its_journal() {
         assert_eq!(log.over, Some(MatchOverReason::AllLeft));
         second.stop()
     };
-    assert!(clean, "{text}");
+    assert_eq!(code, Some(0), "the match had finished: {text}");
     assert!(text.contains(&format!("match {MATCH} over")), "{text}");
     assert!(
         text.contains(&format!("match {MATCH} resumed from its journal")),

@@ -118,8 +118,8 @@ fn relay_binary_serves_a_match_over_loopback_and_stops_on_sigterm() {
         .iter()
         .all(|p| !p.3.iter().any(|e| matches!(e, ClientEvent::Desync(_)))));
 
-    let (clean, text) = relay.stop();
-    assert!(clean, "{text}");
+    let (code, text) = relay.stop();
+    assert_eq!(code, Some(0), "the match had finished: {text}");
     assert!(
         text.contains("match 4242 started (everyone joined)"),
         "{text}"

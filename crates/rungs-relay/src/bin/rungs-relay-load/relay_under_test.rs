@@ -191,6 +191,8 @@ impl RelayUnderTest {
             .arg(&admin)
             .arg("--max-connections")
             .arg(max_connections.to_string())
+            // Stopping a run (SIGTERM) ends its matches at once.
+            .args(["--drain-seconds", "0"])
             .args(extra)
             .env("RUNGS_RELAY_SECRET", o.secret_hex)
             .env_remove("RUNGS_RELAY_MATCHES")

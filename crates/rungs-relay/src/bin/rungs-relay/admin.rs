@@ -36,6 +36,7 @@ use rungs_core::relay::Relay;
 use rungs_core::wire::relay::{RejectReason, SeatPresence};
 
 use super::latency::Latency;
+use super::metrics::snake_case;
 use super::setup::{parse_line, Defaults};
 
 /// Admin connections served at once; further ones get an error line.
@@ -56,6 +57,14 @@ commands:
   latency [reset]                                what the relay adds, µs, and its loop's batching (then reset)
   help                                           this text
   quit                                           close this connection";
+
+/// The reply to `create` while the relay drains (`drain.rs`).
+pub const DRAINING_REPLY: &str = "error the relay is draining: it takes no new matches";
+
+/// Whether `line` is a `create` command (refused while draining).
+pub fn creates_a_match(line: &str) -> bool {
+    line.split_whitespace().next() == Some("create")
+}
 
 /// What a command did, for the serving thread's log.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -179,22 +188,6 @@ fn list(relay: &Relay, now_us: u64) -> String {
         ));
     }
     out.push_str(&format!("ok {} matches", ids.len()));
-    out
-}
-
-/// `BadTicket` → `bad_ticket`.
-fn snake_case(name: &str) -> String {
-    let mut out = String::new();
-    for (i, c) in name.chars().enumerate() {
-        if c.is_ascii_uppercase() {
-            if i > 0 {
-                out.push('_');
-            }
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
     out
 }
 

@@ -2,29 +2,36 @@
 //!
 //! A thin edge around [`rungs_core::relay::Relay`]: one socket, the wall clock,
 //! a setup file of matches and an admin socket (`admin.rs`), a log line per
-//! event worth knowing, latency histograms (`latency.rs`), and a clean
-//! shutdown on SIGINT/SIGTERM (every match is ended, so clients hear
-//! MatchOver, then the process exits 0). See `docs/relay.md`.
+//! event worth knowing, latency histograms (`latency.rs`), metrics and a
+//! health check over HTTP (`metrics.rs`, `http.rs`), and a graceful drain
+//! on SIGINT/SIGTERM (`drain.rs`). See `docs/relay.md` and
+//! `docs/relay-operations.md`.
 //!
-//! Exit codes: 0 fine; 1 the socket or a file failed; 2 bad usage.
+//! Exit codes: 0 fine (a drain in which every match finished); 1 the
+//! socket or a file failed; 2 bad usage; 3 drained, but matches still going
+//! at the drain's deadline were ended.
 
 // The admin socket is Unix-only; elsewhere its commands (and the latency
 // report they give) are compiled and unit-tested but not reachable.
 #[cfg_attr(not(unix), allow(dead_code))]
 mod admin;
+mod drain;
 mod events;
+mod http;
 mod inbox;
 mod journal;
 #[cfg_attr(not(unix), allow(dead_code))]
 mod latency;
+mod metrics;
 mod outbox;
 mod persist;
 mod setup;
 mod store;
 
-use std::net::{SocketAddr, UdpSocket};
+use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rungs_core::relay::admission::CookieKey;
@@ -74,6 +81,13 @@ SERVE FLAGS (environment variable; default)
                               journal this often (what a power loss can lose)
   --keep-turn-logs yes|no     RUNGS_RELAY_KEEP_TURN_LOGS; no: keep each ended
                               match's turn log in DIR/turn-logs (replays)
+  --metrics ADDR              RUNGS_RELAY_METRICS; off: serve HTTP on ADDR (e.g.
+                              127.0.0.1:9464): GET /metrics (OpenMetrics text),
+                              GET /health (200 serving, 503 draining)
+  --drain-seconds N           RUNGS_RELAY_DRAIN_SECONDS; 300 (0-86400): on SIGTERM
+                              or SIGINT take no new matches, let the running
+                              ones finish for up to N s, then end the rest and
+                              exit (a second signal ends them at once)
 
 TICKET FLAGS
   --secret HEX | --secret-file PATH   as above (or the same variables)
@@ -86,13 +100,21 @@ EXPORT FLAGS
   --state DIR --match ID --out FILE   the match's turn log from the relay's
                               state (docs/relay.md, Replays); a running
                               match's up to its last final tick
+
+EXIT CODES
+  0  done; after a drain: every match finished before the deadline
+  1  a socket or a file failed
+  2  bad usage
+  3  drained, and matches still going at the deadline were ended
 ";
 
-static SHUTDOWN: AtomicBool = AtomicBool::new(false);
+/// SIGINT and SIGTERM received so far: the first starts the drain, a
+/// second ends it (`drain.rs`). The serving loop polls it.
+static TERMINATION_SIGNALS: AtomicU32 = AtomicU32::new(0);
 
 #[cfg(unix)]
 extern "C" fn on_signal(_signal: libc::c_int) {
-    SHUTDOWN.store(true, Ordering::SeqCst);
+    TERMINATION_SIGNALS.fetch_add(1, Ordering::SeqCst);
 }
 
 #[cfg(unix)]
@@ -216,12 +238,12 @@ fn main() -> ExitCode {
     };
     let result = match command {
         "serve" => Args::parse(rest).and_then(|a| serve(&a)),
-        "ticket" => Args::parse(rest).and_then(|a| ticket(&a)),
-        "export" => Args::parse(rest).and_then(|a| persist::export(&a)),
+        "ticket" => Args::parse(rest).and_then(|a| ticket(&a).map(|()| 0)),
+        "export" => Args::parse(rest).and_then(|a| persist::export(&a).map(|()| 0)),
         _ => Err(String::new()),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => ExitCode::from(code),
         Err(message) if message.is_empty() => {
             print!("{HELP}");
             ExitCode::from(if command == "--help" || command == "-h" {
@@ -425,18 +447,23 @@ fn open_admin(
 /// Answer the admin commands waiting, between datagram batches. What a
 /// command changed is in the journal before its reply goes out: an operator
 /// who reads "over" (or "created") may kill the relay at once, and the
-/// restarted relay must agree with what it said.
+/// restarted relay must agree with what it said. While draining, `create`
+/// is refused.
 #[cfg(unix)]
 fn serve_admin(
     admin: &Option<admin::AdminSocket>,
     relay: &mut Relay,
     persistence: &mut persist::Persistence,
-    defaults: &Defaults,
+    (defaults, accepting_matches): (&Defaults, bool),
     latency: &mut latency::Latency,
     now_us: u64,
 ) {
     let Some(admin) = admin else { return };
     while let Ok(request) = admin.requests.try_recv() {
+        if !accepting_matches && admin::creates_a_match(&request.line) {
+            let _ = request.reply.send(admin::DRAINING_REPLY.into());
+            continue;
+        }
         let (reply, effect) = admin::execute(&request.line, relay, defaults, latency, now_us);
         match effect {
             admin::Effect::Created(id) => {
@@ -457,16 +484,26 @@ fn serve_admin(
     _: &Option<std::convert::Infallible>,
     _: &mut Relay,
     _: &mut persist::Persistence,
-    _: &Defaults,
+    _: (&Defaults, bool),
     _: &mut latency::Latency,
     _: u64,
 ) {
 }
 
-/// Count (and now and then log) the datagrams the kernel refused.
-fn send_errors(io_errors: &mut u64, (failed, error): (u64, Option<std::io::Error>)) {
+/// Send what the outbox holds: count what the kernel took, and count (and
+/// now and then log) what it refused.
+fn flush(
+    outbox: &mut outbox::Outbox,
+    socket: &UdpSocket,
+    io_errors: &mut u64,
+    tally: &mut metrics::Tally,
+) {
+    let queued = outbox.queued() as u64;
+    let (failed, error) = outbox.flush(socket);
+    tally.datagrams_sent += queued.saturating_sub(failed);
     for _ in 0..failed {
         *io_errors += 1;
+        tally.send_errors += 1;
         if io_errors.is_power_of_two() {
             if let Some(e) = &error {
                 log(&format!("send error ({io_errors} so far): {e}"));
@@ -475,7 +512,26 @@ fn send_errors(io_errors: &mut u64, (failed, error): (u64, Option<std::io::Error
     }
 }
 
-fn serve(args: &Args) -> Result<(), String> {
+/// The `--metrics` listener, if asked for (an empty value is off, so a
+/// container's environment can turn it off).
+fn open_metrics(args: &Args) -> Result<Option<TcpListener>, String> {
+    let Some(text) = args.get("metrics", Some("RUNGS_RELAY_METRICS")) else {
+        return Ok(None);
+    };
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    let address: SocketAddr = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("--metrics: `{text}` is not an address like 127.0.0.1:9464"))?;
+    TcpListener::bind(address)
+        .map(Some)
+        .map_err(|e| format!("io:--metrics {address}: {e}"))
+}
+
+/// Serve until a drain ends; the exit code (`drain::Outcome::code`).
+fn serve(args: &Args) -> Result<u8, String> {
     args.check_known(&[
         "listen",
         "secret",
@@ -490,6 +546,8 @@ fn serve(args: &Args) -> Result<(), String> {
         "state",
         "state-sync-ms",
         "keep-turn-logs",
+        "metrics",
+        "drain-seconds",
     ])?;
     let secret = args.secret()?;
     let listen: SocketAddr = args
@@ -548,6 +606,17 @@ fn serve(args: &Args) -> Result<(), String> {
         1..=100_000,
     )
     .map_err(flag)?;
+    let drain_seconds = setup::in_range(
+        "drain-seconds",
+        args.number(
+            "drain-seconds",
+            Some("RUNGS_RELAY_DRAIN_SECONDS"),
+            Some(drain::DEFAULT_DRAIN_SECONDS),
+        )?,
+        0..=drain::MAX_DRAIN_SECONDS,
+    )
+    .map_err(flag)?;
+    let metrics_listener = open_metrics(args)?;
     config.hello_limits.address_burst = 2 * address_hellos;
     config.hello_limits.address_interval_us = 1_000_000 / u64::from(address_hellos);
     let matches = args.get("matches", Some("RUNGS_RELAY_MATCHES"));
@@ -583,6 +652,20 @@ fn serve(args: &Args) -> Result<(), String> {
     if let Some(path) = &admin_path {
         log(&format!("admin socket at {path}"));
     }
+    let metrics_shared = match metrics_listener {
+        Some(listener) => {
+            let address = listener
+                .local_addr()
+                .map_err(|e| format!("io:--metrics: {e}"))?;
+            let shared = Arc::new(metrics::Shared::new());
+            http::spawn(listener, shared.clone()).map_err(|e| format!("io:--metrics: {e}"))?;
+            log(&format!("metrics at {address} (GET /metrics, GET /health)"));
+            Some(shared)
+        }
+        None => None,
+    };
+    let mut metrics = metrics::Metrics::new(metrics_shared);
+    let mut drain = drain::Drain::new(Duration::from_secs(drain_seconds));
 
     let start = Instant::now();
     let now_us = || start.elapsed().as_micros() as u64;
@@ -593,37 +676,33 @@ fn serve(args: &Args) -> Result<(), String> {
     let mut event_log = events::EventLog::new();
     let mut lines: Vec<String> = Vec::new();
     let mut outbox = outbox::Outbox::new();
-    let mut shutdown_deadline: Option<Instant> = None;
     let mut io_errors = 0u64;
     let mut batch_was_full = false;
     precise_timers();
-    loop {
-        if SHUTDOWN.load(Ordering::SeqCst) && shutdown_deadline.is_none() {
-            log("shutting down: ending every match");
-            let ids: Vec<u64> = relay.match_ids().collect();
-            for id in ids {
-                let _ = relay.end_match(id, now_us());
+    let outcome = loop {
+        metrics.heartbeat();
+        let signals = TERMINATION_SIGNALS.load(Ordering::SeqCst);
+        match drain.step(signals, &mut relay, now_us(), log) {
+            drain::Step::Serve => {}
+            drain::Step::Ended(matches) => metrics.tally.ended_by_drain(matches),
+            drain::Step::Exit(outcome) => break outcome,
+        }
+        let accepting_matches = drain.accepting_matches();
+        if !accepting_matches {
+            metrics.set_draining();
+        } else if let Some(file) = setup_file.as_mut() {
+            if let Err(e) = file.refresh(&mut relay, &mut persistence, now_us()) {
+                log(&e[3..]);
             }
-            shutdown_deadline = Some(Instant::now() + Duration::from_secs(1));
         }
-        if shutdown_deadline.is_some_and(|d| Instant::now() >= d) {
-            break;
-        }
-        if shutdown_deadline.is_none() {
-            if let Some(file) = setup_file.as_mut() {
-                if let Err(e) = file.refresh(&mut relay, &mut persistence, now_us()) {
-                    log(&e[3..]);
-                }
-            }
-            serve_admin(
-                &admin,
-                &mut relay,
-                &mut persistence,
-                &defaults,
-                &mut latency,
-                now_us(),
-            );
-        }
+        serve_admin(
+            &admin,
+            &mut relay,
+            &mut persistence,
+            (&defaults, accepting_matches),
+            &mut latency,
+            now_us(),
+        );
         let now = now_us();
         let wait_us = relay
             .poll_timeout()
@@ -639,6 +718,7 @@ fn serve(args: &Args) -> Result<(), String> {
             Err(e) => {
                 // ICMP errors from a client that went away show up here.
                 io_errors += 1;
+                metrics.tally.receive_errors += 1;
                 if io_errors.is_power_of_two() {
                     log(&format!("receive error ({io_errors} so far): {e}"));
                 }
@@ -673,39 +753,49 @@ fn serve(args: &Args) -> Result<(), String> {
             outbox.commit(to, len);
             latency.loops.datagrams_out += 1;
             if outbox.is_full() {
-                send_errors(&mut io_errors, outbox.flush(&socket));
+                flush(&mut outbox, &socket, &mut io_errors, &mut metrics.tally);
             }
         }
-        send_errors(&mut io_errors, outbox.flush(&socket));
+        flush(&mut outbox, &socket, &mut io_errors, &mut metrics.tally);
         if let Some(due) = timer_due {
-            latency.timer.record(now_us().saturating_sub(due));
+            let late_us = now_us().saturating_sub(due);
+            latency.timer.record(late_us);
+            metrics.tally.timer.record(late_us);
         }
         let done_ns = latency::realtime_ns();
         for (arrived, received) in &arrivals {
-            latency
-                .datagram
-                .record(done_ns.saturating_sub(*arrived) / 1000);
-            latency
-                .processing
-                .record(done_ns.saturating_sub(*received) / 1000);
+            let datagram_us = done_ns.saturating_sub(*arrived) / 1000;
+            let processing_us = done_ns.saturating_sub(*received) / 1000;
+            latency.datagram.record(datagram_us);
+            latency.processing.record(processing_us);
+            metrics.tally.datagram.record(datagram_us);
+            metrics.tally.processing.record(processing_us);
         }
         let second = unix_now().as_secs();
         while let Some(event) = relay.poll_event() {
             persistence.event(&event);
+            metrics.tally.event(&event, drain.ended_matches());
             event_log.event(second, &event, &mut lines);
         }
         event_log.tick(second, relay.counters(), &mut lines);
         for line in lines.drain(..) {
             log(&line);
         }
-    }
+        metrics.publish(&relay);
+    };
     let c = relay.counters();
     log(&format!(
-        "stopped: {} datagrams, {} connections opened, {} Hellos rejected, {} dropped",
+        "stopped: {} datagrams, {} connections opened, {} Hellos rejected, {} dropped; exit {} ({})",
         c.datagrams,
         c.connections_opened,
         c.rejected.iter().sum::<u64>(),
-        c.not_relay + c.malformed_hellos + c.unknown_connection + c.link_drops
+        c.not_relay + c.malformed_hellos + c.unknown_connection + c.link_drops,
+        outcome.code(),
+        match outcome {
+            drain::Outcome::Finished => "every match finished".to_string(),
+            drain::Outcome::EndedAtDeadline(n) =>
+                format!("{n} match(es) ended at the drain deadline"),
+        }
     ));
-    Ok(())
+    Ok(outcome.code())
 }

@@ -61,6 +61,11 @@ impl Outbox {
         self.queued == BATCH
     }
 
+    /// Datagrams queued and not yet flushed.
+    pub fn queued(&self) -> usize {
+        self.queued
+    }
+
     /// Send everything queued; the number of datagrams the kernel refused.
     pub fn flush(&mut self, socket: &UdpSocket) -> (u64, Option<std::io::Error>) {
         let (failed, error) = self.send(socket);
