@@ -168,6 +168,29 @@ pub enum SessionEvent {
         /// The restarted peer's seat.
         seat: u8,
     },
+    /// Peer-to-peer: `mismatch.seat`'s machine speaks another protocol
+    /// version than this build (`mismatch` names both; its `Display` reads
+    /// `seat 2 speaks wire protocol 5; this build speaks 4`): datagrams from
+    /// its address carry rungs' magic but another transport version, or its
+    /// authenticated messages another turn layout version. They are dropped
+    /// and counted, as any refused input; the game cannot go on with that
+    /// player, and the lobby's check ([`crate::ProtocolVersions`]) is what
+    /// prevents it. Raised once per seat and version, however many
+    /// datagrams come. With `link_lost` it comes right before the
+    /// [`LinkLost`](Self::LinkLost) of that seat, when the other transport
+    /// version is the latest thing heard from it: the silence is that
+    /// mismatch, not a plain timeout.
+    ///
+    /// The transport version byte is not authenticated: anyone able to
+    /// send from that seat's address can raise this event (once per
+    /// version), and nothing else — no state changes, nobody is dropped for
+    /// it.
+    ProtocolMismatch {
+        /// Who, which protocol, their version and ours.
+        mismatch: crate::link::ProtocolMismatch,
+        /// The link to that seat was just lost, and this explains it.
+        link_lost: bool,
+    },
     /// Behind a relay: the relay refused the order with this id
     /// ([`LockstepSession::submit_order`]); it never runs, and the orders
     /// after it go on. A refused quit leaves the player in the game.
