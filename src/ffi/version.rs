@@ -183,3 +183,23 @@ pub(super) unsafe fn deliver_mismatch(
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_c_call_gives_the_rust_numbers() {
+        let mut out = rungs_protocol_versions {
+            struct_size: std::mem::size_of::<rungs_protocol_versions>() as u32,
+            ..Default::default()
+        };
+        // SAFETY: a valid out-struct.
+        assert_eq!(unsafe { rungs_read_protocol_versions(&mut out) }, 0);
+        let rust = rungs_core::protocol_versions();
+        assert_eq!(
+            (out.wire, out.turn, out.relay, out.reserved),
+            (rust.wire, rust.turn, rust.relay, 0)
+        );
+    }
+}
