@@ -203,11 +203,6 @@ RUNGS_API rungs_result RUNGS_CALL rungs_last_error_message(char *buf, size_t cap
 /* ==== Protocol versions: what a lobby compares before players meet ==== */
 
 /**
- * Which of rungs' protocols a version is of, one of `RUNGS_PROTOCOL_*`.
- */
-typedef uint8_t rungs_protocol;
-
-/**
  * The protocol versions this library speaks (`rungs_read_protocol_versions`).
  * A lobby sends them with each player's entry and lets a game start only
  * among players whose three numbers are all equal: two builds interoperate
@@ -238,6 +233,11 @@ typedef struct rungs_protocol_versions {
      */
     uint8_t reserved;
 } rungs_protocol_versions;
+
+/**
+ * Which of rungs' protocols a version is of, one of `RUNGS_PROTOCOL_*`.
+ */
+typedef uint8_t rungs_protocol;
 
 /**
  * The transport packet layout: every datagram of a peer-to-peer game and

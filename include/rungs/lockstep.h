@@ -317,21 +317,6 @@ RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_socket(struct rungs_lockstep *l
 RUNGS_API rungs_result RUNGS_CALL rungs_lockstep_set_user(struct rungs_lockstep *ls, void *user);
 
 /**
- * Set (or, with NULL, clear) the callback told when another player's
- * machine speaks another protocol version (see
- * `rungs_protocol_mismatch_fn`), with its own `user`. Peer-to-peer only:
- * behind a relay a relay of another version refuses this machine and
- * `rungs_lockstep_update` returns RUNGS_ERR_STATE with a message naming
- * both versions.
- *
- * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL.
- */
-RUNGS_API
-rungs_result RUNGS_CALL rungs_lockstep_set_protocol_mismatch(struct rungs_lockstep *ls,
-                                                  rungs_protocol_mismatch_fn callback,
-                                                  void *user);
-
-/**
  * Make a game that replays a match's turn log (`turn_log`, `len` bytes, as
  * `rungs-relay export` writes it; docs/relay.md "Replays") instead of
  * talking to anyone: drive it with `rungs_lockstep_update` as usual. Every
@@ -359,6 +344,21 @@ rungs_result RUNGS_CALL rungs_lockstep_replay_new(const struct rungs_lockstep_co
                                        size_t len,
                                        uint64_t now_us,
                                        struct rungs_lockstep **out);
+
+/**
+ * Set (or, with NULL, clear) the callback told when another player's
+ * machine speaks another protocol version (see
+ * `rungs_protocol_mismatch_fn`), with its own `user`. Peer-to-peer only:
+ * behind a relay a relay of another version refuses this machine and
+ * `rungs_lockstep_update` returns RUNGS_ERR_STATE with a message naming
+ * both versions.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL.
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_lockstep_set_protocol_mismatch(struct rungs_lockstep *ls,
+                                                  rungs_protocol_mismatch_fn callback,
+                                                  void *user);
 
 /* ==== Relay topology: tickets, credentials and the relay's callbacks ==== */
 

@@ -41,7 +41,7 @@ use super::types::{
     rungs_link_event_fn, rungs_player_message_fn, rungs_seat_event_fn, rungs_timing_changed_fn,
     timing_policy,
 };
-use super::version::{deliver_mismatch, rungs_protocol_mismatch_fn, MismatchCallback};
+use super::version::{deliver_mismatch, MismatchCallback};
 use crate::error::Error;
 use crate::link::LinkConfig;
 use crate::net::{LockstepDriver, RawSocket};
@@ -243,7 +243,7 @@ pub struct LockstepObject {
     /// The relay topology's own callbacks (`rungs_lockstep_set_relay_callbacks`).
     pub(super) relay_callbacks: Option<super::relay::rungs_relay_callbacks>,
     /// `rungs_lockstep_set_protocol_mismatch`'s callback.
-    protocol_mismatch: Option<MismatchCallback>,
+    pub(super) protocol_mismatch: Option<MismatchCallback>,
     /// `config->checksum_interval`, so a checksum submitted with checksums
     /// off is refused with a message that says they are off.
     checksum_interval: u32,
@@ -932,28 +932,6 @@ pub unsafe extern "C" fn rungs_lockstep_set_user(
     unsafe {
         lockstep_call("rungs_lockstep_set_user", ls, |o| {
             o.callbacks.user = user;
-            Ok(())
-        })
-    }
-}
-
-/// Set (or, with NULL, clear) the callback told when another player's
-/// machine speaks another protocol version (see
-/// `rungs_protocol_mismatch_fn`), with its own `user`. Peer-to-peer only:
-/// behind a relay a relay of another version refuses this machine and
-/// `rungs_lockstep_update` returns RUNGS_ERR_STATE with a message naming
-/// both versions.
-///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL.
-#[no_mangle]
-pub unsafe extern "C" fn rungs_lockstep_set_protocol_mismatch(
-    ls: *mut rungs_lockstep,
-    callback: rungs_protocol_mismatch_fn,
-    user: *mut c_void,
-) -> rungs_result {
-    unsafe {
-        lockstep_call("rungs_lockstep_set_protocol_mismatch", ls, |o| {
-            o.protocol_mismatch = Some(MismatchCallback { callback, user });
             Ok(())
         })
     }

@@ -5,6 +5,7 @@ use std::ffi::c_void;
 
 use super::args::{require, write_out};
 use super::guard::call;
+use super::lockstep::{lockstep_call, rungs_lockstep};
 use super::result::rungs_result;
 use crate::error::Error;
 use crate::link::{Protocol, ProtocolMismatch};
@@ -126,6 +127,28 @@ pub type rungs_protocol_mismatch_fn = Option<
         text: *const libc::c_char,
     ),
 >;
+
+/// Set (or, with NULL, clear) the callback told when another player's
+/// machine speaks another protocol version (see
+/// `rungs_protocol_mismatch_fn`), with its own `user`. Peer-to-peer only:
+/// behind a relay a relay of another version refuses this machine and
+/// `rungs_lockstep_update` returns RUNGS_ERR_STATE with a message naming
+/// both versions.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_lockstep_set_protocol_mismatch(
+    ls: *mut rungs_lockstep,
+    callback: rungs_protocol_mismatch_fn,
+    user: *mut c_void,
+) -> rungs_result {
+    unsafe {
+        lockstep_call("rungs_lockstep_set_protocol_mismatch", ls, |o| {
+            o.protocol_mismatch = Some(MismatchCallback { callback, user });
+            Ok(())
+        })
+    }
+}
 
 /// A `rungs_protocol_mismatch_fn` and its `user`.
 #[derive(Clone, Copy)]
