@@ -115,6 +115,18 @@ pub const TOPICS: &[Topic] = &[
     },
     Topic {
         header: Common,
+        title: "Protocol versions: what a lobby compares before players meet",
+        names: &[
+            "rungs_protocol",
+            "rungs_protocol_wire",
+            "rungs_protocol_turn",
+            "rungs_protocol_relay",
+            "rungs_protocol_versions",
+            "rungs_read_protocol_versions",
+        ],
+    },
+    Topic {
+        header: Common,
         title: "Timing vocabulary shared by every tier: a timing, its tier and label, the policy",
         names: &[
             "rungs_timing",
@@ -153,6 +165,7 @@ pub const TOPICS: &[Topic] = &[
             "rungs_command_fn",
             "rungs_desync_fn",
             "rungs_relay_seat",
+            "rungs_protocol_mismatch_fn",
         ],
     },
     Topic {
@@ -167,6 +180,7 @@ pub const TOPICS: &[Topic] = &[
             "rungs_lockstep_new",
             "rungs_lockstep_replay_new",
             "rungs_lockstep_set_user",
+            "rungs_lockstep_set_protocol_mismatch",
             "rungs_lockstep_local_port",
             "rungs_lockstep_socket",
         ],

@@ -200,6 +200,73 @@ RUNGS_API const char *RUNGS_CALL rungs_result_str(rungs_result code);
  */
 RUNGS_API rungs_result RUNGS_CALL rungs_last_error_message(char *buf, size_t cap, size_t *out_len);
 
+/* ==== Protocol versions: what a lobby compares before players meet ==== */
+
+/**
+ * The protocol versions this library speaks (`rungs_read_protocol_versions`).
+ * A lobby sends them with each player's entry and lets a game start only
+ * among players whose three numbers are all equal: two builds interoperate
+ * if and only if `wire`, `turn` and `relay` are equal (compare the fields,
+ * not the whole struct). Builds that differ refuse each other's datagrams;
+ * the session reports it (`rungs_lockstep_set_protocol_mismatch`), but
+ * the game cannot go on with that player.
+ */
+typedef struct rungs_protocol_versions {
+    /**
+     * Set to `sizeof(rungs_protocol_versions)` before the call.
+     */
+    uint32_t struct_size;
+    /**
+     * The transport packet layout version (`RUNGS_PROTOCOL_WIRE`).
+     */
+    uint8_t wire;
+    /**
+     * The lockstep turn layout version (`RUNGS_PROTOCOL_TURN`).
+     */
+    uint8_t turn;
+    /**
+     * The relay protocol version (`RUNGS_PROTOCOL_RELAY`).
+     */
+    uint8_t relay;
+    /**
+     * Written as 0.
+     */
+    uint8_t reserved;
+} rungs_protocol_versions;
+
+/**
+ * Which of rungs' protocols a version is of, one of `RUNGS_PROTOCOL_*`.
+ */
+typedef uint8_t rungs_protocol;
+
+/**
+ * The transport packet layout: every datagram of a peer-to-peer game and
+ * of a relay link (`rungs_protocol_versions.wire`).
+ */
+#define RUNGS_PROTOCOL_WIRE 0
+
+/**
+ * The lockstep session's messages between players: turns, clock pings,
+ * drops (`rungs_protocol_versions.turn`).
+ */
+#define RUNGS_PROTOCOL_TURN 1
+
+/**
+ * The relay protocol (`rungs_protocol_versions.relay`).
+ */
+#define RUNGS_PROTOCOL_RELAY 2
+
+/**
+ * Fill `*out` with the protocol versions this library speaks (the Rust
+ * `rungs_core::protocol_versions()`). Set `out->struct_size =
+ * sizeof(rungs_protocol_versions)` first.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out is NULL;
+ * RUNGS_ERR_INVALID_ARGUMENT if out->struct_size is not
+ * sizeof(rungs_protocol_versions); RUNGS_ERR_PANIC.
+ */
+RUNGS_API rungs_result RUNGS_CALL rungs_read_protocol_versions(struct rungs_protocol_versions *out);
+
 /* ==== Timing vocabulary shared by every tier: a timing, its tier and label, the policy ==== */
 
 /**

@@ -62,6 +62,29 @@ typedef struct rungs_lockstep_callbacks {
     rungs_link_event_fn link_event;
 } rungs_lockstep_callbacks;
 
+/**
+ * Another player's machine speaks another protocol version: datagrams from
+ * the address of `seat` carry rungs' magic but another `protocol`
+ * (`RUNGS_PROTOCOL_*`) version, `theirs`; this library speaks `ours`.
+ * Called once per seat and version, however many datagrams come. With
+ * `link_lost` 1 it comes just before `link_event(seat, LOST)` and says why
+ * that seat fell silent. `text` names both versions, e.g. `seat 2 speaks
+ * wire protocol 5; this build speaks 4` (after `link to seat 2 lost: ` when
+ * `link_lost`); it lives until the callback returns.
+ *
+ * The transport version byte is not authenticated: anyone who can send
+ * from that seat's address can cause this call (once per version), and
+ * nothing else: rungs changes no state for it and drops nobody because of
+ * it.
+ */
+typedef void (RUNGS_CALL *rungs_protocol_mismatch_fn)(void *user,
+                                           uint8_t seat,
+                                           rungs_protocol protocol,
+                                           uint8_t theirs,
+                                           uint8_t ours,
+                                           uint8_t link_lost,
+                                           const char *text);
+
 /* ==== Create and configure a session ==== */
 
 /**
@@ -321,6 +344,21 @@ rungs_result RUNGS_CALL rungs_lockstep_replay_new(const struct rungs_lockstep_co
                                        size_t len,
                                        uint64_t now_us,
                                        struct rungs_lockstep **out);
+
+/**
+ * Set (or, with NULL, clear) the callback told when another player's
+ * machine speaks another protocol version (see
+ * `rungs_protocol_mismatch_fn`), with its own `user`. Peer-to-peer only:
+ * behind a relay a relay of another version refuses this machine and
+ * `rungs_lockstep_update` returns RUNGS_ERR_STATE with a message naming
+ * both versions.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls is NULL.
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_lockstep_set_protocol_mismatch(struct rungs_lockstep *ls,
+                                                  rungs_protocol_mismatch_fn callback,
+                                                  void *user);
 
 /* ==== Relay topology: tickets, credentials and the relay's callbacks ==== */
 

@@ -41,6 +41,7 @@ use super::types::{
     rungs_link_event_fn, rungs_player_message_fn, rungs_seat_event_fn, rungs_timing_changed_fn,
     timing_policy,
 };
+use super::version::{deliver_mismatch, MismatchCallback};
 use crate::error::Error;
 use crate::link::LinkConfig;
 use crate::net::{LockstepDriver, RawSocket};
@@ -241,6 +242,8 @@ pub struct LockstepObject {
     pub(super) callbacks: rungs_lockstep_callbacks,
     /// The relay topology's own callbacks (`rungs_lockstep_set_relay_callbacks`).
     pub(super) relay_callbacks: Option<super::relay::rungs_relay_callbacks>,
+    /// `rungs_lockstep_set_protocol_mismatch`'s callback.
+    pub(super) protocol_mismatch: Option<MismatchCallback>,
     /// `config->checksum_interval`, so a checksum submitted with checksums
     /// off is refused with a message that says they are off.
     checksum_interval: u32,
@@ -276,6 +279,7 @@ impl LockstepObject {
             driver,
             callbacks: config.callbacks,
             relay_callbacks: None,
+            protocol_mismatch: None,
             checksum_interval: config.checksum_interval,
         }
     }
@@ -346,6 +350,12 @@ impl LockstepObject {
                     }
                     SessionEvent::CommandRefused { id, reason } => {
                         super::relay::deliver_refusal(self.relay_callbacks.as_ref(), id, reason);
+                    }
+                    SessionEvent::ProtocolMismatch {
+                        mismatch,
+                        link_lost,
+                    } => {
+                        deliver_mismatch(self.protocol_mismatch.as_ref(), &mismatch, link_lost);
                     }
                 }
             }

@@ -104,3 +104,4 @@ pub mod timing;
 pub mod wire;
 
 pub use error::{Error, Result};
+pub use wire::{protocol_versions, ProtocolVersions};

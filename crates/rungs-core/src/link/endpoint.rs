@@ -2,17 +2,32 @@
 //! keyed by seat, each bound to the peer's address (S8).
 //!
 //! Every datagram is validated in this order, and dropped and counted at the
-//! first failure without being acted on: length, magic, version (the packet
+//! first failure without being acted on: magic, version, length (the packet
 //! prefix), session id, known sender seat, source address bound to that seat,
 //! authentication tag, then the link's checks (structure, replay window,
 //! acknowledgements, message numbers).
+//!
+//! A packet of another protocol version that comes from a peer's bound
+//! address is counted on that peer's link (`DropReason::BadVersion`) and
+//! reported once per version ([`Endpoint::poll_protocol_mismatch`]); from
+//! any other address it is counted unattributed. Either way nothing else
+//! changes: the version byte is not authenticated (`super::mismatch`).
 
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 
+use super::mismatch::{HeardVersions, Protocol, ProtocolMismatch};
 use super::peer::{Link, LinkConfig, LinkIdentity};
 use super::stats::{DropCounts, DropReason, LinkEvent};
 use crate::error::{Error, Result};
-use crate::wire::packet::{decode, peek, verify_tag, SessionKey};
+use crate::wire::cursor::DecodeError;
+use crate::wire::packet::{decode, peek, verify_tag, SessionKey, VERSION};
+
+/// Most protocol mismatch reports an endpoint holds until polled: a caller
+/// that never polls them (the C endpoint, an engine session) keeps a fixed
+/// amount. A report that finds the queue full is not lost for good: its
+/// version is reported when it is next heard.
+pub const MAX_QUEUED_PROTOCOL_MISMATCHES: usize = 64;
 
 /// Settings of an endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +64,8 @@ struct Peer {
     /// for its next timer after every datagram, and one datagram changes
     /// one link.
     timeout: Option<u64>,
+    /// Other transport versions heard from this peer's address.
+    other_versions: HeardVersions,
 }
 
 impl Peer {
@@ -83,6 +100,9 @@ pub struct Endpoint {
     /// A link was handed out mutably ([`link_mut`](Self::link_mut)): the
     /// cached timeouts may be stale until the next `handle_timeout`.
     timeouts_unknown: bool,
+    /// Protocol mismatches not yet polled, at most
+    /// [`MAX_QUEUED_PROTOCOL_MISMATCHES`].
+    mismatches: VecDeque<ProtocolMismatch>,
 }
 
 /// `index` taken round a ring of `count` (index below `2 * count` but for
@@ -127,6 +147,7 @@ impl Endpoint {
             epoch: 1,
             nonce: super::nonce::connection_nonce(),
             timeouts_unknown: false,
+            mismatches: VecDeque::new(),
         })
     }
 
@@ -242,6 +263,7 @@ impl Endpoint {
                 key: self.config.key,
                 link,
                 timeout,
+                other_versions: HeardVersions::default(),
             },
         );
         Ok(())
@@ -315,6 +337,9 @@ impl Endpoint {
     ) -> std::result::Result<u8, DropReason> {
         let prefix = match peek(datagram) {
             Ok(prefix) => prefix,
+            Err(DecodeError::BadVersion { got, .. }) => {
+                return Err(self.drop_other_version(now_us, source, got))
+            }
             Err(e) => return Err(self.drop_unattributed(e.into())),
         };
         if prefix.session_id != self.config.session_id {
@@ -376,6 +401,60 @@ impl Endpoint {
     fn drop_unattributed(&mut self, reason: DropReason) -> DropReason {
         self.dropped.count(reason);
         reason
+    }
+
+    /// A packet of transport version `version` from `source`: counted, on
+    /// the link of the peer bound to that address if there is one, and
+    /// reported the first time that peer's address sends that version.
+    /// Nothing else changes (the version byte is unauthenticated): work is
+    /// one pass over the peers, memory the fixed [`HeardVersions`] and the
+    /// bounded queue.
+    fn drop_other_version(&mut self, now_us: u64, source: SocketAddr, version: u8) -> DropReason {
+        let reason = DropReason::BadVersion;
+        let source = canonical_address(source);
+        let Some(peer) = self.peers.iter_mut().find(|p| p.address == source) else {
+            return self.drop_unattributed(reason);
+        };
+        peer.link.count_drop(reason);
+        if peer.other_versions.note(version, now_us) {
+            if self.mismatches.len() < MAX_QUEUED_PROTOCOL_MISMATCHES {
+                self.mismatches.push_back(ProtocolMismatch {
+                    seat: peer.seat,
+                    protocol: Protocol::Wire,
+                    theirs: version,
+                    ours: VERSION,
+                });
+            } else {
+                peer.other_versions.forget(version);
+            }
+        }
+        reason
+    }
+
+    /// The next report of a peer's address sending packets of another
+    /// transport version: each (peer, version) once, in the order heard.
+    /// Informative only (the version byte is not authenticated; the module
+    /// docs): the packets were dropped and counted, and nothing changed.
+    pub fn poll_protocol_mismatch(&mut self) -> Option<ProtocolMismatch> {
+        self.mismatches.pop_front()
+    }
+
+    /// The latest other transport version heard from `seat`'s address,
+    /// if it was heard at or after the last valid packet of that link (or
+    /// the link never had one): then the peer's silence is likely that
+    /// mismatch, and a caller reporting the silence names it.
+    pub fn silence_explained_by_mismatch(&self, seat: u8) -> Option<ProtocolMismatch> {
+        let peer = &self.peers[self.index(seat).ok()?];
+        let (theirs, heard_us) = peer.other_versions.latest()?;
+        peer.link
+            .last_heard_us()
+            .map_or(true, |valid| valid <= heard_us)
+            .then_some(ProtocolMismatch {
+                seat,
+                protocol: Protocol::Wire,
+                theirs,
+                ours: VERSION,
+            })
     }
 
     /// Fire due timers of every link (see [`Link::handle_timeout`]). Only
@@ -579,7 +658,8 @@ impl Endpoint {
             .find_map(|p| p.link.poll_event().map(|event| (p.seat, event)))
     }
 
-    /// Drops not pinned on a peer: bad length, magic, version, session, unknown sender.
+    /// Drops not pinned on a peer: bad length, magic, session, unknown
+    /// sender, and another version from an address no peer is bound to.
     pub fn unattributed_drops(&self) -> &DropCounts {
         &self.dropped
     }

@@ -13,13 +13,17 @@
 //! [`Link::stats`].
 
 mod endpoint;
+mod mismatch;
 mod nonce;
 mod peer;
 mod replay;
 pub mod rtt;
 mod stats;
 
-pub use endpoint::{canonical_address, Endpoint, EndpointConfig, Transmit};
+pub use endpoint::{
+    canonical_address, Endpoint, EndpointConfig, Transmit, MAX_QUEUED_PROTOCOL_MISMATCHES,
+};
+pub use mismatch::{HeardVersions, Protocol, ProtocolMismatch};
 pub use nonce::{connection_nonce, seed_connection_nonces};
 pub use peer::{
     Link, LinkConfig, LinkIdentity, ReportRtt, MAX_ACK_DELAY_LIMIT_US, MAX_IN_FLIGHT_LIMIT,

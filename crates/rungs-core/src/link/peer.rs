@@ -1201,6 +1201,12 @@ impl Link {
         self.lost
     }
 
+    /// When the last valid packet arrived (µs, the caller's clock); `None`
+    /// if none ever did.
+    pub fn last_heard_us(&self) -> Option<u64> {
+        self.last_heard_us
+    }
+
     /// Worst recent round trip in whole milliseconds, rounded up, for a
     /// report (S3); `None` until the link has a clean measurement.
     pub fn worst_recent_rtt_ms(&self, now_us: u64) -> Option<u32> {

@@ -45,10 +45,10 @@ use crate::report::Report;
 use crate::rng::SplitMix64;
 use crate::wire::packet::{self, SessionKey};
 use crate::wire::relay::{
-    read_cookie, read_reject, read_server_message, write_hello, ClientMessage, EntryKind, Hello,
-    MatchOverReason, RefusalReason, RejectReason, SeatPresence, ServerMessage, TimingChange,
-    TurnBundle, Welcome, COOKIE_BYTES, HELLO_BYTES, KIND_COOKIE, MAX_ORDER_BYTES, MAX_SEATS,
-    NO_COOKIE,
+    read_cookie, read_reject, read_reject_of_any_version, read_server_message, write_hello,
+    ClientMessage, EntryKind, Hello, MatchOverReason, RefusalReason, RejectReason, SeatPresence,
+    ServerMessage, TimingChange, TurnBundle, Welcome, COOKIE_BYTES, HELLO_BYTES, KIND_COOKIE,
+    MAX_ORDER_BYTES, MAX_SEATS, NO_COOKIE,
 };
 
 /// Checksum reports a client keeps to send again after a reconnect.
@@ -276,6 +276,9 @@ pub struct RelayClient {
     counters: ClientCounters,
     /// When `handle_datagram` or `handle_timeout` last ran (freeze detection).
     last_call_us: Option<u64>,
+    /// The relay protocol version of a relay that refused this client
+    /// because it speaks another (read from its Reject).
+    relay_version: Option<u8>,
 }
 
 impl RelayClient {
@@ -321,6 +324,7 @@ impl RelayClient {
             events: VecDeque::new(),
             counters: ClientCounters::default(),
             last_call_us: None,
+            relay_version: None,
         })
     }
 
@@ -509,6 +513,13 @@ impl RelayClient {
     /// Counters.
     pub fn counters(&self) -> &ClientCounters {
         &self.counters
+    }
+
+    /// The relay protocol version the relay speaks, when it refused this
+    /// client for speaking another ([`ClientEvent::Rejected`] with
+    /// `WrongVersion`): its Reject's version byte. `None` otherwise.
+    pub fn relay_version(&self) -> Option<u8> {
+        self.relay_version
     }
 
     /// The link of the current connection (round trip, stats).
@@ -805,7 +816,7 @@ impl RelayClient {
 
     fn handle_reject(&mut self, now_us: u64, bytes: &[u8]) {
         let Ok(reject) = read_reject(bytes) else {
-            self.counters.dropped += 1;
+            self.handle_reject_of_another_version(bytes);
             return;
         };
         if reject.nonce != self.conn.nonce || self.phase == Phase::Connected {
@@ -819,6 +830,26 @@ impl RelayClient {
             self.events.push_back(ClientEvent::Rejected(reject.reason));
             self.phase = Phase::Closed;
         }
+    }
+
+    /// A Reject this build cannot read as its own: one of another relay
+    /// protocol version for this connection's nonce means the relay speaks
+    /// that version (whatever its reason byte says: this build cannot
+    /// connect to it), final; anything else is dropped.
+    fn handle_reject_of_another_version(&mut self, bytes: &[u8]) {
+        let foreign = read_reject_of_any_version(bytes).ok().filter(|r| {
+            r.version != crate::wire::relay::VERSION
+                && r.nonce == self.conn.nonce
+                && self.phase != Phase::Connected
+        });
+        let Some(reject) = foreign else {
+            self.counters.dropped += 1;
+            return;
+        };
+        self.relay_version = Some(reject.version);
+        self.events
+            .push_back(ClientEvent::Rejected(RejectReason::WrongVersion));
+        self.phase = Phase::Closed;
     }
 
     fn handle_packet(&mut self, now_us: u64, bytes: &[u8]) {

@@ -512,6 +512,10 @@ impl Relay {
                     self.counters.hellos_limited_by_address += 1;
                     return;
                 }
+                // Written in this relay's own version: the Reject's version
+                // byte is how the client learns which version the relay
+                // speaks, and the twelve bytes every version keeps in place
+                // (`wire::relay::MAGIC`) let a client of any version read it.
                 return self.reject(source, RejectReason::WrongVersion, nonce, false);
             }
             _ => None,

@@ -71,10 +71,19 @@
 //! only epochs, and a peer restarted with the same epoch lost messages
 //! silently). All of it is under the tag. Version 1 had none of it.
 //!
-//! Validation order on receipt (S8): length bounds, magic, version — then the
-//! endpoint checks session, sender and source address — then the tag, then
-//! the body (flags, ack block, message framing). [`peek`] does the first part,
-//! [`verify_tag`] the tag, [`decode`] the structure.
+//! Validation order on receipt (S8): magic, version, length bounds — then
+//! the endpoint checks session, sender and source address — then the tag,
+//! then the body (flags, ack block, message framing). [`peek`] does the
+//! first part, [`verify_tag`] the tag, [`decode`] the structure. Magic and
+//! version precede the length because they are the two bytes every version
+//! keeps in place ([`MAGIC`]): a packet of another version is recognised
+//! as one, never as merely too short or too long.
+//!
+//! The version byte precedes the tag and is not covered by any key this
+//! build knows how to check: anyone can send a packet that claims another
+//! version. The endpoint therefore only counts such a packet and, when it
+//! comes from a peer's bound address, reports the version once
+//! ([`crate::link::ProtocolMismatch`]); nothing else changes.
 //!
 //! The codec keeps the contract of every wire codec (the [`super`] module
 //! docs): [`decode`] never panics, never allocates and leaves no byte
@@ -83,8 +92,18 @@
 use super::cursor::{DecodeError, PutLe, Reader, Writer};
 
 /// First byte of every rungs transport packet.
+///
+/// **In every version, past and future, the magic is byte 0 and the
+/// version byte 1**, whatever else the layout changes: that is what lets a
+/// build recognise a packet of another version as one ([`peek`] judges
+/// them before anything else, length included) and report the mismatch
+/// with both numbers instead of timing out. The two bytes are outside any
+/// authentication (the tag's key and layout are the version's), so a
+/// mismatch is a report, never a reason to change state.
 pub const MAGIC: u8 = 0xB7;
-/// The protocol version this code speaks.
+/// The transport protocol version this code speaks, byte 1 of every packet
+/// (see [`MAGIC`] for the rule that keeps it there); `wire` in
+/// [`crate::ProtocolVersions`].
 pub const VERSION: u8 = 4;
 /// Flag bit: the ack block is present.
 pub const FLAG_ACK: u8 = 0x01;
@@ -142,12 +161,30 @@ pub struct Prefix {
     pub session_id: u32,
 }
 
-/// Check length bounds, magic and version, and read the sender and session.
-/// The errors are the ones the link counts apart: `TooShort` (below
-/// [`MIN_PACKET_BYTES`]), `TooLong` (above [`MAX_PACKET_BYTES`]),
-/// `BadMagic`, `BadVersion`.
+/// Check magic, version and length bounds, and read the sender and session.
+/// The errors are the ones the link counts apart: `BadMagic`, `BadVersion`
+/// (its `got` is the other version), `TooShort` (below
+/// [`MIN_PACKET_BYTES`]), `TooLong` (above [`MAX_PACKET_BYTES`]). Magic and
+/// version come first because every version keeps them at bytes 0 and 1
+/// while the length bounds are this version's: a packet of another version
+/// is `BadVersion` whatever its length (a datagram too short to hold both
+/// bytes is `TooShort`).
 #[inline]
 pub fn peek(packet: &[u8]) -> Result<Prefix, DecodeError> {
+    if let [magic, version, ..] = *packet {
+        if magic != MAGIC {
+            return Err(DecodeError::BadMagic {
+                got: magic,
+                expected: MAGIC,
+            });
+        }
+        if version != VERSION {
+            return Err(DecodeError::BadVersion {
+                got: version,
+                expected: VERSION,
+            });
+        }
+    }
     if packet.len() < MIN_PACKET_BYTES {
         return Err(DecodeError::TooShort {
             got: packet.len(),
@@ -161,19 +198,7 @@ pub fn peek(packet: &[u8]) -> Result<Prefix, DecodeError> {
         });
     }
     let mut r = Reader::new(packet);
-    let [magic, version, _flags, sender] = r.array()?;
-    if magic != MAGIC {
-        return Err(DecodeError::BadMagic {
-            got: magic,
-            expected: MAGIC,
-        });
-    }
-    if version != VERSION {
-        return Err(DecodeError::BadVersion {
-            got: version,
-            expected: VERSION,
-        });
-    }
+    let [_magic, _version, _flags, sender] = r.array()?;
     Ok(Prefix {
         sender,
         session_id: r.u32()?,
@@ -811,8 +836,10 @@ mod tests {
                 expected: MIN_PACKET_BYTES
             })
         );
+        let mut too_long = [0u8; MAX_PACKET_BYTES + 1];
+        too_long[..2].copy_from_slice(&[MAGIC, VERSION]);
         assert_eq!(
-            peek(&[MAGIC; MAX_PACKET_BYTES + 1]),
+            peek(&too_long),
             Err(DecodeError::TooLong {
                 got: MAX_PACKET_BYTES + 1,
                 expected: MAX_PACKET_BYTES
@@ -843,6 +870,33 @@ mod tests {
                 session_id: 0xDEAD_BEEF
             })
         );
+    }
+
+    #[test]
+    fn another_version_is_recognised_whatever_its_length() {
+        let other = |len: usize| {
+            let mut q = vec![0u8; len];
+            q[..2].copy_from_slice(&[MAGIC, VERSION + 1]);
+            peek(&q)
+        };
+        for len in [
+            2,
+            MIN_PACKET_BYTES - 1,
+            MIN_PACKET_BYTES,
+            MAX_PACKET_BYTES + 1,
+        ] {
+            assert_eq!(
+                other(len),
+                Err(DecodeError::BadVersion {
+                    got: VERSION + 1,
+                    expected: VERSION
+                }),
+                "{len} bytes"
+            );
+        }
+        assert!(matches!(peek(&[MAGIC]), Err(DecodeError::TooShort { .. })));
+        assert!(matches!(peek(&[]), Err(DecodeError::TooShort { .. })));
+        assert!(matches!(peek(&[0, 0]), Err(DecodeError::BadMagic { .. })));
     }
 
     #[test]

@@ -62,6 +62,17 @@
 //! | 3 | 1 | reason ([`RejectReason`]) |
 //! | 4 | 8 | the Hello's connection nonce, echoed |
 //!
+//! These twelve bytes are the same in every relay protocol version (see
+//! [`MAGIC`]), and byte 1 is the version of the relay that sent it: a relay
+//! refuses a Hello of another version with `WrongVersion` in its own
+//! version, and a client reads a Reject of any version
+//! ([`read_reject_of_any_version`]), so it can say "the relay speaks relay
+//! protocol 4; this build speaks 3" instead of waiting for an answer it
+//! cannot read. Clients released before this rule read only Rejects of
+//! their own version and time out on another relay's; every client since
+//! reads a Reject of any version, earlier relays' (whose Rejects had this
+//! layout) and later ones' alike.
+//!
 //! Neither a Reject nor a Cookie is authenticated (the relay may not know
 //! the key: the ticket may be forged); the echoed nonce stops an off-path
 //! attacker, who would have to guess 64 bits. Both are smaller than the
@@ -137,9 +148,20 @@ use crate::wire::events::{ReportLayout, REPORT_NEEDS_LEN};
 use siphasher::sip::SipHasher24;
 use std::hash::Hasher;
 
-/// First byte of a relay datagram (Hello, Reject).
+/// First byte of a relay datagram (Hello, Cookie, Reject).
+///
+/// **In every version, past and future, a datagram's magic is byte 0, its
+/// version byte 1 and its kind byte 2; a Hello's nonce is bytes 4–11; and a
+/// Reject is kind `0x02` with its reason at byte 3 and the echoed nonce at
+/// bytes 4–11**, so that a relay can refuse a Hello of any version
+/// ([`DatagramPeek::OtherVersion`]) and a client can read a Reject of any
+/// version ([`read_reject_of_any_version`]): the Reject's byte 1 is the
+/// relay's own version, which the client names beside its own. A Reject may
+/// grow at its end in a later version; these twelve bytes never move.
 pub const MAGIC: u8 = 0xB8;
-/// The relay protocol version this code speaks.
+/// The relay protocol version this code speaks, byte 1 of every datagram
+/// (see [`MAGIC`] for the rule that keeps it there); `relay` in
+/// [`crate::ProtocolVersions`].
 pub const VERSION: u8 = 3;
 /// Datagram kind: Hello.
 pub const KIND_HELLO: u8 = 0x01;
@@ -474,6 +496,20 @@ pub struct Reject {
     pub nonce: u64,
 }
 
+/// A Reject read by the fields every version keeps in place
+/// ([`read_reject_of_any_version`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnyReject {
+    /// The relay protocol version the relay speaks (the Reject's byte 1).
+    pub version: u8,
+    /// The reason byte as sent: a relay of another version may use reasons
+    /// this build does not know, so it is not decoded. `WrongVersion` (3)
+    /// keeps its value in every version.
+    pub reason: u8,
+    /// The Hello's nonce, echoed.
+    pub nonce: u64,
+}
+
 /// The datagram's relay kind after checking magic, and — for a version this
 /// build does not speak — the nonce to echo in a `WrongVersion` Reject.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -623,6 +659,32 @@ pub fn read_reject(bytes: &[u8]) -> Result<Reject, DecodeError> {
     let nonce = r.u64()?;
     r.finish()?;
     Ok(Reject { reason, nonce })
+}
+
+/// Read a Reject of any relay protocol version by the twelve bytes every
+/// version keeps in place ([`MAGIC`]): magic, version, kind `0x02`, reason,
+/// nonce; a longer Reject (a later version's) is read by those bytes too.
+/// A client that gets one of another version than [`VERSION`] for its own
+/// nonce knows the relay speaks that version. Like every Reject it is not
+/// authenticated: only the echoed 64-bit nonce binds it to the Hello.
+pub fn read_reject_of_any_version(bytes: &[u8]) -> Result<AnyReject, DecodeError> {
+    let mut r = Reader::new(bytes);
+    let [magic, version, kind, reason] = r.array()?;
+    if magic != MAGIC {
+        return Err(DecodeError::BadMagic {
+            got: magic,
+            expected: MAGIC,
+        });
+    }
+    if kind != KIND_REJECT {
+        return Err(DecodeError::UnknownKind(kind));
+    }
+    let nonce = r.u64()?;
+    Ok(AnyReject {
+        version,
+        reason,
+        nonce,
+    })
 }
 
 // ---------------------------------------------------------------------------
@@ -1565,6 +1627,51 @@ mod tests {
         buf[3] = 0;
         assert_eq!(class(read_reject(&buf)), Err(Class::Malformed));
         assert_eq!(class(read_reject(&buf[..11])), Err(Class::BadLength));
+    }
+
+    #[test]
+    fn a_reject_of_any_version_is_read_by_its_fixed_bytes() {
+        let mut buf = [0u8; 12];
+        let r = Reject {
+            reason: RejectReason::WrongVersion,
+            nonce: 0x0102_0304_0506_0708,
+        };
+        write_reject(&r, &mut buf).unwrap();
+        let this = read_reject_of_any_version(&buf).unwrap();
+        assert_eq!(
+            (this.version, this.reason, this.nonce),
+            (VERSION, 3, r.nonce)
+        );
+        // A later relay's Reject: another version, a reason this build does
+        // not know, and bytes after the twelve every version keeps.
+        let mut later = buf.to_vec();
+        later[1] = VERSION + 1;
+        later[3] = 200;
+        later.extend_from_slice(&[9, 9, 9]);
+        assert_eq!(
+            read_reject_of_any_version(&later),
+            Ok(AnyReject {
+                version: VERSION + 1,
+                reason: 200,
+                nonce: r.nonce
+            })
+        );
+        assert_eq!(class(read_reject(&later)), Err(Class::BadVersion));
+        assert_eq!(
+            class(read_reject_of_any_version(&later[..11])),
+            Err(Class::BadLength)
+        );
+        let mut cookie = later.clone();
+        cookie[2] = KIND_COOKIE;
+        assert_eq!(
+            class(read_reject_of_any_version(&cookie)),
+            Err(Class::UnknownKind)
+        );
+        cookie[0] = 0xB7;
+        assert_eq!(
+            class(read_reject_of_any_version(&cookie)),
+            Err(Class::BadMagic)
+        );
     }
 
     fn welcome() -> Welcome {

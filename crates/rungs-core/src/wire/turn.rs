@@ -80,7 +80,15 @@ use crate::report::{Report, ReportDetail};
 use crate::timing::TimingEvent;
 use crate::wire::events::{ReportLayout, TimingLayout, REPORT_NEEDS_LEN, TIMING_LEN};
 
-/// The layout version this code speaks.
+/// The layout version this code speaks, byte 1 of every message (`turn`
+/// in [`crate::ProtocolVersions`]).
+///
+/// **In every version, past and future, byte 0 of a message is its kind
+/// and byte 1 this version**, whatever else the layouts change, so that a
+/// message of another version is recognised as one ([`DecodeError::BadVersion`]
+/// with the version it carries) and the session can say which version its
+/// peer speaks instead of only counting a malformed message. Messages ride
+/// inside authenticated packets, so this byte is the peer's own word.
 pub const TURN_LAYOUT_VERSION: u8 = 4;
 
 /// Message kind (byte 0) of one part of a seat's turn.
@@ -595,6 +603,16 @@ fn decode_turn_body(
     }
     r.finish().map_err(malformed)?;
     Ok(part)
+}
+
+/// The version a message of another layout version says it is in (byte 1,
+/// kept there by every version: [`TURN_LAYOUT_VERSION`]), or `None` when it
+/// is of this version or too short to say.
+pub fn other_version(message: &[u8]) -> Option<u8> {
+    message
+        .get(1)
+        .copied()
+        .filter(|&version| version != TURN_LAYOUT_VERSION)
 }
 
 /// The kind and version every message opens with.

@@ -10,6 +10,7 @@ mod timing_payload;
 
 mod frame_readiness;
 mod payload_properties;
+mod protocol_mismatch;
 mod relay_link_stall;
 mod schedule_properties;
 mod transport_backpressure;

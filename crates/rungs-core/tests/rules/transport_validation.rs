@@ -191,7 +191,14 @@ fn prefix_failures_unknown_senders_and_garbage_are_counted() {
     let d = datagram_from_seat0(&mut s, b"x");
     let cases: Vec<(Vec<u8>, DropReason)> = vec![
         (d[..10].to_vec(), DropReason::TooShort),
-        (vec![0xB7; MAX_PACKET_BYTES + 1], DropReason::TooLong),
+        (
+            {
+                let mut b = d.clone();
+                b.resize(MAX_PACKET_BYTES + 1, 0);
+                b
+            },
+            DropReason::TooLong,
+        ),
         (
             {
                 let mut b = d.clone();
@@ -199,14 +206,6 @@ fn prefix_failures_unknown_senders_and_garbage_are_counted() {
                 b
             },
             DropReason::BadMagic,
-        ),
-        (
-            {
-                let mut b = d.clone();
-                b[1] = 99;
-                b
-            },
-            DropReason::BadVersion,
         ),
         (
             {
@@ -232,6 +231,32 @@ fn prefix_failures_unknown_senders_and_garbage_are_counted() {
     }
     // Our own seat (1) as the sender is unknown too: no link speaks as us.
     assert_eq!(r.unattributed_drops(), &expected);
+    // Another version from an address no peer is bound to: unattributed,
+    // and nothing to report.
+    let mut other_version = d.clone();
+    other_version[1] = 99;
+    assert_eq!(
+        r.handle_datagram(2_000, addr(9), &other_version),
+        Err(DropReason::BadVersion)
+    );
+    expected.count(DropReason::BadVersion);
+    assert_eq!(r.unattributed_drops(), &expected);
+    assert_eq!(r.poll_protocol_mismatch(), None);
+    // From seat 0's address: counted on its link, reported once.
+    for _ in 0..3 {
+        assert_eq!(
+            r.handle_datagram(2_000, addr(1), &other_version),
+            Err(DropReason::BadVersion)
+        );
+    }
+    assert_eq!(r.unattributed_drops(), &expected);
+    assert_eq!(r.link(0).unwrap().dropped().get(DropReason::BadVersion), 3);
+    let reported = r.poll_protocol_mismatch().unwrap();
+    assert_eq!(
+        reported.to_string(),
+        "seat 0 speaks wire protocol 99; this build speaks 4"
+    );
+    assert_eq!(r.poll_protocol_mismatch(), None);
     // Flipping any single bit of a genuine packet is caught.
     for i in 0..d.len() {
         let mut b = d.clone();

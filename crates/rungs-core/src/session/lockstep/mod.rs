@@ -168,6 +168,29 @@ pub enum SessionEvent {
         /// The restarted peer's seat.
         seat: u8,
     },
+    /// Peer-to-peer: `mismatch.seat`'s machine speaks another protocol
+    /// version than this build (`mismatch` names both; its `Display` reads
+    /// `seat 2 speaks wire protocol 5; this build speaks 4`): datagrams from
+    /// its address carry rungs' magic but another transport version, or its
+    /// authenticated messages another turn layout version. They are dropped
+    /// and counted, as any refused input; the game cannot go on with that
+    /// player, and the lobby's check ([`crate::ProtocolVersions`]) is what
+    /// prevents it. Raised once per seat and version, however many
+    /// datagrams come. With `link_lost` it comes right before the
+    /// [`LinkLost`](Self::LinkLost) of that seat, when the other transport
+    /// version is the latest thing heard from it: the silence is that
+    /// mismatch, not a plain timeout.
+    ///
+    /// The transport version byte is not authenticated: anyone able to
+    /// send from that seat's address can raise this event (once per
+    /// version), and nothing else — no state changes, nobody is dropped for
+    /// it.
+    ProtocolMismatch {
+        /// Who, which protocol, their version and ours.
+        mismatch: crate::link::ProtocolMismatch,
+        /// The link to that seat was just lost, and this explains it.
+        link_lost: bool,
+    },
     /// Behind a relay: the relay refused the order with this id
     /// ([`LockstepSession::submit_order`]); it never runs, and the orders
     /// after it go on. A refused quit leaves the player in the game.
@@ -723,5 +746,90 @@ impl Tamper<'_> {
             Some(session) => session.endpoint().config().link.max_message_bytes(),
             None => 0,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::link::{Protocol, ProtocolMismatch};
+    use crate::wire::packet::MAX_PACKET_BYTES;
+    use crate::wire::turn::{MSG_PING, TURN_LAYOUT_VERSION};
+
+    fn address(seat: u8) -> SocketAddr {
+        SocketAddr::from(([10, 0, 0, seat + 1], 4000))
+    }
+
+    /// Play both machines for `ms` milliseconds from `*now_us`, carrying
+    /// their datagrams; seat 0's events are returned.
+    fn play(machines: &mut [LockstepSession; 2], now_us: &mut u64, ms: u64) -> Vec<SessionEvent> {
+        let mut buf = [0u8; MAX_PACKET_BYTES];
+        let mut events = Vec::new();
+        for _ in 0..ms {
+            *now_us += 1_000;
+            for seat in 0..2 {
+                machines[seat].update(*now_us, |_, _| {}).unwrap();
+                while let Some(t) = machines[seat].poll_transmit(*now_us, &mut buf) {
+                    let from = address(seat as u8);
+                    machines[1 - seat].handle_datagram(*now_us, from, &buf[..t.len]);
+                }
+            }
+            while let Some(event) = machines[0].poll_event() {
+                events.push(event);
+            }
+        }
+        events
+    }
+
+    #[test]
+    fn messages_of_another_turn_layout_are_reported_once_per_version() {
+        let mut machines = [0u8, 1].map(|seat| {
+            let config = LockstepConfig {
+                machine: MachineConfig::adaptive(30, vec![true, true], Some(seat)),
+                session_id: 9,
+                key: SessionKey([3; 16]),
+                link_keys: Vec::new(),
+                epoch: 1,
+                link: LinkConfig::default(),
+                checksum_interval: 0,
+                topology: Topology::PeerToPeer,
+                manual_drops: false,
+            };
+            let mut session = LockstepSession::new(&config, 0).unwrap();
+            session.add_peer(1 - seat, address(1 - seat), 0).unwrap();
+            session
+        });
+        let mut now_us = 0;
+        play(&mut machines, &mut now_us, 500);
+        let malformed_before = machines[0].stats().malformed_messages;
+        // Seat 1's machine speaks turn layout 5 (its authenticated link
+        // messages say so), three times, then 6 once.
+        let ping_of = |version: u8| [&[MSG_PING, version][..], &[0; 8]].concat();
+        for version in [5, 5, 5, 6] {
+            machines[1].tamper().send(0, &ping_of(version)).unwrap();
+        }
+        let events = play(&mut machines, &mut now_us, 200);
+        let reported: Vec<_> = events
+            .iter()
+            .filter_map(|e| match e {
+                SessionEvent::ProtocolMismatch { mismatch, .. } => Some(*mismatch),
+                _ => None,
+            })
+            .collect();
+        let mismatch = |theirs| ProtocolMismatch {
+            seat: 1,
+            protocol: Protocol::Turn,
+            theirs,
+            ours: TURN_LAYOUT_VERSION,
+        };
+        assert_eq!(reported, vec![mismatch(5), mismatch(6)]);
+        assert_eq!(
+            mismatch(5).to_string(),
+            "seat 1 speaks turn protocol 5; this build speaks 4"
+        );
+        assert_eq!(machines[0].stats().malformed_messages, malformed_before + 4);
+        assert!(!events
+            .iter()
+            .any(|e| matches!(e, SessionEvent::LinkLost { .. })));
     }
 }

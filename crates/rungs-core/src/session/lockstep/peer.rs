@@ -69,7 +69,10 @@ use std::net::SocketAddr;
 
 use crate::clock::{FramePacer, PacerConfig};
 use crate::error::{Error, Result};
-use crate::link::{Endpoint, EndpointConfig, LinkEvent, Transmit};
+use crate::link::{
+    DropReason, Endpoint, EndpointConfig, HeardVersions, LinkEvent, Protocol, ProtocolMismatch,
+    Transmit,
+};
 use crate::report::record::MAX_SEATS;
 use crate::report::Measurements;
 use crate::timing::{Output, TimingMachine};
@@ -131,6 +134,8 @@ pub(super) struct PeerSession {
     rtt_samples_seen: [u64; MAX_SEATS],
     /// Per-pair keys, applied as each peer is added.
     link_keys: Vec<(u8, SessionKey)>,
+    /// Per seat: the other turn layout versions its messages carried.
+    turn_versions: [HeardVersions; MAX_SEATS],
 }
 
 impl PeerSession {
@@ -178,6 +183,7 @@ impl PeerSession {
             receive_buffer: Vec::new(),
             rtt_samples_seen: [0; MAX_SEATS],
             link_keys: config.link_keys.clone(),
+            turn_versions: [HeardVersions::default(); MAX_SEATS],
         })
     }
 
@@ -344,9 +350,15 @@ impl PeerSession {
     /// Validate and act on one datagram from `source` at local time `now_us`.
     pub(super) fn handle_datagram(&mut self, now_us: u64, source: SocketAddr, datagram: &[u8]) {
         self.last_local_us = self.last_local_us.max(now_us);
-        let Ok(from) = self.endpoint.handle_datagram(now_us, source, datagram) else {
-            self.collect_link_events();
-            return; // dropped and counted by the endpoint
+        let from = match self.endpoint.handle_datagram(now_us, source, datagram) {
+            Ok(from) => from,
+            Err(reason) => {
+                if reason == DropReason::BadVersion {
+                    self.collect_protocol_mismatches();
+                }
+                self.collect_link_events();
+                return; // dropped and counted by the endpoint
+            }
         };
         // Every round-trip sample goes into the report interval as it is
         // taken (S3: the interval's worst), even while frames stall.
@@ -369,6 +381,9 @@ impl PeerSession {
         while let Ok(Some(len)) = self.endpoint.recv_from_into(from, &mut message) {
             if self.handle_message(now_us, from, &message[..len]).is_err() {
                 self.stats.malformed_messages += 1;
+                if let Some(theirs) = turn::other_version(&message[..len]) {
+                    self.note_turn_version(now_us, from, theirs);
+                }
             }
         }
         self.receive_buffer = message;
@@ -381,8 +396,47 @@ impl PeerSession {
         self.endpoint.link(seat).map_or(true, |link| link.is_lost())
     }
 
+    /// Report the transport versions the endpoint heard from peers'
+    /// addresses (each once per seat and version).
+    fn collect_protocol_mismatches(&mut self) {
+        while let Some(mismatch) = self.endpoint.poll_protocol_mismatch() {
+            self.events.push_back(SessionEvent::ProtocolMismatch {
+                mismatch,
+                link_lost: false,
+            });
+        }
+    }
+
+    /// A message of `seat`'s that failed to decode said it is of turn
+    /// layout version `theirs`: reported once per seat and version.
+    fn note_turn_version(&mut self, now_us: u64, seat: u8, theirs: u8) {
+        let Some(heard) = self.turn_versions.get_mut(usize::from(seat)) else {
+            return;
+        };
+        if heard.note(theirs, now_us) {
+            self.events.push_back(SessionEvent::ProtocolMismatch {
+                mismatch: ProtocolMismatch {
+                    seat,
+                    protocol: Protocol::Turn,
+                    theirs,
+                    ours: turn::TURN_LAYOUT_VERSION,
+                },
+                link_lost: false,
+            });
+        }
+    }
+
     fn collect_link_events(&mut self) {
         while let Some((seat, event)) = self.endpoint.poll_event() {
+            if event == LinkEvent::Lost {
+                // Silent because it speaks another version: say so first.
+                if let Some(mismatch) = self.endpoint.silence_explained_by_mismatch(seat) {
+                    self.events.push_back(SessionEvent::ProtocolMismatch {
+                        mismatch,
+                        link_lost: true,
+                    });
+                }
+            }
             let gone = matches!(event, LinkEvent::Lost | LinkEvent::Restarted);
             if gone && self.drops.stop_lingering(seat) {
                 // A player that left is gone for good now.

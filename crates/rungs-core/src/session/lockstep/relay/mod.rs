@@ -534,7 +534,9 @@ impl RelaySession {
                     }
                     self.welcomed = true;
                 }
-                ClientEvent::Rejected(reason) => self.fault = Some(rejection(reason).into()),
+                ClientEvent::Rejected(reason) => {
+                    self.fault = Some(rejection(reason, self.client.relay_version()))
+                }
                 ClientEvent::Retrying(_) => {}
                 ClientEvent::ConnectionLost => self.events.push_back(SessionEvent::LinkLost {
                     seat: RELAY_LINK_SEAT,
@@ -875,8 +877,26 @@ impl RelaySession {
     }
 }
 
-/// Why the relay refused this seat for good, for `advance`'s error.
-fn rejection(reason: RejectReason) -> &'static str {
+/// Why the relay refused this seat for good, for `advance`'s error;
+/// `relay_version`: the relay's protocol version, when its Reject was of
+/// another version than this build's.
+fn rejection(reason: RejectReason, relay_version: Option<u8>) -> String {
+    let ours = crate::wire::relay::VERSION;
+    match (reason, relay_version) {
+        (RejectReason::WrongVersion, Some(theirs)) => {
+            format!("the relay speaks relay protocol {theirs}; this build speaks {ours}")
+        }
+        // A relay of this build's version refuses only other versions: the
+        // Hello it read was not this build's (a proxy rewrote it).
+        (RejectReason::WrongVersion, None) => {
+            format!("the relay refused this build's relay protocol {ours} as another version")
+        }
+        (reason, _) => rejection_text(reason).into(),
+    }
+}
+
+/// The words for a refusal that names no version.
+fn rejection_text(reason: RejectReason) -> &'static str {
     match reason {
         RejectReason::BadTicket => "the relay refused the ticket (bad ticket)",
         RejectReason::Expired => "the relay refused the ticket (expired)",
