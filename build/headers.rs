@@ -123,6 +123,8 @@ pub const TOPICS: &[Topic] = &[
             "rungs_protocol_relay",
             "rungs_protocol_versions",
             "rungs_read_protocol_versions",
+            // Told by a lockstep session and by an endpoint.
+            "rungs_protocol_mismatch_fn",
         ],
     },
     Topic {
@@ -165,7 +167,6 @@ pub const TOPICS: &[Topic] = &[
             "rungs_command_fn",
             "rungs_desync_fn",
             "rungs_relay_seat",
-            "rungs_protocol_mismatch_fn",
         ],
     },
     Topic {

@@ -194,9 +194,87 @@ static void test_versions_on_the_wire_and_a_mismatched_player(void) {
     close(stranger);
 }
 
+/* The engine session's transport (rungs_endpoint) reports the same: once per
+ * seat and version, and again just before that seat's LOST event. */
+static void test_an_endpoint_names_a_mismatched_peer(void) {
+    rungs_protocol_versions v;
+    rungs_endpoint_config c;
+    rungs_endpoint *e = NULL;
+    mismatch_seen seen;
+    uint16_t peer_port = 0, endpoint_port = 0;
+    int peer = udp_socket(&peer_port);
+    char address[96];
+    uint8_t forged[40];
+    uint8_t event_seat = 0;
+    rungs_link_event event = RUNGS_LINK_EVENT_NONE;
+    int i, lost = 0;
+
+    v.struct_size = sizeof v;
+    CHECK_EQ(rungs_read_protocol_versions(&v), RUNGS_OK);
+    memset(&seen, 0, sizeof seen);
+    CHECK_EQ(rungs_endpoint_config_init(&c), RUNGS_OK);
+    c.session_id = 4712;
+    memcpy(c.key, KEY, sizeof KEY);
+    c.local_seat = 0;
+    c.bind_address = "127.0.0.1:0";
+    c.liveness_timeout_ms = 300;
+    CHECK_EQ(rungs_endpoint_new(&c, &e), RUNGS_OK);
+    CHECK_EQ(rungs_endpoint_set_protocol_mismatch(NULL, on_mismatch, &seen),
+             RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_endpoint_set_protocol_mismatch(e, on_mismatch, &seen), RUNGS_OK);
+    CHECK_EQ(rungs_endpoint_local_port(e, &endpoint_port), RUNGS_OK);
+    /* The endpoint's clock starts at the engine's first now_us: poll before
+     * adding the peer so its liveness counts from now. */
+    CHECK_EQ(rungs_endpoint_poll(e, now_us()), RUNGS_OK);
+    snprintf(address, sizeof address, "127.0.0.1:%u", (unsigned)peer_port);
+    CHECK_EQ(rungs_endpoint_add_peer(e, 1, address), RUNGS_OK);
+
+    memset(forged, 0, sizeof forged);
+    forged[0] = 0xB7;
+    forged[1] = (uint8_t)(v.wire + 1);
+    for (i = 0; i < 20; i++) send_to_port(peer, endpoint_port, forged, sizeof forged);
+    for (i = 0; i < 50; i++) {
+        CHECK_EQ(rungs_endpoint_poll(e, now_us()), RUNGS_OK);
+        sleep_ms(1);
+    }
+    CHECK_EQ(seen.calls, 1);
+    CHECK_EQ(seen.seat, 1);
+    CHECK_EQ(seen.protocol, RUNGS_PROTOCOL_WIRE);
+    CHECK_EQ(seen.theirs, v.wire + 1);
+    CHECK_EQ(seen.ours, v.wire);
+    CHECK_EQ(seen.link_lost, 0);
+    snprintf(address, sizeof address, "seat 1 speaks wire protocol %u; this build speaks %u",
+             (unsigned)(v.wire + 1), (unsigned)v.wire);
+    CHECK_STR(seen.text, address);
+
+    /* Nothing valid ever came: the link is lost, and the report comes again
+     * first. */
+    for (i = 0; i < 3000 && !lost; i++) {
+        CHECK_EQ(rungs_endpoint_poll(e, now_us()), RUNGS_OK);
+        do {
+            CHECK_EQ(rungs_endpoint_poll_event(e, &event_seat, &event), RUNGS_OK);
+            if (event == RUNGS_LINK_EVENT_LOST && event_seat == 1) lost = 1;
+        } while (event != RUNGS_LINK_EVENT_NONE && !lost);
+        sleep_ms(1);
+    }
+    CHECK(lost);
+    CHECK_EQ(seen.calls, 2);
+    CHECK_EQ(seen.link_lost, 1);
+    snprintf(address, sizeof address,
+             "link to seat 1 lost: seat 1 speaks wire protocol %u; this build speaks %u",
+             (unsigned)(v.wire + 1), (unsigned)v.wire);
+    CHECK_STR(seen.text, address);
+
+    /* Cleared: reports are no longer kept or told. */
+    CHECK_EQ(rungs_endpoint_set_protocol_mismatch(e, NULL, NULL), RUNGS_OK);
+    CHECK_EQ(rungs_endpoint_free(e), RUNGS_OK);
+    close(peer);
+}
+
 int main(void) {
     test_read_protocol_versions();
     test_versions_on_the_wire_and_a_mismatched_player();
+    test_an_endpoint_names_a_mismatched_peer();
     return harness_report("protocol");
 }
 

@@ -203,6 +203,34 @@ RUNGS_API rungs_result RUNGS_CALL rungs_last_error_message(char *buf, size_t cap
 /* ==== Protocol versions: what a lobby compares before players meet ==== */
 
 /**
+ * Which of rungs' protocols a version is of, one of `RUNGS_PROTOCOL_*`.
+ */
+typedef uint8_t rungs_protocol;
+
+/**
+ * Another player's machine speaks another protocol version: datagrams from
+ * the address of `seat` carry rungs' magic but another `protocol`
+ * (`RUNGS_PROTOCOL_*`) version, `theirs`; this library speaks `ours`.
+ * Called once per seat and version, however many datagrams come. With
+ * `link_lost` 1 it comes just before `link_event(seat, LOST)` and says why
+ * that seat fell silent. `text` names both versions, e.g. `seat 2 speaks
+ * wire protocol 5; this build speaks 4` (after `link to seat 2 lost: ` when
+ * `link_lost`); it lives until the callback returns.
+ *
+ * The transport version byte is not authenticated: anyone who can send
+ * from that seat's address can cause this call (once per version), and
+ * nothing else: rungs changes no state for it and drops nobody because of
+ * it.
+ */
+typedef void (RUNGS_CALL *rungs_protocol_mismatch_fn)(void *user,
+                                           uint8_t seat,
+                                           rungs_protocol protocol,
+                                           uint8_t theirs,
+                                           uint8_t ours,
+                                           uint8_t link_lost,
+                                           const char *text);
+
+/**
  * The protocol versions this library speaks (`rungs_read_protocol_versions`).
  * A lobby sends them with each player's entry and lets a game start only
  * among players whose three numbers are all equal: two builds interoperate
@@ -233,11 +261,6 @@ typedef struct rungs_protocol_versions {
      */
     uint8_t reserved;
 } rungs_protocol_versions;
-
-/**
- * Which of rungs' protocols a version is of, one of `RUNGS_PROTOCOL_*`.
- */
-typedef uint8_t rungs_protocol;
 
 /**
  * The transport packet layout: every datagram of a peer-to-peer game and

@@ -62,29 +62,6 @@ typedef struct rungs_lockstep_callbacks {
     rungs_link_event_fn link_event;
 } rungs_lockstep_callbacks;
 
-/**
- * Another player's machine speaks another protocol version: datagrams from
- * the address of `seat` carry rungs' magic but another `protocol`
- * (`RUNGS_PROTOCOL_*`) version, `theirs`; this library speaks `ours`.
- * Called once per seat and version, however many datagrams come. With
- * `link_lost` 1 it comes just before `link_event(seat, LOST)` and says why
- * that seat fell silent. `text` names both versions, e.g. `seat 2 speaks
- * wire protocol 5; this build speaks 4` (after `link to seat 2 lost: ` when
- * `link_lost`); it lives until the callback returns.
- *
- * The transport version byte is not authenticated: anyone who can send
- * from that seat's address can cause this call (once per version), and
- * nothing else: rungs changes no state for it and drops nobody because of
- * it.
- */
-typedef void (RUNGS_CALL *rungs_protocol_mismatch_fn)(void *user,
-                                           uint8_t seat,
-                                           rungs_protocol protocol,
-                                           uint8_t theirs,
-                                           uint8_t ours,
-                                           uint8_t link_lost,
-                                           const char *text);
-
 /* ==== Create and configure a session ==== */
 
 /**

@@ -1164,6 +1164,23 @@ rungs_result RUNGS_CALL rungs_endpoint_send(struct rungs_endpoint *endpoint,
 RUNGS_API rungs_result RUNGS_CALL rungs_endpoint_poll(struct rungs_endpoint *endpoint, uint64_t now_us);
 
 /**
+ * Set (or, with NULL, clear) the callback told when a peer's address
+ * sends packets of another transport protocol version (see
+ * `rungs_protocol_mismatch_fn`: once per seat and version, and again with
+ * `link_lost` 1 just before that seat's `RUNGS_LINK_EVENT_LOST` when the
+ * mismatch explains the silence), with its own `user`. Called from
+ * `rungs_endpoint_poll` and `rungs_endpoint_poll_event`, on their thread,
+ * before the link events they report. Reports
+ * that come while no callback is set are not kept.
+ *
+ * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL.
+ */
+RUNGS_API
+rungs_result RUNGS_CALL rungs_endpoint_set_protocol_mismatch(struct rungs_endpoint *endpoint,
+                                                  rungs_protocol_mismatch_fn callback,
+                                                  void *user);
+
+/**
  * Take the next kept link event: `*out_seat` and `*out_event`
  * (`RUNGS_LINK_EVENT_NONE` when there is none). Events are kept only when
  * no callback is configured; at most 64, the oldest dropped first.

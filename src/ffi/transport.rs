@@ -19,9 +19,12 @@ use super::guard::{call, enter, free_call, hand_out, object_call, Guarded, Handl
 use super::result::rungs_result;
 use super::result::{CallError, Result};
 use super::types::{rungs_link_event, rungs_link_event_fn};
+use super::version::{deliver_mismatch, rungs_protocol_mismatch_fn, MismatchCallback};
 use crate::error::Error;
 use crate::link::MAX_IN_FLIGHT_LIMIT;
-use crate::link::{DropReason, Endpoint, EndpointConfig, LinkConfig, LinkEvent, LinkStats};
+use crate::link::{
+    DropReason, Endpoint, EndpointConfig, LinkConfig, LinkEvent, LinkStats, ProtocolMismatch,
+};
 use crate::net::{MonotonicClock, UdpDriver, Worker, WorkerStatus};
 use crate::wire::packet::{SessionKey, MAX_MESSAGE_BYTES, MAX_PACKET_BYTES};
 
@@ -233,6 +236,11 @@ pub struct EndpointState {
     last_now_us: u64,
     /// Events taken from the endpoint, waiting for the callback or a poll.
     events: VecDeque<(u8, LinkEvent)>,
+    /// `rungs_endpoint_set_protocol_mismatch`'s callback.
+    protocol_mismatch: Option<MismatchCallback>,
+    /// Mismatch reports waiting for that callback (`true`: the seat's link
+    /// was just lost, and this says why); kept only while one is set.
+    mismatches: VecDeque<(ProtocolMismatch, bool)>,
 }
 
 impl EndpointState {
@@ -265,15 +273,49 @@ impl EndpointState {
     /// Keep the endpoint's new link events (at most 64, the oldest dropped first).
     fn keep_events(&mut self) -> Result<()> {
         let mut new = Vec::new();
-        self.endpoint(|e| new.extend(std::iter::from_fn(|| e.poll_event())))?;
-        for event in new {
-            if self.events.len() == MAX_KEPT_EVENTS {
-                self.events.pop_front();
+        let mut mismatches = Vec::new();
+        self.endpoint(|e| {
+            mismatches
+                .extend(std::iter::from_fn(|| e.poll_protocol_mismatch()).map(|m| (m, false)));
+            while let Some((seat, event)) = e.poll_event() {
+                if event == LinkEvent::Lost {
+                    // Silent because it speaks another version: say so too.
+                    if let Some(mismatch) = e.silence_explained_by_mismatch(seat) {
+                        mismatches.push((mismatch, true));
+                    }
+                }
+                new.push((seat, event));
             }
-            self.events.push_back(event);
+        })?;
+        for event in new {
+            keep_bounded(&mut self.events, event);
+        }
+        if self.protocol_mismatch.is_some() {
+            for mismatch in mismatches {
+                keep_bounded(&mut self.mismatches, mismatch);
+            }
         }
         Ok(())
     }
+}
+
+impl EndpointState {
+    /// Tell the engine's mismatch callback every waiting report.
+    fn tell_mismatches(&mut self) {
+        while let Some((mismatch, link_lost)) = self.mismatches.pop_front() {
+            // SAFETY: the engine's callback and user, by contract.
+            unsafe { deliver_mismatch(self.protocol_mismatch.as_ref(), &mismatch, link_lost) };
+        }
+    }
+}
+
+/// Keep `item` at the back of `queue`, dropping the oldest beyond
+/// [`MAX_KEPT_EVENTS`].
+fn keep_bounded<T>(queue: &mut VecDeque<T>, item: T) {
+    if queue.len() == MAX_KEPT_EVENTS {
+        queue.pop_front();
+    }
+    queue.push_back(item);
 }
 
 /// Link events an endpoint keeps for the engine.
@@ -464,6 +506,8 @@ pub unsafe extern "C" fn rungs_endpoint_new(
             user: config.user,
             last_now_us: 0,
             events: VecDeque::new(),
+            protocol_mismatch: None,
+            mismatches: VecDeque::new(),
         };
         // SAFETY: `out` is NULL (refused) or writable by contract.
         unsafe { hand_out(out, rungs_endpoint(Guarded::new(state))) }
@@ -631,11 +675,41 @@ pub unsafe extern "C" fn rungs_endpoint_poll(
                 state.with_driver(now_us, |d, now| d.poll(now))?;
             }
             state.keep_events()?;
-            // Callbacks run with the driver unlocked, in order, on this thread.
+            // Callbacks run with the driver unlocked, in order, on this thread;
+            // a mismatch that explains a lost link comes before the LOST event.
+            state.tell_mismatches();
             if let Some(callback) = state.on_link_event {
                 while let Some((seat, event)) = state.events.pop_front() {
                     callback(state.user, seat, event_code(event));
                 }
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Set (or, with NULL, clear) the callback told when a peer's address
+/// sends packets of another transport protocol version (see
+/// `rungs_protocol_mismatch_fn`: once per seat and version, and again with
+/// `link_lost` 1 just before that seat's `RUNGS_LINK_EVENT_LOST` when the
+/// mismatch explains the silence), with its own `user`. Called from
+/// `rungs_endpoint_poll` and `rungs_endpoint_poll_event`, on their thread,
+/// before the link events they report. Reports
+/// that come while no callback is set are not kept.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint is NULL.
+#[no_mangle]
+pub unsafe extern "C" fn rungs_endpoint_set_protocol_mismatch(
+    endpoint: *mut rungs_endpoint,
+    callback: rungs_protocol_mismatch_fn,
+    user: *mut c_void,
+) -> rungs_result {
+    // SAFETY: NULL or a live handle, by contract.
+    unsafe {
+        object_call("rungs_endpoint_set_protocol_mismatch", endpoint, |state| {
+            state.protocol_mismatch = callback.map(|_| MismatchCallback { callback, user });
+            if callback.is_none() {
+                state.mismatches.clear();
             }
             Ok(())
         })
@@ -660,6 +734,8 @@ pub unsafe extern "C" fn rungs_endpoint_poll_event(
             require(out_seat, "out_seat")?;
             require(out_event, "out_event")?;
             state.keep_events()?;
+            // Before the event it may explain.
+            state.tell_mismatches();
             let (seat, event) = state
                 .events
                 .pop_front()
