@@ -359,7 +359,8 @@ rungs_result RUNGS_CALL rungs_needed_look_ahead(uint8_t look_ahead,
  * needed `needed` frames of look-ahead (`rungs_needed_look_ahead`). The
  * report of the interval carries how many of its frames needed more than
  * each of the four look-aheads from the last frame's down
- * (`rungs_look_ahead_needs`, `rungs_measurements_take_report_with_needs`).
+ * (the needs section, `rungs_measurements_take_report` with
+ * `RUNGS_REPORT_NEEDS`).
  *
  * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `look_ahead` or `needed` is
  * not 1–250 (nothing counted); RUNGS_ERR_NULL_POINTER if measurements is NULL.
@@ -374,7 +375,8 @@ rungs_result RUNGS_CALL rungs_measurements_add_frame_need(struct rungs_measureme
  * trip until it has a clean sample (S3).
  *
  * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if peer is not a seat (0 to
- * 15); RUNGS_ERR_STATE if peer is already measured; RUNGS_ERR_NULL_POINTER if
+ * 15); RUNGS_ERR_STATE if peer is already measured, or the measurements are
+ * lent by a session (which manages the peers); RUNGS_ERR_NULL_POINTER if
  * measurements is NULL.
  */
 RUNGS_API
@@ -385,8 +387,8 @@ rungs_result RUNGS_CALL rungs_measurements_add_peer(struct rungs_measurements *m
  * Stop measuring `peer` (it left the game).
  *
  * Returns: RUNGS_OK; RUNGS_ERR_UNKNOWN_SEAT if peer is not measured
- * (`rungs_measurements_add_peer`); RUNGS_ERR_NULL_POINTER if measurements is
- * NULL.
+ * (`rungs_measurements_add_peer`); RUNGS_ERR_STATE if the measurements are
+ * lent by a session; RUNGS_ERR_NULL_POINTER if measurements is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_remove_peer(struct rungs_measurements *measurements,
@@ -400,8 +402,9 @@ rungs_result RUNGS_CALL rungs_measurements_remove_peer(struct rungs_measurements
  *
  * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if clean is neither 0 nor 1;
  * RUNGS_ERR_UNKNOWN_SEAT if peer is not measured
- * (`rungs_measurements_add_peer`); RUNGS_ERR_NULL_POINTER if measurements is
- * NULL.
+ * (`rungs_measurements_add_peer`); RUNGS_ERR_STATE if the measurements are
+ * lent by a session (use `rungs_session_rtt_sample`);
+ * RUNGS_ERR_NULL_POINTER if measurements is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_add_rtt_sample(struct rungs_measurements *measurements,
@@ -418,7 +421,9 @@ rungs_result RUNGS_CALL rungs_measurements_add_rtt_sample(struct rungs_measureme
  *
  * Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `tick_hz` is 0 or `resent`
  * is neither 0 nor 1; RUNGS_ERR_UNKNOWN_SEAT if peer is not measured;
- * RUNGS_ERR_NULL_POINTER if measurements is NULL.
+ * RUNGS_ERR_STATE if the measurements are lent by a session (use
+ * `rungs_session_rtt_sample_ticks`); RUNGS_ERR_NULL_POINTER if measurements
+ * is NULL.
  */
 RUNGS_API
 rungs_result RUNGS_CALL rungs_measurements_add_rtt_ticks(struct rungs_measurements *measurements,

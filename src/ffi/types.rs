@@ -1,5 +1,6 @@
 //! C types that more than one part of the C API uses: the plain structs of a
-//! timing, a timing event and a report, one typedef per callback signature,
+//! timing and a timing event (the report has its own module, `report.rs`),
+//! one typedef per callback signature,
 //! and the validation of the seat fields every game config has.
 //! Conversions to the Rust types validate every field, so C can never hand
 //! the library a value the Rust types forbid.
