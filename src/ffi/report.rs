@@ -39,7 +39,7 @@ pub const RUNGS_REPORT_NEEDS: rungs_report_sections = 2;
 /// `rungs_timing_machine_execute_report` read.
 ///
 /// Set `struct_size` to `sizeof(rungs_report)` (`rungs_report_init` does,
-/// and zeroes the rest). The library reads and writes only the first
+/// and empties the rest). The library reads and writes only the first
 /// `struct_size` bytes: at least up to `detail` (the basic fields and the
 /// flags); a section past them is there only when the struct holds all of
 /// it. Later versions append fields, so a program built against this header
@@ -427,9 +427,9 @@ const _: () = assert!(RUNGS_NEED_LEVELS == crate::report::needs::NEED_LEVELS);
 
 /// The needs section of a `rungs_report` (`has_needs`): how much
 /// look-ahead one report interval's frames needed, what the needs
-/// NETWORK_REPORT layout (`RUNGS_REPORT_LAYOUT_NEEDS`) adds to the detail, and what the `RUNGS_POLICY_TRACKING` policy
-/// sheds its margin and checks its decreases by (docs/tracking.md, rule
-/// 10). A frame *needed* the look-ahead under which its last turn would
+/// NETWORK_REPORT layout (`RUNGS_REPORT_LAYOUT_NEEDS`) adds to the detail,
+/// and what the `RUNGS_POLICY_TRACKING` policy sheds its margin and checks
+/// its decreases by (docs/tracking.md, rule 10). A frame *needed* the look-ahead under which its last turn would
 /// still have come before it was due (`rungs_needed_look_ahead`); the
 /// engine passes each frame's with `rungs_measurements_add_frame_need`.
 ///
