@@ -16,14 +16,16 @@ use std::collections::{BTreeMap, BTreeSet};
 pub enum Header {
     Common,
     Lockstep,
+    Report,
     Session,
     Pieces,
 }
 
 impl Header {
-    pub const ALL: [Header; 4] = [
+    pub const ALL: [Header; 5] = [
         Header::Common,
         Header::Lockstep,
+        Header::Report,
         Header::Session,
         Header::Pieces,
     ];
@@ -32,6 +34,7 @@ impl Header {
         match self {
             Header::Common => "common.h",
             Header::Lockstep => "lockstep.h",
+            Header::Report => "report.h",
             Header::Session => "session.h",
             Header::Pieces => "pieces.h",
         }
@@ -41,6 +44,7 @@ impl Header {
         match self {
             Header::Common => "RUNGS_COMMON_H",
             Header::Lockstep => "RUNGS_LOCKSTEP_H",
+            Header::Report => "RUNGS_REPORT_H",
             Header::Session => "RUNGS_SESSION_H",
             Header::Pieces => "RUNGS_PIECES_H",
         }
@@ -50,10 +54,11 @@ impl Header {
     fn includes(self) -> &'static [Header] {
         match self {
             Header::Common => &[],
-            Header::Lockstep | Header::Session => &[Header::Common],
-            // The timing machine executes the reports and timing events whose
-            // structs and codecs the engine-session path defines.
-            Header::Pieces => &[Header::Common, Header::Session],
+            Header::Lockstep | Header::Report => &[Header::Common],
+            // Both build on the reports: the engine session lends its
+            // measurements and queues the payloads; the timing machine
+            // executes the reports and timing events.
+            Header::Session | Header::Pieces => &[Header::Common, Header::Report],
         }
     }
 
@@ -75,11 +80,17 @@ impl Header {
                  * peer or through a relay. With rungs/common.h, which it includes,\n \
                  * this is the whole API a game adopting rungs this way needs."
             }
+            Header::Report => {
+                "reports and event payloads, what the engine session and the\n \
+                 * pieces share: the measurements a machine takes its reports from,\n \
+                 * the one report struct with its optional sections, and the\n \
+                 * TIMING and NETWORK_REPORT payload codecs."
+            }
             Header::Session => {
                 "the engine-session path: an engine that keeps its own lockstep\n \
-                 * loop and packets asks rungs for the frames to send on, the timing\n \
-                 * payloads and reports to put in them, and lends it its\n \
-                 * measurements."
+                 * loop and packets asks rungs for the frames to send on and the\n \
+                 * payloads to put in them, and measures its frames and waits on the\n \
+                 * measurements the session lends it (rungs/report.h)."
             }
             Header::Pieces => {
                 "the pieces the two sessions are built from, each usable alone: the\n \
@@ -99,7 +110,7 @@ pub struct Topic {
     pub names: &'static [&'static str],
 }
 
-use Header::{Common, Lockstep, Pieces, Session};
+use Header::{Common, Lockstep, Pieces, Report, Session};
 
 pub const TOPICS: &[Topic] = &[
     // common.h
@@ -248,12 +259,46 @@ pub const TOPICS: &[Topic] = &[
     Topic {
         header: Lockstep,
         title: "Status and statistics",
-        names: &["rungs_lockstep_status", "rungs_lockstep_stats", "rungs_lockstep_get_stats"],
+        names: &["rungs_lockstep_status", "rungs_lockstep_stats", "rungs_lockstep_read_stats"],
     },
     Topic {
         header: Lockstep,
         title: "Teardown",
         names: &["rungs_lockstep_free"],
+    },
+    // report.h
+    Topic {
+        header: Report,
+        title: "The report: one struct, optional detail and needs sections",
+        names: &[
+            "rungs_report",
+            "rungs_report_init",
+            "rungs_report_sections",
+            "rungs_report_detail",
+            "rungs_report_needs",
+            "rungs_look_ahead_needs",
+            "rungs_need_levels",
+        ],
+    },
+    Topic {
+        header: Report,
+        title: "Measurements: what a machine measures for its reports",
+        names: &["rungs_measurements*", "rungs_needed_look_ahead", "rungs_is_report_frame"],
+    },
+    Topic {
+        header: Report,
+        title: "Payloads: the TIMING and NETWORK_REPORT bytes of the engine's events",
+        names: &[
+            "rungs_report_layout*",
+            "rungs_report_payload_*",
+            "rungs_report_extended_payload_len",
+            "rungs_report_detailed_payload_len",
+            "rungs_report_needs_payload_len",
+            "rungs_ts_fog_bias",
+            "rungs_timing_event",
+            "rungs_timing_payload_*",
+            "rungs_ra_timing_payload_*",
+        ],
     },
     // session.h
     Topic {
@@ -268,7 +313,6 @@ pub const TOPICS: &[Topic] = &[
             "rungs_log*",
             "rungs_send_order",
             "rungs_send_*",
-            "rungs_ts_fog_bias",
             "rungs_no_event_id",
             "rungs_session_new",
             "rungs_session_set_user",
@@ -301,25 +345,11 @@ pub const TOPICS: &[Topic] = &[
     },
     Topic {
         header: Session,
-        title: "Measurements the engine lends the session",
+        title: "Measurements: the session lends its own; round trips it takes itself",
         names: &[
-            "rungs_session_add_*",
-            "rungs_session_wait_*",
+            "rungs_session_measurements",
             "rungs_session_rtt_*",
             "rungs_session_sample_links",
-        ],
-    },
-    Topic {
-        header: Session,
-        title: "Reports and timing payloads: what goes on the wire",
-        names: &[
-            "rungs_report*",
-            "rungs_look_ahead_needs",
-            "rungs_need_levels",
-            "rungs_timing_event",
-            "rungs_timing_payload_*",
-            "rungs_ra_timing_payload_*",
-            "rungs_is_report_frame",
         ],
     },
     Topic {
@@ -345,11 +375,6 @@ pub const TOPICS: &[Topic] = &[
         header: Pieces,
         title: "The timing machine: the session's timing without its network",
         names: &["rungs_timing_machine*", "rungs_timing_callbacks"],
-    },
-    Topic {
-        header: Pieces,
-        title: "Measurements: what a machine measures for its reports",
-        names: &["rungs_measurements*", "rungs_needed_look_ahead"],
     },
     Topic {
         header: Pieces,
@@ -651,6 +676,7 @@ pub fn write_headers(
          * Include the header of the way you adopt rungs (docs/c-api.md):\n \
          *   rungs/lockstep.h  the all-in-one lockstep session;\n \
          *   rungs/session.h   the engine-session path (your loop, rungs' timing);\n \
+         *   rungs/report.h    reports and payloads (session.h and pieces.h include it);\n \
          *   rungs/pieces.h    the pieces on their own.\n \
          * This header includes them all, so programs written against it keep\n \
          * building unchanged.\n */\n\n#ifndef RUNGS_H\n#define RUNGS_H\n\n",

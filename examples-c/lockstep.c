@@ -232,7 +232,7 @@ int main(int argc, char **argv) {
             printf("seat %d: vanished after %lu commands executed\n", i, (unsigned long)players[i].logged);
             continue;
         }
-        CALL(rungs_lockstep_get_stats(players[i].game, &s));
+        CALL(rungs_lockstep_read_stats(players[i].game, &s));
         printf("seat %d: %lu commands executed, %lu stalled frames, clock offset %lld us\n", i,
                (unsigned long)players[i].logged, (unsigned long)s.stalled_frames, (long long)s.clock_offset_us);
         if (s.desyncs) ok = 0;

@@ -167,7 +167,7 @@ static void host_until_everyone_left(rungs_relay_host *host) {
     uint64_t until = now_us() + 60u * 1000000u;
     for (;;) {
         rungs_relay_host_status st;
-        if (rungs_relay_host_get_status(host, &st) != RUNGS_OK || st.over || now_us() > until) break;
+        if (rungs_relay_host_read_status(host, &st) != RUNGS_OK || st.over || now_us() > until) break;
         sleep_ms(100);
     }
     CALL(rungs_relay_host_free(host));

@@ -18,6 +18,18 @@
  * Makes the next object call on this thread panic inside rungs. */
 RUNGS_API void RUNGS_CALL rungs_testing_panic_next_call(void);
 
+/* A basic report (no sections) with these fields, struct_size set. */
+static rungs_report basic_report(uint32_t process_us, uint32_t max_wait_ms, uint32_t worst_rtt_ms,
+                                 uint8_t has_worst_rtt) {
+    rungs_report r;
+    rungs_report_init(&r);
+    r.process_us = process_us;
+    r.max_wait_ms = max_wait_ms;
+    r.worst_rtt_ms = worst_rtt_ms;
+    r.has_worst_rtt = has_worst_rtt;
+    return r;
+}
+
 static int harness_passed;
 static int harness_failed;
 

@@ -15,7 +15,7 @@
  * 125, 128 frames of which 2 stalled for 40 ms, mostly waiting for seat 3. */
 static rungs_report example_report(void) {
     rungs_report r;
-    memset(&r, 0, sizeof r);
+    rungs_report_init(&r);
     r.process_us = 5000;
     r.max_wait_ms = 40;
     r.worst_rtt_ms = 180;
@@ -58,6 +58,47 @@ static int same_detail(const rungs_report_detail *a, const rungs_report_detail *
 static int same_report(const rungs_report *a, const rungs_report *b) {
     return a->process_us == b->process_us && a->max_wait_ms == b->max_wait_ms &&
            a->worst_rtt_ms == b->worst_rtt_ms && a->has_worst_rtt == b->has_worst_rtt;
+}
+
+/* `r` with the detail `d` and, when `n` is not NULL, the needs `n` as its
+ * sections: the one struct the report calls take. NULL `r` stays NULL (for
+ * the NULL-pointer cases). */
+static const rungs_report *with_sections(const rungs_report *r, const rungs_report_detail *d,
+                                         const rungs_look_ahead_needs *n) {
+    static rungs_report whole;
+    if (!r) return NULL;
+    whole = *r;
+    whole.has_detail = 1;
+    whole.detail = *d;
+    whole.has_needs = n != NULL;
+    if (n) whole.needs = *n;
+    return &whole;
+}
+
+/* Decode into `out` (struct_size set first, as a caller does) and, on
+ * success, hand its detail (and needs) out beside it. */
+static rungs_result decode_sections(const uint8_t *bytes, size_t len, rungs_report *out,
+                                    rungs_report_detail *out_detail,
+                                    rungs_look_ahead_needs *out_needs) {
+    rungs_result rc;
+    if (out) out->struct_size = sizeof *out;
+    rc = rungs_report_payload_decode(bytes, len, out);
+    if (rc == RUNGS_OK && out_detail) *out_detail = out->detail;
+    if (rc == RUNGS_OK && out_needs) *out_needs = out->needs;
+    return rc;
+}
+
+/* Take the report with `sections` into `out` and, on success, hand its
+ * detail (and needs) out beside it. */
+static rungs_result take_sections(rungs_measurements *m, rungs_report_sections sections,
+                                  rungs_report *out, rungs_report_detail *out_detail,
+                                  rungs_look_ahead_needs *out_needs) {
+    rungs_result rc;
+    if (out) rungs_report_init(out);
+    rc = rungs_measurements_take_report(m, sections, out);
+    if (rc == RUNGS_OK && out_detail) *out_detail = out->detail;
+    if (rc == RUNGS_OK && out_needs) *out_needs = out->needs;
+    return rc;
 }
 
 /* A tracking timing machine's config: 30 fps, seats 0 and 1 human, this

@@ -1,6 +1,6 @@
 /* The detailed NETWORK_REPORT layout (version 2, what the tracking policy
- * reads) for a C engine that drives the pieces itself: a report and its
- * rungs_report_detail taken from rungs_measurements, encoded, decoded and
+ * reads) for a C engine that drives the pieces itself: a report with its
+ * detail section taken from rungs_measurements, encoded, decoded and
  * executed on a rungs_timing_machine; the documented bytes; every refusal
  * (NULLs, flags, seats, each rule of the layout, short buffers, malformed
  * bytes), each changing nothing; and a whole game under
@@ -28,13 +28,13 @@ static void test_documented_bytes(void) {
     CHECK_EQ(RUNGS_REPORT_DETAILED_PAYLOAD_LEN, 22);
     CHECK_EQ(RUNGS_REPORT_LAYOUT_DETAILED, 2);
     memset(buf, FILL, sizeof buf);
-    CHECK_EQ(rungs_report_payload_encode_detailed(&r, &d, buf, sizeof buf, &len), RUNGS_OK);
+    CHECK_EQ(rungs_report_payload_encode(with_sections(&r, &d, NULL), RUNGS_REPORT_LAYOUT_EXTENDED, buf, sizeof buf, &len), RUNGS_OK);
     CHECK_EQ(len, RUNGS_REPORT_DETAILED_PAYLOAD_LEN);
     CHECK(memcmp(buf, EXAMPLE, sizeof EXAMPLE) == 0);
     CHECK(all_bytes_are(buf + len, sizeof buf - len, FILL));
     memset(&got, 0xEE, sizeof got);
     memset(&got_detail, 0xEE, sizeof got_detail);
-    CHECK_EQ(rungs_report_payload_decode_detailed(EXAMPLE, sizeof EXAMPLE, &got, &got_detail),
+    CHECK_EQ(decode_sections(EXAMPLE, sizeof EXAMPLE, &got, &got_detail, NULL),
              RUNGS_OK);
     CHECK(same_report(&got, &r));
     CHECK(same_detail(&got_detail, &d));
@@ -46,11 +46,11 @@ static void test_documented_bytes(void) {
     memset(&d, 0, sizeof d);
     d.frames = 16;
     d.waited_for = RUNGS_NO_SEAT;
-    CHECK_EQ(rungs_report_payload_encode_detailed(&r, &d, buf, sizeof buf, &len), RUNGS_OK);
+    CHECK_EQ(rungs_report_payload_encode(with_sections(&r, &d, NULL), RUNGS_REPORT_LAYOUT_EXTENDED, buf, sizeof buf, &len), RUNGS_OK);
     CHECK(buf[5] == 0xFF && buf[6] == 0xFF && buf[9] == 0xFF && buf[14] == 0xFF);
     CHECK_EQ(buf[21], 0xFF);
     memset(&got_detail, 0xEE, sizeof got_detail);
-    CHECK_EQ(rungs_report_payload_decode_detailed(buf, len, &got, &got_detail), RUNGS_OK);
+    CHECK_EQ(decode_sections(buf, len, &got, &got_detail, NULL), RUNGS_OK);
     CHECK_EQ(got.has_worst_rtt, 0);
     CHECK(same_detail(&got_detail, &d));
 
@@ -63,8 +63,8 @@ static void test_documented_bytes(void) {
     d.frames = 70000;
     d.stalled_frames = 70000;
     d.stall_ms = 1000000;
-    CHECK_EQ(rungs_report_payload_encode_detailed(&r, &d, buf, sizeof buf, &len), RUNGS_OK);
-    CHECK_EQ(rungs_report_payload_decode_detailed(buf, len, &got, &got_detail), RUNGS_OK);
+    CHECK_EQ(rungs_report_payload_encode(with_sections(&r, &d, NULL), RUNGS_REPORT_LAYOUT_EXTENDED, buf, sizeof buf, &len), RUNGS_OK);
+    CHECK_EQ(decode_sections(buf, len, &got, &got_detail, NULL), RUNGS_OK);
     CHECK_EQ(got.worst_rtt_ms, 65534);
     CHECK_EQ(got_detail.median_rtt_ms, 65534);
     CHECK_EQ(got_detail.latest_rtt_ms, 65534);
@@ -101,7 +101,7 @@ static void test_round_trip_from_measurements_to_a_machine(void) {
     CHECK_EQ(rungs_measurements_add_wait_us(m, 35000), RUNGS_OK);
     CHECK_EQ(rungs_measurements_unreported_stalls(m, &stalls), RUNGS_OK);
     CHECK_EQ(stalls, 3);
-    CHECK_EQ(rungs_measurements_take_detailed_report(m, &r, &d), RUNGS_OK);
+    CHECK_EQ(take_sections(m, RUNGS_REPORT_DETAIL, &r, &d, NULL), RUNGS_OK);
     CHECK_EQ(r.process_us, 4000);
     CHECK_EQ(r.max_wait_ms, 35);
     CHECK_EQ(r.has_worst_rtt, 1);
@@ -118,7 +118,7 @@ static void test_round_trip_from_measurements_to_a_machine(void) {
     CHECK_EQ(stalls, 0);
     /* The same report as rungs_measurements_take_report gives: the next
      * interval has no frame (the average repeats) and no stall. */
-    CHECK_EQ(rungs_measurements_take_detailed_report(m, &got, &got_detail), RUNGS_OK);
+    CHECK_EQ(take_sections(m, RUNGS_REPORT_DETAIL, &got, &got_detail, NULL), RUNGS_OK);
     CHECK_EQ(got.process_us, 4000);
     CHECK_EQ(got.max_wait_ms, 35); /* the longest wait covers two intervals */
     CHECK_EQ(got_detail.stalled_frames, 0);
@@ -126,21 +126,21 @@ static void test_round_trip_from_measurements_to_a_machine(void) {
     CHECK_EQ(got_detail.waited_for, RUNGS_NO_SEAT);
     CHECK_EQ(rungs_measurements_free(m), RUNGS_OK);
 
-    CHECK_EQ(rungs_report_payload_encode_detailed(&r, &d, buf, sizeof buf, &len), RUNGS_OK);
+    CHECK_EQ(rungs_report_payload_encode(with_sections(&r, &d, NULL), RUNGS_REPORT_LAYOUT_EXTENDED, buf, sizeof buf, &len), RUNGS_OK);
     CHECK_EQ(len, sizeof buf);
-    CHECK_EQ(rungs_report_payload_decode_detailed(buf, len, &got, &got_detail), RUNGS_OK);
+    CHECK_EQ(decode_sections(buf, len, &got, &got_detail, NULL), RUNGS_OK);
     CHECK(same_report(&got, &r));
     CHECK(same_detail(&got_detail, &d));
 
     c = tracking_config();
     CHECK_EQ(rungs_timing_machine_new(&c, &machine), RUNGS_OK);
     if (!machine) return;
-    CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 0, &got, &got_detail),
+    CHECK_EQ(rungs_timing_machine_execute_report(machine, 0, with_sections(&got, &got_detail, NULL)),
              RUNGS_ERR_STATE); /* no frame open */
     CHECK_EQ(rungs_timing_machine_frame_begin(machine, 0, NULL), RUNGS_OK);
-    CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 0, &got, &got_detail),
+    CHECK_EQ(rungs_timing_machine_execute_report(machine, 0, with_sections(&got, &got_detail, NULL)),
              RUNGS_OK);
-    CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 1, &got, &got_detail),
+    CHECK_EQ(rungs_timing_machine_execute_report(machine, 1, with_sections(&got, &got_detail, NULL)),
              RUNGS_OK);
     CHECK_EQ(rungs_timing_machine_frame_end(machine, &has, &e), RUNGS_OK);
     /* p90 52 plus its spread of 1 above the median: 53 ms needs one frame at
@@ -162,7 +162,7 @@ static void test_encode_refusals(void) {
 #define REFUSED(report, detail, code)                                                        \
     do {                                                                                     \
         memset(buf, FILL, sizeof buf);                                                       \
-        CHECK_EQ(rungs_report_payload_encode_detailed((report), (detail), buf, sizeof buf,   \
+        CHECK_EQ(rungs_report_payload_encode(with_sections((report), (detail), NULL), RUNGS_REPORT_LAYOUT_EXTENDED, buf, sizeof buf,   \
                                                       &len),                                 \
                  (code));                                                                    \
         CHECK(all_bytes_are(buf, sizeof buf, FILL));                                         \
@@ -170,13 +170,11 @@ static void test_encode_refusals(void) {
     } while (0)
 
     REFUSED(NULL, &d, RUNGS_ERR_NULL_POINTER);
-    CHECK_MESSAGE("rungs_report_payload_encode_detailed: report is NULL");
-    REFUSED(&r, NULL, RUNGS_ERR_NULL_POINTER);
-    CHECK_MESSAGE("rungs_report_payload_encode_detailed: detail is NULL");
-    CHECK_EQ(rungs_report_payload_encode_detailed(&r, &d, buf, sizeof buf, NULL),
+    CHECK_MESSAGE("rungs_report_payload_encode: report is NULL");
+    CHECK_EQ(rungs_report_payload_encode(with_sections(&r, &d, NULL), RUNGS_REPORT_LAYOUT_EXTENDED, buf, sizeof buf, NULL),
              RUNGS_ERR_NULL_POINTER);
-    CHECK_MESSAGE("rungs_report_payload_encode_detailed: out_len is NULL");
-    CHECK_EQ(rungs_report_payload_encode_detailed(&r, &d, NULL, sizeof buf, &len),
+    CHECK_MESSAGE("rungs_report_payload_encode: out_len is NULL");
+    CHECK_EQ(rungs_report_payload_encode(with_sections(&r, &d, NULL), RUNGS_REPORT_LAYOUT_EXTENDED, NULL, sizeof buf, &len),
              RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(len, 99);
 
@@ -184,36 +182,36 @@ static void test_encode_refusals(void) {
     bad_r = r;
     bad_r.has_worst_rtt = 2;
     REFUSED(&bad_r, &d, RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE("rungs_report_payload_encode_detailed: report->has_worst_rtt is 2; "
+    CHECK_MESSAGE("rungs_report_payload_encode: report->has_worst_rtt is 2; "
                   "expected 0 or 1");
     bad = d;
     bad.has_median_rtt = 7;
     REFUSED(&r, &bad, RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE("rungs_report_payload_encode_detailed: detail->has_median_rtt is 7; "
+    CHECK_MESSAGE("rungs_report_payload_encode: report->detail.has_median_rtt is 7; "
                   "expected 0 or 1");
     bad = d;
     bad.has_p90_rtt = 255;
     REFUSED(&r, &bad, RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("detail->has_p90_rtt is 255");
+    CHECK_MESSAGE_HAS("report->detail.has_p90_rtt is 255");
     bad = d;
     bad.has_latest_rtt = 2;
     REFUSED(&r, &bad, RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("detail->has_latest_rtt is 2");
+    CHECK_MESSAGE_HAS("report->detail.has_latest_rtt is 2");
     bad = d;
     bad.waited_for = 16;
     REFUSED(&r, &bad, RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE("rungs_report_payload_encode_detailed: detail->waited_for is 16; expected a "
+    CHECK_MESSAGE("rungs_report_payload_encode: report->detail.waited_for is 16; expected a "
                   "seat, 0 to 15, or RUNGS_NO_SEAT (255)");
 
     /* Each rule of the layout. */
     bad = d;
     bad.p90_rtt_ms = 119; /* below the median */
     REFUSED(&r, &bad, RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE("rungs_report_payload_encode_detailed: report and detail break a rule of the "
-                  "detailed layout (NETWORK_REPORT detail must have median <= p90 <= worst "
-                  "round trip): got report->worst_rtt_ms 180, detail->median_rtt_ms 120, "
-                  "detail->p90_rtt_ms 119, detail->latest_rtt_ms 125, detail->frames 128, "
-                  "detail->stalled_frames 2, detail->stall_ms 40, detail->waited_for 3");
+    CHECK_MESSAGE("rungs_report_payload_encode: report breaks a rule of the detail "
+                  "section (NETWORK_REPORT detail must have median <= p90 <= worst "
+                  "round trip): got report->worst_rtt_ms 180, report->detail.median_rtt_ms 120, "
+                  "report->detail.p90_rtt_ms 119, report->detail.latest_rtt_ms 125, report->detail.frames 128, "
+                  "report->detail.stalled_frames 2, report->detail.stall_ms 40, report->detail.waited_for 3");
     bad = d;
     bad.p90_rtt_ms = 181; /* above the worst */
     REFUSED(&r, &bad, RUNGS_ERR_INVALID_ARGUMENT);
@@ -226,7 +224,7 @@ static void test_encode_refusals(void) {
     bad.has_p90_rtt = 0; /* some round trips without the others */
     REFUSED(&r, &bad, RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_MESSAGE_HAS("lacks a round trip the worst one has");
-    CHECK_MESSAGE_HAS("detail->p90_rtt_ms none");
+    CHECK_MESSAGE_HAS("report->detail.p90_rtt_ms none");
     bad_r = r;
     bad_r.has_worst_rtt = 0; /* round trips without a worst one */
     REFUSED(&bad_r, &d, RUNGS_ERR_INVALID_ARGUMENT);
@@ -242,15 +240,15 @@ static void test_encode_refusals(void) {
     bad.stall_ms = 0;
     REFUSED(&r, &bad, RUNGS_ERR_INVALID_ARGUMENT); /* the seat alone */
     bad.waited_for = RUNGS_NO_SEAT;
-    CHECK_EQ(rungs_report_payload_encode_detailed(&r, &bad, buf, sizeof buf, &len), RUNGS_OK);
+    CHECK_EQ(rungs_report_payload_encode(with_sections(&r, &bad, NULL), RUNGS_REPORT_LAYOUT_EXTENDED, buf, sizeof buf, &len), RUNGS_OK);
     len = 99;
 
     /* A short buffer: nothing written. */
     memset(buf, FILL, sizeof buf);
-    CHECK_EQ(rungs_report_payload_encode_detailed(&r, &d, buf, sizeof buf - 1, &len),
+    CHECK_EQ(rungs_report_payload_encode(with_sections(&r, &d, NULL), RUNGS_REPORT_LAYOUT_EXTENDED, buf, sizeof buf - 1, &len),
              RUNGS_ERR_BUFFER_TOO_SMALL);
-    CHECK_MESSAGE("rungs_report_payload_encode_detailed: cap is 21; expected at least 22");
-    CHECK_EQ(rungs_report_payload_encode_detailed(&r, &d, NULL, 0, &len),
+    CHECK_MESSAGE("rungs_report_payload_encode: cap is 21; expected at least 22");
+    CHECK_EQ(rungs_report_payload_encode(with_sections(&r, &d, NULL), RUNGS_REPORT_LAYOUT_EXTENDED, NULL, 0, &len),
              RUNGS_ERR_BUFFER_TOO_SMALL);
     CHECK(all_bytes_are(buf, sizeof buf, FILL));
     CHECK_EQ(len, 99);
@@ -266,7 +264,7 @@ static void test_decode_refusals(void) {
     do {                                                                                     \
         memset(&out, 0x77, sizeof out);                                                      \
         memset(&out_detail, 0x77, sizeof out_detail);                                        \
-        CHECK_EQ(rungs_report_payload_decode_detailed(bytes, (len_), &out, &out_detail),     \
+        CHECK_EQ(decode_sections(bytes, (len_), &out, &out_detail, NULL),                    \
                  RUNGS_ERR_MALFORMED);                                                       \
         CHECK_EQ(out.process_us, 0x77777777u);                                               \
         CHECK_EQ(out_detail.frames, 0x77777777u);                                            \
@@ -281,26 +279,23 @@ static void test_decode_refusals(void) {
 
     memcpy(bytes, EXAMPLE, sizeof EXAMPLE);
     bytes[22] = 0;
-    CHECK_EQ(rungs_report_payload_decode_detailed(NULL, 22, &out, &out_detail),
+    CHECK_EQ(decode_sections(NULL, 22, &out, &out_detail, NULL),
              RUNGS_ERR_NULL_POINTER);
-    CHECK_EQ(rungs_report_payload_decode_detailed(bytes, 22, NULL, &out_detail),
+    CHECK_EQ(decode_sections(bytes, 22, NULL, &out_detail, NULL),
              RUNGS_ERR_NULL_POINTER);
-    CHECK_MESSAGE("rungs_report_payload_decode_detailed: out is NULL");
-    CHECK_EQ(rungs_report_payload_decode_detailed(bytes, 22, &out, NULL),
-             RUNGS_ERR_NULL_POINTER);
-    CHECK_MESSAGE("rungs_report_payload_decode_detailed: out_detail is NULL");
+    CHECK_MESSAGE("rungs_report_payload_decode: out is NULL");
 
     MALFORMED(21);
-    CHECK_MESSAGE("rungs_report_payload_decode_detailed: len is 21; expected 22, the "
-                  "payload's length");
+    CHECK_MESSAGE("rungs_report_payload_decode: len is 21; expected 6, 9, 22 or 32 (the "
+                  "compact, extended, detailed or needs NETWORK_REPORT layout)");
     MALFORMED(23);
     MALFORMED(0);
     MALFORMED(SIZE_MAX);
-    CHECK_EQ(rungs_report_payload_decode_detailed(NULL, 0, &out, &out_detail),
+    CHECK_EQ(decode_sections(NULL, 0, &out, &out_detail, NULL),
              RUNGS_ERR_MALFORMED);
-    /* An extended payload is not a detailed one. */
+    /* A detailed payload's length with another version byte. */
     BROKEN(0, 1);
-    CHECK_MESSAGE("rungs_report_payload_decode_detailed: malformed input: detailed "
+    CHECK_MESSAGE("rungs_report_payload_decode: malformed input: detailed "
                   "NETWORK_REPORT version must be 2, not 1");
     /* Each rule of the layout. */
     BROKEN(11, 0x77); /* p90 119 below the median 120 */
@@ -327,22 +322,26 @@ static void test_decode_refusals(void) {
 #undef MALFORMED
 }
 
-/* The older calls keep refusing layout 2 (rungs_report cannot hold its
- * detail), and say where to go. */
-static void test_compact_calls_point_to_the_detailed_ones(void) {
-    rungs_report r = example_report(), out;
+/* The encoder's basic layout is compact or extended: the sections choose
+ * the detailed and needs layouts, so naming them there is refused, and
+ * the detail goes out in its layout whichever basic layout is named. */
+static void test_basic_layout_is_compact_or_extended(void) {
+    rungs_report r = example_report();
+    rungs_report_detail d = example_detail();
     uint8_t buf[RUNGS_REPORT_DETAILED_PAYLOAD_LEN];
     size_t len = 99;
     CHECK_EQ(rungs_report_payload_encode(&r, RUNGS_REPORT_LAYOUT_DETAILED, buf, sizeof buf, &len),
              RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE("rungs_report_payload_encode: layout is RUNGS_REPORT_LAYOUT_DETAILED (2), "
-                  "whose detail a rungs_report cannot hold (use "
-                  "rungs_report_payload_encode_detailed / _decode_detailed); expected "
-                  "RUNGS_REPORT_LAYOUT_COMPACT (0) or RUNGS_REPORT_LAYOUT_EXTENDED (1)");
+    CHECK_MESSAGE("rungs_report_payload_encode: basic_layout is 2; expected "
+                  "RUNGS_REPORT_LAYOUT_COMPACT (0) or RUNGS_REPORT_LAYOUT_EXTENDED (1) (a "
+                  "report's detail and needs sections choose the detailed and needs layouts "
+                  "themselves)");
     CHECK_EQ(len, 99);
-    CHECK_EQ(rungs_report_payload_decode(EXAMPLE, sizeof EXAMPLE, RUNGS_REPORT_LAYOUT_DETAILED,
-                                         &out),
-             RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(rungs_report_payload_encode(with_sections(&r, &d, NULL), RUNGS_REPORT_LAYOUT_COMPACT,
+                                         buf, sizeof buf, &len),
+             RUNGS_OK);
+    CHECK_EQ(len, RUNGS_REPORT_DETAILED_PAYLOAD_LEN);
+    CHECK(memcmp(buf, EXAMPLE, sizeof EXAMPLE) == 0);
 }
 
 static void test_measurement_refusals(void) {
@@ -353,7 +352,7 @@ static void test_measurement_refusals(void) {
     CHECK_EQ(rungs_measurements_new(&m), RUNGS_OK);
     if (!m) return;
     CHECK_EQ(rungs_measurements_add_wait_for_us(NULL, 1000, 1), RUNGS_ERR_NULL_POINTER);
-    CHECK_EQ(rungs_measurements_take_detailed_report(NULL, &r, &d), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(take_sections(NULL, RUNGS_REPORT_DETAIL, &r, &d, NULL), RUNGS_ERR_NULL_POINTER);
     /* A refused seat counts nothing. */
     CHECK_EQ(rungs_measurements_add_wait_for_us(m, 1000, 16), RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_MESSAGE("rungs_measurements_add_wait_for_us: seat is 16; expected a seat, 0 to 15, "
@@ -363,11 +362,9 @@ static void test_measurement_refusals(void) {
     CHECK_EQ(rungs_measurements_add_wait_for_us(m, 2500, 4), RUNGS_OK);
     CHECK_EQ(rungs_measurements_add_frame_work_us(m, 7000), RUNGS_OK);
     /* A NULL out-pointer ends no interval. */
-    CHECK_EQ(rungs_measurements_take_detailed_report(m, NULL, &d), RUNGS_ERR_NULL_POINTER);
-    CHECK_MESSAGE("rungs_measurements_take_detailed_report: out is NULL");
-    CHECK_EQ(rungs_measurements_take_detailed_report(m, &r, NULL), RUNGS_ERR_NULL_POINTER);
-    CHECK_MESSAGE("rungs_measurements_take_detailed_report: out_detail is NULL");
-    CHECK_EQ(rungs_measurements_take_detailed_report(m, &r, &d), RUNGS_OK);
+    CHECK_EQ(take_sections(m, RUNGS_REPORT_DETAIL, NULL, &d, NULL), RUNGS_ERR_NULL_POINTER);
+    CHECK_MESSAGE("rungs_measurements_take_report: out is NULL");
+    CHECK_EQ(take_sections(m, RUNGS_REPORT_DETAIL, &r, &d, NULL), RUNGS_OK);
     CHECK_EQ(r.process_us, 7000);
     CHECK_EQ(r.max_wait_ms, 3);
     CHECK_EQ(r.has_worst_rtt, 1); /* alone: 0 ms */
@@ -379,8 +376,8 @@ static void test_measurement_refusals(void) {
     CHECK_EQ(d.waited_for, 4);
     /* Poisoned: refused like every call. */
     rungs_testing_panic_next_call();
-    CHECK_EQ(rungs_measurements_take_detailed_report(m, &r, &d), RUNGS_ERR_PANIC);
-    CHECK_EQ(rungs_measurements_take_detailed_report(m, &r, &d), RUNGS_ERR_POISONED);
+    CHECK_EQ(take_sections(m, RUNGS_REPORT_DETAIL, &r, &d, NULL), RUNGS_ERR_PANIC);
+    CHECK_EQ(take_sections(m, RUNGS_REPORT_DETAIL, &r, &d, NULL), RUNGS_ERR_POISONED);
     CHECK_EQ(rungs_measurements_add_wait_for_us(m, 1, 1), RUNGS_ERR_POISONED);
     CHECK_EQ(rungs_measurements_free(m), RUNGS_OK);
 }
@@ -401,43 +398,40 @@ static void test_execute_refusals_change_nothing(void) {
     int32_t has = -1;
     rungs_timing_event e;
     if (!machine) return;
-    CHECK_EQ(rungs_timing_machine_execute_detailed_report(NULL, 0, &r, &d),
+    CHECK_EQ(rungs_timing_machine_execute_report(NULL, 0, with_sections(&r, &d, NULL)),
              RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_timing_machine_frame_begin(machine, 0, NULL), RUNGS_OK);
-    CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 0, NULL, &d),
+    CHECK_EQ(rungs_timing_machine_execute_report(machine, 0, with_sections(NULL, &d, NULL)),
              RUNGS_ERR_NULL_POINTER);
-    CHECK_MESSAGE("rungs_timing_machine_execute_detailed_report: report is NULL");
-    CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 0, &r, NULL),
-             RUNGS_ERR_NULL_POINTER);
-    CHECK_MESSAGE("rungs_timing_machine_execute_detailed_report: detail is NULL");
+    CHECK_MESSAGE("rungs_timing_machine_execute_report: report is NULL");
     bad_r = r;
     bad_r.has_worst_rtt = 3;
-    CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 0, &bad_r, &d),
+    CHECK_EQ(rungs_timing_machine_execute_report(machine, 0, with_sections(&bad_r, &d, NULL)),
              RUNGS_ERR_INVALID_ARGUMENT);
     bad = d;
     bad.has_latest_rtt = 2;
-    CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 0, &r, &bad),
+    CHECK_EQ(rungs_timing_machine_execute_report(machine, 0, with_sections(&r, &bad, NULL)),
              RUNGS_ERR_INVALID_ARGUMENT);
     bad = d;
     bad.waited_for = 200;
-    CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 0, &r, &bad),
+    CHECK_EQ(rungs_timing_machine_execute_report(machine, 0, with_sections(&r, &bad, NULL)),
              RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE("rungs_timing_machine_execute_detailed_report: detail->waited_for is 200; "
+    CHECK_MESSAGE("rungs_timing_machine_execute_report: report->detail.waited_for is 200; "
                   "expected a seat, 0 to 15, or RUNGS_NO_SEAT (255)");
     bad = d;
     bad.median_rtt_ms = 160; /* above the p90 */
-    CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 0, &r, &bad),
+    CHECK_EQ(rungs_timing_machine_execute_report(machine, 0, with_sections(&r, &bad, NULL)),
              RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_STARTS("rungs_timing_machine_execute_detailed_report: report and detail break "
-                         "a rule of the detailed layout (NETWORK_REPORT detail must have median "
-                         "<= p90 <= worst round trip)");
+    CHECK_MESSAGE_STARTS("rungs_timing_machine_execute_report: report breaks a rule of the "
+                         "detail section (NETWORK_REPORT detail must have median <= p90 <= "
+                         "worst round trip)");
     bad = d;
     bad.stalled_frames = 200;
-    CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 1, &r, &bad),
+    CHECK_EQ(rungs_timing_machine_execute_report(machine, 1, with_sections(&r, &bad, NULL)),
              RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 2, &r, &d),
+    CHECK_EQ(rungs_timing_machine_execute_report(machine, 2, with_sections(&r, &d, NULL)),
              RUNGS_ERR_UNKNOWN_SEAT);
-    CHECK_MESSAGE("rungs_timing_machine_execute_detailed_report: seat 2 never was a human seat "
+    CHECK_MESSAGE("rungs_timing_machine_execute_report: seat 2 never was a human seat "
                   "of this game; expected one of the human seats 0, 1");
     /* None of it executed: with no report from either player the master
      * does not evaluate. */
@@ -445,11 +439,11 @@ static void test_execute_refusals_change_nothing(void) {
     CHECK_EQ(has, 0);
     /* Only seat 0's valid report: still waiting for seat 1's. */
     CHECK_EQ(rungs_timing_machine_frame_begin(machine, 1, NULL), RUNGS_OK);
-    CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 0, &r, &d), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_execute_report(machine, 0, with_sections(&r, &d, NULL)), RUNGS_OK);
     CHECK_EQ(rungs_timing_machine_frame_end(machine, &has, &e), RUNGS_OK);
     CHECK_EQ(has, 0);
     CHECK_EQ(rungs_timing_machine_frame_begin(machine, 2, NULL), RUNGS_OK);
-    CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 1, &r, &d), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_execute_report(machine, 1, with_sections(&r, &d, NULL)), RUNGS_OK);
     CHECK_EQ(rungs_timing_machine_frame_end(machine, &has, &e), RUNGS_OK);
     /* p90 150 plus its spread of 30 (within latest 125 + 60 and the worst):
      * 180 ms, 3 frames; the two stalls for seat 3 (no player here, so not a
@@ -460,8 +454,8 @@ static void test_execute_refusals_change_nothing(void) {
     /* Poisoned. */
     CHECK_EQ(rungs_timing_machine_frame_begin(machine, 3, NULL), RUNGS_OK);
     rungs_testing_panic_next_call();
-    CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 0, &r, &d), RUNGS_ERR_PANIC);
-    CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, 0, &r, &d),
+    CHECK_EQ(rungs_timing_machine_execute_report(machine, 0, with_sections(&r, &d, NULL)), RUNGS_ERR_PANIC);
+    CHECK_EQ(rungs_timing_machine_execute_report(machine, 0, with_sections(&r, &d, NULL)),
              RUNGS_ERR_POISONED);
     CHECK_EQ(rungs_timing_machine_free(machine), RUNGS_OK);
 }
@@ -518,22 +512,22 @@ static size_t play(int detailed, sent_t *sent) {
             uint8_t buf[RUNGS_REPORT_DETAILED_PAYLOAD_LEN];
             size_t len = 0;
             if (detailed) {
-                CHECK_EQ(rungs_measurements_take_detailed_report(m[seat], &r, &d), RUNGS_OK);
-                CHECK_EQ(rungs_report_payload_encode_detailed(&r, &d, buf, sizeof buf, &len),
+                CHECK_EQ(take_sections(m[seat], RUNGS_REPORT_DETAIL, &r, &d, NULL), RUNGS_OK);
+                CHECK_EQ(rungs_report_payload_encode(with_sections(&r, &d, NULL), RUNGS_REPORT_LAYOUT_EXTENDED, buf, sizeof buf, &len),
                          RUNGS_OK);
-                CHECK_EQ(rungs_report_payload_decode_detailed(buf, len, &got, &got_detail),
+                CHECK_EQ(decode_sections(buf, len, &got, &got_detail, NULL),
                          RUNGS_OK);
-                CHECK_EQ(rungs_timing_machine_execute_detailed_report(machine, seat, &got,
-                                                                      &got_detail),
+                CHECK_EQ(rungs_timing_machine_execute_report(machine, seat, with_sections(&got, &got_detail, NULL)),
                          RUNGS_OK);
             } else {
-                CHECK_EQ(rungs_measurements_take_report(m[seat], &r), RUNGS_OK);
+                rungs_report_init(&r);
+                CHECK_EQ(rungs_measurements_take_report(m[seat], 0, &r), RUNGS_OK);
                 CHECK_EQ(rungs_report_payload_encode(&r, RUNGS_REPORT_LAYOUT_EXTENDED, buf,
                                                      sizeof buf, &len),
                          RUNGS_OK);
-                CHECK_EQ(rungs_report_payload_decode(buf, len, RUNGS_REPORT_LAYOUT_EXTENDED,
-                                                     &got),
-                         RUNGS_OK);
+                rungs_report_init(&got);
+                CHECK_EQ(rungs_report_payload_decode(buf, len, &got), RUNGS_OK);
+                CHECK_EQ(got.has_detail, 0);
                 CHECK_EQ(rungs_timing_machine_execute_report(machine, seat, &got), RUNGS_OK);
             }
         }
@@ -597,7 +591,7 @@ static void test_master_raises_for_its_own_stall(void) {
     rungs_timing_event e, opening;
     int32_t has = -1;
     uint32_t f;
-    memset(&calm, 0, sizeof calm);
+    rungs_report_init(&calm);
     calm.process_us = 5000;
     calm.worst_rtt_ms = 120;
     calm.has_worst_rtt = 1;
@@ -618,14 +612,14 @@ static void test_master_raises_for_its_own_stall(void) {
     memset(&opening, 0, sizeof opening);
 
     /* No frame open yet. */
-    CHECK_EQ(rungs_timing_machine_raise_for_own_stall(m, &onset, &onset_detail, &has, &e),
+    CHECK_EQ(rungs_timing_machine_raise_for_own_stall(m, with_sections(&onset, &onset_detail, NULL), &has, &e),
              RUNGS_ERR_STATE);
     for (f = 0; f <= 59; f++) {
         CHECK_EQ(rungs_timing_machine_frame_begin(m, f, NULL), RUNGS_OK);
         if (f == 25) {
-            CHECK_EQ(rungs_timing_machine_execute_detailed_report(m, 0, &calm, &calm_detail),
+            CHECK_EQ(rungs_timing_machine_execute_report(m, 0, with_sections(&calm, &calm_detail, NULL)),
                      RUNGS_OK);
-            CHECK_EQ(rungs_timing_machine_execute_detailed_report(m, 1, &calm, &calm_detail),
+            CHECK_EQ(rungs_timing_machine_execute_report(m, 1, with_sections(&calm, &calm_detail, NULL)),
                      RUNGS_OK);
         }
         if (f == 35) {
@@ -639,16 +633,16 @@ static void test_master_raises_for_its_own_stall(void) {
     }
     CHECK(opening.send_period == 1 && opening.look_ahead == 3);
     CHECK_EQ(rungs_timing_machine_frame_begin(m, 60, NULL), RUNGS_OK);
-    CHECK_EQ(rungs_timing_machine_raise_for_own_stall(m, NULL, &onset_detail, &has, &e),
+    CHECK_EQ(rungs_timing_machine_raise_for_own_stall(m, NULL, &has, &e),
              RUNGS_ERR_NULL_POINTER);
     has = -1;
     /* A spike's first stall raises nothing until the frames after it say
      * it goes on (decision 75)... */
-    CHECK_EQ(rungs_timing_machine_raise_for_own_stall(m, &onset, &onset_detail, &has, &e),
+    CHECK_EQ(rungs_timing_machine_raise_for_own_stall(m, with_sections(&onset, &onset_detail, NULL), &has, &e),
              RUNGS_OK);
     CHECK(has == 0);
-    CHECK_EQ(rungs_timing_machine_execute_detailed_report(m, 0, &onset, &onset_detail), RUNGS_OK);
-    CHECK_EQ(rungs_timing_machine_execute_detailed_report(m, 1, &onset, &onset_detail), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_execute_report(m, 0, with_sections(&onset, &onset_detail, NULL)), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_execute_report(m, 1, with_sections(&onset, &onset_detail, NULL)), RUNGS_OK);
     has = -1;
     CHECK_EQ(rungs_timing_machine_frame_end(m, &has, &e), RUNGS_OK);
     CHECK(has == 0);
@@ -656,14 +650,14 @@ static void test_master_raises_for_its_own_stall(void) {
      * the margin's 9 over the 13 frames the half-back round trips need,
      * and the phase frame of a spike's rise (decision 59). */
     CHECK_EQ(rungs_timing_machine_frame_begin(m, 61, NULL), RUNGS_OK);
-    CHECK_EQ(rungs_timing_machine_raise_for_own_stall(m, &onset, &onset_detail, &has, &e),
+    CHECK_EQ(rungs_timing_machine_raise_for_own_stall(m, with_sections(&onset, &onset_detail, NULL), &has, &e),
              RUNGS_OK);
     CHECK(has == 1 && e.send_period == 1 && e.look_ahead == 23 && e.fps == 30);
     /* Once per raise; without the detail it asks no more either. */
-    CHECK_EQ(rungs_timing_machine_raise_for_own_stall(m, &onset, &onset_detail, &has, &e),
+    CHECK_EQ(rungs_timing_machine_raise_for_own_stall(m, with_sections(&onset, &onset_detail, NULL), &has, &e),
              RUNGS_OK);
     CHECK(has == 0);
-    CHECK_EQ(rungs_timing_machine_raise_for_own_stall(m, &onset, NULL, &has, NULL), RUNGS_OK);
+    CHECK_EQ(rungs_timing_machine_raise_for_own_stall(m, &onset, &has, NULL), RUNGS_OK);
     CHECK(has == 0);
     CHECK_EQ(rungs_timing_machine_free(m), RUNGS_OK);
 }
@@ -673,7 +667,7 @@ int main(void) {
     test_round_trip_from_measurements_to_a_machine();
     test_encode_refusals();
     test_decode_refusals();
-    test_compact_calls_point_to_the_detailed_ones();
+    test_basic_layout_is_compact_or_extended();
     test_measurement_refusals();
     test_execute_refusals_change_nothing();
     test_tracking_reacts_to_the_detail_as_the_core_does();

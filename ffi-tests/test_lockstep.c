@@ -118,7 +118,7 @@ static void test_setup_and_misuse(void) {
     CHECK_MESSAGE("rungs_lockstep_leave: the handle (first argument) is NULL");
     CHECK_EQ(rungs_lockstep_drop_player(NULL, 1), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_lockstep_status(NULL, &st), RUNGS_ERR_NULL_POINTER);
-    CHECK_EQ(rungs_lockstep_get_stats(NULL, &stats), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_lockstep_read_stats(NULL, &stats), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_lockstep_free(NULL), RUNGS_OK);
 
     c = config_for(&seen, 0);
@@ -138,7 +138,7 @@ static void test_setup_and_misuse(void) {
     CHECK_MESSAGE_HAS("behind a relay");
     CHECK_EQ(rungs_lockstep_drop_player(ls, 0), RUNGS_ERR_UNKNOWN_SEAT); /* itself */
     CHECK_EQ(rungs_lockstep_status(ls, NULL), RUNGS_ERR_NULL_POINTER);
-    CHECK_EQ(rungs_lockstep_get_stats(ls, NULL), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_lockstep_read_stats(ls, NULL), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_lockstep_status(ls, &st), RUNGS_OK);
     CHECK(st.send_period == 2 && st.look_ahead == 6 && st.is_master == 1);
     rungs_testing_panic_next_call();
@@ -239,7 +239,7 @@ static void test_two_player_game(void) {
     }
     for (i = 0; i < 2; i++) {
         rungs_lockstep_stats stats;
-        CHECK_EQ(rungs_lockstep_get_stats(ls[i], &stats), RUNGS_OK);
+        CHECK_EQ(rungs_lockstep_read_stats(ls[i], &stats), RUNGS_OK);
         CHECK_EQ(stats.desyncs, 0);
         CHECK_EQ(stats.malformed_messages, 0);
         CHECK_EQ(rungs_lockstep_free(ls[i]), RUNGS_OK);

@@ -31,14 +31,15 @@ static void test_report_schedule(void) {
 static void test_processing_time(void) {
     rungs_measurements *m = make();
     rungs_report report;
+    rungs_report_init(&report);
     CHECK_EQ(rungs_measurements_add_frame_work_us(m, 10000), RUNGS_OK);
     CHECK_EQ(rungs_measurements_frame_work_begin(m, 1000), RUNGS_OK);
     CHECK_EQ(rungs_measurements_frame_work_end(m, 21001), RUNGS_OK);
-    CHECK_EQ(rungs_measurements_take_report(m, &report), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_take_report(m, 0, &report), RUNGS_OK);
     CHECK_EQ(report.process_us, 15001); /* 15000.5 rounded up */
     /* The next report averages only its own interval. */
     CHECK_EQ(rungs_measurements_add_frame_work_us(m, 4000), RUNGS_OK);
-    CHECK_EQ(rungs_measurements_take_report(m, &report), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_take_report(m, 0, &report), RUNGS_OK);
     CHECK_EQ(report.process_us, 4000);
     CHECK_EQ(rungs_measurements_free(m), RUNGS_OK);
 }
@@ -47,6 +48,7 @@ static void test_waits_cover_two_intervals(void) {
     rungs_measurements *m = make();
     rungs_report report;
     uint32_t stalls = 99;
+    rungs_report_init(&report);
     CHECK_EQ(rungs_measurements_unreported_stalls(m, &stalls), RUNGS_OK);
     CHECK_EQ(stalls, 0);
     CHECK_EQ(rungs_measurements_wait_begin(m, 0), RUNGS_OK);
@@ -55,13 +57,13 @@ static void test_waits_cover_two_intervals(void) {
     CHECK_EQ(rungs_measurements_unreported_stalls(m, &stalls), RUNGS_OK);
     CHECK_EQ(stalls, 2);
     CHECK_EQ(rungs_measurements_unreported_stalls(m, NULL), RUNGS_ERR_NULL_POINTER);
-    CHECK_EQ(rungs_measurements_take_report(m, &report), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_take_report(m, 0, &report), RUNGS_OK);
     CHECK_EQ(rungs_measurements_unreported_stalls(m, &stalls), RUNGS_OK);
     CHECK_EQ(stalls, 0);
     CHECK_EQ(report.max_wait_ms, 120);
-    CHECK_EQ(rungs_measurements_take_report(m, &report), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_take_report(m, 0, &report), RUNGS_OK);
     CHECK_EQ(report.max_wait_ms, 120);
-    CHECK_EQ(rungs_measurements_take_report(m, &report), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_take_report(m, 0, &report), RUNGS_OK);
     CHECK_EQ(report.max_wait_ms, 0);
     CHECK_EQ(rungs_measurements_free(m), RUNGS_OK);
 }
@@ -69,8 +71,9 @@ static void test_waits_cover_two_intervals(void) {
 static void test_round_trips(void) {
     rungs_measurements *m = make();
     rungs_report report;
+    rungs_report_init(&report);
     /* Alone: 0. */
-    CHECK_EQ(rungs_measurements_take_report(m, &report), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_take_report(m, 0, &report), RUNGS_OK);
     CHECK_EQ(report.has_worst_rtt, 1);
     CHECK_EQ(report.worst_rtt_ms, 0);
     /* A peer without a clean sample: none. */
@@ -78,28 +81,28 @@ static void test_round_trips(void) {
     CHECK_EQ(rungs_measurements_add_peer(m, 2), RUNGS_OK);
     CHECK_EQ(rungs_measurements_add_rtt_sample(m, 1, 80, 1), RUNGS_OK);
     CHECK_EQ(rungs_measurements_add_rtt_sample(m, 2, 90, 0), RUNGS_OK);
-    CHECK_EQ(rungs_measurements_take_report(m, &report), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_take_report(m, 0, &report), RUNGS_OK);
     CHECK_EQ(report.has_worst_rtt, 0);
     CHECK_EQ(report.worst_rtt_ms, 0);
     /* Both clean: the worst. */
     CHECK_EQ(rungs_measurements_add_rtt_sample(m, 2, 140, 1), RUNGS_OK);
-    CHECK_EQ(rungs_measurements_take_report(m, &report), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_take_report(m, 0, &report), RUNGS_OK);
     CHECK_EQ(report.has_worst_rtt, 1);
     CHECK_EQ(report.worst_rtt_ms, 140);
     /* Retransmitting (only unclean samples): the last measured value stays. */
     CHECK_EQ(rungs_measurements_add_rtt_sample(m, 2, 1500, 0), RUNGS_OK);
-    CHECK_EQ(rungs_measurements_take_report(m, &report), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_take_report(m, 0, &report), RUNGS_OK);
     CHECK_EQ(report.worst_rtt_ms, 140);
     /* A peer leaves. */
     CHECK_EQ(rungs_measurements_remove_peer(m, 2), RUNGS_OK);
-    CHECK_EQ(rungs_measurements_take_report(m, &report), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_take_report(m, 0, &report), RUNGS_OK);
     CHECK_EQ(report.worst_rtt_ms, 80);
     CHECK_EQ(rungs_measurements_free(m), RUNGS_OK);
 }
 
 static void test_misuse(void) {
     rungs_measurements *m = make();
-    rungs_report report = {7, 7, 7, 7};
+    rungs_report report = basic_report(7, 7, 7, 7);
 
     /* NULL handle on every method, NULL out-pointers. */
     CHECK_EQ(rungs_measurements_new(NULL), RUNGS_ERR_NULL_POINTER);
@@ -113,8 +116,8 @@ static void test_misuse(void) {
     CHECK_EQ(rungs_measurements_add_peer(NULL, 1), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_measurements_remove_peer(NULL, 1), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_measurements_add_rtt_sample(NULL, 1, 1, 1), RUNGS_ERR_NULL_POINTER);
-    CHECK_EQ(rungs_measurements_take_report(NULL, &report), RUNGS_ERR_NULL_POINTER);
-    CHECK_EQ(rungs_measurements_take_report(m, NULL), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_measurements_take_report(NULL, 0, &report), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_measurements_take_report(m, 0, NULL), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_measurements_free(NULL), RUNGS_OK);
 
     /* Brackets out of order; a failed end leaves the bracket open. */
@@ -155,7 +158,7 @@ static void test_misuse(void) {
     CHECK_EQ(rungs_measurements_add_rtt_sample(m, 4, 30, 1), RUNGS_OK);
 
     /* Nothing of the misuse leaked into the report. */
-    CHECK_EQ(rungs_measurements_take_report(m, &report), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_take_report(m, 0, &report), RUNGS_OK);
     CHECK_EQ(report.process_us, 300);
     CHECK_EQ(report.max_wait_ms, 2);
     CHECK_EQ(report.worst_rtt_ms, 30);
@@ -165,10 +168,11 @@ static void test_misuse(void) {
 static void test_poisoned_object(void) {
     rungs_measurements *m = make();
     rungs_report report;
+    rungs_report_init(&report);
     rungs_testing_panic_next_call();
     CHECK_EQ(rungs_measurements_add_frame_work_us(m, 1), RUNGS_ERR_PANIC);
     CHECK_EQ(rungs_measurements_add_frame_work_us(m, 1), RUNGS_ERR_POISONED);
-    CHECK_EQ(rungs_measurements_take_report(m, &report), RUNGS_ERR_POISONED);
+    CHECK_EQ(rungs_measurements_take_report(m, 0, &report), RUNGS_ERR_POISONED);
     CHECK_EQ(rungs_measurements_add_peer(m, 1), RUNGS_ERR_POISONED);
     CHECK_EQ(rungs_measurements_free(m), RUNGS_OK);
 }

@@ -71,12 +71,12 @@ static void test_documented_bytes_and_refusals(void) {
     uint8_t buf[40], bad[RUNGS_REPORT_NEEDS_PAYLOAD_LEN];
     size_t len = 0;
     memset(buf, FILL, sizeof buf);
-    CHECK_EQ(rungs_report_payload_encode_needs(&r, &d, &n, buf, sizeof buf, &len), RUNGS_OK);
+    CHECK_EQ(rungs_report_payload_encode(with_sections(&r, &d, &n), RUNGS_REPORT_LAYOUT_EXTENDED, buf, sizeof buf, &len), RUNGS_OK);
     CHECK_EQ(len, RUNGS_REPORT_NEEDS_PAYLOAD_LEN);
     CHECK(memcmp(buf, EXAMPLE, sizeof EXAMPLE) == 0);
     CHECK(all_bytes_are(buf + len, sizeof buf - len, FILL));
     memset(&got_needs, 0xEE, sizeof got_needs);
-    CHECK_EQ(rungs_report_payload_decode_needs(EXAMPLE, sizeof EXAMPLE, &got, &got_detail,
+    CHECK_EQ(decode_sections(EXAMPLE, sizeof EXAMPLE, &got, &got_detail,
                                                &got_needs),
              RUNGS_OK);
     CHECK_EQ(got.worst_rtt_ms, 180);
@@ -84,11 +84,15 @@ static void test_documented_bytes_and_refusals(void) {
     CHECK_EQ(got_detail.waited_for, 3);
     CHECK(same_needs(&got_needs, &n));
 
-    /* NULL needs (or reference 0): no needs, reference 0 and zeros. */
+    /* The needs section with reference 0: no needs measured, zeros. */
     memset(buf, FILL, sizeof buf);
-    CHECK_EQ(rungs_report_payload_encode_needs(&r, &d, NULL, buf, sizeof buf, &len), RUNGS_OK);
+    memset(&broken, 0, sizeof broken);
+    CHECK_EQ(rungs_report_payload_encode(with_sections(&r, &d, &broken),
+                                         RUNGS_REPORT_LAYOUT_EXTENDED, buf, sizeof buf, &len),
+             RUNGS_OK);
+    CHECK_EQ(len, RUNGS_REPORT_NEEDS_PAYLOAD_LEN);
     CHECK(all_bytes_are(buf + 22, 10, 0));
-    CHECK_EQ(rungs_report_payload_decode_needs(buf, len, &got, &got_detail, &got_needs),
+    CHECK_EQ(decode_sections(buf, len, &got, &got_detail, &got_needs),
              RUNGS_OK);
     CHECK_EQ(got_needs.reference, 0);
     CHECK_EQ(got_needs.most, 0);
@@ -98,64 +102,60 @@ static void test_documented_bytes_and_refusals(void) {
     memset(buf, FILL, sizeof buf);
     broken = n;
     broken.reference = 251;
-    CHECK_EQ(rungs_report_payload_encode_needs(&r, &d, &broken, buf, sizeof buf, &len),
+    CHECK_EQ(rungs_report_payload_encode(with_sections(&r, &d, &broken), RUNGS_REPORT_LAYOUT_EXTENDED, buf, sizeof buf, &len),
              RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("reference and most must be 1 to 250: got needs->reference 251, "
-                      "needs->most 7, needs->above {1, 2, 40, 300}");
+    CHECK_MESSAGE_HAS("reference and most must be 1 to 250: got report->needs.reference 251, "
+                      "report->needs.most 7, report->needs.above {1, 2, 40, 300}");
     broken = n;
     broken.above[1] = 50;
-    CHECK_EQ(rungs_report_payload_encode_needs(&r, &d, &broken, buf, sizeof buf, &len),
+    CHECK_EQ(rungs_report_payload_encode(with_sections(&r, &d, &broken), RUNGS_REPORT_LAYOUT_EXTENDED, buf, sizeof buf, &len),
              RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_MESSAGE_HAS("the counts must not decrease");
     broken = n;
     broken.above[0] = 0; /* nothing above 6 although the most is 7 */
-    CHECK_EQ(rungs_report_payload_encode_needs(&r, &d, &broken, buf, sizeof buf, &len),
+    CHECK_EQ(rungs_report_payload_encode(with_sections(&r, &d, &broken), RUNGS_REPORT_LAYOUT_EXTENDED, buf, sizeof buf, &len),
              RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_MESSAGE_HAS("is 0 exactly when no frame needed more");
     memset(&broken, 0, sizeof broken);
     broken.most = 3; /* reference 0 (none) with a most */
-    CHECK_EQ(rungs_report_payload_encode_needs(&r, &d, &broken, buf, sizeof buf, &len),
+    CHECK_EQ(rungs_report_payload_encode(with_sections(&r, &d, &broken), RUNGS_REPORT_LAYOUT_EXTENDED, buf, sizeof buf, &len),
              RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("needs->reference is 0 (no needs), so every other field must be 0");
+    CHECK_MESSAGE_HAS("report->needs.reference is 0 (no needs), so every other field must be 0");
     d.stalled_frames = 200; /* the detail's rules hold too */
-    CHECK_EQ(rungs_report_payload_encode_needs(&r, &d, &n, buf, sizeof buf, &len),
+    CHECK_EQ(rungs_report_payload_encode(with_sections(&r, &d, &n), RUNGS_REPORT_LAYOUT_EXTENDED, buf, sizeof buf, &len),
              RUNGS_ERR_INVALID_ARGUMENT);
     d = example_detail();
-    CHECK_EQ(rungs_report_payload_encode_needs(&r, &d, &n, buf, 31, &len),
+    CHECK_EQ(rungs_report_payload_encode(with_sections(&r, &d, &n), RUNGS_REPORT_LAYOUT_EXTENDED, buf, 31, &len),
              RUNGS_ERR_BUFFER_TOO_SMALL);
     CHECK(all_bytes_are(buf, sizeof buf, FILL));
-    CHECK_EQ(rungs_report_payload_encode_needs(NULL, &d, &n, buf, sizeof buf, &len),
+    CHECK_EQ(rungs_report_payload_encode(with_sections(NULL, &d, &n), RUNGS_REPORT_LAYOUT_EXTENDED, buf, sizeof buf, &len),
              RUNGS_ERR_NULL_POINTER);
-    CHECK_EQ(rungs_report_payload_encode_needs(&r, NULL, &n, buf, sizeof buf, &len),
-             RUNGS_ERR_NULL_POINTER);
-    CHECK_EQ(rungs_report_payload_encode_needs(&r, &d, &n, buf, sizeof buf, NULL),
+    CHECK_EQ(rungs_report_payload_encode(with_sections(&r, &d, &n), RUNGS_REPORT_LAYOUT_EXTENDED, buf, sizeof buf, NULL),
              RUNGS_ERR_NULL_POINTER);
 
     /* Malformed bytes: each broken field, a wrong length, version 2. */
     memset(&got_needs, 0xEE, sizeof got_needs);
     memcpy(bad, EXAMPLE, sizeof bad);
     bad[0] = 2;
-    CHECK_EQ(rungs_report_payload_decode_needs(bad, sizeof bad, &got, &got_detail, &got_needs),
+    CHECK_EQ(decode_sections(bad, sizeof bad, &got, &got_detail, &got_needs),
              RUNGS_ERR_MALFORMED);
     CHECK_MESSAGE_HAS("needs NETWORK_REPORT version must be 3");
     memcpy(bad, EXAMPLE, sizeof bad);
     bad[23] = 6; /* the most at the reference, yet a frame above it */
-    CHECK_EQ(rungs_report_payload_decode_needs(bad, sizeof bad, &got, &got_detail, &got_needs),
+    CHECK_EQ(decode_sections(bad, sizeof bad, &got, &got_detail, &got_needs),
              RUNGS_ERR_MALFORMED);
     memcpy(bad, EXAMPLE, sizeof bad);
     bad[22] = 0; /* no needs, but the rest is not zero */
-    CHECK_EQ(rungs_report_payload_decode_needs(bad, sizeof bad, &got, &got_detail, &got_needs),
+    CHECK_EQ(decode_sections(bad, sizeof bad, &got, &got_detail, &got_needs),
              RUNGS_ERR_MALFORMED);
-    CHECK_EQ(rungs_report_payload_decode_needs(EXAMPLE, 31, &got, &got_detail, &got_needs),
+    CHECK_EQ(decode_sections(EXAMPLE, 31, &got, &got_detail, &got_needs),
              RUNGS_ERR_MALFORMED);
-    CHECK_MESSAGE_HAS("len is 31; expected 32, the payload's length");
+    CHECK_MESSAGE_HAS("len is 31; expected 6, 9, 22 or 32");
     CHECK_EQ(got_needs.reference, 0xEE); /* untouched */
-    CHECK_EQ(rungs_report_payload_decode_needs(EXAMPLE, sizeof EXAMPLE, &got, &got_detail, NULL),
-             RUNGS_ERR_NULL_POINTER);
-    /* The plain payload calls refuse the layout and name the needs ones. */
+    /* The needs layout is the sections' choice, never the basic layout. */
     CHECK_EQ(rungs_report_payload_encode(&r, RUNGS_REPORT_LAYOUT_NEEDS, buf, sizeof buf, &len),
              RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("use rungs_report_payload_encode_needs / _decode_needs");
+    CHECK_MESSAGE_HAS("basic_layout is 3; expected RUNGS_REPORT_LAYOUT_COMPACT (0)");
 }
 
 /* measure -> take -> encode -> decode -> execute, as a C engine does it. */
@@ -180,8 +180,9 @@ static void test_measured_needs_travel_whole(void) {
     CHECK_EQ(rungs_measurements_add_frame_need(m, 6, 251), RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_EQ(rungs_measurements_add_frame_need(NULL, 6, 3), RUNGS_ERR_NULL_POINTER);
     /* A NULL out refuses the call and the interval goes on. */
-    CHECK_EQ(rungs_measurements_take_report_with_needs(m, &r, &d, NULL), RUNGS_ERR_NULL_POINTER);
-    CHECK_EQ(rungs_measurements_take_report_with_needs(m, &r, &d, &n), RUNGS_OK);
+    CHECK_EQ(take_sections(m, RUNGS_REPORT_DETAIL | RUNGS_REPORT_NEEDS, NULL, NULL, NULL),
+             RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(take_sections(m, RUNGS_REPORT_DETAIL | RUNGS_REPORT_NEEDS, &r, &d, &n), RUNGS_OK);
     CHECK_EQ(n.reference, 6);
     CHECK_EQ(n.most, 7);
     CHECK_EQ(n.above[0], 1); /* the 7 */
@@ -190,12 +191,12 @@ static void test_measured_needs_travel_whole(void) {
     CHECK_EQ(n.above[3], 5); /* all but the 3 and the 2 */
     CHECK_EQ(d.frames, 7);
     CHECK_EQ(r.worst_rtt_ms, 90);
-    CHECK_EQ(rungs_report_payload_encode_needs(&r, &d, &n, buf, sizeof buf, &len), RUNGS_OK);
-    CHECK_EQ(rungs_report_payload_decode_needs(buf, len, &got, &got_detail, &got_needs),
+    CHECK_EQ(rungs_report_payload_encode(with_sections(&r, &d, &n), RUNGS_REPORT_LAYOUT_EXTENDED, buf, sizeof buf, &len), RUNGS_OK);
+    CHECK_EQ(decode_sections(buf, len, &got, &got_detail, &got_needs),
              RUNGS_OK);
     CHECK(same_needs(&got_needs, &n));
     /* The next interval measured no need: reference 0. */
-    CHECK_EQ(rungs_measurements_take_report_with_needs(m, &r, &d, &n), RUNGS_OK);
+    CHECK_EQ(take_sections(m, RUNGS_REPORT_DETAIL | RUNGS_REPORT_NEEDS, &r, &d, &n), RUNGS_OK);
     CHECK_EQ(n.reference, 0);
     CHECK_EQ(rungs_measurements_free(m), RUNGS_OK);
 }
@@ -235,12 +236,10 @@ static uint32_t frame_the_margin_went(int with_needs) {
             uint8_t seat;
             for (seat = 0; seat < 2; seat++) {
                 if (with_needs) {
-                    CHECK_EQ(rungs_timing_machine_execute_report_with_needs(machine, seat, &r, &d,
-                                                                            &n),
+                    CHECK_EQ(rungs_timing_machine_execute_report(machine, seat, with_sections(&r, &d, &n)),
                              RUNGS_OK);
                 } else {
-                    CHECK_EQ(rungs_timing_machine_execute_report_with_needs(machine, seat, &r, &d,
-                                                                            NULL),
+                    CHECK_EQ(rungs_timing_machine_execute_report(machine, seat, with_sections(&r, &d, NULL)),
                              RUNGS_OK);
                 }
             }
@@ -251,10 +250,8 @@ static uint32_t frame_the_margin_went(int with_needs) {
     /* Broken needs are refused and change nothing. */
     n.most = 0;
     CHECK_EQ(rungs_timing_machine_frame_begin(machine, frame, NULL), RUNGS_OK);
-    CHECK_EQ(rungs_timing_machine_execute_report_with_needs(machine, 0, &r, &d, &n),
+    CHECK_EQ(rungs_timing_machine_execute_report(machine, 0, with_sections(&r, &d, &n)),
              RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_EQ(rungs_timing_machine_execute_report_with_needs(machine, 0, &r, NULL, NULL),
-             RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_timing_machine_free(machine), RUNGS_OK);
     return went;
 }

@@ -179,8 +179,9 @@ static void test_red_alert_timing(void) {
 }
 
 static void test_report_compact(void) {
-    rungs_report report = {12001, 250, 180, 1};
+    rungs_report report = basic_report(12001, 250, 180, 1);
     rungs_report decoded;
+    rungs_report_init(&decoded);
     uint8_t buf[RUNGS_REPORT_PAYLOAD_LEN];
     size_t len = 0;
     CHECK_EQ(rungs_report_payload_encode(&report, RUNGS_REPORT_LAYOUT_COMPACT, buf, sizeof buf,
@@ -191,7 +192,7 @@ static void test_report_compact(void) {
     CHECK_EQ(buf[0], 13);
     CHECK_EQ(buf[2], 180);
     CHECK_EQ(buf[4], 250);
-    CHECK_EQ(rungs_report_payload_decode(buf, len, RUNGS_REPORT_LAYOUT_COMPACT, &decoded),
+    CHECK_EQ(rungs_report_payload_decode(buf, len, &decoded),
              RUNGS_OK);
     CHECK_EQ(decoded.process_us, 13000);
     CHECK_EQ(decoded.worst_rtt_ms, 180);
@@ -205,7 +206,7 @@ static void test_report_compact(void) {
              RUNGS_OK);
     CHECK_EQ(buf[2], 0xFF);
     CHECK_EQ(buf[3], 0xFF);
-    CHECK_EQ(rungs_report_payload_decode(buf, len, RUNGS_REPORT_LAYOUT_COMPACT, &decoded),
+    CHECK_EQ(rungs_report_payload_decode(buf, len, &decoded),
              RUNGS_OK);
     CHECK_EQ(decoded.has_worst_rtt, 0);
     CHECK_EQ(decoded.worst_rtt_ms, 0);
@@ -214,15 +215,16 @@ static void test_report_compact(void) {
     CHECK_EQ(rungs_report_payload_encode(&report, RUNGS_REPORT_LAYOUT_COMPACT, buf, sizeof buf,
                                          &len),
              RUNGS_OK);
-    CHECK_EQ(rungs_report_payload_decode(buf, len, RUNGS_REPORT_LAYOUT_COMPACT, &decoded),
+    CHECK_EQ(rungs_report_payload_decode(buf, len, &decoded),
              RUNGS_OK);
     CHECK_EQ(decoded.has_worst_rtt, 1);
     CHECK_EQ(decoded.worst_rtt_ms, 0xFFFE);
 }
 
 static void test_report_extended(void) {
-    rungs_report report = {0x01020304, 99, 0, 0};
+    rungs_report report = basic_report(0x01020304, 99, 0, 0);
     rungs_report decoded;
+    rungs_report_init(&decoded);
     uint8_t buf[RUNGS_REPORT_EXTENDED_PAYLOAD_LEN];
     size_t len = 0;
     CHECK_EQ(rungs_report_payload_encode(&report, RUNGS_REPORT_LAYOUT_EXTENDED, buf, sizeof buf,
@@ -232,20 +234,20 @@ static void test_report_extended(void) {
     CHECK_EQ(buf[0], 1);
     CHECK_EQ(buf[1], 4);
     CHECK_EQ(buf[4], 1);
-    CHECK_EQ(rungs_report_payload_decode(buf, len, RUNGS_REPORT_LAYOUT_EXTENDED, &decoded),
+    CHECK_EQ(rungs_report_payload_decode(buf, len, &decoded),
              RUNGS_OK);
     CHECK_EQ(decoded.process_us, 0x01020304);
     CHECK_EQ(decoded.max_wait_ms, 99);
     CHECK_EQ(decoded.has_worst_rtt, 0);
-    /* An unknown version byte is malformed. */
+    /* Another version byte is malformed: the length says extended. */
     buf[0] = 2;
-    CHECK_EQ(rungs_report_payload_decode(buf, len, RUNGS_REPORT_LAYOUT_EXTENDED, &decoded),
+    CHECK_EQ(rungs_report_payload_decode(buf, len, &decoded),
              RUNGS_ERR_MALFORMED);
 }
 
 static void test_report_misuse(void) {
-    rungs_report report = {1000, 0, 50, 1};
-    rungs_report out = {7, 7, 7, 7};
+    rungs_report report = basic_report(1000, 0, 50, 1);
+    rungs_report out = basic_report(7, 7, 7, 7);
     uint8_t buf[RUNGS_REPORT_EXTENDED_PAYLOAD_LEN];
     size_t len = 99;
 
@@ -254,14 +256,16 @@ static void test_report_misuse(void) {
              RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_report_payload_encode(&report, 0, buf, sizeof buf, NULL),
              RUNGS_ERR_NULL_POINTER);
-    /* Layout values are validated. */
+    /* The basic layout is validated. */
     CHECK_EQ(rungs_report_payload_encode(&report, 2, buf, sizeof buf, &len),
              RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_EQ(rungs_report_payload_decode(buf, 6, 255, &out), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(rungs_report_payload_encode(&report, 255, buf, sizeof buf, &len),
+             RUNGS_ERR_INVALID_ARGUMENT);
     /* So is the has_worst_rtt flag. */
     report.has_worst_rtt = 2;
     CHECK_EQ(rungs_report_payload_encode(&report, 0, buf, sizeof buf, &len),
              RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("rungs_report_payload_encode: report->has_worst_rtt is 2; expected 0 or 1");
     report.has_worst_rtt = 1;
 
     memset(buf, FILL, sizeof buf);
@@ -272,14 +276,12 @@ static void test_report_misuse(void) {
     CHECK(all_bytes_are(buf, sizeof buf, FILL));
     CHECK_EQ(len, 99);
 
-    CHECK_EQ(rungs_report_payload_decode(NULL, 6, 0, &out), RUNGS_ERR_NULL_POINTER);
-    CHECK_EQ(rungs_report_payload_decode(buf, 6, 0, NULL), RUNGS_ERR_NULL_POINTER);
-    CHECK_EQ(rungs_report_payload_decode(buf, 5, RUNGS_REPORT_LAYOUT_COMPACT, &out),
-             RUNGS_ERR_MALFORMED);
-    CHECK_EQ(rungs_report_payload_decode(buf, 7, RUNGS_REPORT_LAYOUT_COMPACT, &out),
-             RUNGS_ERR_MALFORMED);
-    CHECK_EQ(rungs_report_payload_decode(buf, 6, RUNGS_REPORT_LAYOUT_EXTENDED, &out),
-             RUNGS_ERR_MALFORMED);
+    CHECK_EQ(rungs_report_payload_decode(NULL, 6, &out), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_report_payload_decode(buf, 6, NULL), RUNGS_ERR_NULL_POINTER);
+    /* A length that is no layout's, and a 9-byte payload without its version. */
+    CHECK_EQ(rungs_report_payload_decode(buf, 5, &out), RUNGS_ERR_MALFORMED);
+    CHECK_EQ(rungs_report_payload_decode(buf, 7, &out), RUNGS_ERR_MALFORMED);
+    CHECK_EQ(rungs_report_payload_decode(buf, 9, &out), RUNGS_ERR_MALFORMED);
     CHECK_EQ(out.process_us, 7);
     CHECK_EQ(out.has_worst_rtt, 7);
 }

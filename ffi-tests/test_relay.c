@@ -190,7 +190,7 @@ static void test_lockstep_relay_config(void) {
     CHECK_EQ(rungs_lockstep_update(ls, 1000, &r), RUNGS_OK);
     CHECK_EQ(r.outcome, RUNGS_LOCKSTEP_WAITING);
     CHECK(r.next_us > 1000);
-    CHECK_EQ(rungs_lockstep_get_stats(ls, &stats), RUNGS_OK);
+    CHECK_EQ(rungs_lockstep_read_stats(ls, &stats), RUNGS_OK);
     CHECK_EQ(stats.desyncs, 0);
     CHECK_EQ(rungs_lockstep_free(ls), RUNGS_OK);
 }
@@ -365,7 +365,7 @@ static void test_lan_host_plays_a_match(void) {
              RUNGS_ERR_INVALID_ARGUMENT); /* an AI seat */
     CHECK_EQ(rungs_relay_host_credentials(host, 0, text, 10, &text_len),
              RUNGS_ERR_BUFFER_TOO_SMALL);
-    CHECK_EQ(rungs_relay_host_get_status(host, &st), RUNGS_OK);
+    CHECK_EQ(rungs_relay_host_read_status(host, &st), RUNGS_OK);
     CHECK_EQ(st.started, 0);
     CHECK_EQ(st.presence[0], RUNGS_SEAT_LOADING);
     CHECK_EQ(st.presence[2], RUNGS_SEAT_AI);
@@ -470,7 +470,7 @@ static void test_lan_host_plays_a_match(void) {
         }
     }
     CHECK(done);
-    CHECK_EQ(rungs_relay_host_get_status(host, &st), RUNGS_OK);
+    CHECK_EQ(rungs_relay_host_read_status(host, &st), RUNGS_OK);
     CHECK_EQ(st.started, 1);
     CHECK_EQ(st.presence[1], RUNGS_SEAT_LEFT);
     CHECK_EQ(st.presence[0], RUNGS_SEAT_CONNECTED);

@@ -25,6 +25,8 @@ typedef struct {
     rungs_session *self;
     rungs_result reentry;
     rungs_result status_inside; /* rungs_session_status from inside on_queue */
+    rungs_measurements *lent;   /* the session's lent measurements, if set */
+    rungs_result lent_inside;   /* a call on them from inside on_queue */
 } seen_t;
 
 static void on_queue(void *user, uint32_t frame, uint8_t type_id, const uint8_t *payload, size_t len) {
@@ -40,6 +42,7 @@ static void on_queue(void *user, uint32_t frame, uint8_t type_id, const uint8_t 
         s->reentry = rungs_session_frame_begin(s->self, frame + 1, &e);
         s->status_inside = rungs_session_status(s->self, &st);
     }
+    if (s->lent) s->lent_inside = rungs_measurements_add_wait_us(s->lent, 1000);
 }
 static void on_send(void *user, uint32_t frame, uint32_t tag) {
     seen_t *s = user;
@@ -142,6 +145,7 @@ static void test_setup(void) {
 }
 
 static void test_null_handles(void) {
+    rungs_measurements *lent_m = NULL;
     int32_t e;
     uint32_t f;
     uint8_t p[5] = {0};
@@ -152,22 +156,26 @@ static void test_null_handles(void) {
     CHECK_EQ(rungs_session_frame_end(NULL), RUNGS_ERR_NULL_POINTER);
     CHECK_MESSAGE("rungs_session_frame_end: the handle (first argument) is NULL");
     CHECK_EQ(rungs_session_submit_command(NULL, &f), RUNGS_ERR_NULL_POINTER);
-    CHECK_EQ(rungs_session_frame_work_begin(NULL, 0), RUNGS_ERR_NULL_POINTER);
-    CHECK_EQ(rungs_session_frame_work_end(NULL, 0), RUNGS_ERR_NULL_POINTER);
-    CHECK_EQ(rungs_session_add_frame_work_us(NULL, 0), RUNGS_ERR_NULL_POINTER);
-    CHECK_EQ(rungs_session_wait_begin(NULL, 0), RUNGS_ERR_NULL_POINTER);
-    CHECK_EQ(rungs_session_wait_end(NULL, 0), RUNGS_ERR_NULL_POINTER);
-    CHECK_EQ(rungs_session_add_wait_us(NULL, 0), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_session_measurements(NULL, &lent_m), RUNGS_ERR_NULL_POINTER);
+    CHECK(lent_m == NULL);
     CHECK_EQ(rungs_session_rtt_sample(NULL, 1, 50, 1), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_session_set_speed(NULL, 30), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_session_status(NULL, &st), RUNGS_ERR_NULL_POINTER);
+}
+
+/* The measurements the session lends (rungs_session_measurements), on
+ * which the engine measures its frames and waits. */
+static rungs_measurements *lent(rungs_session *s) {
+    rungs_measurements *m = NULL;
+    CHECK_EQ(rungs_session_measurements(s, &m), RUNGS_OK);
+    return m;
 }
 
 /* Run one frame with no events; returns the executes flag. */
 static int plain_frame(rungs_session *s, uint32_t frame) {
     int32_t executes = -1;
     CHECK_EQ(rungs_session_frame_begin(s, frame, &executes), RUNGS_OK);
-    CHECK_EQ(rungs_session_add_frame_work_us(s, 8000), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_add_frame_work_us(lent(s), 8000), RUNGS_OK);
     CHECK_EQ(rungs_session_frame_end(s), RUNGS_OK);
     return executes;
 }
@@ -206,14 +214,14 @@ static void test_frame_loop(void) {
     CHECK_EQ(rungs_session_rtt_sample(s, 0, 80, 1), RUNGS_ERR_UNKNOWN_SEAT);
     CHECK_EQ(rungs_session_rtt_sample(s, 2, 80, 1), RUNGS_ERR_UNKNOWN_SEAT);
     CHECK_EQ(rungs_session_rtt_sample(s, 1, 80, 2), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_EQ(rungs_session_wait_begin(s, 1000), RUNGS_OK);
-    CHECK_EQ(rungs_session_wait_begin(s, 1000), RUNGS_ERR_STATE);
-    CHECK_EQ(rungs_session_wait_end(s, 500), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_EQ(rungs_session_wait_end(s, 41000), RUNGS_OK); /* 40 ms */
-    CHECK_EQ(rungs_session_add_wait_us(s, 10000), RUNGS_OK);
-    CHECK_EQ(rungs_session_frame_work_begin(s, 0), RUNGS_OK);
-    CHECK_EQ(rungs_session_frame_work_end(s, 9000), RUNGS_OK);
-    CHECK_EQ(rungs_session_frame_work_end(s, 9000), RUNGS_ERR_STATE);
+    CHECK_EQ(rungs_measurements_wait_begin(lent(s), 1000), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_wait_begin(lent(s), 1000), RUNGS_ERR_STATE);
+    CHECK_EQ(rungs_measurements_wait_end(lent(s), 500), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(rungs_measurements_wait_end(lent(s), 41000), RUNGS_OK); /* 40 ms */
+    CHECK_EQ(rungs_measurements_add_wait_us(lent(s), 10000), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_frame_work_begin(lent(s), 0), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_frame_work_end(lent(s), 9000), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_frame_work_end(lent(s), 9000), RUNGS_ERR_STATE);
 
     for (frame = 1; frame <= 32; frame++) plain_frame(s, frame);
     /* Frame 32: this machine's report was queued as NETWORK_REPORT (ID 36). */
@@ -311,6 +319,79 @@ static void test_reentry_and_poison(void) {
     CHECK_EQ(rungs_session_free(s), RUNGS_OK);
 }
 
+/* The session lends its measurements instead of forwarding their verbs:
+ * one handle for the session's life; the engine's frames and waits on it
+ * reach the session's reports; what the session does itself (the peers,
+ * their round trips, taking the report) and freeing it are refused and
+ * change nothing; calls on it go through the session's guard, so they are
+ * re-entrant from its callbacks and a panic in one poisons the session. */
+static void test_lent_measurements(void) {
+    seen_t seen;
+    rungs_session_config c;
+    rungs_session *s = NULL;
+    rungs_measurements *m = NULL, *again = NULL;
+    rungs_report r;
+    uint32_t frame;
+    memset(&seen, 0, sizeof seen);
+    c = config_for(&seen, 0);
+    c.report_layout = RUNGS_REPORT_LAYOUT_EXTENDED;
+    CHECK_EQ(rungs_session_new(&c, &s), RUNGS_OK);
+    if (!s) return;
+    CHECK_EQ(rungs_session_measurements(s, NULL), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_session_measurements(s, &m), RUNGS_OK);
+    CHECK_EQ(rungs_session_measurements(s, &again), RUNGS_OK);
+    CHECK(m != NULL && m == again);
+    CHECK_EQ(rungs_session_rtt_sample(s, 1, 80, 1), RUNGS_OK);
+
+    /* Refused, changing nothing: the handle stays usable. */
+    CHECK_EQ(rungs_measurements_free(m), RUNGS_ERR_STATE);
+    CHECK_MESSAGE("rungs_measurements_free: these measurements are lent by a rungs_session and "
+                  "are released with it (rungs_session_free); nothing was freed");
+    CHECK_EQ(rungs_measurements_add_peer(m, 3), RUNGS_ERR_STATE);
+    CHECK_MESSAGE("rungs_measurements_add_peer: these measurements are lent by a rungs_session, "
+                  "which adds and removes the peers itself");
+    CHECK_EQ(rungs_measurements_remove_peer(m, 1), RUNGS_ERR_STATE);
+    CHECK_EQ(rungs_measurements_add_rtt_sample(m, 1, 5000, 1), RUNGS_ERR_STATE);
+    CHECK_EQ(rungs_measurements_add_rtt_ticks(m, 1, 300, 60, 0), RUNGS_ERR_STATE);
+    rungs_report_init(&r);
+    CHECK_EQ(rungs_measurements_take_report(m, 0, &r), RUNGS_ERR_STATE);
+    CHECK_MESSAGE_HAS("which takes the reports itself");
+
+    /* The frames' work and a 40 ms wait through the lent handle are in the
+     * session's first report (frame 32): 6 ms a frame, 40 ms, and the
+     * round trip the session took, not the refused 5000. */
+    CHECK_EQ(rungs_measurements_wait_begin_for(m, 1000, 1), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_wait_end(m, 41000), RUNGS_OK);
+    for (frame = 0; frame <= 32; frame++) {
+        CHECK_EQ(rungs_session_frame_begin(s, frame, NULL), RUNGS_OK);
+        CHECK_EQ(rungs_measurements_frame_work_begin(m, frame * 10000u), RUNGS_OK);
+        CHECK_EQ(rungs_measurements_frame_work_end(m, frame * 10000u + 6000), RUNGS_OK);
+        CHECK_EQ(rungs_session_frame_end(s), RUNGS_OK);
+    }
+    CHECK_EQ(seen.queued, 1);
+    CHECK_EQ(seen.last_len, RUNGS_REPORT_EXTENDED_PAYLOAD_LEN);
+    rungs_report_init(&r);
+    CHECK_EQ(rungs_report_payload_decode(seen.last_payload, seen.last_len, &r), RUNGS_OK);
+    CHECK_EQ(r.process_us, 6000);
+    CHECK_EQ(r.max_wait_ms, 40);
+    CHECK(r.has_worst_rtt == 1 && r.worst_rtt_ms == 80);
+
+    /* From inside a callback of its session: re-entrant, like the session. */
+    seen.lent = m;
+    seen.lent_inside = -1;
+    for (; frame <= 64; frame++) plain_frame(s, frame);
+    CHECK_EQ(seen.queued, 2);
+    CHECK_EQ(seen.lent_inside, RUNGS_ERR_REENTRANT);
+    seen.lent = NULL;
+
+    /* A panic inside a call on the lent handle poisons the session. */
+    rungs_testing_panic_next_call();
+    CHECK_EQ(rungs_measurements_add_wait_us(m, 1000), RUNGS_ERR_PANIC);
+    CHECK_EQ(rungs_measurements_add_wait_us(m, 1000), RUNGS_ERR_POISONED);
+    CHECK_EQ(rungs_session_frame_begin(s, frame, NULL), RUNGS_ERR_POISONED);
+    CHECK_EQ(rungs_session_free(s), RUNGS_OK);
+}
+
 /* A callback reaches its own handle through a user pointer set after
  * rungs_session_new: the config's user was NULL (nothing to point at yet). */
 static void test_callbacks_reach_their_handle(void) {
@@ -400,7 +481,7 @@ static void test_a_polling_thread_never_makes_the_game_busy(void) {
             sched_yield();
         }
         r[0] = rungs_session_frame_begin(s, frame, NULL);
-        r[1] = rungs_session_add_frame_work_us(s, 8000);
+        r[1] = rungs_measurements_add_frame_work_us(lent(s), 8000);
         r[2] = rungs_session_frame_end(s);
         for (i = 0; i < 3; i++) {
             if (r[i] == RUNGS_ERR_BUSY) busy++;
@@ -683,13 +764,13 @@ static void test_messages_name_c_functions(void) {
                   "game: 1");
     CHECK_EQ(rungs_session_rtt_sample(s, 1, 10, 7), RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_MESSAGE_HAS("clean is 7; expected 0 or 1");
-    CHECK_EQ(rungs_session_wait_end(s, 10), RUNGS_ERR_STATE);
-    CHECK_MESSAGE("rungs_session_wait_end: not valid now: no wait is open (begin it first)");
-    CHECK_EQ(rungs_session_frame_work_begin(s, 10), RUNGS_OK);
-    CHECK_EQ(rungs_session_frame_work_begin(s, 10), RUNGS_ERR_STATE);
-    CHECK_MESSAGE("rungs_session_frame_work_begin: not valid now: a frame's work is already open "
+    CHECK_EQ(rungs_measurements_wait_end(lent(s), 10), RUNGS_ERR_STATE);
+    CHECK_MESSAGE("rungs_measurements_wait_end: not valid now: no wait is open (begin it first)");
+    CHECK_EQ(rungs_measurements_frame_work_begin(lent(s), 10), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_frame_work_begin(lent(s), 10), RUNGS_ERR_STATE);
+    CHECK_MESSAGE("rungs_measurements_frame_work_begin: not valid now: a frame's work is already open "
                   "(begun, not yet ended)");
-    CHECK_EQ(rungs_session_frame_work_end(s, 5), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(rungs_measurements_frame_work_end(lent(s), 5), RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_MESSAGE_HAS("now_us is 5; expected 10 (the begin) or later");
     CHECK_EQ(rungs_session_set_speed(s, 0), RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_MESSAGE_HAS("rungs_session_set_speed: speed_fps is 0; expected 1 to 255");
@@ -984,7 +1065,6 @@ static void test_tracking_reports_in_the_detailed_layout(void) {
     rungs_session_config c;
     rungs_session *s = NULL;
     uint32_t frame;
-    uint8_t version_1[RUNGS_REPORT_EXTENDED_PAYLOAD_LEN];
     rungs_report decoded;
     rungs_report_detail detail;
     memset(&seen, 0, sizeof seen);
@@ -996,8 +1076,8 @@ static void test_tracking_reports_in_the_detailed_layout(void) {
     CHECK_EQ(rungs_session_rtt_sample(s, 1, 80, 1), RUNGS_OK);
     for (frame = 0; frame <= 15; frame++) plain_frame(s, frame);
     CHECK_EQ(seen.queued, 0);
-    CHECK_EQ(rungs_session_wait_begin(s, 1000), RUNGS_OK);
-    CHECK_EQ(rungs_session_wait_end(s, 41000), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_wait_begin(lent(s), 1000), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_wait_end(lent(s), 41000), RUNGS_OK);
     plain_frame(s, 16);
     CHECK_EQ(seen.queued, 1);
     CHECK_EQ(seen.last_type, 36);
@@ -1012,13 +1092,13 @@ static void test_tracking_reports_in_the_detailed_layout(void) {
     /* Named waits: 10 ms for seat 2, then 30 ms for seat 1: the report
      * names the seat waited for longest in all. They are reported on frame
      * 20, not 17: four frames after the last report at least. */
-    CHECK_EQ(rungs_session_wait_begin_for(s, 50000, 2), RUNGS_OK);
-    CHECK_EQ(rungs_session_wait_begin_for(s, 50001, 1), RUNGS_ERR_STATE); /* one is open */
-    CHECK_EQ(rungs_session_wait_end(s, 60000), RUNGS_OK);
-    CHECK_EQ(rungs_session_wait_begin_for(s, 70000, 16), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("rungs_session_wait_begin_for: seat is 16; expected a seat, 0 to 15, or RUNGS_NO_SEAT (255)");
-    CHECK_EQ(rungs_session_wait_begin_for(s, 70000, 1), RUNGS_OK);
-    CHECK_EQ(rungs_session_wait_end(s, 100000), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_wait_begin_for(lent(s), 50000, 2), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_wait_begin_for(lent(s), 50001, 1), RUNGS_ERR_STATE); /* one is open */
+    CHECK_EQ(rungs_measurements_wait_end(lent(s), 60000), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_wait_begin_for(lent(s), 70000, 16), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("rungs_measurements_wait_begin_for: seat is 16; expected a seat, 0 to 15, or RUNGS_NO_SEAT (255)");
+    CHECK_EQ(rungs_measurements_wait_begin_for(lent(s), 70000, 1), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_wait_end(lent(s), 100000), RUNGS_OK);
     for (frame = 17; frame <= 19; frame++) plain_frame(s, frame);
     CHECK_EQ(seen.queued, 1);
     plain_frame(s, 20);
@@ -1030,8 +1110,8 @@ static void test_tracking_reports_in_the_detailed_layout(void) {
     for (frame = 21; frame <= 32; frame++) plain_frame(s, frame);
     CHECK_EQ(seen.queued, 3);                        /* the cadence: 32 */
     CHECK_EQ(seen.last_payload[17], 0);              /* the stalls were reported once */
-    CHECK_EQ(rungs_session_wait_begin_for(s, 110000, RUNGS_NO_SEAT), RUNGS_OK);
-    CHECK_EQ(rungs_session_wait_end(s, 115000), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_wait_begin_for(lent(s), 110000, RUNGS_NO_SEAT), RUNGS_OK);
+    CHECK_EQ(rungs_measurements_wait_end(lent(s), 115000), RUNGS_OK);
     for (frame = 33; frame <= 36; frame++) plain_frame(s, frame);
     CHECK_EQ(seen.queued, 4);
     CHECK_EQ(seen.last_payload[17], 1);
@@ -1040,22 +1120,14 @@ static void test_tracking_reports_in_the_detailed_layout(void) {
     CHECK_EQ(seen.queued, 5);
     CHECK_EQ(rungs_session_free(s), RUNGS_OK);
 
-    /* rungs_report has no fields for the detail: the plain payload calls
-     * refuse it and name the detailed ones (test_detailed_report.c). */
-    memset(&decoded, 0, sizeof decoded);
-    CHECK_EQ(rungs_report_payload_encode(&decoded, RUNGS_REPORT_LAYOUT_DETAILED, version_1,
-                                         sizeof version_1, NULL),
-             RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_EQ(rungs_report_payload_decode(seen.last_payload, RUNGS_REPORT_DETAILED_PAYLOAD_LEN,
-                                         RUNGS_REPORT_LAYOUT_DETAILED, &decoded),
-             RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("layout is RUNGS_REPORT_LAYOUT_DETAILED (2), whose detail a rungs_report "
-                      "cannot hold (use rungs_report_payload_encode_detailed");
-    /* The session's bytes decode with the detailed call, as the engine of a
-     * peer that drives the pieces itself reads them. */
-    CHECK_EQ(rungs_report_payload_decode_detailed(seen.last_payload, seen.last_len, &decoded,
-                                                  &detail),
-             RUNGS_OK);
+    /* The session's bytes decode with the one decoder into a report with
+     * its detail section, as the engine of a peer that drives the pieces
+     * itself reads them. */
+    rungs_report_init(&decoded);
+    CHECK_EQ(rungs_report_payload_decode(seen.last_payload, seen.last_len, &decoded), RUNGS_OK);
+    CHECK_EQ(decoded.has_detail, 1);
+    CHECK_EQ(decoded.has_needs, 0);
+    detail = decoded.detail;
     CHECK_EQ(decoded.worst_rtt_ms, seen.last_payload[5] | (seen.last_payload[6] << 8));
     CHECK_EQ(detail.median_rtt_ms, seen.last_payload[9] | (seen.last_payload[10] << 8));
     CHECK_EQ(detail.frames, seen.last_payload[15] | (seen.last_payload[16] << 8));
@@ -1064,7 +1136,7 @@ static void test_tracking_reports_in_the_detailed_layout(void) {
 }
 
 /* Tracking with the needs layout: the engine passes each frame's need
- * (rungs_session_add_frame_need) and every report carries the interval's:
+ * (rungs_measurements_add_frame_need on the measurements the session lends) and every report carries the interval's:
  * 32 bytes, version 3, the reference the counts are below, the most any
  * frame needed and the four counts; an interval without a need carries
  * reference 0 and zeros. */
@@ -1084,18 +1156,18 @@ static void test_tracking_reports_in_the_needs_layout(void) {
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_OK);
     if (!s) return;
     CHECK_EQ(rungs_session_rtt_sample(s, 1, 80, 1), RUNGS_OK);
-    CHECK_EQ(rungs_session_add_frame_need(s, 0, 3), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("rungs_session_add_frame_need: a frame's look-ahead and the look-ahead "
+    CHECK_EQ(rungs_measurements_add_frame_need(lent(s), 0, 3), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("rungs_measurements_add_frame_need: a frame's look-ahead and the look-ahead "
                       "it needed must be 1 to 250");
-    CHECK_EQ(rungs_session_add_frame_need(s, 5, 251), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_EQ(rungs_session_add_frame_need(NULL, 5, 3), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_measurements_add_frame_need(lent(s), 5, 251), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(rungs_measurements_add_frame_need(NULL, 5, 3), RUNGS_ERR_NULL_POINTER);
     for (frame = 0; frame <= 16; frame++) {
         /* Under 5: ready 2.5 frames early needs 3; frame 10 came 10 ms late. */
         uint64_t deadline = 1000000 + (uint64_t)frame * 33333;
         uint64_t ready = frame == 10 ? deadline + 10000 : deadline - 83333;
         CHECK_EQ(rungs_needed_look_ahead(5, deadline, ready, 33333, &needed), RUNGS_OK);
         CHECK_EQ(needed, frame == 10 ? 6 : 3);
-        CHECK_EQ(rungs_session_add_frame_need(s, 5, needed), RUNGS_OK);
+        CHECK_EQ(rungs_measurements_add_frame_need(lent(s), 5, needed), RUNGS_OK);
         plain_frame(s, frame);
     }
     CHECK_EQ(seen.queued, 1);
@@ -1108,9 +1180,11 @@ static void test_tracking_reports_in_the_needs_layout(void) {
     CHECK_EQ(seen.last_payload[26], 1);              /* above 4 */
     CHECK_EQ(seen.last_payload[28], 1);              /* above 3 */
     CHECK_EQ(seen.last_payload[30], 17);             /* above 2: every frame, 0..16 */
-    CHECK_EQ(rungs_report_payload_decode_needs(seen.last_payload, seen.last_len, &decoded,
-                                               &detail, &needs),
-             RUNGS_OK);
+    rungs_report_init(&decoded);
+    CHECK_EQ(rungs_report_payload_decode(seen.last_payload, seen.last_len, &decoded), RUNGS_OK);
+    CHECK(decoded.has_detail == 1 && decoded.has_needs == 1);
+    detail = decoded.detail;
+    needs = decoded.needs;
     CHECK_EQ(needs.reference, 5);
     CHECK_EQ(needs.most, 6);
     CHECK_EQ(needs.above[3], 17);
@@ -1121,9 +1195,11 @@ static void test_tracking_reports_in_the_needs_layout(void) {
     CHECK_EQ(seen.last_len, RUNGS_REPORT_NEEDS_PAYLOAD_LEN);
     CHECK_EQ(seen.last_payload[22], 0);
     CHECK_EQ(seen.last_payload[31], 0);
-    CHECK_EQ(rungs_report_payload_decode_needs(seen.last_payload, seen.last_len, &decoded,
-                                               &detail, &needs),
-             RUNGS_OK);
+    rungs_report_init(&decoded);
+    CHECK_EQ(rungs_report_payload_decode(seen.last_payload, seen.last_len, &decoded), RUNGS_OK);
+    CHECK(decoded.has_detail == 1 && decoded.has_needs == 1);
+    detail = decoded.detail;
+    needs = decoded.needs;
     CHECK_EQ(needs.reference, 0);
     CHECK_EQ(rungs_session_free(s), RUNGS_OK);
 }
@@ -1135,6 +1211,7 @@ int main(void) {
     test_frame_loop();
     test_reentry_and_poison();
     test_callbacks_reach_their_handle();
+    test_lent_measurements();
     test_a_polling_thread_never_makes_the_game_busy();
     test_late_events_are_no_ops();
     test_refused_configurations();

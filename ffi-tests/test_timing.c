@@ -337,7 +337,7 @@ static void test_machine_config_validation(void) {
 static void test_machine_null_handles(void) {
     rungs_timing t;
     rungs_timing_event e = {2, 6, 30};
-    rungs_report r = {8000, 0, 50, 1};
+    rungs_report r = basic_report(8000, 0, 50, 1);
     rungs_timing_status s;
     int32_t flag;
     uint32_t u;
@@ -379,6 +379,7 @@ static void test_machine_game(void) {
     if (!m) return;
 
     /* Events outside a frame are refused. */
+    rungs_report_init(&r);
     r.process_us = 8000;
     r.max_wait_ms = 0;
     r.worst_rtt_ms = 40;
@@ -555,7 +556,7 @@ static void test_observer_never_sends(void) {
     observed_t o;
     rungs_timing_machine_config c;
     rungs_timing_machine *m = NULL;
-    rungs_report r = {8000, 0, 40, 1};
+    rungs_report r = basic_report(8000, 0, 40, 1);
     int32_t has = 0, sends = 0;
     uint32_t frame;
     memset(&o, 0, sizeof o);

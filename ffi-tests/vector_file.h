@@ -138,6 +138,7 @@ static int parse_vector(const char *path, vector_t *v, char *err, size_t errcap)
             if (word[2] == 'p') {
                 if (sscanf(p, "%u %u %u %u %31s", &frame, &seat, &process, &wait, rtt) != 5) goto bad;
                 in.kind = 'r';
+                rungs_report_init(&in.report);
                 in.report.process_us = process;
                 in.report.max_wait_ms = wait;
                 in.report.has_worst_rtt = strcmp(rtt, "-") != 0;

@@ -4,6 +4,7 @@
  * Include the header of the way you adopt rungs (docs/c-api.md):
  *   rungs/lockstep.h  the all-in-one lockstep session;
  *   rungs/session.h   the engine-session path (your loop, rungs' timing);
+ *   rungs/report.h    reports and payloads (session.h and pieces.h include it);
  *   rungs/pieces.h    the pieces on their own.
  * This header includes them all, so programs written against it keep
  * building unchanged.
@@ -16,6 +17,7 @@
 
 #include "rungs/common.h"
 #include "rungs/lockstep.h"
+#include "rungs/report.h"
 #include "rungs/session.h"
 #include "rungs/pieces.h"
 

@@ -783,9 +783,7 @@ public:
     /** Counters for a diagnostics screen. */
     lockstep_stats read_stats() {
         lockstep_stats s{};
-        /* The one call of this C function in the wrapper: it is being
-         * renamed rungs_lockstep_read_stats, the name of this method. */
-        detail::check(rungs_lockstep_get_stats(handle_, &s), "rungs_lockstep_get_stats");
+        detail::check(rungs_lockstep_read_stats(handle_, &s), "rungs_lockstep_read_stats");
         return s;
     }
 

@@ -12,11 +12,10 @@ use std::ptr;
 
 use rungs::ffi::measure::*;
 use rungs::ffi::payload::*;
+use rungs::ffi::report::{rungs_report, rungs_report_detail, RUNGS_REPORT_DETAIL};
 use rungs::ffi::result::RUNGS_OK;
 use rungs::ffi::timing_machine::*;
-use rungs::ffi::types::{
-    rungs_report, rungs_report_detail, rungs_timing_event, RUNGS_POLICY_TRACKING,
-};
+use rungs::ffi::types::{rungs_timing_event, RUNGS_POLICY_TRACKING};
 use rungs_core::report::Measurements;
 use rungs_core::timing::{MachineConfig, PolicyKind, TimingMachine};
 use rungs_core::wire::events::ReportLayout;
@@ -201,24 +200,14 @@ impl CApi {
         self.measurements[usize::from(seat)]
     }
 
-    /// The master's raise for its own stall, `detail` NULL for a report
-    /// without one.
-    fn raise_for_own_stall(
-        &self,
-        report: &rungs_report,
-        detail: *const rungs_report_detail,
-    ) -> Option<(u8, u8, u8)> {
+    /// The master's raise for its own stall, for a report with or without
+    /// its detail section.
+    fn raise_for_own_stall(&self, report: &rungs_report) -> Option<(u8, u8, u8)> {
         let mut has = -1;
         let mut event = rungs_timing_event::default();
-        // SAFETY: a live machine, a report, a detail or NULL, out-pointers.
+        // SAFETY: a live machine, a report, out-pointers.
         let result = unsafe {
-            rungs_timing_machine_raise_for_own_stall(
-                self.machine,
-                report,
-                detail,
-                &mut has,
-                &mut event,
-            )
+            rungs_timing_machine_raise_for_own_stall(self.machine, report, &mut has, &mut event)
         };
         assert_eq!(result, RUNGS_OK);
         (has == 1).then_some((event.send_period, event.look_ahead, event.fps))
@@ -269,72 +258,45 @@ impl Game for CApi {
         due == 1
     }
     fn report(&mut self, seat: u8, detailed: bool) -> Option<(u8, u8, u8)> {
+        // One take, encode, decode and execute whatever the sections: the
+        // detailed layout when the detail is asked for, else the extended.
+        let sections = if detailed { RUNGS_REPORT_DETAIL } else { 0 };
         let mut report = rungs_report::default();
-        let mut raise = None;
-        let mut detail = rungs_report_detail::default();
         let mut bytes = [0u8; RUNGS_REPORT_DETAILED_PAYLOAD_LEN];
         let mut len = 0;
-        // SAFETY: live handles, out-pointers and a buffer of the stated size.
+        let mut got = rungs_report::default();
+        let mut raise = None;
+        // SAFETY: live handles, reports with their struct_size, and a
+        // buffer of the stated size.
         unsafe {
-            if detailed {
-                let m = self.m(seat);
-                assert_eq!(
-                    rungs_measurements_take_detailed_report(m, &mut report, &mut detail),
-                    RUNGS_OK
-                );
-                let (buf, cap) = (bytes.as_mut_ptr(), bytes.len());
-                assert_eq!(
-                    rungs_report_payload_encode_detailed(&report, &detail, buf, cap, &mut len),
-                    RUNGS_OK
-                );
-                let (mut got, mut got_detail) =
-                    (rungs_report::default(), rungs_report_detail::default());
-                assert_eq!(
-                    rungs_report_payload_decode_detailed(
-                        bytes.as_ptr(),
-                        len,
-                        &mut got,
-                        &mut got_detail
-                    ),
-                    RUNGS_OK
-                );
-                assert_eq!(
-                    (got, got_detail),
-                    (report, detail),
-                    "nothing here saturates"
-                );
-                if seat == 0 {
-                    raise = self.raise_for_own_stall(&report, &detail);
-                }
-                let result = rungs_timing_machine_execute_detailed_report(
-                    self.machine,
-                    seat,
-                    &got,
-                    &got_detail,
-                );
-                assert_eq!(result, RUNGS_OK);
+            let m = self.m(seat);
+            assert_eq!(
+                rungs_measurements_take_report(m, sections, &mut report),
+                RUNGS_OK
+            );
+            assert_eq!(report.has_detail, u8::from(detailed));
+            let (buf, cap) = (bytes.as_mut_ptr(), bytes.len());
+            let basic = RUNGS_REPORT_LAYOUT_EXTENDED;
+            assert_eq!(
+                rungs_report_payload_encode(&report, basic, buf, cap, &mut len),
+                RUNGS_OK
+            );
+            let expected_len = if detailed {
+                RUNGS_REPORT_DETAILED_PAYLOAD_LEN
             } else {
-                let layout = RUNGS_REPORT_LAYOUT_EXTENDED;
-                assert_eq!(
-                    rungs_measurements_take_report(self.m(seat), &mut report),
-                    RUNGS_OK
-                );
-                if seat == 0 {
-                    raise = self.raise_for_own_stall(&report, std::ptr::null());
-                }
-                let (buf, cap) = (bytes.as_mut_ptr(), bytes.len());
-                assert_eq!(
-                    rungs_report_payload_encode(&report, layout, buf, cap, &mut len),
-                    RUNGS_OK
-                );
-                let mut got = rungs_report::default();
-                assert_eq!(
-                    rungs_report_payload_decode(bytes.as_ptr(), len, layout, &mut got),
-                    RUNGS_OK
-                );
-                let result = rungs_timing_machine_execute_report(self.machine, seat, &got);
-                assert_eq!(result, RUNGS_OK);
+                RUNGS_REPORT_EXTENDED_PAYLOAD_LEN
+            };
+            assert_eq!(len, expected_len);
+            assert_eq!(
+                rungs_report_payload_decode(bytes.as_ptr(), len, &mut got),
+                RUNGS_OK
+            );
+            assert_eq!(got, report, "nothing here saturates");
+            if seat == 0 {
+                raise = self.raise_for_own_stall(&report);
             }
+            let result = rungs_timing_machine_execute_report(self.machine, seat, &got);
+            assert_eq!(result, RUNGS_OK);
         }
         raise
     }
@@ -400,11 +362,12 @@ fn a_c_master_raises_for_its_own_stall_with_its_report() {
     use rungs::ffi::result::{RUNGS_ERR_NULL_POINTER, RUNGS_ERR_STATE};
     let api = CApi::new();
     let m = api.machine;
-    let calm = rungs_report {
+    let calm_basic = rungs_report {
         process_us: 5000,
         max_wait_ms: 0,
         worst_rtt_ms: 120,
         has_worst_rtt: 1,
+        ..rungs_report::default()
     };
     let calm_detail = rungs_report_detail {
         median_rtt_ms: 120,
@@ -418,10 +381,10 @@ fn a_c_master_raises_for_its_own_stall_with_its_report() {
         has_latest_rtt: 1,
         waited_for: rungs::ffi::types::RUNGS_NO_SEAT,
     };
-    let onset = rungs_report {
+    let onset_basic = rungs_report {
         max_wait_ms: 684,
         worst_rtt_ms: 810,
-        ..calm
+        ..calm_basic
     };
     let onset_detail = rungs_report_detail {
         p90_rtt_ms: 810,
@@ -432,6 +395,15 @@ fn a_c_master_raises_for_its_own_stall_with_its_report() {
         waited_for: 1,
         ..calm_detail
     };
+    let with_detail = |basic: rungs_report, detail| rungs_report {
+        has_detail: 1,
+        detail,
+        ..basic
+    };
+    let (calm, onset) = (
+        with_detail(calm_basic, calm_detail),
+        with_detail(onset_basic, onset_detail),
+    );
     let (mut has, mut event) = (-1, rungs_timing_event::default());
     let mut opening = None;
     // SAFETY: a live machine, reports and out-pointers (NULLs where the
@@ -452,7 +424,7 @@ fn a_c_master_raises_for_its_own_stall_with_its_report() {
             (has == 1).then_some(event)
         };
         let raise = |has: &mut i32, event: &mut rungs_timing_event| {
-            rungs_timing_machine_raise_for_own_stall(m, &onset, &onset_detail, has, event)
+            rungs_timing_machine_raise_for_own_stall(m, &onset, has, event)
         };
         // No frame open.
         assert_eq!(raise(&mut has, &mut event), RUNGS_ERR_STATE);
@@ -460,8 +432,7 @@ fn a_c_master_raises_for_its_own_stall_with_its_report() {
             frame(f);
             if f == 25 {
                 for seat in 0..2 {
-                    let result =
-                        rungs_timing_machine_execute_detailed_report(m, seat, &calm, &calm_detail);
+                    let result = rungs_timing_machine_execute_report(m, seat, &calm);
                     assert_eq!(result, RUNGS_OK);
                 }
             }
@@ -479,13 +450,7 @@ fn a_c_master_raises_for_its_own_stall_with_its_report() {
         assert_eq!(opening.map(|e| e.look_ahead), Some(3));
         frame(60);
         assert_eq!(
-            rungs_timing_machine_raise_for_own_stall(
-                m,
-                ptr::null(),
-                ptr::null(),
-                &mut has,
-                &mut event
-            ),
+            rungs_timing_machine_raise_for_own_stall(m, ptr::null(), &mut has, &mut event),
             RUNGS_ERR_NULL_POINTER
         );
         // A spike's first stall raises nothing until the frames after it
@@ -493,8 +458,7 @@ fn a_c_master_raises_for_its_own_stall_with_its_report() {
         assert_eq!(raise(&mut has, &mut event), RUNGS_OK);
         assert_eq!(has, 0);
         for seat in 0..2 {
-            let result =
-                rungs_timing_machine_execute_detailed_report(m, seat, &onset, &onset_detail);
+            let result = rungs_timing_machine_execute_report(m, seat, &onset);
             assert_eq!(result, RUNGS_OK);
         }
         assert!(
@@ -512,13 +476,7 @@ fn a_c_master_raises_for_its_own_stall_with_its_report() {
         assert_eq!(raise(&mut has, &mut event), RUNGS_OK);
         assert_eq!(has, 0);
         assert_eq!(
-            rungs_timing_machine_raise_for_own_stall(
-                m,
-                &onset,
-                ptr::null(),
-                &mut has,
-                ptr::null_mut()
-            ),
+            rungs_timing_machine_raise_for_own_stall(m, &onset_basic, &mut has, ptr::null_mut()),
             RUNGS_OK
         );
         assert_eq!(has, 0);

@@ -78,6 +78,7 @@ typedef struct drop {
 typedef struct mod {
     const ts_game *g;
     rungs_session *s;
+    rungs_measurements *measure; /* the session's, lent: the frames' work and waits */
     int tracking;
     uint8_t report_id;
     uint8_t report_len;
@@ -524,7 +525,7 @@ static void count_need(mod_t *m, uint32_t frame) {
     if (ready_us == 0) ready_us = m->frame_due_us;
     check(m, rungs_needed_look_ahead((uint8_t)(frame - needed_frame), m->frame_due_us, ready_us, 1000000u / fps, &needed),
           "rungs_needed_look_ahead");
-    if (needed) check(m, rungs_session_add_frame_need(m->s, (uint8_t)(frame - needed_frame), needed), "rungs_session_add_frame_need");
+    if (needed) check(m, rungs_measurements_add_frame_need(m->measure, (uint8_t)(frame - needed_frame), needed), "rungs_measurements_add_frame_need");
 }
 
 static int TSMOD_CALL can_advance(void *mod, uint32_t frame) {
@@ -547,9 +548,9 @@ static void TSMOD_CALL waiting(void *mod, int begin) {
     mod_t *m = mod;
     uint64_t now = m->g->now_us(m->g->game);
     if (begin)
-        check(m, rungs_session_wait_begin_for(m->s, now, m->waiting_for), "rungs_session_wait_begin_for");
+        check(m, rungs_measurements_wait_begin_for(m->measure, now, m->waiting_for), "rungs_measurements_wait_begin_for");
     else
-        check(m, rungs_session_wait_end(m->s, now), "rungs_session_wait_end");
+        check(m, rungs_measurements_wait_end(m->measure, now), "rungs_measurements_wait_end");
 }
 
 static void TSMOD_CALL execute_do_list(void *mod, uint32_t frame, ts_event *do_list, int count) {
@@ -604,9 +605,9 @@ static void TSMOD_CALL frame_done(void *mod, uint32_t frame, uint32_t ticks, uin
     /* The performance counter, not the ticks: a frame starts on a tick, so
      * a tick count under-reads short frames (18 ms of work spans one tick or
      * none), and the rate would swing between 30 and 60 fps. An engine with
-     * only its ticks passes them (rungs_session_add_frame_ticks). */
+     * only its ticks passes them (rungs_measurements_add_frame_ticks). */
     (void)ticks;
-    check(m, rungs_session_add_frame_work_us(m->s, work_us), "rungs_session_add_frame_work_us");
+    check(m, rungs_measurements_add_frame_work_us(m->measure, work_us), "rungs_measurements_add_frame_work_us");
     check(m, rungs_session_frame_end(m->s), "rungs_session_frame_end");
 }
 
@@ -688,6 +689,7 @@ static mod_t *mod_new(const ts_game *g) {
         free(m);
         return NULL;
     }
+    check(m, rungs_session_measurements(m->s, &m->measure), "rungs_session_measurements");
     return m;
 }
 

@@ -850,8 +850,8 @@ rungs_result RUNGS_CALL rungs_lockstep_status(struct rungs_lockstep *ls,
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL.
  */
 RUNGS_API
-rungs_result RUNGS_CALL rungs_lockstep_get_stats(struct rungs_lockstep *ls,
-                                      struct rungs_lockstep_stats *out);
+rungs_result RUNGS_CALL rungs_lockstep_read_stats(struct rungs_lockstep *ls,
+                                       struct rungs_lockstep_stats *out);
 
 /* ==== Teardown ==== */
 

@@ -126,7 +126,13 @@ pub unsafe fn enter<H: Handle>(
     require(handle, "the handle (first argument)")?;
     // SAFETY: non-NULL and live by the caller's contract; only the atomics are
     // touched until the claim proves no other reference to `state` exists.
-    let guarded = unsafe { (*handle).guarded() };
+    enter_guarded(unsafe { (*handle).guarded() }, f)
+}
+
+/// [`enter`] once the handle is resolved to its guarded state: for a handle
+/// type that is not always one object's own state (measurements a session
+/// lends, `measure.rs`).
+pub fn enter_guarded<T>(guarded: &Guarded<T>, f: impl FnOnce(&mut T) -> Result<()>) -> Result<()> {
     guarded.claim()?;
     if guarded.is_poisoned() {
         guarded.release();
@@ -187,11 +193,25 @@ pub extern "C" fn rungs_testing_panic_next_call() {
 /// # Safety
 /// `handle` is NULL or a live pointer from [`hand_out`], not used after.
 pub unsafe fn free_call<H: Handle>(function: &'static str, handle: *mut H) -> rungs_result {
+    // SAFETY: forwarded contract.
+    unsafe { free_with(function, handle, |h| Ok(h.guarded())) }
+}
+
+/// [`free_call`] for a handle whose guarded state `guarded` finds, or
+/// refuses to free (an object another one lends: `measure.rs`).
+///
+/// # Safety
+/// As [`free_call`].
+pub unsafe fn free_with<H, T>(
+    function: &'static str,
+    handle: *mut H,
+    guarded: impl FnOnce(&H) -> Result<&Guarded<T>>,
+) -> rungs_result {
     if handle.is_null() {
         return finish(function, Ok(()));
     }
     // SAFETY: live by contract.
-    if let Err(e) = unsafe { (*handle).guarded().claim() } {
+    if let Err(e) = guarded(unsafe { &*handle }).and_then(Guarded::claim) {
         return finish(function, Err(e));
     }
     // Dropping user state must not unwind into C either.

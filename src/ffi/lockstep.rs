@@ -941,12 +941,12 @@ pub unsafe extern "C" fn rungs_lockstep_set_user(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if ls or out is NULL.
 #[no_mangle]
-pub unsafe extern "C" fn rungs_lockstep_get_stats(
+pub unsafe extern "C" fn rungs_lockstep_read_stats(
     ls: *mut rungs_lockstep,
     out: *mut rungs_lockstep_stats,
 ) -> rungs_result {
     unsafe {
-        lockstep_call("rungs_lockstep_get_stats", ls, |o| {
+        lockstep_call("rungs_lockstep_read_stats", ls, |o| {
             let session = o.session();
             let stats = session.stats();
             write_to(

@@ -2,25 +2,95 @@
 //! and the report schedule.
 
 use super::args::{flag, in_range, require, write_out, write_to};
-use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
-use super::result::{rungs_result, CallError};
-use super::types::{
-    rungs_look_ahead_needs, rungs_report, rungs_report_detail, seat_or_none,
-    write_report_with_detail,
-};
+use super::guard::{call, enter_guarded, free_with, Guarded};
+use super::report::{check_room, rungs_report, rungs_report_sections, write_report, Sections};
+use super::result::{finish, rungs_result, CallError, Result};
+use super::session::{lent_measurements_call, rungs_session};
+use super::types::seat_or_none;
+use crate::error::Error;
 use crate::report::record::MAX_SEATS;
 use crate::report::{is_report_frame, needed_look_ahead, Measurements};
 
 /// One machine's measurements for its reports (S3): processing time per
 /// frame, waits for the other players, round trips to each peer. Opaque;
-/// made by `rungs_measurements_new`, released by `rungs_measurements_free`.
-pub struct rungs_measurements(Guarded<Measurements>);
+/// made by `rungs_measurements_new` and released by
+/// `rungs_measurements_free`, or lent by an engine session
+/// (`rungs_session_measurements`) and released with it.
+pub struct rungs_measurements(Source);
 
-impl Handle for rungs_measurements {
-    type State = Measurements;
-    fn guarded(&self) -> &Guarded<Measurements> {
-        &self.0
+/// Whose measurements a handle reaches.
+// A lent handle is one per session, so the size its variant wastes is paid
+// once per session; boxing the other would cost every call on an own handle
+// an indirection.
+#[allow(clippy::large_enum_variant)]
+enum Source {
+    /// Its own, made by `rungs_measurements_new`.
+    Own(Guarded<Measurements>),
+    /// The session's behind the pointer: the handle lives inside that
+    /// session (`rungs_session`), so the pointer is live while the handle
+    /// is, and every call enters the session's guard.
+    Lent(*const rungs_session),
+}
+
+impl rungs_measurements {
+    /// The handle a session lends its measurements through.
+    pub(crate) fn lent_by(session: *const rungs_session) -> rungs_measurements {
+        rungs_measurements(Source::Lent(session))
     }
+}
+
+/// The C function `function`'s call on the measurements behind `m`, inside
+/// the guard of whoever owns them: the handle's own, or the lending
+/// session's (so a lent handle is BUSY, REENTRANT and POISONED exactly when
+/// its session is).
+///
+/// # Safety
+/// `m` is NULL or a live handle (its own, or lent by a live session).
+unsafe fn measurements_call(
+    function: &'static str,
+    m: *const rungs_measurements,
+    f: impl FnOnce(&mut Measurements) -> Result<()>,
+) -> rungs_result {
+    if let Err(e) = require(m, "the handle (first argument)") {
+        return finish(function, Err(e));
+    }
+    // SAFETY: non-NULL and live by contract; the source never changes.
+    match unsafe { &(*m).0 } {
+        Source::Own(guarded) => finish(function, enter_guarded(guarded, f)),
+        // SAFETY: a lent handle lives inside its session, which is live.
+        Source::Lent(session) => unsafe { lent_measurements_call(function, *session, f) },
+    }
+}
+
+/// [`measurements_call`] for what the owner of lent measurements does
+/// itself: the peers, their round trips and taking the report belong to an
+/// engine session (it knows the game's seats and reports on its frames), so
+/// a lent handle refuses them with `RUNGS_ERR_STATE`, changing nothing.
+///
+/// # Safety
+/// As [`measurements_call`].
+unsafe fn own_measurements_call(
+    function: &'static str,
+    m: *const rungs_measurements,
+    session_does_it: &'static str,
+    f: impl FnOnce(&mut Measurements) -> Result<()>,
+) -> rungs_result {
+    // SAFETY: NULL is left to measurements_call; else live by contract.
+    if !m.is_null() && matches!(unsafe { &(*m).0 }, Source::Lent(_)) {
+        return finish(
+            function,
+            Err(
+                Error::State("the measurements are lent by an engine session")
+                    .detailed(format!(
+                        "these measurements are lent by a rungs_session, which {session_does_it} \
+                     itself"
+                    ))
+                    .into(),
+            ),
+        );
+    }
+    // SAFETY: forwarded contract.
+    unsafe { measurements_call(function, m, f) }
 }
 
 /// 1 when each player sends a report on `frame` (32, 64, then every 128:
@@ -38,19 +108,39 @@ pub extern "C" fn rungs_is_report_frame(frame: u32) -> u8 {
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_new(out: *mut *mut rungs_measurements) -> rungs_result {
     call("rungs_measurements_new", || unsafe {
-        hand_out(out, rungs_measurements(Guarded::new(Measurements::new())))
+        require(out, "out")?;
+        let own = rungs_measurements(Source::Own(Guarded::new(Measurements::new())));
+        // SAFETY: non-NULL (checked) and writable by contract.
+        write_out(out, Box::into_raw(Box::new(own)));
+        Ok(())
     })
 }
 
-/// Release measurements. NULL is accepted; a poisoned object is released too.
+/// Release measurements. NULL is accepted; a poisoned object is released
+/// too. Measurements a session lends (`rungs_session_measurements`) are
+/// refused and stay usable: they are released with their session.
 ///
-/// Returns: RUNGS_OK (also for NULL); RUNGS_ERR_BUSY while another thread is in
-/// a call on it (not freed); RUNGS_ERR_PANIC.
+/// Returns: RUNGS_OK (also for NULL); RUNGS_ERR_STATE for lent measurements
+/// (nothing freed); RUNGS_ERR_BUSY while another thread is in a call on it
+/// (not freed); RUNGS_ERR_PANIC.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_free(
     measurements: *mut rungs_measurements,
 ) -> rungs_result {
-    unsafe { free_call("rungs_measurements_free", measurements) }
+    unsafe {
+        free_with("rungs_measurements_free", measurements, |m| match &m.0 {
+            Source::Own(guarded) => Ok(guarded),
+            Source::Lent(_) => Err(
+                Error::State("the measurements are lent by an engine session")
+                    .detailed(
+                        "these measurements are lent by a rungs_session and are released with it \
+                     (rungs_session_free); nothing was freed"
+                            .to_string(),
+                    )
+                    .into(),
+            ),
+        })
+    }
 }
 
 /// A frame's work begins at `now_us` (any monotonic microsecond clock).
@@ -63,7 +153,7 @@ pub unsafe extern "C" fn rungs_measurements_frame_work_begin(
     now_us: u64,
 ) -> rungs_result {
     unsafe {
-        object_call("rungs_measurements_frame_work_begin", measurements, |m| {
+        measurements_call("rungs_measurements_frame_work_begin", measurements, |m| {
             m.frame_work_begin(now_us).map_err(CallError::from)
         })
     }
@@ -81,7 +171,7 @@ pub unsafe extern "C" fn rungs_measurements_frame_work_end(
     now_us: u64,
 ) -> rungs_result {
     unsafe {
-        object_call("rungs_measurements_frame_work_end", measurements, |m| {
+        measurements_call("rungs_measurements_frame_work_end", measurements, |m| {
             m.frame_work_end(now_us).map_err(CallError::from)
         })
     }
@@ -96,7 +186,7 @@ pub unsafe extern "C" fn rungs_measurements_add_frame_work_us(
     duration_us: u64,
 ) -> rungs_result {
     unsafe {
-        object_call("rungs_measurements_add_frame_work_us", measurements, |m| {
+        measurements_call("rungs_measurements_add_frame_work_us", measurements, |m| {
             m.add_frame_work_us(duration_us);
             Ok(())
         })
@@ -113,7 +203,7 @@ pub unsafe extern "C" fn rungs_measurements_wait_begin(
     now_us: u64,
 ) -> rungs_result {
     unsafe {
-        object_call("rungs_measurements_wait_begin", measurements, |m| {
+        measurements_call("rungs_measurements_wait_begin", measurements, |m| {
             m.wait_begin(now_us).map_err(CallError::from)
         })
     }
@@ -133,7 +223,7 @@ pub unsafe extern "C" fn rungs_measurements_wait_begin_for(
     seat: u8,
 ) -> rungs_result {
     unsafe {
-        object_call("rungs_measurements_wait_begin_for", measurements, |m| {
+        measurements_call("rungs_measurements_wait_begin_for", measurements, |m| {
             let seat = seat_or_none(seat, "seat")?;
             m.wait_begin_for(now_us, seat).map_err(CallError::from)
         })
@@ -152,7 +242,7 @@ pub unsafe extern "C" fn rungs_measurements_wait_end(
     now_us: u64,
 ) -> rungs_result {
     unsafe {
-        object_call("rungs_measurements_wait_end", measurements, |m| {
+        measurements_call("rungs_measurements_wait_end", measurements, |m| {
             m.wait_end(now_us).map_err(CallError::from)
         })
     }
@@ -167,7 +257,7 @@ pub unsafe extern "C" fn rungs_measurements_add_wait_us(
     duration_us: u64,
 ) -> rungs_result {
     unsafe {
-        object_call("rungs_measurements_add_wait_us", measurements, |m| {
+        measurements_call("rungs_measurements_add_wait_us", measurements, |m| {
             m.add_wait_us(duration_us);
             Ok(())
         })
@@ -188,7 +278,7 @@ pub unsafe extern "C" fn rungs_measurements_add_wait_for_us(
     seat: u8,
 ) -> rungs_result {
     unsafe {
-        object_call("rungs_measurements_add_wait_for_us", measurements, |m| {
+        measurements_call("rungs_measurements_add_wait_for_us", measurements, |m| {
             let seat = seat_or_none(seat, "seat")?;
             m.add_wait_for_us(duration_us, seat);
             Ok(())
@@ -228,7 +318,8 @@ pub unsafe extern "C" fn rungs_needed_look_ahead(
 /// needed `needed` frames of look-ahead (`rungs_needed_look_ahead`). The
 /// report of the interval carries how many of its frames needed more than
 /// each of the four look-aheads from the last frame's down
-/// (`rungs_look_ahead_needs`, `rungs_measurements_take_report_with_needs`).
+/// (the needs section, `rungs_measurements_take_report` with
+/// `RUNGS_REPORT_NEEDS`).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `look_ahead` or `needed` is
 /// not 1–250 (nothing counted); RUNGS_ERR_NULL_POINTER if measurements is NULL.
@@ -239,7 +330,7 @@ pub unsafe extern "C" fn rungs_measurements_add_frame_need(
     needed: u8,
 ) -> rungs_result {
     unsafe {
-        object_call("rungs_measurements_add_frame_need", measurements, |m| {
+        measurements_call("rungs_measurements_add_frame_need", measurements, |m| {
             m.add_frame_need(look_ahead, needed)
                 .map_err(CallError::from)
         })
@@ -250,7 +341,8 @@ pub unsafe extern "C" fn rungs_measurements_add_frame_need(
 /// trip until it has a clean sample (S3).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if peer is not a seat (0 to
-/// 15); RUNGS_ERR_STATE if peer is already measured; RUNGS_ERR_NULL_POINTER if
+/// 15); RUNGS_ERR_STATE if peer is already measured, or the measurements are
+/// lent by a session (which manages the peers); RUNGS_ERR_NULL_POINTER if
 /// measurements is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_add_peer(
@@ -258,27 +350,35 @@ pub unsafe extern "C" fn rungs_measurements_add_peer(
     peer: u8,
 ) -> rungs_result {
     unsafe {
-        object_call("rungs_measurements_add_peer", measurements, |m| {
-            m.add_peer(in_range(peer, 0, MAX_SEATS as u8 - 1, "peer")?)
-                .map_err(CallError::from)
-        })
+        own_measurements_call(
+            "rungs_measurements_add_peer",
+            measurements,
+            "adds and removes the peers",
+            |m| {
+                m.add_peer(in_range(peer, 0, MAX_SEATS as u8 - 1, "peer")?)
+                    .map_err(CallError::from)
+            },
+        )
     }
 }
 
 /// Stop measuring `peer` (it left the game).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_UNKNOWN_SEAT if peer is not measured
-/// (`rungs_measurements_add_peer`); RUNGS_ERR_NULL_POINTER if measurements is
-/// NULL.
+/// (`rungs_measurements_add_peer`); RUNGS_ERR_STATE if the measurements are
+/// lent by a session; RUNGS_ERR_NULL_POINTER if measurements is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_remove_peer(
     measurements: *mut rungs_measurements,
     peer: u8,
 ) -> rungs_result {
     unsafe {
-        object_call("rungs_measurements_remove_peer", measurements, |m| {
-            m.remove_peer(peer).map_err(CallError::from)
-        })
+        own_measurements_call(
+            "rungs_measurements_remove_peer",
+            measurements,
+            "adds and removes the peers",
+            |m| m.remove_peer(peer).map_err(CallError::from),
+        )
     }
 }
 
@@ -289,8 +389,9 @@ pub unsafe extern "C" fn rungs_measurements_remove_peer(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if clean is neither 0 nor 1;
 /// RUNGS_ERR_UNKNOWN_SEAT if peer is not measured
-/// (`rungs_measurements_add_peer`); RUNGS_ERR_NULL_POINTER if measurements is
-/// NULL.
+/// (`rungs_measurements_add_peer`); RUNGS_ERR_STATE if the measurements are
+/// lent by a session (use `rungs_session_rtt_sample`);
+/// RUNGS_ERR_NULL_POINTER if measurements is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_add_rtt_sample(
     measurements: *mut rungs_measurements,
@@ -299,11 +400,16 @@ pub unsafe extern "C" fn rungs_measurements_add_rtt_sample(
     clean: u8,
 ) -> rungs_result {
     unsafe {
-        object_call("rungs_measurements_add_rtt_sample", measurements, |m| {
-            let clean = flag(clean, "clean")?;
-            m.add_rtt_sample(peer, rtt_ms, clean)
-                .map_err(CallError::from)
-        })
+        own_measurements_call(
+            "rungs_measurements_add_rtt_sample",
+            measurements,
+            "takes the round trips (rungs_session_rtt_sample, _rtt_sample_ticks, _sample_links)",
+            |m| {
+                let clean = flag(clean, "clean")?;
+                m.add_rtt_sample(peer, rtt_ms, clean)
+                    .map_err(CallError::from)
+            },
+        )
     }
 }
 
@@ -315,7 +421,9 @@ pub unsafe extern "C" fn rungs_measurements_add_rtt_sample(
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_INVALID_ARGUMENT if `tick_hz` is 0 or `resent`
 /// is neither 0 nor 1; RUNGS_ERR_UNKNOWN_SEAT if peer is not measured;
-/// RUNGS_ERR_NULL_POINTER if measurements is NULL.
+/// RUNGS_ERR_STATE if the measurements are lent by a session (use
+/// `rungs_session_rtt_sample_ticks`); RUNGS_ERR_NULL_POINTER if measurements
+/// is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_add_rtt_ticks(
     measurements: *mut rungs_measurements,
@@ -325,11 +433,16 @@ pub unsafe extern "C" fn rungs_measurements_add_rtt_ticks(
     resent: u8,
 ) -> rungs_result {
     unsafe {
-        object_call("rungs_measurements_add_rtt_ticks", measurements, |m| {
-            let timer = tick_timer(tick_hz)?;
-            m.add_rtt_ticks(peer, ticks, timer, flag(resent, "resent")?)
-                .map_err(CallError::from)
-        })
+        own_measurements_call(
+            "rungs_measurements_add_rtt_ticks",
+            measurements,
+            "takes the round trips (rungs_session_rtt_sample, _rtt_sample_ticks, _sample_links)",
+            |m| {
+                let timer = tick_timer(tick_hz)?;
+                m.add_rtt_ticks(peer, ticks, timer, flag(resent, "resent")?)
+                    .map_err(CallError::from)
+            },
+        )
     }
 }
 
@@ -346,7 +459,7 @@ pub unsafe extern "C" fn rungs_measurements_add_frame_ticks(
     tick_hz: u8,
 ) -> rungs_result {
     unsafe {
-        object_call("rungs_measurements_add_frame_ticks", measurements, |m| {
+        measurements_call("rungs_measurements_add_frame_ticks", measurements, |m| {
             m.add_frame_ticks(ticks, tick_timer(tick_hz)?);
             Ok(())
         })
@@ -374,7 +487,7 @@ pub unsafe extern "C" fn rungs_measurements_unreported_stalls(
     out: *mut u32,
 ) -> rungs_result {
     unsafe {
-        object_call("rungs_measurements_unreported_stalls", measurements, |m| {
+        measurements_call("rungs_measurements_unreported_stalls", measurements, |m| {
             require(out, "out")?;
             write_out(out, m.unreported_stalls());
             Ok(())
@@ -382,100 +495,39 @@ pub unsafe extern "C" fn rungs_measurements_unreported_stalls(
     }
 }
 
-/// The report for the interval now ending, into `*out`; the next interval
-/// starts. Call it on report frames (`rungs_is_report_frame`; with a timing
-/// machine, when `rungs_timing_machine_report_due` says so) and queue the
-/// report as a NETWORK_REPORT event (`rungs_report_payload_encode`). An
-/// engine that uses the detailed layout (the tracking policy's) takes
-/// `rungs_measurements_take_detailed_report` instead.
+/// The report for the interval now ending, into `*out`, with the sections
+/// `sections` asks for (`RUNGS_REPORT_DETAIL`, `RUNGS_REPORT_NEEDS` with
+/// it, or 0 for the basic report); the next interval starts. Call it on
+/// report frames (`rungs_is_report_frame`; with a timing machine, when
+/// `rungs_timing_machine_report_due` says so) and queue the report as a
+/// NETWORK_REPORT event (`rungs_report_payload_encode` writes the layout
+/// its sections need) or execute it (`rungs_timing_machine_execute_report`).
+/// Set `out->struct_size` first (`rungs_report_init`). The needs section
+/// has reference 0 when no frame's need was passed
+/// (`rungs_measurements_add_frame_need`). A report with sections always
+/// keeps their rules (`rungs_report_detail`, `rungs_look_ahead_needs`).
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements or out is NULL
-/// (the interval does not end).
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements or out is NULL;
+/// RUNGS_ERR_INVALID_ARGUMENT if sections has other bits or the needs
+/// without the detail, or out->struct_size cannot hold what is asked for;
+/// RUNGS_ERR_STATE if the measurements are lent by a session (which takes
+/// its reports itself). The interval ends only on RUNGS_OK.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_measurements_take_report(
     measurements: *mut rungs_measurements,
+    sections: rungs_report_sections,
     out: *mut rungs_report,
 ) -> rungs_result {
     unsafe {
-        object_call("rungs_measurements_take_report", measurements, |m| {
-            require(out, "out")?;
-            let report = m.take_report();
-            write_out(out, rungs_report::from(report));
-            Ok(())
-        })
-    }
-}
-
-/// The report for the interval now ending into `*out`, and its detail (the
-/// interval's round-trip distribution and stalls) into `*out_detail`; the
-/// next interval starts. The same report as `rungs_measurements_take_report`
-/// plus what the detailed NETWORK_REPORT layout carries: queue it with
-/// `rungs_report_payload_encode_detailed`, or execute it on a timing machine
-/// with `rungs_timing_machine_execute_detailed_report`. The pair always
-/// keeps the detailed layout's rules (`rungs_report_detail`).
-///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements, out or out_detail
-/// is NULL (the interval does not end).
-#[no_mangle]
-pub unsafe extern "C" fn rungs_measurements_take_detailed_report(
-    measurements: *mut rungs_measurements,
-    out: *mut rungs_report,
-    out_detail: *mut rungs_report_detail,
-) -> rungs_result {
-    unsafe {
-        object_call(
-            "rungs_measurements_take_detailed_report",
+        own_measurements_call(
+            "rungs_measurements_take_report",
             measurements,
-            |m| take_with_detail(m, out, out_detail, None),
-        )
-    }
-}
-
-/// The report for the interval now ending into `*out`, its detail into
-/// `*out_detail` and how much look-ahead its frames needed into
-/// `*out_needs` (reference 0 when no frame's need was passed); the next
-/// interval starts. What the needs NETWORK_REPORT layout carries: queue it
-/// with `rungs_report_payload_encode_needs`, or execute it on a timing
-/// machine with `rungs_timing_machine_execute_report_with_needs`. The three
-/// always keep the layout's rules.
-///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if measurements, out, out_detail
-/// or out_needs is NULL (the interval does not end).
-#[no_mangle]
-pub unsafe extern "C" fn rungs_measurements_take_report_with_needs(
-    measurements: *mut rungs_measurements,
-    out: *mut rungs_report,
-    out_detail: *mut rungs_report_detail,
-    out_needs: *mut rungs_look_ahead_needs,
-) -> rungs_result {
-    unsafe {
-        object_call(
-            "rungs_measurements_take_report_with_needs",
-            measurements,
+            "takes the reports",
             |m| {
-                require(out_needs, "out_needs")?;
-                take_with_detail(m, out, out_detail, Some(out_needs))
+                let sections = Sections::from_bits(sections, "sections")?;
+                check_room(out, "out", sections)?;
+                write_report(out, "out", &m.take_report(), sections)
             },
         )
     }
-}
-
-/// Take the report with its detail (and, when asked for: `out_needs`,
-/// checked non-NULL by the caller, its needs) into the caller's structs;
-/// the next interval starts. A NULL out refuses the call before the
-/// interval ends.
-///
-/// # Safety
-/// The out-pointers are NULL or valid for writes ([`write_out`]).
-unsafe fn take_with_detail(
-    m: &mut Measurements,
-    out: *mut rungs_report,
-    out_detail: *mut rungs_report_detail,
-    out_needs: Option<*mut rungs_look_ahead_needs>,
-) -> super::result::Result<()> {
-    require(out, "out")?;
-    require(out_detail, "out_detail")?;
-    let report = m.take_report();
-    unsafe { write_report_with_detail(report, out, out_detail, out_needs) };
-    Ok(())
 }

@@ -36,6 +36,7 @@ pub mod lockstep_relay;
 pub mod measure;
 pub mod payload;
 pub mod relay;
+pub mod report;
 pub mod result;
 pub mod session;
 mod snapshot;

@@ -7,17 +7,15 @@
 //! take exactly the payload's bytes; anything else is `RUNGS_ERR_MALFORMED`.
 //! Buffers follow the C API's rule: NULL is accepted with a length of 0.
 
-use super::args::{in_range, read_in, read_optional, require, slice_in, slice_out, write_out};
+use super::args::{in_range, read_in, require, slice_in, slice_out, write_out};
 use super::guard::call;
+use super::report::{check_room, read_report, rungs_report, write_report, Sections};
 use super::result::rungs_result;
 use super::result::Result;
-use super::types::{
-    report_with_needs, rungs_look_ahead_needs, rungs_report, rungs_report_detail,
-    rungs_timing_event, write_report_with_detail,
-};
+use super::types::rungs_timing_event;
 use crate::error::Error;
-use crate::report::Report;
 use crate::timing::TimingEvent;
+use crate::wire::cursor::DecodeError;
 use crate::wire::events::{self, ReportLayout, TimingLayout};
 
 /// A NETWORK_REPORT layout, one of `RUNGS_REPORT_LAYOUT_*`.
@@ -41,26 +39,23 @@ pub const RUNGS_REPORT_LAYOUT_COMPACT: rungs_report_layout = 0;
 /// NETWORK_REPORT layout: 9 bytes, version 1, process time in µs.
 pub const RUNGS_REPORT_LAYOUT_EXTENDED: rungs_report_layout = 1;
 /// NETWORK_REPORT layout: 22 bytes, version 2, the extended fields plus the
-/// round-trip distribution and the stalls by seat (docs/payloads.md), what
-/// the tracking policy reads. A `rungs_session` with it in
-/// `rungs_session_config.report_layout` measures, encodes and decodes it
-/// itself; an engine with its own event queue encodes and decodes it with
-/// `rungs_report_payload_encode_detailed` / `_decode_detailed`, which take
-/// the detail (`rungs_report_detail`) beside the `rungs_report`.
-/// `rungs_report_payload_encode` / `_decode` refuse it: `rungs_report` has
-/// no fields for the detail.
+/// report's detail section (the round-trip distribution and the stalls by
+/// seat, docs/payloads.md), what the tracking policy reads. A
+/// `rungs_session` with it in `rungs_session_config.report_layout`
+/// measures, encodes and decodes it itself; `rungs_report_payload_encode`
+/// writes it for a report with the detail and without the needs.
 pub const RUNGS_REPORT_LAYOUT_DETAILED: rungs_report_layout = 2;
 /// Bytes of a NETWORK_REPORT payload in the detailed layout.
 pub const RUNGS_REPORT_DETAILED_PAYLOAD_LEN: usize = 22;
 /// NETWORK_REPORT layout: 32 bytes, version 3, the detailed layout's fields
-/// plus how much look-ahead the interval's frames needed
+/// plus the needs section, how much look-ahead the interval's frames needed
 /// (`rungs_look_ahead_needs`, docs/payloads.md), what the tracking policy
 /// sheds its margin and checks its decreases by. A `rungs_session` with it
 /// in `rungs_session_config.report_layout` encodes and decodes it itself
-/// (the engine passes each frame's need with `rungs_session_add_frame_need`);
-/// an engine with its own event queue uses
-/// `rungs_report_payload_encode_needs` / `_decode_needs`. The lockstep
-/// session's turns carry their reports in it.
+/// (the engine passes each frame's need with
+/// `rungs_measurements_add_frame_need` on the session's measurements);
+/// `rungs_report_payload_encode` writes it for a report with the needs. The
+/// lockstep session's turns carry their reports in it.
 pub const RUNGS_REPORT_LAYOUT_NEEDS: rungs_report_layout = 3;
 /// Bytes of a NETWORK_REPORT payload in the needs layout.
 pub const RUNGS_REPORT_NEEDS_PAYLOAD_LEN: usize = 32;
@@ -178,28 +173,35 @@ pub unsafe extern "C" fn rungs_ra_timing_payload_decode(
     })
 }
 
-/// Encode `*report` as a NETWORK_REPORT payload in `layout`
-/// (`RUNGS_REPORT_LAYOUT_COMPACT`, 6 bytes, or `RUNGS_REPORT_LAYOUT_EXTENDED`,
-/// 9 bytes) into `buf` of `cap` bytes; `*out_len` receives the length.
-/// Large values saturate; the compact layout rounds the process time up to
-/// whole ms.
+/// Encode `*report` as a NETWORK_REPORT payload into `buf` of `cap`
+/// bytes; `*out_len` receives the length. The layout is the smallest that
+/// carries the report's sections: `RUNGS_REPORT_LAYOUT_NEEDS` (32 bytes)
+/// when it has the needs, `RUNGS_REPORT_LAYOUT_DETAILED` (22) when it has
+/// the detail alone, else `basic_layout`, the layout of your game's basic
+/// reports: `RUNGS_REPORT_LAYOUT_COMPACT` (6, OpenTS's, the process time
+/// rounded up to whole ms) or `RUNGS_REPORT_LAYOUT_EXTENDED` (9). Large
+/// values saturate (the frames before the stalled frames, so those stay
+/// within them).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if report or out_len is NULL,
-/// or buf is NULL with cap above 0; RUNGS_ERR_INVALID_ARGUMENT if layout is
-/// not a `RUNGS_REPORT_LAYOUT_*` or report->has_worst_rtt is neither 0 nor 1;
-/// RUNGS_ERR_BUFFER_TOO_SMALL if cap is below the layout's length (nothing
-/// written); RUNGS_ERR_PANIC.
+/// or buf is NULL with cap above 0; RUNGS_ERR_INVALID_ARGUMENT if
+/// basic_layout is neither COMPACT nor EXTENDED, report->struct_size is
+/// too small, a has_ flag is neither 0 nor 1, a section breaks a rule of
+/// `rungs_report_detail` or `rungs_look_ahead_needs`, or has_needs is 1
+/// without has_detail; RUNGS_ERR_BUFFER_TOO_SMALL if cap is below the
+/// layout's length; RUNGS_ERR_PANIC. Nothing is written on error.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_report_payload_encode(
     report: *const rungs_report,
-    layout: rungs_report_layout,
+    basic_layout: rungs_report_layout,
     buf: *mut u8,
     cap: usize,
     out_len: *mut usize,
 ) -> rungs_result {
     call("rungs_report_payload_encode", || {
-        let layout = report_layout(layout)?;
-        let report = Report::try_from(unsafe { read_in(report, "report") }?)?;
+        let basic = basic_report_layout(basic_layout)?;
+        let (report, sections) = unsafe { read_report(report, "report") }?;
+        let layout = sections.layout(basic);
         unsafe {
             encode_into(buf, cap, out_len, layout.payload_len(), |out| {
                 layout.encode(&report, out)
@@ -208,197 +210,57 @@ pub unsafe extern "C" fn rungs_report_payload_encode(
     })
 }
 
-/// Decode a NETWORK_REPORT payload of `len` bytes in `layout` into `*out`.
+/// Decode a NETWORK_REPORT payload of `len` bytes into `*out`; its length
+/// says its layout (6 compact, 9 extended, 22 detailed, 32 needs), and
+/// `*out` gets the sections that layout carries (`has_detail`,
+/// `has_needs`). Set `out->struct_size` first (`rungs_report_init`): only
+/// that many bytes are written, and a section the struct cannot hold whole
+/// is left out (its flag 0).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out is NULL, or bytes is NULL
-/// with len above 0; RUNGS_ERR_INVALID_ARGUMENT if layout is not a
-/// `RUNGS_REPORT_LAYOUT_*`; RUNGS_ERR_MALFORMED if len is not the layout's
-/// length, or an extended payload's version byte is not 1; RUNGS_ERR_PANIC.
+/// with len above 0; RUNGS_ERR_INVALID_ARGUMENT if out->struct_size is
+/// smaller than the basic fields; RUNGS_ERR_MALFORMED if len is no layout's
+/// length, the version byte is not the layout's, or the fields break a rule
+/// of `rungs_report_detail` or `rungs_look_ahead_needs` (docs/payloads.md);
+/// RUNGS_ERR_PANIC. Nothing is written unless it succeeds.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_report_payload_decode(
     bytes: *const u8,
     len: usize,
-    layout: rungs_report_layout,
     out: *mut rungs_report,
 ) -> rungs_result {
-    call("rungs_report_payload_decode", || {
-        let layout = report_layout(layout)?;
-        unsafe {
-            decode_from(bytes, len, out, layout.payload_len(), |bytes| {
-                layout.decode(bytes)
-            })
-        }
-    })
-}
-
-/// Encode `*report` with its `*detail` as a NETWORK_REPORT payload in the
-/// detailed layout (`RUNGS_REPORT_LAYOUT_DETAILED`, 22 bytes) into `buf` of
-/// `cap` bytes; `*out_len` receives the length. Large values saturate (the
-/// frames before the stalled frames, so those stay within them).
-///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if report, detail or out_len is
-/// NULL, or buf is NULL with cap above 0; RUNGS_ERR_INVALID_ARGUMENT if a
-/// has_ flag is neither 0 nor 1, detail->waited_for is neither 0–15 nor
-/// `RUNGS_NO_SEAT`, or the pair breaks a rule of `rungs_report_detail`;
-/// RUNGS_ERR_BUFFER_TOO_SMALL if cap is below 22; RUNGS_ERR_PANIC. Nothing is
-/// written on error.
-#[no_mangle]
-pub unsafe extern "C" fn rungs_report_payload_encode_detailed(
-    report: *const rungs_report,
-    detail: *const rungs_report_detail,
-    buf: *mut u8,
-    cap: usize,
-    out_len: *mut usize,
-) -> rungs_result {
-    call("rungs_report_payload_encode_detailed", || unsafe {
-        encode_with_detail(
-            report,
-            detail,
-            None,
-            ReportLayout::Detailed,
-            buf,
-            cap,
-            out_len,
-        )
-    })
-}
-
-/// Decode a NETWORK_REPORT payload of `len` bytes in the detailed layout
-/// (`RUNGS_REPORT_LAYOUT_DETAILED`) into `*out` and its detail into
-/// `*out_detail`.
-///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out or out_detail is NULL, or
-/// bytes is NULL with len above 0; RUNGS_ERR_MALFORMED if len is not 22, the
-/// version byte is not 2, or the fields break a rule of
-/// `rungs_report_detail` (docs/payloads.md); RUNGS_ERR_PANIC. `*out` and
-/// `*out_detail` are written only on success.
-#[no_mangle]
-pub unsafe extern "C" fn rungs_report_payload_decode_detailed(
-    bytes: *const u8,
-    len: usize,
-    out: *mut rungs_report,
-    out_detail: *mut rungs_report_detail,
-) -> rungs_result {
-    call("rungs_report_payload_decode_detailed", || unsafe {
-        decode_with_detail(bytes, len, ReportLayout::Detailed, out, out_detail, None)
-    })
-}
-
-/// Encode `*report` with its `*detail` and the interval's `*needs` as a
-/// NETWORK_REPORT payload in the needs layout (`RUNGS_REPORT_LAYOUT_NEEDS`,
-/// 32 bytes) into `buf` of `cap` bytes; `*out_len` receives the length.
-/// `needs` may be NULL (or have reference 0): the payload then says no
-/// needs were measured. Large values saturate as in the detailed layout.
-///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if report, detail or out_len is
-/// NULL, or buf is NULL with cap above 0; RUNGS_ERR_INVALID_ARGUMENT if the
-/// report and detail break a rule of `rungs_report_detail` or the needs one
-/// of `rungs_look_ahead_needs` (the message names the fields);
-/// RUNGS_ERR_BUFFER_TOO_SMALL if cap is below 32; RUNGS_ERR_PANIC. Nothing
-/// is written on error.
-#[no_mangle]
-pub unsafe extern "C" fn rungs_report_payload_encode_needs(
-    report: *const rungs_report,
-    detail: *const rungs_report_detail,
-    needs: *const rungs_look_ahead_needs,
-    buf: *mut u8,
-    cap: usize,
-    out_len: *mut usize,
-) -> rungs_result {
-    call("rungs_report_payload_encode_needs", || unsafe {
-        let needs = read_optional(needs);
-        encode_with_detail(
-            report,
-            detail,
-            needs,
-            ReportLayout::Needs,
-            buf,
-            cap,
-            out_len,
-        )
-    })
-}
-
-/// Decode a NETWORK_REPORT payload of `len` bytes in the needs layout
-/// (`RUNGS_REPORT_LAYOUT_NEEDS`) into `*out`, its detail into `*out_detail`
-/// and its needs into `*out_needs` (reference 0 when it carries none).
-///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if out, out_detail or
-/// out_needs is NULL, or bytes is NULL with len above 0;
-/// RUNGS_ERR_MALFORMED if len is not 32, the version byte is not 3, or the
-/// fields break a rule of `rungs_report_detail` or
-/// `rungs_look_ahead_needs` (docs/payloads.md); RUNGS_ERR_PANIC. Nothing is
-/// written unless it succeeds.
-#[no_mangle]
-pub unsafe extern "C" fn rungs_report_payload_decode_needs(
-    bytes: *const u8,
-    len: usize,
-    out: *mut rungs_report,
-    out_detail: *mut rungs_report_detail,
-    out_needs: *mut rungs_look_ahead_needs,
-) -> rungs_result {
-    call("rungs_report_payload_decode_needs", || unsafe {
-        require(out_needs, "out_needs")?;
-        decode_with_detail(
-            bytes,
-            len,
-            ReportLayout::Needs,
-            out,
-            out_detail,
-            Some(out_needs),
-        )
-    })
-}
-
-/// The detailed and needs encoders: the report and detail (and needs) from
-/// C, checked by the layout's rules, encoded into the caller's buffer.
-///
-/// # Safety
-/// The pointers follow the C API's contract ([`read_in`], [`encode_into`]).
-unsafe fn encode_with_detail(
-    report: *const rungs_report,
-    detail: *const rungs_report_detail,
-    needs: Option<rungs_look_ahead_needs>,
-    layout: ReportLayout,
-    buf: *mut u8,
-    cap: usize,
-    out_len: *mut usize,
-) -> Result<()> {
-    let report = unsafe { read_in(report, "report") }?;
-    let detail = unsafe { read_in(detail, "detail") }?;
-    // Without needs (the detailed layout's call passes none) this is
-    // `detailed_report`'s report.
-    let report = report_with_needs(report, detail, needs)?;
-    unsafe {
-        encode_into(buf, cap, out_len, layout.payload_len(), |out| {
-            layout.encode(&report, out)
-        })
-    }
-}
-
-/// The detailed and needs decoders: `len` bytes in `layout` into the
-/// report, its detail and, when asked for (`out_needs`, checked non-NULL by
-/// the caller), its needs; nothing written unless they decode.
-///
-/// # Safety
-/// The pointers follow the C API's contract ([`decode_view`], [`write_out`]).
-unsafe fn decode_with_detail(
-    bytes: *const u8,
-    len: usize,
-    layout: ReportLayout,
-    out: *mut rungs_report,
-    out_detail: *mut rungs_report_detail,
-    out_needs: Option<*mut rungs_look_ahead_needs>,
-) -> Result<()> {
-    require(out, "out")?;
-    require(out_detail, "out_detail")?;
-    let report = unsafe {
-        decode_view(bytes, len, layout.payload_len(), |bytes| {
+    call("rungs_report_payload_decode", || unsafe {
+        check_room(out, "out", Sections::default())?;
+        let layout = layout_of_length(len)?;
+        let report = decode_view(bytes, len, layout.payload_len(), |bytes| {
             layout.decode(bytes)
-        })
-    }?;
-    unsafe { write_report_with_detail(report, out, out_detail, out_needs) };
-    Ok(())
+        })?;
+        write_report(out, "out", &report, Sections::of_layout(layout))
+    })
+}
+
+/// The NETWORK_REPORT layout whose payloads are `len` bytes long: every
+/// layout has its own length, so the bytes need no layout beside them.
+fn layout_of_length(len: usize) -> Result<ReportLayout> {
+    [
+        ReportLayout::Compact,
+        ReportLayout::Extended,
+        ReportLayout::Detailed,
+        ReportLayout::Needs,
+    ]
+    .into_iter()
+    .find(|layout| layout.payload_len() == len)
+    .ok_or_else(|| {
+        Error::malformed(
+            "NETWORK_REPORT",
+            DecodeError::Invalid("NETWORK_REPORT of no layout's length"),
+        )
+        .detailed(format!(
+            "len is {len}; expected 6, 9, 22 or 32 (the compact, extended, detailed or \
+             needs NETWORK_REPORT layout)"
+        ))
+        .into()
+    })
 }
 
 unsafe fn encode_timing(
@@ -416,30 +278,16 @@ unsafe fn encode_timing(
     }
 }
 
-/// A payload call's layout: compact or extended (the detailed and needs
-/// layouts have calls of their own, which take the detail beside the
-/// report).
-pub(crate) fn report_layout(layout: u8) -> Result<ReportLayout> {
+/// The layout of a game's basic reports (those without sections):
+/// compact or extended.
+fn basic_report_layout(layout: u8) -> Result<ReportLayout> {
     match layout {
         RUNGS_REPORT_LAYOUT_COMPACT => Ok(ReportLayout::Compact),
         RUNGS_REPORT_LAYOUT_EXTENDED => Ok(ReportLayout::Extended),
-        RUNGS_REPORT_LAYOUT_DETAILED => Err(Error::InvalidValue(
-            "layout is RUNGS_REPORT_LAYOUT_DETAILED (2), whose detail a rungs_report \
-             cannot hold (use rungs_report_payload_encode_detailed / _decode_detailed); \
-             expected RUNGS_REPORT_LAYOUT_COMPACT (0) or RUNGS_REPORT_LAYOUT_EXTENDED (1)"
-                .to_string(),
-        )
-        .into()),
-        RUNGS_REPORT_LAYOUT_NEEDS => Err(Error::InvalidValue(
-            "layout is RUNGS_REPORT_LAYOUT_NEEDS (3), whose detail and needs a rungs_report \
-             cannot hold (use rungs_report_payload_encode_needs / _decode_needs); \
-             expected RUNGS_REPORT_LAYOUT_COMPACT (0) or RUNGS_REPORT_LAYOUT_EXTENDED (1)"
-                .to_string(),
-        )
-        .into()),
         _ => Err(Error::InvalidValue(format!(
-            "layout is {layout}; expected RUNGS_REPORT_LAYOUT_COMPACT (0) or \
-             RUNGS_REPORT_LAYOUT_EXTENDED (1)"
+            "basic_layout is {layout}; expected RUNGS_REPORT_LAYOUT_COMPACT (0) or \
+             RUNGS_REPORT_LAYOUT_EXTENDED (1) (a report's detail and needs sections \
+             choose the detailed and needs layouts themselves)"
         ))
         .into()),
     }
@@ -450,7 +298,7 @@ pub(crate) fn session_report_layout(layout: u8) -> Option<ReportLayout> {
     match layout {
         RUNGS_REPORT_LAYOUT_DETAILED => Some(ReportLayout::Detailed),
         RUNGS_REPORT_LAYOUT_NEEDS => Some(ReportLayout::Needs),
-        other => report_layout(other).ok(),
+        other => basic_report_layout(other).ok(),
     }
 }
 

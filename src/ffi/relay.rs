@@ -318,7 +318,7 @@ pub struct rungs_relay_host_config {
     pub lobby_secret: [u8; 16],
 }
 
-/// What `rungs_relay_host_get_status` reports.
+/// What `rungs_relay_host_read_status` reports.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct rungs_relay_host_status {
@@ -584,12 +584,12 @@ pub unsafe extern "C" fn rungs_relay_host_credentials(
 /// thread stopped on a panic; RUNGS_ERR_POISONED, RUNGS_ERR_BUSY,
 /// RUNGS_ERR_PANIC.
 #[no_mangle]
-pub unsafe extern "C" fn rungs_relay_host_get_status(
+pub unsafe extern "C" fn rungs_relay_host_read_status(
     host: *mut rungs_relay_host,
     out: *mut rungs_relay_host_status,
 ) -> rungs_result {
     unsafe {
-        object_call("rungs_relay_host_get_status", host, |h| {
+        object_call("rungs_relay_host_read_status", host, |h| {
             require(out, "out")?;
             let s = h.status()?;
             let mut presence = [0u8; 16];

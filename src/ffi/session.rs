@@ -8,7 +8,8 @@ use super::args::{
     field_offset, flag, in_range, read_grown_config, require, slice_in, write_optional, write_out,
     write_to,
 };
-use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
+use super::guard::{call, free_call, object_call, Guarded, Handle};
+use super::measure::rungs_measurements;
 use super::payload::rungs_report_layout;
 use super::payload::session_report_layout;
 use super::result::rungs_result;
@@ -24,6 +25,7 @@ use super::types::{
 };
 use super::types::{rungs_log_level, rungs_policy};
 use crate::error::Error;
+use crate::report::Measurements;
 use crate::session::{
     EngineRules, EngineSession, EventIds, EventRole, SendOrder, SessionConfig, SessionOutput,
 };
@@ -98,7 +100,7 @@ pub struct rungs_session_config {
     /// `RUNGS_REPORT_LAYOUT_COMPACT`, `RUNGS_REPORT_LAYOUT_EXTENDED`,
     /// `RUNGS_REPORT_LAYOUT_DETAILED` (what the tracking policy reads) or
     /// `RUNGS_REPORT_LAYOUT_NEEDS` (that and the look-ahead the frames
-    /// needed, `rungs_session_add_frame_need`).
+    /// needed, `rungs_measurements_add_frame_need` on `rungs_session_measurements`).
     pub report_layout: rungs_report_layout,
     /// Bit `i` set: seat `i` is a human player.
     pub human_seat_mask: u32,
@@ -131,7 +133,8 @@ pub struct rungs_session_config {
     /// for Tiberian Sun and Red Alert): every rate `set_frame_rate` gives is
     /// one the timer hits exactly (a divisor of `tick_hz`, the largest at or
     /// below the rate the rules chose), and `rungs_session_rtt_sample_ticks`
-    /// / `rungs_session_add_frame_ticks` take its ticks. 0: you pace in µs,
+    /// takes its ticks (pass the same rate to
+    /// `rungs_measurements_add_frame_ticks` for the frames' work). 0: you pace in µs,
     /// any rate. The same on every machine of a game. (Added after ABI 2's
     /// first release: a caller built against the older, smaller struct gets
     /// 0.)
@@ -153,9 +156,11 @@ pub struct SessionObject {
     callbacks: rungs_session_callbacks,
 }
 
-/// An opaque engine session, made by `rungs_session_new`: the guarded
-/// session and the status it published last (`snapshot.rs`).
-pub struct rungs_session(Guarded<SessionObject>, Published);
+/// An opaque engine session, made by `rungs_session_new`.
+/// The guarded session, the status it published last (`snapshot.rs`) and
+/// the handle it lends its measurements through
+/// (`rungs_session_measurements`), which points back at it.
+pub struct rungs_session(Guarded<SessionObject>, Published, rungs_measurements);
 
 impl Handle for rungs_session {
     type State = SessionObject;
@@ -235,6 +240,20 @@ unsafe fn session_call(
             result
         })
     }
+}
+
+/// The C function `function`'s call on the measurements `s` lends
+/// (`measure.rs`): inside the session's guard, as its own calls are.
+///
+/// # Safety
+/// `s` is a live session.
+pub(crate) unsafe fn lent_measurements_call(
+    function: &'static str,
+    s: *const rungs_session,
+    f: impl FnOnce(&mut Measurements) -> Result<()>,
+) -> rungs_result {
+    // SAFETY: forwarded contract.
+    unsafe { session_call(function, s, |session| f(session.measurements())) }
 }
 
 /// The C config field of an event role.
@@ -404,8 +423,14 @@ pub unsafe extern "C" fn rungs_session_new(
             session,
             callbacks: config.callbacks,
         };
+        let lent = rungs_measurements::lent_by(std::ptr::null());
+        let session = Box::into_raw(Box::new(rungs_session(Guarded::new(object), status, lent)));
+        // SAFETY: just made and not yet handed out, so nothing else refers
+        // to it; the lent handle points back at its final address.
+        unsafe { (*session).2 = rungs_measurements::lent_by(session) };
         // SAFETY: `out` is non-NULL (checked) and writable.
-        unsafe { hand_out(out, rungs_session(Guarded::new(object), status)) }
+        unsafe { write_out(out, session) };
+        Ok(())
     })
 }
 
@@ -607,168 +632,39 @@ pub unsafe extern "C" fn rungs_session_submit_command(
     }
 }
 
-/// This frame's work starts at `now_us` (any monotonic µs clock) (S3).
+/// The session's measurements, lent: `*out` receives a handle on which the
+/// engine calls the ordinary `rungs_measurements_*` verbs for what only it
+/// can measure — its frames' work (`_frame_work_begin` / `_end`,
+/// `_add_frame_work_us`, `_add_frame_ticks`), its waits for other players
+/// (`_wait_begin`, `_wait_begin_for`, `_wait_end`, `_add_wait_us`,
+/// `_add_wait_for_us`) and its frames' needs (`_add_frame_need`). The
+/// session reads them into its reports. The handle is the same on every
+/// call and valid while the session lives; using it after
+/// `rungs_session_free` is undefined, as for any freed handle.
 ///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
-/// a frame's work is already open (call `rungs_session_frame_work_end`).
+/// Calls through it enter this session's guard: from inside one of the
+/// session's callbacks they return RUNGS_ERR_REENTRANT, while another
+/// thread is in a call on the session RUNGS_ERR_BUSY, and a poisoned
+/// session's RUNGS_ERR_POISONED. What the session does itself is refused
+/// with RUNGS_ERR_STATE: the peers (`_add_peer`, `_remove_peer`), their
+/// round trips (`_add_rtt_sample`, `_add_rtt_ticks`: use
+/// `rungs_session_rtt_sample`, `_rtt_sample_ticks`, `_sample_links`, which
+/// know the game's seats) and the report (`_take_report`).
+/// `rungs_measurements_free` on it is refused too (RUNGS_ERR_STATE):
+/// it is released with the session.
+///
+/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out` is NULL.
 #[no_mangle]
-pub unsafe extern "C" fn rungs_session_frame_work_begin(
+pub unsafe extern "C" fn rungs_session_measurements(
     s: *mut rungs_session,
-    now_us: u64,
+    out: *mut *mut rungs_measurements,
 ) -> rungs_result {
     unsafe {
-        session_call("rungs_session_frame_work_begin", s, |session| {
-            session
-                .measurements()
-                .frame_work_begin(now_us)
-                .map_err(CallError::from)
-        })
-    }
-}
-
-/// This frame's work ends at `now_us`.
-///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
-/// no frame's work is open (call `rungs_session_frame_work_begin`);
-/// RUNGS_ERR_INVALID_ARGUMENT if `now_us` is before the begin (the frame's work
-/// stays open).
-#[no_mangle]
-pub unsafe extern "C" fn rungs_session_frame_work_end(
-    s: *mut rungs_session,
-    now_us: u64,
-) -> rungs_result {
-    unsafe {
-        session_call("rungs_session_frame_work_end", s, |session| {
-            session
-                .measurements()
-                .frame_work_end(now_us)
-                .map_err(CallError::from)
-        })
-    }
-}
-
-/// One frame's work took `duration_us` (instead of begin/end).
-///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL.
-#[no_mangle]
-pub unsafe extern "C" fn rungs_session_add_frame_work_us(
-    s: *mut rungs_session,
-    duration_us: u64,
-) -> rungs_result {
-    unsafe {
-        session_call("rungs_session_add_frame_work_us", s, |session| {
-            session.measurements().add_frame_work_us(duration_us);
-            Ok(())
-        })
-    }
-}
-
-/// You start waiting for other players at `now_us` (S3).
-///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
-/// a wait is already open (call `rungs_session_wait_end`).
-#[no_mangle]
-pub unsafe extern "C" fn rungs_session_wait_begin(
-    s: *mut rungs_session,
-    now_us: u64,
-) -> rungs_result {
-    unsafe {
-        session_call("rungs_session_wait_begin", s, |session| {
-            session
-                .measurements()
-                .wait_begin(now_us)
-                .map_err(CallError::from)
-        })
-    }
-}
-
-/// You start waiting at `now_us` for `seat`'s packet: the report's detail
-/// (NETWORK_REPORT layout 2) names the seat this machine waited for longest,
-/// so a `tracking` game can tell a slow machine from a slow network. Pass
-/// `RUNGS_NO_SEAT` when the wait is for no seat in particular (the same as
-/// `rungs_session_wait_begin`). End it with `rungs_session_wait_end`.
-///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
-/// RUNGS_ERR_INVALID_ARGUMENT if `seat` is neither 0–15 nor `RUNGS_NO_SEAT`;
-/// RUNGS_ERR_STATE if a wait is already open (call `rungs_session_wait_end`).
-#[no_mangle]
-pub unsafe extern "C" fn rungs_session_wait_begin_for(
-    s: *mut rungs_session,
-    now_us: u64,
-    seat: u8,
-) -> rungs_result {
-    unsafe {
-        session_call("rungs_session_wait_begin_for", s, |session| {
-            let seat = super::types::seat_or_none(seat, "seat")?;
-            session
-                .measurements()
-                .wait_begin_for(now_us, seat)
-                .map_err(CallError::from)
-        })
-    }
-}
-
-/// The wait ends at `now_us`.
-///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
-/// no wait is open (call `rungs_session_wait_begin`);
-/// RUNGS_ERR_INVALID_ARGUMENT if `now_us` is before the begin (the wait stays
-/// open).
-#[no_mangle]
-pub unsafe extern "C" fn rungs_session_wait_end(
-    s: *mut rungs_session,
-    now_us: u64,
-) -> rungs_result {
-    unsafe {
-        session_call("rungs_session_wait_end", s, |session| {
-            session
-                .measurements()
-                .wait_end(now_us)
-                .map_err(CallError::from)
-        })
-    }
-}
-
-/// One wait lasted `duration_us` (instead of begin/end).
-///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL.
-#[no_mangle]
-pub unsafe extern "C" fn rungs_session_add_wait_us(
-    s: *mut rungs_session,
-    duration_us: u64,
-) -> rungs_result {
-    unsafe {
-        session_call("rungs_session_add_wait_us", s, |session| {
-            session.measurements().add_wait_us(duration_us);
-            Ok(())
-        })
-    }
-}
-
-/// A frame ran with its turns sent `look_ahead` frames before it (the
-/// frame less the send frame whose packets it needed) and needed `needed`
-/// frames of look-ahead (`rungs_needed_look_ahead` from when its last
-/// packet came and when it was due). A session whose
-/// `config->report_layout` is `RUNGS_REPORT_LAYOUT_NEEDS` carries the
-/// interval's needs in its reports, so a `tracking` game sheds its margin
-/// on evidence instead of by the clock (docs/tracking.md, rule 10); with
-/// another layout they are dropped.
-///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL;
-/// RUNGS_ERR_INVALID_ARGUMENT if `look_ahead` or `needed` is not 1–250 (nothing
-/// counted).
-#[no_mangle]
-pub unsafe extern "C" fn rungs_session_add_frame_need(
-    s: *mut rungs_session,
-    look_ahead: u8,
-    needed: u8,
-) -> rungs_result {
-    unsafe {
-        session_call("rungs_session_add_frame_need", s, |session| {
-            session
-                .measurements()
-                .add_frame_need(look_ahead, needed)
-                .map_err(CallError::from)
+        object_call("rungs_session_measurements", s, |_| {
+            // SAFETY: the guard let this call in, so `s` is live; the lent
+            // handle is never written after `rungs_session_new`.
+            let lent = std::ptr::addr_of!((*s).2).cast_mut();
+            write_to(out, "out", lent)
         })
     }
 }
@@ -930,7 +826,8 @@ pub unsafe extern "C" fn rungs_session_packet_received(
 /// `rungs_session_packet_received` was given, and always for a frame that
 /// executes nothing. Otherwise `*out_waiting_for` (may be NULL) is the first
 /// peer in house order still missing one — pass it to
-/// `rungs_session_wait_begin_for` — else `RUNGS_NO_SEAT`.
+/// `rungs_measurements_wait_begin_for` on the session's measurements
+/// (`rungs_session_measurements`) — else `RUNGS_NO_SEAT`.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` or `out_ready` is NULL;
 /// RUNGS_ERR_STATE if no frame is running; RUNGS_ERR_INVALID_ARGUMENT if a
@@ -1088,24 +985,6 @@ pub unsafe extern "C" fn rungs_session_rtt_sample_ticks(
             session
                 .rtt_sample_ticks(peer, ticks, flag(resent, "resent")?)
                 .map_err(CallError::from)
-        })
-    }
-}
-
-/// One frame's work spanned `ticks` whole ticks of your timer
-/// (`config->tick_hz`), as Tiberian Sun counts its processing time (instead
-/// of `rungs_session_add_frame_work_us`).
-///
-/// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if `s` is NULL; RUNGS_ERR_STATE if
-/// the session has no tick timer (`config->tick_hz` 0).
-#[no_mangle]
-pub unsafe extern "C" fn rungs_session_add_frame_ticks(
-    s: *mut rungs_session,
-    ticks: u32,
-) -> rungs_result {
-    unsafe {
-        session_call("rungs_session_add_frame_ticks", s, |session| {
-            session.add_frame_ticks(ticks).map_err(CallError::from)
         })
     }
 }

@@ -4,20 +4,19 @@
 use std::ffi::c_void;
 
 use super::args::{
-    field_offset, in_range, read_grown_config, read_in, read_optional, require, write_optional,
-    write_out, write_to,
+    field_offset, in_range, read_grown_config, read_in, require, write_optional, write_out,
+    write_to,
 };
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
+use super::report::{read_report, rungs_report};
 use super::result::{rungs_result, CallError};
 use super::types::rungs_policy;
 use super::types::rungs_tier;
 use super::types::{
-    detailed_report, human_seats, local_seat, report_with_needs, rungs_frame_rate_changed_fn,
-    rungs_look_ahead_needs, rungs_player_message_fn, rungs_report, rungs_report_detail,
+    human_seats, local_seat, rungs_frame_rate_changed_fn, rungs_player_message_fn,
     rungs_seat_event_fn, rungs_timing, rungs_timing_changed_fn, rungs_timing_event, timing_policy,
     RUNGS_NO_SEAT,
 };
-use crate::report::Report;
 use crate::timing::machine::player_message_c_text;
 use crate::timing::{MachineConfig, Output, TickTimer, TimingEvent, TimingMachine, Verdict};
 
@@ -417,17 +416,23 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_timing_event(
     }
 }
 
-/// A report from `seat` executes on the current frame (S3). A report from
-/// a player already removed (it was in flight when the removal was issued)
-/// is a late event of normal play: accepted, and it changes nothing. Under
-/// `RUNGS_POLICY_TRACKING` a report without its detail reads as its worst
-/// round trip and as one stalled frame if it waited at all; execute the
-/// detail too with `rungs_timing_machine_execute_detailed_report`.
+/// A report from `seat` executes on the current frame (S3), with the
+/// sections it has. Under `RUNGS_POLICY_TRACKING` the detail is what the
+/// policy reads (the round-trip distribution and the stalls; without it a
+/// report reads as its worst round trip and as one stalled frame if it
+/// waited at all) and the needs are the evidence its margin sheds by and a
+/// decrease is checked against (docs/tracking.md, rule 10); the adaptive
+/// policy reads the basic fields. A report from a player already removed
+/// (it was in flight when the removal was issued) is a late event of
+/// normal play: accepted, and it changes nothing.
 ///
 /// Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if m or
-/// report is NULL; RUNGS_ERR_INVALID_ARGUMENT if report->has_worst_rtt is
-/// neither 0 nor 1; RUNGS_ERR_UNKNOWN_SEAT if seat never was a human seat of
-/// the game (nothing changes); RUNGS_ERR_STATE if no frame is open.
+/// report is NULL; RUNGS_ERR_INVALID_ARGUMENT if report->struct_size is too
+/// small, a has_ flag is neither 0 nor 1, has_needs is 1 without has_detail,
+/// or a section breaks a rule of `rungs_report_detail` or
+/// `rungs_look_ahead_needs` (nothing changes); RUNGS_ERR_UNKNOWN_SEAT if seat
+/// never was a human seat of the game (nothing changes); RUNGS_ERR_STATE if
+/// no frame is open.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_execute_report(
     m: *mut rungs_timing_machine,
@@ -436,77 +441,7 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_report(
 ) -> rungs_result {
     unsafe {
         machine_call("rungs_timing_machine_execute_report", m, |o| {
-            o.machine
-                .execute_report(seat, Report::try_from(read_in(report, "report")?)?)
-                .map(|_late_or_applied| ())
-                .map_err(CallError::from)
-        })
-    }
-}
-
-/// A report from `seat` with its detail (the detailed NETWORK_REPORT
-/// layout's round-trip distribution and stalls) executes on the current
-/// frame (S3): what a game on `RUNGS_POLICY_TRACKING` executes, so the
-/// policy reads the distribution and the stalls rather than the worst
-/// round trip alone (`rungs_timing_machine_execute_report` gives it only
-/// that). The adaptive policy reads the `rungs_report` part, as from
-/// `rungs_timing_machine_execute_report`. A report from a player already
-/// removed is accepted and changes nothing.
-///
-/// Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if m,
-/// report or detail is NULL; RUNGS_ERR_INVALID_ARGUMENT if a has_ flag is
-/// neither 0 nor 1, detail->waited_for is neither 0–15 nor `RUNGS_NO_SEAT`, or
-/// the pair breaks a rule of `rungs_report_detail` (nothing changes);
-/// RUNGS_ERR_UNKNOWN_SEAT if seat never was a human seat of the game (nothing
-/// changes); RUNGS_ERR_STATE if no frame is open.
-#[no_mangle]
-pub unsafe extern "C" fn rungs_timing_machine_execute_detailed_report(
-    m: *mut rungs_timing_machine,
-    seat: u8,
-    report: *const rungs_report,
-    detail: *const rungs_report_detail,
-) -> rungs_result {
-    unsafe {
-        machine_call("rungs_timing_machine_execute_detailed_report", m, |o| {
-            let report = detailed_report(read_in(report, "report")?, read_in(detail, "detail")?)?;
-            o.machine
-                .execute_report(seat, report)
-                .map(|_late_or_applied| ())
-                .map_err(CallError::from)
-        })
-    }
-}
-
-/// A report from `seat` with its detail and how much look-ahead its
-/// interval's frames needed (the needs NETWORK_REPORT layout) executes on
-/// the current frame (S3): under `RUNGS_POLICY_TRACKING` the needs are the
-/// evidence the margin sheds by and a decrease is checked against
-/// (docs/tracking.md, rule 10); the rest reads as from
-/// `rungs_timing_machine_execute_detailed_report`. `needs` may be NULL (or
-/// have reference 0): no needs. A report from a player already removed is
-/// accepted and changes nothing.
-///
-/// Returns: RUNGS_OK (also for a late report); RUNGS_ERR_NULL_POINTER if m,
-/// report or detail is NULL; RUNGS_ERR_INVALID_ARGUMENT if the report and
-/// detail break a rule of `rungs_report_detail` or the needs one of
-/// `rungs_look_ahead_needs` (nothing changes); RUNGS_ERR_UNKNOWN_SEAT if seat
-/// never was a human seat of the game (nothing changes); RUNGS_ERR_STATE if no
-/// frame is open.
-#[no_mangle]
-pub unsafe extern "C" fn rungs_timing_machine_execute_report_with_needs(
-    m: *mut rungs_timing_machine,
-    seat: u8,
-    report: *const rungs_report,
-    detail: *const rungs_report_detail,
-    needs: *const rungs_look_ahead_needs,
-) -> rungs_result {
-    unsafe {
-        machine_call("rungs_timing_machine_execute_report_with_needs", m, |o| {
-            let report = report_with_needs(
-                read_in(report, "report")?,
-                read_in(detail, "detail")?,
-                read_optional(needs),
-            )?;
+            let (report, _sections) = read_report(report, "report")?;
             o.machine
                 .execute_report(seat, report)
                 .map(|_late_or_applied| ())
@@ -518,7 +453,7 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_report_with_needs(
 /// Under `RUNGS_POLICY_TRACKING`, on the master's machine: the timing
 /// event for the stall the master's own report shows, to queue as a
 /// command with that report, on the frame it was taken
-/// (`rungs_measurements_take_detailed_report` on a frame
+/// (`rungs_measurements_take_report` with `RUNGS_REPORT_DETAIL` on a frame
 /// `rungs_timing_machine_report_due` answered 1). The evaluation of the
 /// report where it executes makes the same raise a look-ahead later; queued
 /// now, the raise executes with the report, one run of a spike's stalls
@@ -526,30 +461,24 @@ pub unsafe extern "C" fn rungs_timing_machine_execute_report_with_needs(
 /// `*out_event` holds the event when there is one; otherwise (not the
 /// master, another policy, no stall the round trips or a slow CPU do not
 /// explain, no more than in force, or a raise already on its way)
-/// `*out_has_event` is 0. Either may be NULL. `detail` may be NULL: the
-/// report then reads as an older layout's (its worst round trip, one
-/// stalled frame if it waited).
+/// `*out_has_event` is 0. Either may be NULL. A report without its detail
+/// reads as an older layout's (its worst round trip, one stalled frame if
+/// it waited).
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if m or report is NULL;
-/// RUNGS_ERR_INVALID_ARGUMENT if a has_ flag is neither 0 nor 1,
-/// detail->waited_for is neither 0–15 nor `RUNGS_NO_SEAT`, or the pair breaks a
-/// rule of `rungs_report_detail`; RUNGS_ERR_STATE if no frame is open.
+/// RUNGS_ERR_INVALID_ARGUMENT if the report is refused as by
+/// `rungs_timing_machine_execute_report`; RUNGS_ERR_STATE if no frame is
+/// open.
 #[no_mangle]
 pub unsafe extern "C" fn rungs_timing_machine_raise_for_own_stall(
     m: *mut rungs_timing_machine,
     report: *const rungs_report,
-    detail: *const rungs_report_detail,
     out_has_event: *mut i32,
     out_event: *mut rungs_timing_event,
 ) -> rungs_result {
     unsafe {
         machine_call("rungs_timing_machine_raise_for_own_stall", m, |o| {
-            let plain = read_in(report, "report")?;
-            let report = if detail.is_null() {
-                Report::try_from(plain)?
-            } else {
-                detailed_report(plain, read_in(detail, "detail")?)?
-            };
+            let (report, _sections) = read_report(report, "report")?;
             let event = o.machine.raise_for_own_stall(&report)?;
             write_optional(out_has_event, i32::from(event.is_some()));
             if let Some(event) = event {
