@@ -119,10 +119,11 @@ cmake-check: lib
 	./scripts/dist-check-linux.sh $$tmp/prefix examples-c/ladder.c cmake/example cmake
 
 # What a crates.io release would upload: every publishable crate packaged
-# and built alone (rungs-core, rungs-net, rungs), and the API docs without a
+# and built alone (rungs-core, rungs-net, rungs; uncommitted changes
+# included, so it checks the tree as it is), and the API docs without a
 # warning.
 package-check:
-	cargo package --workspace --quiet --exclude rungs-sim --exclude rungs-relay \
+	cargo package --workspace --allow-dirty --quiet --exclude rungs-sim --exclude rungs-relay \
 	    --exclude rungs-layout-check --exclude rungs-drop-model
 	RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 
