@@ -180,7 +180,7 @@ fn with_c89_comments(header: &str) -> String {
 }
 
 /// On Linux the shared library's SONAME is `librungs.so.<ABI version>`
-/// (docs/decisions.md, "Release versions"): a program linked against it
+/// (decision 99 in docs/decisions.md): a program linked against it
 /// loads only a library of the same C ABI. The linker writes that name into
 /// every program linked here, so a link of that name beside the library
 /// cargo builds keeps the build tree's own C programs (ffi-tests,

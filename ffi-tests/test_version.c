@@ -45,7 +45,7 @@ static void test_header_and_library_agree(void) {
 
 #if defined(__linux__)
 /* The dynamic loader knows a loaded library by its SONAME: librungs.so.N,
- * N the ABI version (docs/decisions.md, "Release versions"). */
+ * N the ABI version (decision 99 in docs/decisions.md). */
 static void test_soname_is_the_abi_version(void) {
     char soname[32];
     void *handle;
