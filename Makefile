@@ -6,8 +6,13 @@
 #   make check                the fast loop: layers, doc paths, rustfmt, clippy, unit tests, header
 #   make lib                  build the release library and target/pkgconfig/rungs.pc
 #                             (CARGO_TARGET_DIR, when set, replaces target/ everywhere)
-#   make install PREFIX=DIR   install header, libraries and rungs.pc under DIR
+#   make install PREFIX=DIR   install headers, libraries (stripped, SONAME links), rungs.pc and
+#                             the CMake package under DIR
 #   make pkgconfig-check      compile a C program through pkg-config, shared and static
+#   make cmake-check          compile a C program through find_package(rungs), shared and static
+#   make package-check        cargo package of the publishable crates, rustdoc without warnings
+#   make dist                 the release archives in target/dist/ (mk/dist.mk)
+#   make dist-check           each archive unpacked alone builds and runs an example (Wine, pkg-config, CMake)
 #   make windows              rungs.dll for i686 and x86_64 Windows (mk/windows.mk, docs/windows.md)
 #   make windows-test         Windows and 32-bit checks: imports, exports, layouts, Wine (64- and 32-bit),
 #                             gcc -m32, the TS-shaped model as a 32-bit game with its mod DLL
@@ -24,9 +29,11 @@ include $(ROOT)/mk/target.mk
 RELEASE := $(TARGET_DIR)/release
 PCDIR   := $(TARGET_DIR)/pkgconfig
 
-.PHONY: setup demo test check lib pc install pkgconfig-check header-check clean ts-model model-check
+.PHONY: setup demo test check lib pc install pkgconfig-check cmake-check package-check header-check \
+    clean ts-model model-check
 
 include mk/windows.mk
+include mk/dist.mk
 
 setup:
 	@./scripts/setup.sh
@@ -58,11 +65,13 @@ test: setup
 	cargo test --workspace
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo fmt --all --check
+	RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 	$(MAKE) header-check
 	$(MAKE) -C ffi-tests check vectors asan valgrind
 	$(MAKE) -C examples-c run
 	$(MAKE) -C examples-cpp run
 	$(MAKE) pkgconfig-check
+	$(MAKE) cmake-check
 	$(MAKE) windows-test
 
 # The fast loop before a commit (CONTRIBUTING.md): format, lint, the unit
@@ -81,13 +90,11 @@ check:
 model-check:
 	cargo run --release -p rungs-drop-model -- full
 
+# The headers, librungs.so.VERSION with its SONAME link librungs.so.ABI and
+# the dev link librungs.so (decision 100), librungs.a, rungs.pc and the CMake
+# package (lib/cmake/rungs), without debug info (scripts/dist-install.sh).
 install: lib
-	install -d $(DESTDIR)$(PREFIX)/include/rungs $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	install -m 644 include/rungs.h $(DESTDIR)$(PREFIX)/include/rungs.h
-	install -m 644 include/rungs/*.h $(DESTDIR)$(PREFIX)/include/rungs/
-	install -m 755 $(RELEASE)/librungs.so $(DESTDIR)$(PREFIX)/lib/librungs.so
-	install -m 644 $(RELEASE)/librungs.a $(DESTDIR)$(PREFIX)/lib/librungs.a
-	./scripts/write-pc.sh "$(DESTDIR)$(PREFIX)/lib/pkgconfig/rungs.pc" "$(PREFIX)/include" "$(PREFIX)/lib" "$(VERSION)"
+	./scripts/dist-install.sh "$(RELEASE)" "$(DESTDIR)$(PREFIX)" "$(VERSION)" "$(PREFIX)"
 
 # Build examples-c/ladder.c through pkg-config from the build tree and from
 # an install, linked shared and static, and run each.
@@ -104,6 +111,22 @@ pkgconfig-check: lib
 	        $$(PKG_CONFIG_PATH=$$pcpath pkg-config --static --libs-only-other --libs-only-l rungs | sed 's/-lrungs//') && \
 	    $$tmp/static 250 30 | grep -q '2/6 Fast (rung 2)' || exit 1; \
 	done && echo "pkg-config: shared and static builds work from the build tree and an install"
+
+# Build examples-c/ladder.c through find_package(rungs) against an install,
+# with rungs::rungs and rungs::rungs_static, and run each.
+cmake-check: lib
+	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && \
+	$(MAKE) --no-print-directory install PREFIX=$$tmp/prefix >/dev/null && \
+	./scripts/dist-check-linux.sh $$tmp/prefix examples-c/ladder.c cmake/example cmake
+
+# What a crates.io release would upload: every publishable crate packaged
+# and built alone (rungs-core, rungs-net, rungs; uncommitted changes
+# included, so it checks the tree as it is), and the API docs without a
+# warning.
+package-check:
+	cargo package --workspace --allow-dirty --quiet --exclude rungs-sim --exclude rungs-relay \
+	    --exclude rungs-layout-check --exclude rungs-drop-model
+	RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 
 # The Tiberian Sun-shaped engine model (examples-c/tsmodel): 200 seeded games
 # with faults in each vanilla mode and in rungs mode, the figures table; the

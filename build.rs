@@ -46,6 +46,7 @@ fn main() {
         &config_after_includes,
         config_autogen.trim(),
     );
+    set_soname(&text);
     let include = crate_dir.join("include");
     std::fs::create_dir_all(include.join("rungs")).expect("create include/rungs/");
     // A header no longer in the manifest would linger, committed and stale.
@@ -176,4 +177,49 @@ fn with_c89_comments(header: &str) -> String {
         }
     }
     out
+}
+
+/// On Linux the shared library's SONAME is `librungs.so.<ABI version>`
+/// (decision 100 in docs/decisions.md): a program linked against it
+/// loads only a library of the same C ABI. The linker writes that name into
+/// every program linked here, so a link of that name beside the library
+/// cargo builds keeps the build tree's own C programs (ffi-tests,
+/// examples-c, pkg-config's build-tree check) running; `make install` and
+/// `make dist` make the installed links.
+fn set_soname(header: &str) {
+    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() != Ok("linux") {
+        return;
+    }
+    let abi = header
+        .lines()
+        .find_map(|l| l.strip_prefix("#define RUNGS_ABI_VERSION "))
+        .map(str::trim)
+        .expect("the C API defines RUNGS_ABI_VERSION");
+    let soname = format!("librungs.so.{abi}");
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,{soname}");
+    // OUT_DIR is <profile dir>/build/rungs-<hash>/out; cargo puts the
+    // library in <profile dir>.
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let profile_dir = match out.ancestors().nth(3) {
+        Some(dir)
+            if out.ancestors().nth(2).and_then(|d| d.file_name()) == Some("build".as_ref()) =>
+        {
+            dir
+        }
+        _ => {
+            println!(
+                "cargo:warning=OUT_DIR {} is not <profile>/build/<crate>/out: no {soname} link \
+                 beside librungs.so, so C programs linked against it in the build tree will not load",
+                out.display()
+            );
+            return;
+        }
+    };
+    let link = profile_dir.join(&soname);
+    if std::fs::read_link(&link).ok().as_deref() != Some("librungs.so".as_ref()) {
+        let _ = std::fs::remove_file(&link);
+        #[cfg(unix)]
+        std::os::unix::fs::symlink("librungs.so", &link)
+            .unwrap_or_else(|e| panic!("link {} to librungs.so: {e}", link.display()));
+    }
 }

@@ -642,6 +642,7 @@ pub fn write_headers(
             text.push_str("#include <stdint.h>\n#include <stddef.h>\n");
             text.push_str(macros.trim_end());
             text.push('\n');
+            text.push_str(&version_macros());
         } else {
             for inc in header.includes() {
                 text.push_str(&format!("#include \"{}\"\n", inc.file_name()));
@@ -716,4 +717,35 @@ fn write_item(
     text.push('\n');
     text.push_str(&items[i].text);
     text.push('\n');
+}
+
+/// The library version this header came with (Cargo.toml's), for tests at
+/// compile time; `rungs_version()` returns the same string at run time.
+fn version_macros() -> String {
+    let part = |name: &str, value: &str| -> u32 {
+        let n = value
+            .parse()
+            .unwrap_or_else(|_| panic!("{name} {value} is not a number"));
+        assert!(
+            n < 100 || name == "major",
+            "RUNGS_VERSION_NUMBER needs a {name} below 100"
+        );
+        n
+    };
+    let major = part("major", env!("CARGO_PKG_VERSION_MAJOR"));
+    let minor = part("minor", env!("CARGO_PKG_VERSION_MINOR"));
+    let patch = part("patch", env!("CARGO_PKG_VERSION_PATCH"));
+    format!(
+        "\n/*\n * The version of the library this header came with. rungs_version()\n \
+         * returns the loaded library's RUNGS_VERSION_STRING; RUNGS_ABI_VERSION\n \
+         * below says whether the two are compatible.\n \
+         * RUNGS_VERSION_NUMBER is MAJOR * 10000 + MINOR * 100 + PATCH.\n */\n\
+         #define RUNGS_VERSION_MAJOR {major}\n\
+         #define RUNGS_VERSION_MINOR {minor}\n\
+         #define RUNGS_VERSION_PATCH {patch}\n\
+         #define RUNGS_VERSION_STRING \"{}\"\n\
+         #define RUNGS_VERSION_NUMBER {}\n",
+        env!("CARGO_PKG_VERSION"),
+        major * 10000 + minor * 100 + patch
+    )
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install what building and testing rungs needs, if it is missing:
-# a C compiler and make, pkg-config, valgrind, python3; rustfmt and clippy.
+# a C compiler and make, pkg-config, cmake, valgrind, python3; rustfmt and
+# clippy.
 # Idempotent and quick when everything is there. Used by `make demo` and
 # `make test` (and so by .ci/run).
 set -euo pipefail
@@ -10,6 +11,8 @@ command -v cc >/dev/null 2>&1 || need_apt+=(gcc)
 command -v c++ >/dev/null 2>&1 || need_apt+=(g++)
 command -v make >/dev/null 2>&1 || need_apt+=(make)
 command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
+# The CMake package check (make cmake-check, make dist-check).
+command -v cmake >/dev/null 2>&1 || need_apt+=(cmake)
 command -v valgrind >/dev/null 2>&1 || need_apt+=(valgrind)
 # The docs check (scripts/doc-paths.py).
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)

@@ -58,6 +58,18 @@
 #  endif
 #endif
 
+/*
+ * The version of the library this header came with. rungs_version()
+ * returns the loaded library's RUNGS_VERSION_STRING; RUNGS_ABI_VERSION
+ * below says whether the two are compatible.
+ * RUNGS_VERSION_NUMBER is MAJOR * 10000 + MINOR * 100 + PATCH.
+ */
+#define RUNGS_VERSION_MAJOR 0
+#define RUNGS_VERSION_MINOR 3
+#define RUNGS_VERSION_PATCH 0
+#define RUNGS_VERSION_STRING "0.3.0"
+#define RUNGS_VERSION_NUMBER 300
+
 #ifdef __cplusplus
 extern "C" {
 #endif /* __cplusplus */

@@ -34,7 +34,7 @@
 //! and a frame also waits for the packets whose events are due on it when
 //! a look-ahead has just grown (the originals' `NewMaxAheadFrame` window
 //! reschedules such events instead). Datagrams are the simulator's layout
-//! ([`packet`]).
+//! (`packet.rs`).
 
 mod connection;
 mod packet;

@@ -1,14 +1,15 @@
 //! Whole games on the simulated network: N machines, each running the real
-//! [`LockstepSession`] (timing, record, schedule, transport, clock sync,
-//! pacing) over [`NetSim`], deterministically from a seed, on a virtual
+//! [`LockstepSession`](rungs_core::session::LockstepSession) (timing,
+//! record, schedule, transport, clock sync, pacing) over
+//! [`NetSim`](crate::NetSim), deterministically from a seed, on a virtual
 //! clock — much faster than real time. `rungs-sim`, the soak test and the
 //! scenario suite are built on [`run_game`].
 //!
-//! Three parts, one concept each: [`spec`] says what the game is (players,
-//! network, machines, policy, frames, faults); [`host`] plays it (steps the
-//! machines and carries their datagrams); [`outcome`] records what each
+//! Three parts, one concept each: `spec` says what the game is (players,
+//! network, machines, policy, frames, faults); `host` plays it (steps the
+//! machines and carries their datagrams); `outcome` records what each
 //! machine did and judges the game (latency, floor, stalls, logs).
-//! [`parallel`] plays the host's game in windows on two threads
+//! `parallel` plays the host's game in windows on two threads
 //! ([`run_game_parallel`]), with the same report byte for byte.
 //!
 //! The model, in the words `rungs-sim --help` uses:

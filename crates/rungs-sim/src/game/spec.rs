@@ -70,7 +70,7 @@ pub struct GameSpec {
     /// A seat whose simulated state goes wrong from a frame on (its engine
     /// has a bug): the checksums must catch it as a desync.
     pub diverge: Option<(u8, u32)>,
-    /// Injected faults (see [`super::faults`]).
+    /// Injected faults (see [`crate::faults`]).
     pub faults: Vec<Fault>,
     /// Duplication and reordering probabilities, parts per million.
     pub duplicate_ppm: u32,
