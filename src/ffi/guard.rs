@@ -13,7 +13,7 @@
 //! another thread using the same handle at the same time: `RUNGS_ERR_BUSY`.
 //! Either way the refused call changes nothing.
 //!
-//! The guard produces a typed outcome ([`super::result::Result`]); [`super::result::finish`]
+//! The guard produces a typed outcome ([`super::result::Result`]); `result::finish`
 //! turns it into the code and the thread's message. Nothing in `result`
 //! depends on this module.
 

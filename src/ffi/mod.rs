@@ -2,11 +2,11 @@
 //!
 //! Thin wrappers only: every function reads its arguments with [`args`],
 //! calls the public Rust API inside [`guard`], and maps the outcome to a
-//! [`rungs_result`] and the thread's message ([`result::finish`]). One file
+//! [`rungs_result`] and the thread's message (`result::finish`). One file
 //! per exported object, plus the shared pieces: [`args`] (pointers, buffers,
 //! configs, ranges), [`types`] (shared structs, one typedef per callback
 //! signature, seat fields), [`guard`] (panics, poisoning, one call at a time),
-//! [`result`] (codes and messages) over [`last_error`] (the per-thread store).
+//! [`result`] (codes and messages) over `last_error` (the per-thread store).
 //!
 //! Rules every file here follows:
 //! - every fallible export returns `rungs_result`; outputs go through

@@ -2,9 +2,9 @@
 //!
 //! Codes are explicitly numbered and never renumbered: new codes are added at
 //! the end. The message of the latest call is kept per thread
-//! ([`super::last_error`]) and copied out by `rungs_last_error_message`.
+//! (`last_error`) and copied out by `rungs_last_error_message`.
 //! This module turns a call's outcome into its code and message
-//! ([`finish`]); the guard calls it and nothing here depends on the guard.
+//! (`finish`); the guard calls it and nothing here depends on the guard.
 
 use std::fmt;
 

@@ -31,7 +31,7 @@ impl Persistence {
     /// Read `--state`, `--state-sync-ms`, `--keep-turn-logs`; open the
     /// store and resume every match it holds in `relay` (which must have
     /// been made with `RelayConfig::persistent` when a state directory is
-    /// named: [`wanted`]). Log lines go to `log`.
+    /// named: `wanted`). Log lines go to `log`.
     pub fn open(
         args: &Args,
         relay: &mut Relay,
