@@ -164,7 +164,7 @@ int main(int argc, char **argv) {
     r = rungs_endpoint_new(&config, &endpoint);
     if (r != RUNGS_OK) return fail("rungs_endpoint_new", r);
     for (i = 0; i < npeers; i++) {
-        r = rungs_endpoint_add_peer(endpoint, peers[i].seat, peers[i].address);
+        r = rungs_endpoint_add_peer(endpoint, peers[i].seat, peers[i].address, now_us());
         if (r != RUNGS_OK) {
             fail("rungs_endpoint_add_peer", r);
             goto out;

@@ -223,11 +223,8 @@ static void test_an_endpoint_names_a_mismatched_peer(void) {
              RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_endpoint_set_protocol_mismatch(e, on_mismatch, &seen), RUNGS_OK);
     CHECK_EQ(rungs_endpoint_local_port(e, &endpoint_port), RUNGS_OK);
-    /* The endpoint's clock starts at the engine's first now_us: poll before
-     * adding the peer so its liveness counts from now. */
-    CHECK_EQ(rungs_endpoint_poll(e, now_us()), RUNGS_OK);
     snprintf(address, sizeof address, "127.0.0.1:%u", (unsigned)peer_port);
-    CHECK_EQ(rungs_endpoint_add_peer(e, 1, address), RUNGS_OK);
+    CHECK_EQ(rungs_endpoint_add_peer(e, 1, address, now_us()), RUNGS_OK);
 
     memset(forged, 0, sizeof forged);
     forged[0] = 0xB7;

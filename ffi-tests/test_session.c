@@ -534,9 +534,9 @@ static void test_round_trips_from_the_transport(void) {
     rungs_endpoint_local_port(a, &port_a);
     rungs_endpoint_local_port(b, &port_b);
     snprintf(address, sizeof address, "127.0.0.1:%u", (unsigned)port_b);
-    CHECK_EQ(rungs_endpoint_add_peer(a, 1, address), RUNGS_OK);
+    CHECK_EQ(rungs_endpoint_add_peer(a, 1, address, now_us()), RUNGS_OK);
     snprintf(address, sizeof address, "127.0.0.1:%u", (unsigned)port_a);
-    CHECK_EQ(rungs_endpoint_add_peer(b, 0, address), RUNGS_OK);
+    CHECK_EQ(rungs_endpoint_add_peer(b, 0, address, now_us()), RUNGS_OK);
 
     CHECK_EQ(rungs_session_sample_links(NULL, a, now_us()), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_session_sample_links(s, NULL, now_us()), RUNGS_ERR_NULL_POINTER);

@@ -43,9 +43,9 @@ static void make_pair(rungs_endpoint **a, rungs_endpoint **b) {
     *a = make(0);
     *b = make(1);
     address_of(*b, text, sizeof text);
-    CHECK_EQ(rungs_endpoint_add_peer(*a, 1, text), RUNGS_OK);
+    CHECK_EQ(rungs_endpoint_add_peer(*a, 1, text, now_us()), RUNGS_OK);
     address_of(*a, text, sizeof text);
-    CHECK_EQ(rungs_endpoint_add_peer(*b, 0, text), RUNGS_OK);
+    CHECK_EQ(rungs_endpoint_add_peer(*b, 0, text, now_us()), RUNGS_OK);
 }
 
 static void test_config_and_new(void) {
@@ -105,7 +105,7 @@ static void test_null_handles(void) {
     rungs_link_stats stats;
     stats.struct_size = sizeof stats;
     CHECK_EQ(rungs_endpoint_local_port(NULL, &port), RUNGS_ERR_NULL_POINTER);
-    CHECK_EQ(rungs_endpoint_add_peer(NULL, 1, "127.0.0.1:1"), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_endpoint_add_peer(NULL, 1, "127.0.0.1:1", now_us()), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_endpoint_remove_peer(NULL, 1), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_endpoint_send(NULL, 1, buf, 1), RUNGS_ERR_NULL_POINTER);
     CHECK_MESSAGE("rungs_endpoint_send: the handle (first argument) is NULL");
@@ -128,12 +128,12 @@ static void test_peers_and_argument_checks(void) {
     rungs_link_stats stats;
 
     CHECK_EQ(rungs_endpoint_local_port(e, NULL), RUNGS_ERR_NULL_POINTER);
-    CHECK_EQ(rungs_endpoint_add_peer(e, 1, NULL), RUNGS_ERR_NULL_POINTER);
-    CHECK_EQ(rungs_endpoint_add_peer(e, 1, "127.0.0.1"), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_EQ(rungs_endpoint_add_peer(e, 0, "127.0.0.1:9"), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_EQ(rungs_endpoint_add_peer(e, 1, "127.0.0.1:9"), RUNGS_OK);
-    CHECK_EQ(rungs_endpoint_add_peer(e, 1, "127.0.0.1:10"), RUNGS_ERR_STATE);
-    CHECK_EQ(rungs_endpoint_add_peer(e, 2, "[::1]:9"), RUNGS_OK);
+    CHECK_EQ(rungs_endpoint_add_peer(e, 1, NULL, now_us()), RUNGS_ERR_NULL_POINTER);
+    CHECK_EQ(rungs_endpoint_add_peer(e, 1, "127.0.0.1", now_us()), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(rungs_endpoint_add_peer(e, 0, "127.0.0.1:9", now_us()), RUNGS_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(rungs_endpoint_add_peer(e, 1, "127.0.0.1:9", now_us()), RUNGS_OK);
+    CHECK_EQ(rungs_endpoint_add_peer(e, 1, "127.0.0.1:10", now_us()), RUNGS_ERR_STATE);
+    CHECK_EQ(rungs_endpoint_add_peer(e, 2, "[::1]:9", now_us()), RUNGS_OK);
     CHECK_EQ(rungs_endpoint_remove_peer(e, 2), RUNGS_OK);
     CHECK_EQ(rungs_endpoint_remove_peer(e, 2), RUNGS_ERR_UNKNOWN_SEAT);
 
@@ -277,7 +277,7 @@ static void test_spoofed_sender_is_counted(void) {
     CHECK_EQ(rungs_endpoint_set_link_key(b, 0, &pair_key), RUNGS_OK);
     impostor = make(0);
     address_of(b, text, sizeof text);
-    CHECK_EQ(rungs_endpoint_add_peer(impostor, 1, text), RUNGS_OK);
+    CHECK_EQ(rungs_endpoint_add_peer(impostor, 1, text, now_us()), RUNGS_OK);
     CHECK_EQ(rungs_endpoint_send(impostor, 1, msg, 1), RUNGS_OK);
     CHECK_EQ(rungs_endpoint_poll(impostor, now_us()), RUNGS_OK);
     start = now_us();
@@ -325,7 +325,7 @@ static void test_liveness_callback_and_reentry(void) {
     CHECK_EQ(rungs_endpoint_new(&c, &e), RUNGS_OK);
     ev.self = e;
     /* A peer that never answers (the discard port). */
-    CHECK_EQ(rungs_endpoint_add_peer(e, 3, "127.0.0.1:9"), RUNGS_OK);
+    CHECK_EQ(rungs_endpoint_add_peer(e, 3, "127.0.0.1:9", 0), RUNGS_OK);
     CHECK_EQ(rungs_endpoint_poll(e, 50000), RUNGS_OK);
     CHECK_EQ(ev.lost, 0);
     CHECK_EQ(rungs_endpoint_poll(e, 100000), RUNGS_OK);
@@ -350,7 +350,7 @@ static void test_liveness_by_polling(void) {
     uint32_t event = 99;
     c.liveness_timeout_ms = 100;
     CHECK_EQ(rungs_endpoint_new(&c, &e), RUNGS_OK);
-    CHECK_EQ(rungs_endpoint_add_peer(e, 5, "127.0.0.1:9"), RUNGS_OK);
+    CHECK_EQ(rungs_endpoint_add_peer(e, 5, "127.0.0.1:9", 0), RUNGS_OK);
     CHECK_EQ(rungs_endpoint_poll(e, 200000), RUNGS_OK);
     CHECK_EQ(rungs_endpoint_poll_event(e, &seat, &event), RUNGS_OK);
     CHECK_EQ(seat, 5);
@@ -394,10 +394,30 @@ static void test_worker(void) {
     CHECK_EQ(rungs_endpoint_free(a), RUNGS_OK);
 }
 
+/* A link's liveness counts from the time its peer was added: a peer added
+ * before the first poll (the engine's clock far from 0) is not reported lost
+ * at that poll, and is once the liveness timeout has passed in silence. */
+static void test_liveness_counts_from_add_peer(void) {
+    rungs_endpoint *e = make(0);
+    uint64_t t = now_us() + 1000000000ull; /* any clock, far from 0 */
+    uint8_t seat = 9;
+    uint32_t event = 9;
+    if (!e) return;
+    CHECK_EQ(rungs_endpoint_add_peer(e, 1, "127.0.0.1:9", t), RUNGS_OK);
+    CHECK_EQ(rungs_endpoint_poll(e, t + 1000), RUNGS_OK);
+    CHECK_EQ(rungs_endpoint_poll_event(e, &seat, &event), RUNGS_OK);
+    CHECK_EQ(event, RUNGS_LINK_EVENT_NONE);
+    CHECK_EQ(rungs_endpoint_poll(e, t + 60000000ull), RUNGS_OK);
+    CHECK_EQ(rungs_endpoint_poll_event(e, &seat, &event), RUNGS_OK);
+    CHECK_EQ(event, RUNGS_LINK_EVENT_LOST);
+    CHECK_EQ(seat, 1);
+    CHECK_EQ(rungs_endpoint_free(e), RUNGS_OK);
+}
+
 static void test_poisoned_after_panic(void) {
     rungs_endpoint *e = make(0);
     uint8_t byte = 0;
-    CHECK_EQ(rungs_endpoint_add_peer(e, 1, "127.0.0.1:9"), RUNGS_OK);
+    CHECK_EQ(rungs_endpoint_add_peer(e, 1, "127.0.0.1:9", now_us()), RUNGS_OK);
     rungs_testing_panic_next_call();
     CHECK_EQ(rungs_endpoint_poll(e, 0), RUNGS_ERR_PANIC);
     CHECK_EQ(rungs_endpoint_send(e, 1, &byte, 1), RUNGS_ERR_POISONED);
@@ -425,7 +445,7 @@ static void test_keys_and_socket(void) {
     CHECK(e == NULL);
     e = make(0);
     if (!e) return;
-    CHECK_EQ(rungs_endpoint_add_peer(e, 1, "127.0.0.1:9"), RUNGS_OK);
+    CHECK_EQ(rungs_endpoint_add_peer(e, 1, "127.0.0.1:9", now_us()), RUNGS_OK);
     CHECK_EQ(rungs_endpoint_set_link_key(e, 1, NULL), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_endpoint_set_link_key(e, 1, &zero), RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_EQ(rungs_endpoint_set_link_key(e, 2, &pair), RUNGS_ERR_UNKNOWN_SEAT);
@@ -455,6 +475,7 @@ int main(void) {
     test_liveness_callback_and_reentry();
     test_liveness_by_polling();
     test_worker();
+    test_liveness_counts_from_add_peer();
     test_poisoned_after_panic();
     return harness_report("transport");
 }

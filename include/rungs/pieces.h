@@ -784,10 +784,11 @@ rungs_result RUNGS_CALL rungs_endpoint_local_port(struct rungs_endpoint *endpoin
 
 /**
  * Add the peer at `seat`, bound to `address` (`"ip:port"` text, e.g.
- * `"192.0.2.7:7000"` or `"[2001:db8::7]:7000"`). Datagrams claiming to be
- * from `seat` are accepted only from that address. Errors:
- * `RUNGS_ERR_INVALID_ARGUMENT` (bad text, our own seat), `RUNGS_ERR_STATE`
- * (seat already added).
+ * `"192.0.2.7:7000"` or `"[2001:db8::7]:7000"`), at `now_us` (your
+ * monotonic clock, µs, as for `rungs_endpoint_poll`): the link's liveness
+ * counts from then, so a peer added before the first poll is not reported
+ * lost at it. While a worker runs, its own clock is used instead. Datagrams
+ * claiming to be from `seat` are accepted only from that address.
  *
  * Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or address is NULL;
  * RUNGS_ERR_INVALID_ARGUMENT if address does not parse or seat is this
@@ -796,7 +797,8 @@ rungs_result RUNGS_CALL rungs_endpoint_local_port(struct rungs_endpoint *endpoin
 RUNGS_API
 rungs_result RUNGS_CALL rungs_endpoint_add_peer(struct rungs_endpoint *endpoint,
                                      uint8_t seat,
-                                     const char *address);
+                                     const char *address,
+                                     uint64_t now_us);
 
 /**
  * Remove the peer at `seat` and its link (the engine decides; the transport

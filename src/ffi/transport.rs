@@ -559,10 +559,11 @@ pub unsafe extern "C" fn rungs_endpoint_local_port(
 }
 
 /// Add the peer at `seat`, bound to `address` (`"ip:port"` text, e.g.
-/// `"192.0.2.7:7000"` or `"[2001:db8::7]:7000"`). Datagrams claiming to be
-/// from `seat` are accepted only from that address. Errors:
-/// `RUNGS_ERR_INVALID_ARGUMENT` (bad text, our own seat), `RUNGS_ERR_STATE`
-/// (seat already added).
+/// `"192.0.2.7:7000"` or `"[2001:db8::7]:7000"`), at `now_us` (your
+/// monotonic clock, µs, as for `rungs_endpoint_poll`): the link's liveness
+/// counts from then, so a peer added before the first poll is not reported
+/// lost at it. While a worker runs, its own clock is used instead. Datagrams
+/// claiming to be from `seat` are accepted only from that address.
 ///
 /// Returns: RUNGS_OK; RUNGS_ERR_NULL_POINTER if endpoint or address is NULL;
 /// RUNGS_ERR_INVALID_ARGUMENT if address does not parse or seat is this
@@ -572,6 +573,7 @@ pub unsafe extern "C" fn rungs_endpoint_add_peer(
     endpoint: *mut rungs_endpoint,
     seat: u8,
     address: *const c_char,
+    now_us: u64,
 ) -> rungs_result {
     // SAFETY: NULL or a live handle, by contract.
     unsafe {
@@ -579,7 +581,7 @@ pub unsafe extern "C" fn rungs_endpoint_add_peer(
             require(address, "address")?;
             let address = parse_address(address, "address")?;
             state
-                .with_driver(state.last_now_us, |d, now| {
+                .with_driver(now_us, |d, now| {
                     d.endpoint_mut().add_peer(seat, address, now)
                 })?
                 .map_err(CallError::from)
