@@ -66,14 +66,16 @@ staticlib="$target_dir/$triple/$profile_dir/librungs.a"
 } >"$out/rungs.def"
 
 # --gc-sections keeps only what the exports reach; -static-libgcc so the DLL
-# needs no libgcc_s DLL; -s strips the symbols and debug info.
+# needs no libgcc_s DLL; -s strips the symbols and debug info;
+# --no-insert-timestamp leaves the PE header's link time at 0, so the same
+# sources give the same DLL (and a repeatable release zip).
 # ld loads the LLVM plugin of /usr/lib/bfd-plugins, if any, which reports
 # every Rust member it cannot read as bitcode (on stdout): noise, so the log
 # is shown whole only if the link fails, and otherwise only its warnings.
 link_dll() {
     # shellcheck disable=SC2086 # $libs is a list of linker flags
     if ! "$tool-gcc" -shared -o "$out/rungs.dll" "$out/rungs.def" "$@" "$staticlib" \
-        -Wl,--gc-sections -static-libgcc -s \
+        -Wl,--gc-sections -Wl,--no-insert-timestamp -static-libgcc -s \
         -Wl,--out-implib,"$out/librungs.dll.a" $libs >"$out/link.log" 2>&1; then
         grep -v '^bfd plugin: ' "$out/link.log" >&2
         exit 1

@@ -21,7 +21,8 @@ pub extern "C" fn rungs_abi_version() -> u32 {
     RUNGS_ABI_VERSION
 }
 
-/// The library version, e.g. `"0.1.0"`. Static storage: never free it.
+/// The library version, e.g. `"0.3.0"`, the same as `RUNGS_VERSION_STRING`.
+/// Static storage: never free it.
 #[no_mangle]
 pub extern "C" fn rungs_version() -> *const libc::c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
