@@ -12,9 +12,6 @@
 #include "harness.h"
 #include "rungs.h"
 
-static const uint8_t KEY[16] = {'p', 'r', 'o', 't', 'o', 'c', 'o', 'l',
-                                '-', 't', 'e', 's', 't', '-', 'k', 'y'};
-
 static void test_read_protocol_versions(void) {
     rungs_protocol_versions v;
     memset(&v, 0xEE, sizeof v);
@@ -49,6 +46,9 @@ int main(void) {
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+static const uint8_t KEY[16] = {'p', 'r', 'o', 't', 'o', 'c', 'o', 'l',
+                                '-', 't', 'e', 's', 't', '-', 'k', 'y'};
 
 typedef struct {
     int calls;
