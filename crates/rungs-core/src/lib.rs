@@ -30,7 +30,7 @@
 //! use rungs_core::link::LinkConfig;
 //! use rungs_core::session::{LockstepConfig, LockstepSession, Topology};
 //! use rungs_core::timing::MachineConfig;
-//! use rungs_core::wire::packet::{SessionKey, MAX_PACKET_BYTES};
+//! use rungs_core::wire::{SessionKey, MAX_PACKET_BYTES};
 //!
 //! fn address(seat: usize) -> SocketAddr {
 //!     SocketAddr::from(([10, 0, 0, seat as u8 + 1], 4000))

@@ -8,14 +8,18 @@
 //! Every function takes the time as an argument; nothing here reads a clock.
 //! `docs/clock.md` explains the design decisions.
 
-pub mod offset;
-pub mod pacer;
-pub mod slew;
-pub mod sync;
+pub(crate) mod offset;
+pub(crate) mod pacer;
+mod slew;
+mod sync;
 
-pub use offset::{ClockSample, OffsetEstimate, OffsetEstimator};
-pub use pacer::{FrameDue, FramePacer, PacerConfig};
-pub use slew::SlewedClock;
+pub use offset::{
+    ClockSample, OffsetEstimate, OffsetEstimator, DEFAULT_SAMPLE_WINDOW, MAX_SAMPLE_WINDOW,
+};
+pub use pacer::{
+    FrameDue, FramePacer, PacerConfig, DEFAULT_MAX_NUDGE_PERMILLE, MAX_NUDGE_PERMILLE,
+};
+pub use slew::{SlewedClock, DEFAULT_MAX_SLEW_PPM, MAX_SLEW_PPM};
 pub use sync::{ClockSync, ClockSyncConfig};
 
 /// Two machines with different clock offsets, ±200 ppm drift and one of

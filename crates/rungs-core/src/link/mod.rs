@@ -17,7 +17,7 @@ mod mismatch;
 mod nonce;
 mod peer;
 mod replay;
-pub mod rtt;
+pub(crate) mod rtt;
 mod stats;
 
 pub use endpoint::{

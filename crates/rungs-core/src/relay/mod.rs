@@ -31,21 +31,23 @@
 //! [`crate::wire::relay`]; `docs/relay.md` describes the whole protocol and
 //! how relays scale.
 
-pub mod admission;
-pub mod checksums;
+mod admission;
+pub(crate) mod checksums;
 mod chunk;
-pub mod client;
-pub mod durable;
+mod client;
+mod durable;
 mod log_entry;
 mod schedule;
 mod seat_timing;
-pub mod sequencer;
-pub mod server;
+mod sequencer;
+mod server;
 mod setup;
 pub mod ticket;
-pub mod timing;
-pub mod turn_log;
+mod timing;
+mod turn_log;
 
+pub use admission::CookieKey;
+pub use checksums::DecidedRound;
 pub use client::{ClientConfig, ClientEvent, RelayClient, SeatTurn, Turn};
 pub use durable::{DurableRecord, MatchState};
 pub use sequencer::{DesyncNotice, LogEntry, MatchEvent, MatchSetup, Sequencer};

@@ -8,11 +8,11 @@ use crate::timing::PolicyKind;
 use crate::wire::relay::MAX_SEATS;
 
 /// Default relay tick rate: 30 ticks per second.
-pub const DEFAULT_TICK_RATE_MILLIHZ: u32 = 30_000;
+pub(crate) const DEFAULT_TICK_RATE_MILLIHZ: u32 = 30_000;
 /// Default load barrier: 60 s.
-pub const DEFAULT_START_BARRIER_US: u64 = 60_000_000;
+pub(crate) const DEFAULT_START_BARRIER_US: u64 = 60_000_000;
 /// Default reconnect grace: 60 s.
-pub const DEFAULT_RECONNECT_GRACE_US: u64 = 60_000_000;
+pub(crate) const DEFAULT_RECONNECT_GRACE_US: u64 = 60_000_000;
 /// The setup of one match.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MatchSetup {
@@ -54,7 +54,7 @@ pub struct MatchSetup {
 }
 
 /// `max_ticks` of a match without a tick limit (4.5 years at 30 ticks/s).
-pub const NO_TICK_LIMIT: u32 = u32::MAX;
+pub(crate) const NO_TICK_LIMIT: u32 = u32::MAX;
 
 impl MatchSetup {
     /// A setup with the defaults of S10: 30 ticks/s, a bundle every tick,

@@ -34,11 +34,20 @@
 //! `Vec<u8>`. Each codec's module doc carries its layout tables and points
 //! here for the contract.
 
-pub mod cursor;
-pub mod events;
+pub(crate) mod cursor;
+pub(crate) mod events;
 pub mod packet;
 pub mod relay;
 pub mod turn;
+
+pub use cursor::{DecodeError, Reader};
+pub use events::{
+    check_detail, ReportLayout, TimingLayout, RA_TIMING_LEN, REPORT_DETAILED_LEN,
+    REPORT_DETAILED_VERSION, REPORT_EXTENDED_LEN, REPORT_EXTENDED_VERSION, REPORT_LEN,
+    REPORT_NEEDS_LEN, REPORT_NEEDS_VERSION, RTT_NONE, SEAT_NONE, TIMING_LEN, TS_EVENT_DATA_LEN,
+    TS_FOG_BIAS,
+};
+pub use packet::{SessionKey, MAX_MESSAGE_BYTES, MAX_PACKET_BYTES};
 
 /// The versions of the protocols two builds of rungs must share to play
 /// together ([`protocol_versions`]). A lobby exchanges them before a game

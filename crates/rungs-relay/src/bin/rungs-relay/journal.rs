@@ -24,11 +24,10 @@
 
 use std::hash::Hasher;
 
-use rungs_core::relay::checksums::DecidedRound;
-use rungs_core::relay::{DurableRecord, LogEntry, MatchSetup};
+use rungs_core::relay::{DecidedRound, DurableRecord, LogEntry, MatchSetup};
 use rungs_core::timing::PolicyKind;
-use rungs_core::wire::cursor::{DecodeError, Reader};
 use rungs_core::wire::relay::{EntryKind, MatchOverReason, RefusalReason, TimingChange, MAX_SEATS};
+use rungs_core::wire::{DecodeError, Reader};
 use siphasher::sip::SipHasher13;
 
 /// Bytes before a record's body.
