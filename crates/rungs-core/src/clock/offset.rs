@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 
 /// Round trips longer than this are refused: such a sample says nothing
 /// useful about the offset, and the bound keeps the filter's sums in range.
-pub(crate) const MAX_ROUND_TRIP_US: i64 = 60_000_000;
+pub const MAX_ROUND_TRIP_US: i64 = 60_000_000;
 /// The most samples an estimator keeps.
 pub const MAX_SAMPLE_WINDOW: usize = 64;
 /// A window that spans a few seconds of pings at a typical rate.

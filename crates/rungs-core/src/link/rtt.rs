@@ -170,7 +170,7 @@ impl RttEstimator {
         self.has_sample().then_some(self.max_us)
     }
 
-    /// The largest sample of the last [`WORST_BUCKETS`] seconds; when that
+    /// The largest sample of the last 10 seconds (`WORST_BUCKETS`); when that
     /// window is empty (a link that stopped answering) the latest sample, so a
     /// retransmitting link keeps reporting its last measured round trip (S3, S8).
     pub fn worst_recent_us(&self, now_us: u64) -> Option<u64> {
@@ -204,7 +204,7 @@ impl RttEstimator {
     }
 
     /// The RTO doubled once per expiry since the last sample or new ack,
-    /// still at most [`MAX_RTO_US`].
+    /// still at most 2 seconds (`MAX_RTO_US`).
     pub fn backed_off_rto_us(&self) -> u64 {
         // rto <= 2^21 and backoff <= 16: the shift cannot overflow a u64.
         (self.rto_us() << self.backoff).min(MAX_RTO_US)

@@ -359,7 +359,7 @@ impl Sequencer {
     /// restarted relay resumes the match from ([`poll_durable`](Self::poll_durable)),
     /// starting with the match's creation, and moves the horizon only up to
     /// a recorded lease. The caller writes every record before it sends
-    /// anything the same call caused (see [`super::durable`]).
+    /// anything the same call caused (see [`DurableRecord`]).
     pub fn enable_durable(&mut self) {
         if self.durable.is_some() {
             return;

@@ -54,7 +54,7 @@ pub struct MatchSetup {
 }
 
 /// `max_ticks` of a match without a tick limit (4.5 years at 30 ticks/s).
-pub(crate) const NO_TICK_LIMIT: u32 = u32::MAX;
+pub const NO_TICK_LIMIT: u32 = u32::MAX;
 
 impl MatchSetup {
     /// A setup with the defaults of S10: 30 ticks/s, a bundle every tick,

@@ -35,7 +35,7 @@
 //! tickets altered to another seat, match or expiry (the MAC covers them);
 //! an eavesdropper who copies a ticket off the wire (without the link secret
 //! they can make no Hello with a new nonce and sign no packet; a replay of
-//! a captured Hello is refused, see [`super::admission`]); one
+//! a captured Hello is refused by the relay's admission); one
 //! player signing packets as another (per-ticket keys); and old connections'
 //! packets after a reconnect (per-connection keys).
 //!

@@ -649,7 +649,7 @@ impl TimingMachine {
         Ok(event.filter(|_| self.is_master()))
     }
 
-    /// Frame readiness (S5, [`super::readiness`]): the send frame whose
+    /// Frame readiness (S5, [`SendHistory`](super::SendHistory)): the send frame whose
     /// packet, from every peer, `frame` needs before it executes — the last
     /// send frame tagged at or before `frame` — or `None` when nothing is
     /// needed. Answerable once `frame - 1` has ended, and for 256 frames

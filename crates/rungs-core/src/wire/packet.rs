@@ -132,7 +132,7 @@ pub const MAX_PACKET_BYTES: usize = 1200;
 /// Largest message payload.
 pub const MAX_MESSAGE_BYTES: usize = 1024;
 /// Most messages one packet may carry.
-pub(crate) const MAX_MESSAGES_PER_PACKET: usize = 64;
+pub const MAX_MESSAGES_PER_PACKET: usize = 64;
 /// Message header bytes for a payload of `len` bytes.
 pub(crate) const fn message_header_bytes(len: usize) -> usize {
     if len < 0x80 {

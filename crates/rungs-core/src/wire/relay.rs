@@ -248,7 +248,7 @@ pub(crate) const TIMING_REPORT_BYTES: usize = 1 + REPORT_NEEDS_LEN;
 /// Bytes of an OrderRefused message.
 pub(crate) const ORDER_REFUSED_BYTES: usize = 6;
 /// Largest round trip a TimingReport may carry, ms (the clock filter's
-/// bound, [`crate::clock::offset::MAX_ROUND_TRIP_US`]).
+/// bound, [`crate::clock::MAX_ROUND_TRIP_US`]).
 pub const MAX_REPORTED_RTT_MS: u32 = (crate::clock::offset::MAX_ROUND_TRIP_US / 1000) as u32;
 /// Largest `anchor_ms` a Timing message may carry (2^48 ms, 8900 years):
 /// keeps every clock computation far from overflow.

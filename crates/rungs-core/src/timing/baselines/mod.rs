@@ -8,9 +8,10 @@
 //! - [`protocol0`]: CnCNet's spawner, protocol 0, with the Red Alert 2 /
 //!   Yuri's Revenge latency table and the newer Tiberian Sun one.
 //! - [`lobby`]: the fixed timing a careful host sets from the lobby's pings.
-//! - [`reported`]: the Red Alert and protocol 0 rules applied to rungs'
-//!   reports (S3), which a relay can run as a match's master; not the
-//!   baselines (those need the games' own engines: `sim::classic`).
+//! - [`RedAlertPolicy`], [`Protocol0Policy`]: the Red Alert and protocol 0
+//!   rules applied to rungs' reports (S3), which a relay can run as a
+//!   match's master; not the baselines (those need the games' own engines:
+//!   `sim::classic`).
 //!
 //! Both games time their connections with the connection manager's
 //! *response time* ([`ResponseTime`]): the mean delay, in 60 Hz ticks, from

@@ -1,5 +1,5 @@
 //! The bytes of the relay's journal (`--state DIR`): each match's durable
-//! records ([`rungs_core::relay::durable`]) as framed records in append-only
+//! records ([`rungs_core::relay::DurableRecord`]) as framed records in append-only
 //! segment files.
 //!
 //! A record is `[length u32][check u32][body]`, little-endian; `check` is
