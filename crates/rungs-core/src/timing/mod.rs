@@ -23,7 +23,7 @@ pub use machine::{
     TimingMachine,
 };
 pub use policy::{is_evaluation_frame, MasterPolicy, Verdict};
-pub use queue::{CommandQueue, Queued};
+pub use queue::Queued;
 pub use readiness::{NotAnswerable, SendHistory};
 pub use schedule::{Applied, Changed, Schedule};
 pub use seats::Seats;
