@@ -47,13 +47,16 @@ pub mod ticket;
 mod timing;
 mod turn_log;
 
-pub use admission::CookieKey;
+pub use admission::{CookieKey, HelloLimits};
 pub use checksums::DecidedRound;
-pub use client::{ClientConfig, ClientEvent, RelayClient, SeatTurn, Turn, MAX_UNCONFIRMED};
+pub use client::{
+    ClientConfig, ClientCounters, ClientEvent, RelayClient, SeatTurn, Turn, MAX_UNCONFIRMED,
+};
 pub use durable::{DurableRecord, MatchState};
-pub use sequencer::{DesyncNotice, LogEntry, MatchEvent, MatchSetup, Sequencer};
+pub use sequencer::{DesyncNotice, LogEntry, MatchCounters, MatchEvent, MatchSetup, Sequencer};
 pub use server::{Relay, RelayConfig, RelayCounters, RelayEvent};
 pub use setup::NO_TICK_LIMIT;
+pub use timing::TimingPlan;
 pub use turn_log::TurnLog;
 
 use crate::link::{DropReason, Link, LinkConfig};

@@ -149,7 +149,7 @@ pub struct MatchCounters {
     pub bad_resync_requests: u64,
     /// Resyncs served.
     pub resyncs: u64,
-    /// Desyncs beyond [`MAX_DESYNC_NOTICES`].
+    /// Desyncs beyond the 256 kept (`MAX_DESYNC_NOTICES`).
     pub desyncs_not_kept: u64,
     /// TimingReports taken in.
     pub timing_reports: u64,

@@ -4,7 +4,7 @@ mod engine;
 mod lockstep;
 
 pub use engine::{
-    EngineRules, EngineSession, EventIds, EventRole, LogLevel, Payload, Phase, Readiness,
+    EngineRules, EngineSession, EventIds, EventRole, LogLevel, LogText, Payload, Phase, Readiness,
     SendOrder, SessionConfig, SessionOutput,
 };
 /// The drop agreement (S4.7) on its own, pure and sans-IO: what the session

@@ -24,12 +24,12 @@ pub use machine::{
 };
 pub use policy::{is_evaluation_frame, MasterPolicy, Verdict};
 pub use queue::Queued;
-pub use readiness::{NotAnswerable, SendHistory};
+pub use readiness::{NotAnswerable, SendAt, SendHistory};
 pub use schedule::{Applied, Changed, Schedule};
 pub use seats::Seats;
 pub use tick_timer::TickTimer;
 
 pub use ladder::{
-    one_way_frames, one_way_frames_headroom, required, Tier, Timing, MAX_LOOK_AHEAD,
+    one_way_frames, one_way_frames_headroom, required, Label, Tier, Timing, MAX_LOOK_AHEAD,
     MAX_SEND_PERIOD, RUNG_COUNT,
 };
