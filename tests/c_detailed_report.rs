@@ -18,7 +18,7 @@ use rungs::ffi::timing_machine::*;
 use rungs::ffi::types::{rungs_timing_event, RUNGS_POLICY_TRACKING};
 use rungs_core::report::Measurements;
 use rungs_core::timing::{MachineConfig, PolicyKind, TimingMachine};
-use rungs_core::wire::events::ReportLayout;
+use rungs_core::wire::ReportLayout;
 
 const SEATS: u8 = 2;
 const LAST_FRAME: u32 = 144;

@@ -6,10 +6,11 @@
 use super::args::{in_range, read_config, read_in, require, write_out, write_to};
 use super::guard::{call, free_call, hand_out, object_call, Guarded, Handle};
 use super::result::{rungs_result, CallError};
-use crate::clock::offset::{DEFAULT_SAMPLE_WINDOW, MAX_SAMPLE_WINDOW};
-use crate::clock::pacer::{DEFAULT_MAX_NUDGE_PERMILLE, MAX_NUDGE_PERMILLE};
-use crate::clock::slew::{DEFAULT_MAX_SLEW_PPM, MAX_SLEW_PPM};
-use crate::clock::{ClockSample, ClockSync, ClockSyncConfig, FramePacer, PacerConfig};
+use crate::clock::{
+    ClockSample, ClockSync, ClockSyncConfig, FramePacer, PacerConfig, DEFAULT_MAX_NUDGE_PERMILLE,
+    DEFAULT_MAX_SLEW_PPM, DEFAULT_SAMPLE_WINDOW, MAX_NUDGE_PERMILLE, MAX_SAMPLE_WINDOW,
+    MAX_SLEW_PPM,
+};
 use crate::error::Error;
 
 /// Default `sample_window` of `rungs_clock_config`.

@@ -46,13 +46,13 @@ use crate::error::Error;
 use crate::link::LinkConfig;
 use crate::net::{LockstepDriver, RawSocket};
 use crate::relay::ticket::{Credentials, LinkSecret};
-use crate::report::record::MAX_SEATS;
+use crate::report::MAX_SEATS;
 use crate::session::{
     Advance, LockstepConfig, LockstepSession, RelaySettings, SessionEvent, Topology,
     DEFAULT_JITTER_TICKS,
 };
 use crate::timing::MachineConfig;
-use crate::wire::packet::SessionKey;
+use crate::wire::SessionKey;
 
 /// What `rungs_lockstep_update` did, one of `RUNGS_LOCKSTEP_*`.
 pub type rungs_lockstep_outcome = i32;

@@ -8,8 +8,7 @@ use super::result::{finish, rungs_result, CallError, Result};
 use super::session::{lent_measurements_call, rungs_session};
 use super::types::seat_or_none;
 use crate::error::Error;
-use crate::report::record::MAX_SEATS;
-use crate::report::{is_report_frame, needed_look_ahead, Measurements};
+use crate::report::{is_report_frame, needed_look_ahead, Measurements, MAX_SEATS};
 
 /// One machine's measurements for its reports (S3): processing time per
 /// frame, waits for the other players, round trips to each peer. Opaque;

@@ -15,8 +15,7 @@ use super::result::Result;
 use super::types::rungs_timing_event;
 use crate::error::Error;
 use crate::timing::TimingEvent;
-use crate::wire::cursor::DecodeError;
-use crate::wire::events::{self, ReportLayout, TimingLayout};
+use crate::wire::{self, DecodeError, ReportLayout, TimingLayout};
 
 /// A NETWORK_REPORT layout, one of `RUNGS_REPORT_LAYOUT_*`.
 pub type rungs_report_layout = u8;
@@ -62,13 +61,13 @@ pub const RUNGS_REPORT_NEEDS_PAYLOAD_LEN: usize = 32;
 
 // The C constants are literals (cbindgen copies them into the header); they
 // must agree with the codecs.
-const _: () = assert!(RUNGS_TIMING_PAYLOAD_LEN == events::TIMING_LEN);
-const _: () = assert!(RUNGS_RA_TIMING_PAYLOAD_LEN == events::RA_TIMING_LEN);
-const _: () = assert!(RUNGS_REPORT_PAYLOAD_LEN == events::REPORT_LEN);
-const _: () = assert!(RUNGS_REPORT_EXTENDED_PAYLOAD_LEN == events::REPORT_EXTENDED_LEN);
-const _: () = assert!(RUNGS_REPORT_DETAILED_PAYLOAD_LEN == events::REPORT_DETAILED_LEN);
-const _: () = assert!(RUNGS_REPORT_NEEDS_PAYLOAD_LEN == events::REPORT_NEEDS_LEN);
-const _: () = assert!(RUNGS_TS_FOG_BIAS == events::TS_FOG_BIAS);
+const _: () = assert!(RUNGS_TIMING_PAYLOAD_LEN == wire::TIMING_LEN);
+const _: () = assert!(RUNGS_RA_TIMING_PAYLOAD_LEN == wire::RA_TIMING_LEN);
+const _: () = assert!(RUNGS_REPORT_PAYLOAD_LEN == wire::REPORT_LEN);
+const _: () = assert!(RUNGS_REPORT_EXTENDED_PAYLOAD_LEN == wire::REPORT_EXTENDED_LEN);
+const _: () = assert!(RUNGS_REPORT_DETAILED_PAYLOAD_LEN == wire::REPORT_DETAILED_LEN);
+const _: () = assert!(RUNGS_REPORT_NEEDS_PAYLOAD_LEN == wire::REPORT_NEEDS_LEN);
+const _: () = assert!(RUNGS_TS_FOG_BIAS == wire::TS_FOG_BIAS);
 
 /// Encode `*event` as a Tiberian Sun TIMING payload (5 bytes) into `buf` of
 /// `cap` bytes; `*out_len` receives the length written. `fog_bias` is added
@@ -370,7 +369,7 @@ unsafe fn decode_view<T>(
     decode: impl FnOnce(&[u8]) -> crate::error::Result<T>,
 ) -> Result<T> {
     // SAFETY: NULL (with len 0) or at least this many bytes are readable by contract.
-    let view = unsafe { slice_in(bytes, len.min(events::TS_EVENT_DATA_LEN + 1), "bytes") }?;
+    let view = unsafe { slice_in(bytes, len.min(wire::TS_EVENT_DATA_LEN + 1), "bytes") }?;
     Ok(decode(view).map_err(|e| match e {
         Error::Malformed(_) if len != payload_len => e.detailed(format!(
             "len is {len}; expected {payload_len}, the payload's length"

@@ -19,7 +19,7 @@ use super::result::Result;
 use super::types::{seat_or_none, RUNGS_NO_SEAT};
 use crate::error::Error;
 use crate::report::{LookAheadNeeds, Report, ReportDetail};
-use crate::wire::events::{check_detail, ReportLayout};
+use crate::wire::{check_detail, ReportLayout};
 
 /// Which sections of a `rungs_report` a call asks for: a bitwise OR of
 /// `RUNGS_REPORT_DETAIL` and `RUNGS_REPORT_NEEDS` (0 for the basic report).
@@ -423,7 +423,7 @@ impl From<ReportDetail> for rungs_report_detail {
 /// Look-aheads `rungs_look_ahead_needs` counts frames above: the one in
 /// force and the three below it.
 pub const RUNGS_NEED_LEVELS: usize = 4;
-const _: () = assert!(RUNGS_NEED_LEVELS == crate::report::needs::NEED_LEVELS);
+const _: () = assert!(RUNGS_NEED_LEVELS == crate::report::NEED_LEVELS);
 
 /// The needs section of a `rungs_report` (`has_needs`): how much
 /// look-ahead one report interval's frames needed, what the needs
@@ -502,7 +502,7 @@ fn look_ahead_needs(needs: rungs_look_ahead_needs) -> Result<Option<LookAheadNee
 
 /// The detail section from C: every flag 0 or 1, `waited_for` a seat or
 /// `RUNGS_NO_SEAT`, and within the detailed layout's rules with the
-/// report's worst round trip (the core's, `wire::events::check_detail`).
+/// report's worst round trip (the core's, `wire::check_detail`).
 /// Refusals name the fields of `report` and say what was got.
 fn report_detail(rust: &Report, detail: rungs_report_detail) -> Result<ReportDetail> {
     let present = |value: u32, has: u8, name: &'static str| -> Result<Option<u32>> {

@@ -30,7 +30,7 @@ use crate::session::{
     EngineRules, EngineSession, EventIds, EventRole, SendOrder, SessionConfig, SessionOutput,
 };
 use crate::timing::{MachineConfig, TickTimer};
-use crate::wire::events::TimingLayout;
+use crate::wire::TimingLayout;
 
 /// No event ID for an optional role (LATENCYFUDGE).
 pub const RUNGS_NO_EVENT_ID: u16 = 0xFFFF;

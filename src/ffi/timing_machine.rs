@@ -17,8 +17,9 @@ use super::types::{
     rungs_seat_event_fn, rungs_timing, rungs_timing_changed_fn, rungs_timing_event, timing_policy,
     RUNGS_NO_SEAT,
 };
-use crate::timing::machine::player_message_c_text;
-use crate::timing::{MachineConfig, Output, TickTimer, TimingEvent, TimingMachine, Verdict};
+use crate::timing::{
+    player_message_c_text, MachineConfig, Output, TickTimer, TimingEvent, TimingMachine, Verdict,
+};
 
 /// Callbacks, each optional (NULL). They run synchronously on the calling
 /// thread, inside the call that caused them; calling back into the same

@@ -26,7 +26,7 @@ use crate::link::{
     DropReason, Endpoint, EndpointConfig, LinkConfig, LinkEvent, LinkStats, ProtocolMismatch,
 };
 use crate::net::{MonotonicClock, UdpDriver, Worker, WorkerStatus};
-use crate::wire::packet::{SessionKey, MAX_MESSAGE_BYTES, MAX_PACKET_BYTES};
+use crate::wire::{SessionKey, MAX_MESSAGE_BYTES, MAX_PACKET_BYTES};
 
 /// Largest message payload `rungs_endpoint_send` accepts and
 /// `rungs_endpoint_recv` can return: a buffer this large always suffices.

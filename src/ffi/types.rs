@@ -10,7 +10,7 @@ use std::ffi::c_void;
 use super::args::{in_range, read_in};
 use super::result::{CallError, Result};
 use crate::error::Error;
-use crate::report::record::MAX_SEATS;
+use crate::report::MAX_SEATS;
 use crate::timing::{PolicyKind, Timing, TimingEvent};
 
 /// A tier of the timing ladder, one of `RUNGS_TIER_*` (S6).
@@ -239,7 +239,7 @@ pub(crate) fn human_seats(seat_count: u8, human_seat_mask: u32) -> Result<Vec<bo
 pub(crate) fn seat_or_none(seat: u8, name: &str) -> Result<Option<u8>> {
     match seat {
         RUNGS_NO_SEAT => Ok(None),
-        s if usize::from(s) < crate::report::record::MAX_SEATS => Ok(Some(s)),
+        s if usize::from(s) < crate::report::MAX_SEATS => Ok(Some(s)),
         s => Err(Error::InvalidValue(format!(
             "{name} is {s}; expected a seat, 0 to 15, or RUNGS_NO_SEAT (255)"
         ))

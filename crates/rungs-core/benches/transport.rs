@@ -11,9 +11,8 @@ use std::net::SocketAddr;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use rungs_core::link::{Endpoint, EndpointConfig, LinkConfig};
-use rungs_core::wire::packet::{
-    decode, verify_tag, SessionKey, MAX_PACKET_BYTES, OVERHEAD_ONE_MESSAGE,
-};
+use rungs_core::wire::packet::{decode, verify_tag, OVERHEAD_ONE_MESSAGE};
+use rungs_core::wire::{SessionKey, MAX_PACKET_BYTES};
 
 const KEY: SessionKey = SessionKey(*b"benchmark-key-01");
 

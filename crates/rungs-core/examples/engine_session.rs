@@ -15,7 +15,7 @@
 
 use rungs_core::session::{EngineRules, EngineSession, EventIds, SessionConfig, SessionOutput};
 use rungs_core::timing::{MachineConfig, Output};
-use rungs_core::wire::events::{ReportLayout, TimingLayout};
+use rungs_core::wire::{ReportLayout, TimingLayout};
 
 /// The engine's own event IDs: rungs never invents one.
 const ORDER_ID: u8 = 1;

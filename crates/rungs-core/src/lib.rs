@@ -30,7 +30,7 @@
 //! use rungs_core::link::LinkConfig;
 //! use rungs_core::session::{LockstepConfig, LockstepSession, Topology};
 //! use rungs_core::timing::MachineConfig;
-//! use rungs_core::wire::packet::{SessionKey, MAX_PACKET_BYTES};
+//! use rungs_core::wire::{SessionKey, MAX_PACKET_BYTES};
 //!
 //! fn address(seat: usize) -> SocketAddr {
 //!     SocketAddr::from(([10, 0, 0, seat as u8 + 1], 4000))
@@ -82,6 +82,42 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! ## Where things are
+//!
+//! Each module is one concept; its names are re-exported at its own level
+//! (`rungs_core::wire::SessionKey`, not the file it lives in).
+//!
+//! - [`session`]: what a game runs. [`LockstepSession`](session::LockstepSession)
+//!   (with [`LockstepConfig`](session::LockstepConfig) and
+//!   [`Topology`](session::Topology)) carries commands over rungs' own
+//!   links, peer to peer or through a relay;
+//!   [`EngineSession`](session::EngineSession) serves an engine that keeps
+//!   its own command queue and transport.
+//! - [`timing`]: the ladder of rungs ([`Timing`](timing::Timing)), the
+//!   master's policies ([`PolicyKind`](timing::PolicyKind)) and the
+//!   [`TimingMachine`](timing::TimingMachine) composing them on one machine
+//!   (configured by [`MachineConfig`](timing::MachineConfig)).
+//! - [`report`]: what each machine measures
+//!   ([`Measurements`](report::Measurements)) and reports
+//!   ([`Report`](report::Report)), and the shared [`Record`](report::Record).
+//! - [`link`]: one authenticated, acknowledged link per peer
+//!   ([`Link`](link::Link), [`LinkConfig`](link::LinkConfig)) and the
+//!   [`Endpoint`](link::Endpoint) holding a machine's links.
+//! - [`clock`]: clock offset and frame pacing ([`ClockSync`](clock::ClockSync),
+//!   [`FramePacer`](clock::FramePacer)).
+//! - [`relay`]: relay-sequenced lockstep: the server ([`Relay`](relay::Relay)),
+//!   a player's client ([`RelayClient`](relay::RelayClient)) and the
+//!   lobby's tickets ([`relay::ticket`]).
+//! - [`wire`]: byte layouts: the session key and packet bounds
+//!   ([`SessionKey`](wire::SessionKey),
+//!   [`MAX_PACKET_BYTES`](wire::MAX_PACKET_BYTES)), the event payloads
+//!   ([`TimingLayout`](wire::TimingLayout),
+//!   [`ReportLayout`](wire::ReportLayout)) and the codecs themselves
+//!   ([`wire::packet`], [`wire::turn`], [`wire::relay`]).
+//! - [`io`]: the seam every driver calls, [`Datagrams`](io::Datagrams).
+//! - [`rng`]: [`SplitMix64`](rng::SplitMix64), the seeded generator.
+//! - [`error`]: [`Error`] and [`Result`], also at the root.
 //!
 //! **Section numbers.** Comments and docs throughout cite `S0`–`S10` (and
 //! `S4.1`–`S4.7`): they are the sections of `docs/model.md` in the

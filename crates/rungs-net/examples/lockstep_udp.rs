@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use rungs_core::link::LinkConfig;
 use rungs_core::session::{LockstepConfig, LockstepSession, Topology};
 use rungs_core::timing::MachineConfig;
-use rungs_core::wire::packet::SessionKey;
+use rungs_core::wire::SessionKey;
 use rungs_net::LockstepDriver;
 
 fn main() -> rungs_core::Result<()> {

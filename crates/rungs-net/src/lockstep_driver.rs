@@ -6,7 +6,7 @@
 use std::net::SocketAddr;
 
 use rungs_core::error::Result;
-use rungs_core::session::lockstep::{ExecutedCommand, LockstepSession, Wake};
+use rungs_core::session::{ExecutedCommand, LockstepSession, Wake};
 
 use crate::udp::{RawSocket, UdpDriver};
 

@@ -22,9 +22,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use rungs_core::error::{Error, Result};
 use rungs_core::io::Datagrams;
 use rungs_core::link::Transmit;
-use rungs_core::relay::sequencer::{MatchSetup, Sequencer};
 use rungs_core::relay::ticket::{issue, Credentials, LobbySecret, TicketFields};
-use rungs_core::relay::{Relay, RelayConfig, RELAY_LINK_SEAT};
+use rungs_core::relay::{MatchSetup, Relay, RelayConfig, Sequencer, RELAY_LINK_SEAT};
 use rungs_core::rng::SplitMix64;
 use rungs_core::wire::relay::{SeatPresence, MAX_SEATS};
 

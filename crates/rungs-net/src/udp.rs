@@ -11,7 +11,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use rungs_core::error::Result;
 use rungs_core::io::Datagrams;
 use rungs_core::link::{canonical_address, Endpoint};
-use rungs_core::wire::packet::MAX_PACKET_BYTES;
+use rungs_core::wire::MAX_PACKET_BYTES;
 
 /// An OS socket handle as a fixed-width integer: a Unix file descriptor
 /// (non-negative) or a Windows `SOCKET`, both fit 64 bits.

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rungs_core::link::{Endpoint, EndpointConfig, LinkConfig};
-use rungs_core::wire::packet::SessionKey;
+use rungs_core::wire::SessionKey;
 use rungs_net::{MonotonicClock, UdpDriver, Worker};
 
 const KEY: SessionKey = SessionKey(*b"udp-loopback-key");

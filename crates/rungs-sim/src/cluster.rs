@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 
 use super::network::{Delivery, NetSim};
 use rungs_core::link::{Endpoint, LinkEvent};
-use rungs_core::wire::packet::MAX_PACKET_BYTES;
+use rungs_core::wire::MAX_PACKET_BYTES;
 
 /// One simulated machine.
 #[derive(Debug)]

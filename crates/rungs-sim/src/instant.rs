@@ -11,10 +11,10 @@ use std::net::SocketAddr;
 
 use rungs_core::error::{Error, Result};
 use rungs_core::link::LinkConfig;
-use rungs_core::report::record::MAX_SEATS;
+use rungs_core::report::MAX_SEATS;
 use rungs_core::session::{Advance, LockstepConfig, LockstepSession, Topology};
 use rungs_core::timing::{MachineConfig, PolicyKind};
-use rungs_core::wire::packet::{SessionKey, MAX_PACKET_BYTES};
+use rungs_core::wire::{SessionKey, MAX_PACKET_BYTES};
 
 /// N lockstep machines on an instant network, stepped a frame at a time.
 pub struct InstantGame {

@@ -46,7 +46,7 @@ use super::{Conditions, GameReport, NetSim, Outage, SplitMix64};
 use rungs_core::error::{Error, Result};
 use rungs_core::relay::ticket::{issue, LobbySecret, TicketFields};
 use rungs_core::relay::{MatchSetup, Relay, RelayConfig};
-use rungs_core::report::record::MAX_SEATS;
+use rungs_core::report::MAX_SEATS;
 use rungs_core::session::{Advance, LockstepConfig, LockstepSession, RelaySettings, SessionEvent};
 use rungs_core::timing::{MachineConfig, Output};
 

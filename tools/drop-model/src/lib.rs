@@ -1,5 +1,5 @@
 //! A model of one drop (S4.7) for the `stateright` model checker, driving
-//! rungs' own drop agreement ([`rungs_core::session::lockstep::agreement`]): the
+//! rungs' own drop agreement ([`rungs_core::session::agreement`]): the
 //! same code the lockstep session runs, fed every interleaving of
 //! crashes, detections, deliveries, losses and message orders.
 //!
@@ -52,7 +52,7 @@
 
 use std::collections::BTreeMap;
 
-use rungs_core::session::lockstep::agreement::{Agreement, Holding, Send, View};
+use rungs_core::session::agreement::{Agreement, Holding, Send, View};
 use stateright::{Model, Property};
 
 /// Which decision rule the participants run.

@@ -1,21 +1,28 @@
 //! Clock offset estimation and frame pacing (S9), sans-IO.
 //!
-//! - [`offset`]: samples of a request/reply exchange and S9's filter;
-//! - [`slew`]: a reference-time estimate that slews instead of jumping;
-//! - [`sync`]: the two composed, what a machine holds;
-//! - [`pacer`]: when the next frame is due, nudged toward the shared schedule.
+//! - [`ClockSample`], [`OffsetEstimator`]: samples of a request/reply
+//!   exchange and S9's filter;
+//! - [`SlewedClock`]: a reference-time estimate that slews instead of jumping;
+//! - [`ClockSync`]: the two composed, what a machine holds;
+//! - [`FramePacer`]: when the next frame is due, nudged toward the shared
+//!   schedule.
 //!
 //! Every function takes the time as an argument; nothing here reads a clock.
 //! `docs/clock.md` explains the design decisions.
 
-pub mod offset;
-pub mod pacer;
-pub mod slew;
-pub mod sync;
+pub(crate) mod offset;
+pub(crate) mod pacer;
+mod slew;
+mod sync;
 
-pub use offset::{ClockSample, OffsetEstimate, OffsetEstimator};
-pub use pacer::{FrameDue, FramePacer, PacerConfig};
-pub use slew::SlewedClock;
+pub use offset::{
+    ClockSample, OffsetEstimate, OffsetEstimator, DEFAULT_SAMPLE_WINDOW, MAX_ROUND_TRIP_US,
+    MAX_SAMPLE_WINDOW,
+};
+pub use pacer::{
+    FrameDue, FramePacer, PacerConfig, DEFAULT_MAX_NUDGE_PERMILLE, MAX_NUDGE_PERMILLE,
+};
+pub use slew::{SlewedClock, DEFAULT_MAX_SLEW_PPM, MAX_SLEW_PPM};
 pub use sync::{ClockSync, ClockSyncConfig};
 
 /// Two machines with different clock offsets, ±200 ppm drift and one of

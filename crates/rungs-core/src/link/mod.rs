@@ -17,7 +17,7 @@ mod mismatch;
 mod nonce;
 mod peer;
 mod replay;
-pub mod rtt;
+pub(crate) mod rtt;
 mod stats;
 
 pub use endpoint::{
@@ -29,6 +29,5 @@ pub use peer::{
     Link, LinkConfig, LinkIdentity, ReportRtt, MAX_ACK_DELAY_LIMIT_US, MAX_IN_FLIGHT_LIMIT,
     MIN_CONFIG_PACKET_BYTES,
 };
-pub use replay::{ReplayWindow, REPLAY_WINDOW};
 pub use rtt::RttEstimator;
 pub use stats::{DropCounts, DropReason, LinkEvent, LinkStats};

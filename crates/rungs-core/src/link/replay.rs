@@ -7,11 +7,11 @@
 use super::stats::DropReason;
 
 /// How far below the largest packet number a packet is still accepted.
-pub const REPLAY_WINDOW: u32 = 64;
+pub(crate) const REPLAY_WINDOW: u32 = 64;
 
 /// Which recent packet numbers of one peer have been accepted.
 #[derive(Debug, Clone, Default)]
-pub struct ReplayWindow {
+pub(crate) struct ReplayWindow {
     largest: Option<u32>,
     /// Bit `i`: packet `largest - i` was accepted (bit 0 is `largest`).
     seen: u64,
@@ -19,18 +19,18 @@ pub struct ReplayWindow {
 
 impl ReplayWindow {
     /// An empty window.
-    pub fn new() -> ReplayWindow {
+    pub(crate) fn new() -> ReplayWindow {
         ReplayWindow::default()
     }
 
     /// The largest packet number accepted so far.
-    pub fn largest(&self) -> Option<u32> {
+    pub(crate) fn largest(&self) -> Option<u32> {
         self.largest
     }
 
     /// Whether `pn` would be accepted; changes nothing, so a packet that fails
     /// a later check leaves no trace (S8: never acted on).
-    pub fn check(&self, pn: u32) -> Result<(), DropReason> {
+    pub(crate) fn check(&self, pn: u32) -> Result<(), DropReason> {
         let Some(largest) = self.largest else {
             return Ok(());
         };
@@ -48,7 +48,7 @@ impl ReplayWindow {
     }
 
     /// Record `pn` as accepted. Call only after [`check`](Self::check) passed.
-    pub fn accept(&mut self, pn: u32) {
+    pub(crate) fn accept(&mut self, pn: u32) {
         match self.largest {
             None => {
                 self.largest = Some(pn);
@@ -70,7 +70,7 @@ impl ReplayWindow {
     }
 
     /// The ack bits of the packet format: bit `i` is packet `largest - 1 - i`.
-    pub fn ack_bits(&self) -> u16 {
+    pub(crate) fn ack_bits(&self) -> u16 {
         ((self.seen >> 1) & 0xFFFF) as u16
     }
 }

@@ -3,18 +3,18 @@
 //! and the worst recent round trip that reports carry (S3).
 
 /// Lower clamp of the retransmission timeout.
-pub const MIN_RTO_US: u64 = 100_000;
+pub(crate) const MIN_RTO_US: u64 = 100_000;
 /// Upper clamp of the retransmission timeout, backed off or not.
-pub const MAX_RTO_US: u64 = 2_000_000;
+pub(crate) const MAX_RTO_US: u64 = 2_000_000;
 /// Timeout before the first sample (RFC 6298 section 2.1: one second).
-pub const INITIAL_RTO_US: u64 = 1_000_000;
+pub(crate) const INITIAL_RTO_US: u64 = 1_000_000;
 /// Clock granularity G of RFC 6298: the variance term is at least this.
-pub const GRANULARITY_US: u64 = 1_000;
+pub(crate) const GRANULARITY_US: u64 = 1_000;
 /// Length of one bucket of the worst-recent window.
-pub const WORST_BUCKET_US: u64 = 1_000_000;
+pub(crate) const WORST_BUCKET_US: u64 = 1_000_000;
 /// Buckets in the worst-recent window: the window spans this many seconds,
 /// more than two report intervals at 30 fps (S3: one every 128 frames).
-pub const WORST_BUCKETS: usize = 10;
+pub(crate) const WORST_BUCKETS: usize = 10;
 /// `us` in whole milliseconds, rounded up (saturating): how reports (S3)
 /// and the links that feed them state a round trip or a wait.
 pub(crate) fn ms_rounded_up(us: u64) -> u32 {
@@ -25,7 +25,7 @@ pub(crate) fn ms_rounded_up(us: u64) -> u32 {
 const MAX_BACKOFF: u32 = 16;
 /// The largest round trip a sample may claim: anything longer is a clock
 /// jump, not a path (every sum below stays far from overflow).
-pub const MAX_SAMPLE_US: u64 = 3_600_000_000;
+pub(crate) const MAX_SAMPLE_US: u64 = 3_600_000_000;
 
 /// The RFC 6298 estimator of one link, in whole microseconds.
 ///
@@ -170,7 +170,7 @@ impl RttEstimator {
         self.has_sample().then_some(self.max_us)
     }
 
-    /// The largest sample of the last [`WORST_BUCKETS`] seconds; when that
+    /// The largest sample of the last 10 seconds (`WORST_BUCKETS`); when that
     /// window is empty (a link that stopped answering) the latest sample, so a
     /// retransmitting link keeps reporting its last measured round trip (S3, S8).
     pub fn worst_recent_us(&self, now_us: u64) -> Option<u64> {
@@ -204,7 +204,7 @@ impl RttEstimator {
     }
 
     /// The RTO doubled once per expiry since the last sample or new ack,
-    /// still at most [`MAX_RTO_US`].
+    /// still at most 2 seconds (`MAX_RTO_US`).
     pub fn backed_off_rto_us(&self) -> u64 {
         // rto <= 2^21 and backoff <= 16: the shift cannot overflow a u64.
         (self.rto_us() << self.backoff).min(MAX_RTO_US)

@@ -61,7 +61,7 @@ const COOKIE_LABEL: &[u8] = b"rungs-relay cookie v1";
 
 /// Addresses tracked by the per-address limit at most; beyond them,
 /// newcomers share one bucket.
-pub const MAX_TRACKED_ADDRESSES: usize = 16_384;
+pub(crate) const MAX_TRACKED_ADDRESSES: usize = 16_384;
 
 /// The relay's key for cookies: known to this relay process only.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -179,13 +179,13 @@ impl HelloLimits {
 /// then one per `interval_us`. Its whole state is the theoretical arrival
 /// time of the next event.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RateBucket {
+pub(crate) struct RateBucket {
     next_us: u64,
 }
 
 impl RateBucket {
     /// Whether an event at `now_us` is allowed; if so, it is counted.
-    pub fn allow(&mut self, now_us: u64, burst: u32, interval_us: u64) -> bool {
+    pub(crate) fn allow(&mut self, now_us: u64, burst: u32, interval_us: u64) -> bool {
         let next = self.next_us.max(now_us);
         let tolerance = interval_us.saturating_mul(u64::from(burst.saturating_sub(1)));
         if next - now_us > tolerance {
@@ -197,7 +197,7 @@ impl RateBucket {
 
     /// Whether the bucket is back to its full burst at `now_us` (it need
     /// not be remembered any more).
-    pub fn is_full(&self, now_us: u64) -> bool {
+    pub(crate) fn is_full(&self, now_us: u64) -> bool {
         self.next_us <= now_us
     }
 }
@@ -214,7 +214,7 @@ fn address_key(source: SocketAddr) -> u128 {
 
 /// The per-address limit on Hellos without a valid cookie.
 #[derive(Debug)]
-pub struct AddressLimiter {
+pub(crate) struct AddressLimiter {
     buckets: HashMap<u128, RateBucket>,
     /// Shared by addresses that arrive while the table is full.
     overflow: RateBucket,
@@ -229,7 +229,7 @@ impl Default for AddressLimiter {
 
 impl AddressLimiter {
     /// No address seen yet.
-    pub fn new() -> AddressLimiter {
+    pub(crate) fn new() -> AddressLimiter {
         AddressLimiter {
             buckets: HashMap::new(),
             overflow: RateBucket::default(),
@@ -239,7 +239,7 @@ impl AddressLimiter {
 
     /// Whether a Hello without a valid cookie from `source` at `now_us` may
     /// be looked at; if so, it is counted.
-    pub fn allow(&mut self, source: SocketAddr, now_us: u64, limits: &HelloLimits) -> bool {
+    pub(crate) fn allow(&mut self, source: SocketAddr, now_us: u64, limits: &HelloLimits) -> bool {
         let key = address_key(source);
         let (burst, interval) = (limits.address_burst, limits.address_interval_us);
         if let Some(bucket) = self.buckets.get_mut(&key) {
@@ -273,14 +273,15 @@ impl AddressLimiter {
     }
 
     /// Addresses tracked now.
-    pub fn tracked(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn tracked(&self) -> usize {
         self.buckets.len()
     }
 }
 
 /// What the Hello path remembers per seat of a match.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SeatAdmission {
+pub(crate) struct SeatAdmission {
     /// The cookie issue time of the seat's latest connection: a Hello must
     /// carry a newer cookie to open another.
     pub latest_cookie_us: u64,
@@ -291,20 +292,20 @@ pub struct SeatAdmission {
 /// Mints cookies with strictly increasing issue times, so two cookies are
 /// never issued at the same instant and "newer" is always decided.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct CookieClock {
+pub(crate) struct CookieClock {
     last_us: u64,
 }
 
 impl CookieClock {
     /// The issue time for a cookie made at `now_us`.
-    pub fn issue(&mut self, now_us: u64) -> u64 {
+    pub(crate) fn issue(&mut self, now_us: u64) -> u64 {
         self.last_us = now_us.max(self.last_us + 1);
         self.last_us
     }
 
     /// The relay clock as cookies see it: `now_us`, or the last issue time
     /// when more cookies than microseconds were made.
-    pub fn now(&self, now_us: u64) -> u64 {
+    pub(crate) fn now(&self, now_us: u64) -> u64 {
         now_us.max(self.last_us)
     }
 }

@@ -20,11 +20,11 @@ use crate::wire::relay::MAX_SEATS;
 
 /// Checksum reports older than this many ticks behind the horizon are
 /// decided with whatever arrived, then forgotten (bounds the memory).
-pub const CHECKSUM_WINDOW_TICKS: u32 = 900;
+pub(crate) const CHECKSUM_WINDOW_TICKS: u32 = 900;
 /// A checksum round still missing reports this many ticks behind the
 /// horizon is decided with the reports it has (a seat that stays away must
 /// not hide a desync of the others); later reports are checked against it.
-pub const CHECKSUM_DECIDE_TICKS: u32 = 150;
+pub(crate) const CHECKSUM_DECIDE_TICKS: u32 = 150;
 
 /// A desync the relay found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,7 +59,7 @@ struct Round {
 
 /// What a report or a horizon step decided.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Decisions {
+pub(crate) struct Decisions {
     /// Desyncs found, in order.
     pub desyncs: Vec<DesyncNotice>,
     /// Rounds decided (with or without a desync), in order; a late report
@@ -69,14 +69,14 @@ pub struct Decisions {
 
 /// The open and recently decided checksum rounds of one match.
 #[derive(Debug, Default)]
-pub struct ChecksumRounds {
+pub(crate) struct ChecksumRounds {
     rounds: BTreeMap<u32, Round>,
 }
 
 impl ChecksumRounds {
     /// Whether a report for `tick` may be taken at `horizon` with the
     /// match's `interval` (0: checksums off).
-    pub fn accepts(tick: u32, horizon: u32, interval: u16) -> bool {
+    pub(crate) fn accepts(tick: u32, horizon: u32, interval: u16) -> bool {
         let interval = u32::from(interval);
         interval > 0
             && tick % interval == 0
@@ -86,7 +86,7 @@ impl ChecksumRounds {
 
     /// `seat` reports `checksum` for `tick` (already accepted); `expected`
     /// are the seats still in the match.
-    pub fn report(
+    pub(crate) fn report(
         &mut self,
         seat: u8,
         tick: u32,
@@ -120,7 +120,7 @@ impl ChecksumRounds {
     /// The horizon moved to `to`: decide the rounds that fell out of the
     /// window, waited too long or wait only for seats that left, and forget
     /// the old ones.
-    pub fn advance(&mut self, to: u32, expected: u16, out: &mut Decisions) {
+    pub(crate) fn advance(&mut self, to: u32, expected: u16, out: &mut Decisions) {
         let oldest = to.saturating_sub(CHECKSUM_WINDOW_TICKS);
         let stale: Vec<u32> = self.rounds.range(..oldest).map(|(t, _)| *t).collect();
         for tick in stale {

@@ -52,13 +52,13 @@ use crate::wire::relay::{
 };
 
 /// Checksum reports a client keeps to send again after a reconnect.
-pub const KEPT_CHECKSUMS: usize = 64;
+pub(crate) const KEPT_CHECKSUMS: usize = 64;
 /// Most orders a client may have submitted and not yet seen judged: the
 /// relay repeats the refusals of that many sequences after each Welcome
-/// ([`super::sequencer::REFUSALS_REPEATED`]).
+/// (the sequencer's `REFUSALS_REPEATED`).
 pub const MAX_UNCONFIRMED: usize = super::sequencer::REFUSALS_REPEATED as usize;
 /// Ephemeral orders held for ticks not yet run, at most (the oldest go).
-pub const MAX_HELD_EPHEMERAL: usize = 1024;
+pub(crate) const MAX_HELD_EPHEMERAL: usize = 1024;
 
 /// Settings of a relay client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -705,7 +705,7 @@ impl RelayClient {
 
     /// Report the state checksum *before* tick `tick` runs (after `tick - 1`;
     /// for tick 0 the initial state), on every `checksum_interval`-th tick.
-    /// The latest [`KEPT_CHECKSUMS`] reports are kept and sent again after
+    /// The latest 64 reports (`KEPT_CHECKSUMS`) are kept and sent again after
     /// each Welcome, so a report made while disconnected still reaches the
     /// relay (which ignores repeats).
     pub fn report_checksum(&mut self, tick: u32, checksum: u64) {

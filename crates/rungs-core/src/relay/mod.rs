@@ -5,25 +5,26 @@
 //!
 //! * [`ticket`]: seat admission (keyed MAC over match, seat, expiry, nonce)
 //!   and the per-ticket and per-connection keys derived from it.
-//! * [`admission`]: the Hello path's return-routability cookie, replay rule
-//!   and rate limits.
-//! * [`sequencer`]: one match's state machine (barrier, clock, tick
+//! * Admission ([`CookieKey`]): the Hello path's return-routability cookie,
+//!   replay rule and rate limits.
+//! * [`Sequencer`]: one match's state machine (barrier, clock, tick
 //!   assignment and refusals, turn log, bundle streams, presence, grace,
-//!   ephemeral orders); [`checksums`] compares the clients' state
-//!   checksums; bundles are cut into messages by `chunk`.
-//! * [`durable`]: what a match keeps to survive a relay restart (the
-//!   records a sequencer emits with persistence on, and the state they
-//!   fold into); [`turn_log`]: a match's whole turn log as a file, for
-//!   replays.
-//! * [`server`]: many matches behind one port: Hellos, tickets, one
+//!   ephemeral orders), set up by a [`MatchSetup`]; it compares the
+//!   clients' state checksums ([`DesyncNotice`], [`DecidedRound`]) and cuts
+//!   bundles into messages.
+//! * [`DurableRecord`], [`MatchState`]: what a match keeps to survive a
+//!   relay restart (the records a sequencer emits with persistence on, and
+//!   the state they fold into); [`TurnLog`]: a match's whole turn log as a
+//!   file, for replays.
+//! * [`Relay`]: many matches behind one port: Hellos, tickets, one
 //!   transport link per connection, routing.
-//! * [`client`]: a player's side: Hello/Welcome, exactly-once order
+//! * [`RelayClient`]: a player's side: Hello/Welcome, exactly-once order
 //!   submission across reconnects, bundles in order, clock sync (S9),
 //!   timing reports.
-//! * [`timing`]: the timing plan the relay announces (tick rate, bundle
-//!   interval, look-ahead from a tick on) and both sides pace by; the
-//!   sequencer runs the match's timing policy (S4) as the master, once per
-//!   seat (`seat_timing`): each client's jitter buffer from its own link.
+//! * The timing plan the relay announces (tick rate, bundle interval,
+//!   look-ahead from a tick on) and both sides pace by; the sequencer runs
+//!   the match's timing policy (S4) as the master, once per seat: each
+//!   client's jitter buffer from its own link.
 //!
 //! Messages travel over rungs' own transport links (S8, [`crate::link`]):
 //! numbered, acknowledged, resent until acked, authenticated with a key
@@ -31,25 +32,31 @@
 //! [`crate::wire::relay`]; `docs/relay.md` describes the whole protocol and
 //! how relays scale.
 
-pub mod admission;
-pub mod checksums;
+mod admission;
+pub(crate) mod checksums;
 mod chunk;
-pub mod client;
-pub mod durable;
+mod client;
+mod durable;
 mod log_entry;
 mod schedule;
 mod seat_timing;
-pub mod sequencer;
-pub mod server;
+mod sequencer;
+mod server;
 mod setup;
 pub mod ticket;
-pub mod timing;
-pub mod turn_log;
+mod timing;
+mod turn_log;
 
-pub use client::{ClientConfig, ClientEvent, RelayClient, SeatTurn, Turn};
+pub use admission::{CookieKey, HelloLimits};
+pub use checksums::DecidedRound;
+pub use client::{
+    ClientConfig, ClientCounters, ClientEvent, RelayClient, SeatTurn, Turn, MAX_UNCONFIRMED,
+};
 pub use durable::{DurableRecord, MatchState};
-pub use sequencer::{DesyncNotice, LogEntry, MatchEvent, MatchSetup, Sequencer};
+pub use sequencer::{DesyncNotice, LogEntry, MatchCounters, MatchEvent, MatchSetup, Sequencer};
 pub use server::{Relay, RelayConfig, RelayCounters, RelayEvent};
+pub use setup::NO_TICK_LIMIT;
+pub use timing::TimingPlan;
 pub use turn_log::TurnLog;
 
 use crate::link::{DropReason, Link, LinkConfig};

@@ -45,18 +45,14 @@
 
 use std::collections::VecDeque;
 
+pub use super::checksums::DesyncNotice;
 use super::checksums::{ChecksumRounds, Decisions};
-pub use super::checksums::{DesyncNotice, CHECKSUM_DECIDE_TICKS, CHECKSUM_WINDOW_TICKS};
 use super::chunk::{write_chunk, Stream};
 use super::durable::{DurableRecord, MatchState};
 pub use super::log_entry::LogEntry;
 use super::seat_timing::SeatTiming;
-pub use super::setup::{
-    MatchSetup, DEFAULT_RECONNECT_GRACE_US, DEFAULT_START_BARRIER_US, DEFAULT_TICK_RATE_MILLIHZ,
-    NO_TICK_LIMIT,
-};
+pub use super::setup::MatchSetup;
 use super::timing::TimingPlan;
-pub use super::timing::{tick_at, tick_start_ms};
 use crate::error::Result;
 use crate::wire::relay::{
     ClientMessage, EntryKind, MatchOverReason, RefusalReason, RejectReason, SeatPresence,
@@ -64,25 +60,25 @@ use crate::wire::relay::{
 };
 
 /// Most desync notices a match keeps (later ones are counted only).
-pub const MAX_DESYNC_NOTICES: usize = 256;
+pub(crate) const MAX_DESYNC_NOTICES: usize = 256;
 /// Refusals a seat's new connection hears again (before its Welcome): those
 /// of the last this many sequences the relay judged. A client holds at most
 /// this many unconfirmed orders ([`super::client::MAX_UNCONFIRMED`]), so a
 /// refusal it may have missed when its connection dropped is among them.
-pub const REFUSALS_REPEATED: u32 = 256;
+pub(crate) const REFUSALS_REPEATED: u32 = 256;
 /// Ephemeral orders a seat may have waiting for one horizon step; more are
 /// dropped and counted (they are best effort by nature).
-pub const MAX_EPHEMERAL_PER_STEP: usize = 8;
+pub(crate) const MAX_EPHEMERAL_PER_STEP: usize = 8;
 /// Ephemeral orders waiting to go out on one connection at most (a client
 /// that does not keep up loses the oldest).
-pub const MAX_EPHEMERAL_QUEUED: usize = 256;
+pub(crate) const MAX_EPHEMERAL_QUEUED: usize = 256;
 /// With persistence on, the horizon moves only up to a recorded lease; a
 /// new lease reaches this many ticks past the horizon (about a second at
 /// 30 ticks/s: two records a second per match)...
-pub const LEASE_TICKS: u32 = 32;
+pub(crate) const LEASE_TICKS: u32 = 32;
 /// ...and is recorded when the horizon comes within this many ticks of the
 /// old one.
-pub const LEASE_RENEW_TICKS: u32 = 16;
+pub(crate) const LEASE_RENEW_TICKS: u32 = 16;
 
 /// What happened to the match, for the server's log and for tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,7 +149,7 @@ pub struct MatchCounters {
     pub bad_resync_requests: u64,
     /// Resyncs served.
     pub resyncs: u64,
-    /// Desyncs beyond [`MAX_DESYNC_NOTICES`].
+    /// Desyncs beyond the 256 kept (`MAX_DESYNC_NOTICES`).
     pub desyncs_not_kept: u64,
     /// TimingReports taken in.
     pub timing_reports: u64,
@@ -363,7 +359,7 @@ impl Sequencer {
     /// restarted relay resumes the match from ([`poll_durable`](Self::poll_durable)),
     /// starting with the match's creation, and moves the horizon only up to
     /// a recorded lease. The caller writes every record before it sends
-    /// anything the same call caused (see [`super::durable`]).
+    /// anything the same call caused (see [`DurableRecord`]).
     pub fn enable_durable(&mut self) {
         if self.durable.is_some() {
             return;
@@ -1197,6 +1193,8 @@ impl Sequencer {
 mod tests {
     use super::*;
     use crate::error::Error;
+    use crate::relay::setup::NO_TICK_LIMIT;
+    use crate::relay::timing::{tick_at, tick_start_ms};
     use crate::report::Report;
     use crate::timing::PolicyKind;
     use crate::wire::relay::read_server_message;

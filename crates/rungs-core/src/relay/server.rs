@@ -73,9 +73,9 @@ use crate::wire::relay::{
 
 /// Most Rejects and Cookies waiting to be sent; beyond it they are counted,
 /// not queued.
-pub const MAX_QUEUED_REJECTS: usize = 1024;
+pub(crate) const MAX_QUEUED_REJECTS: usize = 1024;
 /// Most log events held; beyond it the oldest are dropped and counted.
-pub const MAX_QUEUED_EVENTS: usize = 4096;
+pub(crate) const MAX_QUEUED_EVENTS: usize = 4096;
 
 const COOKIE_KEY_LABEL: &[u8] = b"rungs-relay cookie key v1";
 

@@ -8,11 +8,11 @@ use crate::timing::PolicyKind;
 use crate::wire::relay::MAX_SEATS;
 
 /// Default relay tick rate: 30 ticks per second.
-pub const DEFAULT_TICK_RATE_MILLIHZ: u32 = 30_000;
+pub(crate) const DEFAULT_TICK_RATE_MILLIHZ: u32 = 30_000;
 /// Default load barrier: 60 s.
-pub const DEFAULT_START_BARRIER_US: u64 = 60_000_000;
+pub(crate) const DEFAULT_START_BARRIER_US: u64 = 60_000_000;
 /// Default reconnect grace: 60 s.
-pub const DEFAULT_RECONNECT_GRACE_US: u64 = 60_000_000;
+pub(crate) const DEFAULT_RECONNECT_GRACE_US: u64 = 60_000_000;
 /// The setup of one match.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MatchSetup {

@@ -35,7 +35,7 @@
 //! tickets altered to another seat, match or expiry (the MAC covers them);
 //! an eavesdropper who copies a ticket off the wire (without the link secret
 //! they can make no Hello with a new nonce and sign no packet; a replay of
-//! a captured Hello is refused, see [`super::admission`]); one
+//! a captured Hello is refused by the relay's admission); one
 //! player signing packets as another (per-ticket keys); and old connections'
 //! packets after a reconnect (per-connection keys).
 //!
@@ -58,9 +58,9 @@ use crate::wire::cursor::{DecodeError, Reader};
 use crate::wire::relay::{RejectReason, MAX_SEATS, TICKET_BYTES};
 
 /// Ticket layout version this code issues and accepts.
-pub const TICKET_VERSION: u8 = 1;
+pub(crate) const TICKET_VERSION: u8 = 1;
 /// Bytes of the authenticated part of a ticket (before the MAC).
-pub const TICKET_FIELDS_BYTES: usize = 26;
+pub(crate) const TICKET_FIELDS_BYTES: usize = 26;
 const _: () = assert!(TICKET_FIELDS_BYTES + 16 == TICKET_BYTES);
 
 const LINK_LABEL: &[u8] = b"rungs-relay link v1";
@@ -266,12 +266,12 @@ pub fn verify(
 }
 
 /// Lower-case hex of `bytes`.
-pub fn encode_hex(bytes: &[u8]) -> String {
+pub(crate) fn encode_hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Fill `out` from exactly `2 * out.len()` hex digits.
-pub fn decode_hex(text: &str, out: &mut [u8]) -> Option<()> {
+pub(crate) fn decode_hex(text: &str, out: &mut [u8]) -> Option<()> {
     let digits = text.as_bytes();
     if digits.len() != 2 * out.len() {
         return None;

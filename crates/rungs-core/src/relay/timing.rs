@@ -29,13 +29,13 @@ use std::collections::VecDeque;
 use crate::wire::relay::TimingChange;
 
 /// When tick `t` starts, in whole milliseconds after the match start.
-pub fn tick_start_ms(tick: u32, tick_rate_millihz: u32) -> u64 {
+pub(crate) fn tick_start_ms(tick: u32, tick_rate_millihz: u32) -> u64 {
     u64::from(tick) * 1_000_000 / u64::from(tick_rate_millihz.max(1))
 }
 
 /// The tick running `elapsed_us` after the match start: the largest `t` with
 /// `tick_start_ms(t) * 1000 <= elapsed_us` (saturating at `u32::MAX`).
-pub fn tick_at(elapsed_us: u64, tick_rate_millihz: u32) -> u32 {
+pub(crate) fn tick_at(elapsed_us: u64, tick_rate_millihz: u32) -> u32 {
     let ms = u128::from(elapsed_us / 1000);
     let rate = u128::from(tick_rate_millihz.max(1));
     // t * 1e6 / rate <= ms  <=>  t * 1e6 < (ms + 1) * rate
@@ -46,7 +46,7 @@ pub fn tick_at(elapsed_us: u64, tick_rate_millihz: u32) -> u32 {
 /// Most changes a plan holds; an announcement beyond it replaces the last
 /// pending one (a relay announces one change per bundle at most, so a
 /// client that applies them never gets near this).
-pub const MAX_PLANNED_CHANGES: usize = 16;
+pub(crate) const MAX_PLANNED_CHANGES: usize = 16;
 
 /// The changes in force and announced. See the module docs.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -38,11 +38,11 @@ use crate::wire::relay::{
 };
 
 /// The file's first eight bytes.
-pub const TURN_LOG_MAGIC: [u8; 8] = *b"RUNGSLOG";
+pub(crate) const TURN_LOG_MAGIC: [u8; 8] = *b"RUNGSLOG";
 /// The layout version this code writes and reads.
-pub const TURN_LOG_VERSION: u8 = 1;
+pub(crate) const TURN_LOG_VERSION: u8 = 1;
 /// Bytes before the entries.
-pub const TURN_LOG_HEADER_BYTES: usize = 40;
+pub(crate) const TURN_LOG_HEADER_BYTES: usize = 40;
 /// The "how it ended" byte of a match still running when exported.
 const RUNNING: u8 = 0xFF;
 

@@ -54,14 +54,14 @@ use crate::timing::ladder::MAX_LOOK_AHEAD;
 use crate::timing::TickTimer;
 
 /// The first report goes out on this frame (S3).
-pub const FIRST_REPORT_FRAME: u32 = 32;
+pub(crate) const FIRST_REPORT_FRAME: u32 = 32;
 /// The second report (S3).
-pub const SECOND_REPORT_FRAME: u32 = 64;
+pub(crate) const SECOND_REPORT_FRAME: u32 = 64;
 /// After the second, a report every this many frames: 192, 320, 448, ... (S3).
-pub const REPORT_PERIOD: u32 = 128;
+pub(crate) const REPORT_PERIOD: u32 = 128;
 /// Round-trip samples kept per peer and interval for the distribution (the
 /// last ones; a report interval is 128 frames, one sample a frame).
-pub const RTT_SAMPLES_KEPT: usize = 128;
+pub(crate) const RTT_SAMPLES_KEPT: usize = 128;
 
 /// Whether `frame` is one on which each player sends a report (S3):
 /// 32, 64, then every 128 frames (192, 320, 448, ...).

@@ -1,11 +1,11 @@
 //! Reports (S3): what each machine measures, and the shared record of the
 //! reports every machine builds from executed events.
 
-pub mod measure;
-pub mod needs;
+mod measure;
+pub(crate) mod needs;
 
 pub use measure::{is_report_frame, Measurements};
-pub use needs::{needed_look_ahead, LookAheadNeeds};
+pub use needs::{needed_look_ahead, LookAheadNeeds, NEED_LEVELS};
 
 /// One player's report, as carried by a NETWORK_REPORT event (S3, S7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -69,6 +69,6 @@ impl ReportDetail {
     }
 }
 
-pub mod record;
+pub(crate) mod record;
 
-pub use record::{Effect, Record};
+pub use record::{Effect, Record, MAX_SEATS};

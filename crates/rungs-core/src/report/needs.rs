@@ -94,7 +94,7 @@ impl LookAheadNeeds {
     }
 }
 
-/// The look-ahead a frame needed ([module docs](self)): it ran with its
+/// The look-ahead a frame needed ([`LookAheadNeeds`]): it ran with its
 /// turns sent `look_ahead` frames before it, the last of them came at
 /// `ready_us`, and it could have started up to `deadline_us` without a
 /// stall; `frame_us` is a frame period. Any one clock for the two times.

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::timing::TickTimer;
 
 /// A report stays fresh for this many frames after it executes (S3).
-pub const REPORT_LIFETIME_FRAMES: u32 = 512;
+pub(crate) const REPORT_LIFETIME_FRAMES: u32 = 512;
 
 /// Seats are numbered by house order; at most this many.
 pub const MAX_SEATS: usize = 16;

@@ -577,7 +577,7 @@ impl TimingMachine {
     /// measurements holding `unreported_stalls` stalled frames since its
     /// last report: on the game's report frames ([`Self::is_report_frame`]),
     /// and under `tracking` also on the first frame after a stall, at most
-    /// every [`super::tracking::STALL_REPORT_MIN_FRAMES`] frames, so the
+    /// every 4 frames (the tracking cadence's `STALL_REPORT_MIN_FRAMES`), so the
     /// master hears of a spike's first stall at once instead of up to 16 slowed frames later
     /// (docs/tracking.md). A session asks once per frame, at its end; the
     /// answer is remembered as the last report.
@@ -649,7 +649,7 @@ impl TimingMachine {
         Ok(event.filter(|_| self.is_master()))
     }
 
-    /// Frame readiness (S5, [`super::readiness`]): the send frame whose
+    /// Frame readiness (S5, [`SendHistory`](super::SendHistory)): the send frame whose
     /// packet, from every peer, `frame` needs before it executes — the last
     /// send frame tagged at or before `frame` — or `None` when nothing is
     /// needed. Answerable once `frame - 1` has ended, and for 256 frames

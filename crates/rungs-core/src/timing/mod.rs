@@ -4,29 +4,32 @@
 //! machine of a game.
 
 pub mod baselines;
-pub mod event;
-pub mod ladder;
-pub mod machine;
-pub mod policy;
-pub mod queue;
-pub mod readiness;
+mod event;
+pub(crate) mod ladder;
+pub(crate) mod machine;
+mod policy;
+mod queue;
+pub(crate) mod readiness;
 pub mod replay;
-pub mod schedule;
-pub mod seats;
-pub mod tick_timer;
-pub mod tracking;
+mod schedule;
+mod seats;
+mod tick_timer;
+pub(crate) mod tracking;
 
 pub use baselines::PolicyKind;
 pub use event::TimingEvent;
-pub use machine::{player_message_text, FrameStart, MachineConfig, Output, Status, TimingMachine};
+pub use machine::{
+    player_message_c_text, player_message_text, FrameStart, MachineConfig, Output, Status,
+    TimingMachine,
+};
 pub use policy::{is_evaluation_frame, MasterPolicy, Verdict};
-pub use queue::{CommandQueue, Queued};
-pub use readiness::{NotAnswerable, SendHistory};
+pub use queue::Queued;
+pub use readiness::{NotAnswerable, SendAt, SendHistory};
 pub use schedule::{Applied, Changed, Schedule};
 pub use seats::Seats;
 pub use tick_timer::TickTimer;
 
 pub use ladder::{
-    one_way_frames, one_way_frames_headroom, required, Tier, Timing, MAX_LOOK_AHEAD,
+    one_way_frames, one_way_frames_headroom, required, Label, Tier, Timing, MAX_LOOK_AHEAD,
     MAX_SEND_PERIOD, RUNG_COUNT,
 };

@@ -11,13 +11,13 @@ use super::TimingEvent;
 use crate::report::Record;
 
 /// A reported wait this long or longer blocks every improvement (S4.4 b).
-pub const WAIT_BLOCKS_IMPROVEMENT_MS: u32 = 100;
+pub(crate) const WAIT_BLOCKS_IMPROVEMENT_MS: u32 = 100;
 /// Frames after a change before the master may improve again (S4.4 c).
-pub const FRAMES_BETWEEN_IMPROVEMENTS: u32 = 256;
+pub(crate) const FRAMES_BETWEEN_IMPROVEMENTS: u32 = 256;
 /// Qualifying evaluations in a row before the first step down (S4.4).
-pub const QUALIFYING_EVALUATIONS_TO_IMPROVE: u8 = 3;
+pub(crate) const QUALIFYING_EVALUATIONS_TO_IMPROVE: u8 = 3;
 /// A silent player forces the widest timing this many frames after the record starts (S3).
-pub const SILENT_GRACE_FRAMES: u32 = 512;
+pub(crate) const SILENT_GRACE_FRAMES: u32 = 512;
 
 /// Whether the master evaluates on `frame`: 64 and 128, then every 256
 /// frames (384, 640, 896, ...) (S4.1).

@@ -22,14 +22,14 @@ pub struct Queued<T> {
 
 /// Commands ordered by (tag, seat, issue order).
 #[derive(Debug, Clone)]
-pub struct CommandQueue<T> {
+pub(crate) struct CommandQueue<T> {
     items: VecDeque<Queued<T>>,
     next_order: u64,
 }
 
 impl<T: Copy> CommandQueue<T> {
     /// An empty queue with room for `capacity` commands before it allocates.
-    pub fn with_capacity(capacity: usize) -> Self {
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
         CommandQueue {
             items: VecDeque::with_capacity(capacity),
             next_order: 0,
@@ -38,7 +38,7 @@ impl<T: Copy> CommandQueue<T> {
 
     /// Queue `item` from `seat`, tagged for `tag`. Commands from one seat must
     /// be pushed in the order that seat issued them.
-    pub fn push(&mut self, tag: u32, seat: u8, item: T) {
+    pub(crate) fn push(&mut self, tag: u32, seat: u8, item: T) {
         let order = self.next_order;
         self.next_order += 1;
         let key = (tag, seat, order);
@@ -57,7 +57,7 @@ impl<T: Copy> CommandQueue<T> {
     }
 
     /// The next command due on `frame` (a send frame), removing it.
-    pub fn pop_due(&mut self, frame: u32) -> Option<Queued<T>> {
+    pub(crate) fn pop_due(&mut self, frame: u32) -> Option<Queued<T>> {
         if self.items.front()?.tag <= frame {
             self.items.pop_front()
         } else {
@@ -66,17 +66,19 @@ impl<T: Copy> CommandQueue<T> {
     }
 
     /// The earliest tag waiting, if any.
-    pub fn earliest_tag(&self) -> Option<u32> {
+    #[cfg(test)]
+    pub(crate) fn earliest_tag(&self) -> Option<u32> {
         self.items.front().map(|q| q.tag)
     }
 
     /// Number of commands waiting.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.items.len()
     }
 
     /// Whether no command is waiting.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.items.is_empty()
     }
 }

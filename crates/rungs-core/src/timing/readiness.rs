@@ -279,7 +279,7 @@ pub(crate) fn answer<T>(r: std::result::Result<T, NotAnswerable>, frame: u32) ->
 /// cannot run further ahead than a look-ahead and a send period (S1: at most
 /// 260 send frames), so 512 leaves room and bounds what a peer can make this
 /// machine hold.
-pub const PACKETS_AHEAD: u32 = 512;
+pub(crate) const PACKETS_AHEAD: u32 = 512;
 
 /// One peer's packets as the engine received them.
 #[derive(Debug, Clone)]
@@ -359,7 +359,7 @@ impl PeerStream {
 /// contiguous watermark per peer, every packet checked against the schedule
 /// (module docs). Bounded: at most [`PACKETS_AHEAD`] packets per peer.
 #[derive(Debug, Clone)]
-pub struct PeerStreams {
+pub(crate) struct PeerStreams {
     peers: Vec<PeerStream>,
 }
 
@@ -410,7 +410,7 @@ fn wrong_packet(
 
 impl PeerStreams {
     /// No packet from anyone yet.
-    pub fn new() -> PeerStreams {
+    pub(crate) fn new() -> PeerStreams {
         PeerStreams {
             peers: (0..MAX_SEATS).map(|_| PeerStream::new()).collect(),
         }
@@ -429,7 +429,7 @@ impl PeerStreams {
     /// machine has had when it has not), a different send frame for a packet
     /// already here, a packet more than [`PACKETS_AHEAD`] past the ones
     /// checked, and a packet past the peer's cut.
-    pub fn received(
+    pub(crate) fn received(
         &mut self,
         history: &SendHistory,
         seat: u8,
@@ -529,7 +529,7 @@ impl PeerStreams {
     /// Check every stored packet whose send frame this machine has now
     /// reached; a wrong one becomes its peer's fault. Call as the history
     /// grows (the session does, every frame).
-    pub fn check(&mut self, history: &SendHistory) {
+    pub(crate) fn check(&mut self, history: &SendHistory) {
         let known = history.send_count();
         for (seat, stream) in self.peers.iter_mut().enumerate() {
             while stream.checked < known && stream.fault.is_none() {
@@ -563,7 +563,7 @@ impl PeerStreams {
     /// for it, and later packets are refused. Refused when this machine
     /// already holds, contiguously, a packet past it (its own vote was
     /// wrong), or a different cut was set.
-    pub fn cut(&mut self, seat: u8, last: Option<u32>) -> Result<()> {
+    pub(crate) fn cut(&mut self, seat: u8, last: Option<u32>) -> Result<()> {
         let stream = self.stream(seat)?;
         let holds_past = match last {
             None => stream.held > 0,
@@ -588,21 +588,21 @@ impl PeerStreams {
 
     /// The contiguous watermark of `seat`: the last packet number it holds
     /// with every one before it (`None`: not packet 0 yet).
-    pub fn watermark(&self, seat: u8) -> Option<u32> {
+    pub(crate) fn watermark(&self, seat: u8) -> Option<u32> {
         let stream = self.peers.get(usize::from(seat))?;
         stream.held.checked_sub(1)
     }
 
     /// The fault of `seat`'s stream: a packet that, once this machine
     /// reached its send frame, turned out not to carry it.
-    pub fn fault(&self, seat: u8) -> Option<&Error> {
+    pub(crate) fn fault(&self, seat: u8) -> Option<&Error> {
         self.peers.get(usize::from(seat))?.fault.as_ref()
     }
 
     /// Whether `seat`'s packets through the one of `send_frame` are all
     /// here (or its cut ends its stream before that packet); its fault, if
     /// one of its packets turned out wrong.
-    pub fn holds(&self, history: &SendHistory, seat: u8, send_frame: u32) -> Result<bool> {
+    pub(crate) fn holds(&self, history: &SendHistory, seat: u8, send_frame: u32) -> Result<bool> {
         let Some(stream) = self.peers.get(usize::from(seat)) else {
             return Err(Error::UnknownSeat(seat));
         };

@@ -78,7 +78,7 @@ impl std::error::Error for DecodeError {}
 
 /// `Ok` when `got` bytes are exactly the `expected` of a fixed-size layout.
 #[inline]
-pub fn exact_len(got: usize, expected: usize) -> Result<(), DecodeError> {
+pub(crate) fn exact_len(got: usize, expected: usize) -> Result<(), DecodeError> {
     match got.cmp(&expected) {
         std::cmp::Ordering::Equal => Ok(()),
         std::cmp::Ordering::Less => Err(DecodeError::TooShort { got, expected }),
@@ -202,7 +202,7 @@ impl<'a> Reader<'a> {
 /// Little-endian fields appended in order: the one way every encoder of
 /// [`crate::wire`] writes, into a caller buffer ([`Writer`]) or into a
 /// growing `Vec<u8>` (the turn messages, which own their buffers).
-pub trait PutLe {
+pub(crate) trait PutLe {
     /// Append `bytes`.
     fn put(&mut self, bytes: &[u8]);
 
@@ -249,7 +249,7 @@ impl PutLe for Vec<u8> {
 /// the length only when the whole message fits. It never panics and never
 /// allocates.
 #[derive(Debug)]
-pub struct Writer<'b> {
+pub(crate) struct Writer<'b> {
     buf: &'b mut [u8],
     len: usize,
     ok: bool,
@@ -258,7 +258,7 @@ pub struct Writer<'b> {
 impl<'b> Writer<'b> {
     /// A writer at the start of `buf`, using at most `limit` bytes of it.
     #[inline]
-    pub fn new(buf: &'b mut [u8], limit: usize) -> Writer<'b> {
+    pub(crate) fn new(buf: &'b mut [u8], limit: usize) -> Writer<'b> {
         let limit = limit.min(buf.len());
         Writer {
             buf: &mut buf[..limit],
@@ -269,19 +269,13 @@ impl<'b> Writer<'b> {
 
     /// Bytes written so far.
     #[inline]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
-    }
-
-    /// Whether nothing was written yet.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// The message's length, or `None` when a put did not fit.
     #[inline]
-    pub fn finish(self) -> Option<usize> {
+    pub(crate) fn finish(self) -> Option<usize> {
         self.ok.then_some(self.len)
     }
 }

@@ -108,7 +108,7 @@ pub const VERSION: u8 = 4;
 /// Flag bit: the ack block is present.
 pub const FLAG_ACK: u8 = 0x01;
 /// Flag bit: a keep-alive asking for a prompt acknowledgement.
-pub const FLAG_PING: u8 = 0x02;
+pub(crate) const FLAG_PING: u8 = 0x02;
 /// Flag bit (with `FLAG_ACK`): this is the first packet to acknowledge the
 /// ack block's largest packet number. Round trips are sampled only from such
 /// acks: a later one (the first was lost) is delayed by however long the
@@ -117,9 +117,9 @@ pub const FLAG_FIRST_ACK: u8 = 0x04;
 const KNOWN_FLAGS: u8 = FLAG_ACK | FLAG_PING | FLAG_FIRST_ACK;
 
 /// Bytes before the ack block.
-pub const FIXED_HEADER_BYTES: usize = 24;
+pub(crate) const FIXED_HEADER_BYTES: usize = 24;
 /// Bytes of the ack block.
-pub const ACK_BLOCK_BYTES: usize = 10;
+pub(crate) const ACK_BLOCK_BYTES: usize = 10;
 /// Microseconds per unit of the ack block's ack delay.
 pub const ACK_DELAY_UNIT_US: u64 = 8;
 /// Bytes of the authentication tag.
@@ -134,7 +134,7 @@ pub const MAX_MESSAGE_BYTES: usize = 1024;
 /// Most messages one packet may carry.
 pub const MAX_MESSAGES_PER_PACKET: usize = 64;
 /// Message header bytes for a payload of `len` bytes.
-pub const fn message_header_bytes(len: usize) -> usize {
+pub(crate) const fn message_header_bytes(len: usize) -> usize {
     if len < 0x80 {
         3
     } else {

@@ -164,11 +164,11 @@ pub const MAGIC: u8 = 0xB8;
 /// [`crate::ProtocolVersions`].
 pub const VERSION: u8 = 3;
 /// Datagram kind: Hello.
-pub const KIND_HELLO: u8 = 0x01;
+pub(crate) const KIND_HELLO: u8 = 0x01;
 /// Datagram kind: Reject.
-pub const KIND_REJECT: u8 = 0x02;
+pub(crate) const KIND_REJECT: u8 = 0x02;
 /// Datagram kind: Cookie (the relay's return-routability challenge).
-pub const KIND_COOKIE: u8 = 0x03;
+pub(crate) const KIND_COOKIE: u8 = 0x03;
 
 /// Bytes of a ticket inside a Hello.
 pub const TICKET_BYTES: usize = 42;
@@ -187,13 +187,13 @@ pub const MAX_SEATS: usize = 16;
 /// Largest order payload.
 pub const MAX_ORDER_BYTES: usize = 512;
 /// Bytes of a bundle entry before its payload.
-pub const ENTRY_HEADER_BYTES: usize = 8;
+pub(crate) const ENTRY_HEADER_BYTES: usize = 8;
 /// Bytes of a TurnBundle before its entries.
-pub const BUNDLE_HEADER_BYTES: usize = 12;
+pub(crate) const BUNDLE_HEADER_BYTES: usize = 12;
 /// Largest message this module writes or accepts (a transport message).
 pub const MAX_MESSAGE_BYTES: usize = crate::wire::packet::MAX_MESSAGE_BYTES;
 /// TurnBundle flag: another chunk of the same range follows.
-pub const BUNDLE_MORE: u8 = 0x01;
+pub(crate) const BUNDLE_MORE: u8 = 0x01;
 
 // A Hello and a Reject fit in one datagram; a bundle holds one maximal order.
 const _: () = assert!(HELLO_BYTES == 82);
@@ -204,57 +204,57 @@ const _: () = assert!(BUNDLE_HEADER_BYTES + ENTRY_HEADER_BYTES + MAX_ORDER_BYTES
 const _: () = assert!(7 + MAX_ORDER_BYTES <= 600);
 
 /// Relay → client message kinds.
-pub const MSG_WELCOME: u8 = 0x01;
+pub(crate) const MSG_WELCOME: u8 = 0x01;
 /// Presence.
-pub const MSG_PRESENCE: u8 = 0x02;
+pub(crate) const MSG_PRESENCE: u8 = 0x02;
 /// TurnBundle.
-pub const MSG_TURN_BUNDLE: u8 = 0x03;
+pub(crate) const MSG_TURN_BUNDLE: u8 = 0x03;
 /// Pong.
-pub const MSG_PONG: u8 = 0x04;
+pub(crate) const MSG_PONG: u8 = 0x04;
 /// Desync notice.
-pub const MSG_DESYNC: u8 = 0x05;
+pub(crate) const MSG_DESYNC: u8 = 0x05;
 /// Match over.
-pub const MSG_MATCH_OVER: u8 = 0x06;
+pub(crate) const MSG_MATCH_OVER: u8 = 0x06;
 /// Timing change.
-pub const MSG_TIMING: u8 = 0x07;
+pub(crate) const MSG_TIMING: u8 = 0x07;
 /// An order the relay refused.
-pub const MSG_ORDER_REFUSED: u8 = 0x08;
+pub(crate) const MSG_ORDER_REFUSED: u8 = 0x08;
 /// An ephemeral order, live only.
-pub const MSG_EPHEMERAL: u8 = 0x09;
+pub(crate) const MSG_EPHEMERAL: u8 = 0x09;
 /// Client → relay: OrderSubmit.
-pub const MSG_ORDER_SUBMIT: u8 = 0x11;
+pub(crate) const MSG_ORDER_SUBMIT: u8 = 0x11;
 /// ChecksumReport.
-pub const MSG_CHECKSUM_REPORT: u8 = 0x12;
+pub(crate) const MSG_CHECKSUM_REPORT: u8 = 0x12;
 /// Ping.
-pub const MSG_PING: u8 = 0x13;
+pub(crate) const MSG_PING: u8 = 0x13;
 /// Quit.
-pub const MSG_QUIT: u8 = 0x14;
+pub(crate) const MSG_QUIT: u8 = 0x14;
 /// ResyncRequest.
-pub const MSG_RESYNC_REQUEST: u8 = 0x15;
+pub(crate) const MSG_RESYNC_REQUEST: u8 = 0x15;
 /// TimingReport.
-pub const MSG_TIMING_REPORT: u8 = 0x16;
+pub(crate) const MSG_TIMING_REPORT: u8 = 0x16;
 /// EphemeralSubmit.
-pub const MSG_EPHEMERAL_SUBMIT: u8 = 0x17;
+pub(crate) const MSG_EPHEMERAL_SUBMIT: u8 = 0x17;
 
 /// Welcome flag: the match clock has started.
-pub const WELCOME_STARTED: u8 = 1;
+pub(crate) const WELCOME_STARTED: u8 = 1;
 /// Welcome flag: clients report every 16 ticks ([`Welcome::frequent_reports`]).
-pub const WELCOME_FREQUENT_REPORTS: u8 = 2;
+pub(crate) const WELCOME_FREQUENT_REPORTS: u8 = 2;
 
 /// Bytes of a Timing message.
-pub const TIMING_BYTES: usize = 23;
+pub(crate) const TIMING_BYTES: usize = 23;
 /// Bytes of a TimingReport message (the needs layout).
-pub const TIMING_REPORT_BYTES: usize = 1 + REPORT_NEEDS_LEN;
+pub(crate) const TIMING_REPORT_BYTES: usize = 1 + REPORT_NEEDS_LEN;
 /// Bytes of an OrderRefused message.
-pub const ORDER_REFUSED_BYTES: usize = 6;
+pub(crate) const ORDER_REFUSED_BYTES: usize = 6;
 /// Largest round trip a TimingReport may carry, ms (the clock filter's
-/// bound, [`crate::clock::offset::MAX_ROUND_TRIP_US`]).
+/// bound, [`crate::clock::MAX_ROUND_TRIP_US`]).
 pub const MAX_REPORTED_RTT_MS: u32 = (crate::clock::offset::MAX_ROUND_TRIP_US / 1000) as u32;
 /// Largest `anchor_ms` a Timing message may carry (2^48 ms, 8900 years):
 /// keeps every clock computation far from overflow.
-pub const MAX_TIMING_ANCHOR_MS: u64 = 1 << 48;
+pub(crate) const MAX_TIMING_ANCHOR_MS: u64 = 1 << 48;
 /// Largest tick rate, mHz (as the match setup allows).
-pub const MAX_TICK_RATE_MILLIHZ: u32 = 1_000_000_000;
+pub(crate) const MAX_TICK_RATE_MILLIHZ: u32 = 1_000_000_000;
 
 /// The timing the relay announces from a tick on (a Timing message): the
 /// relay clock's rate and anchor, the bundle interval and the client's
@@ -521,7 +521,7 @@ pub enum DatagramPeek {
 }
 
 /// Check the magic and read version and kind.
-pub fn peek_datagram(bytes: &[u8]) -> Result<DatagramPeek, DecodeError> {
+pub(crate) fn peek_datagram(bytes: &[u8]) -> Result<DatagramPeek, DecodeError> {
     let mut r = Reader::new(bytes);
     let magic = r.u8()?;
     if magic != MAGIC {

@@ -92,37 +92,37 @@ use crate::wire::events::{ReportLayout, TimingLayout, REPORT_NEEDS_LEN, TIMING_L
 pub const TURN_LAYOUT_VERSION: u8 = 4;
 
 /// Message kind (byte 0) of one part of a seat's turn.
-pub const MSG_TURN: u8 = 1;
+pub(crate) const MSG_TURN: u8 = 1;
 /// Message kind of a clock ping to the master (S9).
-pub const MSG_PING: u8 = 2;
+pub(crate) const MSG_PING: u8 = 2;
 /// Message kind of the master's answer to a ping (S9).
-pub const MSG_PONG: u8 = 3;
+pub(crate) const MSG_PONG: u8 = 3;
 /// Message kind of a vote to drop a seat (S4.7).
-pub const MSG_DROP_VOTE: u8 = 4;
+pub(crate) const MSG_DROP_VOTE: u8 = 4;
 /// Message kind of a dropped seat's turn part passed on by another machine.
-pub const MSG_RELAY: u8 = 5;
+pub(crate) const MSG_RELAY: u8 = 5;
 /// Message kind of a request for a dropped seat's turns after a send frame.
-pub const MSG_RELAY_REQUEST: u8 = 6;
+pub(crate) const MSG_RELAY_REQUEST: u8 = 6;
 /// Message kind of the cut decided for a dropped seat.
-pub const MSG_DROP_DECIDED: u8 = 7;
+pub(crate) const MSG_DROP_DECIDED: u8 = 7;
 
 /// Item kind of the engine's command bytes (executes on the tag).
-pub const ITEM_COMMAND: u8 = 0;
+pub(crate) const ITEM_COMMAND: u8 = 0;
 /// Item kind of the sender's report (executes on the tag, S3).
-pub const ITEM_REPORT: u8 = 1;
+pub(crate) const ITEM_REPORT: u8 = 1;
 /// Item kind of the master's timing event (executes on the tag, S4).
-pub const ITEM_TIMING: u8 = 2;
+pub(crate) const ITEM_TIMING: u8 = 2;
 /// Item kind of a seat's removal (executes on the tag).
-pub const ITEM_REMOVAL: u8 = 3;
+pub(crate) const ITEM_REMOVAL: u8 = 3;
 /// Record kind of the sender's state checksum (acted on at arrival).
-pub const ITEM_CHECKSUM: u8 = 10;
+pub(crate) const ITEM_CHECKSUM: u8 = 10;
 /// Record kind of the master's pacing anchor (acted on at arrival, S9).
-pub const ITEM_ANCHOR: u8 = 11;
+pub(crate) const ITEM_ANCHOR: u8 = 11;
 
 /// Bytes before a turn part's items.
 pub const TURN_HEADER_BYTES: usize = 14;
 /// Bytes before an item's body.
-pub const ITEM_HEADER_BYTES: usize = 3;
+pub(crate) const ITEM_HEADER_BYTES: usize = 3;
 /// Bytes a relay adds in front of the turn part it carries.
 pub const RELAY_HEADER_BYTES: usize = 3;
 /// Most parts one turn may have (S8: bounded per turn).
@@ -276,9 +276,9 @@ fn header(kind: u8) -> Vec<u8> {
 }
 
 /// Bytes of a ping message.
-pub const PING_BYTES: usize = 2 + 8;
+pub(crate) const PING_BYTES: usize = 2 + 8;
 /// Bytes of a pong message.
-pub const PONG_BYTES: usize = 2 + 3 * 8;
+pub(crate) const PONG_BYTES: usize = 2 + 3 * 8;
 
 /// A ping: `t0` is the sender's local time. (A fixed-size array: clock
 /// pings go out all game long and allocate nothing.)
@@ -632,7 +632,7 @@ fn expect_header(r: &mut Reader<'_>, kind: u8) -> std::result::Result<(), Decode
 }
 
 /// Decode one turn part message (kind 1), as sent or as carried in a relay.
-pub fn decode_turn(bytes: &[u8]) -> Result<TurnPart> {
+pub(crate) fn decode_turn(bytes: &[u8]) -> Result<TurnPart> {
     let mut r = Reader::new(bytes);
     expect_header(&mut r, MSG_TURN).map_err(malformed)?;
     decode_turn_body(&mut r, Vec::new(), Vec::new())

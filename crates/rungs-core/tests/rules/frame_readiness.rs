@@ -15,7 +15,7 @@
 
 use rungs_core::session::{EngineRules, EngineSession, EventIds, SessionConfig, SessionOutput};
 use rungs_core::timing::{MachineConfig, Timing};
-use rungs_core::wire::events::{ReportLayout, TimingLayout};
+use rungs_core::wire::{ReportLayout, TimingLayout};
 
 use crate::timing_payload;
 use timing_payload::timing_payload;

@@ -6,7 +6,7 @@
 use proptest::prelude::*;
 use rungs_core::report::{LookAheadNeeds, Report, ReportDetail};
 use rungs_core::timing::{Timing, TimingEvent};
-use rungs_core::wire::events::{
+use rungs_core::wire::{
     ReportLayout, TimingLayout, REPORT_DETAILED_LEN, REPORT_DETAILED_VERSION, REPORT_NEEDS_LEN,
     REPORT_NEEDS_VERSION, RTT_NONE, TS_EVENT_DATA_LEN,
 };

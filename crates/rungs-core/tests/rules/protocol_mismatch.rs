@@ -18,8 +18,9 @@ use rungs_core::session::{
     Advance, LockstepConfig, LockstepSession, RelaySettings, SessionEvent, Topology,
 };
 use rungs_core::timing::MachineConfig;
-use rungs_core::wire::packet::{SessionKey, MAX_PACKET_BYTES, VERSION};
+use rungs_core::wire::packet::VERSION;
 use rungs_core::wire::relay::{read_reject_of_any_version, RejectReason, REJECT_BYTES};
+use rungs_core::wire::{SessionKey, MAX_PACKET_BYTES};
 
 const MS: u64 = 1_000;
 const S: u64 = 1_000_000;

@@ -13,8 +13,8 @@
 
 use rungs_core::link::{Link, LinkConfig, LinkIdentity};
 use rungs_core::relay::relay_link_config;
-use rungs_core::wire::packet::MAX_PACKET_BYTES;
-use rungs_core::wire::packet::{decode, SessionKey};
+use rungs_core::wire::packet::decode;
+use rungs_core::wire::{SessionKey, MAX_PACKET_BYTES};
 
 const MS: u64 = 1000;
 

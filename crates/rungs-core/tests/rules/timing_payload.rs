@@ -2,7 +2,7 @@
 //! engine queues its own timing events.
 
 use rungs_core::timing::{Timing, TimingEvent};
-use rungs_core::wire::events::TimingLayout;
+use rungs_core::wire::TimingLayout;
 
 /// TIMING for `send_period/look_ahead` at 30 fps, no fog bias.
 pub fn timing_payload(send_period: u8, look_ahead: u8) -> Vec<u8> {

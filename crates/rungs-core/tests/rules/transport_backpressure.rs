@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 
 use rungs_core::link::{Endpoint, EndpointConfig, LinkConfig};
-use rungs_core::wire::packet::SessionKey;
+use rungs_core::wire::SessionKey;
 
 #[test]
 fn a_lost_peer_is_not_sent_the_whole_queue_on_every_timeout() {

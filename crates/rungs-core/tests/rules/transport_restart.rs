@@ -6,7 +6,7 @@
 use std::net::SocketAddr;
 
 use rungs_core::link::{DropReason, Endpoint, EndpointConfig, LinkConfig, LinkEvent};
-use rungs_core::wire::packet::SessionKey;
+use rungs_core::wire::SessionKey;
 
 const KEY: SessionKey = SessionKey([0x5A; 16]);
 

@@ -6,7 +6,7 @@
 use std::net::SocketAddr;
 
 use rungs_core::link::{DropReason, Endpoint, EndpointConfig, LinkConfig};
-use rungs_core::wire::packet::{SessionKey, MAX_PACKET_BYTES};
+use rungs_core::wire::{SessionKey, MAX_PACKET_BYTES};
 
 const KEY: SessionKey = SessionKey(*b"0123456789abcdef");
 const SESSION: u32 = 77;

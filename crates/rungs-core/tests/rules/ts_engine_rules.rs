@@ -25,7 +25,7 @@ use rungs_core::session::{
     EngineRules, EngineSession, EventIds, SendOrder, SessionConfig, SessionOutput,
 };
 use rungs_core::timing::{MachineConfig, Output, TickTimer, Timing, TimingEvent, TimingMachine};
-use rungs_core::wire::events::{ReportLayout, TimingLayout};
+use rungs_core::wire::{ReportLayout, TimingLayout};
 use rungs_core::{report::Report, Error};
 
 use crate::timing_payload;

@@ -47,7 +47,7 @@ use packet::{Event, FrameInfo, Packet};
 
 use rungs_core::error::{Error, Result};
 use rungs_core::link::Transmit;
-use rungs_core::report::record::MAX_SEATS;
+use rungs_core::report::MAX_SEATS;
 use rungs_core::session::{Advance, ExecutedCommand, LockstepStats, SessionEvent};
 use rungs_core::timing::baselines::protocol0::{self, ResponseEvent};
 use rungs_core::timing::baselines::{

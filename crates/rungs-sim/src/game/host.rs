@@ -23,11 +23,11 @@ use crate::lobby::LobbyPings;
 use crate::{Conditions, HostId, MachineClock, NetSim, Outage, SplitMix64};
 use rungs_core::error::{Error, Result};
 use rungs_core::link::LinkConfig;
-use rungs_core::report::record::MAX_SEATS;
+use rungs_core::report::MAX_SEATS;
 use rungs_core::session::{Advance, LockstepConfig, LockstepSession, SessionEvent, Topology};
 use rungs_core::timing::baselines::lobby::lobby_timing;
 use rungs_core::timing::{MachineConfig, Output, PolicyKind};
-use rungs_core::wire::packet::SessionKey;
+use rungs_core::wire::SessionKey;
 
 /// One player's machine as the host runs it.
 pub(super) struct Machine {

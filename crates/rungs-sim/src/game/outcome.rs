@@ -4,7 +4,7 @@
 
 use super::spec::{GameSpec, GAME_START_US};
 use crate::faults::{Fault, FORGED_MARK};
-use rungs_core::report::record::MAX_SEATS;
+use rungs_core::report::MAX_SEATS;
 use rungs_core::session::ExecutedCommand;
 use rungs_core::timing::Timing;
 

@@ -77,7 +77,7 @@ use parking_lot::Mutex;
 use super::host::{deliver, transmit, Host, Machine, Outside, Play, Rules};
 use crate::{HostId, NetSim};
 use rungs_core::error::{Error, Result};
-use rungs_core::report::record::MAX_SEATS;
+use rungs_core::report::MAX_SEATS;
 
 /// Windows of half the least delay, the next prepared while one plays
 /// (the network's serial work off the critical path, twice the windows),

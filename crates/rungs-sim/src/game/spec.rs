@@ -5,7 +5,7 @@
 use crate::faults::{Fault, TimedFault};
 use crate::{Conditions, SplitMix64};
 use rungs_core::error::{Error, Result};
-use rungs_core::report::record::MAX_SEATS;
+use rungs_core::report::MAX_SEATS;
 use rungs_core::timing::PolicyKind;
 
 /// Frames between state checksums (S10's checksum idea, carried by the turns).

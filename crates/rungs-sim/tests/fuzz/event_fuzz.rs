@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use rungs_core::report::{LookAheadNeeds, Report, ReportDetail};
 use rungs_core::timing::{Timing, TimingEvent};
-use rungs_core::wire::events::{ReportLayout, TimingLayout, TS_EVENT_DATA_LEN};
+use rungs_core::wire::{ReportLayout, TimingLayout, TS_EVENT_DATA_LEN};
 use rungs_core::Error;
 use rungs_sim::SplitMix64;
 

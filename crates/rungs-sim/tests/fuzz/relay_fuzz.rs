@@ -388,7 +388,8 @@ fn fuzz_relay_and_client_receive_paths() {
     use rungs_core::relay::{
         ClientConfig, MatchSetup, Relay, RelayClient, RelayConfig, RELAY_LINK_SEAT,
     };
-    use rungs_core::wire::packet::{write_tag, SessionKey};
+    use rungs_core::wire::packet::write_tag;
+    use rungs_core::wire::SessionKey;
     let (to_relay, to_clients, creds) = traffic();
     let secret = LobbySecret::new(*b"fuzz-lobby-key-1").unwrap();
     let mut relay = Relay::new(RelayConfig::new(secret)).unwrap();

@@ -24,9 +24,8 @@ use rungs_sim::SplitMix64;
 
 use crate::common_fuzz;
 use common_fuzz::{iterations, report, Format};
-use rungs_core::wire::packet::{
-    decode, write_tag, SessionKey, MAX_MESSAGE_BYTES, MAX_PACKET_BYTES, MIN_PACKET_BYTES,
-};
+use rungs_core::wire::packet::{decode, write_tag, MIN_PACKET_BYTES};
+use rungs_core::wire::{SessionKey, MAX_MESSAGE_BYTES, MAX_PACKET_BYTES};
 
 const KEY: SessionKey = SessionKey(*b"fuzzing-key-0001");
 const SESSION: u32 = 0xF022;

@@ -27,8 +27,8 @@ use rungs_sim::SplitMix64;
 use crate::common_fuzz;
 use common_fuzz::{iterations, report, Format};
 use rungs_core::timing::{MachineConfig, PolicyKind, Timing, TimingEvent};
-use rungs_core::wire::packet::SessionKey;
 use rungs_core::wire::turn::{self, Item, Record, MAX_TURN_PARTS};
+use rungs_core::wire::SessionKey;
 
 const KEY: SessionKey = SessionKey(*b"turn-fuzzing-key");
 const SESSION: u32 = 0x7E57;

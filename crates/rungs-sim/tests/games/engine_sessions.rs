@@ -16,7 +16,7 @@ use rungs_core::report::Report;
 use rungs_core::session::{EngineRules, EngineSession, EventIds, SessionConfig, SessionOutput};
 use rungs_core::timing::replay::{replay, Expect, Input, Vector};
 use rungs_core::timing::{player_message_text, MachineConfig, Output, Timing};
-use rungs_core::wire::events::{ReportLayout, TimingLayout};
+use rungs_core::wire::{ReportLayout, TimingLayout};
 
 const TIMING_ID: u8 = 31;
 const REPORT_ID: u8 = 37;
@@ -566,7 +566,7 @@ fn a_report_payload_survives_the_engine_unchanged() {
 #[test]
 fn round_trips_come_from_the_transport_links() {
     use rungs_core::link::{Endpoint, EndpointConfig, LinkConfig};
-    use rungs_core::wire::packet::SessionKey;
+    use rungs_core::wire::SessionKey;
     use rungs_sim::{Cluster, Conditions, NetSim};
     use std::net::SocketAddr;
 

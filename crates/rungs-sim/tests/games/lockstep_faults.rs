@@ -197,7 +197,7 @@ fn a_session_that_left_never_asks_to_be_woken_in_the_past() {
     use rungs_core::link::LinkConfig;
     use rungs_core::session::{Advance, LockstepConfig, LockstepSession};
     use rungs_core::timing::{MachineConfig, PolicyKind};
-    use rungs_core::wire::packet::SessionKey;
+    use rungs_core::wire::SessionKey;
     use std::net::SocketAddr;
 
     let addr = |seat: u8| SocketAddr::from(([10, 0, 0, seat + 1], 5000));

@@ -14,8 +14,8 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 
-use rungs_core::relay::sequencer::MatchEvent;
 use rungs_core::relay::ticket::{issue, Credentials, LobbySecret, TicketFields};
+use rungs_core::relay::MatchEvent;
 use rungs_core::relay::{
     ClientConfig, ClientEvent, DurableRecord, MatchSetup, MatchState, Relay, RelayClient,
     RelayConfig, RelayEvent, SeatTurn, Turn,
@@ -622,8 +622,8 @@ fn confirmations_lost_in_an_outage_cause_no_resend_or_double() {
 fn resends_are_ignored_and_a_skipped_sequence_blocks_nothing() {
     use rungs_core::link::{Link, LinkConfig, LinkIdentity};
     use rungs_core::relay::RELAY_LINK_SEAT;
-    use rungs_core::wire::packet::SessionKey;
     use rungs_core::wire::relay::ClientMessage;
+    use rungs_core::wire::SessionKey;
 
     let mut relay = Relay::new(RelayConfig::new(secret())).unwrap();
     relay.add_match(setup(2, 0b01), 0).unwrap();

@@ -6,7 +6,7 @@
 use std::net::SocketAddr;
 
 use rungs_core::link::{DropReason, Endpoint, EndpointConfig, LinkConfig, LinkEvent};
-use rungs_core::wire::packet::SessionKey;
+use rungs_core::wire::SessionKey;
 use rungs_sim::{Cluster, Conditions, NetSim, Outage};
 
 const KEY: SessionKey = SessionKey(*b"rungs-test-key-0");

@@ -47,11 +47,8 @@ use crate::wire::turn::Item;
 
 use peer::PeerSession;
 use relay::RelaySession;
-pub use relay::{
-    OrderKind, OrderReceipt, RelaySettings, DEFAULT_JITTER_TICKS, MAX_OPEN_AI_DECISIONS,
-    MAX_PENDING_AI_ORDERS,
-};
-pub use update::{Wake, IDLE_WAKE_US};
+pub use relay::{OrderKind, OrderReceipt, RelaySettings, DEFAULT_JITTER_TICKS};
+pub use update::Wake;
 
 /// How to set up a lockstep session.
 #[derive(Debug, Clone)]

@@ -9,7 +9,7 @@ use crate::error::Result;
 
 /// How long to sleep at most when nothing is scheduled (waiting for peers
 /// with no timer, or after leaving with no link left).
-pub const IDLE_WAKE_US: u64 = 100_000;
+pub(crate) const IDLE_WAKE_US: u64 = 100_000;
 
 /// What one [`LockstepSession::update`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

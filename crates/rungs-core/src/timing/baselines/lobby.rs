@@ -21,11 +21,11 @@ use super::super::ladder::{Timing, MAX_LOOK_AHEAD};
 /// Pings a lobby takes between each pair before the game.
 pub const PINGS_PER_PAIR: usize = 10;
 /// Frames of margin a careful host adds.
-pub const MARGIN_FRAMES: u32 = 1;
+pub(crate) const MARGIN_FRAMES: u32 = 1;
 
 /// The round trip a pair's pings ask to cover, µs: `m + 2s` of the
 /// samples that came back (`None` when none did).
-pub fn round_trip_to_cover_us(samples_us: &[u64]) -> Option<u64> {
+pub(crate) fn round_trip_to_cover_us(samples_us: &[u64]) -> Option<u64> {
     if samples_us.is_empty() {
         return None;
     }

@@ -8,9 +8,10 @@
 //! - [`protocol0`]: CnCNet's spawner, protocol 0, with the Red Alert 2 /
 //!   Yuri's Revenge latency table and the newer Tiberian Sun one.
 //! - [`lobby`]: the fixed timing a careful host sets from the lobby's pings.
-//! - [`reported`]: the Red Alert and protocol 0 rules applied to rungs'
-//!   reports (S3), which a relay can run as a match's master; not the
-//!   baselines (those need the games' own engines: `sim::classic`).
+//! - [`RedAlertPolicy`], [`Protocol0Policy`]: the Red Alert and protocol 0
+//!   rules applied to rungs' reports (S3), which a relay can run as a
+//!   match's master; not the baselines (those need the games' own engines:
+//!   `sim::classic`).
 //!
 //! Both games time their connections with the connection manager's
 //! *response time* ([`ResponseTime`]): the mean delay, in 60 Hz ticks, from
@@ -19,7 +20,7 @@
 pub mod lobby;
 pub mod protocol0;
 pub mod red_alert;
-pub mod reported;
+mod reported;
 
 pub use protocol0::{LatencyLevels, Protocol0Table};
 pub use reported::{Protocol0Policy, RedAlertPolicy};
@@ -121,13 +122,13 @@ pub fn tick_edge_us(tick: u64) -> u64 {
 
 /// A round trip in the engines' 60 Hz ticks (whole ticks, as the timer
 /// counts them).
-pub fn rtt_ticks(rtt_ms: u32) -> u32 {
+pub(crate) fn rtt_ticks(rtt_ms: u32) -> u32 {
     (u64::from(rtt_ms) * TICKS_PER_SECOND / 1000).min(u64::from(u32::MAX)) as u32
 }
 
 /// How many delays the connection manager's mean counts before it turns
 /// into a moving average.
-pub const RESPONSE_SAMPLES: u32 = 256;
+pub(crate) const RESPONSE_SAMPLES: u32 = 256;
 
 /// One connection's response time (`CommBufferClass::Add_Delay`): each
 /// acknowledged command-carrying packet adds its delay from the first send

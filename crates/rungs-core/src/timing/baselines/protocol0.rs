@@ -34,20 +34,20 @@ pub enum Protocol0Table {
 }
 
 /// The highest level.
-pub const MAX_LEVEL: u8 = 9;
+pub(crate) const MAX_LEVEL: u8 = 9;
 /// Frames between a player's response-time events, as the spawners count:
 /// the next goes out once the frame is past the last one's plus this, 31
 /// frames later.
 pub const SEND_INTERVAL: u32 = 30;
 /// A player not heard from for this many frames no longer counts
 /// (`SendResponseTimeFrame / 2` in the RA2/YR spawner, `4 * 30` in the port).
-pub const SILENT_FRAMES: u32 = 120;
+pub(crate) const SILENT_FRAMES: u32 = 120;
 /// The frame rate a level change sets (`PrecalcDesiredFrameRate = 60`).
-pub const LEVEL_FPS: u8 = 60;
+pub(crate) const LEVEL_FPS: u8 = 60;
 /// The timing before any level: FrameSendRate 2, MaxAhead `2 * 6`.
 pub const START: (u8, u8) = (2, 12);
 /// `WorstMaxAhead` before any player's response time (level 6's MaxAhead).
-pub const START_WORST_MAX_AHEAD: u32 = 24;
+pub(crate) const START_WORST_MAX_AHEAD: u32 = 24;
 /// The resend delay at the start of a game, ticks (`SetTiming(60, -1, 600)`).
 pub const START_RETRY_TICKS: u32 = 60;
 

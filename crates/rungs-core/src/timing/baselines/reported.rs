@@ -20,19 +20,19 @@ use crate::report::record::MAX_SEATS;
 use crate::report::Record;
 
 /// Red Alert's rule recomputes the timing every this many frames.
-pub const RED_ALERT_PERIOD: u32 = red_alert::TIMING_PERIOD;
+pub(crate) const RED_ALERT_PERIOD: u32 = red_alert::TIMING_PERIOD;
 /// Protocol 0's levels are re-read every this many frames (reports come
 /// every 128 frames after frame 64: more often would see nothing new).
-pub const PROTOCOL0_PERIOD: u32 = 32;
+pub(crate) const PROTOCOL0_PERIOD: u32 = 32;
 /// How many of a player's reports its averaged round trip spans.
-pub const AVERAGED_REPORTS: usize = 6;
+pub(crate) const AVERAGED_REPORTS: usize = 6;
 
 /// The response time from reports: per player, the mean of the round trips
 /// of its last [`AVERAGED_REPORTS`] executed reports; the worst player's
 /// counts. Deterministic: it reads only executed reports, and every machine
 /// evaluates on the same frames.
 #[derive(Debug, Clone)]
-pub struct ReportedResponseTime {
+pub(crate) struct ReportedResponseTime {
     /// Per seat: the last reports' round trips, oldest first, how many, and
     /// the frame the latest executed on.
     samples: [([u32; AVERAGED_REPORTS], usize, Option<u32>); MAX_SEATS],
@@ -46,14 +46,14 @@ impl Default for ReportedResponseTime {
 
 impl ReportedResponseTime {
     /// No report taken in yet (every seat's average absent).
-    pub fn new() -> ReportedResponseTime {
+    pub(crate) fn new() -> ReportedResponseTime {
         ReportedResponseTime {
             samples: [([0; AVERAGED_REPORTS], 0, None); MAX_SEATS],
         }
     }
 
     /// Take in the reports executed since the last call.
-    pub fn update(&mut self, record: &Record) {
+    pub(crate) fn update(&mut self, record: &Record) {
         for seat in record.seats() {
             let Some((report, executed)) = record.latest(seat) else {
                 continue;
@@ -78,7 +78,7 @@ impl ReportedResponseTime {
 
     /// The worst present player's averaged round trip, ms; `None` before any
     /// round trip was reported.
-    pub fn worst_ms(&self, record: &Record) -> Option<u32> {
+    pub(crate) fn worst_ms(&self, record: &Record) -> Option<u32> {
         record
             .seats()
             .filter_map(|seat| {

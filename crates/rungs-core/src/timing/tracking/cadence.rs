@@ -7,20 +7,20 @@
 /// instead of S3's 32, 64, then every 128: a reaction (to a spike, to its
 /// end, to a stall) comes within a fraction of a second rather than 4 s
 /// at 30 fps. A 32-byte item (the needs layout) every 16 frames per player.
-pub const TRACKING_REPORT_PERIOD: u32 = 16;
+pub(crate) const TRACKING_REPORT_PERIOD: u32 = 16;
 /// Under `tracking` a player also reports on the first frame after a stall,
 /// at most every this many frames: the stall is the first sign of a spike,
 /// whose round trips come back only a spike's round trip later.
-pub const STALL_REPORT_MIN_FRAMES: u32 = 4;
+pub(crate) const STALL_REPORT_MIN_FRAMES: u32 = 4;
 /// Whether `frame` is a report frame under `tracking`.
-pub fn is_report_frame(frame: u32) -> bool {
+pub(crate) fn is_report_frame(frame: u32) -> bool {
     frame != 0 && frame % TRACKING_REPORT_PERIOD == 0
 }
 
 /// Whether players report on `frame` in a game whose policy reports on
 /// `tracking`'s cadence (`frequent`) or on S3's frames: the one rule the
 /// timing machine, the relay's Welcome and a relayed client all follow.
-pub fn is_report_frame_of_game(frequent: bool, frame: u32) -> bool {
+pub(crate) fn is_report_frame_of_game(frequent: bool, frame: u32) -> bool {
     if frequent {
         is_report_frame(frame)
     } else {
@@ -36,7 +36,7 @@ pub fn is_report_frame_of_game(frequent: bool, frame: u32) -> bool {
 /// last frame this answered yes to, and is updated: ask once per frame.
 /// The one rule the timing machine (both sessions) and a relayed client
 /// follow.
-pub fn report_due(
+pub(crate) fn report_due(
     frequent: bool,
     frame: u32,
     unreported_stalls: u32,

@@ -20,10 +20,9 @@ mod cadence;
 mod evidence;
 mod stalls_ask;
 
-pub use cadence::{
-    is_report_frame, is_report_frame_of_game, report_due, STALL_REPORT_MIN_FRAMES,
-    TRACKING_REPORT_PERIOD,
-};
+#[cfg(test)]
+pub(crate) use cadence::is_report_frame;
+pub(crate) use cadence::{is_report_frame_of_game, report_due, TRACKING_REPORT_PERIOD};
 
 use super::ladder::{Timing, MAX_LOOK_AHEAD};
 use super::policy::rate_within;
@@ -36,51 +35,51 @@ use stalls_ask::StallsAsk;
 /// The look-ahead before the first reports, as a duration: it covers the
 /// widest round trips players meet (600 ms) so the opening does not stall,
 /// and the first reports (frame 16) bring it down within a second.
-pub const START_LOOK_AHEAD_MS: u32 = 300;
+pub(crate) const START_LOOK_AHEAD_MS: u32 = 300;
 /// At most this much stall margin, ms (in frames at the rate, rounded up).
-pub const MAX_STALL_MARGIN_MS: u32 = 300;
+pub(crate) const MAX_STALL_MARGIN_MS: u32 = 300;
 /// Frames without a stall the margin does not explain before a quarter of
 /// the margin (at least a frame) goes.
-pub const CALM_FRAMES_TO_SHED_MARGIN: u32 = 512;
+pub(crate) const CALM_FRAMES_TO_SHED_MARGIN: u32 = 512;
 /// The calm before a shed doubles, up to this many frames, each time a
 /// shed has to be earned back within it (decision 53). A longer most kept
 /// lossy paths' margins in five-minute games long past what their stalls
 /// needed.
-pub const MOST_CALM_FRAMES_TO_SHED_MARGIN: u32 = 2 * CALM_FRAMES_TO_SHED_MARGIN;
+pub(crate) const MOST_CALM_FRAMES_TO_SHED_MARGIN: u32 = 2 * CALM_FRAMES_TO_SHED_MARGIN;
 /// The margin a game starts with, frames: as if it had been earned and a
 /// shed of it had failed once, so it goes after twice the calm (decision
 /// 53). Nearly every internet path loses a packet now and then, and
 /// learning that from stalls spent a short game's whole stall budget.
-pub const PRIOR_MARGIN_FRAMES: u8 = 1;
+pub(crate) const PRIOR_MARGIN_FRAMES: u8 = 1;
 /// A lone near miss — one frame that waited less than a frame, which the
 /// round trips do not show — raises no margin if none was let pass in
 /// this many frames before (decision 54): at most one stalled frame in
 /// 1024, a fifth of the 0.5 % budget.
-pub const NEAR_MISS_PASSES_EVERY_FRAMES: u32 = 2 * CALM_FRAMES_TO_SHED_MARGIN;
+pub(crate) const NEAR_MISS_PASSES_EVERY_FRAMES: u32 = 2 * CALM_FRAMES_TO_SHED_MARGIN;
 /// A margin raise the round trips explain within this many frames (a
 /// spike's samples come back a spike's round trip after its first stall)
 /// is taken back: by as much as the look-ahead they need rose, if it rose
 /// by a quarter and two frames at least (a spike, not jitter's wobble).
-pub const RAISE_EXPLAINED_WITHIN_FRAMES: u32 = 128;
+pub(crate) const RAISE_EXPLAINED_WITHIN_FRAMES: u32 = 128;
 /// Frames a spike's rise is held above what it asks for, until it has
 /// reached the turns and two more reports have come (decision 59): the
 /// machines come out of a spike's first stalls at different times, and
 /// until the pacing has brought them back in phase the turns of the
 /// one that resumed last reach the others up to a frame later than the
 /// round trips say.
-pub const SPIKE_PHASE_FRAMES: u8 = 1;
+pub(crate) const SPIKE_PHASE_FRAMES: u8 = 1;
 /// A decrease of at least this many frames (and a third of the look-ahead)
 /// is a spike's end: not held back by what the frames needed during the
 /// spike, which is forgotten (rule 10). Smaller ones are the round trips'
 /// wobble, which the frames' needs check.
-pub const SPIKE_FALL_FRAMES: u8 = 4;
+pub(crate) const SPIKE_FALL_FRAMES: u8 = 4;
 /// The share of a frame (per mille) the rate leaves free on the slowest
 /// machine.
-pub const CPU_HEADROOM_PERMILLE: u32 = 50;
+pub(crate) const CPU_HEADROOM_PERMILLE: u32 = 50;
 /// A seat whose frame work takes at least this share (per mille) of a frame
 /// at the current rate is CPU-bound: waiting for it is the slow CPU, which
 /// the frame rate answers (S4.2), not the network.
-pub const CPU_BOUND_PERMILLE: u32 = 900;
+pub(crate) const CPU_BOUND_PERMILLE: u32 = 900;
 
 /// Whether a look-ahead going from `before` to `after` frames is a spike's
 /// rise, not the wobble jitter gives the distribution: by a quarter and by
@@ -100,7 +99,7 @@ fn is_spike_rise(before: u32, after: u32) -> bool {
 
 /// The `tracking` policy's state; every machine holds the same.
 #[derive(Debug, Clone)]
-pub struct TrackingPolicy {
+pub(crate) struct TrackingPolicy {
     speed_fps: u8,
     target: Timing,
     rate: u8,
@@ -172,7 +171,7 @@ struct Asks {
 /// The schedule where the policy's events execute (S5), as the timing
 /// machine has it on the frame it evaluates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct InForce {
+pub(crate) struct InForce {
     /// The timing in force.
     pub timing: Timing,
     /// A staged decrease's target, until it has finished.
@@ -183,7 +182,7 @@ impl TrackingPolicy {
     /// The policy at the game's start for a game speed of `speed_fps`
     /// frames a second (0 counts as 1): [`start`](Self::start) at that
     /// rate, [`PRIOR_MARGIN_FRAMES`] of margin.
-    pub fn new(speed_fps: u8) -> TrackingPolicy {
+    pub(crate) fn new(speed_fps: u8) -> TrackingPolicy {
         let speed_fps = speed_fps.max(1);
         TrackingPolicy {
             speed_fps,
@@ -209,31 +208,32 @@ impl TrackingPolicy {
 
     /// `1/L` with `L` frames of [`START_LOOK_AHEAD_MS`] at `speed_fps`
     /// (9 at 30 fps, 18 at 60) until the first reports.
-    pub fn start(speed_fps: u8) -> Timing {
+    pub(crate) fn start(speed_fps: u8) -> Timing {
         let frames = (START_LOOK_AHEAD_MS * u32::from(speed_fps.max(1))).div_ceil(1000);
         let look_ahead = frames.clamp(1, u32::from(MAX_LOOK_AHEAD)) as u8;
         Timing::new(1, look_ahead).unwrap_or(Timing::START)
     }
 
     /// The timing the policy holds (every machine holds the same).
-    pub fn target(&self) -> Timing {
+    pub(crate) fn target(&self) -> Timing {
         self.target
     }
 
     /// The frame rate the policy holds, frames a second.
-    pub fn rate(&self) -> u8 {
+    pub(crate) fn rate(&self) -> u8 {
         self.rate
     }
 
     /// The stall margin in the target's look-ahead, frames (earned by
     /// stalls the round trips do not explain).
-    pub fn margin(&self) -> u8 {
+    #[cfg(test)]
+    pub(crate) fn margin(&self) -> u8 {
         self.margin
     }
 
     /// The game speed changed to `speed_fps` frames a second (0 counts as
     /// 1): the top rate of later evaluations.
-    pub fn set_speed_fps(&mut self, speed_fps: u8) {
+    pub(crate) fn set_speed_fps(&mut self, speed_fps: u8) {
         self.speed_fps = speed_fps.max(1);
     }
 
@@ -249,7 +249,7 @@ impl TrackingPolicy {
     /// the frame it is for starts, one way (`rtt_ms / 2`) — in whole frames,
     /// rounded up, at least 1. An engine that sends after its frame's work
     /// is late by that work; its stalls then earn the margin.
-    pub fn look_ahead_for(rtt_ms: u32, fps: u8) -> u32 {
+    pub(crate) fn look_ahead_for(rtt_ms: u32, fps: u8) -> u32 {
         let frames = (u64::from(rtt_ms) * 500 * u64::from(fps)).div_ceil(1_000_000);
         frames.clamp(1, u64::from(MAX_LOOK_AHEAD)) as u32
     }
@@ -266,7 +266,7 @@ impl TrackingPolicy {
     ///
     /// A report without the detail (compact or extended layout) gives its
     /// worst sample, as before.
-    pub fn needed_rtt_ms(report: &Report) -> Option<u32> {
+    pub(crate) fn needed_rtt_ms(report: &Report) -> Option<u32> {
         let worst = report.worst_rtt_ms?;
         let Some(detail) = report.detail else {
             return Some(worst);
@@ -297,7 +297,7 @@ impl TrackingPolicy {
     /// `schedule` is where the events execute (the timing machine's), if
     /// the caller keeps one: a decrease on its way there is not replaced by
     /// another ([`InForce`]).
-    pub fn evaluate(
+    pub(crate) fn evaluate(
         &mut self,
         record: &Record,
         frame: u32,
@@ -825,7 +825,7 @@ impl TrackingPolicy {
     /// master sends again (in force already, it changes nothing where it
     /// executes); were the evaluation's raise smaller, its next target
     /// brings the look-ahead down as usual.
-    pub fn raise_for_own_stall(
+    pub(crate) fn raise_for_own_stall(
         &self,
         record: &Record,
         report: &Report,

@@ -8,14 +8,15 @@ use std::time::Instant;
 
 use rungs_core::link::{Link, LinkIdentity};
 use rungs_core::relay::ticket::{issue, Credentials, LobbySecret, TicketFields};
-use rungs_core::relay::RELAY_LINK_SEAT;
-use rungs_core::relay::{relay_link_config, ClientConfig, ClientEvent, RelayClient, SeatTurn};
+use rungs_core::relay::{
+    relay_link_config, ClientConfig, ClientEvent, RelayClient, SeatTurn, RELAY_LINK_SEAT,
+};
 use rungs_core::rng::SplitMix64;
-use rungs_core::wire::packet::{self, SessionKey};
 use rungs_core::wire::relay::{
     read_cookie, read_server_message, write_hello, ClientMessage, Hello, ServerMessage,
     COOKIE_BYTES, MAGIC, NO_COOKIE,
 };
+use rungs_core::wire::{packet, SessionKey};
 
 use super::relay_under_test::{cpu_seconds, number, rss_kib, LaunchFlags, RelayUnderTest};
 

@@ -12,8 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use rungs_core::relay::sequencer::MatchEvent;
-use rungs_core::relay::{RelayCounters, RelayEvent};
+use rungs_core::relay::{MatchEvent, RelayCounters, RelayEvent};
 
 /// Seconds between summaries of the counters that have no event.
 pub const COUNTER_SUMMARY_SECONDS: u64 = 10;

@@ -1,5 +1,5 @@
 //! The bytes of the relay's journal (`--state DIR`): each match's durable
-//! records ([`rungs_core::relay::durable`]) as framed records in append-only
+//! records ([`rungs_core::relay::DurableRecord`]) as framed records in append-only
 //! segment files.
 //!
 //! A record is `[length u32][check u32][body]`, little-endian; `check` is
@@ -24,11 +24,10 @@
 
 use std::hash::Hasher;
 
-use rungs_core::relay::checksums::DecidedRound;
-use rungs_core::relay::{DurableRecord, LogEntry, MatchSetup};
+use rungs_core::relay::{DecidedRound, DurableRecord, LogEntry, MatchSetup};
 use rungs_core::timing::PolicyKind;
-use rungs_core::wire::cursor::{DecodeError, Reader};
 use rungs_core::wire::relay::{EntryKind, MatchOverReason, RefusalReason, TimingChange, MAX_SEATS};
+use rungs_core::wire::{DecodeError, Reader};
 use siphasher::sip::SipHasher13;
 
 /// Bytes before a record's body.

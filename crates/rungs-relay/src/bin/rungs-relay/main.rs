@@ -34,9 +34,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use rungs_core::relay::admission::CookieKey;
 use rungs_core::relay::ticket::{issue, LobbySecret, TicketFields};
-use rungs_core::relay::{MatchSetup, Relay, RelayConfig};
+use rungs_core::relay::{CookieKey, MatchSetup, Relay, RelayConfig};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use setup::{parse_line, Defaults};

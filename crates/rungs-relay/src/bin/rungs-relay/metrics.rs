@@ -26,8 +26,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 use rungs_core::link::DropReason;
-use rungs_core::relay::sequencer::MatchEvent;
-use rungs_core::relay::{Relay, RelayCounters, RelayEvent};
+use rungs_core::relay::{MatchEvent, Relay, RelayCounters, RelayEvent};
 use rungs_core::wire::relay::{MatchOverReason, RejectReason, SeatPresence};
 
 /// How often the serving loop publishes a snapshot: what a scrape may lag

@@ -3,7 +3,7 @@
 //! "Surviving a restart").
 //!
 //! * **The journal**: every match's durable records
-//!   ([`rungs_core::relay::durable`], framed by [`super::journal`]) appended to
+//!   ([`rungs_core::relay::DurableRecord`], framed by [`super::journal`]) appended to
 //!   segment files `journal-NNNNNNNN.rlog`, one `write` per loop iteration
 //!   and before anything that iteration caused is sent (write-ahead: a
 //!   `kill -9` loses nothing a client saw). A thread of its own calls

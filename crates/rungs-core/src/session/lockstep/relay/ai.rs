@@ -17,9 +17,9 @@ use super::super::ExecutedCommand;
 use crate::error::{Error, Result};
 
 /// Most AI orders a session holds for later ticks.
-pub const MAX_PENDING_AI_ORDERS: usize = 4096;
+pub(crate) const MAX_PENDING_AI_ORDERS: usize = 4096;
 /// Most AI decisions begun and not yet ended.
-pub const MAX_OPEN_AI_DECISIONS: usize = 256;
+pub(crate) const MAX_OPEN_AI_DECISIONS: usize = 256;
 
 /// The AI orders waiting for their tick, and the decisions still computing.
 #[derive(Debug, Default)]

@@ -98,7 +98,6 @@ use crate::wire::relay::TimingChange;
 use crate::wire::relay::{RejectReason, SeatPresence, MAX_ORDER_BYTES, MAX_SEATS};
 
 use ai::AiOrders;
-pub use ai::{MAX_OPEN_AI_DECISIONS, MAX_PENDING_AI_ORDERS};
 use replay::Replay;
 
 /// Ticks of jitter buffer by default (67 ms at 30 ticks/s), in matches
