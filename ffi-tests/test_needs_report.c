@@ -56,10 +56,10 @@ static void test_constants_and_the_needed_look_ahead(void) {
     CHECK_EQ(out, 250);
     out = 77;
     CHECK_EQ(rungs_needed_look_ahead(0, 0, 0, 33333, &out), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("rungs_needed_look_ahead: the look-ahead must be 1 to 250");
+    CHECK_MESSAGE_HAS("rungs_needed_look_ahead: look_ahead is 0; expected 1 to 250");
     CHECK_EQ(rungs_needed_look_ahead(251, 0, 0, 33333, &out), RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_EQ(rungs_needed_look_ahead(6, 0, 0, 0, &out), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("the frame period must be at least 1");
+    CHECK_MESSAGE_HAS("frame_us is 0; expected at least 1");
     CHECK_EQ(out, 77);
     CHECK_EQ(rungs_needed_look_ahead(6, 0, 0, 33333, NULL), RUNGS_ERR_NULL_POINTER);
 }
