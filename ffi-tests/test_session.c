@@ -638,12 +638,12 @@ static void test_refused_configurations(void) {
     c = config_for(&seen, 0);
     c.callbacks.queue_event = NULL;
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("rungs_session_new: config->callbacks.queue_event is NULL; the session cannot queue reports");
+    CHECK_MESSAGE_HAS("rungs_session_new: config->callbacks.queue_event is NULL; expected a callback: the session cannot queue reports");
     c = config_for(&seen, 0);
     c.callbacks.send_frame = NULL;
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("rungs_session_new: config->callbacks.send_frame is NULL; the session cannot send reports or "
-                  "timing events without it");
+    CHECK_MESSAGE_HAS("rungs_session_new: config->callbacks.send_frame is NULL; expected a callback: "
+                      "the session cannot send reports or timing events without it");
     c = config_for(&seen, 0);
     c.seat_count = 0;
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
@@ -690,11 +690,11 @@ static void test_refused_configurations(void) {
     c = config_for(&seen, 0);
     c.network_report_event_id = 31;
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("config->timing_event_id and config->network_report_event_id are both 31");
+    CHECK_MESSAGE_HAS("config->network_report_event_id is 31; expected an ID other than config->timing_event_id's");
     c = config_for(&seen, 0);
     c.latency_fudge_event_id = 36;
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("config->network_report_event_id and config->latency_fudge_event_id are both 36");
+    CHECK_MESSAGE_HAS("config->latency_fudge_event_id is 36; expected an ID other than config->network_report_event_id's");
     c = config_for(&seen, 0);
     c.policy = 2;
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);

@@ -39,10 +39,6 @@ pub enum Error {
     /// An argument is outside its documented range or breaks its rule:
     /// which one, what it was, what it must be.
     Invalid(InvalidArgument),
-    /// Being replaced by [`Invalid`](Error::Invalid).
-    InvalidArgument(&'static str),
-    /// Being replaced by [`Invalid`](Error::Invalid).
-    InvalidValue(String),
     /// A seat number that is not (or no longer) part of the game.
     UnknownSeat(u8),
     /// Bytes that do not decode: which layout, and what was wrong with them
@@ -156,8 +152,7 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Invalid(invalid) => invalid.fmt(f),
-            Error::InvalidArgument(what) => f.write_str(what),
-            Error::InvalidValue(what) | Error::Detailed(_, what) => f.write_str(what),
+            Error::Detailed(_, what) => f.write_str(what),
             Error::UnknownSeat(seat) => {
                 write!(
                     f,
