@@ -129,7 +129,7 @@ impl OffsetEstimator {
     /// An estimator keeping the latest `window` samples, 1–[`MAX_SAMPLE_WINDOW`].
     pub fn new(window: usize) -> Result<OffsetEstimator> {
         if !(1..=MAX_SAMPLE_WINDOW).contains(&window) {
-            return Err(Error::invalid("sample_window", "1 to 64"));
+            return Err(Error::invalid_value("sample_window", window, "1 to 64"));
         }
         Ok(OffsetEstimator {
             window: Vec::with_capacity(window),

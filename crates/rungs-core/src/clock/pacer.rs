@@ -92,7 +92,11 @@ impl FramePacer {
     pub fn new(config: PacerConfig) -> Result<FramePacer> {
         check_fps(config.fps)?;
         if config.max_nudge_permille > MAX_NUDGE_PERMILLE {
-            return Err(Error::invalid("max_nudge_permille", "0 to 500"));
+            return Err(Error::invalid_value(
+                "max_nudge_permille",
+                config.max_nudge_permille,
+                "0 to 500",
+            ));
         }
         Ok(FramePacer {
             schedule: Schedule {
@@ -221,7 +225,7 @@ impl FramePacer {
 
 fn check_fps(fps: u8) -> Result<()> {
     if fps == 0 {
-        Err(Error::invalid("fps", "1 to 255"))
+        Err(Error::invalid_value("fps", 0u8, "1 to 255"))
     } else {
         Ok(())
     }

@@ -41,7 +41,11 @@ impl SlewedClock {
     /// `max_slew_ppm` (1–[`MAX_SLEW_PPM`]) millionths of elapsed local time.
     pub fn new(offset_us: i64, max_slew_ppm: u32) -> Result<SlewedClock> {
         if !(1..=MAX_SLEW_PPM).contains(&max_slew_ppm) {
-            return Err(Error::invalid("max_slew_ppm", "1 to 500000"));
+            return Err(Error::invalid_value(
+                "max_slew_ppm",
+                max_slew_ppm,
+                "1 to 500000",
+            ));
         }
         Ok(SlewedClock {
             applied_offset_us: offset_us,

@@ -1714,7 +1714,8 @@ mod tests {
         };
         assert!(matches!(
             Sequencer::new(setup, 0),
-            Err(Error::Invalid(e)) if e.field() == "policy" && e.got().is_some_and(|g| g.to_string() == "lobby")
+            Err(Error::Invalid(e))
+                if e.field() == "policy" && e.got() == Some(&crate::error::Got::from("lobby"))
         ));
     }
 

@@ -109,7 +109,8 @@ impl LobbySecret {
         mac128(&self.0, label, b"")
     }
 
-    /// A secret from 32 hex digits.
+    /// A secret from 32 hex digits. A refusal does not repeat the text: it
+    /// may be most of the secret.
     pub fn from_hex(text: &str) -> Result<LobbySecret> {
         let mut bytes = [0u8; 16];
         decode_hex(text.trim(), &mut bytes)
@@ -167,7 +168,8 @@ impl Credentials {
         )
     }
 
-    /// Parse [`to_text`](Self::to_text)'s form.
+    /// Parse [`to_text`](Self::to_text)'s form. A refusal does not repeat
+    /// the text: it holds the link secret.
     pub fn from_text(text: &str) -> Result<Credentials> {
         let (t, k) = text.trim().split_once(':').ok_or(Error::invalid(
             "credentials",
