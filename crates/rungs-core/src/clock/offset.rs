@@ -70,18 +70,18 @@ impl ClockSample {
         }
         if round_trip > i128::from(MAX_ROUND_TRIP_US) {
             return Err(Error::invalid_value(
-                "the round trip (t3 - t0) - (t2 - t1), µs",
+                "the round trip (t3 - t0) - (t2 - t1)",
                 round_trip,
-                "at most 60 s",
+                "at most 60 s (60000000 µs)",
             ));
         }
         // Floor division: the same on every platform, and within 1 µs of exact.
         let offset = ((t1 - t0) + (t2 - t3)).div_euclid(2);
         let offset_us = i64::try_from(offset).map_err(|_| {
             Error::invalid_value(
-                "the clock offset ((t1 - t0) + (t2 - t3)) / 2, µs",
+                "the clock offset ((t1 - t0) + (t2 - t3)) / 2",
                 offset,
-                "a 64-bit number",
+                "a 64-bit number of µs",
             )
         })?;
         Ok(ClockSample {

@@ -503,9 +503,12 @@ impl Link {
     pub fn send(&mut self, payload: &[u8]) -> Result<u64> {
         if payload.len() > self.config.max_message_bytes() {
             return Err(Error::invalid_value(
-                "payload's length, bytes",
+                "the message's length",
                 payload.len(),
-                format!("at most {} (one packet)", self.config.max_message_bytes()),
+                format!(
+                    "at most {} bytes (one packet)",
+                    self.config.max_message_bytes()
+                ),
             ));
         }
         if self.outgoing.len() >= self.config.max_in_flight {

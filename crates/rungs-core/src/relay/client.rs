@@ -625,9 +625,9 @@ impl RelayClient {
     pub fn submit_order(&mut self, payload: &[u8]) -> Result<u64> {
         if payload.len() > MAX_ORDER_BYTES {
             return Err(Error::invalid_value(
-                "payload's length, bytes",
+                "the order's length",
                 payload.len(),
-                "at most 512",
+                "at most 512 bytes",
             ));
         }
         self.submit(false, payload)
@@ -644,9 +644,9 @@ impl RelayClient {
     pub fn quit_with_order(&mut self, payload: &[u8]) -> Result<u64> {
         if payload.len() > MAX_ORDER_BYTES {
             return Err(Error::invalid_value(
-                "payload's length, bytes",
+                "the order's length",
                 payload.len(),
-                "at most 512",
+                "at most 512 bytes",
             ));
         }
         self.submit(true, payload)
@@ -660,9 +660,9 @@ impl RelayClient {
     pub fn submit_ephemeral(&mut self, payload: &[u8]) -> Result<()> {
         if payload.len() > MAX_ORDER_BYTES {
             return Err(Error::invalid_value(
-                "payload's length, bytes",
+                "the order's length",
                 payload.len(),
-                "at most 512",
+                "at most 512 bytes",
             ));
         }
         if self.phase != Phase::Connected || self.over {

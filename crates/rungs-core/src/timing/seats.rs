@@ -37,7 +37,11 @@ impl Seats {
         let master = seats.present().next();
         seats.master = master;
         if seats.master.is_none() {
-            return Err(Error::invalid_value("human seats", 0u8, "at least one"));
+            return Err(Error::invalid_value(
+                "the number of human seats",
+                0u8,
+                "at least one",
+            ));
         }
         Ok(seats)
     }

@@ -32,11 +32,7 @@ impl TickTimer {
     /// A timer of `hz` ticks per second; 0 is refused.
     pub fn new(hz: u8) -> Result<TickTimer> {
         if hz == 0 {
-            return Err(Error::invalid_value(
-                "tick timer hz",
-                0u8,
-                "1 to 255 ticks per second",
-            ));
+            return Err(Error::invalid_value("hz", 0u8, "1 to 255 ticks per second"));
         }
         Ok(TickTimer { hz })
     }

@@ -469,9 +469,9 @@ pub fn encode_turn_into(
     for len in lengths() {
         plan.add(len).ok_or_else(|| {
             Error::invalid_value(
-                "a turn item's length, bytes",
+                "a turn item's length",
                 len,
-                format!("at most {max_message_bytes} (one message)"),
+                format!("at most {max_message_bytes} bytes (one message)"),
             )
         })?;
     }

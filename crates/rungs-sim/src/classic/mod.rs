@@ -224,7 +224,7 @@ impl ClassicEngine {
     pub fn submit_command(&mut self, bytes: &[u8]) -> Result<u32> {
         if bytes.len() > 255 {
             return Err(Error::invalid_value(
-                "bytes' length",
+                "the command's length",
                 bytes.len(),
                 "at most one event's",
             ));

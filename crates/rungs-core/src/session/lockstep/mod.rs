@@ -267,14 +267,14 @@ fn check_link_keys(config: &LockstepConfig, machine: &TimingMachine, local_seat:
         let valid = machine.seats().is_human(*seat) && *seat != local_seat;
         if !valid {
             return Err(Error::invalid_value(
-                "link_keys seat",
+                "a link_keys entry's seat",
                 *seat,
                 "another human seat",
             ));
         }
         if key.is_zero() {
             return Err(Error::invalid_value(
-                "link_keys key",
+                "a link_keys entry's key",
                 "all zero",
                 "a secret key",
             ));

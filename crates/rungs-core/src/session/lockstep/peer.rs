@@ -251,9 +251,9 @@ impl PeerSession {
         }
         if bytes.len() > self.max_command_bytes() {
             return Err(Error::invalid_value(
-                "bytes' length",
+                "the command's length",
                 bytes.len(),
-                format!("at most {} (one packet)", self.max_command_bytes()),
+                format!("at most {} bytes (one packet)", self.max_command_bytes()),
             ));
         }
         let item = Item::Command(bytes.to_vec());

@@ -336,9 +336,9 @@ impl RelaySession {
     ) -> Result<u32> {
         if bytes.len() > MAX_ORDER_BYTES {
             return Err(Error::invalid_value(
-                "the AI order's length, bytes",
+                "the AI order's length",
                 bytes.len(),
-                format!("at most {MAX_ORDER_BYTES}, as a human order"),
+                format!("at most {MAX_ORDER_BYTES} bytes, as a human order"),
             ));
         }
         let due = self.ai_due(seat, decided)?;
