@@ -431,8 +431,8 @@ static void test_first_mistakes_are_named(void) {
     CHECK_EQ(rungs_lockstep_drop_player(ls, 5), RUNGS_ERR_UNKNOWN_SEAT);
     CHECK_MESSAGE_HAS("seat 5 is not a seat of this game");
     CHECK_EQ(rungs_lockstep_submit_checksum(ls, 16, 1), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE("rungs_lockstep_submit_checksum: checksums are off "
-                  "(config->checksum_interval is 0): nothing compares them");
+    CHECK_MESSAGE("rungs_lockstep_submit_checksum: config->checksum_interval is 0; expected "
+                  "positive for checksums to be compared (0 turns them off)");
     CHECK_EQ(rungs_lockstep_submit_command(ls, command, sizeof command, &frame),
              RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_MESSAGE("rungs_lockstep_submit_command: len is 1008; expected at most 1007 bytes, "

@@ -56,10 +56,10 @@ static void test_constants_and_the_needed_look_ahead(void) {
     CHECK_EQ(out, 250);
     out = 77;
     CHECK_EQ(rungs_needed_look_ahead(0, 0, 0, 33333, &out), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("rungs_needed_look_ahead: the look-ahead must be 1 to 250");
+    CHECK_MESSAGE_HAS("rungs_needed_look_ahead: look_ahead is 0; expected 1 to 250");
     CHECK_EQ(rungs_needed_look_ahead(251, 0, 0, 33333, &out), RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_EQ(rungs_needed_look_ahead(6, 0, 0, 0, &out), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("the frame period must be at least 1");
+    CHECK_MESSAGE_HAS("frame_us is 0; expected at least 1");
     CHECK_EQ(out, 77);
     CHECK_EQ(rungs_needed_look_ahead(6, 0, 0, 33333, NULL), RUNGS_ERR_NULL_POINTER);
 }
@@ -104,8 +104,9 @@ static void test_documented_bytes_and_refusals(void) {
     broken.reference = 251;
     CHECK_EQ(rungs_report_payload_encode(with_sections(&r, &d, &broken), RUNGS_REPORT_LAYOUT_EXTENDED, buf, sizeof buf, &len),
              RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("reference and most must be 1 to 250: got report->needs.reference 251, "
-                      "report->needs.most 7, report->needs.above {1, 2, 40, 300}");
+    CHECK_MESSAGE_HAS("report->needs is report->needs.reference 251, report->needs.most 7, "
+                      "report->needs.above {1, 2, 40, 300}; expected needs within their rules "
+                      "(look-ahead needs: reference and most must be 1 to 250)");
     broken = n;
     broken.above[1] = 50;
     CHECK_EQ(rungs_report_payload_encode(with_sections(&r, &d, &broken), RUNGS_REPORT_LAYOUT_EXTENDED, buf, sizeof buf, &len),
@@ -120,7 +121,9 @@ static void test_documented_bytes_and_refusals(void) {
     broken.most = 3; /* reference 0 (none) with a most */
     CHECK_EQ(rungs_report_payload_encode(with_sections(&r, &d, &broken), RUNGS_REPORT_LAYOUT_EXTENDED, buf, sizeof buf, &len),
              RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("report->needs.reference is 0 (no needs), so every other field must be 0");
+    CHECK_MESSAGE_HAS("report->needs is report->needs.reference 0, report->needs.most 3, "
+                      "report->needs.above {0, 0, 0, 0}; expected every other field 0 when "
+                      "report->needs.reference is 0 (no needs)");
     d.stalled_frames = 200; /* the detail's rules hold too */
     CHECK_EQ(rungs_report_payload_encode(with_sections(&r, &d, &n), RUNGS_REPORT_LAYOUT_EXTENDED, buf, sizeof buf, &len),
              RUNGS_ERR_INVALID_ARGUMENT);

@@ -169,7 +169,7 @@ static void test_lockstep_relay_config(void) {
     CHECK_MESSAGE_HAS("config->relay_link_secret is all zero");
     c = relay_config(ticket, len, link, 2, "127.0.0.1:9");
     CHECK_EQ(rungs_lockstep_new(&c, 0, &ls), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE("rungs_lockstep_new: config->relay_ticket is for seat 1; expected "
+    CHECK_MESSAGE("rungs_lockstep_new: config->relay_ticket's seat is 1; expected "
                   "config->local_seat (2)");
     CHECK(ls == NULL);
 

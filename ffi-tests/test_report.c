@@ -112,8 +112,8 @@ static void test_a_short_struct_size_is_read_and_written_only_as_far_as_it_goes(
     r.struct_size = basic;
     CHECK_EQ(rungs_report_payload_encode(&r, RUNGS_REPORT_LAYOUT_EXTENDED, buf, sizeof buf, &len),
              RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("report->has_detail is 1 but report->struct_size is 20, which ends before "
-                      "that section; expected at least 48");
+    CHECK_MESSAGE_HAS("report->struct_size is 20; expected at least 48, the end of the section "
+                      "report->has_detail says is there");
     r.struct_size = to_needs; /* holds the detail: the detailed layout */
     CHECK_EQ(rungs_report_payload_encode(&r, RUNGS_REPORT_LAYOUT_EXTENDED, buf, sizeof buf, &len),
              RUNGS_OK);
@@ -154,7 +154,7 @@ static void test_a_short_struct_size_is_read_and_written_only_as_far_as_it_goes(
     out.struct_size = to_needs;
     CHECK_EQ(rungs_measurements_take_report(m, RUNGS_REPORT_DETAIL | RUNGS_REPORT_NEEDS, &out),
              RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("out->struct_size is 48, too small for the sections asked for");
+    CHECK_MESSAGE_HAS("out->struct_size is 48; expected at least 58 for the sections asked for");
     CHECK_EQ(rungs_measurements_unreported_stalls(m, &stalls), RUNGS_OK);
     CHECK_EQ(stalls, 1);
     CHECK_EQ(rungs_measurements_take_report(m, RUNGS_REPORT_DETAIL, &out), RUNGS_OK);
@@ -189,8 +189,8 @@ static void test_flags_and_sections_are_checked(void) {
     CHECK_EQ(rungs_timing_machine_execute_report(NULL, 0, &r), RUNGS_ERR_NULL_POINTER);
     CHECK_EQ(rungs_report_payload_encode(&r, RUNGS_REPORT_LAYOUT_EXTENDED, buf, sizeof buf, &len),
              RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE("rungs_report_payload_encode: report->has_needs is 1 but report->has_detail is "
-                  "0; expected has_detail 1 too: the needs layout carries both");
+    CHECK_MESSAGE("rungs_report_payload_encode: report->has_detail is 0; expected 1 when "
+                  "report->has_needs is 1: the needs layout carries both");
     CHECK_EQ(len, 99);
 
     /* The take's sections: known bits, and the needs only with the detail;
@@ -198,7 +198,7 @@ static void test_flags_and_sections_are_checked(void) {
     rungs_report_init(&out);
     CHECK_EQ(rungs_measurements_take_report(m, RUNGS_REPORT_NEEDS, &out),
              RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("sections asks for the needs without the detail");
+    CHECK_MESSAGE_HAS("sections is 0x2, the needs without the detail; expected the detail too");
     CHECK_EQ(rungs_measurements_take_report(m, 4, &out), RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_MESSAGE("rungs_measurements_take_report: sections is 0x4; expected RUNGS_REPORT_DETAIL "
                   "(1), RUNGS_REPORT_NEEDS (2), both, or 0");

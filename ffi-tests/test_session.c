@@ -638,12 +638,12 @@ static void test_refused_configurations(void) {
     c = config_for(&seen, 0);
     c.callbacks.queue_event = NULL;
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("rungs_session_new: config->callbacks.queue_event is NULL; the session cannot queue reports");
+    CHECK_MESSAGE_HAS("rungs_session_new: config->callbacks.queue_event is NULL; expected a callback: the session cannot queue reports");
     c = config_for(&seen, 0);
     c.callbacks.send_frame = NULL;
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("rungs_session_new: config->callbacks.send_frame is NULL; the session cannot send reports or "
-                  "timing events without it");
+    CHECK_MESSAGE_HAS("rungs_session_new: config->callbacks.send_frame is NULL; expected a callback: "
+                      "the session cannot send reports or timing events without it");
     c = config_for(&seen, 0);
     c.seat_count = 0;
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
@@ -690,11 +690,11 @@ static void test_refused_configurations(void) {
     c = config_for(&seen, 0);
     c.network_report_event_id = 31;
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("config->timing_event_id and config->network_report_event_id are both 31");
+    CHECK_MESSAGE_HAS("config->network_report_event_id is 31; expected an ID other than config->timing_event_id's");
     c = config_for(&seen, 0);
     c.latency_fudge_event_id = 36;
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("config->network_report_event_id and config->latency_fudge_event_id are both 36");
+    CHECK_MESSAGE_HAS("config->latency_fudge_event_id is 36; expected an ID other than config->network_report_event_id's");
     c = config_for(&seen, 0);
     c.policy = 2;
     CHECK_EQ(rungs_session_new(&c, &s), RUNGS_ERR_INVALID_ARGUMENT);
@@ -771,7 +771,7 @@ static void test_messages_name_c_functions(void) {
     CHECK_MESSAGE("rungs_measurements_frame_work_begin: not valid now: a frame's work is already open "
                   "(begun, not yet ended)");
     CHECK_EQ(rungs_measurements_frame_work_end(lent(s), 5), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("now_us is 5; expected 10 (the begin) or later");
+    CHECK_MESSAGE_HAS("now_us is 5; expected 10 (the frame's begin) or later");
     CHECK_EQ(rungs_session_set_speed(s, 0), RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_MESSAGE_HAS("rungs_session_set_speed: speed_fps is 0; expected 1 to 255");
     CHECK_EQ(rungs_session_submit_command(s, NULL), RUNGS_ERR_NULL_POINTER);
@@ -1157,8 +1157,7 @@ static void test_tracking_reports_in_the_needs_layout(void) {
     if (!s) return;
     CHECK_EQ(rungs_session_rtt_sample(s, 1, 80, 1), RUNGS_OK);
     CHECK_EQ(rungs_measurements_add_frame_need(lent(s), 0, 3), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("rungs_measurements_add_frame_need: a frame's look-ahead and the look-ahead "
-                      "it needed must be 1 to 250");
+    CHECK_MESSAGE_HAS("rungs_measurements_add_frame_need: look_ahead is 0; expected 1 to 250");
     CHECK_EQ(rungs_measurements_add_frame_need(lent(s), 5, 251), RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_EQ(rungs_measurements_add_frame_need(NULL, 5, 3), RUNGS_ERR_NULL_POINTER);
     for (frame = 0; frame <= 16; frame++) {

@@ -163,17 +163,18 @@ static void test_packets_and_readiness(void) {
     CHECK_EQ(mark, 3);
     /* The tag (8) given for send frame 2: refused, nothing changes. */
     CHECK_EQ(rungs_session_packet_received(s, 0, 4, 14), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("packet 4 from seat 0 carries send frame 14; expected send frame 8");
+    CHECK_MESSAGE_HAS("the send frame of packet 4 from seat 0 is 14; expected send frame 8");
     /* Numbered from 1: send frame 4 is packet 2 of the game, and the message says so. */
     CHECK_EQ(rungs_session_packet_received(s, 2, 3, 4), RUNGS_ERR_INVALID_ARGUMENT);
     CHECK_MESSAGE_HAS("send frame 4 is packet 2 of the game: number packets from 0");
     /* Each message names the function once. */
     CHECK_EQ(rungs_session_packet_received(s, 1, 0, 0), RUNGS_ERR_INVALID_ARGUMENT); /* own seat */
-    CHECK_MESSAGE("rungs_session_packet_received: seat 1 is this machine's own seat; expected a peer's "
-                  "seat (your own packets need no readiness)");
+    CHECK_MESSAGE("rungs_session_packet_received: seat is 1; expected a peer's seat, not this "
+                  "machine's own (your own packets need no readiness)");
     CHECK_EQ(rungs_session_packet_received(s, 9, 0, 0), RUNGS_ERR_UNKNOWN_SEAT);
     CHECK_EQ(rungs_session_packet_watermark(s, 1, &mark), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_STARTS("rungs_session_packet_watermark: seat 1 is this machine's own seat");
+    CHECK_MESSAGE_STARTS("rungs_session_packet_watermark: seat is 1; expected a peer's seat, not "
+                         "this machine's own");
     /* Far ahead: nothing recorded, and the message says what to do. */
     CHECK_EQ(rungs_session_packet_received(s, 0, 100000, 200000), RUNGS_ERR_FULL);
     CHECK_MESSAGE_HAS("nothing was recorded: keep the packet and hand it again");
@@ -188,7 +189,7 @@ static void test_packets_and_readiness(void) {
     held[0] = 7;
     held[2] = 14;
     CHECK_EQ(rungs_session_frame_ready(s, 20, held, 3, &ready), RUNGS_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE_HAS("held send frame 7 for seat 0 was not a send frame");
+    CHECK_MESSAGE_HAS("seat 0's held send frame is 7; expected a send frame of this game");
     CHECK_EQ(rungs_session_frame_end(s), RUNGS_OK);
     /* Seat 2 vanished after packet 9 (send frame 18, tag 24); the engine's
      * drop procedure agreed on that cut. */

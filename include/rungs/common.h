@@ -89,7 +89,8 @@ extern "C" {
 RUNGS_API uint32_t RUNGS_CALL rungs_abi_version(void);
 
 /**
- * The library version, e.g. `"0.1.0"`. Static storage: never free it.
+ * The library version, e.g. `"0.3.0"`, the same as `RUNGS_VERSION_STRING`.
+ * Static storage: never free it.
  */
 RUNGS_API const char *RUNGS_CALL rungs_version(void);
 

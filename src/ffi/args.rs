@@ -85,10 +85,14 @@ pub unsafe fn read_config<T: Copy>(ptr: *const T, name: &'static str) -> Result<
         // The C struct's name: the last segment of the Rust path of `T`.
         let type_name = std::any::type_name::<T>();
         let c_name = type_name.rsplit("::").next().unwrap_or(type_name);
-        return Err(Error::InvalidValue(format!(
-            "{name}->struct_size is {struct_size}; expected at least sizeof({c_name}) = \
-             {needed} in this library's rungs.h (set it to sizeof the struct)"
-        ))
+        return Err(Error::invalid_value(
+            format!("{name}->struct_size"),
+            struct_size,
+            format!(
+                "at least sizeof({c_name}) = {needed} in this library's rungs.h (set it to \
+                 sizeof the struct)"
+            ),
+        )
         .into());
     }
     // SAFETY: the caller vouches for struct_size >= size_of::<T>() readable bytes.
@@ -121,10 +125,14 @@ pub unsafe fn read_grown_config<T: Copy>(
     if struct_size < since {
         let type_name = std::any::type_name::<T>();
         let c_name = type_name.rsplit("::").next().unwrap_or(type_name);
-        return Err(Error::InvalidValue(format!(
-            "{name}->struct_size is {struct_size}; expected at least sizeof({c_name}) = {full} in \
-             this library's rungs.h, or {since} from an older one (set it to sizeof the struct)"
-        ))
+        return Err(Error::invalid_value(
+            format!("{name}->struct_size"),
+            struct_size,
+            format!(
+                "at least sizeof({c_name}) = {full} in this library's rungs.h, or {since} from \
+                 an older one (set it to sizeof the struct)"
+            ),
+        )
         .into());
     }
     let mut value = std::mem::MaybeUninit::<T>::zeroed();
@@ -197,7 +205,7 @@ pub fn flag<T: Copy + PartialEq + From<u8> + Display>(
     } else if value == T::from(1) {
         Ok(true)
     } else {
-        Err(Error::InvalidValue(format!("{name} is {value}; expected 0 or 1")).into())
+        Err(Error::invalid_value(name.to_string(), value.to_string(), "0 or 1").into())
     }
 }
 
@@ -205,9 +213,12 @@ pub fn flag<T: Copy + PartialEq + From<u8> + Display>(
 /// `low..=high`, saying what was got and what was expected.
 pub fn in_range<T: PartialOrd + Display>(value: T, low: T, high: T, name: &str) -> Result<T> {
     if value < low || value > high {
-        return Err(
-            Error::InvalidValue(format!("{name} is {value}; expected {low} to {high}")).into(),
-        );
+        return Err(Error::invalid_value(
+            name.to_string(),
+            value.to_string(),
+            format!("{low} to {high}"),
+        )
+        .into());
     }
     Ok(value)
 }
@@ -215,7 +226,7 @@ pub fn in_range<T: PartialOrd + Display>(value: T, low: T, high: T, name: &str) 
 /// Refuse a reserved field that is not 0.
 pub fn reserved_zero(value: u8, name: &str) -> Result<()> {
     if value != 0 {
-        return Err(Error::InvalidValue(format!("{name} is {value}; expected 0")).into());
+        return Err(Error::invalid_value(name.to_string(), value, "0").into());
     }
     Ok(())
 }

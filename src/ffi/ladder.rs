@@ -181,7 +181,7 @@ pub unsafe extern "C" fn rungs_tier_name(
 ) -> rungs_result {
     call("rungs_tier_name", || {
         let tier = Tier::from_u8(in_range(tier, RUNGS_TIER_FAST, RUNGS_TIER_BAD, "tier")?)
-            .ok_or(Error::InvalidArgument("tier is not a RUNGS_TIER_*"))?;
+            .ok_or(Error::invalid_value("tier", tier, "a RUNGS_TIER_*"))?;
         let name: &'static [u8] = match tier {
             Tier::Fast => b"Fast\0",
             Tier::Normal => b"Normal\0",

@@ -393,16 +393,19 @@ pub(super) unsafe fn lockstep_config(c: &rungs_lockstep_config) -> Result<Lockst
         // SAFETY: the config's relay pointers by the caller's contract.
         RUNGS_TOPOLOGY_RELAY => Topology::Relay(unsafe { relay_settings(c)? }),
         other => {
-            return Err(Error::InvalidValue(format!(
-                "config->topology is {other}; expected RUNGS_TOPOLOGY_PEER_TO_PEER (0) or \
-                 RUNGS_TOPOLOGY_RELAY (1)"
-            ))
+            return Err(Error::invalid_value(
+                "config->topology",
+                other,
+                "RUNGS_TOPOLOGY_PEER_TO_PEER (0) or RUNGS_TOPOLOGY_RELAY (1)",
+            )
             .into())
         }
     };
     if topology == Topology::PeerToPeer && c.key == [0; 16] {
-        return Err(Error::InvalidArgument(
-            "config->key is all zero; expected the game's 16-byte secret key",
+        return Err(Error::invalid_value(
+            "config->key",
+            "all zero",
+            "the game's 16-byte secret key",
         )
         .into());
     }
@@ -417,20 +420,23 @@ pub(super) unsafe fn lockstep_config(c: &rungs_lockstep_config) -> Result<Lockst
             reserved_zero(byte, &format!("config->link_keys[{i}].reserved[{j}]"))?;
         }
         if entry.key == [0; 16] {
-            return Err(Error::InvalidValue(format!(
-                "config->link_keys[{i}].key is all zero; expected the secret key of the link \
-                 to seat {}",
-                entry.seat
-            ))
+            return Err(Error::invalid_value(
+                format!("config->link_keys[{i}].key"),
+                "all zero",
+                format!("the secret key of the link to seat {}", entry.seat),
+            )
             .into());
         }
         let other_human = humans.get(usize::from(entry.seat)) == Some(&true);
         if !other_human || entry.seat == c.local_seat {
-            return Err(Error::InvalidValue(format!(
-                "config->link_keys[{i}].seat is {}; expected a human seat other than \
-                 config->local_seat ({})",
-                entry.seat, c.local_seat
-            ))
+            return Err(Error::invalid_value(
+                format!("config->link_keys[{i}].seat"),
+                entry.seat,
+                format!(
+                    "a human seat other than config->local_seat ({})",
+                    c.local_seat
+                ),
+            )
             .into());
         }
         link_keys.push((entry.seat, SessionKey(entry.key)));
@@ -445,10 +451,11 @@ pub(super) unsafe fn lockstep_config(c: &rungs_lockstep_config) -> Result<Lockst
         0 => false,
         1 => true,
         other => {
-            return Err(Error::InvalidValue(format!(
-                "config->manual_drops is {other}; expected 0 (rungs drops vanished players) or 1 \
-                 (the engine does)"
-            ))
+            return Err(Error::invalid_value(
+                "config->manual_drops",
+                other,
+                "0 (rungs drops vanished players) or 1 (the engine does)",
+            )
             .into())
         }
     };
@@ -489,15 +496,20 @@ unsafe fn relay_settings(c: &rungs_lockstep_config) -> Result<RelaySettings> {
     let ticket = unsafe { slice_in(c.relay_ticket, c.relay_ticket_len, "config->relay_ticket")? };
     let ticket =
         <[u8; super::relay::RUNGS_RELAY_TICKET_BYTES]>::try_from(ticket).map_err(|_| {
-            Error::InvalidValue(format!(
-                "config->relay_ticket_len is {}; expected RUNGS_RELAY_TICKET_BYTES ({})",
+            Error::invalid_value(
+                "config->relay_ticket_len",
                 c.relay_ticket_len,
-                super::relay::RUNGS_RELAY_TICKET_BYTES
-            ))
+                format!(
+                    "RUNGS_RELAY_TICKET_BYTES ({})",
+                    super::relay::RUNGS_RELAY_TICKET_BYTES
+                ),
+            )
         })?;
     if c.relay_link_secret == [0; 16] {
-        return Err(Error::InvalidArgument(
-            "config->relay_link_secret is all zero; expected the ticket's 16-byte link secret",
+        return Err(Error::invalid_value(
+            "config->relay_link_secret",
+            "all zero",
+            "the ticket's 16-byte link secret",
         )
         .into());
     }
@@ -507,13 +519,20 @@ unsafe fn relay_settings(c: &rungs_lockstep_config) -> Result<RelaySettings> {
     };
     let seat = credentials
         .fields()
-        .map_err(|e| Error::InvalidValue(format!("config->relay_ticket is not a ticket ({e})")))?
+        .map_err(|e| {
+            Error::invalid_value(
+                "config->relay_ticket",
+                format!("not a ticket ({e})"),
+                "a ticket the lobby issued",
+            )
+        })?
         .seat;
     if seat != c.local_seat {
-        return Err(Error::InvalidValue(format!(
-            "config->relay_ticket is for seat {seat}; expected config->local_seat ({})",
-            c.local_seat
-        ))
+        return Err(Error::invalid_value(
+            "config->relay_ticket's seat",
+            seat,
+            format!("config->local_seat ({})", c.local_seat),
+        )
         .into());
     }
     Ok(RelaySettings {
@@ -686,9 +705,12 @@ pub unsafe extern "C" fn rungs_lockstep_submit_command(
             let command = slice_in(bytes, len, "bytes")?;
             let limit = o.session().max_command_bytes();
             if command.len() > limit {
-                return Err(Error::InvalidValue(format!(
-                    "len is {len}; expected at most {limit} bytes, what one command carries in this game"
-                )).into());
+                return Err(Error::invalid_value(
+                    "len",
+                    len,
+                    format!("at most {limit} bytes, what one command carries in this game"),
+                )
+                .into());
             }
             let frame = o.session().submit_command(command)?;
             write_optional(out_frame, frame);
@@ -746,8 +768,10 @@ pub unsafe extern "C" fn rungs_lockstep_submit_checksum(
     unsafe {
         lockstep_call("rungs_lockstep_submit_checksum", ls, |o| {
             if o.checksum_interval == 0 {
-                return Err(Error::InvalidArgument(
-                    "checksums are off (config->checksum_interval is 0): nothing compares them",
+                return Err(Error::invalid_value(
+                    "config->checksum_interval",
+                    0u32,
+                    "positive for checksums to be compared (0 turns them off)",
                 )
                 .into());
             }

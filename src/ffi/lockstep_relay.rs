@@ -73,11 +73,12 @@ pub unsafe extern "C" fn rungs_lockstep_submit_order(
                 RUNGS_ORDER_COMMAND => OrderKind::Command,
                 RUNGS_ORDER_QUIT => OrderKind::Quit,
                 RUNGS_ORDER_EPHEMERAL => OrderKind::Ephemeral,
-                other => {
-                    return Err(Error::InvalidValue(format!(
-                        "kind is {other}; expected RUNGS_ORDER_COMMAND (0), RUNGS_ORDER_QUIT (1) or RUNGS_ORDER_EPHEMERAL (2)"
-                    )).into())
-                }
+                other => return Err(Error::invalid_value(
+                    "kind",
+                    other,
+                    "RUNGS_ORDER_COMMAND (0), RUNGS_ORDER_QUIT (1) or RUNGS_ORDER_EPHEMERAL (2)",
+                )
+                .into()),
             };
             let order = slice_in(bytes, len, "bytes")?;
             let receipt = o.session().submit_order(kind, order)?;

@@ -469,9 +469,7 @@ pub unsafe extern "C" fn rungs_measurements_add_frame_ticks(
 fn tick_timer(tick_hz: u8) -> super::result::Result<crate::timing::TickTimer> {
     crate::timing::TickTimer::new(tick_hz)
         .map_err(|_| {
-            crate::Error::InvalidValue(
-                "tick_hz is 0; expected the timer's ticks per second, 1 to 255".to_string(),
-            )
+            crate::Error::invalid_value("tick_hz", 0u8, "the timer's ticks per second, 1 to 255")
         })
         .map_err(CallError::from)
 }

@@ -283,11 +283,12 @@ fn basic_report_layout(layout: u8) -> Result<ReportLayout> {
     match layout {
         RUNGS_REPORT_LAYOUT_COMPACT => Ok(ReportLayout::Compact),
         RUNGS_REPORT_LAYOUT_EXTENDED => Ok(ReportLayout::Extended),
-        _ => Err(Error::InvalidValue(format!(
-            "basic_layout is {layout}; expected RUNGS_REPORT_LAYOUT_COMPACT (0) or \
-             RUNGS_REPORT_LAYOUT_EXTENDED (1) (a report's detail and needs sections \
-             choose the detailed and needs layouts themselves)"
-        ))
+        _ => Err(Error::invalid_value(
+            "basic_layout",
+            layout,
+            "RUNGS_REPORT_LAYOUT_COMPACT (0) or RUNGS_REPORT_LAYOUT_EXTENDED (1) (a report's \
+             detail and needs sections choose the detailed and needs layouts themselves)",
+        )
         .into()),
     }
 }

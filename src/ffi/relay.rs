@@ -104,7 +104,7 @@ pub unsafe extern "C" fn rungs_relay_ticket_issue(
         let mut bytes = [0u8; 16];
         bytes.copy_from_slice(secret);
         let secret = LobbySecret::new(bytes).map_err(|_| {
-            Error::InvalidValue("lobby_secret is all zero; expected the lobby's secret key".into())
+            Error::invalid_value("lobby_secret", "all zero", "the lobby's secret key")
         })?;
         in_range(seat, 0, 15, "seat")?;
         let credentials = issue(
@@ -155,12 +155,14 @@ pub unsafe extern "C" fn rungs_relay_credentials_parse(
         // SAFETY: non-NULL (checked), NUL-terminated by contract.
         let text = unsafe { CStr::from_ptr(text) };
         let text = text.to_str().map_err(|_| {
-            Error::InvalidValue("text is not UTF-8; expected <ticket hex>:<link secret hex>".into())
+            Error::invalid_value("text", "not UTF-8", "<ticket hex>:<link secret hex>")
         })?;
         let not_credentials = |e: Error| {
-            Error::InvalidValue(format!(
-                "text is not credentials ({e}); expected <84 hex digits>:<32 hex digits>"
-            ))
+            Error::invalid_value(
+                "text",
+                format!("not credentials ({e})"),
+                "<84 hex digits>:<32 hex digits>",
+            )
         };
         let credentials = Credentials::from_text(text).map_err(not_credentials)?;
         let seat = credentials.fields().map_err(not_credentials)?.seat;
@@ -416,11 +418,7 @@ pub unsafe extern "C" fn rungs_relay_host_new(
         let c = unsafe { read_config(config, "config")? };
         reserved_zero(c.reserved, "config->reserved")?;
         if c.reserved2 != 0 {
-            return Err(Error::InvalidValue(format!(
-                "config->reserved2 is {}; expected 0",
-                c.reserved2
-            ))
-            .into());
+            return Err(Error::invalid_value("config->reserved2", c.reserved2, "0").into());
         }
         let humans = human_seats(c.seat_count, c.human_seat_mask)?;
         let human_mask = humans

@@ -92,10 +92,11 @@ impl Sections {
     pub(crate) fn from_bits(bits: rungs_report_sections, name: &str) -> Result<Sections> {
         let known = RUNGS_REPORT_DETAIL | RUNGS_REPORT_NEEDS;
         if bits & !known != 0 {
-            return Err(Error::InvalidValue(format!(
-                "{name} is {bits:#x}; expected RUNGS_REPORT_DETAIL (1), RUNGS_REPORT_NEEDS (2), \
-                 both, or 0"
-            ))
+            return Err(Error::invalid_value(
+                name.to_string(),
+                format!("{bits:#x}"),
+                "RUNGS_REPORT_DETAIL (1), RUNGS_REPORT_NEEDS (2), both, or 0",
+            )
             .into());
         }
         let (detail, needs) = (
@@ -105,10 +106,12 @@ impl Sections {
         // Needs without the detail are refused: the needs layout carries
         // both, and the core keeps the needs inside the detail.
         if needs && !detail {
-            return Err(Error::InvalidValue(format!(
-                "{name} asks for the needs without the detail; expected the detail too \
-                 (RUNGS_REPORT_DETAIL | RUNGS_REPORT_NEEDS): the needs layout carries both"
-            ))
+            return Err(Error::invalid_value(
+                name.to_string(),
+                format!("{bits:#x}, the needs without the detail"),
+                "the detail too (RUNGS_REPORT_DETAIL | RUNGS_REPORT_NEEDS): the needs layout \
+                 carries both",
+            )
             .into());
         }
         Ok(Sections { detail, needs })
@@ -205,12 +208,16 @@ unsafe fn struct_size(ptr: *const rungs_report, name: &str) -> Result<usize> {
     // SAFETY: the struct starts with a u32 struct_size; readable by contract.
     let size = unsafe { ptr.cast::<u32>().read_unaligned() } as usize;
     if size < basic_end() {
-        return Err(Error::InvalidValue(format!(
-            "{name}->struct_size is {size}; expected sizeof(rungs_report) = {} in this \
-             library's rungs.h, at least {} (set it with rungs_report_init)",
-            std::mem::size_of::<rungs_report>(),
-            basic_end()
-        ))
+        return Err(Error::invalid_value(
+            format!("{name}->struct_size"),
+            size,
+            format!(
+                "sizeof(rungs_report) = {} in this library's rungs.h, at least {} (set it with \
+                 rungs_report_init)",
+                std::mem::size_of::<rungs_report>(),
+                basic_end()
+            ),
+        )
         .into());
     }
     Ok(size)
@@ -243,10 +250,10 @@ pub(crate) unsafe fn read_report(
     let has_detail = flag(c.has_detail, "report->has_detail")?;
     let has_needs = flag(c.has_needs, "report->has_needs")?;
     if has_needs && !has_detail {
-        return Err(Error::InvalidValue(
-            "report->has_needs is 1 but report->has_detail is 0; expected has_detail 1 too: \
-             the needs layout carries both"
-                .to_string(),
+        return Err(Error::invalid_value(
+            "report->has_detail",
+            0u8,
+            "1 when report->has_needs is 1: the needs layout carries both",
         )
         .into());
     }
@@ -259,10 +266,11 @@ pub(crate) unsafe fn read_report(
         (sections.needs, needs_end(), "has_needs"),
     ] {
         if present && size < end {
-            return Err(Error::InvalidValue(format!(
-                "report->{field} is 1 but report->struct_size is {size}, which ends before \
-                 that section; expected at least {end}"
-            ))
+            return Err(Error::invalid_value(
+                "report->struct_size",
+                size,
+                format!("at least {end}, the end of the section report->{field} says is there"),
+            )
             .into());
         }
     }
@@ -302,11 +310,14 @@ pub(crate) unsafe fn check_room(
         } else {
             detail_end()
         };
-        return Err(Error::InvalidValue(format!(
-            "{name}->struct_size is {size}, too small for the sections asked for; expected \
-             at least {end} (sizeof(rungs_report) is {})",
-            std::mem::size_of::<rungs_report>()
-        ))
+        return Err(Error::invalid_value(
+            format!("{name}->struct_size"),
+            size,
+            format!(
+                "at least {end} for the sections asked for (sizeof(rungs_report) is {})",
+                std::mem::size_of::<rungs_report>()
+            ),
+        )
         .into());
     }
     Ok(())
@@ -472,19 +483,17 @@ impl From<Option<LookAheadNeeds>> for rungs_look_ahead_needs {
 fn look_ahead_needs(needs: rungs_look_ahead_needs) -> Result<Option<LookAheadNeeds>> {
     let shown = |n: &rungs_look_ahead_needs| {
         format!(
-            "got report->needs.reference {}, report->needs.most {}, report->needs.above {{{}, {}, {}, {}}}",
+            "report->needs.reference {}, report->needs.most {}, report->needs.above {{{}, {}, {}, {}}}",
             n.reference, n.most, n.above[0], n.above[1], n.above[2], n.above[3]
         )
     };
     if needs.reference == 0 {
         if needs.most != 0 || needs.above.iter().any(|&c| c != 0) {
-            return Err(Error::InvalidArgument(
-                "look-ahead needs with reference 0 (none) must be all 0",
+            return Err(Error::invalid_value(
+                "report->needs",
+                shown(&needs),
+                "every other field 0 when report->needs.reference is 0 (no needs)",
             )
-            .detailed(format!(
-                "report->needs.reference is 0 (no needs), so every other field must be 0: {}",
-                shown(&needs)
-            ))
             .into());
         }
         return Ok(None);
@@ -495,7 +504,11 @@ fn look_ahead_needs(needs: rungs_look_ahead_needs) -> Result<Option<LookAheadNee
         above: needs.above,
     };
     rust.check().map_err(|rule| {
-        Error::InvalidArgument(rule).detailed(format!("{rule}: {}", shown(&needs)))
+        Error::invalid_value(
+            "report->needs",
+            shown(&needs),
+            format!("needs within their rules ({rule})"),
+        )
     })?;
     Ok(Some(rust))
 }
@@ -532,9 +545,8 @@ fn report_detail(rust: &Report, detail: rungs_report_detail) -> Result<ReportDet
     };
     check_detail(rust.worst_rtt_ms, &d).map_err(|rule| {
         let rtt = |value: Option<u32>| value.map_or("none".to_string(), |ms| ms.to_string());
-        Error::InvalidArgument(rule).detailed(format!(
-            "report breaks a rule of the detail section ({rule}): got \
-             report->worst_rtt_ms {}, report->detail.median_rtt_ms {}, \
+        let got = format!(
+            "report->worst_rtt_ms {}, report->detail.median_rtt_ms {}, \
              report->detail.p90_rtt_ms {}, report->detail.latest_rtt_ms {}, \
              report->detail.frames {}, report->detail.stalled_frames {}, \
              report->detail.stall_ms {}, report->detail.waited_for {}",
@@ -546,7 +558,12 @@ fn report_detail(rust: &Report, detail: rungs_report_detail) -> Result<ReportDet
             d.stalled_frames,
             d.stall_ms,
             detail.waited_for,
-        ))
+        );
+        Error::invalid_value(
+            "report->detail",
+            got,
+            format!("a detail section within its rules ({rule})"),
+        )
     })?;
     Ok(d)
 }
@@ -648,7 +665,7 @@ mod tests {
             Sections::from_bits(RUNGS_REPORT_NEEDS, "sections")
                 .unwrap_err()
                 .to_string(),
-            "sections asks for the needs without the detail; expected the detail too \
+            "sections is 0x2, the needs without the detail; expected the detail too \
              (RUNGS_REPORT_DETAIL | RUNGS_REPORT_NEEDS): the needs layout carries both"
         );
         assert!(Sections::from_bits(8, "sections").is_err());
@@ -667,8 +684,8 @@ mod tests {
         );
         assert_eq!(
             refused(rungs_report { has_detail: 0, ..c }),
-            "report->has_needs is 1 but report->has_detail is 0; expected has_detail 1 too: \
-             the needs layout carries both"
+            "report->has_detail is 0; expected 1 when report->has_needs is 1: the needs layout \
+             carries both"
         );
         let detail = |d: rungs_report_detail| rungs_report { detail: d, ..c };
         assert_eq!(
@@ -690,12 +707,12 @@ mod tests {
                 p90_rtt_ms: 119,
                 ..c.detail
             })),
-            "report breaks a rule of the detail section (NETWORK_REPORT detail must have \
-             median <= p90 <= worst round trip): got report->worst_rtt_ms 180, \
-             report->detail.median_rtt_ms 120, report->detail.p90_rtt_ms 119, \
-             report->detail.latest_rtt_ms 125, report->detail.frames 128, \
-             report->detail.stalled_frames 2, report->detail.stall_ms 40, \
-             report->detail.waited_for 3"
+            "report->detail is report->worst_rtt_ms 180, report->detail.median_rtt_ms 120, \
+             report->detail.p90_rtt_ms 119, report->detail.latest_rtt_ms 125, \
+             report->detail.frames 128, report->detail.stalled_frames 2, \
+             report->detail.stall_ms 40, report->detail.waited_for 3; expected a detail \
+             section within its rules (NETWORK_REPORT detail must have median <= p90 <= \
+             worst round trip)"
         );
         for broken in [
             rungs_report_detail {
@@ -712,12 +729,12 @@ mod tests {
             },
         ] {
             let e = read(&detail(broken)).unwrap_err();
-            assert!(matches!(e.kind(), Some(Error::InvalidArgument(_))), "{e}");
+            assert!(matches!(e.kind(), Some(Error::Invalid(_))), "{e}");
         }
         let needs = rungs_look_ahead_needs { most: 0, ..c.needs };
         assert!(matches!(
             read(&rungs_report { needs, ..c }),
-            Err(CallError::Core(Error::Detailed(..)))
+            Err(CallError::Core(Error::Invalid(..)))
         ));
         // The sections absent: their fields are not read at all.
         let basic = rungs_report {
@@ -753,9 +770,8 @@ mod tests {
         assert_eq!(got.struct_size as usize, at);
         // SAFETY: as above.
         let refused = unsafe { check_room(ptr, "out", ALL) };
-        assert!(refused
-            .unwrap_err()
-            .to_string()
-            .starts_with("out->struct_size is 48, too small for the sections asked for"));
+        assert!(refused.unwrap_err().to_string().starts_with(
+            "out->struct_size is 48; expected at least 58 for the sections asked for"
+        ));
     }
 }

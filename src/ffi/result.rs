@@ -161,7 +161,7 @@ pub(crate) trait ResultCode {
 impl ResultCode for Error {
     fn code(&self) -> rungs_result {
         match self {
-            Error::InvalidArgument(_) | Error::InvalidValue(_) => RUNGS_ERR_INVALID_ARGUMENT,
+            Error::Invalid(_) => RUNGS_ERR_INVALID_ARGUMENT,
             Error::UnknownSeat(_) => RUNGS_ERR_UNKNOWN_SEAT,
             Error::Malformed(_) => RUNGS_ERR_MALFORMED,
             Error::State(_) => RUNGS_ERR_STATE,

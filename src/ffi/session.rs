@@ -278,31 +278,31 @@ fn session_config(c: &rungs_session_config) -> Result<SessionConfig> {
     // forever and never adapt. An observer does neither.
     if local_seat.is_some() {
         if c.callbacks.queue_event.is_none() {
-            return Err(Error::InvalidValue(
-                "config->callbacks.queue_event is NULL; the session cannot queue reports or \
-                 timing events without it (only an observer, config->local_seat = RUNGS_NO_SEAT, \
-                 may leave it NULL)"
-                    .to_string(),
+            return Err(Error::invalid_value(
+                "config->callbacks.queue_event",
+                "NULL",
+                "a callback: the session cannot queue reports or timing events without it (only \
+                 an observer, config->local_seat = RUNGS_NO_SEAT, may leave it NULL)",
             )
             .into());
         }
         if c.callbacks.send_frame.is_none() {
-            return Err(Error::InvalidValue(
-                "config->callbacks.send_frame is NULL; the session cannot send reports or timing \
-                 events without it (only an observer, config->local_seat = RUNGS_NO_SEAT, may \
-                 leave it NULL)"
-                    .to_string(),
+            return Err(Error::invalid_value(
+                "config->callbacks.send_frame",
+                "NULL",
+                "a callback: the session cannot send reports or timing events without it (only \
+                 an observer, config->local_seat = RUNGS_NO_SEAT, may leave it NULL)",
             )
             .into());
         }
     }
     let report_layout = session_report_layout(c.report_layout).ok_or_else(|| {
-        Error::InvalidValue(format!(
-            "config->report_layout is {}; expected RUNGS_REPORT_LAYOUT_COMPACT (0), \
-             RUNGS_REPORT_LAYOUT_EXTENDED (1), RUNGS_REPORT_LAYOUT_DETAILED (2) or \
-             RUNGS_REPORT_LAYOUT_NEEDS (3)",
-            c.report_layout
-        ))
+        Error::invalid_value(
+            "config->report_layout",
+            c.report_layout,
+            "RUNGS_REPORT_LAYOUT_COMPACT (0), RUNGS_REPORT_LAYOUT_EXTENDED (1), \
+             RUNGS_REPORT_LAYOUT_DETAILED (2) or RUNGS_REPORT_LAYOUT_NEEDS (3)",
+        )
     })?;
     let event_id = |value: u16, role| -> Result<u8> {
         let id = in_range(value, 0, u16::from(u8::MAX), event_id_field(role))?;
@@ -311,9 +311,11 @@ fn session_config(c: &rungs_session_config) -> Result<SessionConfig> {
     let latency_fudge = match c.latency_fudge_event_id {
         RUNGS_NO_EVENT_ID => None,
         id => Some(u8::try_from(id).map_err(|_| {
-            Error::InvalidValue(format!(
-                "config->latency_fudge_event_id is {id}; expected 0 to 255 or RUNGS_NO_EVENT_ID"
-            ))
+            Error::invalid_value(
+                "config->latency_fudge_event_id",
+                id,
+                "0 to 255 or RUNGS_NO_EVENT_ID",
+            )
         })?),
     };
     let ids = EventIds {
@@ -323,11 +325,14 @@ fn session_config(c: &rungs_session_config) -> Result<SessionConfig> {
     };
     // The session's own rule, asked here to name the C fields.
     if let Some((first, second, id)) = ids.clash() {
-        return Err(Error::InvalidValue(format!(
-            "{} and {} are both {id}; expected a distinct ID per role",
-            event_id_field(first),
-            event_id_field(second)
-        ))
+        return Err(Error::invalid_value(
+            event_id_field(second),
+            id,
+            format!(
+                "an ID other than {}'s (a distinct ID per role)",
+                event_id_field(first)
+            ),
+        )
         .into());
     }
     let tick_timer = (c.tick_hz != 0)
@@ -337,10 +342,11 @@ fn session_config(c: &rungs_session_config) -> Result<SessionConfig> {
         RUNGS_SEND_AFTER_EXECUTE => SendOrder::AfterExecute,
         RUNGS_SEND_BEFORE_EXECUTE => SendOrder::BeforeExecute,
         other => {
-            return Err(Error::InvalidValue(format!(
-                "config->send_order is {other}; expected RUNGS_SEND_AFTER_EXECUTE (0) or \
-                 RUNGS_SEND_BEFORE_EXECUTE (1)"
-            ))
+            return Err(Error::invalid_value(
+                "config->send_order",
+                other,
+                "RUNGS_SEND_AFTER_EXECUTE (0) or RUNGS_SEND_BEFORE_EXECUTE (1)",
+            )
             .into())
         }
     };
@@ -536,9 +542,11 @@ pub unsafe extern "C" fn rungs_session_frame_ready(
             require(out_ready, "out_ready")?;
             let seat_count = session.machine().seat_count();
             if count != usize::from(seat_count) {
-                return Err(Error::InvalidValue(format!(
-                    "count is {count}; expected config->seat_count {seat_count}"
-                ))
+                return Err(Error::invalid_value(
+                    "count",
+                    count,
+                    format!("config->seat_count {seat_count}"),
+                )
                 .into());
             }
             let ready = session.frame_ready(frame, |seat| {

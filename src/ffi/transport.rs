@@ -393,10 +393,11 @@ pub(crate) unsafe fn parse_address(text: *const c_char, name: &str) -> Result<So
         .ok()
         .and_then(|t| t.parse().ok())
         .ok_or_else(|| {
-            Error::InvalidValue(format!(
-                "{name} is {:?}; expected \"ip:port\", e.g. \"127.0.0.1:7000\" or \"[::1]:7000\"",
-                text.to_string_lossy()
-            ))
+            Error::invalid_value(
+                name.to_string(),
+                format!("{:?}", text.to_string_lossy()),
+                "\"ip:port\", e.g. \"127.0.0.1:7000\" or \"[::1]:7000\"",
+            )
         })
         .map_err(CallError::from)
 }
@@ -479,9 +480,10 @@ pub unsafe extern "C" fn rungs_endpoint_new(
             reserved_zero(byte, &format!("config->reserved[{i}]"))?;
         }
         if config.key == [0; 16] {
-            return Err(Error::InvalidArgument(
-                "config->key is all zero (rungs_endpoint_config_init leaves it so); expected \
-                 the game's 16-byte secret key",
+            return Err(Error::invalid_value(
+                "config->key",
+                "all zero (rungs_endpoint_config_init leaves it so)",
+                "the game's 16-byte secret key",
             )
             .into());
         }
@@ -632,9 +634,11 @@ pub unsafe extern "C" fn rungs_endpoint_send(
             // The length first, so no slice is ever made of more bytes than
             // a message can have.
             if len > MAX_MESSAGE_BYTES {
-                return Err(Error::InvalidValue(format!(
-                    "len is {len}; expected at most RUNGS_MAX_MESSAGE_BYTES ({MAX_MESSAGE_BYTES})"
-                ))
+                return Err(Error::invalid_value(
+                    "len",
+                    len,
+                    format!("at most RUNGS_MAX_MESSAGE_BYTES ({MAX_MESSAGE_BYTES})"),
+                )
                 .into());
             }
             // SAFETY: NULL or `len` readable bytes by contract.
@@ -808,10 +812,11 @@ pub unsafe extern "C" fn rungs_endpoint_link_stats(
             let struct_size = (*out).struct_size;
             let expected = std::mem::size_of::<rungs_link_stats>();
             if struct_size as usize != expected {
-                return Err(Error::InvalidValue(format!(
-                    "out->struct_size is {struct_size}; expected sizeof(rungs_link_stats) = \
-                     {expected} (set it before the call)"
-                ))
+                return Err(Error::invalid_value(
+                    "out->struct_size",
+                    struct_size,
+                    format!("sizeof(rungs_link_stats) = {expected} (set it before the call)"),
+                )
                 .into());
             }
             let stats = state.with_driver(now_us, |d, now| {
@@ -873,10 +878,11 @@ pub unsafe extern "C" fn rungs_endpoint_dropped(
         object_call("rungs_endpoint_dropped", endpoint, |state| {
             require(out_count, "out_count")?;
             let reason = *DropReason::ALL.get(reason as usize).ok_or_else(|| {
-                Error::InvalidValue(format!(
-                    "reason is {reason}; expected a RUNGS_DROP_* value, 0 to {}",
-                    RUNGS_DROP_REASON_COUNT - 1
-                ))
+                Error::invalid_value(
+                    "reason",
+                    reason,
+                    format!("a RUNGS_DROP_* value, 0 to {}", RUNGS_DROP_REASON_COUNT - 1),
+                )
             })?;
             let count = state.endpoint(|e| e.total_drops().get(reason))?;
             write_out(out_count, count);

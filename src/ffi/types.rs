@@ -124,7 +124,7 @@ impl From<Timing> for rungs_timing {
 
 impl TryFrom<rungs_timing> for Timing {
     type Error = CallError;
-    /// `InvalidValue` naming both fields when the pair breaks S1.
+    /// `Invalid` naming both fields when the pair breaks S1.
     fn try_from(t: rungs_timing) -> Result<Timing> {
         timing_of(t.send_period, t.look_ahead, "timing")
     }
@@ -135,11 +135,12 @@ impl TryFrom<rungs_timing> for Timing {
 fn timing_of(send_period: u8, look_ahead: u8, name: &str) -> Result<Timing> {
     Timing::new(send_period, look_ahead)
         .map_err(|_| {
-            Error::InvalidValue(format!(
-                "{name} is send_period {send_period}, look_ahead {look_ahead}; expected \
-             send_period 1 to 10 and look_ahead a multiple of send_period from \
-             send_period to 250"
-            ))
+            Error::invalid_value(
+                name.to_string(),
+                format!("send_period {send_period}, look_ahead {look_ahead}"),
+                "send_period 1 to 10 and look_ahead a multiple of send_period from \
+                 send_period to 250",
+            )
         })
         .map_err(CallError::from)
 }
@@ -171,7 +172,7 @@ pub struct rungs_timing_event {
 impl TryFrom<rungs_timing_event> for TimingEvent {
     type Error = CallError;
 
-    /// `InvalidValue` for a timing that breaks S1 or a frame rate of 0.
+    /// `Invalid` for a timing that breaks S1 or a frame rate of 0.
     fn try_from(event: rungs_timing_event) -> Result<TimingEvent> {
         Ok(TimingEvent {
             target: timing_of(event.send_period, event.look_ahead, "event")?,
@@ -195,9 +196,11 @@ pub fn timing_policy(value: u8, name: &str) -> Result<PolicyKind> {
     match value {
         RUNGS_POLICY_ADAPTIVE => Ok(PolicyKind::Adaptive),
         RUNGS_POLICY_TRACKING => Ok(PolicyKind::Tracking),
-        _ => Err(Error::InvalidValue(format!(
-            "{name} is {value}; expected RUNGS_POLICY_ADAPTIVE (0) or RUNGS_POLICY_TRACKING (1)"
-        ))
+        _ => Err(Error::invalid_value(
+            name.to_string(),
+            value,
+            "RUNGS_POLICY_ADAPTIVE (0) or RUNGS_POLICY_TRACKING (1)",
+        )
         .into()),
     }
 }
@@ -217,15 +220,18 @@ pub const RUNGS_POLICY_TRACKING: rungs_policy = 1;
 pub(crate) fn human_seats(seat_count: u8, human_seat_mask: u32) -> Result<Vec<bool>> {
     let seats = in_range(usize::from(seat_count), 1, MAX_SEATS, "config->seat_count")?;
     if human_seat_mask >> seats != 0 {
-        return Err(Error::InvalidValue(format!(
-            "config->human_seat_mask is {human_seat_mask:#x}; expected bits only below bit \
-             {seats}, one per seat (config->seat_count is {seats})"
-        ))
+        return Err(Error::invalid_value(
+            "config->human_seat_mask",
+            format!("{human_seat_mask:#x}"),
+            format!("bits only below bit {seats}, one per seat (config->seat_count is {seats})"),
+        )
         .into());
     }
     if human_seat_mask == 0 {
-        return Err(Error::InvalidArgument(
-            "config->human_seat_mask is 0; expected at least one human seat",
+        return Err(Error::invalid_value(
+            "config->human_seat_mask",
+            0u32,
+            "at least one human seat",
         )
         .into());
     }
@@ -240,9 +246,11 @@ pub(crate) fn seat_or_none(seat: u8, name: &str) -> Result<Option<u8>> {
     match seat {
         RUNGS_NO_SEAT => Ok(None),
         s if usize::from(s) < crate::report::MAX_SEATS => Ok(Some(s)),
-        s => Err(Error::InvalidValue(format!(
-            "{name} is {s}; expected a seat, 0 to 15, or RUNGS_NO_SEAT (255)"
-        ))
+        s => Err(Error::invalid_value(
+            name.to_string(),
+            s,
+            "a seat, 0 to 15, or RUNGS_NO_SEAT (255)",
+        )
         .into()),
     }
 }
@@ -269,11 +277,14 @@ pub(crate) fn local_seat(
     } else {
         ""
     };
-    Err(Error::InvalidValue(format!(
-        "config->local_seat is {local_seat}; expected a human seat (set in \
-         config->human_seat_mask: {}){or_observer}",
-        human_list.join(", ")
-    ))
+    Err(Error::invalid_value(
+        "config->local_seat",
+        local_seat,
+        format!(
+            "a human seat (set in config->human_seat_mask: {}){or_observer}",
+            human_list.join(", ")
+        ),
+    )
     .into())
 }
 
@@ -303,7 +314,7 @@ mod tests {
         ] {
             assert!(matches!(
                 TimingEvent::try_from(broken),
-                Err(CallError::Core(Error::InvalidValue(_)))
+                Err(CallError::Core(Error::Invalid(_)))
             ));
         }
     }

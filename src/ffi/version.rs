@@ -80,10 +80,11 @@ pub unsafe extern "C" fn rungs_read_protocol_versions(
         let struct_size = unsafe { (*out).struct_size };
         let expected = std::mem::size_of::<rungs_protocol_versions>();
         if struct_size as usize != expected {
-            return Err(Error::InvalidValue(format!(
-                "out->struct_size is {struct_size}; expected sizeof(rungs_protocol_versions) = \
-                 {expected} (set it before the call)"
-            ))
+            return Err(Error::invalid_value(
+                "out->struct_size",
+                struct_size,
+                format!("sizeof(rungs_protocol_versions) = {expected} (set it before the call)"),
+            )
             .into());
         }
         let versions = rungs_core::protocol_versions();

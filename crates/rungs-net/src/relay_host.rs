@@ -138,8 +138,10 @@ impl RelayHost {
     pub fn credentials(&self, seat: u8) -> Result<Credentials> {
         let setup = self.with_sequencer(|s| *s.setup())?;
         if seat >= setup.seat_count || setup.human_mask & (1 << seat) == 0 {
-            return Err(Error::InvalidArgument(
-                "not a human seat of the hosted match",
+            return Err(Error::invalid_value(
+                "seat",
+                seat,
+                "a human seat of the hosted match",
             ));
         }
         issue(

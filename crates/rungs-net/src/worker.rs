@@ -71,7 +71,7 @@ impl<D: Datagrams + Send + 'static> Worker<D> {
     /// Start a thread that polls `driver` every `tick` on `clock`.
     pub fn start(driver: UdpDriver<D>, tick: Duration, clock: MonotonicClock) -> Result<Worker<D>> {
         if tick.is_zero() {
-            return Err(Error::InvalidArgument("worker tick must be positive"));
+            return Err(Error::invalid_value("tick", "zero", "a positive duration"));
         }
         let driver = Arc::new(Mutex::new(driver));
         let stop = Arc::new(AtomicBool::new(false));

@@ -41,8 +41,9 @@ impl InstantGame {
     /// A game of `players` (2 to 16) at `fps` under `policy`, every seat human.
     pub fn new(players: u8, fps: u8, policy: PolicyKind) -> Result<InstantGame> {
         if !(2..=MAX_SEATS as u8).contains(&players) || fps == 0 {
-            return Err(Error::InvalidArgument(
-                "an instant game needs 2 to 16 players and a frame rate",
+            return Err(Error::invalid(
+                "an instant game's players and frame rate",
+                "2 to 16 players and a frame rate",
             ));
         }
         let mut sessions = Vec::with_capacity(usize::from(players));

@@ -161,13 +161,15 @@ pub fn play(
     clocks: &[MachineClock],
 ) -> Result<(GameReport, RelayCheck)> {
     if spec.players == 0 || usize::from(spec.players) > MAX_SEATS || spec.frames == 0 {
-        return Err(Error::InvalidArgument(
-            "a relay game needs 1 to 16 players and at least one frame",
+        return Err(Error::invalid(
+            "a relay game's players and frames",
+            "1 to 16 players and at least one frame",
         ));
     }
     if spec.policy.original_game().is_some() {
-        return Err(Error::InvalidArgument(
-            "ra, protocol0 and protocol0-ts are the original games' peer-to-peer engines: a relay game cannot play them",
+        return Err(Error::invalid(
+            "a relay game's policy",
+            "none of ra, protocol0 and protocol0-ts: they are the original games' peer-to-peer engines, which a relay game cannot play",
         ));
     }
     let faults = relay_faults(spec)?;
@@ -491,8 +493,9 @@ pub fn play(
 /// The faults of `spec` a relay game models (see the module docs).
 fn relay_faults(spec: &GameSpec) -> Result<Vec<Fault>> {
     if !spec.timed_faults.is_empty() {
-        return Err(Error::InvalidArgument(
-            "relay games place crashes and quits on frames only (--crash SEAT@FRAME)",
+        return Err(Error::invalid(
+            "a relay game's crashes and quits",
+            "on frames only (--crash SEAT@FRAME)",
         ));
     }
     let mut all = spec.faults.clone();
@@ -509,13 +512,15 @@ fn relay_faults(spec: &GameSpec) -> Result<Vec<Fault>> {
     for fault in &all {
         match fault {
             Fault::Restart { .. } | Fault::Attack { .. } => {
-                return Err(Error::InvalidArgument(
-                    "relay games do not model restarts or attacks (the relay's own tests do)",
+                return Err(Error::invalid(
+                    "a relay game's faults",
+                    "no restarts or attacks (the relay's own tests model them)",
                 ))
             }
             Fault::Crash { mid_turn: true, .. } => {
-                return Err(Error::InvalidArgument(
-                    "relay games have no turns to crash in the middle of",
+                return Err(Error::invalid(
+                    "a relay game's crashes",
+                    "not in the middle of a turn (relay games have no turns to crash in)",
                 ))
             }
             _ => {}

@@ -35,7 +35,7 @@ impl ClockSample {
     /// A sample from its four timestamps (µs): `t0` local send, `t1`
     /// reference receive, `t2` reference send, `t3` local receive.
     ///
-    /// `InvalidArgument` when the timestamps contradict each other (the reply
+    /// `Invalid` when the timestamps contradict each other (the reply
     /// arrives before the request left, the reference replies before it
     /// received, the round trip comes out negative) or the round trip is longer
     /// than [`MAX_ROUND_TRIP_US`].
@@ -47,28 +47,43 @@ impl ClockSample {
             i128::from(t3),
         );
         if t3 < t0 {
-            return Err(Error::InvalidArgument(
-                "t3 (local receive) is before t0 (local send)",
+            return Err(Error::invalid_value(
+                "t3 (local receive)",
+                t3,
+                format!("at or after t0 (local send), {t0}"),
             ));
         }
         if t2 < t1 {
-            return Err(Error::InvalidArgument(
-                "t2 (reference send) is before t1 (reference receive)",
+            return Err(Error::invalid_value(
+                "t2 (reference send)",
+                t2,
+                format!("at or after t1 (reference receive), {t1}"),
             ));
         }
         let round_trip = (t3 - t0) - (t2 - t1);
         if round_trip < 0 {
-            return Err(Error::InvalidArgument(
-                "the reference held the request longer than the round trip took",
+            return Err(Error::invalid_value(
+                "t2 - t1 (the reference's hold)",
+                t2 - t1,
+                format!("at most the round trip t3 - t0, {}", t3 - t0),
             ));
         }
         if round_trip > i128::from(MAX_ROUND_TRIP_US) {
-            return Err(Error::InvalidArgument("round trip longer than 60 s"));
+            return Err(Error::invalid_value(
+                "the round trip (t3 - t0) - (t2 - t1)",
+                round_trip,
+                "at most 60 s (60000000 µs)",
+            ));
         }
         // Floor division: the same on every platform, and within 1 µs of exact.
         let offset = ((t1 - t0) + (t2 - t3)).div_euclid(2);
-        let offset_us = i64::try_from(offset)
-            .map_err(|_| Error::InvalidArgument("clock offset does not fit 64 bits"))?;
+        let offset_us = i64::try_from(offset).map_err(|_| {
+            Error::invalid_value(
+                "the clock offset ((t1 - t0) + (t2 - t3)) / 2",
+                offset,
+                "a 64-bit number of µs",
+            )
+        })?;
         Ok(ClockSample {
             offset_us,
             round_trip_us: round_trip as i64,
@@ -114,7 +129,7 @@ impl OffsetEstimator {
     /// An estimator keeping the latest `window` samples, 1–[`MAX_SAMPLE_WINDOW`].
     pub fn new(window: usize) -> Result<OffsetEstimator> {
         if !(1..=MAX_SAMPLE_WINDOW).contains(&window) {
-            return Err(Error::InvalidArgument("sample_window must be 1 to 64"));
+            return Err(Error::invalid_value("sample_window", window, "1 to 64"));
         }
         Ok(OffsetEstimator {
             window: Vec::with_capacity(window),

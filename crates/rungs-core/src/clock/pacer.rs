@@ -87,13 +87,15 @@ pub struct FramePacer {
 
 impl FramePacer {
     /// A pacer whose first frame due is the reference frame, at its ideal
-    /// time. `InvalidArgument` for a frame rate of 0 or a nudge bound above
+    /// time. `Invalid` for a frame rate of 0 or a nudge bound above
     /// [`MAX_NUDGE_PERMILLE`].
     pub fn new(config: PacerConfig) -> Result<FramePacer> {
         check_fps(config.fps)?;
         if config.max_nudge_permille > MAX_NUDGE_PERMILLE {
-            return Err(Error::InvalidArgument(
-                "max_nudge_permille must be 0 to 500",
+            return Err(Error::invalid_value(
+                "max_nudge_permille",
+                config.max_nudge_permille,
+                "0 to 500",
             ));
         }
         Ok(FramePacer {
@@ -163,7 +165,7 @@ impl FramePacer {
     /// the normal case. The deadline already given is kept; the schedule
     /// after it follows the new rate.
     ///
-    /// `InvalidArgument` for `fps` 0; `State` for a frame before the latest
+    /// `Invalid` for `fps` 0; `State` for a frame before the latest
     /// rate change, or one after the next frame (call it when the rate comes
     /// into force, not ahead of time). No effect on error.
     pub fn set_fps(&mut self, fps: u8, from_frame: u32) -> Result<()> {
@@ -223,7 +225,7 @@ impl FramePacer {
 
 fn check_fps(fps: u8) -> Result<()> {
     if fps == 0 {
-        Err(Error::InvalidArgument("fps must be 1 to 255"))
+        Err(Error::invalid_value("fps", 0u8, "1 to 255"))
     } else {
         Ok(())
     }
@@ -393,7 +395,7 @@ mod tests {
         ));
         let due = p.next_frame_due();
         assert_eq!(due.frame, 11);
-        assert!(matches!(p.set_fps(0, 11), Err(Error::InvalidArgument(_))));
+        assert!(matches!(p.set_fps(0, 11), Err(Error::Invalid(_))));
         assert!(
             matches!(p.set_fps(20, 12), Err(Error::State(_))),
             "ahead of time"

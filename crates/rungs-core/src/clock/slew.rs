@@ -41,7 +41,11 @@ impl SlewedClock {
     /// `max_slew_ppm` (1–[`MAX_SLEW_PPM`]) millionths of elapsed local time.
     pub fn new(offset_us: i64, max_slew_ppm: u32) -> Result<SlewedClock> {
         if !(1..=MAX_SLEW_PPM).contains(&max_slew_ppm) {
-            return Err(Error::InvalidArgument("max_slew_ppm must be 1 to 500000"));
+            return Err(Error::invalid_value(
+                "max_slew_ppm",
+                max_slew_ppm,
+                "1 to 500000",
+            ));
         }
         Ok(SlewedClock {
             applied_offset_us: offset_us,
@@ -55,7 +59,7 @@ impl SlewedClock {
 
     /// Slew up to `local_now_us`, then aim at `offset_us` from there on.
     /// Before the first reading the offset is taken at once (module docs).
-    /// `InvalidArgument` if local time went backwards; no effect then.
+    /// `Invalid` if local time went backwards; no effect then.
     pub fn steer_to(&mut self, offset_us: i64, local_now_us: i64) -> Result<()> {
         self.advance_to(local_now_us)?;
         self.target_offset_us = offset_us;
@@ -67,7 +71,7 @@ impl SlewedClock {
     }
 
     /// Reference time at `local_now_us` (saturating at the ends of i64).
-    /// `InvalidArgument` if local time went backwards; no effect then.
+    /// `Invalid` if local time went backwards; no effect then.
     pub fn reference_time(&mut self, local_now_us: i64) -> Result<i64> {
         self.advance_to(local_now_us)?;
         self.read = true;
@@ -83,7 +87,11 @@ impl SlewedClock {
             return Ok(());
         };
         if local_now_us < since {
-            return Err(Error::InvalidArgument("local time went backwards"));
+            return Err(Error::invalid_value(
+                "local_now_us",
+                local_now_us,
+                format!("at or after the previous call's {since} (local time never goes back)"),
+            ));
         }
         let elapsed = (i128::from(local_now_us) - i128::from(since)) as u128;
         self.slewed_until_us = Some(local_now_us);

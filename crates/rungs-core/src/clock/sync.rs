@@ -33,7 +33,7 @@ pub struct ClockSync {
 }
 
 impl ClockSync {
-    /// A clock sync with no samples yet; `InvalidArgument` for a window or
+    /// A clock sync with no samples yet; `Invalid` for a window or
     /// slew rate out of range.
     pub fn new(config: ClockSyncConfig) -> Result<ClockSync> {
         Ok(ClockSync {
@@ -44,7 +44,7 @@ impl ClockSync {
     }
 
     /// Add an exchange completed at local time `local_now_us` (normally its
-    /// `t3`) and steer the clock toward the new estimate. `InvalidArgument`,
+    /// `t3`) and steer the clock toward the new estimate. `Invalid`,
     /// with no effect, if local time went backwards.
     pub fn add_sample(&mut self, sample: ClockSample, local_now_us: i64) -> Result<OffsetEstimate> {
         // Slew to now first: the new target must not apply retroactively, and
@@ -62,7 +62,7 @@ impl ClockSync {
     }
 
     /// Reference time at local time `local_now_us`: never backwards, never a
-    /// jump (S9). `State` before the first sample, `InvalidArgument` if local
+    /// jump (S9). `State` before the first sample, `Invalid` if local
     /// time went backwards.
     pub fn reference_time(&mut self, local_now_us: i64) -> Result<i64> {
         if !self.has_estimate {

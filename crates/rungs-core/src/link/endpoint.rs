@@ -132,8 +132,10 @@ impl Endpoint {
     pub fn new(config: EndpointConfig) -> Result<Endpoint> {
         config.link.validate()?;
         if config.key.is_zero() {
-            return Err(Error::InvalidArgument(
-                "the session key is all zero; set a secret key shared by the game's machines",
+            return Err(Error::invalid_value(
+                "key",
+                "all zero",
+                "a secret key shared by the game's machines",
             ));
         }
         Ok(Endpoint {
@@ -156,11 +158,7 @@ impl Endpoint {
     /// their links instead of truncating its messages. Set it before adding
     /// peers; 0 is refused.
     pub fn set_epoch(&mut self, epoch: u32) -> Result<()> {
-        self.check_run_identity(
-            epoch,
-            "a connection epoch must not be 0",
-            "set the epoch before adding peers",
-        )?;
+        self.check_run_identity(epoch, "epoch", "set the epoch before adding peers")?;
         self.epoch = epoch;
         Ok(())
     }
@@ -170,11 +168,11 @@ impl Endpoint {
     fn check_run_identity(
         &self,
         value: u32,
-        if_zero: &'static str,
+        field: &'static str,
         if_late: &'static str,
     ) -> Result<()> {
         if value == 0 {
-            return Err(Error::InvalidArgument(if_zero));
+            return Err(Error::invalid_value(field, 0u32, "not 0"));
         }
         if !self.peers.is_empty() {
             return Err(Error::State(if_late));
@@ -194,7 +192,7 @@ impl Endpoint {
     pub fn set_connection_nonce(&mut self, nonce: u32) -> Result<()> {
         self.check_run_identity(
             nonce,
-            "a connection nonce must not be 0",
+            "nonce",
             "set the connection nonce before adding peers",
         )?;
         self.nonce = nonce;
@@ -210,7 +208,7 @@ impl Endpoint {
     /// the pair use the same one, and no third player knows it).
     pub fn set_link_key(&mut self, seat: u8, key: SessionKey) -> Result<()> {
         if key.is_zero() {
-            return Err(Error::InvalidArgument("a link key is all zero"));
+            return Err(Error::invalid_value("key", "all zero", "a secret key"));
         }
         let at = self.index(seat)?;
         self.peers[at].key = key;
@@ -237,7 +235,11 @@ impl Endpoint {
     /// Add the peer at `seat`, bound to `address`; its link starts at `now_us`.
     pub fn add_peer(&mut self, seat: u8, address: SocketAddr, now_us: u64) -> Result<()> {
         if seat == self.config.local_seat {
-            return Err(Error::InvalidArgument("a peer cannot have the local seat"));
+            return Err(Error::invalid_value(
+                "seat",
+                seat,
+                "a seat other than the local seat",
+            ));
         }
         let at = match self.peers.binary_search_by_key(&seat, |p| p.seat) {
             Ok(_) => return Err(Error::State("that seat already has a peer")),
@@ -705,7 +707,11 @@ mod tests {
         let addr: SocketAddr = "127.0.0.1:9".parse().unwrap();
         assert_eq!(
             e.add_peer(2, addr, 0),
-            Err(Error::InvalidArgument("a peer cannot have the local seat"))
+            Err(Error::invalid_value(
+                "seat",
+                2u8,
+                "a seat other than the local seat"
+            ))
         );
         e.add_peer(5, addr, 0).unwrap();
         e.add_peer(0, addr, 0).unwrap();

@@ -134,27 +134,45 @@ impl LinkConfig {
     /// Check every field's range.
     pub fn validate(&self) -> Result<()> {
         if self.liveness_timeout_us == Some(0) {
-            return Err(Error::InvalidArgument("liveness timeout must be positive"));
+            return Err(Error::invalid_value(
+                "liveness_timeout_us",
+                0u64,
+                "positive, or none",
+            ));
         }
         if !(1..=MAX_IN_FLIGHT_LIMIT).contains(&self.max_in_flight) {
-            return Err(Error::InvalidArgument("max_in_flight must be 1 to 8192"));
+            return Err(Error::invalid_value(
+                "max_in_flight",
+                self.max_in_flight,
+                "1 to 8192",
+            ));
         }
         if !(1..=MAX_IN_FLIGHT_LIMIT).contains(&self.receive_capacity) {
-            return Err(Error::InvalidArgument("receive_capacity must be 1 to 8192"));
+            return Err(Error::invalid_value(
+                "receive_capacity",
+                self.receive_capacity,
+                "1 to 8192",
+            ));
         }
         if !(MIN_CONFIG_PACKET_BYTES..=MAX_PACKET_BYTES).contains(&self.max_packet_bytes) {
-            return Err(Error::InvalidArgument(
-                "max_packet_bytes must be 64 to 1200",
+            return Err(Error::invalid_value(
+                "max_packet_bytes",
+                self.max_packet_bytes,
+                "64 to 1200",
             ));
         }
         if self.piggyback_budget_bytes > MAX_PACKET_BYTES {
-            return Err(Error::InvalidArgument(
-                "piggyback_budget_bytes must be at most 1200",
+            return Err(Error::invalid_value(
+                "piggyback_budget_bytes",
+                self.piggyback_budget_bytes,
+                "at most 1200",
             ));
         }
         if self.max_ack_delay_us > MAX_ACK_DELAY_LIMIT_US {
-            return Err(Error::InvalidArgument(
-                "max_ack_delay_us must be at most 250000",
+            return Err(Error::invalid_value(
+                "max_ack_delay_us",
+                self.max_ack_delay_us,
+                "at most 250000",
             ));
         }
         Ok(())
@@ -338,7 +356,11 @@ impl Link {
     pub fn new(config: LinkConfig, identity: LinkIdentity, now_us: u64) -> Result<Link> {
         config.validate()?;
         if identity.local_seat == identity.peer_seat {
-            return Err(Error::InvalidArgument("a link needs two different seats"));
+            return Err(Error::invalid_value(
+                "identity.peer_seat",
+                identity.peer_seat,
+                "a seat other than identity.local_seat",
+            ));
         }
         Ok(Link {
             config,
@@ -383,7 +405,7 @@ impl Link {
     /// Set this machine's connection epoch (before anything is sent).
     pub fn set_local_epoch(&mut self, epoch: u32) -> Result<()> {
         if epoch == 0 {
-            return Err(Error::InvalidArgument("a connection epoch must not be 0"));
+            return Err(Error::invalid_value("epoch", 0u32, "not 0"));
         }
         self.local_epoch = epoch;
         Ok(())
@@ -394,7 +416,7 @@ impl Link {
     /// simulation) sets its own, different for every run.
     pub fn set_local_nonce(&mut self, nonce: u32) -> Result<()> {
         if nonce == 0 {
-            return Err(Error::InvalidArgument("a connection nonce must not be 0"));
+            return Err(Error::invalid_value("nonce", 0u32, "not 0"));
         }
         self.local_nonce = nonce;
         Ok(())
@@ -477,10 +499,17 @@ impl Link {
 
     /// Queue a message for reliable, in-order delivery; returns its number.
     /// `Error::Full` when `max_in_flight` messages are unacknowledged;
-    /// `Error::InvalidArgument` when it is larger than one packet can carry.
+    /// `Error::Invalid` when it is larger than one packet can carry.
     pub fn send(&mut self, payload: &[u8]) -> Result<u64> {
         if payload.len() > self.config.max_message_bytes() {
-            return Err(Error::InvalidArgument("message larger than one packet"));
+            return Err(Error::invalid_value(
+                "the message's length",
+                payload.len(),
+                format!(
+                    "at most {} bytes (one packet)",
+                    self.config.max_message_bytes()
+                ),
+            ));
         }
         if self.outgoing.len() >= self.config.max_in_flight {
             return Err(Error::Full("messages in flight on this link"));

@@ -156,19 +156,31 @@ impl Default for HelloLimits {
 impl HelloLimits {
     /// Check every field is in range.
     pub fn validate(&self) -> Result<()> {
-        if self.address_burst == 0 || self.ticket_burst == 0 {
-            return Err(Error::InvalidArgument(
-                "Hello limits need bursts of at least 1",
+        if self.address_burst == 0 {
+            return Err(Error::invalid_value("address_burst", 0u32, "at least 1"));
+        }
+        if self.ticket_burst == 0 {
+            return Err(Error::invalid_value("ticket_burst", 0u32, "at least 1"));
+        }
+        if self.address_interval_us == 0 {
+            return Err(Error::invalid_value(
+                "address_interval_us",
+                0u64,
+                "at least 1 µs",
             ));
         }
-        if self.address_interval_us == 0 || self.ticket_interval_us == 0 {
-            return Err(Error::InvalidArgument(
-                "Hello limits need intervals of at least 1 µs",
+        if self.ticket_interval_us == 0 {
+            return Err(Error::invalid_value(
+                "ticket_interval_us",
+                0u64,
+                "at least 1 µs",
             ));
         }
         if !(1_000_000..=600_000_000).contains(&self.cookie_lifetime_us) {
-            return Err(Error::InvalidArgument(
-                "cookie_lifetime_us must be 1 s to 600 s",
+            return Err(Error::invalid_value(
+                "cookie_lifetime_us",
+                self.cookie_lifetime_us,
+                "1 s to 600 s",
             ));
         }
         Ok(())

@@ -286,8 +286,10 @@ impl RelayClient {
     pub fn new(config: ClientConfig, now_us: u64) -> Result<RelayClient> {
         config.link.validate()?;
         if !(1..=MAX_UNCONFIRMED).contains(&config.max_unconfirmed) {
-            return Err(Error::InvalidArgument(
-                "max_unconfirmed must be 1 to 256 (the refusals the relay repeats)",
+            return Err(Error::invalid_value(
+                "max_unconfirmed",
+                config.max_unconfirmed,
+                "1 to 256 (the refusals the relay repeats)",
             ));
         }
         let fields = config.credentials.fields()?;
@@ -402,14 +404,16 @@ impl RelayClient {
     /// Hold a whole turn log instead of talking to a relay (a replay,
     /// [`crate::session::LockstepSession::replay`]): welcomed with the
     /// log's setup, every tick below its end authorised, the match over
-    /// after it; nothing is ever sent. `InvalidArgument` when this client's
+    /// after it; nothing is ever sent. `Invalid` when this client's
     /// seat is not a human seat of the log's match.
     pub fn load_turn_log(&mut self, log: &super::TurnLog) -> Result<()> {
         if usize::from(self.seat) >= usize::from(log.seat_count)
             || log.human_mask & (1 << self.seat) == 0
         {
-            return Err(Error::InvalidArgument(
-                "the replaying seat is not a human seat of the turn log's match",
+            return Err(Error::invalid_value(
+                "the replaying seat",
+                self.seat,
+                "a human seat of the turn log's match",
             ));
         }
         let welcome = Welcome {
@@ -620,7 +624,11 @@ impl RelayClient {
     /// `Error::Full` when `max_unconfirmed` are waiting.
     pub fn submit_order(&mut self, payload: &[u8]) -> Result<u64> {
         if payload.len() > MAX_ORDER_BYTES {
-            return Err(Error::InvalidArgument("order longer than 512 bytes"));
+            return Err(Error::invalid_value(
+                "the order's length",
+                payload.len(),
+                "at most 512 bytes",
+            ));
         }
         self.submit(false, payload)
     }
@@ -635,7 +643,11 @@ impl RelayClient {
     /// leaves, with its removal. Its id.
     pub fn quit_with_order(&mut self, payload: &[u8]) -> Result<u64> {
         if payload.len() > MAX_ORDER_BYTES {
-            return Err(Error::InvalidArgument("quit order longer than 512 bytes"));
+            return Err(Error::invalid_value(
+                "the order's length",
+                payload.len(),
+                "at most 512 bytes",
+            ));
         }
         self.submit(true, payload)
     }
@@ -647,8 +659,10 @@ impl RelayClient {
     /// sent at all).
     pub fn submit_ephemeral(&mut self, payload: &[u8]) -> Result<()> {
         if payload.len() > MAX_ORDER_BYTES {
-            return Err(Error::InvalidArgument(
-                "ephemeral order longer than 512 bytes",
+            return Err(Error::invalid_value(
+                "the order's length",
+                payload.len(),
+                "at most 512 bytes",
             ));
         }
         if self.phase != Phase::Connected || self.over {

@@ -1712,7 +1712,8 @@ mod tests {
         };
         assert!(matches!(
             Sequencer::new(setup, 0),
-            Err(Error::InvalidArgument(m)) if m.contains("lobby")
+            Err(Error::Invalid(e))
+                if e.field() == "policy" && e.got() == Some(&crate::error::Got::from("lobby"))
         ));
     }
 

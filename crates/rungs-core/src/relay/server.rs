@@ -294,8 +294,10 @@ impl Relay {
         config.link.validate()?;
         config.hello_limits.validate()?;
         if config.link.max_message_bytes() < 600 {
-            return Err(Error::InvalidArgument(
-                "relay links need max_packet_bytes of at least 632",
+            return Err(Error::invalid_value(
+                "link.max_packet_bytes",
+                config.link.max_packet_bytes,
+                "at least 632 (a relay message needs 600 bytes)",
             ));
         }
         Ok(Relay {
@@ -402,10 +404,9 @@ impl Relay {
 
     /// End a match now.
     pub fn end_match(&mut self, match_id: u64, now_us: u64) -> Result<()> {
-        let at = *self
-            .by_id
-            .get(&match_id)
-            .ok_or(Error::InvalidArgument("no match with that id"))?;
+        let at = *self.by_id.get(&match_id).ok_or_else(|| {
+            Error::invalid_value("match_id", match_id, "the id of a match of this relay")
+        })?;
         if let Some(slot) = self.slots[at].as_mut() {
             slot.sequencer.end(now_us);
         }

@@ -82,31 +82,48 @@ impl MatchSetup {
     pub fn validate(&self) -> Result<()> {
         let n = usize::from(self.seat_count);
         if !(1..=MAX_SEATS).contains(&n) {
-            return Err(Error::InvalidArgument("seat_count must be 1 to 16"));
+            return Err(Error::invalid_value(
+                "seat_count",
+                self.seat_count,
+                "1 to 16",
+            ));
         }
         if n < MAX_SEATS && self.human_mask >> n != 0 {
-            return Err(Error::InvalidArgument(
-                "human_mask names a seat at or above seat_count",
+            return Err(Error::invalid_value(
+                "human_mask",
+                format!("{:#06x}", self.human_mask),
+                "seats below seat_count only",
             ));
         }
         if self.human_mask == 0 {
-            return Err(Error::InvalidArgument("human_mask has no human seat"));
+            return Err(Error::invalid_value(
+                "human_mask",
+                0u16,
+                "at least one human seat",
+            ));
         }
         if !(1..=1_000_000_000).contains(&self.tick_rate_millihz) {
-            return Err(Error::InvalidArgument(
-                "tick_rate_millihz must be 1 to 1000000000",
+            return Err(Error::invalid_value(
+                "tick_rate_millihz",
+                self.tick_rate_millihz,
+                "1 to 1000000000",
             ));
         }
         if self.bundle_interval == 0 {
-            return Err(Error::InvalidArgument("bundle_interval must be 1 to 255"));
+            return Err(Error::invalid_value("bundle_interval", 0u8, "1 to 255"));
         }
         if self.ai_order_delay > 8 {
-            return Err(Error::InvalidArgument("ai_order_delay must be 0 to 8"));
-        }
-        if self.max_ticks == 0 || self.max_queued_ticks == 0 {
-            return Err(Error::InvalidArgument(
-                "max_ticks and max_queued_ticks must be positive",
+            return Err(Error::invalid_value(
+                "ai_order_delay",
+                self.ai_order_delay,
+                "0 to 8",
             ));
+        }
+        if self.max_ticks == 0 {
+            return Err(Error::invalid_value("max_ticks", 0u32, "positive"));
+        }
+        if self.max_queued_ticks == 0 {
+            return Err(Error::invalid_value("max_queued_ticks", 0u32, "positive"));
         }
         Ok(())
     }

@@ -94,7 +94,11 @@ impl LobbySecret {
     /// A secret from 16 bytes; an all-zero key is refused (S8).
     pub fn new(bytes: [u8; 16]) -> Result<LobbySecret> {
         if bytes == [0; 16] {
-            return Err(Error::InvalidArgument("lobby secret is all zero"));
+            return Err(Error::invalid_value(
+                "lobby secret",
+                "all zero",
+                "a secret key",
+            ));
         }
         Ok(LobbySecret(bytes))
     }
@@ -105,11 +109,12 @@ impl LobbySecret {
         mac128(&self.0, label, b"")
     }
 
-    /// A secret from 32 hex digits.
+    /// A secret from 32 hex digits. A refusal does not repeat the text: it
+    /// may be most of the secret.
     pub fn from_hex(text: &str) -> Result<LobbySecret> {
         let mut bytes = [0u8; 16];
         decode_hex(text.trim(), &mut bytes)
-            .ok_or(Error::InvalidArgument("lobby secret must be 32 hex digits"))?;
+            .ok_or(Error::invalid("lobby secret", "32 hex digits"))?;
         LobbySecret::new(bytes)
     }
 }
@@ -163,16 +168,17 @@ impl Credentials {
         )
     }
 
-    /// Parse [`to_text`](Self::to_text)'s form.
+    /// Parse [`to_text`](Self::to_text)'s form. A refusal does not repeat
+    /// the text: it holds the link secret.
     pub fn from_text(text: &str) -> Result<Credentials> {
-        let (t, k) = text.trim().split_once(':').ok_or(Error::InvalidArgument(
-            "credentials are <ticket hex>:<link secret hex>",
+        let (t, k) = text.trim().split_once(':').ok_or(Error::invalid(
+            "credentials",
+            "<ticket hex>:<link secret hex>",
         ))?;
         let mut ticket = [0u8; TICKET_BYTES];
         let mut secret = [0u8; 16];
-        decode_hex(t, &mut ticket).ok_or(Error::InvalidArgument("ticket must be 84 hex digits"))?;
-        decode_hex(k, &mut secret)
-            .ok_or(Error::InvalidArgument("link secret must be 32 hex digits"))?;
+        decode_hex(t, &mut ticket).ok_or(Error::invalid("ticket", "84 hex digits"))?;
+        decode_hex(k, &mut secret).ok_or(Error::invalid("link secret", "32 hex digits"))?;
         Ok(Credentials {
             ticket,
             link_secret: LinkSecret(secret),
@@ -214,7 +220,7 @@ fn read_fields(ticket: &[u8; TICKET_BYTES]) -> std::result::Result<TicketFields,
 /// Issue a ticket (the lobby's side).
 pub fn issue(secret: &LobbySecret, fields: &TicketFields) -> Result<Credentials> {
     if usize::from(fields.seat) >= MAX_SEATS {
-        return Err(Error::InvalidArgument("ticket seat must be 0 to 15"));
+        return Err(Error::invalid_value("ticket seat", fields.seat, "0 to 15"));
     }
     let mut ticket = [0u8; TICKET_BYTES];
     ticket[0] = TICKET_VERSION;

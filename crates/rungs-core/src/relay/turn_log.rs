@@ -143,9 +143,15 @@ impl TurnLog {
 
     /// Read and check a file: every field in range, entries in order and
     /// below the end tick, for human seats of the match, nothing left over.
-    /// `InvalidValue` naming the first thing wrong.
+    /// `Invalid` naming the first thing wrong.
     pub fn decode(bytes: &[u8]) -> Result<TurnLog> {
-        let bad = |what: String| Error::InvalidValue(format!("not a rungs turn log: {what}"));
+        let bad = |what: String| {
+            Error::invalid_value(
+                "bytes",
+                format!("not a rungs turn log ({what})"),
+                "a turn log as TurnLog::encode writes it",
+            )
+        };
         let mut r = Reader::new(bytes);
         if r.take(8)
             .map_err(|_| bad("shorter than its header".into()))?

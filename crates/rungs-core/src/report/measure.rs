@@ -156,7 +156,7 @@ impl Measurements {
             frame_work: Bracket::new(
                 "a frame's work is already open (begun, not yet ended)",
                 "no frame's work is open (begin it first)",
-                "the frame's work would end before it began",
+                "the frame's begin",
             ),
             work_us_this_interval: 0,
             frames_this_interval: 0,
@@ -164,7 +164,7 @@ impl Measurements {
             wait: Bracket::new(
                 "a wait is already open (begun, not yet ended)",
                 "no wait is open (begin it first)",
-                "the wait would end before it began",
+                "the wait's begin",
             ),
             longest_wait_us_this_interval: 0,
             longest_wait_us_previous_interval: 0,
@@ -184,7 +184,7 @@ impl Measurements {
     }
 
     /// The open frame's work ends at `now_us`; the frame counts with its
-    /// duration. `State` without an open frame, `InvalidArgument` if `now_us`
+    /// duration. `State` without an open frame, `Invalid` if `now_us`
     /// is before the begin (the frame stays open).
     pub fn frame_work_end(&mut self, now_us: u64) -> Result<()> {
         let duration = self.frame_work.end(now_us)?;
@@ -236,7 +236,7 @@ impl Measurements {
     }
 
     /// The open wait ends at `now_us`. `State` without an open wait,
-    /// `InvalidArgument` if `now_us` is before the begin (the wait stays open).
+    /// `Invalid` if `now_us` is before the begin (the wait stays open).
     pub fn wait_end(&mut self, now_us: u64) -> Result<()> {
         let duration = self.wait.end(now_us)?;
         let seat = self.waiting_for.take();
@@ -263,12 +263,22 @@ impl Measurements {
     /// A frame ran with its turns sent `look_ahead` frames before it and
     /// needed `needed` frames of look-ahead
     /// ([`needed_look_ahead`](crate::report::needed_look_ahead)). Both must
-    /// be 1–250 (`InvalidArgument`, nothing counted).
+    /// be 1–250 (`Invalid`, nothing counted).
     pub fn add_frame_need(&mut self, look_ahead: u8, needed: u8) -> Result<()> {
         let valid = 1..=MAX_LOOK_AHEAD;
         if !valid.contains(&look_ahead) || !valid.contains(&needed) {
-            return Err(Error::InvalidArgument(
-                "a frame's look-ahead and the look-ahead it needed must be 1 to 250",
+            return Err(Error::invalid_value(
+                if valid.contains(&look_ahead) {
+                    "needed"
+                } else {
+                    "look_ahead"
+                },
+                if valid.contains(&look_ahead) {
+                    needed
+                } else {
+                    look_ahead
+                },
+                "1 to 250",
             ));
         }
         self.needs.add(look_ahead, needed);
@@ -433,20 +443,17 @@ struct Bracket {
     open_since_us: Option<u64>,
     already_open: &'static str,
     not_open: &'static str,
-    ends_before_begin: &'static str,
+    /// What the begin is called in the message of an end before it.
+    begin: &'static str,
 }
 
 impl Bracket {
-    fn new(
-        already_open: &'static str,
-        not_open: &'static str,
-        ends_before_begin: &'static str,
-    ) -> Bracket {
+    fn new(already_open: &'static str, not_open: &'static str, begin: &'static str) -> Bracket {
         Bracket {
             open_since_us: None,
             already_open,
             not_open,
-            ends_before_begin,
+            begin,
         }
     }
 
@@ -462,10 +469,11 @@ impl Bracket {
     fn end(&mut self, now_us: u64) -> Result<u64> {
         let began = self.open_since_us.ok_or(Error::State(self.not_open))?;
         let duration = now_us.checked_sub(began).ok_or_else(|| {
-            Error::InvalidArgument(self.ends_before_begin).detailed(format!(
-                "{}: now_us is {now_us}; expected {began} (the begin) or later",
-                self.ends_before_begin
-            ))
+            Error::invalid_value(
+                "now_us",
+                now_us,
+                format!("{began} ({}) or later", self.begin),
+            )
         })?;
         self.open_since_us = None;
         Ok(duration)
@@ -650,7 +658,7 @@ mod tests {
         assert!(matches!(m.frame_work_begin(150), Err(Error::State(_))));
         assert!(matches!(
             m.frame_work_end(99).unwrap_err().kind(),
-            Error::InvalidArgument(_)
+            Error::Invalid(_)
         ));
         m.frame_work_end(400).unwrap(); // still open from 100
         assert_eq!(m.take_report().process_us, 300);
@@ -659,10 +667,11 @@ mod tests {
         m.wait_begin(10_000).unwrap();
         assert!(matches!(m.wait_begin(10_500), Err(Error::State(_))));
         let early = m.wait_end(9_999).unwrap_err();
-        assert!(matches!(early.kind(), Error::InvalidArgument(_)));
-        assert!(early
-            .to_string()
-            .ends_with("now_us is 9999; expected 10000 (the begin) or later"));
+        assert!(matches!(early.kind(), Error::Invalid(_)));
+        assert_eq!(
+            early.to_string(),
+            "now_us is 9999; expected 10000 (the wait's begin) or later"
+        );
         m.wait_end(15_000).unwrap();
         assert_eq!(m.take_report().max_wait_ms, 5);
     }
@@ -795,14 +804,8 @@ mod tests {
             m.add_frame_need(4, needed).unwrap();
         }
         // Out of range: refused, nothing counted.
-        assert!(matches!(
-            m.add_frame_need(0, 3),
-            Err(Error::InvalidArgument(_))
-        ));
-        assert!(matches!(
-            m.add_frame_need(4, 251),
-            Err(Error::InvalidArgument(_))
-        ));
+        assert!(matches!(m.add_frame_need(0, 3), Err(Error::Invalid(_))));
+        assert!(matches!(m.add_frame_need(4, 251), Err(Error::Invalid(_))));
         let needs = m.take_report().detail.unwrap().needs.unwrap();
         assert_eq!(
             needs,

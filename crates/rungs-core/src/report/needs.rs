@@ -98,7 +98,7 @@ impl LookAheadNeeds {
 /// turns sent `look_ahead` frames before it, the last of them came at
 /// `ready_us`, and it could have started up to `deadline_us` without a
 /// stall; `frame_us` is a frame period. Any one clock for the two times.
-/// `InvalidArgument` for a look-ahead outside 1–250 or a frame period of 0.
+/// `Invalid` for a look-ahead outside 1–250 or a frame period of 0.
 pub fn needed_look_ahead(
     look_ahead: u8,
     deadline_us: u64,
@@ -106,12 +106,10 @@ pub fn needed_look_ahead(
     frame_us: u64,
 ) -> Result<u8> {
     if !(1..=MAX_LOOK_AHEAD).contains(&look_ahead) {
-        return Err(Error::InvalidArgument("the look-ahead must be 1 to 250"));
+        return Err(Error::invalid_value("look_ahead", look_ahead, "1 to 250"));
     }
     if frame_us == 0 {
-        return Err(Error::InvalidArgument(
-            "the frame period must be at least 1 µs",
-        ));
+        return Err(Error::invalid_value("frame_us", 0u64, "at least 1 µs"));
     }
     let look_ahead = u64::from(look_ahead);
     let needed = if ready_us <= deadline_us {

@@ -113,12 +113,11 @@ impl EventIds {
     fn check(&self) -> Result<()> {
         match self.clash() {
             None => Ok(()),
-            Some((first, second, id)) => Err(Error::InvalidArgument(
-                "two event roles share one event ID",
-            )
-            .detailed(format!(
-                "the {first} and {second} event IDs are both {id}; expected a distinct ID per role"
-            ))),
+            Some((first, second, id)) => Err(Error::invalid_value(
+                format!("the {second} event ID"),
+                id,
+                format!("an ID other than the {first} event ID's (a distinct ID per role)"),
+            )),
         }
     }
 
@@ -355,8 +354,10 @@ impl EngineSession {
     pub fn new(config: &SessionConfig) -> Result<EngineSession> {
         config.ids.check()?;
         if let TimingLayout::RedAlert { .. } = config.timing_layout {
-            return Err(Error::InvalidArgument(
-                "Red Alert's TIMING layout has no send period; use the Tiberian Sun layout",
+            return Err(Error::invalid_value(
+                "timing_layout",
+                "Red Alert's (which has no send period)",
+                "the Tiberian Sun layout",
             ));
         }
         let machine = TimingMachine::with_tick_timer(&config.machine, config.rules.tick_timer)?;
@@ -746,12 +747,11 @@ impl EngineSession {
     /// front of the message, so the message does not.)
     pub fn check_peer_seat(&self, seat: u8) -> Result<()> {
         if Some(seat) == self.local_seat {
-            return Err(
-                Error::InvalidArgument("a packet from this machine's own seat").detailed(format!(
-                    "seat {seat} is this machine's own seat; expected a peer's seat (your own \
-                     packets need no readiness)"
-                )),
-            );
+            return Err(Error::invalid_value(
+                "seat",
+                seat,
+                "a peer's seat, not this machine's own (your own packets need no readiness)",
+            ));
         }
         if !self.machine.seats().is_human(seat) {
             return Err(Error::UnknownSeat(seat).detailed(format!(
@@ -973,8 +973,8 @@ mod tests {
         assert_eq!(
             EngineSession::new(&c).err().map(|e| e.to_string()),
             Some(
-                "the TIMING and NETWORK_REPORT event IDs are both 31; expected a distinct ID \
-                 per role"
+                "the NETWORK_REPORT event ID is 31; expected an ID other than the TIMING event \
+                 ID's (a distinct ID per role)"
                     .to_string()
             )
         );

@@ -47,16 +47,20 @@ impl Timing {
     /// `send_period <= look_ahead <= 250`, `look_ahead % send_period == 0`.
     pub fn new(send_period: u8, look_ahead: u8) -> Result<Timing> {
         if send_period == 0 || send_period > MAX_SEND_PERIOD {
-            return Err(Error::InvalidArgument("send period must be 1 to 10"));
+            return Err(Error::invalid_value("send period", send_period, "1 to 10"));
         }
         if look_ahead < send_period || look_ahead > MAX_LOOK_AHEAD {
-            return Err(Error::InvalidArgument(
-                "look-ahead must be from the send period to 250",
+            return Err(Error::invalid_value(
+                "look-ahead",
+                look_ahead,
+                format!("from the send period, {send_period}, to 250"),
             ));
         }
         if look_ahead % send_period != 0 {
-            return Err(Error::InvalidArgument(
-                "look-ahead must be a multiple of the send period",
+            return Err(Error::invalid_value(
+                "look-ahead",
+                look_ahead,
+                format!("a multiple of the send period, {send_period}"),
             ));
         }
         Ok(Timing {
@@ -76,7 +80,7 @@ impl Timing {
                 send_period: rung,
                 look_ahead: 3 * rung,
             }),
-            _ => Err(Error::InvalidArgument("rung must be 1 to 10")),
+            _ => Err(Error::invalid_value("rung", rung, "1 to 10")),
         }
     }
 

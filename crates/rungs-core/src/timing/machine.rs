@@ -106,14 +106,16 @@ impl Policy {
                 Protocol0Table::YurisRevenge,
                 speed_fps,
             )),
-            PolicyKind::Protocol0Ts => Policy::Protocol0(Protocol0Policy::new(
-                Protocol0Table::TiberianSun,
-                speed_fps,
-            )),
+            PolicyKind::Protocol0Ts => {
+                Policy::Protocol0(Protocol0Policy::new(Protocol0Table::TiberianSun, speed_fps))
+            }
             PolicyKind::Tracking => Policy::Tracking(TrackingPolicy::new(speed_fps)),
             PolicyKind::Lobby => {
-                return Err(Error::InvalidArgument(
-                    "`lobby` is a fixed timing set from a lobby's pings before the game; name that fixed timing (fixed:SP/LA)",
+                return Err(Error::invalid_value(
+                    "policy",
+                    "lobby",
+                    "the fixed timing a lobby set from its pings before the game, \
+                     named as such (fixed:SP/LA)",
                 ))
             }
         })
@@ -350,15 +352,17 @@ impl TimingMachine {
         tick_timer: Option<TickTimer>,
     ) -> Result<TimingMachine> {
         if config.speed_fps == 0 {
-            return Err(Error::InvalidArgument("speed_fps must be 1 to 255"));
+            return Err(Error::invalid_value("speed_fps", 0u8, "1 to 255"));
         }
         let seats = Seats::new(&config.human_seats)?;
         let mut record = Record::new(0, seats.present());
         record.set_tick_timer(tick_timer);
         if let Some(local) = config.local_seat {
             if !seats.is_human(local) {
-                return Err(Error::InvalidArgument(
-                    "local_seat must be a human seat of the game",
+                return Err(Error::invalid_value(
+                    "local_seat",
+                    local,
+                    "a human seat of the game",
                 ));
             }
         }
@@ -486,8 +490,10 @@ impl TimingMachine {
         // on every machine alike; so any human seat of the game is accepted.
         self.human_seat(seat)?;
         if event.fps == 0 {
-            return Err(Error::InvalidArgument(
-                "a timing event's fps must be 1 to 255",
+            return Err(Error::invalid_value(
+                "the timing event's fps",
+                0u8,
+                "1 to 255",
             ));
         }
         // A rate the engine's timer cannot hit (an event from a build
@@ -560,7 +566,7 @@ impl TimingMachine {
     /// executes; the master's next evaluation with fresh reports applies it.
     pub fn set_speed_fps(&mut self, speed_fps: u8) -> Result<()> {
         if speed_fps == 0 {
-            return Err(Error::InvalidArgument("speed_fps must be 1 to 255"));
+            return Err(Error::invalid_value("speed_fps", 0u8, "1 to 255"));
         }
         self.policy.set_speed_fps(speed_fps);
         Ok(())

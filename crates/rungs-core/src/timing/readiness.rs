@@ -186,17 +186,16 @@ impl SendHistory {
         }
         let (before, after) = self.neighbours(held);
         let shown = |f: Option<u32>| f.map_or("none".to_string(), |f| f.to_string());
-        Err(
-            Error::InvalidArgument("a held send frame is not a send frame of this game").detailed(
-                format!(
-            "held send frame {held} for seat {seat} was not a send frame of this game (the send \
-             frames around it are {} and {}); expected the send frame the send_frame callback \
-             gave for that packet, not its tag",
-            shown(before),
-            shown(after)
-        ),
+        Err(Error::invalid_value(
+            format!("seat {seat}'s held send frame"),
+            held,
+            format!(
+                "a send frame of this game (those around it are {} and {}): the send frame the \
+                 send_frame callback gave for that packet, not its tag",
+                shown(before),
+                shown(after)
             ),
-        )
+        ))
     }
 
     /// The send frame whose packet, from every peer, frame `frame` needs
@@ -400,11 +399,10 @@ fn wrong_packet(
          send frame, not the tag"
             .to_string()
     };
-    Error::InvalidArgument("a packet's send frame is not the one its number says").detailed(
-        format!(
-            "packet {number} from seat {seat} carries send frame {send_frame}; expected {expected} \
-             ({why})"
-        ),
+    Error::invalid_value(
+        format!("the send frame of packet {number} from seat {seat}"),
+        send_frame,
+        format!("{expected} ({why})"),
     )
 }
 
@@ -570,14 +568,15 @@ impl PeerStreams {
             Some(last) => stream.held > last.saturating_add(1),
         };
         if holds_past {
-            return Err(
-                Error::InvalidArgument("a cut below packets already held").detailed(format!(
-                    "the cut for seat {seat} ends its stream at packet {}, but packets 0 to {} \
-                     are held here; a cut is at least every survivor's watermark",
-                    last.map_or("none".to_string(), |l| l.to_string()),
+            return Err(Error::invalid_value(
+                format!("the cut for seat {seat}"),
+                last.map_or("no packet".to_string(), |l| format!("packet {l}")),
+                format!(
+                    "packet {} or later (packets 0 to {0} are held here; a cut is at least \
+                     every survivor's watermark)",
                     stream.held - 1
-                )),
-            );
+                ),
+            ));
         }
         if stream.cut.is_some_and(|c| c != last) {
             return Err(Error::State("the peer's stream was already cut elsewhere"));

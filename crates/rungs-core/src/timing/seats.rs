@@ -20,7 +20,11 @@ impl Seats {
     /// A game of `human_seats.len()` seats (1..=16), at least one human.
     pub fn new(human_seats: &[bool]) -> Result<Seats> {
         if human_seats.is_empty() || human_seats.len() > MAX_SEATS {
-            return Err(Error::InvalidArgument("a game has 1 to 16 seats"));
+            return Err(Error::invalid_value(
+                "the number of seats",
+                human_seats.len(),
+                "1 to 16",
+            ));
         }
         let mut human = [false; MAX_SEATS];
         human[..human_seats.len()].copy_from_slice(human_seats);
@@ -33,8 +37,10 @@ impl Seats {
         let master = seats.present().next();
         seats.master = master;
         if seats.master.is_none() {
-            return Err(Error::InvalidArgument(
-                "a game needs at least one human seat",
+            return Err(Error::invalid_value(
+                "the number of human seats",
+                0u8,
+                "at least one",
             ));
         }
         Ok(seats)

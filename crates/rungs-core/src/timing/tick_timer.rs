@@ -32,9 +32,7 @@ impl TickTimer {
     /// A timer of `hz` ticks per second; 0 is refused.
     pub fn new(hz: u8) -> Result<TickTimer> {
         if hz == 0 {
-            return Err(Error::InvalidArgument(
-                "a tick timer needs 1 to 255 ticks per second",
-            ));
+            return Err(Error::invalid_value("hz", 0u8, "1 to 255 ticks per second"));
         }
         Ok(TickTimer { hz })
     }

@@ -95,7 +95,7 @@
 //! worst`, `latest <= worst`; without a stalled frame there is no stall time
 //! and nobody waited for. Bytes that break any of this are malformed; a
 //! report whose detail breaks it (or that has none) is refused by the
-//! encoder (`InvalidArgument`). Counts saturate (the frames first, so
+//! encoder (`Invalid`). Counts saturate (the frames first, so
 //! `stalled <= frames` survives saturation).
 //!
 //! # NETWORK_REPORT, needs layout (32 bytes, version 3)
@@ -207,12 +207,12 @@ impl TimingLayout {
     /// Write `event` into the start of `buf`; returns the bytes written.
     ///
     /// Refuses a frame rate of 0 and, in the Red Alert layout, a target whose
-    /// send period differs from the layout's (`InvalidArgument`); a `buf`
+    /// send period differs from the layout's (`Invalid`); a `buf`
     /// shorter than [`payload_len`](Self::payload_len) gets `BufferTooSmall`.
     /// On error nothing is written.
     pub fn encode(self, event: &TimingEvent, buf: &mut [u8]) -> Result<usize> {
         if event.fps == 0 {
-            return Err(Error::InvalidArgument("the event's fps must be 1 to 255"));
+            return Err(Error::invalid_value("event.fps", 0u8, "1 to 255"));
         }
         let look_ahead = u16::from(event.target.look_ahead());
         let (max_ahead, frame_send_rate) = match self {
@@ -223,8 +223,12 @@ impl TimingLayout {
             TimingLayout::RedAlert { send_period } => {
                 check_session_send_period(send_period)?;
                 if event.target.send_period() != send_period {
-                    return Err(Error::InvalidArgument(
-                        "Red Alert's TIMING has no send period: the target's must be the session's",
+                    return Err(Error::invalid_value(
+                        "event.target's send period",
+                        event.target.send_period(),
+                        format!(
+                            "the session's, {send_period} (Red Alert's TIMING has no send period)"
+                        ),
                     ));
                 }
                 (look_ahead, None)
@@ -243,7 +247,7 @@ impl TimingLayout {
     /// bytes. Refuses a wrong length, a frame rate of 0 or above 255, a
     /// `MaxAhead` below the fog bias, and a timing that breaks S1, all as
     /// `Malformed`. A Red Alert layout with a send period outside 1–10 is the
-    /// caller's mistake: `InvalidArgument`.
+    /// caller's mistake: `Invalid`.
     pub fn decode(self, bytes: &[u8]) -> Result<TimingEvent> {
         if let TimingLayout::RedAlert { send_period } = self {
             check_session_send_period(send_period)?;
@@ -276,9 +280,14 @@ impl TimingLayout {
         r.finish()?;
         let look_ahead = u8::try_from(look_ahead)
             .map_err(|_| DecodeError::Invalid("TIMING look-ahead must be at most 250"))?;
-        let target = Timing::new(send_period, look_ahead).map_err(|e| match e {
-            Error::InvalidArgument(rule) => DecodeError::Invalid(rule),
-            _ => DecodeError::Invalid("TIMING breaks the timing rules (S1)"),
+        let target = Timing::new(send_period, look_ahead).map_err(|e| {
+            DecodeError::Invalid(match e.invalid_argument().map(|i| i.field()) {
+                Some("send period") => "TIMING send period must be 1 to 10",
+                Some("look-ahead") => {
+                    "TIMING look-ahead must be a multiple of the send period, from it to 250"
+                }
+                _ => "TIMING breaks the timing rules (S1)",
+            })
         })?;
         Ok(TimingEvent { target, fps })
     }
@@ -342,15 +351,23 @@ impl ReportLayout {
     /// time up (module docs); the compact and extended layouts leave the
     /// detail out, the detailed layout its needs. The detailed and needs
     /// layouts refuse a report without a detail or with one that breaks
-    /// [`ReportDetail`]'s invariants (`InvalidArgument`). A `buf` shorter than
+    /// [`ReportDetail`]'s invariants (`Invalid`). A `buf` shorter than
     /// [`payload_len`](Self::payload_len) gets `BufferTooSmall`. On error
     /// nothing is written.
     pub fn encode(self, report: &Report, buf: &mut [u8]) -> Result<usize> {
         if self.has_detail() {
-            let detail = report.detail.as_ref().ok_or(Error::InvalidArgument(
-                "the detailed and needs NETWORK_REPORT layouts need the report's detail",
+            let detail = report.detail.as_ref().ok_or(Error::invalid_value(
+                "report.detail",
+                "none",
+                "a detail (the detailed and needs NETWORK_REPORT layouts carry it)",
             ))?;
-            check_detail(report.worst_rtt_ms, detail).map_err(Error::InvalidArgument)?;
+            check_detail(report.worst_rtt_ms, detail).map_err(|rule| {
+                Error::invalid_value(
+                    "report.detail",
+                    format!("against its rules ({rule})"),
+                    "a detail that keeps ReportDetail's invariants",
+                )
+            })?;
         }
         let mut w = output(buf, self.payload_len())?;
         match self.version() {
@@ -539,8 +556,10 @@ fn check_session_send_period(send_period: u8) -> Result<()> {
     if (1..=crate::timing::MAX_SEND_PERIOD).contains(&send_period) {
         Ok(())
     } else {
-        Err(Error::InvalidArgument(
-            "the Red Alert layout's send_period must be 1 to 10",
+        Err(Error::invalid_value(
+            "the Red Alert layout's send_period",
+            send_period,
+            "1 to 10",
         ))
     }
 }
@@ -646,7 +665,7 @@ mod tests {
         let mut untouched = [0xAA; RA_TIMING_LEN];
         assert!(matches!(
             ra.encode(&event(2, 6, 30), &mut untouched),
-            Err(Error::InvalidArgument(_))
+            Err(Error::Invalid(_))
         ));
         assert_eq!(untouched, [0xAA; RA_TIMING_LEN]);
         // MaxAhead 16 is no multiple of the session's send period 3 (S1).
@@ -656,10 +675,10 @@ mod tests {
         ));
         // A bad session send period is the caller's mistake, not the bytes'.
         let bad = TimingLayout::RedAlert { send_period: 0 };
-        assert!(matches!(bad.decode(&buf), Err(Error::InvalidArgument(_))));
+        assert!(matches!(bad.decode(&buf), Err(Error::Invalid(_))));
         assert!(matches!(
             bad.encode(&event(3, 15, 30), &mut buf),
-            Err(Error::InvalidArgument(_))
+            Err(Error::Invalid(_))
         ));
     }
 
@@ -674,7 +693,7 @@ mod tests {
         let mut buf = [0xAA; TIMING_LEN];
         assert!(matches!(
             TimingLayout::TIBERIAN_SUN.encode(&event(2, 6, 0), &mut buf),
-            Err(Error::InvalidArgument(_))
+            Err(Error::Invalid(_))
         ));
         assert_eq!(buf, [0xAA; TIMING_LEN]);
     }
@@ -932,7 +951,7 @@ mod tests {
         let mut buf = [0xAA; REPORT_NEEDS_LEN];
         assert!(matches!(
             ReportLayout::Needs.encode(&report, &mut buf),
-            Err(Error::InvalidArgument(_))
+            Err(Error::Invalid(_))
         ));
         assert_eq!(buf, [0xAA; REPORT_NEEDS_LEN], "nothing written");
     }

@@ -467,9 +467,13 @@ pub fn encode_turn_into(
     // First pass: the plan, which part each item goes to.
     let mut plan = PartPlan::new(max_message_bytes);
     for len in lengths() {
-        plan.add(len).ok_or(Error::InvalidArgument(
-            "a turn item larger than one message",
-        ))?;
+        plan.add(len).ok_or_else(|| {
+            Error::invalid_value(
+                "a turn item's length",
+                len,
+                format!("at most {max_message_bytes} bytes (one message)"),
+            )
+        })?;
     }
     if plan.parts() > usize::from(MAX_TURN_PARTS) {
         return Err(Error::Full("a turn of more than MAX_TURN_PARTS parts"));

@@ -189,7 +189,7 @@ proptest! {
         match ra.encode(&event, &mut buf) {
             Ok(len) => prop_assert_eq!(ra.decode(&buf[..len]).unwrap(), event),
             Err(e) => {
-                prop_assert!(matches!(e, Error::InvalidArgument(_)));
+                prop_assert!(matches!(e, Error::Invalid(_)));
                 prop_assert_ne!(event.target.send_period(), 3);
             }
         }
@@ -209,7 +209,7 @@ proptest! {
         let bare = Report { detail: None, ..report };
         prop_assert!(matches!(
             ReportLayout::Detailed.encode(&bare, &mut untouched),
-            Err(Error::InvalidArgument(_))
+            Err(Error::Invalid(_))
         ));
         let mut broken = report.detail.unwrap();
         broken.stalled_frames = broken.frames.saturating_add(1);
@@ -217,7 +217,7 @@ proptest! {
         if report.detail.unwrap().frames < u32::MAX {
             prop_assert!(matches!(
                 ReportLayout::Detailed.encode(&broken, &mut untouched),
-                Err(Error::InvalidArgument(_))
+                Err(Error::Invalid(_))
             ));
         }
         prop_assert!(untouched.iter().all(|&b| b == 0xA5));
@@ -243,7 +243,7 @@ proptest! {
             let mut untouched = [0xA5u8; REPORT_NEEDS_LEN];
             prop_assert!(matches!(
                 ReportLayout::Needs.encode(&broken, &mut untouched),
-                Err(Error::InvalidArgument(_))
+                Err(Error::Invalid(_))
             ));
             prop_assert!(untouched.iter().all(|&b| b == 0xA5));
         }

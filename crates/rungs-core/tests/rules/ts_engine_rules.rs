@@ -458,7 +458,7 @@ fn wrong_readiness_arguments_are_refused_before_they_can_desync() {
     s.packet_received(0, 1, 2).unwrap(); // a copy
                                          // The tag (8) passed for send frame 2: refused, naming what was expected.
     let tag_for_frame = s.packet_received(0, 2, 10).unwrap_err();
-    assert!(matches!(tag_for_frame.kind(), Error::InvalidArgument(_)));
+    assert!(matches!(tag_for_frame.kind(), Error::Invalid(_)));
     assert!(
         tag_for_frame.to_string().contains("expected send frame 4"),
         "{tag_for_frame}"
@@ -480,20 +480,20 @@ fn wrong_readiness_arguments_are_refused_before_they_can_desync() {
     // A number counted twice (or skipped): the same check.
     assert!(matches!(
         kind(s.packet_received(0, 4, 6)),
-        Error::InvalidArgument(_)
+        Error::Invalid(_)
     ));
     // A packet of a send frame this machine has not reached: only "after
     // every send frame so far" can be checked now...
     assert!(matches!(
         kind(s.packet_received(0, 11, 19)),
-        Error::InvalidArgument(_)
+        Error::Invalid(_)
     ));
     s.packet_received(2, 0, 0).unwrap();
     s.packet_received(2, 12, 25).unwrap(); // the 12th send frame is 24, known later
                                            // Own seat, a seat that never was a player.
     assert!(matches!(
         kind(s.packet_received(1, 0, 0)),
-        Error::InvalidArgument(_)
+        Error::Invalid(_)
     ));
     assert!(matches!(
         kind(s.packet_received(7, 0, 0)),
@@ -512,17 +512,17 @@ fn wrong_readiness_arguments_are_refused_before_they_can_desync() {
     }
     s.frame_begin(32).unwrap();
     let fault = s.peers_ready().unwrap_err();
-    assert!(matches!(fault.kind(), Error::InvalidArgument(_)));
+    assert!(matches!(fault.kind(), Error::Invalid(_)));
     assert!(
         fault
             .to_string()
-            .contains("packet 12 from seat 2 carries send frame 25"),
+            .contains("the send frame of packet 12 from seat 2 is 25"),
         "{fault}"
     );
     // The old call refuses a held frame that was never a send frame (a tag).
     assert!(matches!(
         kind(s.frame_ready(32, |_| Some(21))),
-        Error::InvalidArgument(_)
+        Error::Invalid(_)
     ));
 }
 
@@ -552,10 +552,7 @@ fn a_cut_ends_a_vanished_players_stream_at_the_agreed_packet() {
     assert_eq!(ready.waiting_for, Some(0));
     assert_eq!(s.packet_watermark(0), Some(3));
     // A cut below what is held is the engine's error.
-    assert!(matches!(
-        kind(s.peer_cut(0, Some(2))),
-        Error::InvalidArgument(_)
-    ));
+    assert!(matches!(kind(s.peer_cut(0, Some(2))), Error::Invalid(_)));
     s.peer_cut(0, Some(3)).unwrap();
     assert!(s.peers_ready().unwrap().ready);
     // Its removal goes on the tag of the first send frame after the cut.

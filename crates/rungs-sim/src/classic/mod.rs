@@ -152,9 +152,7 @@ impl ClassicEngine {
     /// A machine on the eve of frame 0.
     pub fn new(config: &ClassicConfig) -> Result<ClassicEngine> {
         if config.seat >= config.players || usize::from(config.players) > MAX_SEATS {
-            return Err(Error::InvalidArgument(
-                "the seat must be one of the players",
-            ));
+            return Err(Error::invalid("seat", "one of the players"));
         }
         let (start, fps, retry_ticks, levels) = match config.game {
             OriginalGame::RedAlert => {
@@ -225,7 +223,11 @@ impl ClassicEngine {
     /// frame's packet.
     pub fn submit_command(&mut self, bytes: &[u8]) -> Result<u32> {
         if bytes.len() > 255 {
-            return Err(Error::InvalidArgument("command too large for an event"));
+            return Err(Error::invalid_value(
+                "the command's length",
+                bytes.len(),
+                "at most one event's",
+            ));
         }
         self.out_list.push_back(Event::Command(bytes.to_vec()));
         Ok(self.frame.map_or(0, |f| f + 1))

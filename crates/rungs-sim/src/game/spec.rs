@@ -198,24 +198,20 @@ impl GameSpec {
 
     pub(super) fn validate(&self) -> Result<()> {
         if self.players == 0 || usize::from(self.players) > MAX_SEATS {
-            return Err(Error::InvalidArgument("players must be 1 to 16"));
+            return Err(Error::invalid("players", "1 to 16"));
         }
         if self.fps == 0 {
-            return Err(Error::InvalidArgument("fps must be 1 to 255"));
+            return Err(Error::invalid("fps", "1 to 255"));
         }
         if self.rtt_ms.is_empty() || self.proc_us.is_empty() {
-            return Err(Error::InvalidArgument(
-                "rtt and proc need at least one value",
-            ));
+            return Err(Error::invalid("rtt and proc", "at least one value each"));
         }
         if self.loss_ppm > 1_000_000 {
-            return Err(Error::InvalidArgument("loss must be 0 to 1"));
+            return Err(Error::invalid("loss", "0 to 1"));
         }
         if let Some((p, _, _)) = self.departure {
             if p >= self.players || self.players < 2 {
-                return Err(Error::InvalidArgument(
-                    "the departing player must be one of the players",
-                ));
+                return Err(Error::invalid("the departing player", "one of the players"));
             }
         }
         let seats = self
@@ -225,25 +221,25 @@ impl GameSpec {
             .chain(self.timed_faults.iter().map(|f| f.seat));
         for seat in seats {
             if seat >= self.players || self.players < 2 {
-                return Err(Error::InvalidArgument(
-                    "a fault's player must be one of the players (and there must be two)",
+                return Err(Error::invalid(
+                    "a fault's player",
+                    "one of the players (and there must be two)",
                 ));
             }
         }
         if self.liveness_timeout_ms == Some(0) {
-            return Err(Error::InvalidArgument(
-                "the liveness timeout must be positive",
-            ));
+            return Err(Error::invalid("the liveness timeout", "positive"));
         }
         let engine_model = self.policy.original_game().is_some();
         let faulty = !self.all_faults().is_empty() || !self.timed_faults.is_empty();
         if engine_model && (faulty || self.diverge.is_some()) {
-            return Err(Error::InvalidArgument(
-                "ra, protocol0 and protocol0-ts play the original games' engines, which take no faults (crash, quit, depart, restart, move, attack, burst) and no divergence",
+            return Err(Error::invalid(
+                "the faults",
+                "none for ra, protocol0 and protocol0-ts: they play the original games' engines, which take no faults (crash, quit, depart, restart, move, attack, burst) and no divergence",
             ));
         }
         if self.duplicate_ppm > 1_000_000 || self.reorder_ppm > 1_000_000 {
-            return Err(Error::InvalidArgument("dup and reorder must be 0 to 1"));
+            return Err(Error::invalid("dup and reorder", "0 to 1"));
         }
         Ok(())
     }

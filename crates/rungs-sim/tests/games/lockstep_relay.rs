@@ -551,13 +551,10 @@ fn ai_orders_run_ai_order_delay_ticks_after_the_decision_on_every_machine() {
             m.seat
         );
         let human = m.session.submit_ai_order(0, b"x").unwrap_err();
-        assert!(matches!(
-            human.kind(),
-            rungs_core::Error::InvalidArgument(_)
-        ));
+        assert!(matches!(human.kind(), rungs_core::Error::Invalid(_)));
         assert!(human.to_string().contains("seat is 0"), "{human}");
         let long = m.session.submit_ai_order(2, &[0; 513]).unwrap_err();
-        assert!(matches!(long.kind(), rungs_core::Error::InvalidArgument(_)));
+        assert!(matches!(long.kind(), rungs_core::Error::Invalid(_)));
     }
 }
 

@@ -263,12 +263,18 @@ fn check_link_keys(config: &LockstepConfig, machine: &TimingMachine, local_seat:
     for (seat, key) in &config.link_keys {
         let valid = machine.seats().is_human(*seat) && *seat != local_seat;
         if !valid {
-            return Err(Error::InvalidArgument(
-                "link_keys names a seat that is not another human seat",
+            return Err(Error::invalid_value(
+                "a link_keys entry's seat",
+                *seat,
+                "another human seat",
             ));
         }
         if key.is_zero() {
-            return Err(Error::InvalidArgument("a link key is all zero"));
+            return Err(Error::invalid_value(
+                "a link_keys entry's key",
+                "all zero",
+                "a secret key",
+            ));
         }
     }
     Ok(())
@@ -356,8 +362,10 @@ impl LockstepSession {
     /// other human seat's address with [`add_peer`](Self::add_peer) before
     /// the first [`advance`](Self::advance).
     pub fn new(config: &LockstepConfig, now_us: u64) -> Result<LockstepSession> {
-        let local_seat = config.machine.local_seat.ok_or(Error::InvalidArgument(
-            "a lockstep session needs a local seat",
+        let local_seat = config.machine.local_seat.ok_or(Error::invalid_value(
+            "machine.local_seat",
+            "none",
+            "this machine's seat (a lockstep session plays one)",
         ))?;
         let kind = match &config.topology {
             Topology::PeerToPeer => {
@@ -374,7 +382,7 @@ impl LockstepSession {
     /// a relay-topology session of that match (its seats, the local seat — a
     /// human seat of the match, whose view the engine takes — and its
     /// checksum interval must be the log's; the relay settings and links are
-    /// not used). `InvalidArgument` when they differ from the log's.
+    /// not used). `Invalid` when they differ from the log's.
     pub fn replay(
         config: &LockstepConfig,
         log: &crate::relay::TurnLog,
@@ -442,7 +450,7 @@ impl LockstepSession {
     /// with the commands of tick `F + 1 + ai_order_delay` (the match setup's,
     /// 0–8, S10), delivered like a human order with that seat. Returns that
     /// tick. `State` peer-to-peer (the engine runs its AI itself there) and
-    /// before the relay's Welcome; `InvalidArgument` for a seat that is not
+    /// before the relay's Welcome; `Invalid` for a seat that is not
     /// an AI seat of the match or an order over 512 bytes (as a human
     /// order); `Full` beyond 4096 orders waiting.
     pub fn submit_ai_order(&mut self, seat: u8, bytes: &[u8]) -> Result<u32> {
@@ -454,7 +462,7 @@ impl LockstepSession {
     /// tick `decided + ai_order_delay` (returned) on every machine.
     /// `State` "late" when that tick already ran here (begin the decision
     /// first: see [`begin_ai_decision`](Self::begin_ai_decision)), before the
-    /// Welcome, or peer-to-peer; `InvalidArgument` for a seat that is not an
+    /// Welcome, or peer-to-peer; `Invalid` for a seat that is not an
     /// AI seat or an order over 512 bytes; `Full` beyond 4096 orders waiting.
     pub fn submit_ai_order_at(&mut self, seat: u8, decided: u32, bytes: &[u8]) -> Result<u32> {
         self.relay_ai()?.submit_ai_order_at(seat, decided, bytes)
@@ -499,14 +507,14 @@ impl LockstepSession {
 
     /// The engine's state checksum after `frame` executed. Only frames that
     /// are checksum frames ([`is_checksum_frame`](Self::is_checksum_frame))
-    /// are compared; others are refused (`InvalidArgument`).
+    /// are compared; others are refused (`Invalid`).
     pub fn submit_checksum(&mut self, frame: u32, checksum: u64) -> Result<()> {
         each!(&mut self.kind, s => s.submit_checksum(frame, checksum))
     }
 
     /// Behind a relay: the state checksum before frame 0 (the initial
     /// state), compared like the others. `State` peer-to-peer (the
-    /// machines compare states after frames there); `InvalidArgument` with
+    /// machines compare states after frames there); `Invalid` with
     /// checksums off.
     pub fn submit_initial_checksum(&mut self, checksum: u64) -> Result<()> {
         match &mut self.kind {

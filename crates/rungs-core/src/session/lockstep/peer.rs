@@ -250,7 +250,11 @@ impl PeerSession {
             ));
         }
         if bytes.len() > self.max_command_bytes() {
-            return Err(Error::InvalidArgument("command too large for one packet"));
+            return Err(Error::invalid_value(
+                "the command's length",
+                bytes.len(),
+                format!("at most {} bytes (one packet)", self.max_command_bytes()),
+            ));
         }
         let item = Item::Command(bytes.to_vec());
         if !self.outbox.has_room_for(&item) {
@@ -299,7 +303,11 @@ impl PeerSession {
     /// are multiples of the checksum interval are compared.
     pub(super) fn submit_checksum(&mut self, frame: u32, checksum: u64) -> Result<()> {
         if !self.checksums.is_checksum_frame(frame) {
-            return Err(Error::InvalidArgument("not a checksum frame"));
+            return Err(Error::invalid_value(
+                "frame",
+                frame,
+                "a checksum frame, a multiple of checksum_interval (is_checksum_frame)",
+            ));
         }
         self.outbox.push_record(Record::Checksum {
             frame,

@@ -230,8 +230,10 @@ impl RelaySession {
         let checksum_interval = config.checksum_interval;
         let ticket_seat = settings.credentials.fields()?.seat;
         if ticket_seat != local_seat {
-            return Err(Error::InvalidArgument(
-                "the relay ticket is for another seat than the session's local seat",
+            return Err(Error::invalid_value(
+                "the relay ticket's seat",
+                ticket_seat,
+                format!("the session's local seat, {local_seat}"),
             ));
         }
         let client_config = ClientConfig {
@@ -301,12 +303,14 @@ impl RelaySession {
             ));
         };
         if seat >= welcome.seat_count || welcome.human_mask & (1 << seat) != 0 {
-            return Err(
-                Error::InvalidArgument("not an AI seat of the match").detailed(format!(
-                    "seat is {seat}; expected an AI seat of the match (below {} and not human: human mask {:#06x})",
+            return Err(Error::invalid_value(
+                "seat",
+                seat,
+                format!(
+                    "an AI seat of the match (below {} and not human: human mask {:#06x})",
                     welcome.seat_count, welcome.human_mask
-                )),
-            );
+                ),
+            ));
         }
         let due = decided.saturating_add(u32::from(welcome.ai_order_delay));
         if let Some(frame) = self.frame.filter(|f| due <= *f) {
@@ -330,12 +334,11 @@ impl RelaySession {
         bytes: &[u8],
     ) -> Result<u32> {
         if bytes.len() > MAX_ORDER_BYTES {
-            return Err(
-                Error::InvalidArgument("AI order too long").detailed(format!(
-                "the AI order is {} bytes; expected at most {MAX_ORDER_BYTES}, as a human order",
-                bytes.len()
-            )),
-            );
+            return Err(Error::invalid_value(
+                "the AI order's length",
+                bytes.len(),
+                format!("at most {MAX_ORDER_BYTES} bytes, as a human order"),
+            ));
         }
         let due = self.ai_due(seat, decided)?;
         self.ai.add(seat, due, bytes)?;
@@ -415,10 +418,15 @@ impl RelaySession {
 
     pub(super) fn submit_checksum(&mut self, frame: u32, checksum: u64) -> Result<()> {
         if !self.is_checksum_frame(frame) {
-            return Err(Error::InvalidArgument("not a checksum frame").detailed(format!(
-                "frame {frame} with checksum_interval {}: behind a relay the state before every interval-th tick is compared, so the state after frame F when F + 1 is a multiple of the interval (is_checksum_frame)",
-                self.checksum_interval
-            )));
+            return Err(Error::invalid_value(
+                "frame",
+                frame,
+                format!(
+                    "a frame F where F + 1 is a multiple of checksum_interval {}: behind a relay \
+                     the state before every interval-th tick is compared (is_checksum_frame)",
+                    self.checksum_interval
+                ),
+            ));
         }
         self.report_checksum(frame + 1, checksum);
         Ok(())
@@ -426,8 +434,10 @@ impl RelaySession {
 
     pub(super) fn submit_initial_checksum(&mut self, checksum: u64) -> Result<()> {
         if self.checksum_interval == 0 {
-            return Err(Error::InvalidArgument(
-                "checksums are off (checksum_interval 0)",
+            return Err(Error::invalid_value(
+                "checksum_interval",
+                0u32,
+                "positive for an initial checksum (0 turns checksums off)",
             ));
         }
         self.report_checksum(0, checksum);

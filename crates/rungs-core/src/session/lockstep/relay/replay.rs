@@ -47,8 +47,10 @@ impl RelaySession {
         log: &TurnLog,
         now_us: u64,
     ) -> Result<RelaySession> {
-        let seat = config.machine.local_seat.ok_or(Error::InvalidArgument(
-            "a replay needs a local seat (whose view the engine takes)",
+        let seat = config.machine.local_seat.ok_or(Error::invalid_value(
+            "machine.local_seat",
+            "none",
+            "a seat (whose view the engine takes)",
         ))?;
         let humans = &config.machine.human_seats;
         let mask = humans
@@ -57,13 +59,20 @@ impl RelaySession {
             .filter(|(_, h)| **h)
             .fold(0u16, |m, (s, _)| m | 1 << s);
         if humans.len() != usize::from(log.seat_count) || mask != log.human_mask {
-            return Err(Error::InvalidArgument(
-                "the session's seats differ from the turn log's match",
+            return Err(Error::invalid_value(
+                "machine.human_seats",
+                format!("{} seats, human mask {mask:#06x}", humans.len()),
+                format!(
+                    "the turn log's match: {} seats, human mask {:#06x}",
+                    log.seat_count, log.human_mask
+                ),
             ));
         }
         if config.checksum_interval != u32::from(log.checksum_interval) {
-            return Err(Error::InvalidArgument(
-                "the session's checksum_interval differs from the turn log's match",
+            return Err(Error::invalid_value(
+                "checksum_interval",
+                config.checksum_interval,
+                format!("the turn log's match's, {}", log.checksum_interval),
             ));
         }
         // Credentials only to build the relay topology's client; it never
