@@ -117,7 +117,8 @@
 //!   ([`wire::packet`], [`wire::turn`], [`wire::relay`]).
 //! - [`io`]: the seam every driver calls, [`Datagrams`](io::Datagrams).
 //! - [`rng`]: [`SplitMix64`](rng::SplitMix64), the seeded generator.
-//! - [`error`]: [`Error`] and [`Result`], also at the root.
+//! - [`error`]: [`Error`] and [`Result`], and [`InvalidArgument`] with its
+//!   [`Got`] (what a refused argument was), also at the root.
 //!
 //! **Section numbers.** Comments and docs throughout cite `S0`–`S10` (and
 //! `S4.1`–`S4.7`): they are the sections of `docs/model.md` in the
@@ -139,5 +140,5 @@ pub mod session;
 pub mod timing;
 pub mod wire;
 
-pub use error::{Error, Result};
+pub use error::{Error, Got, InvalidArgument, Result};
 pub use wire::{protocol_versions, ProtocolVersions};
