@@ -192,13 +192,23 @@ static void RUNGS_CALL show_message(void *user, uint32_t frame, rungs_tier tier,
     if (me->seat == 0) printf("  frame %4u: %s\n", frame, text);
 }
 
+static void malformed(uint8_t seat) {
+    fprintf(stderr, "a malformed packet from seat %u\n", seat);
+    exit(1);
+}
+
 /* A packet from `seat`: its number and send frame to the session, its
- * events to the queue. */
+ * events to the queue. The endpoint authenticated it; its framing is still
+ * checked before anything is copied. */
 static void receive_packet(machine *m, uint8_t seat, const uint8_t *packet, uint32_t length) {
-    uint32_t packet_number = get_u32(packet), send_frame = get_u32(packet + 4), tag = get_u32(packet + 8);
+    uint32_t packet_number, send_frame, tag;
     size_t at = 13;
-    int i, count = packet[12];
-    (void)length;
+    int i, count;
+    if (length < 13) malformed(seat);
+    packet_number = get_u32(packet);
+    send_frame = get_u32(packet + 4);
+    tag = get_u32(packet + 8);
+    count = packet[12];
     check(rungs_session_packet_received(m->session, seat, packet_number, send_frame),
           "rungs_session_packet_received");
     for (i = 0; i < count; i++) {
@@ -207,6 +217,7 @@ static void receive_packet(machine *m, uint8_t seat, const uint8_t *packet, uint
         e.tag = tag;
         e.seat = seat;
         e.issue = m->next_issue++;
+        if (at + 2 > length || packet[at + 1] > MAX_PAYLOAD || at + 2 + packet[at + 1] > length) malformed(seat);
         e.type = packet[at++];
         e.len = packet[at++];
         memcpy(e.payload, packet + at, e.len);
