@@ -29,7 +29,7 @@ import subprocess
 import sys
 
 DEFAULT = ["README.md", "ARCHITECTURE.md", "CONTRIBUTING.md", "crates/rungs-core/tests/vectors/README.md"]
-SEARCH_DIRS = ["", "src", "tests", "docs", "examples-c", "ffi-tests", "tools", "scripts"]
+SEARCH_DIRS = ["", "src", "tests", "docs", "include", "examples-c", "ffi-tests", "tools", "scripts"]
 
 # Files the build writes (under target/), named bare in the docs.
 GENERATED = {"link-libs.txt", "rungs.pc", "rungs.def", "rungs.lib"}
