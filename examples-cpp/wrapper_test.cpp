@@ -13,15 +13,20 @@
 //     an exception;
 //   - status() answers from another thread while this one drives the game;
 //   - close() frees the session and leaves it empty;
-//   - a relay ticket issued as a lobby does reads back from its text form.
+//   - a relay ticket issued as a lobby does reads back from its text form;
+//   - the protocol versions are the C call's, and a player of another wire
+//     version (a plain UDP socket forging its datagrams) is told once.
 //
 // A one-seat game on 127.0.0.1 with a clock of our own (every update a
-// frame later), so nothing here waits for the network or the wall clock.
+// frame later), so nothing here waits for the network or the wall clock
+// (but the mismatch rule, which waits a millisecond per update for the
+// forged datagrams to arrive).
 // Prints one line per rule and exits 1 on the first broken one.
 
 #include "rungs.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -30,6 +35,11 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 namespace {
 
@@ -224,6 +234,63 @@ void relay_credentials() {
     expect(refused, "text that is not credentials throws INVALID_ARGUMENT");
 }
 
+// The lobby's versions are the C call's, and a player whose datagrams carry
+// another wire version reaches set_protocol_mismatch's callable once,
+// naming both versions: a plain UDP socket plays seat 0.
+void protocol_versions_and_a_mismatched_player() {
+    rungs_protocol_versions c{};
+    c.struct_size = sizeof c;
+    const bool c_ok = rungs_read_protocol_versions(&c) == RUNGS_OK;
+    const rungs::protocol_versions v = rungs::read_protocol_versions();
+    expect(c_ok && v.wire == c.wire && v.turn == c.turn && v.relay == c.relay && v == rungs::read_protocol_versions(),
+           "read_protocol_versions() gives the C call's numbers");
+
+    const int peer = ::socket(AF_INET, SOCK_DGRAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (peer < 0 || ::bind(peer, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 ||
+        ::getsockname(peer, reinterpret_cast<sockaddr *>(&a), &len) != 0) {
+        expect(false, "a UDP socket on 127.0.0.1 for the mismatched player");
+        return;
+    }
+    rungs::lockstep_config cfg = one_seat_config();
+    cfg.seat_count = 2;
+    cfg.local_seat = 1;
+    cfg.human_seat_mask = 0x3;
+    std::uint64_t clock = 1000000;
+    rungs::lockstep session(cfg, clock);
+    std::vector<rungs::protocol_mismatch> seen;
+    std::string text;
+    session.set_protocol_mismatch([&](const rungs::protocol_mismatch &m) {
+        seen.push_back(m);
+        text = std::string(m.text);
+    });
+    session.add_peer(0, "127.0.0.1:" + std::to_string(ntohs(a.sin_port)), clock);
+
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    to.sin_port = htons(session.local_port());
+    std::uint8_t forged[40] = {0xB7, static_cast<std::uint8_t>(v.wire + 1)};
+    for (int i = 0; i < 10; i++)
+        ::sendto(peer, forged, sizeof forged, 0, reinterpret_cast<sockaddr *>(&to), sizeof to);
+    for (int i = 0; i < 200 && seen.empty(); i++) {
+        session.update(clock);
+        clock += frame_us;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    drive(session, clock, 20, [] { return false; });
+    const std::string expected = "seat 0 speaks wire protocol " + std::to_string(v.wire + 1) +
+                                 "; this build speaks " + std::to_string(v.wire);
+    expect(seen.size() == 1 && seen[0].seat == 0 && seen[0].protocol == rungs::protocol::wire &&
+               seen[0].theirs == v.wire + 1 && seen[0].ours == v.wire && !seen[0].link_lost && text == expected,
+           "a player of another wire version is told once, naming both versions");
+    std::printf("      text: %s\n", text.c_str());
+    ::close(peer);
+}
+
 } // namespace
 
 int main() {
@@ -234,6 +301,7 @@ int main() {
         backpressure();
         status_from_another_thread();
         relay_credentials();
+        protocol_versions_and_a_mismatched_player();
     } catch (const std::exception &e) {
         std::printf("FAIL  unexpected exception: %s\n", e.what());
         return 1;

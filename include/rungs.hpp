@@ -12,6 +12,7 @@
  *   rungs::lockstep_callbacks  the game's callbacks as std::function.
  *   rungs::error               the exception a failing call throws.
  *   rungs::abi_version() ...   the version queries and the ABI check.
+ *   rungs::read_protocol_versions()  what a lobby compares before players meet.
  *
  * The error rule:
  *   - A call the game makes on a working session and that fails because of a
@@ -151,7 +152,7 @@ inline std::uint32_t abi_version() noexcept { return rungs_abi_version(); }
 /** The ABI version of the header this program was compiled against. */
 constexpr std::uint32_t header_abi_version = RUNGS_ABI_VERSION;
 
-/** The library version, e.g. "0.1.0". */
+/** The library version, e.g. "0.3.0" (RUNGS_VERSION_STRING of its header). */
 inline std::string_view version() noexcept { return rungs_version(); }
 
 /** Whether the library loaded has the ABI of the header compiled against. */
@@ -164,6 +165,54 @@ inline void check_abi() {
                            ", the library loaded has ABI " + std::to_string(rungs_abi_version()) + " (" +
                            std::string(version()) + ")");
 }
+
+/* ==== Protocol versions ==== */
+
+/** Which protocol a version belongs to (rungs_protocol). */
+enum class protocol : rungs_protocol {
+    wire = RUNGS_PROTOCOL_WIRE,
+    turn = RUNGS_PROTOCOL_TURN,
+    relay = RUNGS_PROTOCOL_RELAY,
+};
+
+/** The protocol versions a build speaks (rungs_protocol_versions, without
+ * its struct_size). Two builds play together if and only if the three are
+ * equal: what a lobby compares before players meet. */
+struct protocol_versions {
+    std::uint8_t wire = 0;
+    std::uint8_t turn = 0;
+    std::uint8_t relay = 0;
+
+    friend bool operator==(const protocol_versions &a, const protocol_versions &b) noexcept {
+        return a.wire == b.wire && a.turn == b.turn && a.relay == b.relay;
+    }
+    friend bool operator!=(const protocol_versions &a, const protocol_versions &b) noexcept { return !(a == b); }
+};
+
+/** The protocol versions of the library loaded (rungs_read_protocol_versions). */
+inline protocol_versions read_protocol_versions() {
+    rungs_protocol_versions c{};
+    c.struct_size = sizeof c;
+    detail::check(rungs_read_protocol_versions(&c), "rungs_read_protocol_versions");
+    protocol_versions v;
+    v.wire = c.wire;
+    v.turn = c.turn;
+    v.relay = c.relay;
+    return v;
+}
+
+/** Another player's machine speaks another protocol version (the arguments of
+ * rungs_protocol_mismatch_fn). `text` names both versions and lives until the
+ * callback returns: copy it to keep it. */
+struct protocol_mismatch {
+    std::uint8_t seat;
+    rungs::protocol protocol;
+    std::uint8_t theirs;
+    std::uint8_t ours;
+    /** Told again just before that seat's link_event(lost): this is why. */
+    bool link_lost;
+    std::string_view text;
+};
 
 /* ==== Vocabulary ==== */
 
@@ -468,6 +517,7 @@ namespace detail {
 struct lockstep_state {
     lockstep_callbacks callbacks;
     relay_callbacks relay;
+    std::function<void(const protocol_mismatch &)> protocol_mismatch;
     std::exception_ptr failure;
 };
 
@@ -538,6 +588,15 @@ inline void RUNGS_CALL on_ephemeral(void *user, std::uint32_t frame, std::uint8_
                                     std::size_t len) noexcept {
     guarded(user, [&](lockstep_state &s) {
         if (s.relay.ephemeral) s.relay.ephemeral(frame, seat, bytes_view(bytes, len));
+    });
+}
+
+inline void RUNGS_CALL on_protocol_mismatch(void *user, std::uint8_t seat, rungs_protocol which, std::uint8_t theirs,
+                                           std::uint8_t ours, std::uint8_t link_lost, const char *text) noexcept {
+    guarded(user, [&](lockstep_state &s) {
+        if (s.protocol_mismatch)
+            s.protocol_mismatch(rungs::protocol_mismatch{seat, static_cast<rungs::protocol>(which), theirs, ours,
+                                                         link_lost != 0, std::string_view(text ? text : "")});
     });
 }
 
@@ -660,6 +719,18 @@ public:
          * callables in use stay untouched. */
         detail::check(rungs_lockstep_set_relay_callbacks(handle_, &c), "rungs_lockstep_set_relay_callbacks");
         state_->relay = std::move(callbacks);
+    }
+
+    /** Set (replacing; an empty function clears) what is told when another
+     * player's machine speaks another protocol version: once per seat and
+     * version, and again just before that seat's link is reported lost.
+     * Peer-to-peer only (behind a relay, update() throws naming both
+     * versions). Runs inside update(), like the other callbacks. */
+    void set_protocol_mismatch(std::function<void(const protocol_mismatch &)> callback) {
+        detail::check(rungs_lockstep_set_protocol_mismatch(handle_, callback ? detail::on_protocol_mismatch : nullptr,
+                                                           state_.get()),
+                      "rungs_lockstep_set_protocol_mismatch");
+        state_->protocol_mismatch = std::move(callback);
     }
 
     /* ---- The frame loop ---- */
