@@ -360,6 +360,43 @@ mod tests {
         assert_eq!(read, expected);
     }
 
+    /// The bytes of each record of [`every_kind`], as the journal's layout
+    /// (the table above) has them: a journal written by an older build must
+    /// read the same, so these bytes never change without a new layout.
+    /// The hex was written by the encoder this layout was first shipped with.
+    const GOLDEN: [&str; 8] = [
+        "3f000000b45e60d7010500000000000000d8f90e18240a06000303003075000001001e000800879303000000000087930300000000ffffffff000100000966697865643a322f36",
+        "110000006f8bdb8d020500000000000000a04f1e18240a0600",
+        "170000004508b3920305000000000000000700000001010400000002006767",
+        "0f0000005113a806040500000000000000000900000001",
+        "1e00000087be59d505050000000000000040000000400000005508000000000000f055000001",
+        "0d0000003a89a9ba06050000000000000060000000",
+        "17000000f314d9c90705000000000000001e00000002006300000000000000",
+        "0e00000011d3cc3a0805000000000000007800000000",
+    ];
+
+    #[test]
+    fn every_kind_is_written_byte_for_byte_as_the_layout_says() {
+        let clock = Clock {
+            now_us: 1_000,
+            unix_us: 1_700_000_000_000_000,
+        };
+        let mut journal = Vec::new();
+        for (record, golden) in every_kind().iter().zip(GOLDEN) {
+            let mut bytes = Vec::new();
+            encode(5, record, clock, &mut bytes);
+            let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            assert_eq!(hex, golden, "{record:?}");
+            encode(5, record, clock, &mut journal);
+        }
+        let journal_hex: String = journal.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(
+            journal_hex,
+            GOLDEN.concat(),
+            "records appended whole, nothing between"
+        );
+    }
+
     #[test]
     fn a_torn_or_damaged_record_ends_the_reading() {
         let clock = Clock {
