@@ -200,9 +200,10 @@ impl<'a> Reader<'a> {
 }
 
 /// Little-endian fields appended in order: the one way every encoder of
-/// [`crate::wire`] writes, into a caller buffer ([`Writer`]) or into a
-/// growing `Vec<u8>` (the turn messages, which own their buffers).
-pub(crate) trait PutLe {
+/// [`crate::wire`] and of the relay's stored records writes, into a caller
+/// buffer ([`Writer`]) or into a growing `Vec<u8>` (the turn messages, which
+/// own their buffers).
+pub trait PutLe {
     /// Append `bytes`.
     fn put(&mut self, bytes: &[u8]);
 
@@ -249,7 +250,7 @@ impl PutLe for Vec<u8> {
 /// the length only when the whole message fits. It never panics and never
 /// allocates.
 #[derive(Debug)]
-pub(crate) struct Writer<'b> {
+pub struct Writer<'b> {
     buf: &'b mut [u8],
     len: usize,
     ok: bool,
@@ -258,7 +259,7 @@ pub(crate) struct Writer<'b> {
 impl<'b> Writer<'b> {
     /// A writer at the start of `buf`, using at most `limit` bytes of it.
     #[inline]
-    pub(crate) fn new(buf: &'b mut [u8], limit: usize) -> Writer<'b> {
+    pub fn new(buf: &'b mut [u8], limit: usize) -> Writer<'b> {
         let limit = limit.min(buf.len());
         Writer {
             buf: &mut buf[..limit],
@@ -269,13 +270,19 @@ impl<'b> Writer<'b> {
 
     /// Bytes written so far.
     #[inline]
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Whether nothing was written yet.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
     /// The message's length, or `None` when a put did not fit.
     #[inline]
-    pub(crate) fn finish(self) -> Option<usize> {
+    pub fn finish(self) -> Option<usize> {
         self.ok.then_some(self.len)
     }
 }
@@ -335,8 +342,10 @@ mod tests {
         w.u32(0x0504_0302);
         assert_eq!(w.len(), 5);
         w.u16(7);
+        assert_eq!(w.len(), 5, "a put that does not fit writes nothing");
         assert_eq!(w.finish(), None, "limit 6, 7 bytes put");
         let mut w = Writer::new(&mut buf, 100);
+        assert!(w.is_empty());
         w.u64(u64::MAX);
         assert_eq!(w.finish(), Some(8));
         let mut v = Vec::new();

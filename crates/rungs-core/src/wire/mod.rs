@@ -30,7 +30,7 @@
 //!   [`crate::Error::Malformed`] with the layout's name.
 //!
 //! Encoders write little-endian fields in layout order through
-//! `PutLe`: into a caller buffer with `Writer` (a
+//! [`PutLe`]: into a caller buffer with [`Writer`] (a
 //! message is written whole or reported as not fitting) or into an owned
 //! `Vec<u8>`. Each codec's module doc carries its layout tables and points
 //! here for the contract.
@@ -41,7 +41,7 @@ pub mod packet;
 pub mod relay;
 pub mod turn;
 
-pub use cursor::{DecodeError, Reader};
+pub use cursor::{DecodeError, PutLe, Reader, Writer};
 pub use events::{
     check_detail, ReportLayout, TimingLayout, RA_TIMING_LEN, REPORT_DETAILED_LEN,
     REPORT_DETAILED_VERSION, REPORT_EXTENDED_LEN, REPORT_EXTENDED_VERSION, REPORT_LEN,

@@ -26,8 +26,10 @@ use std::hash::Hasher;
 
 use rungs_core::relay::{DecidedRound, DurableRecord, LogEntry, MatchSetup};
 use rungs_core::timing::PolicyKind;
-use rungs_core::wire::relay::{EntryKind, MatchOverReason, RefusalReason, TimingChange, MAX_SEATS};
-use rungs_core::wire::{DecodeError, Reader};
+use rungs_core::wire::relay::{
+    EntryKind, MatchOverReason, RefusalReason, TimingChange, MAX_ORDER_BYTES, MAX_SEATS,
+};
+use rungs_core::wire::{DecodeError, PutLe, Reader, Writer};
 use siphasher::sip::SipHasher13;
 
 /// Bytes before a record's body.
@@ -60,11 +62,48 @@ fn check(body: &[u8]) -> u32 {
     h.finish() as u32
 }
 
+/// The largest body the relay writes: an Entry carrying a maximal order
+/// (the relay protocol refuses longer ones), larger than a Created with a
+/// policy name of 255 bytes or a Checksums record of every seat.
+const LARGEST_BODY_BYTES: usize = {
+    let entry = 1 + 8 + 12 + MAX_ORDER_BYTES;
+    let created = 1 + 8 + 45 + u8::MAX as usize;
+    let checksums = 1 + 8 + 6 + 8 * MAX_SEATS;
+    let mut largest = entry;
+    if created > largest {
+        largest = created;
+    }
+    if checksums > largest {
+        largest = checksums;
+    }
+    largest
+};
+const _: () = assert!(LARGEST_BODY_BYTES <= MAX_BODY_BYTES);
+
 /// Append `record` of `match_id`, framed, to `out`.
+///
+/// The record is written whole into a fixed buffer with the codec toolkit's
+/// [`Writer`], framed, then appended: every record the relay makes fits
+/// (`LARGEST_BODY_BYTES`, checked at compile time), so a body that does
+/// not is a broken invariant, and the relay stops rather than journal a
+/// record [`decode`] would refuse.
 pub fn encode(match_id: u64, record: &DurableRecord, clock: Clock, out: &mut Vec<u8>) {
-    let start = out.len();
-    out.extend_from_slice(&[0; FRAME_BYTES]);
-    let body = start + FRAME_BYTES;
+    let mut framed = [0u8; FRAME_BYTES + MAX_BODY_BYTES];
+    let (frame, body) = framed.split_at_mut(FRAME_BYTES);
+    let mut w = Writer::new(body, MAX_BODY_BYTES);
+    put_body(&mut w, match_id, record, clock);
+    let len = w
+        .finish()
+        .expect("a record body is at most LARGEST_BODY_BYTES, within MAX_BODY_BYTES");
+    let mut f = Writer::new(frame, FRAME_BYTES);
+    f.u32(len as u32);
+    f.u32(check(&body[..len]));
+    debug_assert_eq!(f.finish(), Some(FRAME_BYTES));
+    out.extend_from_slice(&framed[..FRAME_BYTES + len]);
+}
+
+/// A record body's fields in layout order (the table above).
+fn put_body(w: &mut Writer<'_>, match_id: u64, record: &DurableRecord, clock: Clock) {
     let kind = match record {
         DurableRecord::Created { .. } => 1,
         DurableRecord::Started { .. } => 2,
@@ -75,75 +114,69 @@ pub fn encode(match_id: u64, record: &DurableRecord, clock: Clock, out: &mut Vec
         DurableRecord::Checksums(_) => 7,
         DurableRecord::Over { .. } => 8,
     };
-    out.push(kind);
-    out.extend_from_slice(&match_id.to_le_bytes());
+    w.u8(kind);
+    w.u64(match_id);
     match record {
         DurableRecord::Created { setup, at_us } => {
-            out.extend_from_slice(&clock.to_unix(*at_us).to_le_bytes());
-            out.push(setup.seat_count);
-            out.extend_from_slice(&setup.human_mask.to_le_bytes());
-            out.extend_from_slice(&setup.tick_rate_millihz.to_le_bytes());
-            out.push(setup.bundle_interval);
-            out.push(u8::from(setup.pace_to_slowest));
-            out.extend_from_slice(&setup.checksum_interval.to_le_bytes());
-            out.push(setup.ai_order_delay);
-            out.extend_from_slice(&setup.start_barrier_us.to_le_bytes());
-            out.extend_from_slice(&setup.reconnect_grace_us.to_le_bytes());
-            out.extend_from_slice(&setup.max_ticks.to_le_bytes());
-            out.extend_from_slice(&setup.max_queued_ticks.to_le_bytes());
+            w.i64(clock.to_unix(*at_us));
+            w.u8(setup.seat_count);
+            w.u16(setup.human_mask);
+            w.u32(setup.tick_rate_millihz);
+            w.u8(setup.bundle_interval);
+            w.u8(u8::from(setup.pace_to_slowest));
+            w.u16(setup.checksum_interval);
+            w.u8(setup.ai_order_delay);
+            w.u64(setup.start_barrier_us);
+            w.u64(setup.reconnect_grace_us);
+            w.u32(setup.max_ticks);
+            w.u32(setup.max_queued_ticks);
             let name = setup
                 .timing_policy
                 .map(PolicyKind::name)
                 .unwrap_or_default();
-            out.push(name.len() as u8);
-            out.extend_from_slice(name.as_bytes());
+            w.u8(name.len() as u8);
+            w.put(name.as_bytes());
         }
-        DurableRecord::Started { at_us } => {
-            out.extend_from_slice(&clock.to_unix(*at_us).to_le_bytes());
-        }
+        DurableRecord::Started { at_us } => w.i64(clock.to_unix(*at_us)),
         DurableRecord::Entry(e) => {
-            out.extend_from_slice(&e.tick.to_le_bytes());
-            out.push(e.seat);
-            out.push(e.kind as u8);
-            out.extend_from_slice(&e.sequence.to_le_bytes());
-            out.extend_from_slice(&(e.payload.len() as u16).to_le_bytes());
-            out.extend_from_slice(&e.payload);
+            w.u32(e.tick);
+            w.u8(e.seat);
+            w.u8(e.kind as u8);
+            w.u32(e.sequence);
+            w.u16(e.payload.len() as u16);
+            w.put(&e.payload);
         }
         DurableRecord::Refused {
             seat,
             sequence,
             reason,
         } => {
-            out.push(*seat);
-            out.extend_from_slice(&sequence.to_le_bytes());
-            out.push(*reason as u8);
+            w.u8(*seat);
+            w.u32(*sequence);
+            w.u8(*reason as u8);
         }
         DurableRecord::Clock(c) => {
-            out.extend_from_slice(&c.from_tick.to_le_bytes());
-            out.extend_from_slice(&c.anchor_tick.to_le_bytes());
-            out.extend_from_slice(&c.anchor_ms.to_le_bytes());
-            out.extend_from_slice(&c.tick_rate_millihz.to_le_bytes());
-            out.push(c.bundle_interval);
+            w.u32(c.from_tick);
+            w.u32(c.anchor_tick);
+            w.u64(c.anchor_ms);
+            w.u32(c.tick_rate_millihz);
+            w.u8(c.bundle_interval);
         }
-        DurableRecord::Lease { tick } => out.extend_from_slice(&tick.to_le_bytes()),
+        DurableRecord::Lease { tick } => w.u32(*tick),
         DurableRecord::Checksums(round) => {
-            out.extend_from_slice(&round.tick.to_le_bytes());
-            out.extend_from_slice(&round.reported_mask.to_le_bytes());
+            w.u32(round.tick);
+            w.u16(round.reported_mask);
             for seat in 0..MAX_SEATS {
                 if round.reported_mask & (1 << seat) != 0 {
-                    out.extend_from_slice(&round.values[seat].to_le_bytes());
+                    w.u64(round.values[seat]);
                 }
             }
         }
         DurableRecord::Over { final_tick, reason } => {
-            out.extend_from_slice(&final_tick.to_le_bytes());
-            out.push(*reason as u8);
+            w.u32(*final_tick);
+            w.u8(*reason as u8);
         }
     }
-    let len = (out.len() - body) as u32;
-    let sum = check(&out[body..]);
-    out[start..start + 4].copy_from_slice(&len.to_le_bytes());
-    out[start + 4..body].copy_from_slice(&sum.to_le_bytes());
 }
 
 /// What reading a segment found.
@@ -162,15 +195,15 @@ pub fn decode(bytes: &[u8], clock: Clock) -> Read {
     if bytes.is_empty() {
         return Read::End;
     }
-    let Some(frame) = bytes.get(..FRAME_BYTES) else {
+    let mut r = Reader::new(bytes);
+    let (Ok(len), Ok(sum)) = (r.u32(), r.u32()) else {
         return Read::Damaged("a torn record frame");
     };
-    let len = u32::from_le_bytes([frame[0], frame[1], frame[2], frame[3]]) as usize;
-    let sum = u32::from_le_bytes([frame[4], frame[5], frame[6], frame[7]]);
+    let len = len as usize;
     if len > MAX_BODY_BYTES {
         return Read::Damaged("a record longer than any the relay writes");
     }
-    let Some(body) = bytes.get(FRAME_BYTES..FRAME_BYTES + len) else {
+    let Ok(body) = r.take(len) else {
         return Read::Damaged("a torn record");
     };
     if check(body) != sum {
@@ -358,6 +391,66 @@ mod tests {
             at_us: shifted(5_000),
         };
         assert_eq!(read, expected);
+    }
+
+    /// The bytes of each record of [`every_kind`], as the journal's layout
+    /// (the table above) has them: a journal written by an older build must
+    /// read the same, so these bytes never change without a new layout.
+    /// The hex was written by the encoder this layout was first shipped with.
+    const GOLDEN: [&str; 8] = [
+        "3f000000b45e60d7010500000000000000d8f90e18240a06000303003075000001001e000800879303000000000087930300000000ffffffff000100000966697865643a322f36",
+        "110000006f8bdb8d020500000000000000a04f1e18240a0600",
+        "170000004508b3920305000000000000000700000001010400000002006767",
+        "0f0000005113a806040500000000000000000900000001",
+        "1e00000087be59d505050000000000000040000000400000005508000000000000f055000001",
+        "0d0000003a89a9ba06050000000000000060000000",
+        "17000000f314d9c90705000000000000001e00000002006300000000000000",
+        "0e00000011d3cc3a0805000000000000007800000000",
+    ];
+
+    #[test]
+    fn every_kind_is_written_byte_for_byte_as_the_layout_says() {
+        let clock = Clock {
+            now_us: 1_000,
+            unix_us: 1_700_000_000_000_000,
+        };
+        let mut journal = Vec::new();
+        for (record, golden) in every_kind().iter().zip(GOLDEN) {
+            let mut bytes = Vec::new();
+            encode(5, record, clock, &mut bytes);
+            let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            assert_eq!(hex, golden, "{record:?}");
+            encode(5, record, clock, &mut journal);
+        }
+        let journal_hex: String = journal.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(
+            journal_hex,
+            GOLDEN.concat(),
+            "records appended whole, nothing between"
+        );
+    }
+
+    #[test]
+    fn an_entry_with_the_longest_order_round_trips() {
+        let clock = Clock {
+            now_us: 0,
+            unix_us: 0,
+        };
+        let entry = DurableRecord::Entry(LogEntry {
+            tick: u32::MAX,
+            seat: 15,
+            kind: EntryKind::Order,
+            sequence: u32::MAX,
+            payload: vec![0xa5; MAX_ORDER_BYTES].into(),
+        });
+        let mut bytes = vec![0xee];
+        encode(7, &entry, clock, &mut bytes);
+        assert_eq!(bytes[0], 0xee, "appended after what was there");
+        assert_eq!(bytes.len(), 1 + FRAME_BYTES + LARGEST_BODY_BYTES);
+        assert_eq!(
+            decode(&bytes[1..], clock),
+            Read::Record(7, entry, bytes.len() - 1)
+        );
     }
 
     #[test]
