@@ -83,12 +83,10 @@ use super::agreement::Holding;
 use super::arrivals::TurnArrivals;
 use super::checksums::Checksums;
 use super::control::ControlQueue;
-use super::drops::{Cut, DropAction, Drops, GameFacts};
+use super::drops::{DropAction, Drops, GameFacts};
 use super::pings::ClockPings;
 use super::stalls::StallWatch;
-use super::turns::{
-    Inbound, ItemStore, Origin, Outbox, Refusal, SendFrame, SendSchedule, Stored, Turn, TurnBuffers,
-};
+use super::turns::{Origin, Placement, Refusal, Stored, Turn, Turns};
 use super::{
     check_link_keys, Advance, ExecutedCommand, LockstepConfig, LockstepStats, OrderKind,
     OrderReceipt, SessionEvent,
@@ -103,15 +101,9 @@ pub(super) struct PeerSession {
     endpoint: Endpoint,
     measurements: Measurements,
     local_seat: u8,
-    /// The shared schedule of send frames.
-    schedule: SendSchedule,
-    /// What this machine sends with its next turn.
-    outbox: Outbox,
-    /// Items waiting in the timing machine's queue for their frame.
-    store: ItemStore,
-    /// Per seat, its turns as received.
-    inbound: Vec<Inbound>,
-    turn_buffers: TurnBuffers,
+    /// The schedule, the outbox, the queued items and the turns received
+    /// ([`Turns`]).
+    turns: Turns,
     drops: Drops,
     control: ControlQueue,
     checksums: Checksums,
@@ -161,11 +153,7 @@ impl PeerSession {
             endpoint,
             measurements,
             local_seat,
-            schedule: SendSchedule::default(),
-            outbox: Outbox::new(config.link.max_message_bytes()),
-            store: ItemStore::default(),
-            inbound: (0..MAX_SEATS).map(|_| Inbound::default()).collect(),
-            turn_buffers: TurnBuffers::default(),
+            turns: Turns::new(config.link.max_message_bytes()),
             drops: Drops::new(config.manual_drops),
             control: ControlQueue::default(),
             checksums: Checksums::new(config.checksum_interval),
@@ -256,13 +244,11 @@ impl PeerSession {
                 format!("at most {} bytes (one packet)", self.max_command_bytes()),
             ));
         }
-        let item = Item::Command(bytes.to_vec());
-        if !self.outbox.has_room_for(&item) {
+        if !self.turns.push_command(Item::Command(bytes.to_vec())) {
             return Err(Error::Full(
                 "this machine's next turn is full; run a frame before submitting more",
             ));
         }
-        self.outbox.push_command(item);
         let issued_on = match self.frame {
             Some(f) => f.saturating_add(1),
             None => 0,
@@ -309,7 +295,7 @@ impl PeerSession {
                 "a checksum frame, a multiple of checksum_interval (is_checksum_frame)",
             ));
         }
-        self.outbox.push_record(Record::Checksum {
+        self.turns.push_record(Record::Checksum {
             frame,
             value: checksum,
         });
@@ -324,7 +310,7 @@ impl PeerSession {
             return Err(Error::State("already left or leaving"));
         }
         self.leaving = true;
-        self.outbox.push_own(Item::Removal(self.local_seat));
+        self.turns.push_own(Item::Removal(self.local_seat));
         Ok(())
     }
 
@@ -467,9 +453,7 @@ impl PeerSession {
     }
 
     fn handle_message(&mut self, now_us: u64, seat: u8, message: &[u8]) -> Result<()> {
-        let buffers = &mut self.turn_buffers;
-        buffers.ready_for_decode();
-        match turn::decode_reusing(message, &mut buffers.next_items, &mut buffers.next_records)? {
+        match self.turns.decode(message)? {
             Message::Turn(part) => {
                 self.receive_part(seat, part, message, false);
                 Ok(())
@@ -645,7 +629,7 @@ impl PeerSession {
         self.frame = Some(frame);
         if start.executes_commands {
             while let Some(due) = self.machine.pop_due() {
-                let Some(stored) = self.store.take(due.item) else {
+                let Some(stored) = self.turns.take_due(due.item) else {
                     continue;
                 };
                 self.execute(frame, due.seat, due.tag, stored);
@@ -665,13 +649,13 @@ impl PeerSession {
                 // a look-ahead after it (decision 50).
                 // Fails only with no frame open; this one is.
                 if let Ok(Some(event)) = self.machine.raise_for_own_stall(&report) {
-                    self.outbox.push_own(Item::Timing(event));
+                    self.turns.push_own(Item::Timing(event));
                 }
-                self.outbox.push_own(Item::Report(report));
+                self.turns.push_own(Item::Report(report));
             }
             // Fails only out of frame order, which `begin_frame` just ruled out.
             if let Ok(Some(event)) = self.machine.end_frame() {
-                self.outbox.push_own(Item::Timing(event));
+                self.turns.push_own(Item::Timing(event));
             }
             if self.machine.is_send_frame() {
                 self.send_turn(frame);
@@ -689,7 +673,7 @@ impl PeerSession {
                 let _ = self.machine.execute_report(seat, report);
             }
             (Item::Timing(event), Origin::Turn { send_frame }) => {
-                let master_when_sent = self.schedule.get(send_frame).and_then(|s| s.master);
+                let master_when_sent = self.turns.master_when_sent(send_frame);
                 if master_when_sent == Some(seat) {
                     let _ = self.machine.execute_timing_event(seat, event);
                 } else {
@@ -792,17 +776,14 @@ impl PeerSession {
     /// relaying, the outbox, waiting control messages. S8 requires it
     /// bounded whatever peers send.
     pub(super) fn held_bytes(&self) -> usize {
-        self.store.bytes()
-            + self.inbound.iter().map(Inbound::bytes).sum::<usize>()
-            + self.outbox.bytes()
-            + self.control.bytes()
+        self.turns.bytes() + self.control.bytes()
     }
 
     /// For a modified client ([`Tamper`](super::Tamper)): put `item` into
     /// this machine's next turn, unchecked.
     #[cfg(any(test, feature = "testing"))]
     pub(super) fn tamper_queue_item(&mut self, item: Item) {
-        self.outbox.push_unchecked(item);
+        self.turns.push_unchecked(item);
     }
 
     /// For a modified client: send raw `message` on the link to `seat`.
@@ -814,7 +795,7 @@ impl PeerSession {
     /// This machine's latest send frame and its tag.
     #[cfg(any(test, feature = "testing"))]
     pub(super) fn last_turn(&self) -> Option<(u32, u32)> {
-        self.schedule.latest().map(|s| (s.frame, s.tag))
+        self.turns.latest_send().map(|s| (s.frame, s.tag))
     }
 
     /// The local seat (for `Debug`).
@@ -827,19 +808,17 @@ impl PeerSession {
 impl PeerSession {
     /// One part of `seat`'s turn, direct or `relayed`.
     fn receive_part(&mut self, seat: u8, part: TurnPart, raw: &[u8], relayed: bool) {
-        let s = usize::from(seat);
         if !self.is_present(seat) || seat == self.local_seat {
             return;
         }
-        // Held up to the horizon (a seat being dropped too: what waits for
-        // the cut is not executed); once the cut is decided, up to it.
-        let limit = match self.drops.cut(seat) {
-            None => self.schedule.horizon(),
-            Some(Cut { through: Some(cut) }) if part.send_frame <= cut => cut,
-            Some(_) => return, // void
+        let Some(limit) = self.turns.limit(self.drops.cut(seat), part.send_frame) else {
+            return; // void
         };
         let dropping = self.drops.is_dropping(seat);
-        let turn = match self.inbound[s].add_part(part, raw, limit, relayed || dropping) {
+        let turn = match self
+            .turns
+            .add_part(seat, part, raw, limit, relayed || dropping)
+        {
             Ok(Some(turn)) => turn,
             Ok(None) | Err(Refusal::Duplicate) => return,
             Err(Refusal::Refused) => {
@@ -849,20 +828,12 @@ impl PeerSession {
         };
         self.arrivals
             .arrived(seat, turn.send_frame, self.last_local_us);
-        if turn.raw.is_empty() {
-            self.inbound[s].keep(turn.send_frame, std::iter::once(raw));
-        } else {
-            let parts = turn.raw.iter().map(Vec::as_slice);
-            self.inbound[s].keep(turn.send_frame, parts);
-        }
+        self.turns.keep(seat, &turn, raw);
         let executable = self.drops.executable(seat, self.local_seat);
-        let reached = self.frame.is_some_and(|f| turn.send_frame <= f);
-        if reached && executable.allows(turn.send_frame) && self.inbound[s].holds_none_ahead() {
-            self.accept_turn(seat, turn);
-        } else if self.inbound[s].hold_ahead(turn).is_err() {
-            self.stats.refused_messages += 1;
-        } else {
-            self.accept_reached_turns_of(seat);
+        match self.turns.place(seat, turn, self.frame, executable) {
+            Placement::Take(turn) => self.accept_turn(seat, turn),
+            Placement::Refused => self.stats.refused_messages += 1,
+            Placement::Held => self.accept_reached_turns_of(seat),
         }
         if dropping {
             // It holds more of that seat's turns: its drop may move on.
@@ -880,18 +851,14 @@ impl PeerSession {
 
     fn accept_reached_turns_of(&mut self, seat: u8) {
         let executable = self.drops.executable(seat, self.local_seat);
-        while let Some(turn) = self.inbound[usize::from(seat)].take_reached(self.frame, executable)
-        {
+        while let Some(turn) = self.turns.take_reached(seat, self.frame, executable) {
             self.accept_turn(seat, turn);
         }
     }
 
     /// Check a whole turn against the schedule and queue its items.
     fn accept_turn(&mut self, seat: u8, turn: Turn) {
-        let s = usize::from(seat);
-        let expected = self.schedule.next_after(self.inbound[s].through);
-        let fits = expected.is_some_and(|e| e.frame == turn.send_frame && e.tag == turn.tag);
-        if !fits {
+        if !self.turns.fits(seat, &turn) {
             self.stats.refused_messages += 1;
             return;
         }
@@ -907,41 +874,17 @@ impl PeerSession {
                 }
             }
         }
-        let mut items = turn.items;
-        for item in items.drain(..) {
-            let handle = self.store.put(Stored {
-                item,
-                origin: Origin::Turn {
-                    send_frame: turn.send_frame,
-                },
-            });
-            if self.machine.queue_command(turn.tag, seat, handle).is_err() {
-                // Unreachable: a turn within the schedule is tagged after
-                // this machine's frame (readiness waited for it).
-                self.store.take(handle);
-            }
-        }
-        self.turn_buffers.recycle(items, turn.records);
-        self.inbound[s].through = Some(turn.send_frame);
+        self.turns.queue(seat, turn, &mut self.machine);
     }
 
     /// The peers whose turns that may hold commands due by `frame` are not
     /// all here yet.
     fn missing_for(&self, frame: u32) -> impl Iterator<Item = u8> + '_ {
-        let needed = self.schedule.last_due_by(frame);
+        let needed = self.turns.last_due_by(frame);
         self.present()
             .filter(|p| *p != self.local_seat)
             .filter(move |p| {
-                let Some(needed) = needed else { return false };
-                let s = usize::from(*p);
-                let limit = match self.drops.cut(*p) {
-                    Some(Cut { through: None, .. }) => return false,
-                    Some(Cut {
-                        through: Some(cut), ..
-                    }) => needed.min(cut),
-                    None => needed,
-                };
-                !self.inbound[s].through.is_some_and(|r| r >= limit)
+                needed.is_some_and(|needed| self.turns.is_missing(*p, needed, self.drops.cut(*p)))
             })
     }
 
@@ -949,7 +892,7 @@ impl PeerSession {
     /// turn whole (S8: a frame is never half run).
     fn links_have_room(&self) -> bool {
         // The turn as it stands, plus rungs' own items a frame may add.
-        let needed = self.outbox.parts() + 1;
+        let needed = self.turns.parts_needed();
         self.peers().all(|p| {
             self.endpoint
                 .link(p)
@@ -960,60 +903,22 @@ impl PeerSession {
     /// Send this send frame's turn to every peer; keep our own items.
     /// `advance` checked that every link has room, so it goes out whole.
     fn send_turn(&mut self, frame: u32) {
-        let tag = self.machine.command_tag();
-        self.schedule.push(SendFrame {
+        let anchor = match self.pacer.as_ref() {
+            Some(pacer) if self.is_master() => Some(Record::Anchor {
+                frame,
+                start_us: pacer.ideal_start_us(frame),
+            }),
+            _ => None,
+        };
+        let peers = self.peers().fold(0u32, |mask, peer| mask | 1 << peer);
+        self.stats.turn_messages += self.turns.send(
             frame,
-            tag,
-            master: self.machine.master(),
-        });
-        if self.is_master() {
-            if let Some(pacer) = self.pacer.as_ref() {
-                self.outbox.push_record(Record::Anchor {
-                    frame,
-                    start_us: pacer.ideal_start_us(frame),
-                });
-            }
-        }
-        let mut buffers = std::mem::take(&mut self.turn_buffers);
-        self.outbox
-            .take_into(&mut buffers.items, &mut buffers.records);
-        let max = self.endpoint.config().link.max_message_bytes();
-        match turn::encode_turn_into(
-            frame,
-            tag,
-            &buffers.items,
-            &buffers.records,
-            max,
-            &mut buffers.parts,
-        ) {
-            Ok(count) => {
-                let peers = self.peers().fold(0u32, |mask, peer| mask | 1 << peer);
-                for peer in (0..MAX_SEATS as u8).filter(|p| peers & 1 << p != 0) {
-                    for message in &buffers.parts[..count] {
-                        if self.endpoint.send(peer, message).is_ok() {
-                            self.stats.turn_messages += 1;
-                        }
-                    }
-                }
-            }
-            // Unreachable: the outbox keeps a part free for rungs' own items.
-            Err(_) => debug_assert!(false, "a turn larger than the outbox allows"),
-        }
-        // Our own items execute here too, in issue order.
-        for item in buffers.items.drain(..) {
-            let handle = self.store.put(Stored {
-                item,
-                origin: Origin::Turn { send_frame: frame },
-            });
-            if self
-                .machine
-                .queue_command(tag, self.local_seat, handle)
-                .is_err()
-            {
-                self.store.take(handle);
-            }
-        }
-        self.turn_buffers = buffers;
+            anchor,
+            peers,
+            self.local_seat,
+            &mut self.machine,
+            &mut self.endpoint,
+        );
         for seat in 0..self.machine.seats().count() {
             if self.drops.cut(seat).is_some() {
                 self.maybe_queue_removal(seat);
@@ -1029,8 +934,8 @@ impl PeerSession {
         let seats = self.machine.seats();
         let mask = |seats: &mut dyn Iterator<Item = u8>| seats.fold(0u32, |m, s| m | 1 << s);
         let mut holds = [None; MAX_SEATS];
-        for (hold, inbound) in holds.iter_mut().zip(&self.inbound) {
-            *hold = inbound.held_through();
+        for (seat, hold) in (0..).zip(holds.iter_mut()) {
+            *hold = self.turns.held_through(seat);
         }
         GameFacts {
             local: self.local_seat,
@@ -1078,7 +983,7 @@ impl PeerSession {
         let Some(cut) = self.drops.cut(seat) else {
             return;
         };
-        self.inbound[usize::from(seat)].void_after(cut.through);
+        self.turns.void_after(seat, cut.through);
         self.accept_reached_turns();
         self.maybe_queue_removal(seat);
     }
@@ -1086,31 +991,18 @@ impl PeerSession {
     /// With the cut decided and every turn up to it queued, queue the
     /// removal on the tag of the first send frame after the cut.
     fn maybe_queue_removal(&mut self, seat: u8) {
-        let s = usize::from(seat);
         let Some(cut) = self.drops.cut(seat) else {
             return;
         };
-        if self.drops.is_removal_queued(seat) || self.inbound[s].through < cut.through {
+        if self.drops.is_removal_queued(seat) {
             return;
         }
-        // `None`: this machine has not reached that send frame yet.
-        let Some(first_void) = self.schedule.next_after(cut.through) else {
-            return;
-        };
-        let handle = self.store.put(Stored {
-            item: Item::Removal(seat),
-            origin: Origin::Drop,
-        });
         if self
-            .machine
-            .queue_command(first_void.tag, seat, handle)
-            .is_err()
+            .turns
+            .queue_removal(seat, cut.through, &mut self.machine)
         {
-            // Unreachable while readiness holds every machine before that tag.
-            self.store.take(handle);
-            return;
+            self.drops.set_removal_queued(seat);
         }
-        self.drops.set_removal_queued(seat);
     }
 
     /// A drop vote from `seat` (see [`Drops::on_vote`]).
@@ -1148,11 +1040,7 @@ impl PeerSession {
             self.stats.refused_messages += 1;
             return Ok(());
         }
-        let relays: Vec<Vec<u8>> = self.inbound[usize::from(dropped)]
-            .kept_between(after, u32::MAX)
-            .map(|raw| turn::encode_relay(dropped, raw))
-            .collect();
-        for relay in relays {
+        for relay in self.turns.relays_after(dropped, after) {
             self.send_control(seat, &relay);
         }
         Ok(())
@@ -1213,7 +1101,7 @@ impl PeerSession {
     /// counts as a stall, `stalls`). A frame that needs no peer's turn (a
     /// player alone, the first frames) is not measured.
     fn measure_need(&mut self, frame: u32, now_us: u64, due_us: u64, frame_us: u64) {
-        let Some(needed) = self.schedule.last_due_by(frame) else {
+        let Some(needed) = self.turns.last_due_by(frame) else {
             return;
         };
         let deadline = self.stalls.stall_deadline(due_us, frame_us);

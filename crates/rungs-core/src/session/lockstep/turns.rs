@@ -2,11 +2,18 @@
 //! outbox of what this machine sends next, the store of items waiting for
 //! their frame, and per peer the assembly of incoming turns — each bounded
 //! (S8) so that no peer and no engine burst can grow them without limit.
+//! [`Turns`] owns them all; the session hands it the timing machine and the
+//! endpoint when a step needs them.
 
 use std::collections::VecDeque;
 
+use crate::link::Endpoint;
+use crate::report::record::MAX_SEATS;
 use crate::timing::ladder::{MAX_LOOK_AHEAD, MAX_SEND_PERIOD};
-use crate::wire::turn::{Item, PartPlan, Record, TurnPart, MAX_TURN_PARTS};
+use crate::timing::TimingMachine;
+use crate::wire::turn::{self, Item, Message, PartPlan, Record, TurnPart, MAX_TURN_PARTS};
+
+use super::drops::Cut;
 
 /// Send frames remembered: the schedule that validates peers' turns and
 /// finds the drop cut's tags. A peer is never more than a look-ahead and a
@@ -22,6 +29,375 @@ pub(super) const MAX_TURNS_AHEAD: usize = MAX_FRAMES_AHEAD as usize;
 pub(super) const MAX_BYTES_AHEAD: usize = 1 << 20;
 /// Raw turn bytes kept per peer for relaying after a drop (most recent).
 pub(super) const KEPT_RELAY_BYTES: usize = 512 * 1024;
+
+/// This machine's turn state: the schedule of its send frames, the outbox
+/// of its next turn, the items queued in the timing machine, and per seat
+/// the turns received from it, with the buffers their paths reuse. It owns
+/// all of them and nothing else: the timing machine, the endpoint and the
+/// frame the session is at come in as arguments, and what is counted or
+/// reported (refusals, messages sent, checksums, anchors) goes back to the
+/// session as return values.
+///
+/// What it keeps true:
+/// - an item goes into the store only together with its handle in the
+///   machine's queue (taken back at once if the machine refuses it), and
+///   comes out when the machine pops that handle as due
+///   ([`take_due`](Self::take_due));
+/// - each seat's turns are queued in schedule order: a turn is the
+///   schedule's next send frame after the last one queued for its seat,
+///   with the tag the schedule gives it ([`fits`](Self::fits)); turns the
+///   schedule has not reached wait ahead until it does;
+/// - everything held is bounded (S8) whatever peers send
+///   ([`bytes`](Self::bytes)).
+///
+/// Who calls what, in which order (the session,
+/// [`PeerSession`](super::peer::PeerSession)):
+/// - commands, rungs' own items and checksums go into the outbox at any
+///   time; on a send frame, once the frame executed and its own items
+///   (report, timing event) are in the outbox, [`send`](Self::send) adds
+///   the frame to the schedule and sends and queues the turn;
+/// - a received message is decoded with [`decode`](Self::decode); a turn
+///   part goes to [`add_part`](Self::add_part) under the bound
+///   [`limit`](Self::limit) gives, and a turn made whole to
+///   [`keep`](Self::keep), then [`place`](Self::place);
+/// - a turn to take (from [`place`](Self::place), or held ahead and handed
+///   back by [`take_reached`](Self::take_reached) once the schedule reached
+///   it) is checked with [`fits`](Self::fits); the session handles its
+///   records, then [`queue`](Self::queue) puts its items in the machine;
+/// - readiness asks [`last_due_by`](Self::last_due_by) and
+///   [`is_missing`](Self::is_missing), execution
+///   [`master_when_sent`](Self::master_when_sent);
+/// - a drop with its cut decided [`void_after`](Self::void_after)s the
+///   seat's later turns, then queues its removal once every turn up to the
+///   cut is queued ([`queue_removal`](Self::queue_removal)); a relay
+///   request is answered with [`relays_after`](Self::relays_after).
+#[derive(Debug)]
+pub(super) struct Turns {
+    /// The shared schedule of send frames.
+    schedule: SendSchedule,
+    /// What this machine sends with its next turn.
+    outbox: Outbox,
+    /// Items waiting in the timing machine's queue for their frame.
+    store: ItemStore,
+    /// Per seat, its turns as received.
+    inbound: Vec<Inbound>,
+    buffers: TurnBuffers,
+}
+
+/// What becomes of a whole turn received ([`Turns::place`]).
+#[derive(Debug)]
+pub(super) enum Placement {
+    /// Reached by the schedule, executable and next in order: check and queue it now.
+    Take(Turn),
+    /// Held ahead until the schedule reaches it; turns held before it may
+    /// be taken now.
+    Held,
+    /// Beyond the bounds of what is held ahead: refused and counted.
+    Refused,
+}
+
+impl Turns {
+    /// Turn state before frame 0, for messages of `max_message_bytes`.
+    pub(super) fn new(max_message_bytes: usize) -> Turns {
+        Turns {
+            schedule: SendSchedule::default(),
+            outbox: Outbox::new(max_message_bytes),
+            store: ItemStore::default(),
+            inbound: (0..MAX_SEATS).map(|_| Inbound::default()).collect(),
+            buffers: TurnBuffers::default(),
+        }
+    }
+
+    /// Queue an engine command in the next turn; `false` (and nothing
+    /// queued) when the turn cannot take it.
+    pub(super) fn push_command(&mut self, item: Item) -> bool {
+        if !self.outbox.has_room_for(&item) {
+            return false;
+        }
+        self.outbox.push_command(item);
+        true
+    }
+
+    /// Queue one of rungs' own items in the next turn.
+    pub(super) fn push_own(&mut self, item: Item) {
+        self.outbox.push_own(item);
+    }
+
+    /// Queue a record (checksum, anchor) in the next turn.
+    pub(super) fn push_record(&mut self, record: Record) {
+        self.outbox.push_record(record);
+    }
+
+    /// For a modified client only: into the next turn, unchecked.
+    #[cfg(any(test, feature = "testing"))]
+    pub(super) fn push_unchecked(&mut self, item: Item) {
+        self.outbox.push_unchecked(item);
+    }
+
+    /// Link messages the next turn takes, plus one for rungs' own items a
+    /// frame may add: the room every link needs before a frame runs (S8).
+    pub(super) fn parts_needed(&self) -> usize {
+        self.outbox.parts() + 1
+    }
+
+    /// This machine's latest send frame.
+    #[cfg(any(test, feature = "testing"))]
+    pub(super) fn latest_send(&self) -> Option<SendFrame> {
+        self.schedule.latest()
+    }
+
+    /// The last send frame whose turns may hold commands due by `frame`.
+    pub(super) fn last_due_by(&self, frame: u32) -> Option<u32> {
+        self.schedule.last_due_by(frame)
+    }
+
+    /// Who was master once `send_frame` ran (S4.7: a timing event counts
+    /// only from the master when its turn was sent).
+    pub(super) fn master_when_sent(&self, send_frame: u32) -> Option<u8> {
+        self.schedule.get(send_frame).and_then(|s| s.master)
+    }
+
+    /// The last send frame of `seat` held whole (queued or waiting ahead).
+    pub(super) fn held_through(&self, seat: u8) -> Option<u32> {
+        self.inbound[usize::from(seat)].held_through()
+    }
+
+    /// Whether `seat`'s turns up to send frame `needed` are not all queued
+    /// yet; `cut` is its drop's, if any (nothing after the cut is waited for).
+    pub(super) fn is_missing(&self, seat: u8, needed: u32, cut: Option<Cut>) -> bool {
+        let limit = match cut {
+            Some(Cut { through: None }) => return false,
+            Some(Cut {
+                through: Some(cut), ..
+            }) => needed.min(cut),
+            None => needed,
+        };
+        !self.inbound[usize::from(seat)]
+            .through
+            .is_some_and(|r| r >= limit)
+    }
+
+    /// Decode `message` into the lists kept for reuse.
+    pub(super) fn decode(&mut self, message: &[u8]) -> crate::error::Result<Message> {
+        let buffers = &mut self.buffers;
+        buffers.ready_for_decode();
+        turn::decode_reusing(message, &mut buffers.next_items, &mut buffers.next_records)
+    }
+
+    /// The highest send frame of a seat's turn accepted for `send_frame`'s
+    /// part: the horizon, or with the seat's drop decided, the cut. `None`:
+    /// the part is void (after the cut, or nothing of the seat counts).
+    pub(super) fn limit(&self, cut: Option<Cut>, send_frame: u32) -> Option<u32> {
+        // Held up to the horizon (a seat being dropped too: what waits for
+        // the cut is not executed); once the cut is decided, up to it.
+        match cut {
+            None => Some(self.schedule.horizon()),
+            Some(Cut { through: Some(cut) }) if send_frame <= cut => Some(cut),
+            Some(_) => None,
+        }
+    }
+
+    /// One part of `seat`'s turn (see [`Inbound::add_part`]).
+    pub(super) fn add_part(
+        &mut self,
+        seat: u8,
+        part: TurnPart,
+        raw: &[u8],
+        limit: u32,
+        strict: bool,
+    ) -> Result<Option<Turn>, Refusal> {
+        self.inbound[usize::from(seat)].add_part(part, raw, limit, strict)
+    }
+
+    /// Keep a whole turn's raw parts for relaying; `raw` is the message of
+    /// a one-part turn.
+    pub(super) fn keep(&mut self, seat: u8, turn: &Turn, raw: &[u8]) {
+        let inbound = &mut self.inbound[usize::from(seat)];
+        if turn.raw.is_empty() {
+            inbound.keep(turn.send_frame, std::iter::once(raw));
+        } else {
+            let parts = turn.raw.iter().map(Vec::as_slice);
+            inbound.keep(turn.send_frame, parts);
+        }
+    }
+
+    /// Take a whole turn of `seat` now, if this machine ran its send frame
+    /// (`our_frame` is the latest frame run), it may execute and no earlier
+    /// turn waits ahead; else hold it ahead.
+    pub(super) fn place(
+        &mut self,
+        seat: u8,
+        turn: Turn,
+        our_frame: Option<u32>,
+        executable: Executable,
+    ) -> Placement {
+        let inbound = &mut self.inbound[usize::from(seat)];
+        let reached = our_frame.is_some_and(|f| turn.send_frame <= f);
+        if reached && executable.allows(turn.send_frame) && inbound.holds_none_ahead() {
+            Placement::Take(turn)
+        } else if inbound.hold_ahead(turn).is_err() {
+            Placement::Refused
+        } else {
+            Placement::Held
+        }
+    }
+
+    /// `seat`'s oldest turn held ahead, once the schedule reached it (see
+    /// [`Inbound::take_reached`]).
+    pub(super) fn take_reached(
+        &mut self,
+        seat: u8,
+        our_frame: Option<u32>,
+        executable: Executable,
+    ) -> Option<Turn> {
+        self.inbound[usize::from(seat)].take_reached(our_frame, executable)
+    }
+
+    /// Whether `turn` is `seat`'s next in the schedule, with the tag the
+    /// schedule gives it: else it is refused.
+    pub(super) fn fits(&self, seat: u8, turn: &Turn) -> bool {
+        let expected = self
+            .schedule
+            .next_after(self.inbound[usize::from(seat)].through);
+        expected.is_some_and(|e| e.frame == turn.send_frame && e.tag == turn.tag)
+    }
+
+    /// Queue a turn that [`fits`](Self::fits), its records handled: its
+    /// items into `machine`, its lists kept for reuse.
+    pub(super) fn queue(&mut self, seat: u8, turn: Turn, machine: &mut TimingMachine) {
+        let mut items = turn.items;
+        for item in items.drain(..) {
+            let handle = self.store.put(Stored {
+                item,
+                origin: Origin::Turn {
+                    send_frame: turn.send_frame,
+                },
+            });
+            if machine.queue_command(turn.tag, seat, handle).is_err() {
+                // Unreachable: a turn within the schedule is tagged after
+                // this machine's frame (readiness waited for it).
+                self.store.take(handle);
+            }
+        }
+        self.buffers.recycle(items, turn.records);
+        self.inbound[usize::from(seat)].through = Some(turn.send_frame);
+    }
+
+    /// The item behind a handle the machine popped as due.
+    pub(super) fn take_due(&mut self, handle: u64) -> Option<Stored> {
+        self.store.take(handle)
+    }
+
+    /// Send this send frame's turn: `frame` joins the schedule with the
+    /// machine's command tag and master, the outbox (with `anchor`, the
+    /// master's, last) goes out whole to every seat of `peers` (a bit mask;
+    /// the session checked every link has room), and this machine's own
+    /// items are queued as `local_seat`'s. Returns the messages sent.
+    pub(super) fn send(
+        &mut self,
+        frame: u32,
+        anchor: Option<Record>,
+        peers: u32,
+        local_seat: u8,
+        machine: &mut TimingMachine,
+        endpoint: &mut Endpoint,
+    ) -> u64 {
+        let tag = machine.command_tag();
+        self.schedule.push(SendFrame {
+            frame,
+            tag,
+            master: machine.master(),
+        });
+        if let Some(anchor) = anchor {
+            self.outbox.push_record(anchor);
+        }
+        let buffers = &mut self.buffers;
+        self.outbox
+            .take_into(&mut buffers.items, &mut buffers.records);
+        let max = endpoint.config().link.max_message_bytes();
+        let mut sent = 0;
+        match turn::encode_turn_into(
+            frame,
+            tag,
+            &buffers.items,
+            &buffers.records,
+            max,
+            &mut buffers.parts,
+        ) {
+            Ok(count) => {
+                for peer in (0..MAX_SEATS as u8).filter(|p| peers & 1 << p != 0) {
+                    for message in &buffers.parts[..count] {
+                        if endpoint.send(peer, message).is_ok() {
+                            sent += 1;
+                        }
+                    }
+                }
+            }
+            // Unreachable: the outbox keeps a part free for rungs' own items.
+            Err(_) => debug_assert!(false, "a turn larger than the outbox allows"),
+        }
+        // Our own items execute here too, in issue order.
+        for item in buffers.items.drain(..) {
+            let handle = self.store.put(Stored {
+                item,
+                origin: Origin::Turn { send_frame: frame },
+            });
+            if machine.queue_command(tag, local_seat, handle).is_err() {
+                self.store.take(handle);
+            }
+        }
+        sent
+    }
+
+    /// Forget `seat`'s turns after `cut` (its drop voids them).
+    pub(super) fn void_after(&mut self, seat: u8, cut: Option<u32>) {
+        self.inbound[usize::from(seat)].void_after(cut);
+    }
+
+    /// With every turn of dropped `seat` up to `cut` queued, queue its
+    /// removal on the tag of the first send frame after the cut. `false`:
+    /// not queued (turns still missing, that send frame not run yet).
+    pub(super) fn queue_removal(
+        &mut self,
+        seat: u8,
+        cut: Option<u32>,
+        machine: &mut TimingMachine,
+    ) -> bool {
+        if self.inbound[usize::from(seat)].through < cut {
+            return false;
+        }
+        // `None`: this machine has not reached that send frame yet.
+        let Some(first_void) = self.schedule.next_after(cut) else {
+            return false;
+        };
+        let handle = self.store.put(Stored {
+            item: Item::Removal(seat),
+            origin: Origin::Drop,
+        });
+        if machine.queue_command(first_void.tag, seat, handle).is_err() {
+            // Unreachable while readiness holds every machine before that tag.
+            self.store.take(handle);
+            return false;
+        }
+        true
+    }
+
+    /// `dropped`'s kept turns after `after`, each as a relay message.
+    pub(super) fn relays_after(&self, dropped: u8, after: Option<u32>) -> Vec<Vec<u8>> {
+        self.inbound[usize::from(dropped)]
+            .kept_between(after, u32::MAX)
+            .map(|raw| turn::encode_relay(dropped, raw))
+            .collect()
+    }
+
+    /// Bytes held: queued items, turns being assembled, held ahead or kept
+    /// for relaying, and the outbox.
+    pub(super) fn bytes(&self) -> usize {
+        self.store.bytes()
+            + self.inbound.iter().map(Inbound::bytes).sum::<usize>()
+            + self.outbox.bytes()
+    }
+}
 
 /// One of this machine's send frames: when, the tag its turn carried, and
 /// who was the master once that frame ran (S4.7: the master "when sent").
