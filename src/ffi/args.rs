@@ -82,9 +82,7 @@ pub unsafe fn read_config<T: Copy>(ptr: *const T, name: &'static str) -> Result<
     let struct_size = unsafe { ptr.cast::<u32>().read_unaligned() };
     let needed = std::mem::size_of::<T>();
     if (struct_size as usize) < needed {
-        // The C struct's name: the last segment of the Rust path of `T`.
-        let type_name = std::any::type_name::<T>();
-        let c_name = type_name.rsplit("::").next().unwrap_or(type_name);
+        let c_name = c_struct_name::<T>();
         return Err(Error::invalid_value(
             format!("{name}->struct_size"),
             struct_size,
@@ -97,6 +95,39 @@ pub unsafe fn read_config<T: Copy>(ptr: *const T, name: &'static str) -> Result<
     }
     // SAFETY: the caller vouches for struct_size >= size_of::<T>() readable bytes.
     Ok(unsafe { ptr.read() })
+}
+
+/// The C struct's name: the last segment of the Rust path of `T` (the C
+/// structs keep their C names in Rust).
+fn c_struct_name<T>() -> &'static str {
+    let type_name = std::any::type_name::<T>();
+    type_name.rsplit("::").next().unwrap_or(type_name)
+}
+
+/// Check an out-struct the caller sizes (`out->struct_size`, set before the
+/// call) before anything is written to it: `out` non-NULL and its
+/// `struct_size` exactly this library's `sizeof(T)`. Returns that size.
+///
+/// # Safety
+/// `out` is NULL or valid for reads of its first four bytes, a `u32`
+/// `struct_size` as every such struct starts.
+pub unsafe fn require_sized_out<T>(out: *mut T, name: &'static str) -> Result<u32> {
+    require(out, name)?;
+    // SAFETY: non-NULL; its first four bytes are readable by contract.
+    let struct_size = unsafe { out.cast::<u32>().read_unaligned() };
+    let expected = std::mem::size_of::<T>();
+    if struct_size as usize != expected {
+        return Err(Error::invalid_value(
+            format!("{name}->struct_size"),
+            struct_size,
+            format!(
+                "sizeof({}) = {expected} (set it before the call)",
+                c_struct_name::<T>()
+            ),
+        )
+        .into());
+    }
+    Ok(struct_size)
 }
 
 /// [`read_config`] for a struct that grew: a caller built against an older
@@ -123,8 +154,7 @@ pub unsafe fn read_grown_config<T: Copy>(
         return unsafe { read_config(ptr, name) };
     }
     if struct_size < since {
-        let type_name = std::any::type_name::<T>();
-        let c_name = type_name.rsplit("::").next().unwrap_or(type_name);
+        let c_name = c_struct_name::<T>();
         return Err(Error::invalid_value(
             format!("{name}->struct_size"),
             struct_size,

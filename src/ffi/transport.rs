@@ -13,7 +13,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use super::args::{
-    in_range, read_config, require, reserved_zero, slice_in, slice_out, write_out, write_to,
+    in_range, read_config, require, require_sized_out, reserved_zero, slice_in, slice_out,
+    write_out, write_to,
 };
 use super::guard::{call, enter, free_call, hand_out, object_call, Guarded, Handle};
 use super::result::rungs_result;
@@ -808,17 +809,7 @@ pub unsafe extern "C" fn rungs_endpoint_link_stats(
     // SAFETY: NULL or a live handle, by contract.
     unsafe {
         object_call("rungs_endpoint_link_stats", endpoint, |state| {
-            require(out, "out")?;
-            let struct_size = (*out).struct_size;
-            let expected = std::mem::size_of::<rungs_link_stats>();
-            if struct_size as usize != expected {
-                return Err(Error::invalid_value(
-                    "out->struct_size",
-                    struct_size,
-                    format!("sizeof(rungs_link_stats) = {expected} (set it before the call)"),
-                )
-                .into());
-            }
+            require_sized_out(out, "out")?;
             let stats = state.with_driver(now_us, |d, now| {
                 d.endpoint()
                     .link(seat)

@@ -3,11 +3,10 @@
 
 use std::ffi::c_void;
 
-use super::args::{require, write_out};
+use super::args::{require_sized_out, write_out};
 use super::guard::call;
 use super::lockstep::{lockstep_call, rungs_lockstep};
 use super::result::rungs_result;
-use crate::error::Error;
 use crate::link::{Protocol, ProtocolMismatch};
 
 /// The ABI version of this header. It changes only when an existing
@@ -74,19 +73,9 @@ pub unsafe extern "C" fn rungs_read_protocol_versions(
     out: *mut rungs_protocol_versions,
 ) -> rungs_result {
     call("rungs_read_protocol_versions", || {
-        require(out, "out")?;
-        // SAFETY: non-NULL, and valid for reads and writes of the struct by
-        // the caller's contract.
-        let struct_size = unsafe { (*out).struct_size };
-        let expected = std::mem::size_of::<rungs_protocol_versions>();
-        if struct_size as usize != expected {
-            return Err(Error::invalid_value(
-                "out->struct_size",
-                struct_size,
-                format!("sizeof(rungs_protocol_versions) = {expected} (set it before the call)"),
-            )
-            .into());
-        }
+        // SAFETY: NULL or valid for reads and writes of the struct by the
+        // caller's contract.
+        let struct_size = unsafe { require_sized_out(out, "out") }?;
         let versions = rungs_core::protocol_versions();
         // SAFETY: as above.
         unsafe {
