@@ -278,13 +278,9 @@ impl EndpointState {
         self.endpoint(|e| {
             mismatches
                 .extend(std::iter::from_fn(|| e.poll_protocol_mismatch()).map(|m| (m, false)));
-            while let Some((seat, event)) = e.poll_event() {
-                if event == LinkEvent::Lost {
-                    // Silent because it speaks another version: say so too.
-                    if let Some(mismatch) = e.silence_explained_by_mismatch(seat) {
-                        mismatches.push((mismatch, true));
-                    }
-                }
+            while let Some((seat, event, cause)) = e.poll_event_explained() {
+                // Silent because it speaks another version: say so too.
+                mismatches.extend(cause.map(|mismatch| (mismatch, true)));
                 new.push((seat, event));
             }
         })?;
@@ -298,9 +294,7 @@ impl EndpointState {
         }
         Ok(())
     }
-}
 
-impl EndpointState {
     /// Tell the engine's mismatch callback every waiting report.
     fn tell_mismatches(&mut self) {
         while let Some((mismatch, link_lost)) = self.mismatches.pop_front() {

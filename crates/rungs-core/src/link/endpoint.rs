@@ -638,6 +638,21 @@ impl Endpoint {
         Ok(self.peers[at].link.recv())
     }
 
+    /// [`poll_event`](Self::poll_event) with what explains the event: for a
+    /// `Lost`, the other transport version heard from that seat's address
+    /// when that is likely why it fell silent
+    /// ([`silence_explained_by_mismatch`](Self::silence_explained_by_mismatch)),
+    /// for a caller to report just before the loss.
+    pub fn poll_event_explained(&mut self) -> Option<(u8, LinkEvent, Option<ProtocolMismatch>)> {
+        let (seat, event) = self.poll_event()?;
+        let cause = if event == LinkEvent::Lost {
+            self.silence_explained_by_mismatch(seat)
+        } else {
+            None
+        };
+        Some((seat, event, cause))
+    }
+
     /// The next liveness event of any link.
     pub fn poll_event(&mut self) -> Option<(u8, LinkEvent)> {
         // The marked links among the first 64, lowest index first, then

@@ -421,15 +421,13 @@ impl PeerSession {
     }
 
     fn collect_link_events(&mut self) {
-        while let Some((seat, event)) = self.endpoint.poll_event() {
-            if event == LinkEvent::Lost {
-                // Silent because it speaks another version: say so first.
-                if let Some(mismatch) = self.endpoint.silence_explained_by_mismatch(seat) {
-                    self.events.push_back(SessionEvent::ProtocolMismatch {
-                        mismatch,
-                        link_lost: true,
-                    });
-                }
+        while let Some((seat, event, cause)) = self.endpoint.poll_event_explained() {
+            // Silent because it speaks another version: say so first.
+            if let Some(mismatch) = cause {
+                self.events.push_back(SessionEvent::ProtocolMismatch {
+                    mismatch,
+                    link_lost: true,
+                });
             }
             let gone = matches!(event, LinkEvent::Lost | LinkEvent::Restarted);
             if gone && self.drops.stop_lingering(seat) {
