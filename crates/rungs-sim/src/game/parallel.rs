@@ -564,9 +564,14 @@ fn play_window(
     if !prepared {
         // Everything sent before is in the network (a window that prepares
         // none feeds its datagrams at its end).
-        take_arrivals(&mut play.lobby.net, routes, end_us, |seat, arrival| {
-            jobs[seat].inbox.push(arrival);
-        });
+        take_arrivals(
+            &mut play.lobby.net,
+            routes,
+            (play.now, end_us),
+            |seat, arrival| {
+                jobs[seat].inbox.push(arrival);
+            },
+        );
     }
     draw_commands(play, &mut jobs, end_us);
     for (job, m) in jobs.iter_mut().zip(play.machines.drain(..)) {
@@ -588,9 +593,14 @@ fn play_window(
     send_in_play_order(&mut play.lobby.net, routes, carried);
     if let Some(next_end) = next_end {
         let inboxes = &mut carried.inboxes;
-        take_arrivals(&mut play.lobby.net, routes, next_end, |seat, arrival| {
-            inboxes[seat].push(arrival);
-        });
+        take_arrivals(
+            &mut play.lobby.net,
+            routes,
+            (end_us, next_end),
+            |seat, arrival| {
+                inboxes[seat].push(arrival);
+            },
+        );
         carried.prepared_end = Some(next_end);
     }
     board.work(rules, false);
@@ -641,11 +651,15 @@ fn play_window(
 }
 
 /// Take every datagram arriving before `end_us` out of the network, in its
-/// order, and hand each to `arrive` with the seat it arrives at.
+/// order, and hand each to `arrive` with the seat it arrives at. One due
+/// before the window opens at `start_us` arrives as it opens: in-order play
+/// delivers what is due at its next iteration, and a datagram sent in the
+/// last in-order iteration before the window (at `start_us - 1`, over a
+/// path without delay before the game's paths are set) is due in the past.
 fn take_arrivals(
     net: &mut NetSim,
     routes: &Routes,
-    end_us: u64,
+    (start_us, end_us): (u64, u64),
     mut arrive: impl FnMut(usize, Arrival),
 ) {
     while let Some(arrival) = net.poll_arrival(end_us - 1) {
@@ -655,7 +669,7 @@ fn take_arrivals(
             arrive(
                 seat,
                 Arrival {
-                    at_us: arrival.at_us,
+                    at_us: arrival.at_us.max(start_us),
                     from: net.address_of(arrival.from),
                     bytes: arrival.bytes,
                 },
@@ -800,6 +814,22 @@ mod tests {
         let (in_order, split, windows) = both_ways(&short);
         assert!(windows.played > 10, "{windows:?}: the game was not split");
         assert_eq!(windows.prepared, 0, "{windows:?}");
+        assert_eq!(in_order, split);
+    }
+
+    #[test]
+    fn a_datagram_sent_just_before_the_first_window_arrives_as_it_opens() {
+        // Before the game's paths are set a datagram has no delay: sent in
+        // the last in-order iteration, it is due before the first window
+        // opens, and in-order play hands it over at the next iteration. It
+        // was handed over a microsecond early, and the game went another way.
+        let mut spec = GameSpec::new(7, 400, 30, 232);
+        spec.rtt_ms = vec![232, 178, 272, 371, 357, 224, 389];
+        spec.loss_ppm = 65_110;
+        spec.policy = PolicyKind::Fixed(rungs_core::timing::Timing::new(1, 12).unwrap());
+        spec.seed = 14_368_263_444_129_238_480;
+        let (in_order, split, windows) = both_ways(&spec);
+        assert!(windows.played > 10, "{windows:?}: the game was not split");
         assert_eq!(in_order, split);
     }
 
