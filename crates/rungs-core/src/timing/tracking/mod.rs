@@ -51,6 +51,12 @@ pub(crate) const MOST_CALM_FRAMES_TO_SHED_MARGIN: u32 = 2 * CALM_FRAMES_TO_SHED_
 /// 53). Nearly every internet path loses a packet now and then, and
 /// learning that from stalls spent a short game's whole stall budget.
 pub(crate) const PRIOR_MARGIN_FRAMES: u8 = 1;
+/// The most one raise for stalls the round trips do not explain adds to
+/// the margin, frames (decision 102). Such a stall is mostly a lost turn,
+/// and it lasts the retransmission: asked for whole, its length held a
+/// round trip of margin for a loss now and then; a frame at a time, the
+/// frames' needs (rule 10) say whether more is needed.
+pub(crate) const MOST_MARGIN_RAISE_FRAMES: u32 = 1;
 /// A lone near miss — one frame that waited less than a frame, which the
 /// round trips do not show — raises no margin if none was let pass in
 /// this many frames before (decision 54): at most one stalled frame in
@@ -81,9 +87,6 @@ pub(crate) const CPU_HEADROOM_PERMILLE: u32 = 50;
 /// the frame rate answers (S4.2), not the network.
 pub(crate) const CPU_BOUND_PERMILLE: u32 = 900;
 
-/// Whether a look-ahead going from `before` to `after` frames is a spike's
-/// rise, not the wobble jitter gives the distribution: by a quarter and by
-/// two frames at least.
 /// Whether a rise of the look-ahead from `before` to `after` is as large
 /// as a spike's end is taken to be ([`SPIKE_FALL_FRAMES`] and a third at
 /// least): beyond what jitter's wobble moves the round trips' need by.
@@ -92,6 +95,9 @@ fn is_spike_sized(before: u32, after: u32) -> bool {
     rise >= u32::from(SPIKE_FALL_FRAMES) && rise * 3 >= before
 }
 
+/// Whether a look-ahead going from `before` to `after` frames is a spike's
+/// rise, not the wobble jitter gives the distribution: by a quarter and by
+/// two frames at least.
 fn is_spike_rise(before: u32, after: u32) -> bool {
     let rise = after.saturating_sub(before);
     rise >= 2 && rise * 4 >= before
@@ -379,9 +385,17 @@ impl TrackingPolicy {
             return None;
         }
         if let Some(now) = schedule {
+            // A spike's fall below a decrease on its way replaces it
+            // (decision 103): the small step the end of a spike's samples
+            // asked for would otherwise hold the fall back for its whole
+            // staging, two look-aheads at the spike's height.
             if rate == self.rate
                 && self.decrease_on_its_way(now, frame)
                 && target.look_ahead() <= self.target.look_ahead()
+                && !is_spike_sized(
+                    u32::from(target.look_ahead()),
+                    u32::from(self.target.look_ahead()),
+                )
             {
                 return None;
             }
@@ -522,7 +536,8 @@ impl TrackingPolicy {
     /// decrease now would replace it and start that wait again: after a
     /// spike the round trips' one-frame wobble from report to report kept
     /// a 68-frame look-ahead up for 8 s after a 2.5 s spike, one new event
-    /// every 16 frames. A further decrease waits for the one on its way; a
+    /// every 16 frames. A further decrease waits for the one on its way,
+    /// unless it falls a spike's size below it (the caller's rule); a
     /// smaller one (a stall's margin, the round trips up again) or an
     /// increase (or a new rate) goes at once.
     fn decrease_on_its_way(&self, now: InForce, frame: u32) -> bool {
@@ -800,11 +815,12 @@ impl TrackingPolicy {
     /// raise it: by what they ask on top of the round trips, or to the
     /// look-ahead they ask to reach (which asks nothing when the round
     /// trips already ask for as much, or a raise since the stall gave it),
-    /// up to [`MAX_STALL_MARGIN_MS`].
+    /// up to [`MAX_STALL_MARGIN_MS`], and by at most
+    /// [`MOST_MARGIN_RAISE_FRAMES`] a raise.
     fn raised_margin(asked: &StallsAsk, for_round_trips: u32, margin: u32, rate: u8) -> Option<u8> {
         let most = u32::from(Self::most_margin(rate));
         let to_reach = asked.look_ahead.saturating_sub(for_round_trips + margin);
-        let raise = asked.margin.max(to_reach);
+        let raise = asked.margin.max(to_reach).min(MOST_MARGIN_RAISE_FRAMES);
         (raise > 0 && margin < most).then(|| (margin + raise).min(most) as u8)
     }
 
@@ -1030,14 +1046,14 @@ mod tests {
         );
         assert_eq!(policy.evaluate(&record, 73, None), None);
         assert_eq!(policy.margin(), 1);
-        // After it, turns typically 100 ms late (3 stalls, 300 ms): three
-        // frames more, and a rise that large gets the phase frame for a
-        // while (decision 59).
+        // After it, turns typically 100 ms late (3 stalls, 300 ms): they
+        // ask for three frames more, and a raise gives one at most
+        // (decision 102); the frames' needs or the next stall ask again.
         let mut late = detail(20, 20, 20, 3, Some(1));
         late.stall_ms = 300;
         apply(&mut record, 121, report(20, 5000, late));
-        assert_eq!(issued(&mut policy, &record, 121), "1/6");
-        assert_eq!(policy.margin(), 4);
+        assert_eq!(issued(&mut policy, &record, 121), "1/3");
+        assert_eq!(policy.margin(), 2);
         // Calm reports shed a quarter (at least a frame) every 512 frames.
         let mut frame = 121;
         while frame < 121 + CALM_FRAMES_TO_SHED_MARGIN {
@@ -1049,7 +1065,7 @@ mod tests {
             );
             policy.evaluate(&record, frame, None);
         }
-        assert_eq!(policy.margin(), 3);
+        assert_eq!(policy.margin(), 1);
     }
 
     #[test]
@@ -1063,15 +1079,13 @@ mod tests {
         );
         assert_eq!(issued(&mut policy, &record, 25), "1/3");
         // The spike's first stall (150 ms) comes before its round trips:
-        // unexplained, five frames of margin.
+        // unexplained, it asks for five frames of margin and gets one
+        // (decision 102).
         let mut first = detail(200, 200, 200, 1, Some(1));
         first.stall_ms = 150;
         apply(&mut record, 30, report(200, 5000, first));
-        // 3 + 5, and the phase frame of a spike's rise (decision 59), held
-        // until the raise has reached the turns and two reports followed
-        // (9 + 32 frames).
-        assert_eq!(issued(&mut policy, &record, 30), "1/9");
-        assert_eq!(policy.margin(), 5);
+        assert_eq!(issued(&mut policy, &record, 30), "1/4");
+        assert_eq!(policy.margin(), 1);
         // Its round trips come back (500 ms: 8 frames one way): the spike
         // is what the margin was, and the look-ahead follows it alone.
         apply(
@@ -1081,14 +1095,19 @@ mod tests {
         );
         policy.evaluate(&record, 41, None);
         assert_eq!(policy.margin(), 0);
+        // 8 frames, and the phase frame of a spike's rise (decision 59),
+        // held until the rise has reached the turns and two reports
+        // followed (41 + 9 + 32 frames).
         assert_eq!(policy.target().to_string(), "1/9");
         // The spike ends: back down once the phase frame's hold is over,
         // no margin left behind.
         let calm = report(200, 5000, detail(200, 200, 200, 0, None));
-        apply(&mut record, 57, calm);
-        assert_eq!(policy.evaluate(&record, 57, None), None, "held to 71");
-        apply(&mut record, 73, calm);
-        assert_eq!(issued(&mut policy, &record, 73), "1/3");
+        for frame in [57, 73] {
+            apply(&mut record, frame, calm);
+            assert_eq!(policy.evaluate(&record, frame, None), None, "held to 82");
+        }
+        apply(&mut record, 89, calm);
+        assert_eq!(issued(&mut policy, &record, 89), "1/3");
     }
 
     #[test]
@@ -1286,6 +1305,41 @@ mod tests {
         assert_eq!(target(&mut record, 121, 100, at(12, None)).unwrap(), "1/2");
     }
 
+    #[test]
+    fn a_spike_s_fall_replaces_a_small_decrease_on_its_way() {
+        let mut policy = without_prior(30);
+        let mut record = Record::new(0, [0, 1]);
+        let at = |look_ahead: u8, staged: Option<u8>| {
+            Some(InForce {
+                timing: Timing::new(1, look_ahead).unwrap(),
+                staged: staged.map(|l| Timing::new(1, l).unwrap()),
+            })
+        };
+        let mut target = |record: &mut Record, frame: u32, rtt: u32, now| {
+            apply(
+                record,
+                frame,
+                report(rtt, 5000, detail(rtt, rtt, rtt, 0, None)),
+            );
+            policy
+                .evaluate(record, frame, now)
+                .map(|e| e.target.to_string())
+        };
+        // 21 frames, and the phase frame of a spike's rise (held to frame
+        // 25 + 22 + 32).
+        assert_eq!(target(&mut record, 25, 1400, at(9, None)).unwrap(), "1/22");
+        // The last of a spike's round trips: two frames down, staged.
+        assert_eq!(target(&mut record, 89, 1300, at(22, None)).unwrap(), "1/20");
+        // Its end shows: the fall goes at once instead of after the step's
+        // staging (two look-aheads of 22 frames, 1.5 s at 30 fps).
+        assert_eq!(
+            target(&mut record, 105, 200, at(22, Some(20))).unwrap(),
+            "1/3"
+        );
+        // A fall short of a spike's size still waits for one on its way.
+        assert_eq!(target(&mut record, 121, 100, at(22, Some(3))), None);
+    }
+
     /// Calm reports of a 20 ms network every report period after `from`,
     /// up to `to`, each evaluated; the last frame reported.
     fn calm(policy: &mut TrackingPolicy, record: &mut Record, from: u32, to: u32) -> u32 {
@@ -1342,33 +1396,32 @@ mod tests {
             4 * CALM_FRAMES_TO_SHED_MARGIN + 16,
         );
         assert_eq!(policy.calm_to_shed, CALM_FRAMES_TO_SHED_MARGIN);
-        // A lost turn: two frames of margin (and, a rise of two frames
-        // from 1, the phase frame of decision 59 while it reaches the
-        // turns); a quarter (a frame) goes after 512 calm frames.
+        // A lost turn (its frames waited 40 ms, asking for two frames):
+        // a frame of margin (decision 102), which goes after 512 calm
+        // frames.
         let lost_at = frame + TRACKING_REPORT_PERIOD;
         apply(&mut record, lost_at, lost_turn());
-        assert_eq!(issued(&mut policy, &record, lost_at), "1/4");
-        assert_eq!(policy.margin(), 2);
+        assert_eq!(issued(&mut policy, &record, lost_at), "1/2");
+        assert_eq!(policy.margin(), 1);
         let frame = calm(
             &mut policy,
             &mut record,
             lost_at,
             lost_at + CALM_FRAMES_TO_SHED_MARGIN + 16,
         );
-        assert_eq!(policy.margin(), 1);
+        assert_eq!(policy.margin(), 0);
         // Another lost turn soon after: that shed failed, the margin rises
-        // by what it lacked (two frames), and the next shed waits twice as
-        // long, 1024 calm frames.
+        // again, and the next shed waits twice as long, 1024 calm frames.
         let lost_at = frame + TRACKING_REPORT_PERIOD;
         apply(&mut record, lost_at, lost_turn());
         policy.evaluate(&record, lost_at, None).unwrap();
-        assert_eq!(policy.margin(), 3);
+        assert_eq!(policy.margin(), 1);
         assert_eq!(policy.calm_to_shed, MOST_CALM_FRAMES_TO_SHED_MARGIN);
         let shed_due = lost_at + MOST_CALM_FRAMES_TO_SHED_MARGIN;
         let frame = calm(&mut policy, &mut record, lost_at, shed_due - 16);
-        assert_eq!(policy.margin(), 3, "no shed before 1024 calm frames");
+        assert_eq!(policy.margin(), 1, "no shed before 1024 calm frames");
         calm(&mut policy, &mut record, frame, shed_due + 16);
-        assert_eq!(policy.margin(), 2);
+        assert_eq!(policy.margin(), 0);
     }
 
     /// A calm report whose 16 frames, run under `reference`, needed
@@ -1554,7 +1607,8 @@ mod tests {
         seat_0_late(&mut three, frame);
         assert_eq!(issued(&mut policy, &three, frame), "1/2");
         assert_eq!(policy.margin(), 1);
-        // Nor is a wait of a whole frame (40 ms at 30 fps), even alone.
+        // Nor is a wait of a whole frame (40 ms at 30 fps), even alone: it
+        // raises the margin (by a frame, decision 102).
         let mut policy = without_prior(30);
         let frame = calm(&mut policy, &mut record, frame, frame + 32);
         let frame = frame + TRACKING_REPORT_PERIOD;
@@ -1565,7 +1619,7 @@ mod tests {
             .unwrap();
         record.apply_report(1, frame, calm_report).unwrap();
         policy.evaluate(&record, frame, None);
-        assert_eq!(policy.margin(), 2);
+        assert_eq!(policy.margin(), 1);
     }
 
     #[test]
@@ -1582,7 +1636,7 @@ mod tests {
         lost.stall_ms = 30;
         apply(&mut record, 41, report(400, 5000, lost));
         policy.evaluate(&record, 41, None).unwrap();
-        assert_eq!(policy.margin(), 2);
+        assert_eq!(policy.margin(), 1);
         // One frame more for the round trips (jitter): a wobble, not a
         // spike; the margin stays.
         apply(
@@ -1591,7 +1645,7 @@ mod tests {
             report(430, 5000, detail(400, 430, 400, 0, None)),
         );
         policy.evaluate(&record, 57, None);
-        assert_eq!(policy.margin(), 2);
+        assert_eq!(policy.margin(), 1);
     }
 
     #[test]
