@@ -155,6 +155,15 @@ sim-suite:
 sim-pgo:
 	./scripts/sim-pgo.sh $(TARGET_DIR)
 
+# The kernel's CPU per loopback UDP datagram sent and received on this
+# machine: the floor under the relay's matches per core (docs/experiments.md,
+# "What one relay core holds"). Linux; a C compiler.
+.PHONY: udp-cost
+udp-cost:
+	mkdir -p $(TARGET_DIR)/tools
+	$(CC) -O2 -Wall -o $(TARGET_DIR)/tools/udp_cost tools/udp-cost/udp_cost.c
+	$(TARGET_DIR)/tools/udp_cost
+
 # The relay attacked over loopback while an honest match plays: every attack
 # for 20 s, the table of docs/relay.md "Security" (Linux). Release build; the
 # 2 s short form runs in `make test` (crates/rungs-relay/tests/relay_attack_udp.rs).
