@@ -12,6 +12,7 @@
 //! [`Link::is_retransmitting`], [`Link::worst_recent_rtt_ms`] and
 //! [`Link::stats`].
 
+mod encoded;
 mod endpoint;
 mod mismatch;
 mod nonce;

@@ -29,6 +29,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use super::encoded::{EncodedMessages, Placed};
 use super::replay::{ReplayWindow, REPLAY_WINDOW};
 use super::rtt::{ms_rounded_up, RttEstimator};
 use super::stats::{DropCounts, DropReason, LinkEvent, LinkStats};
@@ -202,7 +203,8 @@ pub struct LinkIdentity {
 
 #[derive(Debug)]
 struct OutMessage {
-    payload: Vec<u8>,
+    /// Its encoding in `Link::encoded`.
+    placed: Placed,
     acked: bool,
     /// Due to go out in the next packet (never sent, or the RTO fired).
     needs_send: bool,
@@ -277,6 +279,9 @@ pub struct Link {
     /// Number of `outgoing[0]`: every message below it is acknowledged.
     send_base: u64,
     outgoing: VecDeque<OutMessage>,
+    /// The encodings of `outgoing`'s messages, copied into every packet
+    /// that carries one.
+    encoded: EncodedMessages,
     messages_due: usize,
     /// Next packet number; `u32::MAX + 1` means numbers are exhausted.
     next_packet_number: u64,
@@ -304,8 +309,8 @@ pub struct Link {
     recv_next: u64,
     out_of_order: BTreeMap<u64, Vec<u8>>,
     ready: VecDeque<Vec<u8>>,
-    /// Message buffers to reuse (sent messages once acknowledged, received
-    /// ones once taken): no allocation per message.
+    /// Buffers of received messages to reuse once taken: no allocation per
+    /// message.
     spare: Vec<Vec<u8>>,
     /// When the acknowledgement owed for received messages must go out at
     /// the latest (it rides on any packet sent before); `None`: none owed.
@@ -367,6 +372,7 @@ impl Link {
             identity,
             send_base: 0,
             outgoing: VecDeque::new(),
+            encoded: EncodedMessages::default(),
             messages_due: 0,
             next_packet_number: 0,
             sent_base: 0,
@@ -515,9 +521,9 @@ impl Link {
             return Err(Error::Full("messages in flight on this link"));
         }
         let number = self.send_base + self.outgoing.len() as u64;
-        let payload = self.buffer_with(payload);
+        let placed = self.encoded.push(number as u16, payload);
         self.outgoing.push_back(OutMessage {
-            payload,
+            placed,
             acked: false,
             needs_send: true,
             transmissions: 0,
@@ -717,11 +723,11 @@ impl Link {
         }
         if newly_acked_messages {
             while self.outgoing.front().is_some_and(|m| m.acked) {
-                if let Some(message) = self.outgoing.pop_front() {
-                    self.recycle(message.payload);
-                }
+                self.outgoing.pop_front();
                 self.send_base += 1;
             }
+            self.encoded
+                .forget_before(self.outgoing.front().map(|m| m.placed.at));
             // RFC 6298 5.3: new data acknowledged restarts the timer.
             self.rtt.reset_backoff();
             self.rto_started_us = self.has_unacked_sent().then_some(now_us);
@@ -1087,7 +1093,7 @@ impl Link {
                 continue;
             }
             // `push` writes nothing when the message does not fit.
-            if !writer.push(number as u16, &message.payload) {
+            if !writer.push_encoded(&self.encoded.get(&message.placed)) {
                 if piggyback {
                     continue;
                 }
@@ -1192,7 +1198,7 @@ impl Link {
             if message.acked || message.needs_send || message.last_sent_us == now_us {
                 continue;
             }
-            let cost = message.payload.len() + 4;
+            let cost = message.placed.payload_len as usize + 4;
             if cost > left {
                 break;
             }

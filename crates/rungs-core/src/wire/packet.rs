@@ -564,6 +564,30 @@ pub fn decode(packet: &[u8]) -> Result<Packet<'_>, DecodeError> {
     })
 }
 
+/// Append to `out` message `number` (its low 16 bits) with `payload` as a
+/// packet carries it: number, length (the short form whenever it fits),
+/// payload. [`PacketWriter::push_encoded`] copies it into a packet; the
+/// result is the same bytes [`PacketWriter::push`] writes.
+pub(crate) fn encode_message(number: u16, payload: &[u8], out: &mut Vec<u8>) {
+    out.extend_from_slice(&number.to_le_bytes());
+    let len = payload.len();
+    if len < 0x80 {
+        out.push(len as u8);
+    } else {
+        out.extend_from_slice(&[0x80 | (len >> 8) as u8, (len & 0xFF) as u8]);
+    }
+    out.extend_from_slice(payload);
+}
+
+/// One message as [`encode_message`] wrote it, with its payload's length.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EncodedMessage<'a> {
+    /// Number, length and payload.
+    pub(crate) bytes: &'a [u8],
+    /// Bytes of the payload alone.
+    pub(crate) payload_len: usize,
+}
+
 /// Builds one packet in a caller buffer: header first, then messages while
 /// they fit, then [`finish`](PacketWriter::finish) writes the tag.
 #[derive(Debug)]
@@ -619,6 +643,24 @@ impl<'b> PacketWriter<'b> {
         payload_len <= MAX_MESSAGE_BYTES
             && self.message_count < MAX_MESSAGES_PER_PACKET
             && message_header_bytes(payload_len) + payload_len <= self.remaining()
+    }
+
+    /// Append a message [`encode_message`] encoded (its number, length
+    /// and payload, as the packet carries them); `false` (and nothing
+    /// written) when it does not fit. A link keeps each unacknowledged
+    /// message encoded once and copies it into every packet that carries
+    /// it, rather than writing its header again for every copy.
+    #[inline(always)]
+    pub(crate) fn push_encoded(&mut self, encoded: &EncodedMessage<'_>) -> bool {
+        if !self.fits(encoded.payload_len) {
+            return false;
+        }
+        let at = self.len;
+        let bytes = encoded.bytes;
+        copy_bytes(&mut self.buf[at..at + bytes.len()], bytes);
+        self.len = at + bytes.len();
+        self.message_count += 1;
+        true
     }
 
     /// Append a message; `false` (and nothing written) when it does not fit.
