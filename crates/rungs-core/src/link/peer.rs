@@ -35,7 +35,7 @@ use super::rtt::{ms_rounded_up, RttEstimator};
 use super::stats::{DropCounts, DropReason, LinkEvent, LinkStats};
 use crate::error::{Error, Result};
 use crate::wire::packet::{
-    AckBlock, Header, Packet, PacketWriter, SessionKey, ACK_BLOCK_BYTES, FIXED_HEADER_BYTES,
+    AckBlock, Header, Messages, Packet, PacketWriter, SessionKey, ACK_BLOCK_BYTES, FIXED_HEADER_BYTES,
     FLAG_FIRST_ACK, FLAG_PING, MAX_MESSAGES_PER_PACKET, MAX_MESSAGE_BYTES, MAX_PACKET_BYTES,
     TAG_BYTES,
 };
@@ -254,6 +254,16 @@ impl LossWindow {
     fn permille(&self) -> u32 {
         (self.lost * 1000).checked_div(self.filled).unwrap_or(0) as u32
     }
+}
+
+/// What [`Link::check_packet`] found that [`Link::accept_packet`] acts on.
+struct CheckedPacket<'a> {
+    /// The widened cumulative ack to apply, if any.
+    cumulative_ack: Option<u64>,
+    /// How many of the first messages were delivered already.
+    duplicates: u64,
+    /// The messages after those.
+    past_duplicates: Messages<'a>,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -613,8 +623,8 @@ impl Link {
         datagram_len: usize,
     ) -> std::result::Result<(), DropReason> {
         match self.check_packet(packet) {
-            Ok(cumulative_ack) => {
-                self.accept_packet(now_us, packet, datagram_len, cumulative_ack);
+            Ok(checked) => {
+                self.accept_packet(now_us, packet, datagram_len, checked);
                 Ok(())
             }
             Err(reason) => {
@@ -624,8 +634,11 @@ impl Link {
         }
     }
 
-    /// Every check, no change: the widened cumulative ack to apply, if any.
-    fn check_packet(&self, packet: &Packet<'_>) -> std::result::Result<Option<u64>, DropReason> {
+    /// Every check, no change: what [`accept_packet`](Self::accept_packet) needs.
+    fn check_packet<'a>(
+        &self,
+        packet: &Packet<'a>,
+    ) -> std::result::Result<CheckedPacket<'a>, DropReason> {
         let header = &packet.header;
         if header.sender != self.identity.peer_seat || header.session_id != self.identity.session_id
         {
@@ -665,16 +678,27 @@ impl Link {
 
         let mut previous: Option<u64> = None;
         let mut new_messages = 0usize;
-        for message in packet.messages() {
+        let mut messages = packet.messages();
+        let mut duplicates = 0;
+        let mut past_duplicates = messages.clone();
+        while let Some(message) = messages.next() {
             let number = widen(self.recv_next, message.number);
             if previous.is_some_and(|p| number <= p) {
                 return Err(DropReason::Malformed); // numbers must increase
             }
             previous = Some(number);
+            if number < self.recv_next {
+                // Delivered already: the copies of messages the peer has
+                // not seen acknowledged yet, most of what a packet carries.
+                // Numbers increase, so these come first.
+                duplicates += 1;
+                past_duplicates = messages.clone();
+                continue;
+            }
             if number >= self.recv_next + MAX_IN_FLIGHT_LIMIT as u64 {
                 return Err(DropReason::OutsideWindow);
             }
-            if number >= self.recv_next && !self.out_of_order.contains_key(&number) {
+            if !self.out_of_order.contains_key(&number) {
                 new_messages += 1;
             }
         }
@@ -686,7 +710,11 @@ impl Link {
         {
             return Err(DropReason::ReceiverFull);
         }
-        Ok(cumulative_ack)
+        Ok(CheckedPacket {
+            cumulative_ack,
+            duplicates,
+            past_duplicates,
+        })
     }
 
     fn accept_packet(
@@ -694,8 +722,13 @@ impl Link {
         now_us: u64,
         packet: &Packet<'_>,
         datagram_len: usize,
-        cumulative_ack: Option<u64>,
+        checked: CheckedPacket<'_>,
     ) {
+        let CheckedPacket {
+            cumulative_ack,
+            duplicates,
+            past_duplicates,
+        } = checked;
         let header = &packet.header;
         if self.is_newest(header.packet_number) {
             self.largest_received_us = now_us;
@@ -742,7 +775,10 @@ impl Link {
             self.resend_oldest(stale_after, now_us);
         }
 
-        for message in packet.messages() {
+        // The leading duplicates need nothing but counting (`check_packet`
+        // saw them all below `recv_next`, which has not moved since).
+        self.counters.duplicate_messages += duplicates;
+        for message in past_duplicates {
             let number = widen(self.recv_next, message.number);
             if number < self.recv_next || self.out_of_order.contains_key(&number) {
                 self.counters.duplicate_messages += 1;
