@@ -377,7 +377,10 @@ impl Endpoint {
         // A packet from another address is a move (NAT rebinding) only if it
         // is authentic and the newest from the peer; anything else from
         // there is spoofed (S8).
-        let moved = canonical_address(source) != peer.address;
+        // `peer.address` is canonical: the source as it came is compared
+        // first, and only one that differs is made canonical (most of an
+        // IPv6 address copied per datagram otherwise).
+        let moved = source != peer.address && canonical_address(source) != peer.address;
         if !verify_tag(datagram, &peer.key, local_seat) {
             let reason = if moved {
                 DropReason::SpoofedAddress
