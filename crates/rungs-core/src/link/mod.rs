@@ -17,6 +17,7 @@ mod endpoint;
 mod mismatch;
 mod nonce;
 mod peer;
+mod ready;
 mod replay;
 pub(crate) mod rtt;
 mod stats;

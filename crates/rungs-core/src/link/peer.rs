@@ -30,6 +30,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use super::encoded::{EncodedMessages, Placed};
+use super::ready::ReadyMessages;
 use super::replay::{ReplayWindow, REPLAY_WINDOW};
 use super::rtt::{ms_rounded_up, RttEstimator};
 use super::stats::{DropCounts, DropReason, LinkEvent, LinkStats};
@@ -318,9 +319,9 @@ pub struct Link {
     /// Next message number to deliver.
     recv_next: u64,
     out_of_order: BTreeMap<u64, Vec<u8>>,
-    ready: VecDeque<Vec<u8>>,
-    /// Buffers of received messages to reuse once taken: no allocation per
-    /// message.
+    ready: ReadyMessages,
+    /// Buffers of messages received out of order to reuse once they are
+    /// ready: no allocation per message.
     spare: Vec<Vec<u8>>,
     /// When the acknowledgement owed for received messages must go out at
     /// the latest (it rides on any packet sent before); `None`: none owed.
@@ -395,7 +396,7 @@ impl Link {
             replay: ReplayWindow::new(),
             recv_next: 0,
             out_of_order: BTreeMap::new(),
-            ready: VecDeque::new(),
+            ready: ReadyMessages::default(),
             spare: Vec::new(),
             ack_due_us: None,
             largest_received_us: now_us,
@@ -554,26 +555,25 @@ impl Link {
 
     /// Take the next message delivered in order, if any.
     pub fn recv(&mut self) -> Option<Vec<u8>> {
-        let message = self.ready.pop_front()?;
+        let message = self.ready.front()?.to_vec();
+        self.ready.pop_front();
         self.counters.messages_delivered += 1;
         Some(message)
     }
 
     /// Copy the next message delivered in order into `buf` and return its
     /// length; `None` when none is ready or `buf` is too short (it stays
-    /// queued, see [`next_message_len`](Self::next_message_len)). The
-    /// message's buffer is kept for reuse.
+    /// queued, see [`next_message_len`](Self::next_message_len)).
     // Once per message received, like the three below per packet: inlined
     // where the hot paths call them (rungs-sim: 1.5 % fewer instructions
     // with `decode`, docs/rungs-sim.md "Two threads").
     #[inline(always)]
     pub fn recv_into(&mut self, buf: &mut [u8]) -> Option<usize> {
-        let len = self.next_message_len()?;
-        let out = buf.get_mut(..len)?;
-        let message = self.ready.pop_front()?;
-        out.copy_from_slice(&message);
+        let message = self.ready.front()?;
+        let len = message.len();
+        buf.get_mut(..len)?.copy_from_slice(message);
+        self.ready.pop_front();
         self.counters.messages_delivered += 1;
-        self.recycle(message);
         Some(len)
     }
 
@@ -594,7 +594,7 @@ impl Link {
 
     /// Length of the message [`recv`](Self::recv) would return next.
     pub fn next_message_len(&self) -> Option<usize> {
-        self.ready.front().map(|m| m.len())
+        self.ready.front().map(<[u8]>::len)
     }
 
     /// Messages ready for [`recv`](Self::recv).
@@ -783,8 +783,7 @@ impl Link {
             if number < self.recv_next || self.out_of_order.contains_key(&number) {
                 self.counters.duplicate_messages += 1;
             } else if number == self.recv_next {
-                let payload = self.buffer_with(message.payload);
-                self.ready.push_back(payload);
+                self.ready.push(message.payload);
                 self.recv_next += 1;
             } else {
                 let payload = self.buffer_with(message.payload);
@@ -792,7 +791,8 @@ impl Link {
             }
         }
         while let Some(payload) = self.out_of_order.remove(&self.recv_next) {
-            self.ready.push_back(payload);
+            self.ready.push(&payload);
+            self.recycle(payload);
             self.recv_next += 1;
         }
         if packet.is_ack_eliciting() {
