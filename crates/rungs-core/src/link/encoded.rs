@@ -8,7 +8,7 @@
 //! meant writing its header again and reaching for another allocation for
 //! every copy.
 
-use crate::wire::packet::{encode_message, EncodedMessage};
+use crate::wire::packet::{encode_message, EncodedMessage, MAX_MESSAGE_BYTES};
 
 /// Encoded messages, oldest first. Positions are offsets in the stream of
 /// every byte ever encoded: they only grow, so a message's position stays
@@ -36,6 +36,15 @@ pub(super) struct Placed {
 impl EncodedMessages {
     /// Encode message `number` (low 16 bits) with `payload` after the others.
     pub(super) fn push(&mut self, number: u16, payload: &[u8]) -> Placed {
+        // Between compactions the buffer grows to twice what is in flight:
+        // when it must grow, it makes room for that and a largest message
+        // at once, so a game past its first round trips allocates nothing.
+        let encoded_len = payload.len() + 4;
+        if self.bytes.capacity() < self.bytes.len() + encoded_len {
+            let in_flight = (self.base + self.bytes.len() as u64 - self.start) as usize;
+            let room = 2 * (in_flight + encoded_len + MAX_MESSAGE_BYTES);
+            self.bytes.reserve(room.saturating_sub(self.bytes.len()));
+        }
         let at = self.base + self.bytes.len() as u64;
         encode_message(number, payload, &mut self.bytes);
         Placed {

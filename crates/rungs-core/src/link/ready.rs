@@ -9,6 +9,8 @@
 
 use std::collections::VecDeque;
 
+use crate::wire::packet::{MAX_MESSAGES_PER_PACKET, MAX_MESSAGE_BYTES};
+
 /// Ready messages, oldest first.
 #[derive(Debug, Default)]
 pub(super) struct ReadyMessages {
@@ -23,7 +25,18 @@ impl ReadyMessages {
     /// Queue `message` after the others.
     #[inline(always)]
     pub(super) fn push(&mut self, message: &[u8]) {
+        // When it must grow, room for twice what is queued and a largest
+        // message, at once: a game past its start allocates nothing here.
+        if self.bytes.capacity() < self.bytes.len() + message.len() {
+            let queued = self.bytes.len() - self.start;
+            let room = 2 * (queued + message.len() + MAX_MESSAGE_BYTES);
+            self.bytes.reserve(room.saturating_sub(self.bytes.len()));
+        }
         self.bytes.extend_from_slice(message);
+        if self.lens.len() == self.lens.capacity() {
+            // A packet can make a few dozen messages ready at once.
+            self.lens.reserve(self.lens.len().max(MAX_MESSAGES_PER_PACKET));
+        }
         self.lens.push_back(message.len() as u32);
     }
 
