@@ -36,9 +36,9 @@ use super::rtt::{ms_rounded_up, RttEstimator};
 use super::stats::{DropCounts, DropReason, LinkEvent, LinkStats};
 use crate::error::{Error, Result};
 use crate::wire::packet::{
-    AckBlock, Header, Messages, Packet, PacketWriter, SessionKey, ACK_BLOCK_BYTES, FIXED_HEADER_BYTES,
-    FLAG_FIRST_ACK, FLAG_PING, MAX_MESSAGES_PER_PACKET, MAX_MESSAGE_BYTES, MAX_PACKET_BYTES,
-    TAG_BYTES,
+    AckBlock, Header, Messages, Packet, PacketWriter, SessionKey, ACK_BLOCK_BYTES,
+    FIXED_HEADER_BYTES, FLAG_FIRST_ACK, FLAG_PING, MAX_MESSAGES_PER_PACKET, MAX_MESSAGE_BYTES,
+    MAX_PACKET_BYTES, TAG_BYTES,
 };
 
 /// Hard ceiling of messages in flight (sent or queued, unacknowledged) per

@@ -35,7 +35,8 @@ impl ReadyMessages {
         self.bytes.extend_from_slice(message);
         if self.lens.len() == self.lens.capacity() {
             // A packet can make a few dozen messages ready at once.
-            self.lens.reserve(self.lens.len().max(MAX_MESSAGES_PER_PACKET));
+            self.lens
+                .reserve(self.lens.len().max(MAX_MESSAGES_PER_PACKET));
         }
         self.lens.push_back(message.len() as u32);
     }
