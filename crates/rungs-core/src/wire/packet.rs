@@ -451,13 +451,29 @@ pub struct Messages<'a> {
 impl<'a> Iterator for Messages<'a> {
     type Item = MessageRef<'a>;
 
+    #[inline(always)]
     fn next(&mut self) -> Option<MessageRef<'a>> {
-        // `decode` checked the framing, so this cannot fail; a failure ends
-        // the iteration rather than panicking.
-        let mut r = Reader::new(self.rest);
-        let message = read_message(&mut r).ok()?;
-        self.rest = r.rest();
-        Some(message)
+        // `decode` checked the framing (canonical lengths, the payload
+        // bound, the end at the tag), so this only finds the boundaries
+        // again: the link walks every packet's messages twice, most of
+        // them copies it already has. Bytes that do not frame end the
+        // iteration rather than panicking.
+        let rest = self.rest;
+        let [low, high, first, ..] = *rest else {
+            return None;
+        };
+        let (header, len) = if first < 0x80 {
+            (3, usize::from(first))
+        } else {
+            let second = *rest.get(3)?;
+            (4, usize::from(first & 0x7F) << 8 | usize::from(second))
+        };
+        let payload = rest.get(header..header + len)?;
+        self.rest = &rest[header + len..];
+        Some(MessageRef {
+            number: u16::from_le_bytes([low, high]),
+            payload,
+        })
     }
 }
 
