@@ -29,6 +29,9 @@ use crate::wire::packet::{decode, peek, verify_tag, SessionKey, VERSION};
 /// version is reported when it is next heard.
 pub const MAX_QUEUED_PROTOCOL_MISMATCHES: usize = 64;
 
+/// `Endpoint::peer_at` of a seat without a peer.
+const NO_PEER: u8 = u8::MAX;
+
 /// Settings of an endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EndpointConfig {
@@ -80,6 +83,11 @@ pub struct Endpoint {
     config: EndpointConfig,
     /// Sorted by seat.
     peers: Vec<Peer>,
+    /// Per seat, its index in `peers` ([`NO_PEER`]: none). Every datagram
+    /// and every message looks its seat up, several times: a table read
+    /// instead of a binary search that touches a whole `Peer` (most of a
+    /// `Link`, far apart in memory) at every step.
+    peer_at: [u8; 256],
     /// Drops that cannot be pinned on a known peer.
     dropped: DropCounts,
     next_transmit: usize,
@@ -141,6 +149,7 @@ impl Endpoint {
         Ok(Endpoint {
             config,
             peers: Vec::new(),
+            peer_at: [NO_PEER; 256],
             dropped: DropCounts::default(),
             next_transmit: 0,
             next_receive: 0,
@@ -226,10 +235,21 @@ impl Endpoint {
         self.config.local_seat
     }
 
+    #[inline]
     fn index(&self, seat: u8) -> Result<usize> {
-        self.peers
-            .binary_search_by_key(&seat, |p| p.seat)
-            .map_err(|_| Error::UnknownSeat(seat))
+        match self.peer_at[usize::from(seat)] {
+            NO_PEER => Err(Error::UnknownSeat(seat)),
+            at => Ok(usize::from(at)),
+        }
+    }
+
+    /// Rebuild `peer_at` after `peers` changed.
+    fn index_peers(&mut self) {
+        self.peer_at = [NO_PEER; 256];
+        for (at, peer) in self.peers.iter().enumerate() {
+            // At most 255 peers (seats are bytes, one is ours): `at` fits below NO_PEER.
+            self.peer_at[usize::from(peer.seat)] = at as u8;
+        }
     }
 
     /// Add the peer at `seat`, bound to `address`; its link starts at `now_us`.
@@ -268,6 +288,7 @@ impl Endpoint {
                 other_versions: HeardVersions::default(),
             },
         );
+        self.index_peers();
         Ok(())
     }
 
@@ -283,6 +304,7 @@ impl Endpoint {
     pub fn remove_peer(&mut self, seat: u8) -> Result<()> {
         let at = self.index(seat)?;
         self.peers.remove(at);
+        self.index_peers();
         self.may_transmit = u64::MAX; // indices shift
         self.event_links = u64::MAX;
         Ok(())
@@ -355,7 +377,10 @@ impl Endpoint {
         // A packet from another address is a move (NAT rebinding) only if it
         // is authentic and the newest from the peer; anything else from
         // there is spoofed (S8).
-        let moved = canonical_address(source) != peer.address;
+        // `peer.address` is canonical: the source as it came is compared
+        // first, and only one that differs is made canonical (most of an
+        // IPv6 address copied per datagram otherwise).
+        let moved = source != peer.address && canonical_address(source) != peer.address;
         if !verify_tag(datagram, &peer.key, local_seat) {
             let reason = if moved {
                 DropReason::SpoofedAddress

@@ -12,10 +12,12 @@
 //! [`Link::is_retransmitting`], [`Link::worst_recent_rtt_ms`] and
 //! [`Link::stats`].
 
+mod encoded;
 mod endpoint;
 mod mismatch;
 mod nonce;
 mod peer;
+mod ready;
 mod replay;
 pub(crate) mod rtt;
 mod stats;

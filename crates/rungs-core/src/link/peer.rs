@@ -29,14 +29,16 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use super::encoded::{EncodedMessages, Placed};
+use super::ready::ReadyMessages;
 use super::replay::{ReplayWindow, REPLAY_WINDOW};
 use super::rtt::{ms_rounded_up, RttEstimator};
 use super::stats::{DropCounts, DropReason, LinkEvent, LinkStats};
 use crate::error::{Error, Result};
 use crate::wire::packet::{
-    AckBlock, Header, Packet, PacketWriter, SessionKey, ACK_BLOCK_BYTES, FIXED_HEADER_BYTES,
-    FLAG_FIRST_ACK, FLAG_PING, MAX_MESSAGES_PER_PACKET, MAX_MESSAGE_BYTES, MAX_PACKET_BYTES,
-    TAG_BYTES,
+    AckBlock, Header, Messages, Packet, PacketWriter, SessionKey, ACK_BLOCK_BYTES,
+    FIXED_HEADER_BYTES, FLAG_FIRST_ACK, FLAG_PING, MAX_MESSAGES_PER_PACKET, MAX_MESSAGE_BYTES,
+    MAX_PACKET_BYTES, TAG_BYTES,
 };
 
 /// Hard ceiling of messages in flight (sent or queued, unacknowledged) per
@@ -202,7 +204,8 @@ pub struct LinkIdentity {
 
 #[derive(Debug)]
 struct OutMessage {
-    payload: Vec<u8>,
+    /// Its encoding in `Link::encoded`.
+    placed: Placed,
     acked: bool,
     /// Due to go out in the next packet (never sent, or the RTO fired).
     needs_send: bool,
@@ -254,6 +257,16 @@ impl LossWindow {
     }
 }
 
+/// What [`Link::check_packet`] found that [`Link::accept_packet`] acts on.
+struct CheckedPacket<'a> {
+    /// The widened cumulative ack to apply, if any.
+    cumulative_ack: Option<u64>,
+    /// How many of the first messages were delivered already.
+    duplicates: u64,
+    /// The messages after those.
+    past_duplicates: Messages<'a>,
+}
+
 #[derive(Debug, Default, Clone, Copy)]
 struct Counters {
     packets_sent: u64,
@@ -277,6 +290,9 @@ pub struct Link {
     /// Number of `outgoing[0]`: every message below it is acknowledged.
     send_base: u64,
     outgoing: VecDeque<OutMessage>,
+    /// The encodings of `outgoing`'s messages, copied into every packet
+    /// that carries one.
+    encoded: EncodedMessages,
     messages_due: usize,
     /// Next packet number; `u32::MAX + 1` means numbers are exhausted.
     next_packet_number: u64,
@@ -303,9 +319,9 @@ pub struct Link {
     /// Next message number to deliver.
     recv_next: u64,
     out_of_order: BTreeMap<u64, Vec<u8>>,
-    ready: VecDeque<Vec<u8>>,
-    /// Message buffers to reuse (sent messages once acknowledged, received
-    /// ones once taken): no allocation per message.
+    ready: ReadyMessages,
+    /// Buffers of messages received out of order to reuse once they are
+    /// ready: no allocation per message.
     spare: Vec<Vec<u8>>,
     /// When the acknowledgement owed for received messages must go out at
     /// the latest (it rides on any packet sent before); `None`: none owed.
@@ -367,6 +383,7 @@ impl Link {
             identity,
             send_base: 0,
             outgoing: VecDeque::new(),
+            encoded: EncodedMessages::default(),
             messages_due: 0,
             next_packet_number: 0,
             sent_base: 0,
@@ -379,7 +396,7 @@ impl Link {
             replay: ReplayWindow::new(),
             recv_next: 0,
             out_of_order: BTreeMap::new(),
-            ready: VecDeque::new(),
+            ready: ReadyMessages::default(),
             spare: Vec::new(),
             ack_due_us: None,
             largest_received_us: now_us,
@@ -515,9 +532,9 @@ impl Link {
             return Err(Error::Full("messages in flight on this link"));
         }
         let number = self.send_base + self.outgoing.len() as u64;
-        let payload = self.buffer_with(payload);
+        let placed = self.encoded.push(number as u16, payload);
         self.outgoing.push_back(OutMessage {
-            payload,
+            placed,
             acked: false,
             needs_send: true,
             transmissions: 0,
@@ -538,26 +555,25 @@ impl Link {
 
     /// Take the next message delivered in order, if any.
     pub fn recv(&mut self) -> Option<Vec<u8>> {
-        let message = self.ready.pop_front()?;
+        let message = self.ready.front()?.to_vec();
+        self.ready.pop_front();
         self.counters.messages_delivered += 1;
         Some(message)
     }
 
     /// Copy the next message delivered in order into `buf` and return its
     /// length; `None` when none is ready or `buf` is too short (it stays
-    /// queued, see [`next_message_len`](Self::next_message_len)). The
-    /// message's buffer is kept for reuse.
+    /// queued, see [`next_message_len`](Self::next_message_len)).
     // Once per message received, like the three below per packet: inlined
     // where the hot paths call them (rungs-sim: 1.5 % fewer instructions
     // with `decode`, docs/rungs-sim.md "Two threads").
     #[inline(always)]
     pub fn recv_into(&mut self, buf: &mut [u8]) -> Option<usize> {
-        let len = self.next_message_len()?;
-        let out = buf.get_mut(..len)?;
-        let message = self.ready.pop_front()?;
-        out.copy_from_slice(&message);
+        let message = self.ready.front()?;
+        let len = message.len();
+        buf.get_mut(..len)?.copy_from_slice(message);
+        self.ready.pop_front();
         self.counters.messages_delivered += 1;
-        self.recycle(message);
         Some(len)
     }
 
@@ -578,7 +594,7 @@ impl Link {
 
     /// Length of the message [`recv`](Self::recv) would return next.
     pub fn next_message_len(&self) -> Option<usize> {
-        self.ready.front().map(|m| m.len())
+        self.ready.front().map(<[u8]>::len)
     }
 
     /// Messages ready for [`recv`](Self::recv).
@@ -607,8 +623,8 @@ impl Link {
         datagram_len: usize,
     ) -> std::result::Result<(), DropReason> {
         match self.check_packet(packet) {
-            Ok(cumulative_ack) => {
-                self.accept_packet(now_us, packet, datagram_len, cumulative_ack);
+            Ok(checked) => {
+                self.accept_packet(now_us, packet, datagram_len, checked);
                 Ok(())
             }
             Err(reason) => {
@@ -618,8 +634,11 @@ impl Link {
         }
     }
 
-    /// Every check, no change: the widened cumulative ack to apply, if any.
-    fn check_packet(&self, packet: &Packet<'_>) -> std::result::Result<Option<u64>, DropReason> {
+    /// Every check, no change: what [`accept_packet`](Self::accept_packet) needs.
+    fn check_packet<'a>(
+        &self,
+        packet: &Packet<'a>,
+    ) -> std::result::Result<CheckedPacket<'a>, DropReason> {
         let header = &packet.header;
         if header.sender != self.identity.peer_seat || header.session_id != self.identity.session_id
         {
@@ -659,16 +678,27 @@ impl Link {
 
         let mut previous: Option<u64> = None;
         let mut new_messages = 0usize;
-        for message in packet.messages() {
+        let mut messages = packet.messages();
+        let mut duplicates = 0;
+        let mut past_duplicates = messages.clone();
+        while let Some(message) = messages.next() {
             let number = widen(self.recv_next, message.number);
             if previous.is_some_and(|p| number <= p) {
                 return Err(DropReason::Malformed); // numbers must increase
             }
             previous = Some(number);
+            if number < self.recv_next {
+                // Delivered already: the copies of messages the peer has
+                // not seen acknowledged yet, most of what a packet carries.
+                // Numbers increase, so these come first.
+                duplicates += 1;
+                past_duplicates = messages.clone();
+                continue;
+            }
             if number >= self.recv_next + MAX_IN_FLIGHT_LIMIT as u64 {
                 return Err(DropReason::OutsideWindow);
             }
-            if number >= self.recv_next && !self.out_of_order.contains_key(&number) {
+            if !self.out_of_order.contains_key(&number) {
                 new_messages += 1;
             }
         }
@@ -680,7 +710,11 @@ impl Link {
         {
             return Err(DropReason::ReceiverFull);
         }
-        Ok(cumulative_ack)
+        Ok(CheckedPacket {
+            cumulative_ack,
+            duplicates,
+            past_duplicates,
+        })
     }
 
     fn accept_packet(
@@ -688,8 +722,13 @@ impl Link {
         now_us: u64,
         packet: &Packet<'_>,
         datagram_len: usize,
-        cumulative_ack: Option<u64>,
+        checked: CheckedPacket<'_>,
     ) {
+        let CheckedPacket {
+            cumulative_ack,
+            duplicates,
+            past_duplicates,
+        } = checked;
         let header = &packet.header;
         if self.is_newest(header.packet_number) {
             self.largest_received_us = now_us;
@@ -717,11 +756,11 @@ impl Link {
         }
         if newly_acked_messages {
             while self.outgoing.front().is_some_and(|m| m.acked) {
-                if let Some(message) = self.outgoing.pop_front() {
-                    self.recycle(message.payload);
-                }
+                self.outgoing.pop_front();
                 self.send_base += 1;
             }
+            self.encoded
+                .forget_before(self.outgoing.front().map(|m| m.placed.at));
             // RFC 6298 5.3: new data acknowledged restarts the timer.
             self.rtt.reset_backoff();
             self.rto_started_us = self.has_unacked_sent().then_some(now_us);
@@ -736,13 +775,15 @@ impl Link {
             self.resend_oldest(stale_after, now_us);
         }
 
-        for message in packet.messages() {
+        // The leading duplicates need nothing but counting (`check_packet`
+        // saw them all below `recv_next`, which has not moved since).
+        self.counters.duplicate_messages += duplicates;
+        for message in past_duplicates {
             let number = widen(self.recv_next, message.number);
             if number < self.recv_next || self.out_of_order.contains_key(&number) {
                 self.counters.duplicate_messages += 1;
             } else if number == self.recv_next {
-                let payload = self.buffer_with(message.payload);
-                self.ready.push_back(payload);
+                self.ready.push(message.payload);
                 self.recv_next += 1;
             } else {
                 let payload = self.buffer_with(message.payload);
@@ -750,7 +791,8 @@ impl Link {
             }
         }
         while let Some(payload) = self.out_of_order.remove(&self.recv_next) {
-            self.ready.push_back(payload);
+            self.ready.push(&payload);
+            self.recycle(payload);
             self.recv_next += 1;
         }
         if packet.is_ack_eliciting() {
@@ -1087,7 +1129,7 @@ impl Link {
                 continue;
             }
             // `push` writes nothing when the message does not fit.
-            if !writer.push(number as u16, &message.payload) {
+            if !writer.push_encoded(&self.encoded.get(&message.placed)) {
                 if piggyback {
                     continue;
                 }
@@ -1192,7 +1234,7 @@ impl Link {
             if message.acked || message.needs_send || message.last_sent_us == now_us {
                 continue;
             }
-            let cost = message.payload.len() + 4;
+            let cost = message.placed.payload_len as usize + 4;
             if cost > left {
                 break;
             }

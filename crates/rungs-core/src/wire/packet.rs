@@ -451,13 +451,29 @@ pub struct Messages<'a> {
 impl<'a> Iterator for Messages<'a> {
     type Item = MessageRef<'a>;
 
+    #[inline(always)]
     fn next(&mut self) -> Option<MessageRef<'a>> {
-        // `decode` checked the framing, so this cannot fail; a failure ends
-        // the iteration rather than panicking.
-        let mut r = Reader::new(self.rest);
-        let message = read_message(&mut r).ok()?;
-        self.rest = r.rest();
-        Some(message)
+        // `decode` checked the framing (canonical lengths, the payload
+        // bound, the end at the tag), so this only finds the boundaries
+        // again: the link walks every packet's messages twice, most of
+        // them copies it already has. Bytes that do not frame end the
+        // iteration rather than panicking.
+        let rest = self.rest;
+        let [low, high, first, ..] = *rest else {
+            return None;
+        };
+        let (header, len) = if first < 0x80 {
+            (3, usize::from(first))
+        } else {
+            let second = *rest.get(3)?;
+            (4, usize::from(first & 0x7F) << 8 | usize::from(second))
+        };
+        let payload = rest.get(header..header + len)?;
+        self.rest = &rest[header + len..];
+        Some(MessageRef {
+            number: u16::from_le_bytes([low, high]),
+            payload,
+        })
     }
 }
 
@@ -564,6 +580,30 @@ pub fn decode(packet: &[u8]) -> Result<Packet<'_>, DecodeError> {
     })
 }
 
+/// Append to `out` message `number` (its low 16 bits) with `payload` as a
+/// packet carries it: number, length (the short form whenever it fits),
+/// payload. [`PacketWriter::push_encoded`] copies it into a packet; the
+/// result is the same bytes [`PacketWriter::push`] writes.
+pub(crate) fn encode_message(number: u16, payload: &[u8], out: &mut Vec<u8>) {
+    out.extend_from_slice(&number.to_le_bytes());
+    let len = payload.len();
+    if len < 0x80 {
+        out.push(len as u8);
+    } else {
+        out.extend_from_slice(&[0x80 | (len >> 8) as u8, (len & 0xFF) as u8]);
+    }
+    out.extend_from_slice(payload);
+}
+
+/// One message as [`encode_message`] wrote it, with its payload's length.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EncodedMessage<'a> {
+    /// Number, length and payload.
+    pub(crate) bytes: &'a [u8],
+    /// Bytes of the payload alone.
+    pub(crate) payload_len: usize,
+}
+
 /// Builds one packet in a caller buffer: header first, then messages while
 /// they fit, then [`finish`](PacketWriter::finish) writes the tag.
 #[derive(Debug)]
@@ -619,6 +659,24 @@ impl<'b> PacketWriter<'b> {
         payload_len <= MAX_MESSAGE_BYTES
             && self.message_count < MAX_MESSAGES_PER_PACKET
             && message_header_bytes(payload_len) + payload_len <= self.remaining()
+    }
+
+    /// Append a message [`encode_message`] encoded (its number, length
+    /// and payload, as the packet carries them); `false` (and nothing
+    /// written) when it does not fit. A link keeps each unacknowledged
+    /// message encoded once and copies it into every packet that carries
+    /// it, rather than writing its header again for every copy.
+    #[inline(always)]
+    pub(crate) fn push_encoded(&mut self, encoded: &EncodedMessage<'_>) -> bool {
+        if !self.fits(encoded.payload_len) {
+            return false;
+        }
+        let at = self.len;
+        let bytes = encoded.bytes;
+        copy_bytes(&mut self.buf[at..at + bytes.len()], bytes);
+        self.len = at + bytes.len();
+        self.message_count += 1;
+        true
     }
 
     /// Append a message; `false` (and nothing written) when it does not fit.

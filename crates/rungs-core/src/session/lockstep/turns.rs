@@ -729,15 +729,30 @@ pub(super) struct Inbound {
 /// once half of it is forgotten. Writes are sequential and nothing old is
 /// touched to forget it, so keeping every turn costs little and, once the
 /// log has its working size, allocates nothing.
+///
+/// The parts lie back to back in the log from `start`, so each needs only
+/// its send frame and length: forgetting the oldest turn reads the front
+/// of a list of small entries (a game keeps hundreds of turns per peer, and
+/// that front was written as many turns ago: the smaller the entries, the
+/// fewer of those reads miss the cache), and compacting the log leaves the
+/// list alone.
 #[derive(Debug, Default)]
 struct KeptTurns {
     log: Vec<u8>,
-    /// Log offset of the oldest kept byte.
+    /// Log offset of the oldest kept byte: where the first part starts.
     start: usize,
-    /// Per part, oldest first: its send frame, log offset and length.
-    parts: VecDeque<(u32, usize, usize)>,
+    /// Per part, oldest first: its send frame and length.
+    parts: VecDeque<KeptPart>,
     /// Turns kept (each has one or more parts).
     turns: usize,
+}
+
+/// One part of a kept turn.
+#[derive(Debug, Clone, Copy)]
+struct KeptPart {
+    send_frame: u32,
+    /// Bytes (a link message: at most `MAX_MESSAGE_BYTES`).
+    len: u32,
 }
 
 impl KeptTurns {
@@ -747,29 +762,28 @@ impl KeptTurns {
 
     fn keep<'a>(&mut self, send_frame: u32, raw: impl Iterator<Item = &'a [u8]>) {
         for part in raw {
-            self.parts
-                .push_back((send_frame, self.log.len(), part.len()));
+            self.parts.push_back(KeptPart {
+                send_frame,
+                len: part.len() as u32,
+            });
             self.log.extend_from_slice(part);
         }
         self.turns += 1;
         while self.bytes() > KEPT_RELAY_BYTES || self.turns > KEPT_SEND_FRAMES {
-            let Some(&(oldest, ..)) = self.parts.front() else {
+            let Some(oldest) = self.parts.front().map(|p| p.send_frame) else {
                 break;
             };
-            while let Some(&(frame, at, len)) = self.parts.front() {
-                if frame != oldest {
+            while let Some(part) = self.parts.front() {
+                if part.send_frame != oldest {
                     break;
                 }
+                self.start += part.len as usize;
                 self.parts.pop_front();
-                self.start = at + len;
             }
             self.turns -= 1;
         }
         if self.start > self.log.len() / 2 {
             self.log.drain(..self.start);
-            for part in &mut self.parts {
-                part.1 -= self.start;
-            }
             self.start = 0;
         }
         // Between compactions the log grows to twice what it keeps: make
@@ -783,8 +797,13 @@ impl KeptTurns {
     fn between(&self, after: Option<u32>, through: u32) -> impl Iterator<Item = &[u8]> {
         self.parts
             .iter()
-            .filter(move |(f, ..)| after.map_or(true, |a| *f > a) && *f <= through)
-            .map(|&(_, at, len)| &self.log[at..at + len])
+            .scan(self.start, |at, part| {
+                let from = *at;
+                *at += part.len as usize;
+                Some((part.send_frame, from..*at))
+            })
+            .filter(move |(f, _)| after.map_or(true, |a| *f > a) && *f <= through)
+            .map(|(_, bytes)| &self.log[bytes])
     }
 }
 
