@@ -146,10 +146,10 @@ static void test_round_trip_from_measurements_to_a_machine(void) {
     /* p90 52 plus its spread of 1 above the median: 53 ms needs one frame at
      * 30 fps (the worst sample, 400 ms, would need 6). The stalls, the
      * longest 35 ms while the look-ahead in force (1/9) already covered
-     * every round trip, are unexplained: two frames of margin on the game's
-     * prior one. */
+     * every round trip, are unexplained: a frame of margin (decision 102)
+     * on the game's prior one. */
     CHECK_EQ(has, 1);
-    CHECK(e.send_period == 1 && e.look_ahead == 4 && e.fps == 30);
+    CHECK(e.send_period == 1 && e.look_ahead == 3 && e.fps == 30);
     CHECK_EQ(rungs_timing_machine_free(machine), RUNGS_OK);
 }
 
@@ -449,10 +449,10 @@ static void test_execute_refusals_change_nothing(void) {
     CHECK_EQ(rungs_timing_machine_frame_end(machine, &has, &e), RUNGS_OK);
     /* p90 150 plus its spread of 30 (within latest 125 + 60 and the worst):
      * 180 ms, 3 frames; the two stalls for seat 3 (no player here, so not a
-     * slow CPU), the longest 40 ms, are unexplained: two frames of margin
-     * on the game's prior one. */
+     * slow CPU), the longest 40 ms, are unexplained: a frame of margin
+     * (decision 102) on the game's prior one. */
     CHECK_EQ(has, 1);
-    CHECK(e.send_period == 1 && e.look_ahead == 6 && e.fps == 30);
+    CHECK(e.send_period == 1 && e.look_ahead == 5 && e.fps == 30);
     /* Poisoned. */
     CHECK_EQ(rungs_timing_machine_frame_begin(machine, 3, NULL), RUNGS_OK);
     rungs_testing_panic_next_call();
@@ -565,17 +565,16 @@ static void test_tracking_reacts_to_the_detail_as_the_core_does(void) {
      * With the detail: frame 16 needs one frame for 60 ms; the spike is one
      * sample of 16 and over; the waits for seat 0 are its slow CPU, which
      * the rate answers; of the stalls of 81-96 the longest waited 100 ms:
-     * three frames of margin on 96, and the phase frame of a rise that
-     * large (decision 59) until it has reached the turns and two reports
-     * followed; 144 lets it go. */
-    static const sent_t with_detail[] = {{16, 1, 2, 30}, {96, 1, 6, 30}, {144, 1, 5, 30}};
+     * three frames lacking, and the margin rises by one of them on 96
+     * (decision 102). */
+    static const sent_t with_detail[] = {{16, 1, 2, 30}, {96, 1, 3, 30}};
     /* Without it: the 600 ms worst sample is answered on 32, with the phase
-     * frame, held until 75; a 100 ms wait of nobody known buys three frames
-     * on 80; the stalls of 81-96 waited under the 11 still in force, lacked
-     * 3 frames, and take the margin to its most (9) on 96; 144 lets the
-     * phase frame go. */
+     * frame, held until 75; a 100 ms wait of nobody known buys a frame on
+     * 80; the stalls of 81-96 waited under the 11 still in force and lacked
+     * 3 frames: each report that still asks raises the margin a frame (96,
+     * 112). */
     static const sent_t worst_only[] = {
-        {16, 1, 2, 30}, {32, 1, 11, 30}, {80, 1, 5, 30}, {96, 1, 11, 30}, {144, 1, 10, 30}};
+        {16, 1, 2, 30}, {32, 1, 11, 30}, {80, 1, 3, 30}, {96, 1, 4, 30}, {112, 1, 5, 30}};
     sent_t sent[MAX_SENT];
     size_t count = play(1, sent);
     check_sent(sent, count, with_detail, sizeof with_detail / sizeof with_detail[0]);

@@ -321,33 +321,29 @@ fn a_c_engine_on_detailed_reports_gets_the_core_s_events() {
     // (the detail names the seat), which the rate answers, not the margin.
     // Of the stalls of 81-96 the longest waited 100 ms: the look-ahead
     // lacked three frames (a stall is read by its longest wait, as the
-    // first stall of a spike or a lost turn's wait for its copy is); a
-    // rise that large gets the phase frame of decision 59 until it has
-    // reached the turns and two reports followed (96 + 6 + 32), and the
-    // next report after that, 144, lets it go.
-    assert_eq!(core, [(16, 1, 2, 30), (96, 1, 6, 30), (144, 1, 5, 30)]);
+    // first stall of a spike or a lost turn's wait for its copy is), and
+    // the margin rises by one of them (decision 102).
+    assert_eq!(core, [(16, 1, 2, 30), (96, 1, 3, 30)]);
 
     let core_worst_only = play(&mut Core::new(), false);
     assert_eq!(play(&mut CApi::new(), false), core_worst_only);
     // Without the detail: the spike's 600 ms worst sample is answered on 32
     // (9 frames and the prior margin's one), with the phase frame of a
     // spike's rise (decision 59), held until 32 + 11 + 32 = 75; a 100 ms
-    // wait of nobody known buys three frames of margin on 80 (1 + 4). The
-    // stalls of 81-96 waited under the 11 still in force (the decrease of
-    // 80 had not reached the turns): the longest, 100 ms, lacked 3 frames,
-    // so they ask for 14, the margin goes to its most (9 frames at 30 fps),
-    // and the master raises at once with its report (decision 50; written
-    // here as 128 + 11) as the evaluation does. Its phase frame's hold lets
-    // go on 144.
+    // wait of nobody known buys a frame of margin on 80 (1 + 2, decision
+    // 102). The stalls of 81-96 waited under the 11 still in force (the
+    // decrease of 80 had not reached the turns): the longest, 100 ms,
+    // lacked 3 frames, so they ask for 14, and each report that still asks
+    // raises the margin a frame (96, 112). The master's own report asks
+    // for no more than the 11 in force, so it sends nothing at once.
     assert_eq!(
         core_worst_only,
         [
             (16, 1, 2, 30),
             (32, 1, 11, 30),
-            (80, 1, 5, 30),
-            (96, 1, 128 + 11, 30),
-            (96, 1, 11, 30),
-            (144, 1, 10, 30)
+            (80, 1, 3, 30),
+            (96, 1, 4, 30),
+            (112, 1, 5, 30)
         ]
     );
 }
