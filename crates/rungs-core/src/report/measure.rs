@@ -87,6 +87,10 @@ pub struct Measurements {
     stall_us_this_interval: u64,
     wait_us_by_seat: [u64; MAX_SEATS],
     peers: Vec<PeerRoundTrip>,
+    /// Per peer number, its place in `peers` plus one (0: not measured). A
+    /// session looks its peer up on nearly every datagram; a search over
+    /// `peers`, each holding its sample window, read a cache line per step.
+    peer_slot: Box<[u16; 256]>,
     needs: NeedTally,
 }
 
@@ -173,6 +177,7 @@ impl Measurements {
             stall_us_this_interval: 0,
             wait_us_by_seat: [0; MAX_SEATS],
             peers: Vec::new(),
+            peer_slot: Box::new([0; 256]),
             needs: NeedTally::new(),
         }
     }
@@ -292,6 +297,7 @@ impl Measurements {
             Ok(_) => Err(Error::State("peer is already measured")),
             Err(at) => {
                 self.peers.insert(at, PeerRoundTrip::new(peer));
+                self.index_peers();
                 Ok(())
             }
         }
@@ -302,6 +308,7 @@ impl Measurements {
     pub fn remove_peer(&mut self, peer: u8) -> Result<()> {
         let at = self.peer_index(peer)?;
         self.peers.remove(at);
+        self.index_peers();
         Ok(())
     }
 
@@ -430,9 +437,19 @@ impl Measurements {
     }
 
     fn peer_index(&self, peer: u8) -> Result<usize> {
-        self.peers
-            .binary_search_by_key(&peer, |p| p.peer)
-            .map_err(|_| Error::UnknownSeat(peer))
+        match self.peer_slot[usize::from(peer)] {
+            0 => Err(Error::UnknownSeat(peer)),
+            slot => Ok(usize::from(slot) - 1),
+        }
+    }
+
+    /// Rebuild `peer_slot` after `peers` changed (a peer joined or left).
+    fn index_peers(&mut self) {
+        self.peer_slot.fill(0);
+        for (at, measured) in self.peers.iter().enumerate() {
+            // At most 256 peers, one per peer number: `at + 1` fits.
+            self.peer_slot[usize::from(measured.peer)] = (at + 1) as u16;
+        }
     }
 }
 
