@@ -1266,25 +1266,39 @@ mod tests {
         );
     }
 
+    /// A schedule holding `1/look_ahead`, with `1/staged` staged if any.
+    fn at(look_ahead: u8, staged: Option<u8>) -> Option<InForce> {
+        Some(InForce {
+            timing: Timing::new(1, look_ahead).unwrap(),
+            staged: staged.map(|l| Timing::new(1, l).unwrap()),
+        })
+    }
+
+    /// Every player reports a steady `rtt` (no spread, no stall) executed on
+    /// `frame`; the target the evaluation issues, if any, as `SP/LA`.
+    fn target_on_steady_report(
+        policy: &mut TrackingPolicy,
+        record: &mut Record,
+        frame: u32,
+        rtt: u32,
+        now: Option<InForce>,
+    ) -> Option<String> {
+        apply(
+            record,
+            frame,
+            report(rtt, 5000, detail(rtt, rtt, rtt, 0, None)),
+        );
+        policy
+            .evaluate(record, frame, now)
+            .map(|e| e.target.to_string())
+    }
+
     #[test]
     fn a_decrease_on_its_way_is_not_replaced_by_a_further_one() {
         let mut policy = without_prior(30);
         let mut record = Record::new(0, [0, 1]);
-        let at = |look_ahead: u8, staged: Option<u8>| {
-            Some(InForce {
-                timing: Timing::new(1, look_ahead).unwrap(),
-                staged: staged.map(|l| Timing::new(1, l).unwrap()),
-            })
-        };
         let mut target = |record: &mut Record, frame: u32, rtt: u32, now| {
-            apply(
-                record,
-                frame,
-                report(rtt, 5000, detail(rtt, rtt, rtt, 0, None)),
-            );
-            policy
-                .evaluate(record, frame, now)
-                .map(|e| e.target.to_string())
+            target_on_steady_report(&mut policy, record, frame, rtt, now)
         };
         assert_eq!(target(&mut record, 25, 300, at(9, None)).unwrap(), "1/5");
         // In flight (it executes within the 9 frames it was sent under): a
@@ -1309,21 +1323,8 @@ mod tests {
     fn a_spike_s_fall_replaces_a_small_decrease_on_its_way() {
         let mut policy = without_prior(30);
         let mut record = Record::new(0, [0, 1]);
-        let at = |look_ahead: u8, staged: Option<u8>| {
-            Some(InForce {
-                timing: Timing::new(1, look_ahead).unwrap(),
-                staged: staged.map(|l| Timing::new(1, l).unwrap()),
-            })
-        };
         let mut target = |record: &mut Record, frame: u32, rtt: u32, now| {
-            apply(
-                record,
-                frame,
-                report(rtt, 5000, detail(rtt, rtt, rtt, 0, None)),
-            );
-            policy
-                .evaluate(record, frame, now)
-                .map(|e| e.target.to_string())
+            target_on_steady_report(&mut policy, record, frame, rtt, now)
         };
         // 21 frames, and the phase frame of a spike's rise (held to frame
         // 25 + 22 + 32).
