@@ -18,6 +18,7 @@ use std::net::SocketAddr;
 
 use super::mismatch::{HeardVersions, Protocol, ProtocolMismatch};
 use super::peer::{Link, LinkConfig, LinkIdentity};
+use super::seat_index::SeatIndex;
 use super::stats::{DropCounts, DropReason, LinkEvent};
 use crate::error::{Error, Result};
 use crate::wire::cursor::DecodeError;
@@ -28,9 +29,6 @@ use crate::wire::packet::{decode, peek, verify_tag, SessionKey, VERSION};
 /// amount. A report that finds the queue full is not lost for good: its
 /// version is reported when it is next heard.
 pub const MAX_QUEUED_PROTOCOL_MISMATCHES: usize = 64;
-
-/// `Endpoint::peer_at` of a seat without a peer.
-const NO_PEER: u8 = u8::MAX;
 
 /// Settings of an endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,11 +81,9 @@ pub struct Endpoint {
     config: EndpointConfig,
     /// Sorted by seat.
     peers: Vec<Peer>,
-    /// Per seat, its index in `peers` ([`NO_PEER`]: none). Every datagram
-    /// and every message looks its seat up, several times: a table read
-    /// instead of a binary search that touches a whole `Peer` (most of a
-    /// `Link`, far apart in memory) at every step.
-    peer_at: [u8; 256],
+    /// Each seat's place in `peers`: every datagram and every message looks
+    /// its seat up, several times.
+    peer_at: SeatIndex,
     /// Drops that cannot be pinned on a known peer.
     dropped: DropCounts,
     next_transmit: usize,
@@ -149,7 +145,7 @@ impl Endpoint {
         Ok(Endpoint {
             config,
             peers: Vec::new(),
-            peer_at: [NO_PEER; 256],
+            peer_at: SeatIndex::new(),
             dropped: DropCounts::default(),
             next_transmit: 0,
             next_receive: 0,
@@ -237,19 +233,18 @@ impl Endpoint {
 
     #[inline]
     fn index(&self, seat: u8) -> Result<usize> {
-        match self.peer_at[usize::from(seat)] {
-            NO_PEER => Err(Error::UnknownSeat(seat)),
-            at => Ok(usize::from(at)),
+        // A match, not `ok_or`: that builds the error, and drops it, on
+        // every lookup of the hot path.
+        match self.peer_at.get(seat) {
+            Some(at) => Ok(at),
+            None => Err(Error::UnknownSeat(seat)),
         }
     }
 
     /// Rebuild `peer_at` after `peers` changed.
     fn index_peers(&mut self) {
-        self.peer_at = [NO_PEER; 256];
-        for (at, peer) in self.peers.iter().enumerate() {
-            // At most 255 peers (seats are bytes, one is ours): `at` fits below NO_PEER.
-            self.peer_at[usize::from(peer.seat)] = at as u8;
-        }
+        self.peer_at
+            .rebuild(self.peers.iter().map(|peer| peer.seat));
     }
 
     /// Add the peer at `seat`, bound to `address`; its link starts at `now_us`.

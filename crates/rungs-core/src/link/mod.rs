@@ -20,6 +20,7 @@ mod peer;
 mod ready;
 mod replay;
 pub(crate) mod rtt;
+mod seat_index;
 mod stats;
 
 pub use endpoint::{
@@ -32,4 +33,5 @@ pub use peer::{
     MIN_CONFIG_PACKET_BYTES,
 };
 pub use rtt::RttEstimator;
+pub(crate) use seat_index::SeatIndex;
 pub use stats::{DropCounts, DropReason, LinkEvent, LinkStats};

@@ -47,6 +47,7 @@
 
 use crate::error::{Error, Result};
 use crate::link::rtt::ms_rounded_up;
+use crate::link::SeatIndex;
 use crate::report::needs::NeedTally;
 use crate::report::record::MAX_SEATS;
 use crate::report::{LookAheadNeeds, Report, ReportDetail};
@@ -87,10 +88,9 @@ pub struct Measurements {
     stall_us_this_interval: u64,
     wait_us_by_seat: [u64; MAX_SEATS],
     peers: Vec<PeerRoundTrip>,
-    /// Per peer number, its place in `peers` plus one (0: not measured). A
-    /// session looks its peer up on nearly every datagram; a search over
-    /// `peers`, each holding its sample window, read a cache line per step.
-    peer_slot: Box<[u16; 256]>,
+    /// Each peer's place in `peers`: a session looks its peer up on nearly
+    /// every datagram.
+    peer_at: SeatIndex,
     needs: NeedTally,
 }
 
@@ -177,7 +177,7 @@ impl Measurements {
             stall_us_this_interval: 0,
             wait_us_by_seat: [0; MAX_SEATS],
             peers: Vec::new(),
-            peer_slot: Box::new([0; 256]),
+            peer_at: SeatIndex::new(),
             needs: NeedTally::new(),
         }
     }
@@ -437,19 +437,18 @@ impl Measurements {
     }
 
     fn peer_index(&self, peer: u8) -> Result<usize> {
-        match self.peer_slot[usize::from(peer)] {
-            0 => Err(Error::UnknownSeat(peer)),
-            slot => Ok(usize::from(slot) - 1),
+        // A match, not `ok_or`: that builds the error, and drops it, on
+        // every lookup of the hot path.
+        match self.peer_at.get(peer) {
+            Some(at) => Ok(at),
+            None => Err(Error::UnknownSeat(peer)),
         }
     }
 
-    /// Rebuild `peer_slot` after `peers` changed (a peer joined or left).
+    /// Index `peers` again after it changed (a peer joined or left).
     fn index_peers(&mut self) {
-        self.peer_slot.fill(0);
-        for (at, measured) in self.peers.iter().enumerate() {
-            // At most 256 peers, one per peer number: `at + 1` fits.
-            self.peer_slot[usize::from(measured.peer)] = (at + 1) as u16;
-        }
+        self.peer_at
+            .rebuild(self.peers.iter().map(|measured| measured.peer));
     }
 }
 
