@@ -49,7 +49,7 @@ def replay(binary, policy, condition):
     flags = condition["flags"].split()
     done = subprocess.run([binary, *flags, "--policy", policy, "--json"],
                           capture_output=True, text=True)
-    if done.returncode not in (0,):
+    if done.returncode != 0:
         sys.exit("sweep-replay: condition %d failed (exit %d): %s"
                  % (condition["index"], done.returncode, done.stderr.strip()))
     report = json.loads(done.stdout)
